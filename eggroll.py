@@ -1,0 +1,311 @@
+"""EGGROLL: evolution strategies with low-rank perturbations, for the LIF network of snn.py.
+
+Read top to bottom:
+  1. Noise is a pure function of keys: Philox4x32-10 turns (seed, generation, pair, parameter)
+     into Gaussian numbers, so any member's noise can be regenerated alone, in any order, on the
+     CPU or a GPU, and nothing about noise is stored between the forward pass and the update.
+  2. A weight matrix W (m x n) is perturbed by E = A B^T / sqrt(r), A (m x r), B (n x r)   (5)
+     and a bias b (m) by a Gaussian vector delta. Members come in antithetic pairs theta +- sigma E.
+  3. E is never materialised. For input x,  x (W + sigma E)^T = x W^T + sigma/sqrt(r) (x B) A^T  (6)
+     Layer 1 sees the same frames at every member, so x W^T is computed once and x [B_1 ... B_P]
+     is ONE matrix product for the whole population; the two members of a pair reuse it with
+     opposite signs.
+  4. Fitness = -cross-entropy; fitnesses are replaced by centred ranks in [-0.5, 0.5].
+  5. The gradient estimate, with f_p = rank(theta_p+) - rank(theta_p-) over P pairs,
+         g_W = 1/(2 P sigma) sum_p f_p E_p = (diag(f) A)^T B / (2 P sigma sqrt(r))       (7)
+         g_b = 1/(2 P sigma) sum_p f_p delta_p                                            (8)
+     is one matrix product, with A and B regenerated from their keys.
+  6. Adam ascends g.                                                                       (9)
+
+Factor layout: `a` has shape (pairs, r, m) and `b` shape (pairs, r, n); row k of a[p] is the k-th
+column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T.
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy
+
+from backend import array_module_of
+import snn
+
+# ---------------------------------------------------------------------------------------------
+# 1. Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011)
+
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # Weyl key increments (golden ratio, sqrt(3) - 1)
+MASK32 = 0xFFFFFFFF
+
+
+def philox4x32(counter, key, rounds=10):
+    """Philox4x32-R of a 4-word counter under a 2-word key; words are uint32 arrays or ints.
+
+    One round: (c0, c1, c2, c3) -> (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0)),
+    with the key bumped by the Weyl constants between rounds. Written in uint64 array arithmetic
+    so NumPy and CuPy give the same bits. Counters broadcast against each other.
+    """
+    xp = next((array_module_of(c) for c in counter if hasattr(c, "dtype")), numpy)
+    c0, c1, c2, c3 = (xp.asarray(c, dtype=xp.uint32) for c in counter)
+    k0, k1 = (int(k) & MASK32 for k in key)
+    for round_index in range(rounds):
+        if round_index:
+            k0, k1 = (k0 + PHILOX_W[0]) & MASK32, (k1 + PHILOX_W[1]) & MASK32
+        product0 = c0.astype(xp.uint64) * xp.uint64(PHILOX_M[0])
+        product1 = c2.astype(xp.uint64) * xp.uint64(PHILOX_M[1])
+        c0, c1, c2, c3 = ((product1 >> xp.uint64(32)).astype(xp.uint32) ^ c1 ^ xp.uint32(k0),
+                          product1.astype(xp.uint32),
+                          (product0 >> xp.uint64(32)).astype(xp.uint32) ^ c3 ^ xp.uint32(k1),
+                          product0.astype(xp.uint32))
+    return c0, c1, c2, c3
+
+
+def _box_muller(bits_radius, bits_angle):
+    """Two independent N(0, 1) float32 arrays from two uint32 arrays (24 bits of each used)."""
+    xp = array_module_of(bits_radius)
+    u_radius = ((bits_radius >> xp.uint32(8)).astype(xp.float32) + 1) * xp.float32(2.0 ** -24)  # (0, 1]
+    u_angle = (bits_angle >> xp.uint32(8)).astype(xp.float32) * xp.float32(2.0 ** -24)          # [0, 1)
+    radius = xp.sqrt(xp.float32(-2) * xp.log(u_radius))
+    angle = xp.float32(2 * math.pi) * u_angle
+    return radius * xp.cos(angle), radius * xp.sin(angle)
+
+
+def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
+    """The first `count` N(0, 1) numbers of stream (seed, generation, pair, param_id), per pair.
+
+    Key = the 64-bit seed; counter = (block, pair, param_id, generation); each block of the stream
+    gives 4 normals. Returns float32 (len(pairs), count). A pure function: the rows for pairs
+    [p] equal row p of the draw for all pairs, bit for bit.
+    """
+    n_blocks = -(-count // 4)
+    blocks = xp.arange(n_blocks, dtype=xp.uint32)[None, :]
+    pair_words = xp.asarray(pairs, dtype=xp.uint32)[:, None]
+    words = philox4x32((blocks, pair_words, param_id, generation), (seed, seed >> 32))
+    normals = xp.empty((pair_words.shape[0], n_blocks, 4), dtype=xp.float32)
+    normals[..., 0], normals[..., 1] = _box_muller(words[0], words[1])
+    normals[..., 2], normals[..., 3] = _box_muller(words[2], words[3])
+    return xp.ascontiguousarray(normals.reshape(pair_words.shape[0], 4 * n_blocks)[:, :count])
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The perturbations of Eq. (5)
+
+PARAM_IDS = {"W1": 0, "b1": 1, "W2": 2, "b2": 3}  # the parameter word of the Philox counter
+
+
+def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
+    """A_p and B_p of Eq. (5) for weight `name` of shape (m, n): arrays (P, r, m) and (P, r, n)."""
+    m, n = shape
+    normals = standard_normals(seed, generation, pairs, PARAM_IDS[name], rank * (m + n), xp)
+    a = normals[:, :rank * m].reshape(-1, rank, m)
+    b = normals[:, rank * m:].reshape(-1, rank, n)
+    return a, b
+
+
+def bias_noise(seed, generation, pairs, name, size, xp=numpy):
+    """delta_p for bias `name`: (P, size) standard normals."""
+    return standard_normals(seed, generation, pairs, PARAM_IDS[name], size, xp)
+
+
+def materialise(a, b):
+    """E_p = A_p B_p^T / sqrt(r) as (P, m, n). Only for tests and explanation: training never does."""
+    return (a.transpose(0, 2, 1) @ b) / math.sqrt(a.shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The population's forward pass, Eq. (6)
+
+@dataclass(frozen=True)
+class Config:
+    """EGGROLL hyper-parameters. population = 2P members as P antithetic pairs."""
+    population: int = 512
+    rank: int = 4
+    sigma: float = 0.1
+    lr: float = 0.01
+    seed: int = 0
+    logit_scale: float = 1.0       # softmax(logit_scale * rate); 1 = the paper
+    weight_decay: float = 0.0      # decoupled, as in AdamW; 0 = the paper
+    adam_b1: float = 0.9           # Adam (Kingma & Ba, 2015) defaults
+    adam_b2: float = 0.999
+    adam_eps: float = 1e-8
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+
+def check_config(config, params):
+    """ValueError naming the problem and the fix, for settings EGGROLL cannot run with."""
+    if config.population < 2 or config.population % 2:
+        raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
+                         f"got {config.population}: use e.g. {max(2, config.population + config.population % 2)}")
+    if not config.sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {config.sigma}: use e.g. 0.1")
+    for name in ("W1", "W2"):
+        limit = min(params[name].shape)
+        if not 1 <= config.rank <= limit:
+            raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "
+                             f"{params[name].shape[0]}x{params[name].shape[1]}), got {config.rank}")
+
+
+def check_frames(params, frames, labels):
+    """ValueError unless frames is (T, B, n_in) for W1 and labels is (B,) of class indices."""
+    n_in = params["W1"].shape[1]
+    if frames.ndim != 3 or frames.shape[2] != n_in:
+        raise ValueError(f"frames must have shape (T, B, {n_in}), got {tuple(frames.shape)}: "
+                         f"bin events into T frames of {n_in} inputs")
+    if labels.shape != (frames.shape[1],):
+        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
+                         f"got {tuple(labels.shape)}")
+
+
+def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
+    """Output spike counts (2P, B, n_out) of the members theta_p +- sigma E_p, Eq. (6).
+
+    Member 2p is pair p's + side, member 2p + 1 its - side. A bias is a weight on a constant input
+    1, so its noise sigma delta_p rides in the same per-pair product as one extra rank:
+        current_p = x W^T + b  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p].
+    """
+    xp = array_module_of(frames)
+    check_config(config, params)
+    n_steps, batch, n_in = frames.shape
+    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
+    pairs = xp.arange(config.pairs)
+    scale = config.sigma / math.sqrt(config.rank)
+    key = (config.seed, generation, pairs)
+
+    def noise_rows(layer, m, n):
+        """[sigma/sqrt(r) A_p^T ; sigma delta_p] of one layer: (P, r + 1, m)."""
+        a, b = lowrank_factors(*key, f"W{layer}", (m, n), config.rank, xp)
+        delta = bias_noise(*key, f"b{layer}", m, xp)
+        return xp.concatenate([scale * a, config.sigma * delta[:, None, :]], axis=1), b
+
+    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]    # (2B, 1)
+
+    def signed_with_one(xb):
+        """(c, 2B, r) products x B_p, + member's rows then - member's -> +-[x B_p, 1]."""
+        ones = xp.ones(xb.shape[:-1] + (1,), dtype=xb.dtype)
+        return xp.concatenate([xb, ones], axis=-1) * sign
+
+    rows1, b1 = noise_rows(1, n_hidden, n_in)
+    rows2, b2 = noise_rows(2, n_out, n_hidden)
+    x = frames.reshape(n_steps * batch, n_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
+    xb = x @ b1.reshape(config.pairs * config.rank, n_in).T                        # ONE product
+    xb = xb.reshape(n_steps, batch, config.pairs, config.rank).transpose(0, 2, 1, 3)
+    signed_xb = [signed_with_one(xp.concatenate([xb[t], xb[t]], axis=1)) for t in range(n_steps)]
+
+    def hidden_current(t, start, stop):
+        first, last = start // 2, stop // 2
+        current = (signed_xb[t][first:last] @ rows1[first:last]).reshape(last - first, 2, batch, n_hidden)
+        current += base[t]
+        return current.reshape(stop - start, batch, n_hidden)
+
+    def output_current(spikes, start, stop):
+        first, last = start // 2, stop // 2
+        by_pair = spikes.reshape(last - first, 2 * batch, n_hidden)
+        xb2 = signed_with_one(by_pair @ b2[first:last].transpose(0, 2, 1))
+        current = (xb2 @ rows2[first:last]).reshape(stop - start, batch, n_out)
+        current += spikes @ params["W2"].T + params["b2"]
+        return current
+
+    return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
+                        (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Fitness and its shaping
+
+def fitness(counts, labels, n_steps, logit_scale=1.0):
+    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4)."""
+    return -snn.cross_entropy(counts, labels, n_steps, logit_scale)
+
+
+def centred_ranks(values):
+    """Ranks scaled to [-0.5, 0.5] with sum 0; tied values share their mean rank."""
+    xp = array_module_of(values)
+    if not bool(xp.isfinite(values).all()):
+        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
+                         "or check the input frames for non-finite values")
+    _, tie_group, group_sizes = xp.unique(values, return_inverse=True, return_counts=True)
+    first_rank = xp.cumsum(group_sizes) - group_sizes
+    ranks = (first_rank + (group_sizes - 1) / 2)[tie_group.reshape(-1)]
+    return ranks / max(values.size - 1, 1) - 0.5
+
+
+def pair_differences(shaped):
+    """f_p = shaped(theta_p+) - shaped(theta_p-) for members ordered (+, -) by pair."""
+    return shaped[0::2] - shaped[1::2]
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. The gradient estimate, Eqs. (7)-(8)
+
+def lowrank_gradient(f, a, b, sigma):
+    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (P,), a (P, r, m), b (P, r, n)."""
+    pairs, rank, m = a.shape
+    weighted = (f[:, None, None] * a).reshape(pairs * rank, m)
+    return weighted.T @ b.reshape(pairs * rank, -1) / (2 * pairs * sigma * math.sqrt(rank))
+
+
+def bias_gradient(f, delta, sigma):
+    """Eq. (8): sum_p f_p delta_p / (2 P sigma)."""
+    return f @ delta / (2 * f.shape[0] * sigma)
+
+
+def estimate_gradient(f, params, config, generation):
+    """g for every parameter, regenerating each factor from its key (nothing was stored)."""
+    xp = array_module_of(f)
+    f = f.astype(xp.float32)
+    pairs = xp.arange(config.pairs)
+    grads = {}
+    for name, value in params.items():
+        if name.startswith("W"):
+            a, b = lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank, xp)
+            grads[name] = lowrank_gradient(f, a, b, config.sigma)
+        else:
+            delta = bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)
+            grads[name] = bias_gradient(f, delta, config.sigma)
+    return grads
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Adam, ascending, Eq. (9)
+
+def adam_init(params):
+    """Adam's state: first and second moments at zero, step count 0."""
+    return {"m": {k: v * 0 for k, v in params.items()}, "v": {k: v * 0 for k, v in params.items()}, "t": 0}
+
+
+def adam_ascend(params, grads, state, config):
+    """One Adam step up the gradient: theta += lr m_hat / (sqrt(v_hat) + eps); new params and state.
+
+    With weight_decay > 0 the weights also shrink by lr * weight_decay * theta (AdamW's decoupled form).
+    """
+    t = state["t"] + 1
+    b1, b2 = config.adam_b1, config.adam_b2
+    new_params, m, v = {}, {}, {}
+    for name, value in params.items():
+        m[name] = b1 * state["m"][name] + (1 - b1) * grads[name]
+        v[name] = b2 * state["v"][name] + (1 - b2) * grads[name] ** 2
+        step = (m[name] / (1 - b1 ** t)) / ((v[name] / (1 - b2 ** t)) ** 0.5 + config.adam_eps)
+        new_params[name] = (value + config.lr * step - config.lr * config.weight_decay * value).astype(value.dtype)
+    return new_params, {"m": m, "v": v, "t": t}
+
+
+# ---------------------------------------------------------------------------------------------
+# One generation
+
+def generation_step(params, state, frames, labels, generation, config, lif=snn.LIF()):
+    """(params, Adam state, minibatch, generation) -> (new params, new state, stats).
+
+    stats: mean and max fitness of the population and the spread (std) of the shaped fitnesses.
+    """
+    check_config(config, params)
+    check_frames(params, frames, labels)
+    counts, _ = perturbed_forward(params, frames, config, generation, lif)
+    raw = fitness(counts, labels, frames.shape[0], config.logit_scale)
+    shaped = centred_ranks(raw)
+    grads = estimate_gradient(pair_differences(shaped), params, config, generation)
+    params, state = adam_ascend(params, grads, state, config)
+    stats = {"mean_fitness": float(raw.mean()), "max_fitness": float(raw.max()),
+             "shaped_std": float(shaped.std())}
+    return params, state, stats
