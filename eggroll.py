@@ -132,14 +132,14 @@ class Config:
         return self.population // 2
 
 
-def check_config(config, params):
-    """ValueError naming the problem and the fix, for settings EGGROLL cannot run with."""
+def check_config(config, params, lowrank=True):
+    """ValueError naming the problem and the fix, for settings the ES cannot run with."""
     if config.population < 2 or config.population % 2:
         raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
                          f"got {config.population}: use e.g. {max(2, config.population + config.population % 2)}")
     if not config.sigma > 0:
         raise ValueError(f"sigma must be > 0, got {config.sigma}: use e.g. 0.1")
-    for name in ("W1", "W2"):
+    for name in ("W1", "W2") if lowrank else ():
         limit = min(params[name].shape)
         if not 1 <= config.rank <= limit:
             raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "
@@ -294,18 +294,24 @@ def adam_ascend(params, grads, state, config):
 # ---------------------------------------------------------------------------------------------
 # One generation
 
-def generation_step(params, state, frames, labels, generation, config, lif=snn.LIF()):
-    """(params, Adam state, minibatch, generation) -> (new params, new state, stats).
+def evolve(params, state, counts, labels, n_steps, config, generation, estimate=estimate_gradient):
+    """Everything after the forward pass: fitness, centred ranks, f_p, the estimate g, Adam.
 
-    stats: mean and max fitness of the population and the spread (std) of the shaped fitnesses.
+    `estimate(f, params, config, generation)` turns pair differences into gradients; the
+    full-rank ES baseline passes its own. Returns new params, new state and stats: mean and max
+    fitness of the population and the spread (std) of the shaped fitnesses.
     """
-    check_config(config, params)
-    check_frames(params, frames, labels)
-    counts, _ = perturbed_forward(params, frames, config, generation, lif)
-    raw = fitness(counts, labels, frames.shape[0], config.logit_scale)
+    raw = fitness(counts, labels, n_steps, config.logit_scale)
     shaped = centred_ranks(raw)
-    grads = estimate_gradient(pair_differences(shaped), params, config, generation)
+    grads = estimate(pair_differences(shaped), params, config, generation)
     params, state = adam_ascend(params, grads, state, config)
     stats = {"mean_fitness": float(raw.mean()), "max_fitness": float(raw.max()),
              "shaped_std": float(shaped.std())}
     return params, state, stats
+
+
+def generation_step(params, state, frames, labels, generation, config, lif=snn.LIF()):
+    """One EGGROLL generation: (params, Adam state, minibatch, generation) -> (params, state, stats)."""
+    check_frames(params, frames, labels)
+    counts, _ = perturbed_forward(params, frames, config, generation, lif)
+    return evolve(params, state, counts, labels, frames.shape[0], config, generation)
