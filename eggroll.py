@@ -157,6 +157,26 @@ def check_frames(params, frames, labels):
                          f"got {tuple(labels.shape)}")
 
 
+def with_ones(x):
+    """[x, 1]: a column of ones appended, so a bias's noise rides in a product as one more rank."""
+    xp = array_module_of(x)
+    return xp.concatenate([x, xp.ones(x.shape[:-1] + (1,), dtype=x.dtype)], axis=-1)
+
+
+def antithetic(base, perturbation):
+    """Currents of both members of each pair: base + perturbation, then base - perturbation.
+
+    base (B, m) is shared by all members; perturbation (c, B, m) is one per pair. Returns
+    (2c, B, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    """
+    xp = array_module_of(perturbation)
+    pairs, batch, m = perturbation.shape
+    current = xp.empty((pairs, 2, batch, m), dtype=perturbation.dtype)
+    xp.add(base, perturbation, out=current[:, 0])
+    xp.subtract(base, perturbation, out=current[:, 1])
+    return current.reshape(2 * pairs, batch, m)
+
+
 def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
     """Output spike counts (2P, B, n_out) of the members theta_p +- sigma E_p, Eq. (6).
 
@@ -178,34 +198,26 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
         delta = bias_noise(*key, f"b{layer}", m, xp)
         return xp.concatenate([scale * a, config.sigma * delta[:, None, :]], axis=1), b
 
-    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]    # (2B, 1)
-
-    def signed_with_one(xb):
-        """(c, 2B, r) products x B_p, + member's rows then - member's -> +-[x B_p, 1]."""
-        ones = xp.ones(xb.shape[:-1] + (1,), dtype=xb.dtype)
-        return xp.concatenate([xb, ones], axis=-1) * sign
-
     rows1, b1 = noise_rows(1, n_hidden, n_in)
     rows2, b2 = noise_rows(2, n_out, n_hidden)
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
     xb = x @ b1.reshape(config.pairs * config.rank, n_in).T                        # ONE product
     xb = xb.reshape(n_steps, batch, config.pairs, config.rank).transpose(0, 2, 1, 3)
-    signed_xb = [signed_with_one(xp.concatenate([xb[t], xb[t]], axis=1)) for t in range(n_steps)]
+    xb = with_ones(xb)                                                             # (T, P, B, r+1)
+    sign = xp.asarray([1, -1], dtype=frames.dtype)[:, None, None]                  # (+, -) member
 
     def hidden_current(t, start, stop):
-        first, last = start // 2, stop // 2
-        current = (signed_xb[t][first:last] @ rows1[first:last]).reshape(last - first, 2, batch, n_hidden)
-        current += base[t]
-        return current.reshape(stop - start, batch, n_hidden)
+        pairs_ = slice(start // 2, stop // 2)
+        return antithetic(base[t], xb[t, pairs_] @ rows1[pairs_])
 
     def output_current(spikes, start, stop):
-        first, last = start // 2, stop // 2
-        by_pair = spikes.reshape(last - first, 2 * batch, n_hidden)
-        xb2 = signed_with_one(by_pair @ b2[first:last].transpose(0, 2, 1))
-        current = (xb2 @ rows2[first:last]).reshape(stop - start, batch, n_out)
-        current += spikes @ params["W2"].T + params["b2"]
-        return current
+        pairs_ = slice(start // 2, stop // 2)
+        by_pair = spikes.reshape(n_steps, -1, 2, batch, n_hidden)                 # (T, c, +-, B, H)
+        xb2 = with_ones(by_pair @ b2[pairs_, None].transpose(0, 1, 3, 2))          # (T, c, +-, B, r+1)
+        perturbation = (sign * xb2) @ rows2[pairs_, None]                          # (T, c, +-, B, O)
+        current = spikes @ params["W2"].T + params["b2"]
+        return current + perturbation.reshape(current.shape)
 
     return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)

@@ -45,14 +45,14 @@ def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
     return params
 
 
-def lif_step(v, current, lif):
-    """One step of Eqs. (1)-(2), in place on v; returns the spikes o_t as v's dtype (0 or 1)."""
+def lif_step(v, current, lif, spikes):
+    """One step of Eqs. (1)-(2), in place on v; writes the spikes o_t (0 or 1) into `spikes`."""
     xp = array_module_of(v)
     v *= lif.beta
     v += current
-    spiked = v >= lif.threshold
-    xp.copyto(v, 0, where=spiked)
-    return spiked.astype(v.dtype)
+    xp.greater_equal(v, lif.threshold, out=spikes)
+    v *= 1 - spikes
+    return spikes
 
 
 def members_per_chunk(n_members, batch, n_hidden, xp):
@@ -65,12 +65,14 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
 
 def simulate(hidden_current, output_current, n_members, n_steps, batch, sizes=SIZES,
              lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
-    """Run Eqs. (1)-(2) for n_members networks on one minibatch.
+    """Run Eqs. (1)-(2) for n_members networks on one minibatch, a chunk of members at a time.
 
     hidden_current(t, start, stop) -> current W1 s_t + b1 into the hidden layer of members
-        start..stop-1, shape (stop - start, batch, n_hidden) or broadcastable to it;
-    output_current(spikes, start, stop) -> current W2 o_t + b2 into the output layer, given
-        those members' hidden spikes o_t of shape (stop - start, batch, n_hidden).
+        start..stop-1 at step t, shape (stop - start, batch, n_hidden) or broadcastable to it;
+    output_current(spikes, start, stop) -> currents W2 o_t + b2 into the output layer at every
+        step, (n_steps, stop - start, batch, n_out), from those members' hidden spikes o_t,
+        (n_steps, stop - start, batch, n_hidden). Layer 2 only sees layer 1's spikes, so a chunk
+        runs layer 1 through all steps first, then layer 2.
     Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
     of hidden spikes of each member over the batch and all steps (n_members,), else None.
     """
@@ -81,13 +83,17 @@ def simulate(hidden_current, output_current, n_members, n_steps, batch, sizes=SI
     chunk = members_per_chunk(n_members, batch, n_hidden, xp)
     for start in range(0, n_members, chunk):
         stop = min(start + chunk, n_members)
-        v_hidden = xp.zeros((stop - start, batch, n_hidden), dtype=dtype)
-        v_out = xp.zeros((stop - start, batch, n_out), dtype=dtype)
+        v = xp.zeros((stop - start, batch, n_hidden), dtype=dtype)
+        spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
         for t in range(n_steps):
-            spikes = lif_step(v_hidden, hidden_current(t, start, stop), lif)
-            counts[start:stop] += lif_step(v_out, output_current(spikes, start, stop), lif)
-            if count_hidden:
-                hidden_spikes[start:stop] += spikes.sum(axis=(1, 2))
+            lif_step(v, hidden_current(t, start, stop), lif, spikes[t])
+        if count_hidden:
+            hidden_spikes[start:stop] = spikes.sum(axis=(0, 2, 3))
+        currents = output_current(spikes, start, stop)
+        v = xp.zeros((stop - start, batch, n_out), dtype=dtype)
+        out_spikes = xp.empty_like(v)
+        for t in range(n_steps):
+            counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
     return counts, hidden_spikes
 
 
