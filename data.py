@@ -1,0 +1,342 @@
+"""
+N-MNIST as binned, binary frames, cached on disk and served as minibatches.
+
+Public API:
+    SENSOR_SIZE = (34, 34, 2)    (x, y, polarity), as in tonic
+    N_INPUTS = 2312              inputs per time bin: index = p * 1156 + y * 34 + x
+    resolve_root(root=None) -> Path                    where the recordings are expected
+    read_events(path) -> structured array (x, y, t, p) one validated .bin recording
+    frames_from_events(events, n_time_bins) -> uint8 (T, 2312), 0/1, same as tonic's ToFrame
+    list_recordings(folder) -> [(path, label)]         sorted <folder>/<digit>/*.bin
+    split_indices(n) -> (train_idx, val_idx)           9:1 split of the training recordings, seed 0
+    Split(packed, labels, n_time_bins)                 bit-packed frames of one split
+        len(split), split.frames(indices, xp) -> xp float32 (T, len(indices), 2312)
+    load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progress=True,
+                rebuild=False) -> NMNIST
+        NMNIST(train, val, test, info): 54,000 / 6,000 / 10,000 samples for the full dataset
+    batches(split, batch_size, xp, seed=0, epoch=0, shuffle=True) -> iterator of (x, y)
+        x: xp float32 (T, B, 2312), y: xp int64 (B,)
+    epoch_order(n, seed, epoch) -> permutation          the shuffled order of one epoch
+    minibatch(split, batch_size, xp, seed, step) -> (x, y)  the step-th shuffled batch, across epochs
+    benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256) -> dict of timings
+    EVENT_DTYPE                  the structured dtype of events (tonic's NMNIST.dtype)
+    MissingDataError (a FileNotFoundError), BadDataError (a ValueError): one-line message with the fix
+
+Where the data comes from: `root` argument, else $NMNIST_ROOT, else ~/.cache/eggroll-snn/nmnist
+($XDG_CACHE_HOME replaces ~/.cache). Accepted layouts: <root>/NMNIST/{Train,Test}/<digit>/*.bin
+(what tonic downloads) or <root>/{Train,Test}/<digit>/*.bin. A local copy of any size is read
+as is and never triggers a download; download=True fetches the dataset with tonic only when no
+local copy is there.
+
+Frames follow tonic.transforms.ToFrame(sensor_size=(34, 34, 2), n_time_bins=T): the recording
+is cut into T windows of (t_last - t_first) // T microseconds starting at t_first; events past
+the last window (at least the last event) are dropped; counts are clamped to 1. A recording
+with t_last - t_first < T microseconds (or no events) gives all-zero frames: such samples are
+kept, counted in the cache metadata ("n_short") and reported with a warning.
+
+The train/val split takes a permutation from numpy.random.default_rng(0) over the sorted
+training recordings: the first round(N / 10) indices are validation, the rest training
+(54,000 / 6,000 for the full 60,000). Both are kept in file order.
+
+The cache holds one .npz per source folder and T under $EGGROLL_CACHE (else
+~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and a JSON
+header (format version, T, sensor size, digest of file names and sizes, n_short). Its name
+derives from that header, so other parameters or other files never reuse it.
+"""
+
+import hashlib
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+SENSOR_SIZE = (34, 34, 2)
+N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
+CACHE_VERSION = 1
+DIGITS = tuple("0123456789")  # class folder names
+EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # tonic's NMNIST dtype
+
+
+class MissingDataError(FileNotFoundError):
+    """The recordings (or a part of them) are not where they should be."""
+
+
+class BadDataError(ValueError):
+    """A recording or folder exists but is not valid N-MNIST."""
+
+
+# -----------------------------------------------------------------------------
+# locating and reading recordings
+
+def _cache_home():
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eggroll-snn"
+
+
+def resolve_root(root=None):
+    """The data root: `root`, else $NMNIST_ROOT, else <cache home>/eggroll-snn/nmnist."""
+    if root is None:
+        root = os.environ.get("NMNIST_ROOT") or _cache_home() / "nmnist"
+    return Path(root).expanduser()
+
+
+def _split_dirs(root, download):
+    """The Train and Test folders under `root`, downloading with tonic only if asked and absent."""
+    for base in (root / "NMNIST", root):
+        if (base / "Train").is_dir() or (base / "Test").is_dir():
+            break
+    else:
+        if not download:
+            raise MissingDataError(
+                f"N-MNIST not found in {root} (expected {root}/NMNIST/Train/<digit>/*.bin or "
+                f"{root}/Train/<digit>/*.bin); pass root=..., set NMNIST_ROOT, "
+                f"or use download=True to fetch it with tonic")
+        _download(root)
+        base = root / "NMNIST"
+    dirs = {name: base / name for name in ("Train", "Test")}
+    for name, folder in dirs.items():
+        if not folder.is_dir():
+            raise MissingDataError(
+                f"N-MNIST split folder {folder} is missing; restore it with <digit>/*.bin "
+                f"recordings (extract {name.lower()}.zip of the N-MNIST download there)")
+    return dirs
+
+
+def _download(root):
+    """
+    Download and extract N-MNIST into <root>/NMNIST with tonic: train.zip and test.zip from
+    Mendeley Data (dataset 468j46mzdv), 70,000 .bin recordings of ~20 KB each, about 1.4 GB
+    once extracted (the zips are kept next to them).
+    """
+    import tonic  # only needed here, and importing it is slow
+
+    root.mkdir(parents=True, exist_ok=True)
+    for train in (True, False):
+        tonic.datasets.NMNIST(save_to=str(root), train=train)
+
+
+def list_recordings(folder):
+    """Sorted (path, label) pairs of <folder>/<digit>/*.bin, in tonic's order."""
+    class_dirs = sorted(e.name for e in os.scandir(folder) if e.is_dir() and e.name in DIGITS)
+    if not class_dirs:
+        raise MissingDataError(f"no class folders 0..9 in {folder}; expected {folder}/<digit>/*.bin")
+    recordings = []
+    for name in class_dirs:
+        files = sorted(e.name for e in os.scandir(folder / name) if e.name.endswith(".bin"))
+        if not files:
+            raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; "
+                                   f"restore it or remove it")
+        recordings += [(folder / name / f, int(name)) for f in files]
+    return recordings
+
+
+def read_events(path):
+    """
+    Decode one N-MNIST .bin recording into a structured array (x, y, t, p) of int64, as tonic
+    does. 5 bytes per event: x, y, polarity (bit 7) and t in microseconds (23 bits). The
+    timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
+    and are rejected with all other x/y outside the sensor.
+    """
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw.size % 5:
+        raise BadDataError(f"{path}: size {raw.size} bytes is not a multiple of 5; the file is "
+                           f"truncated or not N-MNIST, replace it")
+    raw = raw.reshape(-1, 5).astype(np.int64)
+    if len(raw) and raw[:, :2].max() >= SENSOR_SIZE[0]:
+        raise BadDataError(f"{path}: x/y outside 0..{SENSOR_SIZE[0] - 1}; the file is corrupt "
+                           f"or not N-MNIST, replace it")
+    events = np.empty(len(raw), dtype=EVENT_DTYPE)
+    events["x"], events["y"] = raw[:, 0], raw[:, 1]
+    events["t"] = (raw[:, 2] & 0x7F) << 16 | raw[:, 3] << 8 | raw[:, 4]
+    events["p"] = raw[:, 2] >> 7
+    return events
+
+
+def frames_from_events(events, n_time_bins):
+    """
+    Binary frames (T, 2312) uint8 of one recording (timestamps non-decreasing, as in N-MNIST),
+    equal to tonic's ToFrame(sensor_size=(34, 34, 2), n_time_bins=T) clamped to 1.
+    """
+    frames = np.zeros((n_time_bins, N_INPUTS), dtype=np.uint8)
+    if len(events) == 0:
+        return frames
+    t = events["t"] - events["t"][0]
+    window = t[-1] // n_time_bins
+    if window == 0:
+        return frames  # shorter than T microseconds: tonic gives empty windows
+    time_bin = t // window
+    keep = time_bin < n_time_bins
+    width, height, _ = SENSOR_SIZE
+    index = events["p"] * (width * height) + events["y"] * width + events["x"]
+    frames[time_bin[keep], index[keep]] = 1
+    return frames
+
+
+# -----------------------------------------------------------------------------
+# the on-disk cache of packed frames
+
+def _digest(recordings):
+    """sha256 over <digit>/<name> and byte size of each recording."""
+    h = hashlib.sha256()
+    for path, label in recordings:
+        h.update(f"{label}/{path.name} {os.path.getsize(path)}\n".encode())
+    return h.hexdigest()
+
+
+def _header(recordings, n_time_bins):
+    return {"version": CACHE_VERSION, "n_time_bins": n_time_bins, "sensor_size": list(SENSOR_SIZE),
+            "files_digest": _digest(recordings), "n_samples": len(recordings)}
+
+
+def _cache_path(cache_dir, split_name, header):
+    key = hashlib.sha256(json.dumps(header, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir / f"nmnist-{split_name.lower()}-T{header['n_time_bins']}-{key}.npz"
+
+
+def _pack_recording(path, n_time_bins):
+    return np.packbits(frames_from_events(read_events(path), n_time_bins))
+
+
+def _build_cache(path, recordings, header, progress):
+    """Decode all recordings, pack their frames, and write the cache atomically."""
+    n_bytes = -(-header["n_time_bins"] * N_INPUTS // 8)
+    packed = np.empty((len(recordings), n_bytes), dtype=np.uint8)
+    for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
+        packed[i] = _pack_recording(file, header["n_time_bins"])
+    labels = np.array([label for _, label in recordings], dtype=np.int64)
+    meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_cache(path, header):
+    """(packed, labels, meta) from a cache file, or None if absent or made from other inputs."""
+    if not path.exists():
+        return None
+    with np.load(path) as f:
+        meta = json.loads(str(f["meta"]))
+        if {k: meta.get(k) for k in header} != header:
+            return None
+        return f["packed"], f["labels"], meta
+
+
+# -----------------------------------------------------------------------------
+# splits and minibatches
+
+@dataclass
+class Split:
+    """Bit-packed binary frames (N, ceil(T * 2312 / 8)) uint8 and labels (N,) int64."""
+    packed: np.ndarray
+    labels: np.ndarray
+    n_time_bins: int
+
+    def __len__(self):
+        return len(self.labels)
+
+    def frames(self, indices, xp=np):
+        """Frames of samples `indices` as xp float32 (T, len(indices), 2312)."""
+        bits = np.unpackbits(self.packed[indices], axis=1, count=self.n_time_bins * N_INPUTS)
+        x = np.ascontiguousarray(bits.reshape(len(bits), self.n_time_bins, N_INPUTS).transpose(1, 0, 2))
+        return xp.asarray(x).astype(xp.float32)
+
+
+@dataclass
+class NMNIST:
+    """The three splits, plus the cache metadata of the Train and Test folders."""
+    train: Split
+    val: Split
+    test: Split
+    info: dict
+
+
+def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False):
+    """Split of all recordings in one folder, from the cache (built first if needed)."""
+    recordings = list_recordings(folder)
+    header = _header(recordings, n_time_bins)
+    path = _cache_path(cache_dir, folder.name, header)
+    cached = None if rebuild else _load_cache(path, header)
+    if cached is None:
+        _build_cache(path, recordings, header, progress)
+        cached = _load_cache(path, header)
+    packed, labels, meta = cached
+    if meta["n_short"]:
+        warnings.warn(f"{meta['n_short']} of {len(labels)} recordings in {folder} are empty or "
+                      f"shorter than {n_time_bins} us; their frames are all zero")
+    return Split(packed, labels, n_time_bins), dict(meta, cache=str(path))
+
+
+def split_indices(n):
+    """(train, val) indices of n training recordings: a 9:1 split by generator seed 0, each sorted."""
+    perm = np.random.default_rng(0).permutation(n)
+    n_val = round(n / 10)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progress=True, rebuild=False):
+    """
+    Train/val/test splits of N-MNIST as packed frames, decoding the recordings only on the first
+    call (or with rebuild=True); later calls read the cache.
+    """
+    dirs = _split_dirs(resolve_root(root), download)
+    cache_dir = Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
+    full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild)
+    test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild)
+    train_idx, val_idx = split_indices(len(full))
+    train = Split(full.packed[train_idx], full.labels[train_idx], n_time_bins)
+    val = Split(full.packed[val_idx], full.labels[val_idx], n_time_bins)
+    return NMNIST(train, val, test, {"Train": train_info, "Test": test_info})
+
+
+def epoch_order(n, seed, epoch):
+    """The shuffled order of n samples in one epoch, seeded by (seed, epoch)."""
+    return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
+    """
+    Minibatches (x (T, B, 2312) float32, y (B,) int64) as xp arrays. shuffle=True: in
+    epoch_order(seed, epoch), full batches only; shuffle=False: in order, last partial batch included.
+    """
+    n = len(split)
+    if shuffle:
+        order = epoch_order(n, seed, epoch)
+        stop = n - n % batch_size
+    else:
+        order, stop = np.arange(n), n
+    for start in range(0, stop, batch_size):
+        idx = order[start:start + batch_size]
+        yield split.frames(idx, xp), xp.asarray(split.labels[idx])
+
+
+def minibatch(split, batch_size, xp, seed, step):
+    """The `step`-th shuffled minibatch of a training run, counting across epochs: the same
+    batches as `batches(..., seed, epoch)` yields in turn, reachable directly so a resumed run
+    continues exactly where it stopped. A split smaller than batch_size gives all of it."""
+    per_epoch = max(len(split) // batch_size, 1)
+    epoch, index = divmod(step, per_epoch)
+    idx = epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
+    return split.frames(idx, xp), xp.asarray(split.labels[idx])
+
+
+def benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
+    """Seconds to build (always rebuilt) and load the cache, and minibatch samples/s on one epoch."""
+    t0 = time.perf_counter()
+    load_nmnist(root, n_time_bins, cache_dir, rebuild=True)
+    t1 = time.perf_counter()
+    data = load_nmnist(root, n_time_bins, cache_dir, progress=False)
+    t2 = time.perf_counter()
+    n = sum(len(y) for _, y in batches(data.train, batch_size))
+    t3 = time.perf_counter()
+    return {"n_train": len(data.train), "n_val": len(data.val), "n_test": len(data.test),
+            "n_time_bins": n_time_bins, "cache_build_s": t1 - t0, "cache_load_s": t2 - t1,
+            "batch_size": batch_size, "batches_samples_per_s": n / (t3 - t2)}

@@ -1,0 +1,314 @@
+"""Tests of data.py on synthetic recordings in the N-MNIST format, and on the real subset if present."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tonic
+from hypothesis import given, settings, strategies as st
+from tonic.io import read_mnist_file
+
+import data
+from nmnist_files import encode_events, random_events, write_dataset, write_recording
+
+REAL_ROOT = Path(os.environ.get("NMNIST_ROOT") or Path(__file__).parents[2] / "shared/data/nmnist-raw")
+needs_real = pytest.mark.skipif(not (REAL_ROOT / "Train").is_dir(), reason=f"no real N-MNIST at {REAL_ROOT}")
+
+
+def tonic_frames(events, n_time_bins):
+    """Reference: tonic's ToFrame, clamped to 1 and flattened per time bin."""
+    to_frame = tonic.transforms.ToFrame(sensor_size=data.SENSOR_SIZE, n_time_bins=n_time_bins)
+    return np.clip(to_frame(events), 0, 1).reshape(n_time_bins, -1).astype(np.uint8)
+
+
+def load(root, cache, **kwargs):
+    return data.load_nmnist(root, cache_dir=cache, progress=False, **kwargs)
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A small copy in the official layout: 10 train and 2 test recordings per class."""
+    return write_dataset(tmp_path / "data" / "NMNIST", n_train=10, n_test=2).parent
+
+
+@pytest.fixture
+def no_download(monkeypatch):
+    def fail(root):
+        raise AssertionError("download attempted")
+    monkeypatch.setattr(data, "_download", fail)
+
+
+# -----------------------------------------------------------------------------
+# decoding and frames
+
+def test_decode_round_trip(tmp_path):
+    rng = np.random.default_rng(1)
+    x, y, t, p = random_events(rng, 500, duration=2**23 - 1)
+    t[-1] = 2**23 - 1  # the largest timestamp the format holds
+    write_recording(tmp_path / "a.bin", x, y, t, p)
+    events = data.read_events(tmp_path / "a.bin")
+    for name, values in zip("xytp", (x, y, t, p)):
+        np.testing.assert_array_equal(events[name], values)
+    reference = read_mnist_file(str(tmp_path / "a.bin"), dtype=tonic.datasets.NMNIST.dtype)
+    np.testing.assert_array_equal(events, reference)
+
+
+def test_frame_index_and_bin():
+    # t spans 0..1000 with T=10: windows of 100 us; the event at t=1000 is past the last window
+    x, y, t, p = [0, 5, 5, 33, 1], [0, 7, 7, 2, 1], [0, 250, 260, 999, 1000], [0, 1, 1, 0, 1]
+    events = np.zeros(5, dtype=data.EVENT_DTYPE)
+    events["x"], events["y"], events["t"], events["p"] = x, y, t, p
+    frames = data.frames_from_events(events, 10)
+    expected = np.zeros((10, data.N_INPUTS), dtype=np.uint8)
+    expected[0, 0] = 1
+    expected[2, 1 * 1156 + 7 * 34 + 5] = 1  # two events, clamped to 1
+    expected[9, 0 * 1156 + 2 * 34 + 33] = 1
+    assert frames.dtype == np.uint8
+    np.testing.assert_array_equal(frames, expected)
+    np.testing.assert_array_equal(frames, tonic_frames(events, 10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_events=st.integers(0, 300), duration=st.integers(0, 400_000),
+       n_time_bins=st.integers(1, 20), seed=st.integers(0, 2**32 - 1))
+def test_frames_equal_tonic(n_events, duration, n_time_bins, seed):
+    x, y, t, p = random_events(np.random.default_rng(seed), n_events, duration)
+    events = np.zeros(n_events, dtype=data.EVENT_DTYPE)
+    events["x"], events["y"], events["t"], events["p"] = x, y, t, p
+    np.testing.assert_array_equal(data.frames_from_events(events, n_time_bins),
+                                  tonic_frames(events, n_time_bins))
+
+
+@needs_real
+def test_frames_equal_tonic_on_real_files():
+    recordings = data.list_recordings(REAL_ROOT / "Train")
+    for path, _ in recordings[::100]:
+        reference = read_mnist_file(str(path), dtype=tonic.datasets.NMNIST.dtype)
+        events = data.read_events(path)
+        np.testing.assert_array_equal(events, reference)
+        for n_time_bins in (10, 25):
+            np.testing.assert_array_equal(data.frames_from_events(events, n_time_bins),
+                                          tonic_frames(reference, n_time_bins))
+
+
+# -----------------------------------------------------------------------------
+# layouts, splits, cache
+
+def test_full_size_split():
+    train, val = data.split_indices(60_000)
+    assert (len(train), len(val)) == (54_000, 6_000)
+    assert np.array_equal(np.sort(np.concatenate([train, val])), np.arange(60_000))
+    np.testing.assert_array_equal(val, np.sort(np.random.default_rng(0).permutation(60_000)[:6_000]))
+
+
+def test_split_sizes_and_determinism(root, tmp_path, no_download):
+    files = sorted(root.rglob("*"))
+    a = load(root, tmp_path / "cache_a")
+    b = load(root, tmp_path / "cache_b")
+    assert sorted(root.rglob("*")) == files  # nothing written next to the data
+    assert (len(a.train), len(a.val), len(a.test)) == (90, 10, 20)
+    recordings = data.list_recordings(root / "NMNIST" / "Train")
+    train_idx, val_idx = data.split_indices(100)
+    all_labels = np.array([label for _, label in recordings])
+    np.testing.assert_array_equal(a.val.labels, all_labels[val_idx])
+    np.testing.assert_array_equal(a.train.labels, all_labels[train_idx])
+    path, _ = recordings[val_idx[0]]
+    expected = data.frames_from_events(data.read_events(path), 10)
+    np.testing.assert_array_equal(a.val.frames([0])[:, 0], expected)
+    for split in ("train", "val", "test"):
+        np.testing.assert_array_equal(getattr(a, split).packed, getattr(b, split).packed)
+        np.testing.assert_array_equal(getattr(a, split).labels, getattr(b, split).labels)
+
+
+def test_flat_layout_and_env_vars(root, tmp_path, monkeypatch, no_download):
+    monkeypatch.setenv("NMNIST_ROOT", str(root / "NMNIST"))  # holds Train/ and Test/ directly
+    monkeypatch.setenv("EGGROLL_CACHE", str(tmp_path / "env_cache"))
+    assert data.resolve_root() == root / "NMNIST"
+    flat = data.load_nmnist(progress=False, download=True)  # a local copy: no download
+    official = load(root, tmp_path / "cache")
+    np.testing.assert_array_equal(flat.train.packed, official.train.packed)
+    assert len(list((tmp_path / "env_cache").glob("*.npz"))) == 2
+
+
+def test_default_root(monkeypatch, tmp_path):
+    monkeypatch.delenv("NMNIST_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert data.resolve_root() == tmp_path / "eggroll-snn" / "nmnist"
+    assert data.resolve_root(tmp_path / "x") == tmp_path / "x"
+
+
+def test_cache_reused(root, tmp_path, monkeypatch):
+    first = load(root, tmp_path / "cache")
+    monkeypatch.setattr(data, "read_events", None)  # any re-decoding would fail
+    second = load(root, tmp_path / "cache")
+    np.testing.assert_array_equal(first.train.packed, second.train.packed)
+    np.testing.assert_array_equal(first.test.labels, second.test.labels)
+    info = second.info["Train"]
+    assert (info["n_time_bins"], info["sensor_size"], info["n_samples"]) == (10, [34, 34, 2], 100)
+
+
+def count_builds(monkeypatch):
+    """Names of the cache files built from now on."""
+    built = []
+    build = data._build_cache
+
+    def recording_build(path, *args):
+        built.append(path.name)
+        build(path, *args)
+    monkeypatch.setattr(data, "_build_cache", recording_build)
+    return built
+
+
+def test_cache_rebuilt_for_other_time_bins(root, tmp_path, monkeypatch):
+    built = count_builds(monkeypatch)
+    load(root, tmp_path / "cache", n_time_bins=10)
+    assert len(built) == 2
+    five = load(root, tmp_path / "cache", n_time_bins=5)
+    assert len(built) == 4
+    assert five.train.frames([0]).shape == (5, 1, data.N_INPUTS)
+    load(root, tmp_path / "cache", n_time_bins=10)
+    assert len(built) == 4
+
+
+def test_cache_rebuilt_for_other_files(root, tmp_path, monkeypatch):
+    built = count_builds(monkeypatch)
+    before = load(root, tmp_path / "cache")
+    path, _ = data.list_recordings(root / "NMNIST" / "Test")[0]
+    write_recording(path, [3, 4], [4, 5], [0, 5000], [1, 0])  # another recording, another size
+    after = load(root, tmp_path / "cache")
+    assert len(built) == 3 and "test" in built[2] and built[2] not in built[:2]
+    assert not np.array_equal(before.test.packed[0], after.test.packed[0])
+    np.testing.assert_array_equal(before.train.packed, after.train.packed)
+
+
+def test_crash_while_writing_cache(root, tmp_path, monkeypatch):
+    def crash(file, **arrays):
+        file.write(b"half a cache")
+        raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(np, "savez", crash)
+        with pytest.raises(KeyboardInterrupt):
+            load(root, tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []
+    assert len(load(root, tmp_path / "cache").train) == 90
+
+
+def test_foreign_cache_is_not_used(root, tmp_path):
+    first = load(root, tmp_path / "cache")
+    path = Path(first.info["Test"]["cache"])
+    with np.load(path) as f:
+        meta = json.loads(str(f["meta"]))
+    np.savez(path, packed=np.zeros((20, 1), np.uint8), labels=np.zeros(20, np.int64),
+             meta=np.array(json.dumps(dict(meta, n_time_bins=3))))
+    np.testing.assert_array_equal(load(root, tmp_path / "cache").test.packed, first.test.packed)
+
+
+def test_short_recordings_are_kept_and_reported(root, tmp_path):
+    recordings = data.list_recordings(root / "NMNIST" / "Test")
+    write_recording(recordings[0][0], [1, 2], [1, 2], [100, 105], [0, 1])  # 5 us < T = 10 us
+    write_recording(recordings[1][0], [], [], [], [])
+    with pytest.warns(UserWarning, match="2 of 20 recordings"):
+        nmnist = load(root, tmp_path / "cache")
+    assert nmnist.info["Test"]["n_short"] == 2
+    assert len(nmnist.test) == 20
+    assert not nmnist.test.frames([0, 1]).any() and nmnist.test.frames([2]).any()
+
+
+# -----------------------------------------------------------------------------
+# bad input
+
+def test_missing_root(tmp_path, no_download):
+    with pytest.raises(data.MissingDataError, match="NMNIST_ROOT.*download=True") as error:
+        load(tmp_path / "nowhere", tmp_path / "cache")
+    assert isinstance(error.value, FileNotFoundError) and str(tmp_path / "nowhere") in str(error.value)
+
+
+def test_missing_split_folder(root, tmp_path):
+    for path, _ in data.list_recordings(root / "NMNIST" / "Test"):
+        path.unlink()
+    for folder in (root / "NMNIST" / "Test").iterdir():
+        folder.rmdir()
+    (root / "NMNIST" / "Test").rmdir()
+    with pytest.raises(data.MissingDataError, match="Test"):
+        load(root, tmp_path / "cache")
+
+
+def test_empty_class_folder(root, tmp_path):
+    for path in (root / "NMNIST" / "Train" / "3").iterdir():
+        path.unlink()
+    with pytest.raises(data.MissingDataError, match=r"Train/3 holds no \.bin"):
+        load(root, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("content, problem", [
+    (encode_events([1], [2], [3], [0]) + b"\x00\x01", "not a multiple of 5"),
+    (encode_events([1, 34], [2, 2], [3, 4], [0, 0]), "x/y outside 0..33"),
+    (encode_events([1, 1], [2, 240], [3, 4], [0, 0]), "x/y outside 0..33"),
+])
+def test_bad_recording(root, tmp_path, content, problem):
+    path, _ = data.list_recordings(root / "NMNIST" / "Train")[7]
+    path.write_bytes(content)
+    with pytest.raises(data.BadDataError, match=problem) as error:
+        load(root, tmp_path / "cache")
+    assert isinstance(error.value, ValueError) and str(path) in str(error.value)
+    assert not list((tmp_path / "cache").glob("*train*"))
+
+
+# -----------------------------------------------------------------------------
+# minibatches
+
+def test_batches_in_order(root, tmp_path):
+    test = load(root, tmp_path / "cache").test
+    out = list(data.batches(test, 8, np, shuffle=False))
+    assert [len(y) for _, y in out] == [8, 8, 4]
+    x = np.concatenate([x for x, _ in out], axis=1)
+    assert x.dtype == np.float32 and x.shape == (10, 20, data.N_INPUTS)
+    np.testing.assert_array_equal(x, test.frames(np.arange(20), np))
+    y = np.concatenate([y for _, y in out])
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, test.labels)
+
+
+def test_batches_shuffled(root, tmp_path):
+    train = load(root, tmp_path / "cache").train
+
+    def epoch_labels(seed, epoch):
+        out = list(data.batches(train, 16, np, seed=seed, epoch=epoch))
+        assert all(x.shape == (10, 16, data.N_INPUTS) and x.dtype == np.float32 for x, _ in out)
+        return np.concatenate([y for _, y in out]), np.concatenate([x for x, _ in out], axis=1)
+
+    labels, frames = epoch_labels(0, 0)
+    assert len(labels) == 80  # 90 // 16 full batches
+    again, frames_again = epoch_labels(0, 0)
+    np.testing.assert_array_equal(labels, again)
+    np.testing.assert_array_equal(frames, frames_again)
+    assert not np.array_equal(labels, epoch_labels(0, 1)[0])
+    assert not np.array_equal(labels, epoch_labels(1, 0)[0])
+    # the batches are distinct samples of the split, each with its own label
+    order = np.random.default_rng([0, 0]).permutation(90)[:80]
+    np.testing.assert_array_equal(labels, train.labels[order])
+    np.testing.assert_array_equal(frames, train.frames(order))
+
+
+# -----------------------------------------------------------------------------
+# the real subset
+
+@needs_real
+def test_real_recordings(tmp_path):
+    for split, n, offset in (("Train", 1000, 0), ("Test", 100, 60_000)):
+        recordings = data.list_recordings(REAL_ROOT / split)
+        assert len(recordings) == n
+        assert all(label == int(path.parent.name) for path, label in recordings)
+        counts = [len(data.read_events(path)) for path, _ in recordings]
+        assert 1_000 <= min(counts) and max(counts) <= 8_000
+        slayer_list = REAL_ROOT / "slayer_lists" / f"{split.lower()}{'1K' if split == 'Train' else n}.txt"
+        if slayer_list.exists():  # labels listed independently of the folders
+            listed = dict(np.loadtxt(slayer_list, dtype=int, skiprows=1))
+            assert all(listed[int(path.stem) + offset] == label for path, label in recordings)
+    nmnist = load(REAL_ROOT, tmp_path / "cache")
+    assert (len(nmnist.train), len(nmnist.val), len(nmnist.test)) == (900, 100, 100)
+    assert nmnist.info["Train"]["n_short"] == nmnist.info["Test"]["n_short"] == 0
+    folder_labels = [label for _, label in data.list_recordings(REAL_ROOT / "Test")]
+    np.testing.assert_array_equal(nmnist.test.labels, folder_labels)
