@@ -196,6 +196,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] of one layer: (P, r + 1, m)."""
         a, b = lowrank_factors(*key, f"W{layer}", (m, n), config.rank, xp)
         delta = bias_noise(*key, f"b{layer}", m, xp)
+        a, b, delta = (v.astype(frames.dtype, copy=False) for v in (a, b, delta))    # float64 checks
         return xp.concatenate([scale * a, config.sigma * delta[:, None, :]], axis=1), b
 
     rows1, b1 = noise_rows(1, n_hidden, n_in)

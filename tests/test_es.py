@@ -1,0 +1,315 @@
+"""EGGROLL's gradient estimator against the full-rank ES baseline of baselines.py, and the ES baseline's
+two evaluation modes against each other.
+
+Gradient statistics use fixed seeds; every tolerance is 5 standard errors of the quantity compared,
+estimated from the N independent generations drawn (stated in each docstring).
+"""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import baselines
+import eggroll
+import snn
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: the two estimators, fed the raw fitness differences of an objective
+
+def eggroll_noise(config, generation, params):
+    """EGGROLL's perturbation of every parameter for all pairs, E_p = A_p B_p^T / sqrt(r) materialised."""
+    pairs = np.arange(config.pairs)
+    noise = {}
+    for name, value in params.items():
+        if name.startswith("W"):
+            a, b = eggroll.lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank)
+            noise[name] = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
+        else:
+            noise[name] = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
+    return noise
+
+
+def full_rank_noise(config, generation, params):
+    """The ES baseline's perturbation of every parameter for all pairs, every entry N(0, 1)."""
+    pairs = np.arange(config.pairs)
+    noise = {}
+    for name, value in params.items():
+        if name.startswith("W"):
+            noise[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np).astype(np.float64)
+        else:
+            noise[name] = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
+    return noise
+
+
+ESTIMATORS = {
+    "eggroll": (eggroll_noise, eggroll.estimate_gradient),
+    "full_rank": (full_rank_noise, baselines.full_rank_gradient),
+}
+
+
+def estimates(kind, objective, params, config, generations):
+    """The project's gradient estimate for each generation, from raw (not rank-shaped) antithetic
+    fitness differences f_p = F(theta + sigma eps_p) - F(theta - sigma eps_p): {name: (N, *shape)}.
+
+    `objective` maps a params dict whose values have a leading pair axis to the P fitnesses."""
+    make_noise, estimate = ESTIMATORS[kind]
+    out = {name: [] for name in params}
+    for generation in range(generations):
+        noise = make_noise(config, generation, params)
+        f = (objective({k: params[k] + config.sigma * noise[k] for k in params})
+             - objective({k: params[k] - config.sigma * noise[k] for k in params}))
+        for name, g in estimate(f, params, config, generation).items():
+            out[name].append(np.asarray(g, dtype=np.float64))
+    return {name: np.stack(v) for name, v in out.items()}
+
+
+def kurtosis_term(G, H, rank):
+    """(2/r) [tr(G^T G H^T H) + tr(G^T H G^T H) + tr(G^T H H^T G)]: the excess of E[<G,E>^2 <H,E>^2]
+    for E = (1/sqrt r) sum_k a_k b_k^T over the Gaussian value |G|^2 |H|^2 + 2 <G,H>^2."""
+    return (2 / rank) * (np.trace(G.T @ G @ H.T @ H) + np.trace(G.T @ H @ G.T @ H) + np.trace(G.T @ H @ H.T @ G))
+
+
+def gaussian_fourth(G, H):
+    """E[<G,E>^2 <H,E>^2] for E with iid N(0, 1) entries (Isserlis): |G|^2 |H|^2 + 2 <G,H>^2."""
+    return (G ** 2).sum() * (H ** 2).sum() + 2 * (G * H).sum() ** 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The analytic moments used below, checked by plain Monte Carlo first
+
+def test_fourth_moment_formula_by_monte_carlo():
+    """The formula E[X^2 Y^2] = Gaussian value + kurtosis_term for X = <G,E>, Y = <H,E>,
+    E = (1/sqrt r) sum_k a_k b_k^T, r = 2, checked against 10^6 plain NumPy draws (independent of
+    the project's noise). Derivation: X = sum_k X_k / sqrt r with independent rank-1 terms; the
+    terms with all four indices equal give (1/r) E[X_1^2 Y_1^2], and for one rank-1 term, conditioning
+    on b, E[X_1^2 Y_1^2] = E[|Gb|^2 |Hb|^2 + 2 ((Gb).(Hb))^2] = |G|^2|H|^2 + 2 tr(G'G H'H)
+    + 2 <G,H>^2 + 2 tr(G'H G'H) + 2 tr(G'H H'G). Tolerance: 5 SE, SE = sample std of X^2 Y^2 / 10^3.
+    The Gaussian value alone is rejected (it lies > 10 SE away), so the term is really there.
+    """
+    rng = np.random.default_rng(1)
+    m, n, r, N = 2, 3, 2, 1_000_000
+    G, H = rng.normal(size=(m, n)), rng.normal(size=(m, n))
+    a, b = rng.normal(size=(N, r, m)), rng.normal(size=(N, r, n))
+    E = np.einsum("pkm,pkn->pmn", a, b) / math.sqrt(r)
+    xy2 = np.einsum("pmn,mn->p", E, G) ** 2 * np.einsum("pmn,mn->p", E, H) ** 2
+    se = xy2.std() / math.sqrt(N)
+    assert abs(xy2.mean() - (gaussian_fourth(G, H) + kurtosis_term(G, H, r))) <= 5 * se
+    assert abs(xy2.mean() - gaussian_fourth(G, H)) > 10 * se
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear objective: unbiasedness and the covariance of both estimators
+
+LINEAR_CASES = [(2, 3), (3, 3), (1, 4)]  # (m, n); rank r = min(m, n)
+
+
+@pytest.mark.parametrize("m, n", LINEAR_CASES)
+def test_estimators_on_a_linear_objective(m, n):
+    """F(theta) = <G, theta>, r = min(m, n), raw fitness differences, P = 64 pairs per generation,
+    N = 3000 generations of each estimator (eggroll.estimate_gradient, baselines.full_rank_gradient),
+    with different seeds so the two samples are independent. For one pair g = <G,E> E, so:
+
+    1. Both are unbiased for G: the mean of the N estimates is within 5 SE of G entrywise,
+       SE = sample std of the estimates / sqrt(N).
+    2. For a fixed random direction H, Var <H, g> per pair = E[<G,E>^2 <H,E>^2] - <G,H>^2, with
+       the Gaussian fourth moment for ES and Gaussian + kurtosis_term for EGGROLL. A generation
+       averages P iid pairs, so P (<H, g_gen> - <G,H>)^2 is an unbiased sample of the per-pair
+       variance; its mean over N generations is within 5 SE of the analytic value,
+       SE = sample std / sqrt(N).
+    3. The two variances differ by exactly kurtosis_term (within 5 SE of the difference,
+       SE = sqrt(SE_eggroll^2 + SE_es^2)): low-rank noise is not Gaussian - its entries have excess
+       kurtosis 6/r - and the difference vanishes as O(1/r). The term is > 8 SE here (about 11 SE
+       for these seeds), so equal covariances would miss the 5-SE window by >= 3 SE and fail.
+    """
+    rng = np.random.default_rng(10 * m + n)
+    G, H = rng.normal(size=(m, n)), rng.normal(size=(m, n))
+    theta = {"W1": rng.normal(size=(m, n))}
+    pairs, N, rank = 64, 3000, min(m, n)
+
+    def objective(p):
+        return (G * p["W1"]).sum(axis=(-2, -1))
+
+    variances, standard_errors = {}, {}
+    for kind, seed in (("eggroll", 1), ("full_rank", 2)):
+        config = eggroll.Config(population=2 * pairs, rank=rank, sigma=0.05, seed=seed)
+        g = estimates(kind, objective, theta, config, N)["W1"]
+        se_mean = g.std(axis=0, ddof=1) / math.sqrt(N)
+        assert np.all(np.abs(g.mean(axis=0) - G) <= 5 * se_mean), kind
+        u = pairs * (np.einsum("gmn,mn->g", g, H) - (G * H).sum()) ** 2
+        variances[kind], standard_errors[kind] = u.mean(), u.std(ddof=1) / math.sqrt(N)
+
+    gaussian = gaussian_fourth(G, H) - (G * H).sum() ** 2
+    term = kurtosis_term(G, H, rank)
+    assert abs(variances["full_rank"] - gaussian) <= 5 * standard_errors["full_rank"]
+    assert abs(variances["eggroll"] - (gaussian + term)) <= 5 * standard_errors["eggroll"]
+    se_difference = math.hypot(standard_errors["eggroll"], standard_errors["full_rank"])
+    assert abs((variances["eggroll"] - variances["full_rank"]) - term) <= 5 * se_difference
+    assert term > 8 * se_difference
+
+
+def test_kurtosis_term_vanishes_as_rank_grows():
+    """The extra covariance term is exactly (2/r) times a fixed quantity, so it shrinks as 1/r:
+    r * kurtosis_term is the same for r = 1..8 (float64, relative 1e-12) and positive for G = H."""
+    rng = np.random.default_rng(0)
+    G, H = rng.normal(size=(8, 9)), rng.normal(size=(8, 9))
+    scaled = [r * kurtosis_term(G, H, r) for r in range(1, 9)]
+    assert np.allclose(scaled, scaled[0], rtol=1e-12)
+    assert kurtosis_term(G, G, 3) > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Quadratic objective: both estimate the true gradient
+
+def test_estimators_agree_on_a_quadratic_objective():
+    """F(theta) = -1/2 (|W - W*|^2 + |b - b*|^2) with W 3x4 and b (3,), r = 3, P = 8 pairs, N = 1500
+    generations each (different seeds: independent samples). Antithetic pairs cancel the quadratic
+    term exactly, so both estimators are unbiased for the true gradient (W* - W, b* - b).
+    Checks, entrywise, with SE = sample std / sqrt(N) of each estimator:
+      each mean within 5 SE of the true gradient, and the two means within
+      5 sqrt(SE_eggroll^2 + SE_es^2) of each other.
+    """
+    rng = np.random.default_rng(7)
+    params = {"W1": rng.normal(size=(3, 4)), "b1": rng.normal(size=3)}
+    target = {"W1": rng.normal(size=(3, 4)), "b1": rng.normal(size=3)}
+    true_gradient = {k: target[k] - params[k] for k in params}
+    pairs, N = 8, 1500
+
+    def objective(p):
+        return -0.5 * (((p["W1"] - target["W1"]) ** 2).sum(axis=(-2, -1)) + ((p["b1"] - target["b1"]) ** 2).sum(axis=-1))
+
+    means, ses = {}, {}
+    for kind, seed in (("eggroll", 3), ("full_rank", 4)):
+        config = eggroll.Config(population=2 * pairs, rank=3, sigma=0.1, seed=seed)
+        g = estimates(kind, objective, params, config, N)
+        for name in params:
+            means[kind, name] = g[name].mean(axis=0)
+            ses[kind, name] = g[name].std(axis=0, ddof=1) / math.sqrt(N)
+            assert np.all(np.abs(means[kind, name] - true_gradient[name]) <= 5 * ses[kind, name]), (kind, name)
+    for name in params:
+        difference = np.abs(means["eggroll", name] - means["full_rank", name])
+        assert np.all(difference <= 5 * np.hypot(ses["eggroll", name], ses["full_rank", name])), name
+
+
+def test_lowrank_gradient_is_the_weighted_sum_of_materialised_perturbations():
+    """Eq. (7) without materialising equals sum_p f_p E_p / (2 P sigma) with E_p materialised, for
+    random f; and the full-rank estimate equals sum_p f_p E_p / (2 P sigma) with its own noise.
+    Tolerance 1e-5 relative to the largest entry: float32 products of <= 12 terms."""
+    rng = np.random.default_rng(2)
+    params = {"W1": np.zeros((4, 5), np.float32), "b1": np.zeros(4, np.float32)}
+    config = eggroll.Config(population=12, rank=3, sigma=0.2, seed=5)
+    f = rng.normal(size=6)
+    for kind, (make_noise, estimate) in ESTIMATORS.items():
+        noise = make_noise(config, 9, params)
+        grads = estimate(f, params, config, 9)
+        for name in params:
+            expected = np.tensordot(f, noise[name], axes=1) / (2 * config.pairs * config.sigma)
+            assert np.max(np.abs(grads[name] - expected)) <= 1e-5 * np.max(np.abs(expected)), (kind, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ES baseline: batched and sequential evaluation agree
+
+def es_problem(seed, dtype, sizes=(9, 7, 3), pairs=4, n_steps=5, batch=3):
+    params = {k: v.astype(dtype) for k, v in snn.init_params(seed, sizes, std=1.0).items()}
+    rng = np.random.default_rng(seed)
+    frames = (rng.random((n_steps, batch, sizes[0])) < 0.5).astype(dtype)
+    labels = rng.integers(0, sizes[2], batch)
+    config = eggroll.Config(population=2 * pairs, rank=2, sigma=0.3, lr=0.05, seed=seed)
+    return params, frames, labels, config
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@settings(max_examples=8)
+@given(seed=st.integers(0, 10 ** 6), generation=st.integers(0, 50))
+def test_es_batched_equals_sequential(dtype, seed, generation):
+    """es_forward in "batched" and "sequential" mode gives identical output spike counts and hidden
+    spike totals for the same seed and generation, in float64 and float32 (max |difference| == 0:
+    the same perturbed weights, only the order of summation differs, ~1e-7 in float32, and a spike
+    flips only if a potential lands that close to the threshold). Members do differ from each
+    other, so the comparison is not trivially between equal rows."""
+    params, frames, _, config = es_problem(seed, dtype)
+    batched, batched_hidden = baselines.es_forward(params, frames, config, generation, "batched", count_hidden=True)
+    sequential, sequential_hidden = baselines.es_forward(params, frames, config, generation, "sequential",
+                                                         count_hidden=True)
+    assert batched.shape == sequential.shape == (config.population, 3, 3)
+    assert np.max(np.abs(batched - sequential)) == 0
+    assert np.array_equal(batched_hidden, sequential_hidden)
+
+
+def test_es_members_differ():
+    """Guard for the mode comparison: the 8 members of the fixed problem do not all spike alike."""
+    params, frames, _, config = es_problem(0, np.float64)
+    counts, _ = baselines.es_forward(params, frames, config, 0, "batched")
+    assert len({c.tobytes() for c in counts}) > 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_es_generation_step_same_in_both_modes(dtype):
+    """Three ES generations in "batched" and "sequential" mode produce bit-identical parameters,
+    Adam state and stats (the same counts feed the same update), and the parameters do move."""
+    params, frames, labels, config = es_problem(11, dtype)
+    results = {}
+    for mode in baselines.ES_MODES:
+        p, state = params, eggroll.adam_init(params)
+        for generation in range(3):
+            p, state, stats = baselines.es_generation_step(p, state, frames, labels, generation, config, mode=mode)
+        results[mode] = (p, state, stats)
+    (p_b, s_b, st_b), (p_s, s_s, st_s) = results["batched"], results["sequential"]
+    for name in params:
+        assert np.array_equal(p_b[name], p_s[name])
+        assert np.array_equal(s_b["m"][name], s_s["m"][name])
+        assert p_b[name].dtype == dtype
+    assert st_b == st_s
+    assert any(not np.array_equal(p_b[name], params[name]) for name in params)
+
+
+def test_es_member_params_are_theta_plus_minus_sigma_noise():
+    """member_params(p, sign) = theta + sign sigma (E_p, delta_p) with E_p = full_rank_noise, exactly
+    what the batched and EGGROLL paths perturb by. Tolerance 1e-12 (float64 of size ~1)."""
+    params, _, _, config = es_problem(5, np.float64)
+    noise = full_rank_noise(config, 6, params)
+    for p in range(config.pairs):
+        for sign in (1, -1):
+            member = baselines.member_params(params, config, 6, p, sign)
+            for name in params:
+                assert np.max(np.abs(member[name] - (params[name] + sign * config.sigma * noise[name][p]))) <= 1e-12
+
+
+def test_es_batched_is_independent_of_chunking(monkeypatch):
+    """Batched ES gives the same counts with members simulated 2 at a time (snn.CHUNK_BYTES) as all
+    at once; the pair slicing of the chunks must line up. Exact equality."""
+    params, frames, _, config = es_problem(8, np.float32)
+    whole, _ = baselines.es_forward(params, frames, config, 1, "batched")
+    monkeypatch.setattr(snn, "CHUNK_BYTES", 2 * 3 * 7 * 4)
+    assert snn.members_per_chunk(config.population, 3, 7, np) == 2
+    chunked, _ = baselines.es_forward(params, frames, config, 1, "batched")
+    assert np.array_equal(chunked, whole)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+
+def test_unknown_es_mode_is_refused():
+    """A mode other than batched/sequential raises ValueError naming it and the choices."""
+    params, frames, labels, config = es_problem(0, np.float32)
+    with pytest.raises(ValueError, match=r"unknown ES mode 'parallel': use one of batched, sequential"):
+        baselines.es_forward(params, frames, config, 0, mode="parallel")
+    with pytest.raises(ValueError, match=r"unknown ES mode"):
+        baselines.es_generation_step(params, eggroll.adam_init(params), frames, labels, 0, config, mode="")
+
+
+def test_es_checks_sigma_population_and_frames_but_not_rank():
+    """Full-rank ES refuses sigma <= 0, an odd population and mis-shaped frames like EGGROLL does,
+    but ignores the rank (it has no low-rank factors): rank 100 runs."""
+    params, frames, labels, config = es_problem(0, np.float32)
+    state = eggroll.adam_init(params)
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        baselines.es_forward(params, frames, eggroll.Config(population=8, sigma=0.0), 0)
+    with pytest.raises(ValueError, match="population must be an even number"):
+        baselines.es_forward(params, frames, eggroll.Config(population=7), 0)
+    with pytest.raises(ValueError, match=r"frames must have shape \(T, B, 9\)"):
+        baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config)
+    counts, _ = baselines.es_forward(params, frames, eggroll.Config(population=4, rank=100), 0)
+    assert counts.shape == (4, 3, 3)

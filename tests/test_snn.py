@@ -1,0 +1,207 @@
+"""Tests of snn.py: LIF semantics, the population simulation against a plain reference, chunking,
+initialisation and the cross-entropy read-out."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import snn
+
+
+def step(v, current, lif):
+    """One LIF step through snn.lif_step with a fresh spike buffer; returns the spikes."""
+    spikes = np.empty_like(v)
+    out = snn.lif_step(v, current, lif, spikes)
+    return spikes if out is None else out
+
+
+def reference_forward(params, frames, lif=snn.LIF()):
+    """Eqs. (1)-(2) written out plainly, one step and one layer at a time, float64.
+
+    Returns the output spike counts (B, n_out) and the total number of hidden spikes.
+    """
+    n_steps, batch, _ = frames.shape
+    v1 = np.zeros((batch, params["W1"].shape[0]))
+    v2 = np.zeros((batch, params["W2"].shape[0]))
+    counts, hidden_total = np.zeros_like(v2), 0.0
+    for t in range(n_steps):
+        v1 = lif.beta * v1 + (frames[t] @ params["W1"].T + params["b1"])
+        o1 = v1 >= lif.threshold
+        v1 = np.where(o1, 0.0, v1)
+        hidden_total += o1.sum()
+        v2 = lif.beta * v2 + (o1 @ params["W2"].T + params["b2"])
+        o2 = v2 >= lif.threshold
+        v2 = np.where(o2, 0.0, v2)
+        counts += o2
+    return counts, hidden_total
+
+
+# ---------------------------------------------------------------------------------------------
+# LIF step
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lif_step_by_hand(dtype):
+    """V <- beta V + I; spike iff V >= V_th (exactly at threshold spikes); spiking neurons reset to 0,
+    the others keep V (negative included). beta = 0.5 and dyadic values make every sum exact, so the
+    comparison is exact; the spikes are 0/1 in v's dtype and v is updated in place."""
+    lif = snn.LIF(beta=0.5, threshold=1.0)
+    v = np.array([0.0, 1.0, 0.5, 1.0, 1.0, 0.25, 0.5], dtype=dtype)
+    current = np.array([0.5, 0.5, 0.75, 1.0, -1.0, 0.875, 0.7421875], dtype=dtype)
+    # beta V + I:     0.5  1.0   1.0   1.5  -0.5   1.0   0.9921875
+    spikes = step(v, current, lif)
+    assert spikes.dtype == dtype
+    assert spikes.tolist() == [0, 1, 1, 1, 0, 1, 0]
+    assert v.tolist() == [0.5, 0.0, 0.0, 0.0, -0.5, 0.0, 0.9921875]
+
+
+def test_lif_step_default_constants_and_threshold():
+    """Default LIF (beta 0.9, V_th 1): from rest a current of exactly 1.0 spikes, 0.999 does not;
+    a custom threshold is honoured (V = 2.0 spikes at V_th 2, 1.99 does not). Exact comparisons."""
+    v = np.zeros(2)
+    assert step(v, np.array([1.0, 0.999]), snn.LIF()).tolist() == [1, 0]
+    assert v.tolist() == [0.0, 0.999]
+    v = np.zeros(2)
+    assert step(v, np.array([2.0, 1.99]), snn.LIF(threshold=2.0)).tolist() == [1, 0]
+
+
+def test_lif_constant_current_spikes_periodically():
+    """beta = 0.5 and constant I = 0.6: V runs 0.6, 0.9, 1.05 (spike, reset), 0.6, 0.9, 1.05, ...
+    so the neuron spikes every third step; with I = 0.4, V approaches 0.8 < 1 and never spikes.
+    Exact spike trains (the potentials stay >= 0.05 away from the threshold)."""
+    lif = snn.LIF(beta=0.5, threshold=1.0)
+    v = np.zeros(2)
+    train = [step(v, np.array([0.6, 0.4]), lif).tolist() for _ in range(9)]
+    assert [s[0] for s in train] == [0, 0, 1] * 3
+    assert [s[1] for s in train] == [0] * 9
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole network
+
+network = st.tuples(st.integers(1, 8), st.integers(1, 8), st.integers(1, 5),   # n_in, n_hidden, n_out
+                    st.integers(1, 6), st.integers(1, 4), st.integers(0, 10 ** 6))  # T, batch, seed
+
+
+@settings(max_examples=40)
+@given(network)
+def test_forward_matches_plain_reference(shape):
+    """snn.forward (float64) gives exactly the spike counts and hidden-spike totals of the plain
+    step-by-step reference above, for random shapes, N(0, 1) weights and binary frames.
+    Exact: both are float64 with the same sums up to rounding (~1e-15), far from flipping a spike."""
+    n_in, n_hidden, n_out, n_steps, batch, seed = shape
+    params = {k: v.astype(np.float64) for k, v in snn.init_params(seed, (n_in, n_hidden, n_out), std=1.0).items()}
+    frames = (np.random.default_rng(seed).random((n_steps, batch, n_in)) < 0.5).astype(np.float64)
+    counts, hidden = snn.forward(params, frames, count_hidden=True)
+    expected, expected_hidden = reference_forward(params, frames)
+    assert counts.shape == (1, batch, n_out)
+    assert np.array_equal(counts[0], expected)
+    assert hidden.tolist() == [expected_hidden]
+
+
+def test_forward_spikes_at_all():
+    """Guard for the reference test: on this fixed network some hidden and some output neurons do
+    spike and others do not, so a simulation that never (or always) spikes fails the comparison."""
+    params = {k: v.astype(np.float64) for k, v in snn.init_params(1, (8, 6, 4), std=1.0).items()}
+    frames = (np.random.default_rng(1).random((6, 4, 8)) < 0.5).astype(np.float64)
+    counts, hidden = snn.forward(params, frames, count_hidden=True)
+    assert 0 < counts.sum() < counts.size * 6
+    assert 0 < hidden[0] < 4 * 6 * 6
+
+
+@pytest.mark.parametrize("chunk", [2, 4, 6])
+def test_chunking_does_not_change_results(monkeypatch, chunk):
+    """Simulating 7 members `chunk` at a time (set through snn.CHUNK_BYTES) gives exactly the counts
+    and hidden-spike totals of simulating them all at once, and every member equals the single
+    network. members_per_chunk must actually return `chunk`, so the chunked path is exercised."""
+    params = snn.init_params(3, (10, 8, 3), std=1.0)
+    frames = (np.random.default_rng(3).random((5, 3, 10)) < 0.5).astype(np.float32)
+    single, single_hidden = snn.forward(params, frames, count_hidden=True)
+    whole, whole_hidden = snn.forward(params, frames, n_members=7, count_hidden=True)
+    monkeypatch.setattr(snn, "CHUNK_BYTES", chunk * 3 * 8 * 4)
+    assert snn.members_per_chunk(7, 3, 8, np) == chunk
+    chunked, chunked_hidden = snn.forward(params, frames, n_members=7, count_hidden=True)
+    assert np.array_equal(chunked, whole) and np.array_equal(chunked_hidden, whole_hidden)
+    assert all(np.array_equal(chunked[i], single[0]) for i in range(7))
+    assert np.all(chunked_hidden == single_hidden[0])
+    assert single.sum() > 0
+
+
+@settings(max_examples=50)
+@given(n_members=st.integers(1, 300), batch=st.integers(1, 64), n_hidden=st.integers(1, 128))
+def test_members_per_chunk_on_cpu(n_members, batch, n_hidden):
+    """On the CPU a chunk has at least 2 members (so antithetic pairs stay together), at most
+    max(2, n_members), is even unless it is all of an odd population, and fits CHUNK_BYTES
+    (float32 potentials) whenever 2 members do."""
+    chunk = snn.members_per_chunk(n_members, batch, n_hidden, np)
+    assert 2 <= chunk <= max(2, n_members)
+    assert chunk % 2 == 0 or chunk == n_members
+    if 2 * batch * n_hidden * 4 <= snn.CHUNK_BYTES:
+        assert chunk * batch * n_hidden * 4 <= snn.CHUNK_BYTES
+
+
+# ---------------------------------------------------------------------------------------------
+# Initialisation
+
+def test_init_params_shapes_dtype_and_std():
+    """Default sizes 2312 -> 64 -> 10: W_l is (fan_out, fan_in), b_l (fan_out,), all float32, entries
+    N(0, 0.3^2). Pooled over all 148,682 entries, n: SE(mean) = 0.3/sqrt(n) = 7.8e-4 and
+    SE(std) ~ 0.3/sqrt(2n) = 5.5e-4; both checked to 5 SE. W1 alone (147,968 entries) likewise.
+    Seeds are reproducible and different seeds give different weights."""
+    params = snn.init_params(0)
+    assert {k: v.shape for k, v in params.items()} == {"W1": (64, 2312), "b1": (64,), "W2": (10, 64), "b2": (10,)}
+    assert all(v.dtype == np.float32 for v in params.values())
+    for values in (np.concatenate([v.ravel() for v in params.values()]), params["W1"].ravel()):
+        x = values.astype(np.float64)
+        n = x.size
+        assert abs(x.mean()) <= 5 * 0.3 / math.sqrt(n)
+        assert abs(x.std() - 0.3) <= 5 * 0.3 / math.sqrt(2 * n)
+    again = snn.init_params(0)
+    assert all(np.array_equal(again[k], params[k]) for k in params)
+    assert not np.array_equal(snn.init_params(1)["W1"], params["W1"])
+    custom = snn.init_params(0, sizes=(5, 4, 3), std=2.0)
+    assert custom["W1"].shape == (4, 5) and custom["W2"].shape == (3, 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Read-out
+
+@settings(max_examples=40)
+@given(members=st.integers(1, 4), batch=st.integers(1, 6), classes=st.integers(2, 6),
+       n_steps=st.integers(1, 10), logit_scale=st.sampled_from([0.5, 1.0, 10.0, 200.0]),
+       seed=st.integers(0, 10 ** 6))
+def test_cross_entropy_matches_direct_computation(members, batch, classes, n_steps, logit_scale, seed):
+    """cross_entropy = mean over the batch of -log softmax(logit_scale * counts / T)[label], per
+    member, compared with scipy's logsumexp formula written out here. Relative tolerance 1e-12
+    (float64; the largest logits, 200, stay far from overflow with the max subtracted).
+    Also: the log-probabilities exponentiate to rows summing to 1 (1e-12)."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, n_steps + 1, (members, batch, classes)).astype(np.float64)
+    labels = rng.integers(0, classes, batch)
+    logits = logit_scale * counts / n_steps
+    expected = -(logits[:, np.arange(batch), labels] - logsumexp(logits, axis=-1)).mean(axis=-1)
+    got = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    assert got.shape == (members,)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-12)
+    single = snn.cross_entropy(counts[0], labels, n_steps, logit_scale)
+    assert np.allclose(single, expected[0], rtol=1e-12, atol=1e-12)
+    log_p = snn.log_softmax_of_rates(counts, n_steps, logit_scale)
+    assert np.allclose(np.exp(log_p).sum(axis=-1), 1, rtol=0, atol=1e-12)
+
+
+def test_cross_entropy_by_hand():
+    """Two classes, T = 2: counts (2, 0) give rates (1, 0), so -log p(0) = log(1 + e^-1) and
+    -log p(1) = log(1 + e); the batch mean of both. Tolerance 1e-12 (float64)."""
+    counts = np.array([[2.0, 0.0], [2.0, 0.0]])
+    got = snn.cross_entropy(counts, np.array([0, 1]), 2)
+    assert abs(got - (math.log(1 + math.exp(-1)) + math.log(1 + math.e)) / 2) <= 1e-12
+
+
+def test_correct_counts_argmax_with_lowest_class_on_ties():
+    """correct() counts samples whose most-spiking class is the label; a tie goes to the lowest
+    class (argmax). Exact integers."""
+    counts = np.array([[3, 1, 0], [2, 2, 0], [2, 2, 0], [0, 0, 0], [0, 1, 5]])
+    labels = np.array([0, 0, 1, 0, 1])
+    assert snn.correct(counts, labels) == 3
