@@ -36,7 +36,7 @@ def member_params(params, config, generation, pair, sign):
             noise = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)[0]
         else:
             noise = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)[0]
-        member[name] = value + (sign * config.sigma) * noise
+        member[name] = value + (sign * config.sigma) * noise.astype(value.dtype, copy=False)
     return member
 
 
@@ -74,13 +74,12 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     b2 = (params["b2"] + sigma * sign[None, :, None] * delta2[:, None]).reshape(config.population, 1, n_out)
 
     def hidden_current(t, start, stop):
-        first, last = start // 2, stop // 2
-        perturbation = sigma * (xe[t, :, first:last].transpose(1, 0, 2) + delta1[first:last, None, :])
-        current = sign[None, :, None, None] * perturbation[:, None] + base[t]
-        return current.reshape(stop - start, batch, n_hidden)
+        pairs_ = slice(start // 2, stop // 2)
+        perturbation = sigma * (xe[t, :, pairs_].transpose(1, 0, 2) + delta1[pairs_, None, :])
+        return eggroll.antithetic(base[t], perturbation)
 
     def output_current(spikes, start, stop):
-        return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]
+        return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, B, O)
 
     return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
@@ -117,3 +116,123 @@ def es_generation_step(params, state, frames, labels, generation, config, lif=sn
     counts, _ = es_forward(params, frames, config, generation, mode, lif)
     return eggroll.evolve(params, state, counts, labels, frames.shape[0], config, generation,
                           estimate=full_rank_gradient)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Surrogate-gradient BPTT
+#
+# Every layer runs Eqs. (1)-(2) as V_t = beta U_{t-1} + I_t,  o_t = S(V_t),  U_t = V_t (1 - o_t),
+# with I_t = W s_t + b, V_t the membrane potential before the reset and U_t the one after it.
+# The forward spike is S = H(V - V_th); backward replaces its derivative by the fast sigmoid
+# (Zenke & Ganguli, "SuperSpike", 2018):
+#     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
+# k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default.
+
+SLOPE = 25.0  # k of Eq. (11)
+
+
+def heaviside(v, lif, k):
+    """The forward spike of Eq. (2), [V >= V_th], as v's dtype."""
+    return (v >= lif.threshold).astype(v.dtype)
+
+
+def smooth_spike(v, lif, k):
+    """S(V) = 1/2 + x / (1 + k |x|), x = V - V_th: the antiderivative of Eq. (11), for checking.
+
+    Its exact derivative is Eq. (11), so in smooth mode the backward pass is the true gradient.
+    It runs from 1/2 - 1/k to 1/2 + 1/k and crosses 1/2 at the threshold.
+    """
+    x = v - lif.threshold
+    return 0.5 + x / (1 + k * abs(x))
+
+
+def surrogate(v, lif, k):
+    """Eq. (11): dS/dV = 1 / (1 + k |V - V_th|)^2."""
+    return 1 / (1 + k * abs(v - lif.threshold)) ** 2
+
+
+def lif_forward(current, lif, spike, k):
+    """One layer over all steps from its currents I (T, B, n): pre-reset potentials V and spikes o."""
+    xp = array_module_of(current)
+    v, spikes = xp.empty_like(current), xp.empty_like(current)
+    u = xp.zeros_like(current[0])
+    for t in range(current.shape[0]):
+        v[t] = lif.beta * u + current[t]
+        spikes[t] = spike(v[t], lif, k)
+        u = v[t] * (1 - spikes[t])
+    return v, spikes
+
+
+def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE):
+    """The network on frames (T, B, n_in), keeping what `bptt_backward` needs.
+
+    Layer 1's current W1 s_t + b1 is one matrix product for all steps, as in snn.forward; layer 2's
+    follows once all hidden spikes are known. smooth=True spikes with `smooth_spike` instead of H.
+    Returns a dict: frames, v1, o1, v2, o2 (each (T, B, n)) and counts (B, n_out), the sum of o2.
+    """
+    n_steps, batch, n_in = frames.shape
+    spike = smooth_spike if smooth else heaviside
+    current1 = frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]
+    v1, o1 = lif_forward(current1.reshape(n_steps, batch, -1), lif, spike, k)
+    current2 = o1 @ params["W2"].T + params["b2"]
+    v2, o2 = lif_forward(current2, lif, spike, k)
+    return {"frames": frames, "v1": v1, "o1": o1, "v2": v2, "o2": o2, "counts": o2.sum(axis=0)}
+
+
+def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
+    """dL/dI (T, B, n) of one layer from dL/do (T, B, n), backwards through time.
+
+        dL/dV_t = dL/do_t S'(V_t) + dL/dU_t dU_t/dV_t,   dL/dU_t = beta dL/dV_{t+1},   dL/dI_t = dL/dV_t
+        dU_t/dV_t = 1 - o_t - V_t S'(V_t),  or  1 - o_t with the reset detached.
+    """
+    xp = array_module_of(v)
+    grad_current = xp.empty_like(v)
+    grad_u = xp.zeros_like(v[0])
+    for t in reversed(range(v.shape[0])):
+        slope = surrogate(v[t], lif, k)
+        keep = 1 - spikes[t] if detach_reset else 1 - spikes[t] - v[t] * slope
+        grad_current[t] = grad_spikes[t] * slope + grad_u * keep
+        grad_u = lif.beta * grad_current[t]
+    return grad_current
+
+
+def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True):
+    """Gradients of the cross-entropy, Eqs. (3)-(4), for every parameter: a dict like params.
+
+    Backward through both layers and all steps, with Eq. (11) for every spike. detach_reset=True
+    matches snnTorch (snntorch/_neurons/neurons.py, `mem_reset`: reset = spike_grad(mem -
+    threshold).clone().detach()): no gradient flows through the o_t of the reset V_t (1 - o_t),
+    only through V_t. detach_reset=False differentiates the reset too; with smooth=True in
+    `bptt_forward` this is then the exact gradient of the smooth network.
+    """
+    xp = array_module_of(cache["v1"])
+    n_steps, batch, n_in = cache["frames"].shape
+    # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / B; logits = logit_scale * counts / T.
+    grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
+    grad_logits[xp.arange(batch), labels] -= 1
+    grad_counts = grad_logits * (logit_scale / (n_steps * batch))
+    grad_o2 = xp.broadcast_to(grad_counts, cache["o2"].shape)  # counts = sum_t o2_t
+    grad_current2 = lif_backward(grad_o2, cache["v2"], cache["o2"], lif, k, detach_reset)
+    grad_o1 = grad_current2 @ params["W2"]
+    grad_current1 = lif_backward(grad_o1, cache["v1"], cache["o1"], lif, k, detach_reset)
+    flat2 = grad_current2.reshape(n_steps * batch, -1)
+    flat1 = grad_current1.reshape(n_steps * batch, -1)
+    return {"W1": flat1.T @ cache["frames"].reshape(n_steps * batch, n_in), "b1": flat1.sum(axis=0),
+            "W2": flat2.T @ cache["o1"].reshape(n_steps * batch, -1), "b2": flat2.sum(axis=0)}
+
+
+def bptt_step(params, state, frames, labels, config, lif=snn.LIF(), k=SLOPE, detach_reset=True):
+    """One Adam step down the BPTT gradient (Adam of Eq. (9) ascending -g): (params, state, stats).
+
+    Uses config's lr, Adam constants, weight_decay and logit_scale; stats = {"loss": L before the step}.
+    """
+    xp = array_module_of(frames)
+    eggroll.check_frames(params, frames, labels)
+    cache = bptt_forward(params, frames, lif, k=k)
+    loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)
+    grads = bptt_backward(params, cache, labels, lif, k, config.logit_scale, detach_reset)
+    if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
+        raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
+                         "or check the input frames for non-finite values")
+    params, state = eggroll.adam_ascend(params, {name: -g for name, g in grads.items()}, state, config)
+    return params, state, {"loss": float(loss)}

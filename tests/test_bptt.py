@@ -1,0 +1,154 @@
+"""Surrogate-gradient BPTT (baselines.py section 2): exact gradients in smooth mode, the same
+forward as snn.forward, learning, and errors on bad input."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import baselines
+import eggroll
+import snn
+
+
+def small_problem(data, dtype=np.float64):
+    """A random small network, binary frames and labels, with weights big enough to cross V_th."""
+    n_in, n_hidden, n_out = data.draw(st.integers(3, 12)), data.draw(st.integers(2, 6)), data.draw(st.integers(2, 4))
+    n_steps, batch = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))
+    lif = snn.LIF(beta=data.draw(st.floats(0.3, 0.95)), threshold=data.draw(st.floats(0.5, 1.5)))
+    seed = data.draw(st.integers(0, 2 ** 16))
+    params = snn.init_params(seed, (n_in, n_hidden, n_out), std=data.draw(st.floats(0.3, 1.5)))
+    params = {name: value.astype(dtype) for name, value in params.items()}
+    rng = np.random.default_rng(seed)
+    frames = (rng.random((n_steps, batch, n_in)) < 0.5).astype(dtype)
+    labels = rng.integers(0, n_out, batch)
+    return params, frames, labels, lif
+
+
+def reference_smooth_loss(params, frames, labels, lif, k, logit_scale, frozen_resets=None):
+    """The smooth network written out plainly: S(V) = 1/2 + x / (1 + k|x|), x = V - V_th.
+
+    With frozen_resets (one list of o_t per layer) the reset V_t (1 - o_t) uses those constants,
+    which is what a detached reset differentiates. Returns the loss and the o_t of the resets.
+    """
+    inputs, resets = frames, []
+    for layer in (1, 2):
+        u = np.zeros((frames.shape[1], params[f"b{layer}"].shape[0]))
+        spikes, layer_resets = [], []
+        for t in range(frames.shape[0]):
+            v = lif.beta * u + inputs[t] @ params[f"W{layer}"].T + params[f"b{layer}"]
+            x = v - lif.threshold
+            spikes.append(0.5 + x / (1 + k * np.abs(x)))
+            layer_resets.append(spikes[-1] if frozen_resets is None else frozen_resets[layer - 1][t])
+            u = v * (1 - layer_resets[-1])
+        inputs = np.stack(spikes)
+        resets.append(layer_resets)
+    return snn.cross_entropy(inputs.sum(axis=0), labels, frames.shape[0], logit_scale), resets
+
+
+def finite_differences(loss, params, h=1e-6):
+    """(L(theta + h e_i) - L(theta - h e_i)) / 2h for every entry of every parameter."""
+    grads = {}
+    for name, value in params.items():
+        grads[name] = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            shifted = {key: v.copy() for key, v in params.items()}
+            shifted[name][index] = value[index] + h
+            up = loss(shifted)
+            shifted[name][index] = value[index] - h
+            grads[name][index] = (up - loss(shifted)) / (2 * h)
+    return grads
+
+
+def assert_gradients_match(grads, expected, tolerance=1e-6, floor=1e-2):
+    """||g - g_fd|| <= tolerance (||g|| + ||g_fd||) per parameter, the norms floored at `floor`:
+    rounding in float64 leaves ~1e-10 of noise in every finite difference, which would swamp
+    the relative error of a gradient much smaller than 1e-2."""
+    for name, value in expected.items():
+        assert grads[name].shape == value.shape
+        scale = max(np.linalg.norm(grads[name]) + np.linalg.norm(value), floor)
+        error = np.linalg.norm(grads[name] - value) / scale
+        assert error <= tolerance, f"{name}: relative error {error:.2e}"
+
+
+smooth_settings = dict(k=st.floats(1.0, 30.0), logit_scale=st.floats(1.0, 5.0))
+
+
+@settings(max_examples=40)
+@given(data=st.data(), **smooth_settings)
+def test_gradient_is_exact_in_smooth_mode_with_reset_differentiated(data, k, logit_scale):
+    params, frames, labels, lif = small_problem(data)
+
+    def loss(p):
+        counts = baselines.bptt_forward(p, frames, lif, smooth=True, k=k)["counts"]
+        return snn.cross_entropy(counts, labels, frames.shape[0], logit_scale)
+
+    assert loss(params) == pytest.approx(reference_smooth_loss(params, frames, labels, lif, k, logit_scale)[0])
+    cache = baselines.bptt_forward(params, frames, lif, smooth=True, k=k)
+    grads = baselines.bptt_backward(params, cache, labels, lif, k, logit_scale, detach_reset=False)
+    assert_gradients_match(grads, finite_differences(loss, params))
+
+
+@settings(max_examples=40)
+@given(data=st.data(), **smooth_settings)
+def test_gradient_is_exact_in_smooth_mode_with_reset_detached(data, k, logit_scale):
+    params, frames, labels, lif = small_problem(data)
+    _, resets = reference_smooth_loss(params, frames, labels, lif, k, logit_scale)
+
+    def loss(p):
+        return reference_smooth_loss(p, frames, labels, lif, k, logit_scale, frozen_resets=resets)[0]
+
+    cache = baselines.bptt_forward(params, frames, lif, smooth=True, k=k)
+    grads = baselines.bptt_backward(params, cache, labels, lif, k, logit_scale, detach_reset=True)
+    assert_gradients_match(grads, finite_differences(loss, params))
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_heaviside_forward_matches_snn_forward(data):
+    params, frames, _, lif = small_problem(data, dtype=np.float32)
+    counts, _ = snn.forward(params, frames, lif)
+    np.testing.assert_array_equal(baselines.bptt_forward(params, frames, lif)["counts"], counts[0])
+
+
+def test_heaviside_forward_matches_snn_forward_at_full_size():
+    params = snn.init_params(0)
+    frames = (np.random.default_rng(0).random((10, 32, snn.SIZES[0])) < 0.05).astype(np.float32)
+    counts, _ = snn.forward(params, frames)
+    assert counts.sum() > 0
+    np.testing.assert_array_equal(baselines.bptt_forward(params, frames)["counts"], counts[0])
+
+
+def separable_batch(n_steps=5, batch=64, n_in=20, n_out=2, seed=0):
+    """Binary frames whose label is the group of n_in / n_out inputs that fires most often."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_out, batch)
+    rate = np.full((batch, n_in), 0.1)
+    for c in range(n_out):
+        rate[labels == c, c * n_in // n_out:(c + 1) * n_in // n_out] = 0.6
+    return (rng.random((n_steps, batch, n_in)) < rate).astype(np.float32), labels
+
+
+def test_bptt_steps_lower_the_loss():
+    frames, labels = separable_batch()
+    params = snn.init_params(0, (frames.shape[2], 16, 2))
+    state = eggroll.adam_init(params)
+    config = eggroll.Config(lr=0.05)
+    losses = []
+    for _ in range(20):
+        params, state, stats = baselines.bptt_step(params, state, frames, labels, config)
+        losses.append(stats["loss"])
+    counts = baselines.bptt_forward(params, frames)["counts"]
+    final = float(snn.cross_entropy(counts, labels, frames.shape[0]))
+    assert final < losses[0] - 0.1, losses + [final]
+
+
+def test_bad_input_raises():
+    frames, labels = separable_batch()
+    params = snn.init_params(0, (frames.shape[2], 16, 2))
+    state, config = eggroll.adam_init(params), eggroll.Config()
+    with pytest.raises(ValueError, match="frames must have shape"):
+        baselines.bptt_step(params, state, frames[..., :-1], labels, config)
+    with pytest.raises(ValueError, match="labels must have shape"):
+        baselines.bptt_step(params, state, frames, labels[:-1], config)
+    frames[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        baselines.bptt_step(params, state, frames, labels, config)
