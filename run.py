@@ -279,7 +279,7 @@ def reproduce_runs(preset):
     runs = []
     for seed in SEEDS:
         for method, rank in [("bptt", None), ("es", None)] + [("eggroll", r) for r in RANKS]:
-            settings = dict(TRAIN_DEFAULTS, **PRESETS[preset]["common"], **PRESETS[preset].get(method, {}))
+            settings = {**TRAIN_DEFAULTS, **PRESETS[preset]["common"], **PRESETS[preset].get(method, {})}
             settings.update(method=method, seed=seed, rank=rank or settings["rank"])
             name = method if rank is None else f"{method}-r{rank}"
             runs.append((name, settings))

@@ -1,0 +1,122 @@
+"""The command line: a killed run resumes to the very same weights, bad requests fail cleanly,
+and `reproduce` writes its tables and figures and skips finished runs."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import run
+from nmnist_files import write_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """200 training and 30 test recordings of random events, and a cache folder."""
+    base = tmp_path_factory.mktemp("nmnist")
+    write_dataset(base / "NMNIST", n_train=20, n_test=3, n_events=300)
+    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
+
+
+def train_command(out, dataset, *extra):
+    return [sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), *SMALL, *dataset, *extra]
+
+
+def stored_params(out):
+    with np.load(out / run.CHECKPOINT) as stored:
+        return {name: stored[name] for name in stored.files if name.startswith(("param/", "adam_"))}
+
+
+def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
+    """Kill a run (SIGKILL) after its first checkpoint; --resume must end exactly where an
+    uninterrupted run ends: every parameter and Adam moment equal bit for bit."""
+    generations = ["--generations", "400"]
+    subprocess.run(train_command(tmp_path / "whole", dataset, *generations), check=True, cwd=ROOT)
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(train_command(killed, dataset, *generations), cwd=ROOT)
+    deadline = time.time() + 120
+    while not (killed / run.CHECKPOINT).exists() and time.time() < deadline:
+        time.sleep(0.005)
+    process.kill()
+    process.wait()
+    with np.load(killed / run.CHECKPOINT) as stored:
+        step = int(stored["step"])
+    assert 0 < step < 400, "the run must be killed mid-way for this test to mean anything"
+
+    subprocess.run(train_command(killed, dataset, *generations, "--resume"), check=True, cwd=ROOT)
+    whole, resumed = stored_params(tmp_path / "whole"), stored_params(killed)
+    assert whole.keys() == resumed.keys()
+    for name in whole:
+        np.testing.assert_array_equal(whole[name], resumed[name], err_msg=name)
+    lines = [json.loads(line) for line in (killed / "metrics.jsonl").read_text().splitlines()]
+    assert [m["generation"] for m in lines] == list(range(5, 401, 5))
+
+
+def run_main(args, capsys):
+    code = run.main(args)
+    return code, capsys.readouterr().err
+
+
+def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, capsys):
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    cases = [
+        (["--rank", "11"], "--rank must lie in 1..10"),
+        (["--population", "7"], "--population must be an even number"),
+        (["--sigma", "0"], "--sigma must be > 0"),
+        (["--generations", "3"], "already holds a run"),
+        (["--generations", "3", "--resume"], "holds a run with other settings (generations)"),
+    ]
+    for extra, message in cases:
+        code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, *extra], capsys)
+        assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
+    code, err = run_main(["train", "--out", str(tmp_path / "new"), "--data-root", str(tmp_path / "absent"),
+                          "--cache-dir", str(tmp_path / "cache"), *SMALL], capsys)
+    assert code == 2 and "N-MNIST not found" in err and not (tmp_path / "new").exists()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    (out / run.CHECKPOINT).write_bytes(b"not a checkpoint")
+    code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, "--resume"], capsys)
+    assert code == 2 and "is damaged" in err
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["train", "--method", "sgd"])
+    assert exit_info.value.code == 2
+
+
+def test_force_replaces_a_run(tmp_path, dataset):
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    assert run.main(["train", "--out", str(out), "--generations", "3", "--force", *SMALL, *dataset]) == 0
+    assert json.loads((out / "final.json").read_text())["generations"] == 3
+
+
+def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, dataset, monkeypatch):
+    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                              eval_every=1),
+                                               "bptt": dict(generations=1, lr=1e-3)})
+    monkeypatch.setattr(run, "SEEDS", (1, 2))
+    monkeypatch.setattr(run, "RANKS", (1, 2))
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset]
+    assert run.main(args) == 0
+    report = tmp_path / "quick"
+    table = (report / "table.md").read_text()
+    for name in ("bptt", "es", "eggroll-r1", "eggroll-r2"):
+        assert f"| {name} |" in table
+    per_seed = (report / "per_seed.md").read_text()
+    assert "seed 1" in per_seed and "seed 2" in per_seed
+    for figure in ("rank_ablation.png", "convergence.png", "wallclock.png"):
+        assert (report / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finals = sorted(report.glob("runs/*/final.json"))
+    assert len(finals) == 8
+    stamps = [f.stat().st_mtime_ns for f in finals]
+    assert run.main(args) == 0
+    assert [f.stat().st_mtime_ns for f in finals] == stamps
