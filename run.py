@@ -14,7 +14,7 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy
@@ -38,12 +38,13 @@ class UsageError(Exception):
 # train
 
 TRAIN_DEFAULTS = dict(method="eggroll", rank=4, es_mode="batched", seed=1, generations=100,
-                      population=512, batch_size=256, sigma=0.1, lr=0.01, logit_scale=1.0,
+                      population=512, batch_size=256, sigma=0.1, lr=0.01, lr_schedule="constant", logit_scale=1.0,
                       weight_decay=0.0, beta=0.9, threshold=1.0, time_bins=10, slope=baselines.SLOPE,
                       eval_every=10, device="cpu", data_root=None, cache_dir=None, download=False,
                       out="runs/latest")
+LR_SCHEDULES = ("constant", "cosine")
 RUN_KEYS = ("method", "rank", "es_mode", "seed", "generations", "population", "batch_size", "sigma",
-            "lr", "logit_scale", "weight_decay", "beta", "threshold", "time_bins", "slope", "eval_every")
+            "lr", "lr_schedule", "logit_scale", "weight_decay", "beta", "threshold", "time_bins", "slope", "eval_every")
 
 
 def add_train_options(parser):
@@ -62,6 +63,8 @@ def add_train_options(parser):
     add("--batch-size", type=int, default=d["batch_size"], help="samples per minibatch")
     add("--sigma", type=float, default=d["sigma"], help="ES noise scale sigma")
     add("--lr", type=float, default=d["lr"], help="Adam learning rate")
+    add("--lr-schedule", choices=LR_SCHEDULES, default=d["lr_schedule"],
+        help="constant, or cosine: lr * (1 + cos(pi * step / steps)) / 2, decaying to 0 at the end")
     add("--logit-scale", type=float, default=d["logit_scale"],
         help="softmax(logit_scale * output rate); 1 is the paper's readout")
     add("--weight-decay", type=float, default=d["weight_decay"], help="decoupled (AdamW) weight decay")
@@ -104,6 +107,13 @@ def run_config(opts):
 def es_config(opts):
     return eggroll.Config(population=opts.population, rank=opts.rank, sigma=opts.sigma, lr=opts.lr,
                           seed=opts.seed, logit_scale=opts.logit_scale, weight_decay=opts.weight_decay)
+
+
+def learning_rate(opts, step, total_steps):
+    """The learning rate of update `step` (0-based) of `total_steps`."""
+    if opts.lr_schedule == "cosine":
+        return opts.lr * (1 + math.cos(math.pi * step / total_steps)) / 2
+    return opts.lr
 
 
 def training_schedule(opts, n_train):
@@ -200,7 +210,7 @@ def train(opts, progress=True):
         raise UsageError("the training split is empty: check --data-root")
     prepare_output(out, config, opts.resume, opts.force)
     lif = snn.LIF(opts.beta, opts.threshold)
-    es = es_config(opts)
+    es_base = es_config(opts)
     total_steps, per_epoch, eval_every = training_schedule(opts, len(splits.train))
 
     params, state, start, step_seconds = snn.init_params(opts.seed, xp=xp), None, 0, []
@@ -213,6 +223,7 @@ def train(opts, progress=True):
     metrics_path.write_text("".join(line + "\n" for line in kept))
 
     def step(params, state, frames, labels, generation):
+        es = replace(es_base, lr=learning_rate(opts, generation, total_steps))
         if opts.method == "eggroll":
             return eggroll.generation_step(params, state, frames, labels, generation, es, lif)
         if opts.method == "es":
@@ -257,6 +268,24 @@ def train(opts, progress=True):
 def progress_bar(total, initial, description, enabled):
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=description, disable=not enabled, dynamic_ncols=True)
+
+
+def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
+    """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
+    (e.g. the real recordings, for a model trained on emulated ones), frames made as in training."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
+        raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
+                         f"train one with `run.py train --out {run_dir}`")
+    config = json.loads((run_dir / "config.json").read_text())
+    xp = array_module(device)
+    params, _, step, _ = load_checkpoint(run_dir / CHECKPOINT, xp)
+    splits = data.load_nmnist(data_root, config["time_bins"], cache_dir, progress=False)
+    lif = snn.LIF(config["beta"], config["threshold"])
+    accuracies = {name: evaluate(params, getattr(splits, name), lif, xp)[0] for name in ("train", "val", "test")}
+    sizes = {name: len(getattr(splits, name)) for name in accuracies}
+    accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)
+    return {"run": str(run_dir), "generation": step, "accuracy": accuracies, "samples": sizes}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,6 +654,13 @@ def main(argv=None):
     reproduce_parser.add_argument("--download", action="store_true", help="as in train --download")
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
+    evaluate_parser = commands.add_parser("evaluate", help="accuracy of a trained run on another N-MNIST copy",
+                                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    evaluate_parser.add_argument("run_dir", help="the --out folder of a training run")
+    for option in ("--device", "--data-root", "--cache-dir"):
+        evaluate_parser.add_argument(option, default=TRAIN_DEFAULTS[option[2:].replace("-", "_")],
+                                     help=f"as in train {option}")
+
     bench_parser = commands.add_parser("bench", help="speed, FLOPs and memory at the reference configuration",
                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     bench_parser.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu", help="as in train")
@@ -638,6 +674,8 @@ def main(argv=None):
             print(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}))
         elif opts.command == "reproduce":
             reproduce(opts)
+        elif opts.command == "evaluate":
+            print(json.dumps(evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)))
         else:
             bench(opts)
     except (UsageError, ValueError, FileNotFoundError, RuntimeError) as error:

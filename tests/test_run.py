@@ -120,3 +120,18 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     stamps = [f.stat().st_mtime_ns for f in finals]
     assert run.main(args) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
+
+
+def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, capsys):
+    """`evaluate` on the training data's own copy gives the val and test accuracy of final.json."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "3", *SMALL, *dataset]) == 0
+    final = json.loads((out / "final.json").read_text())
+    capsys.readouterr()
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["generation"] == 3
+    assert report["accuracy"]["val"] == final["val_acc"] and report["accuracy"]["test"] == final["test_acc"]
+    assert report["samples"] == {"train": 180, "val": 20, "test": 30}
+    code, err = run_main(["evaluate", str(tmp_path / "absent")], capsys)
+    assert code == 2 and "holds no trained run" in err
