@@ -85,20 +85,16 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
-def full_rank_gradient(f, params, config, generation):
-    """Eqs. (10) and (8): sum_p f_p E_p / (2 P sigma) per weight, regenerating E_p from its key."""
+def full_rank_weight_gradient(f, name, shape, config, generation):
+    """Eq. (10) for weight `name`: sum_p f_p E_p / (2 P sigma), E_p regenerated from its key."""
     xp = array_module_of(f)
-    f = f.astype(xp.float32)
-    pairs = xp.arange(config.pairs)
-    grads = {}
-    for name, value in params.items():
-        if name.startswith("W"):
-            noise = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)
-            grads[name] = (f @ noise.reshape(config.pairs, -1)).reshape(value.shape) / (2 * config.pairs * config.sigma)
-        else:
-            delta = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)
-            grads[name] = eggroll.bias_gradient(f, delta, config.sigma)
-    return grads
+    noise = full_rank_noise(config.seed, generation, xp.arange(config.pairs), name, shape, xp)
+    return (f @ noise.reshape(config.pairs, -1)).reshape(shape) / (2 * config.pairs * config.sigma)
+
+
+def full_rank_gradient(f, params, config, generation):
+    """Eqs. (10) and (8) for every parameter: EGGROLL's estimator with full-rank weight noise."""
+    return eggroll.estimate_gradient(f, params, config, generation, full_rank_weight_gradient)
 
 
 def es_forward(params, frames, config, generation, mode="batched", lif=snn.LIF(), count_hidden=False):

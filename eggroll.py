@@ -264,18 +264,26 @@ def bias_gradient(f, delta, sigma):
     return f @ delta / (2 * f.shape[0] * sigma)
 
 
-def estimate_gradient(f, params, config, generation):
-    """g for every parameter, regenerating each factor from its key (nothing was stored)."""
+def lowrank_weight_gradient(f, name, shape, config, generation):
+    """Eq. (7) for weight `name`, its factors A and B regenerated from their keys."""
+    xp = array_module_of(f)
+    a, b = lowrank_factors(config.seed, generation, xp.arange(config.pairs), name, shape, config.rank, xp)
+    return lowrank_gradient(f, a, b, config.sigma)
+
+
+def estimate_gradient(f, params, config, generation, weight_gradient=lowrank_weight_gradient):
+    """g for every parameter: weights by `weight_gradient`, Eq. (7), biases by Eq. (8).
+
+    Every noise is regenerated from its key: nothing was stored since the forward pass.
+    """
     xp = array_module_of(f)
     f = f.astype(xp.float32)
-    pairs = xp.arange(config.pairs)
     grads = {}
     for name, value in params.items():
         if name.startswith("W"):
-            a, b = lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank, xp)
-            grads[name] = lowrank_gradient(f, a, b, config.sigma)
+            grads[name] = weight_gradient(f, name, value.shape, config, generation)
         else:
-            delta = bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)
+            delta = bias_noise(config.seed, generation, xp.arange(config.pairs), name, value.shape[0], xp)
             grads[name] = bias_gradient(f, delta, config.sigma)
     return grads
 
