@@ -74,8 +74,8 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     b2 = (params["b2"] + sigma * sign[None, :, None] * delta2[:, None]).reshape(config.population, 1, n_out)
 
     def hidden_current(t, start, stop):
-        pairs_ = slice(start // 2, stop // 2)
-        perturbation = sigma * (xe[t, :, pairs_].transpose(1, 0, 2) + delta1[pairs_, None, :])
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
+        perturbation = sigma * (xe[t, :, chunk].transpose(1, 0, 2) + delta1[chunk, None, :])
         return eggroll.antithetic(base[t], perturbation)
 
     def output_current(spikes, start, stop):

@@ -209,14 +209,14 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     sign = xp.asarray([1, -1], dtype=frames.dtype)[:, None, None]                  # (+, -) member
 
     def hidden_current(t, start, stop):
-        pairs_ = slice(start // 2, stop // 2)
-        return antithetic(base[t], xb[t, pairs_] @ rows1[pairs_])
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
+        return antithetic(base[t], xb[t, chunk] @ rows1[chunk])
 
     def output_current(spikes, start, stop):
-        pairs_ = slice(start // 2, stop // 2)
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
         by_pair = spikes.reshape(n_steps, -1, 2, batch, n_hidden)                 # (T, c, +-, B, H)
-        xb2 = with_ones(by_pair @ b2[pairs_, None].transpose(0, 1, 3, 2))          # (T, c, +-, B, r+1)
-        perturbation = (sign * xb2) @ rows2[pairs_, None]                          # (T, c, +-, B, O)
+        xb2 = with_ones(by_pair @ b2[chunk, None].transpose(0, 1, 3, 2))          # (T, c, +-, B, r+1)
+        perturbation = (sign * xb2) @ rows2[chunk, None]                          # (T, c, +-, B, O)
         current = spikes @ params["W2"].T + params["b2"]
         return current + perturbation.reshape(current.shape)
 
