@@ -39,12 +39,12 @@ class UsageError(Exception):
 
 TRAIN_DEFAULTS = dict(method="eggroll", rank=4, es_mode="batched", seed=1, generations=100,
                       population=512, batch_size=256, sigma=0.1, lr=0.01, lr_schedule="constant", logit_scale=1.0,
-                      weight_decay=0.0, beta=0.9, threshold=1.0, time_bins=10, slope=baselines.SLOPE,
+                      weight_decay=0.0, init_std=snn.INIT_STD, beta=0.9, threshold=1.0, time_bins=10, slope=baselines.SLOPE,
                       eval_every=10, device="cpu", data_root=None, cache_dir=None, download=False,
                       out="runs/latest")
 LR_SCHEDULES = ("constant", "cosine")
 RUN_KEYS = ("method", "rank", "es_mode", "seed", "generations", "population", "batch_size", "sigma",
-            "lr", "lr_schedule", "logit_scale", "weight_decay", "beta", "threshold", "time_bins", "slope", "eval_every")
+            "lr", "lr_schedule", "logit_scale", "weight_decay", "init_std", "beta", "threshold", "time_bins", "slope", "eval_every")
 
 
 def add_train_options(parser):
@@ -68,6 +68,7 @@ def add_train_options(parser):
     add("--logit-scale", type=float, default=d["logit_scale"],
         help="softmax(logit_scale * output rate); 1 is the paper's readout")
     add("--weight-decay", type=float, default=d["weight_decay"], help="decoupled (AdamW) weight decay")
+    add("--init-std", type=float, default=d["init_std"], help="W, b ~ N(0, init_std^2) at the start")
     add("--beta", type=float, default=d["beta"], help="LIF membrane decay beta")
     add("--threshold", type=float, default=d["threshold"], help="LIF firing threshold V_th")
     add("--time-bins", type=int, default=d["time_bins"], help="T, frames per recording")
@@ -213,7 +214,7 @@ def train(opts, progress=True):
     es_base = es_config(opts)
     total_steps, per_epoch, eval_every = training_schedule(opts, len(splits.train))
 
-    params, state, start, step_seconds = snn.init_params(opts.seed, xp=xp), None, 0, []
+    params, state, start, step_seconds = snn.init_params(opts.seed, std=opts.init_std, xp=xp), None, 0, []
     state = eggroll.adam_init(params)
     if opts.resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds = load_checkpoint(out / CHECKPOINT, xp)

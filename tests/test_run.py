@@ -135,3 +135,11 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert report["samples"] == {"train": 180, "val": 20, "test": 30}
     code, err = run_main(["evaluate", str(tmp_path / "absent")], capsys)
     assert code == 2 and "holds no trained run" in err
+
+
+def test_cosine_learning_rate_falls_from_lr_to_zero():
+    opts = run.argparse.Namespace(lr=0.03, lr_schedule="cosine")
+    rates = [run.learning_rate(opts, step, 100) for step in range(101)]
+    assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
+    assert all(a >= b for a, b in zip(rates, rates[1:]))
+    assert run.learning_rate(run.argparse.Namespace(lr=0.03, lr_schedule="constant"), 70, 100) == 0.03
