@@ -13,23 +13,11 @@ from hypothesis import given, settings, strategies as st
 import baselines
 import eggroll
 import snn
+from test_eggroll import member_noise
 
 
 # ---------------------------------------------------------------------------------------------
 # Helpers: the two estimators, fed the raw fitness differences of an objective
-
-def eggroll_noise(config, generation, params):
-    """EGGROLL's perturbation of every parameter for all pairs, E_p = A_p B_p^T / sqrt(r) materialised."""
-    pairs = np.arange(config.pairs)
-    noise = {}
-    for name, value in params.items():
-        if name.startswith("W"):
-            a, b = eggroll.lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank)
-            noise[name] = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
-        else:
-            noise[name] = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
-    return noise
-
 
 def full_rank_noise(config, generation, params):
     """The ES baseline's perturbation of every parameter for all pairs, every entry N(0, 1)."""
@@ -44,7 +32,7 @@ def full_rank_noise(config, generation, params):
 
 
 ESTIMATORS = {
-    "eggroll": (eggroll_noise, eggroll.estimate_gradient),
+    "eggroll": (member_noise, eggroll.estimate_gradient),
     "full_rank": (full_rank_noise, baselines.full_rank_gradient),
 }
 
