@@ -68,20 +68,26 @@ def _box_muller(bits_radius, bits_angle):
     return radius * xp.cos(angle), radius * xp.sin(angle)
 
 
+BLOCKS_PER_PASS = 1 << 15  # CPU: Philox blocks per pass, so its temporaries stay in cache
+
+
 def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
     """The first `count` N(0, 1) numbers of stream (seed, generation, pair, param_id), per pair.
 
     Key = the 64-bit seed; counter = (block, pair, param_id, generation); each block of the stream
     gives 4 normals. Returns float32 (len(pairs), count). A pure function: the rows for pairs
-    [p] equal row p of the draw for all pairs, bit for bit.
+    [p] equal row p of the draw for all pairs, bit for bit. On a CPU a few pairs go at a time.
     """
     n_blocks = -(-count // 4)
     blocks = xp.arange(n_blocks, dtype=xp.uint32)[None, :]
     pair_words = xp.asarray(pairs, dtype=xp.uint32)[:, None]
-    words = philox4x32((blocks, pair_words, param_id, generation), (seed, seed >> 32))
     normals = xp.empty((pair_words.shape[0], n_blocks, 4), dtype=xp.float32)
-    normals[..., 0], normals[..., 1] = _box_muller(words[0], words[1])
-    normals[..., 2], normals[..., 3] = _box_muller(words[2], words[3])
+    rows = max(1, BLOCKS_PER_PASS // n_blocks) if xp is numpy else pair_words.shape[0]
+    for start in range(0, pair_words.shape[0], rows):
+        words = philox4x32((blocks, pair_words[start:start + rows], param_id, generation), (seed, seed >> 32))
+        chunk = normals[start:start + rows]
+        chunk[..., 0], chunk[..., 1] = _box_muller(words[0], words[1])
+        chunk[..., 2], chunk[..., 3] = _box_muller(words[2], words[3])
     return xp.ascontiguousarray(normals.reshape(pair_words.shape[0], 4 * n_blocks)[:, :count])
 
 
@@ -206,19 +212,22 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     xb = x @ b1.reshape(config.pairs * config.rank, n_in).T                        # ONE product
     xb = xb.reshape(n_steps, batch, config.pairs, config.rank).transpose(0, 2, 1, 3)
     xb = with_ones(xb)                                                             # (T, P, B, r+1)
-    sign = xp.asarray([1, -1], dtype=frames.dtype)[:, None, None]                  # (+, -) member
+    readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (config.pairs, n_hidden, n_out)),
+                              b2.transpose(0, 2, 1)], axis=2)                      # [W2^T | B_p], (P, H, O+r)
+    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]     # (2B, 1): + rows, - rows
 
     def hidden_current(t, start, stop):
         chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
         return antithetic(base[t], xb[t, chunk] @ rows1[chunk])
 
     def output_current(spikes, start, stop):
-        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
-        by_pair = spikes.reshape(n_steps, -1, 2, batch, n_hidden)                 # (T, c, +-, B, H)
-        xb2 = with_ones(by_pair @ b2[chunk, None].transpose(0, 1, 3, 2))          # (T, c, +-, B, r+1)
-        perturbation = (sign * xb2) @ rows2[chunk, None]                          # (T, c, +-, B, O)
-        current = spikes @ params["W2"].T + params["b2"]
-        return current + perturbation.reshape(current.shape)
+        """Each member has its own hidden spikes s, so s W2^T and s B_p are one product per pair."""
+        chunk = slice(start // 2, stop // 2)
+        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_hidden)                # (T, c, 2B, H)
+        projected = by_pair @ readout[chunk]                                       # (T, c, 2B, O+r)
+        perturbation = (sign * with_ones(projected[..., n_out:])) @ rows2[chunk]   # (T, c, 2B, O)
+        current = projected[..., :n_out] + params["b2"] + perturbation
+        return current.reshape(n_steps, stop - start, batch, n_out)
 
     return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)

@@ -22,7 +22,7 @@ from backend import array_module_of
 
 SIZES = (2312, 64, 10)  # inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
-CHUNK_BYTES = 1 << 19    # CPU: membrane potentials of one member chunk stay in a 512 KiB L2 slice
+CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
 
 @dataclass(frozen=True)
