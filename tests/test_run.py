@@ -121,6 +121,18 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert run.main(args) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
 
+    real_root = dataset[dataset.index("--data-root") + 1]
+    assert run.main(args + ["--report-only", "--real-root", real_root]) == 0
+    assert [f.stat().st_mtime_ns for f in finals] == stamps
+    assert len(list(report.glob("runs/*/real.json"))) == 8
+    assert "real recordings % |" in (report / "table.md").read_text()
+
+
+def test_report_only_trains_nothing(tmp_path, dataset):
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset]
+    assert run.main(args) == 0
+    assert not list(tmp_path.glob("quick/runs/*")) and (tmp_path / "quick" / "table.md").exists()
+
 
 def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, capsys):
     """`evaluate` on the training data's own copy gives the val and test accuracy of final.json."""
