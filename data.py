@@ -93,8 +93,8 @@ def _split_dirs(root, download):
         if not download:
             raise MissingDataError(
                 f"N-MNIST not found in {root} (expected {root}/NMNIST/Train/<digit>/*.bin or "
-                f"{root}/Train/<digit>/*.bin); pass root=..., set NMNIST_ROOT, "
-                f"or use download=True to fetch it with tonic")
+                f"{root}/Train/<digit>/*.bin); point --data-root (root=...) or NMNIST_ROOT at a copy, "
+                f"or use --download (download=True) to fetch it with tonic")
         _download(root)
         base = root / "NMNIST"
     dirs = {name: base / name for name in ("Train", "Test")}
