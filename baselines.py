@@ -8,8 +8,6 @@
    - "batched": all members at once, layer 1 as x [E_1^T ... E_P^T] in one matrix product.
 2. Surrogate-gradient backpropagation through time, written by hand (see `bptt_*`).
 """
-import math
-
 from backend import array_module_of
 import eggroll
 import snn
@@ -26,29 +24,31 @@ def full_rank_noise(seed, generation, pairs, name, shape, xp):
     return eggroll.standard_normals(seed, generation, pairs, eggroll.PARAM_IDS[name], m * n, xp).reshape(-1, m, n)
 
 
-def member_params(params, config, generation, pair, sign):
-    """theta_p +- sigma (E_p, delta_p) with every matrix materialised, for one member."""
+def pair_noise(params, config, generation, pair):
+    """(E_p, delta_p) of one pair with every matrix materialised: a dict like params."""
     xp = array_module_of(params["W1"])
     pairs = xp.arange(pair, pair + 1)
-    member = {}
+    noise = {}
     for name, value in params.items():
         if name.startswith("W"):
-            noise = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)[0]
+            draw = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)[0]
         else:
-            noise = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)[0]
-        member[name] = value + (sign * config.sigma) * noise.astype(value.dtype, copy=False)
-    return member
+            draw = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)[0]
+        noise[name] = draw.astype(value.dtype, copy=False)
+    return noise
 
 
 def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
     """Output spike counts (2P, B, n_out), one member at a time (member 2p = +, 2p + 1 = -)."""
     xp = array_module_of(frames)
     counts, hidden = [], []
-    for member in range(config.population):
-        one = member_params(params, config, generation, member // 2, 1 - 2 * (member % 2))
-        member_counts, member_hidden = snn.forward(one, frames, lif, count_hidden=count_hidden)
-        counts.append(member_counts)
-        hidden.append(member_hidden)
+    for pair in range(config.pairs):
+        noise = pair_noise(params, config, generation, pair)
+        for sign in (1, -1):
+            member = {name: value + (sign * config.sigma) * noise[name] for name, value in params.items()}
+            member_counts, member_hidden = snn.forward(member, frames, lif, count_hidden=count_hidden)
+            counts.append(member_counts)
+            hidden.append(member_hidden)
     return xp.concatenate(counts), (xp.concatenate(hidden) if count_hidden else None)
 
 
@@ -85,7 +85,7 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
-def full_rank_weight_gradient(f, name, shape, config, generation):
+def regenerated_full_rank_gradient(f, name, shape, config, generation):
     """Eq. (10) for weight `name`: sum_p f_p E_p / (2 P sigma), E_p regenerated from its key."""
     xp = array_module_of(f)
     noise = full_rank_noise(config.seed, generation, xp.arange(config.pairs), name, shape, xp)
@@ -94,7 +94,7 @@ def full_rank_weight_gradient(f, name, shape, config, generation):
 
 def full_rank_gradient(f, params, config, generation):
     """Eqs. (10) and (8) for every parameter: EGGROLL's estimator with full-rank weight noise."""
-    return eggroll.estimate_gradient(f, params, config, generation, full_rank_weight_gradient)
+    return eggroll.estimate_gradient(f, params, config, generation, regenerated_full_rank_gradient)
 
 
 def es_forward(params, frames, config, generation, mode="batched", lif=snn.LIF(), count_hidden=False):

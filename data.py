@@ -49,6 +49,7 @@ import json
 import os
 import time
 import warnings
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,14 +221,17 @@ def _build_cache(path, recordings, header, progress):
 
 
 def _load_cache(path, header):
-    """(packed, labels, meta) from a cache file, or None if absent or made from other inputs."""
+    """(packed, labels, meta) from a cache file, or None if absent, unreadable or made from other inputs."""
     if not path.exists():
         return None
-    with np.load(path) as f:
-        meta = json.loads(str(f["meta"]))
-        if {k: meta.get(k) for k in header} != header:
-            return None
-        return f["packed"], f["labels"], meta
+    try:
+        with np.load(path) as f:
+            meta = json.loads(str(f["meta"]))
+            if {k: meta.get(k) for k in header} != header:
+                return None
+            return f["packed"], f["labels"], meta
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
 
 
 # -----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """EGGROLL: evolution strategies with low-rank perturbations, for the LIF network of snn.py.
 
 Read top to bottom:
-  1. Noise is a pure function of keys: Philox4x32-10 turns (seed, generation, pair, parameter)
-     into Gaussian numbers, so any member's noise can be regenerated alone, in any order, on the
+  1. Noise is a pure function of keys: Philox4x32-10, keyed by the seed, turns the counter
+     (block, pair, parameter, generation) into Gaussian numbers, so any member's noise can be regenerated alone, in any order, on the
      CPU or a GPU, and nothing about noise is stored between the forward pass and the update.
   2. A weight matrix W (m x n) is perturbed by E = A B^T / sqrt(r), A (m x r), B (n x r)   (5)
      and a bias b (m) by a Gaussian vector delta. Members come in antithetic pairs theta +- sigma E.
@@ -21,12 +21,59 @@ Factor layout: `a` has shape (pairs, r, m) and `b` shape (pairs, r, n); row k of
 column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy
 
 from backend import array_module_of
 import snn
+
+# ---------------------------------------------------------------------------------------------
+# 0. Settings, and the checks that turn bad ones into clear errors
+
+@dataclass(frozen=True)
+class Config:
+    """EGGROLL hyper-parameters. population = 2P members as P antithetic pairs."""
+    population: int = 512
+    rank: int = 4
+    sigma: float = 0.1
+    lr: float = 0.01
+    seed: int = 0
+    logit_scale: float = 1.0       # softmax(logit_scale * rate); 1 = the paper
+    weight_decay: float = 0.0      # decoupled, as in AdamW; 0 = the paper
+    adam_b1: float = 0.9           # Adam (Kingma & Ba, 2015) defaults
+    adam_b2: float = 0.999
+    adam_eps: float = 1e-8
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+
+def check_config(config, params, lowrank=True):
+    """ValueError naming the problem and the fix, for settings the ES cannot run with."""
+    if config.population < 2 or config.population % 2:
+        raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
+                         f"got {config.population}: use e.g. {max(2, config.population + config.population % 2)}")
+    if not config.sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {config.sigma}: use e.g. 0.1")
+    for name in ("W1", "W2") if lowrank else ():
+        limit = min(params[name].shape)
+        if not 1 <= config.rank <= limit:
+            raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "
+                             f"{params[name].shape[0]}x{params[name].shape[1]}), got {config.rank}")
+
+
+def check_frames(params, frames, labels):
+    """ValueError unless frames is (T, B, n_in) for W1 and labels is (B,) of class indices."""
+    n_in = params["W1"].shape[1]
+    if frames.ndim != 3 or frames.shape[2] != n_in:
+        raise ValueError(f"frames must have shape (T, B, {n_in}), got {tuple(frames.shape)}: "
+                         f"bin events into T frames of {n_in} inputs")
+    if labels.shape != (frames.shape[1],):
+        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
+                         f"got {tuple(labels.shape)}")
+
 
 # ---------------------------------------------------------------------------------------------
 # 1. Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011)
@@ -119,50 +166,6 @@ def materialise(a, b):
 # ---------------------------------------------------------------------------------------------
 # 3. The population's forward pass, Eq. (6)
 
-@dataclass(frozen=True)
-class Config:
-    """EGGROLL hyper-parameters. population = 2P members as P antithetic pairs."""
-    population: int = 512
-    rank: int = 4
-    sigma: float = 0.1
-    lr: float = 0.01
-    seed: int = 0
-    logit_scale: float = 1.0       # softmax(logit_scale * rate); 1 = the paper
-    weight_decay: float = 0.0      # decoupled, as in AdamW; 0 = the paper
-    adam_b1: float = 0.9           # Adam (Kingma & Ba, 2015) defaults
-    adam_b2: float = 0.999
-    adam_eps: float = 1e-8
-
-    @property
-    def pairs(self):
-        return self.population // 2
-
-
-def check_config(config, params, lowrank=True):
-    """ValueError naming the problem and the fix, for settings the ES cannot run with."""
-    if config.population < 2 or config.population % 2:
-        raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
-                         f"got {config.population}: use e.g. {max(2, config.population + config.population % 2)}")
-    if not config.sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {config.sigma}: use e.g. 0.1")
-    for name in ("W1", "W2") if lowrank else ():
-        limit = min(params[name].shape)
-        if not 1 <= config.rank <= limit:
-            raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "
-                             f"{params[name].shape[0]}x{params[name].shape[1]}), got {config.rank}")
-
-
-def check_frames(params, frames, labels):
-    """ValueError unless frames is (T, B, n_in) for W1 and labels is (B,) of class indices."""
-    n_in = params["W1"].shape[1]
-    if frames.ndim != 3 or frames.shape[2] != n_in:
-        raise ValueError(f"frames must have shape (T, B, {n_in}), got {tuple(frames.shape)}: "
-                         f"bin events into T frames of {n_in} inputs")
-    if labels.shape != (frames.shape[1],):
-        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
-                         f"got {tuple(labels.shape)}")
-
-
 def with_ones(x):
     """[x, 1]: a column of ones appended, so a bias's noise rides in a product as one more rank."""
     xp = array_module_of(x)
@@ -196,28 +199,30 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
     pairs = xp.arange(config.pairs)
     scale = config.sigma / math.sqrt(config.rank)
-    key = (config.seed, generation, pairs)
+    stream = (config.seed, generation, pairs)
 
-    def noise_rows(layer, m, n):
-        """[sigma/sqrt(r) A_p^T ; sigma delta_p] of one layer: (P, r + 1, m)."""
-        a, b = lowrank_factors(*key, f"W{layer}", (m, n), config.rank, xp)
-        delta = bias_noise(*key, f"b{layer}", m, xp)
-        a, b, delta = (v.astype(frames.dtype, copy=False) for v in (a, b, delta))    # float64 checks
+    def layer_noise(layer, m, n):
+        """rows = [sigma/sqrt(r) A_p^T ; sigma delta_p] (P, r + 1, m) and the factors B_p (P, r, n)."""
+        a, b = lowrank_factors(*stream, f"W{layer}", (m, n), config.rank, xp)
+        delta = bias_noise(*stream, f"b{layer}", m, xp)
+        a, b, delta = (v.astype(frames.dtype, copy=False) for v in (a, b, delta))  # float64 stays float64
         return xp.concatenate([scale * a, config.sigma * delta[:, None, :]], axis=1), b
 
-    rows1, b1 = noise_rows(1, n_hidden, n_in)
-    rows2, b2 = noise_rows(2, n_out, n_hidden)
+    rows1, factors_b1 = layer_noise(1, n_hidden, n_in)
+    rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
-    xb = x @ b1.reshape(config.pairs * config.rank, n_in).T                        # ONE product
+    xb = x @ factors_b1.reshape(config.pairs * config.rank, n_in).T                # ONE product
     xb = xb.reshape(n_steps, batch, config.pairs, config.rank).transpose(0, 2, 1, 3)
     xb = with_ones(xb)                                                             # (T, P, B, r+1)
     readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (config.pairs, n_hidden, n_out)),
-                              b2.transpose(0, 2, 1)], axis=2)                      # [W2^T | B_p], (P, H, O+r)
-    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]     # (2B, 1): + rows, - rows
+                              factors_b2.transpose(0, 2, 1)], axis=2)              # [W2^T | B_p], (P, H, O+r)
+    # (2B, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
+    # which carries the bias noise.
+    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
 
     def hidden_current(t, start, stop):
-        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1 (chunks are even)
         return antithetic(base[t], xb[t, chunk] @ rows1[chunk])
 
     def output_current(spikes, start, stop):
@@ -273,14 +278,14 @@ def bias_gradient(f, delta, sigma):
     return f @ delta / (2 * f.shape[0] * sigma)
 
 
-def lowrank_weight_gradient(f, name, shape, config, generation):
+def regenerated_lowrank_gradient(f, name, shape, config, generation):
     """Eq. (7) for weight `name`, its factors A and B regenerated from their keys."""
     xp = array_module_of(f)
     a, b = lowrank_factors(config.seed, generation, xp.arange(config.pairs), name, shape, config.rank, xp)
     return lowrank_gradient(f, a, b, config.sigma)
 
 
-def estimate_gradient(f, params, config, generation, weight_gradient=lowrank_weight_gradient):
+def estimate_gradient(f, params, config, generation, weight_gradient=regenerated_lowrank_gradient):
     """g for every parameter: weights by `weight_gradient`, Eq. (7), biases by Eq. (8).
 
     Every noise is regenerated from its key: nothing was stored since the forward pass.
@@ -308,7 +313,8 @@ def adam_init(params):
 def adam_ascend(params, grads, state, config):
     """One Adam step up the gradient: theta += lr m_hat / (sqrt(v_hat) + eps); new params and state.
 
-    With weight_decay > 0 the weights also shrink by lr * weight_decay * theta (AdamW's decoupled form).
+    With weight_decay > 0 every parameter also shrinks by lr * weight_decay * theta (AdamW's
+    decoupled form).
     """
     t = state["t"] + 1
     b1, b2 = config.adam_b1, config.adam_b2

@@ -14,6 +14,7 @@ import os
 import statistics
 import sys
 import time
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def add_train_options(parser):
         help="folder holding N-MNIST (default: $NMNIST_ROOT, else ~/.cache/eggroll-snn/nmnist)")
     add("--cache-dir", default=d["cache_dir"],
         help="folder for the frame cache (default: $EGGROLL_CACHE, else ~/.cache/eggroll-snn/frames)")
-    add("--download", action="store_true", help="let tonic download N-MNIST (about 1 GB) if it is absent")
+    add("--download", action="store_true", help="let tonic download N-MNIST (about 1.4 GB extracted) if it is absent")
 
 
 def check_run_options(opts):
@@ -98,6 +99,8 @@ def check_run_options(opts):
                          f"{snn.SIZES[2]}x{snn.SIZES[1]} output weights), got {opts.rank}")
     if opts.lr <= 0:
         raise UsageError(f"--lr must be > 0, got {opts.lr}")
+    if not 0 <= opts.seed < 2 ** 63:
+        raise UsageError(f"--seed must lie in 0..2^63-1, got {opts.seed}")
 
 
 def run_config(opts):
@@ -159,21 +162,25 @@ def load_checkpoint(path, xp):
         with numpy.load(path) as stored:
             arrays = {name: stored[name] for name in stored.files}
         if int(arrays["version"]) != CHECKPOINT_VERSION:
-            raise ValueError("unknown version")
-        group = lambda prefix: {k.split("/", 1)[1]: xp.asarray(v) for k, v in arrays.items()
-                                if k.startswith(prefix + "/")}
-        params = group("param")
-        state = {"m": group("adam_m"), "v": group("adam_v"), "t": int(arrays["adam_t"])}
-        return params, state, int(arrays["step"]), list(arrays["step_seconds"])
-    except Exception as error:  # a truncated zip, a missing key, a wrong version, ...
+            raise ValueError(f"version {int(arrays['version'])}, expected {CHECKPOINT_VERSION}")
+        step, step_seconds, adam_t = int(arrays["step"]), list(arrays["step_seconds"]), int(arrays["adam_t"])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:  # truncated, foreign, old
         raise UsageError(f"checkpoint {path} is damaged ({type(error).__name__}: {error}); "
                          f"delete it or run with --force to start over") from None
+    group = lambda prefix: {k.split("/", 1)[1]: xp.asarray(v) for k, v in arrays.items()
+                            if k.startswith(prefix + "/")}
+    state = {"m": group("adam_m"), "v": group("adam_v"), "t": adam_t}
+    return group("param"), state, step, step_seconds
+
+
+RUN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "metrics.jsonl", "final.json", "final.json.tmp",
+             "config.json", "real.json")
 
 
 def prepare_output(out, config, resume, force):
     """Make `out` ready; refuse to touch a folder that holds another run unless told to."""
     config_path = out / "config.json"
-    holds_run = config_path.exists() or (out / CHECKPOINT).exists() or (out / "final.json").exists()
+    holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         stored = json.loads(config_path.read_text()) if config_path.exists() else None
         if not resume:
@@ -184,11 +191,33 @@ def prepare_output(out, config, resume, force):
                                if (stored or {}).get(k) != config.get(k))
             raise UsageError(f"{out} holds a run with other settings ({', '.join(differing)}); "
                              f"use another --out, or --force to replace it")
+        if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
+            raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; "
+                             f"use --force to train it again")
     if force:
-        for name in (CHECKPOINT, "metrics.jsonl", "final.json", "config.json"):
+        for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(config, indent=1))
+
+
+def metrics_until(path, step):
+    """The metrics records of generations <= step (a line cut short by a kill is dropped)."""
+    records = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record["generation"] <= step:
+            records.append(record)
+    return records
+
+
+def write_atomically(path, text):
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
 def package_versions():
@@ -214,14 +243,12 @@ def train(opts, progress=True):
     es_base = es_config(opts)
     total_steps, per_epoch, eval_every = training_schedule(opts, len(splits.train))
 
-    params, state, start, step_seconds = snn.init_params(opts.seed, std=opts.init_std, xp=xp), None, 0, []
+    params, start, step_seconds = snn.init_params(opts.seed, std=opts.init_std, xp=xp), 0, []
     state = eggroll.adam_init(params)
     if opts.resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds = load_checkpoint(out / CHECKPOINT, xp)
     metrics_path = out / "metrics.jsonl"
-    kept = [line for line in (metrics_path.read_text().splitlines() if metrics_path.exists() else [])
-            if json.loads(line)["generation"] <= start]
-    metrics_path.write_text("".join(line + "\n" for line in kept))
+    write_atomically(metrics_path, "".join(json.dumps(r) + "\n" for r in metrics_until(metrics_path, start)))
 
     def step(params, state, frames, labels, generation):
         es = replace(es_base, lr=learning_rate(opts, generation, total_steps))
@@ -260,9 +287,7 @@ def train(opts, progress=True):
              "total_seconds": sum(step_seconds), "generations": total_steps,
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
              "config": config, "versions": package_versions(), "device": device_name(xp)}
-    temporary = out / "final.json.tmp"
-    temporary.write_text(json.dumps(final, indent=1))
-    os.replace(temporary, out / "final.json")
+    write_atomically(out / "final.json", json.dumps(final, indent=1))
     return final
 
 
@@ -335,14 +360,19 @@ def reproduce(opts):
         settings.update(out=str(out), device=opts.device, data_root=opts.data_root,
                         cache_dir=opts.cache_dir, download=opts.download, resume=True, force=False)
         run_opts = argparse.Namespace(**settings)
-        finished = (out / "final.json").exists() and json.loads((out / "config.json").read_text()) == run_config(run_opts)
+        stored = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else None
+        finished = (out / "final.json").exists() and stored == run_config(run_opts)
         if not finished and not opts.report_only:
             print(f"[{index}/{len(runs)}] {name} seed {settings['seed']}", file=sys.stderr)
+            run_opts.force = opts.force and stored not in (None, run_config(run_opts))
             train(run_opts, progress=not opts.quiet)
             finished = True
         if finished and opts.real_root and not (out / "real.json").exists():
-            report = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
-            (out / "real.json").write_text(json.dumps(report, indent=1))
+            if (out / CHECKPOINT).exists():
+                report = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
+                write_atomically(out / "real.json", json.dumps(report, indent=1))
+            else:
+                print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
     write_report(results_dir, opts.config)
 
 
@@ -530,13 +560,14 @@ def noise_bytes(method, rank):
 
 def time_calls(function, repeats, xp):
     """Median seconds of `repeats` calls after one warm-up call."""
+    synchronize = xp.cuda.Stream.null.synchronize if xp is not numpy else (lambda: None)
     function()
+    synchronize()
     seconds = []
     for _ in range(repeats):
         began = time.perf_counter()
         function()
-        if xp is not numpy:
-            xp.cuda.Stream.null.synchronize()
+        synchronize()
         seconds.append(time.perf_counter() - began)
     return statistics.median(seconds)
 
@@ -642,7 +673,7 @@ def format_bench(summary):
              "| × vs ES batched | × vs ES sequential |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in summary["rows"]:
         speedups = [f"{row[k]:.2f}" if row[k] else "–" for k in ("speedup_vs_es_batched", "speedup_vs_es_sequential")]
-        lines.append(f"| {row['method']}{' (epoch)' if row['method'] == 'bptt' else ''} | {row['rank'] or '–'} | "
+        lines.append(f"| {row['method']}{' (epoch of 54,000)' if row['method'] == 'bptt' else ''} | {row['rank'] or '–'} | "
                      f"{row['seconds_per_generation']:.3f} | {row['gflop_per_generation']:.1f} | "
                      f"{row['achieved_gflops']:.1f} | {100 * row['efficiency']:.0f} % | "
                      f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} | {' | '.join(speedups)} |")
@@ -684,6 +715,8 @@ def main(argv=None):
                                       help=f"as in train {option}")
     reproduce_parser.add_argument("--download", action="store_true", help="as in train --download")
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    reproduce_parser.add_argument("--force", action="store_true",
+                                  help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",
                                   help="train nothing: write the tables and figures of the runs finished so far")
     reproduce_parser.add_argument("--real-root", help="also score every run on this N-MNIST copy, e.g. real "
@@ -713,7 +746,7 @@ def main(argv=None):
             print(json.dumps(evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)))
         else:
             bench(opts)
-    except (UsageError, ValueError, FileNotFoundError, RuntimeError) as error:
+    except (UsageError, ValueError, OSError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -205,6 +205,13 @@ def test_foreign_cache_is_not_used(root, tmp_path):
     np.testing.assert_array_equal(load(root, tmp_path / "cache").test.packed, first.test.packed)
 
 
+def test_unreadable_cache_is_rebuilt(root, tmp_path):
+    first = load(root, tmp_path / "cache")
+    path = Path(first.info["Test"]["cache"])
+    path.write_bytes(path.read_bytes()[:100])  # e.g. a disk that filled up
+    np.testing.assert_array_equal(load(root, tmp_path / "cache").test.packed, first.test.packed)
+
+
 def test_short_recordings_are_kept_and_reported(root, tmp_path):
     recordings = data.list_recordings(root / "NMNIST" / "Test")
     write_recording(recordings[0][0], [1, 2], [1, 2], [100, 105], [0, 1])  # 5 us < T = 10 us

@@ -253,16 +253,16 @@ def test_es_generation_step_same_in_both_modes(dtype):
     assert any(not np.array_equal(p_b[name], params[name]) for name in params)
 
 
-def test_es_member_params_are_theta_plus_minus_sigma_noise():
-    """member_params(p, sign) = theta + sign sigma (E_p, delta_p) with E_p = full_rank_noise, exactly
-    what the batched and EGGROLL paths perturb by. Tolerance 1e-12 (float64 of size ~1)."""
+def test_es_pair_noise_is_the_batched_draw():
+    """pair_noise(p) = (E_p, delta_p) of full_rank_noise / bias noise, exactly what the batched and
+    EGGROLL paths perturb by, in the params' dtype. Tolerance 1e-12 (float64 of size ~1)."""
     params, _, _, config = es_problem(5, np.float64)
     noise = full_rank_noise(config, 6, params)
     for p in range(config.pairs):
-        for sign in (1, -1):
-            member = baselines.member_params(params, config, 6, p, sign)
-            for name in params:
-                assert np.max(np.abs(member[name] - (params[name] + sign * config.sigma * noise[name][p]))) <= 1e-12
+        one = baselines.pair_noise(params, config, 6, p)
+        for name in params:
+            assert one[name].dtype == np.float64
+            assert np.max(np.abs(one[name] - noise[name][p])) <= 1e-12
 
 
 def test_es_batched_is_independent_of_chunking(monkeypatch):

@@ -73,6 +73,7 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         (["--rank", "11"], "--rank must lie in 1..10"),
         (["--population", "7"], "--population must be an even number"),
         (["--sigma", "0"], "--sigma must be > 0"),
+        (["--seed", "-1"], "--seed must lie in"),
         (["--generations", "3"], "already holds a run"),
         (["--generations", "3", "--resume"], "holds a run with other settings (generations)"),
     ]
@@ -155,3 +156,21 @@ def test_cosine_learning_rate_falls_from_lr_to_zero():
     assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
     assert all(a >= b for a, b in zip(rates, rates[1:]))
     assert run.learning_rate(run.argparse.Namespace(lr=0.03, lr_schedule="constant"), 70, 100) == 0.03
+
+
+def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tmp_path, dataset, capsys):
+    """A kill during the metrics append leaves half a line: --resume drops it. A finished run whose
+    checkpoint is gone cannot be resumed: --resume refuses instead of retraining over it."""
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), "--generations", "10", *SMALL, *dataset]
+    assert run.main(args) == 0
+    (out / "metrics.jsonl").write_text((out / "metrics.jsonl").read_text() + '{"generation": 1')
+    (out / "final.json").unlink()
+    assert run.main(args + ["--resume"]) == 0
+    assert [json.loads(line)["generation"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [5, 10]
+
+    (out / run.CHECKPOINT).unlink()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    code, err = run_main(args + ["--resume"], capsys)
+    assert code == 2 and "no checkpoint.npz to resume from" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
