@@ -354,7 +354,8 @@ def reproduce(opts):
     With --real-root, every finished run is also scored on that N-MNIST copy (real.json).
     """
     results_dir = Path(opts.results) / opts.config
-    runs = reproduce_runs(opts.config)
+    runs = [(name, settings) for name, settings in reproduce_runs(opts.config)
+            if (not opts.runs or name in opts.runs) and (not opts.seeds or settings["seed"] in opts.seeds)]
     for index, (name, settings) in enumerate(runs, start=1):
         out = results_dir / "runs" / f"{name}-seed{settings['seed']}"
         settings.update(out=str(out), device=opts.device, data_root=opts.data_root,
@@ -715,6 +716,10 @@ def main(argv=None):
                                       help=f"as in train {option}")
     reproduce_parser.add_argument("--download", action="store_true", help="as in train --download")
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    reproduce_parser.add_argument("--runs", type=lambda text: text.split(","),
+                                  help="only these runs, e.g. bptt,es,eggroll-r4 (default: all)")
+    reproduce_parser.add_argument("--seeds", type=lambda text: [int(seed) for seed in text.split(",")],
+                                  help="only these seeds, e.g. 1,2 (default: all)")
     reproduce_parser.add_argument("--force", action="store_true",
                                   help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",

@@ -129,6 +129,16 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert "real recordings % |" in (report / "table.md").read_text()
 
 
+def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
+    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                              eval_every=1)})
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset,
+            "--runs", "es,eggroll-r2", "--seeds", "2,3"]
+    assert run.main(args) == 0
+    assert sorted(p.parent.name for p in tmp_path.glob("quick/runs/*/final.json")) == \
+        ["eggroll-r2-seed2", "eggroll-r2-seed3", "es-seed2", "es-seed3"]
+
+
 def test_report_only_trains_nothing(tmp_path, dataset):
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset]
     assert run.main(args) == 0
