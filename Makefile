@@ -1,4 +1,5 @@
-# Every target works as the first command on a fresh machine: it builds .venv first.
+# Every target works as the first command on a fresh machine: it builds .venv first, and the
+# reproduce targets fetch N-MNIST with tonic unless $NMNIST_ROOT (or the default folder) holds a copy.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -17,10 +18,10 @@ test: install
 	$(PY) -m pytest -q
 
 reproduce: install
-	$(PY) run.py reproduce --config paper
+	$(PY) run.py reproduce --config paper --download
 
 reproduce-quick: install
-	$(PY) run.py reproduce --config quick
+	$(PY) run.py reproduce --config quick --download
 
 bench: install
 	$(PY) run.py bench --json bench.json
