@@ -657,6 +657,8 @@ def bench(opts):
                "input_density": INPUT_DENSITY, "rows": rows,
                "eggroll_r4_vs_inference": {"generation": inference / results[("eggroll", 4)]["seconds"],
                                            "forward": inference / results[("eggroll", 4)]["forward_seconds"]}}
+    if opts.data_root:
+        summary["data"] = data.benchmark(opts.data_root, opts.cache_dir)
     print(format_bench(summary))
     if opts.json:
         Path(opts.json).write_text(json.dumps(summary, indent=1))
@@ -686,6 +688,11 @@ def format_bench(summary):
               f"Population product x [B_1 ... B_P] (r=4) at {100 * r4['population_product_efficiency']:.0f} % "
               f"of the GEMM peak",
               f"EGGROLL r=4 noise memory / ES noise memory: 1/{es['noise_bytes'] / r4['noise_bytes']:.1f}"]
+    if "data" in summary:
+        d = summary["data"]
+        lines.append(f"Data: frame cache of {d['n_train'] + d['n_val'] + d['n_test']:,} recordings built in "
+                     f"{d['cache_build_s']:.1f} s, loaded in {d['cache_load_s']:.2f} s; minibatches of "
+                     f"{d['batch_size']} at {d['batches_samples_per_s']:,.0f} samples/s")
     return "\n".join(lines)
 
 
@@ -739,6 +746,9 @@ def main(argv=None):
     bench_parser.add_argument("--device", choices=("cpu", "gpu", "auto"), default="cpu", help="as in train")
     bench_parser.add_argument("--repeats", type=int, default=5, help="timed generations per method, after a warm-up")
     bench_parser.add_argument("--json", help="also write the figures to this JSON file")
+    bench_parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
+                                                  "this N-MNIST copy, and serving its minibatches")
+    bench_parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir")
 
     opts = parser.parse_args(argv)
     try:

@@ -184,3 +184,22 @@ def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tm
     code, err = run_main(args + ["--resume"], capsys)
     assert code == 2 and "no checkpoint.npz to resume from" in err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_bench_measures_every_method_at_a_small_size(monkeypatch):
+    """bench_method runs each method's generation and reports positive seconds and memory; the
+    noise memory of EGGROLL relative to ES follows r (m + n) / (m n) of the dominant layer."""
+    monkeypatch.setitem(run.REFERENCE, "pairs", 4)
+    monkeypatch.setitem(run.REFERENCE, "batch", 8)
+    monkeypatch.setitem(run.REFERENCE, "time_bins", 3)
+    for method, rank in run.BENCH_METHODS:
+        result = run.bench_method(method, rank, "cpu", repeats=1)
+        assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0, method
+        if method == "eggroll":
+            assert result["forward_seconds"] > 0 and result["population_product_seconds"] > 0
+    n, h, _ = run.snn.SIZES
+    for rank in run.RANKS:
+        ratio = run.noise_bytes("eggroll", rank) / run.noise_bytes("es-batched", None)
+        assert abs(ratio / (rank * (n + h) / (n * h)) - 1) < 0.1  # biases and layer 2 add a few %
+    assert run.flops_per_generation("eggroll", 1) < run.flops_per_generation("eggroll", 8) \
+        < run.flops_per_generation("es-batched", None)
