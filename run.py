@@ -418,7 +418,8 @@ def write_report(results_dir, preset):
     es_seconds = statistics.median(f["median_seconds_per_generation"] for f, _ in runs["es"]) if "es" in runs else None
     first = runs[names[0]][0][0] if names else {}
     scored_on_real = any("real_acc" in f for n in names for f, _ in runs[n])
-    lines = [f"# Table 1 ({preset}): N-MNIST test accuracy, {len(SEEDS)} seeds",
+    lines = [f"# Table 1 ({preset}): N-MNIST test accuracy over seeds {', '.join(map(str, SEEDS))} "
+             f"(per_seed.md shows which ran)",
              "", f"Device: {first.get('device', '?')}; train/val/test = {first.get('n_train')}/"
              f"{first.get('n_val')}/{first.get('n_test')} recordings.", "",
              "| method | test acc % (mean ± std) | s / generation | speedup vs vanilla ES | "
