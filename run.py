@@ -86,17 +86,9 @@ def add_train_options(parser):
 
 
 def check_run_options(opts):
-    """UsageError for option values no method can run with (before any data is touched)."""
+    """UsageError for option values no method can run with (ES settings: eggroll.check_config)."""
     if opts.generations < 1 or opts.batch_size < 1 or opts.eval_every < 1 or opts.time_bins < 1:
         raise UsageError("--generations, --batch-size, --eval-every and --time-bins must be >= 1")
-    if opts.method != "bptt":
-        if opts.population < 2 or opts.population % 2:
-            raise UsageError(f"--population must be an even number >= 2, got {opts.population}")
-        if opts.sigma <= 0:
-            raise UsageError(f"--sigma must be > 0, got {opts.sigma}")
-    if opts.method == "eggroll" and not 1 <= opts.rank <= min(snn.SIZES[1:]):
-        raise UsageError(f"--rank must lie in 1..{min(snn.SIZES[1:])} (the smaller side of the "
-                         f"{snn.SIZES[2]}x{snn.SIZES[1]} output weights), got {opts.rank}")
     if opts.lr <= 0:
         raise UsageError(f"--lr must be > 0, got {opts.lr}")
     if not 0 <= opts.seed < 2 ** 63:
@@ -233,6 +225,10 @@ def train(opts, progress=True):
     """One training run as `opts` describe it; returns the contents of final.json."""
     check_run_options(opts)
     xp = array_module(opts.device)
+    params = snn.init_params(opts.seed, std=opts.init_std, xp=xp)
+    es_base = es_config(opts)
+    if opts.method != "bptt":
+        eggroll.check_config(es_base, params, lowrank=opts.method == "eggroll")
     out = Path(opts.out)
     config = run_config(opts)
     splits = data.load_nmnist(opts.data_root, opts.time_bins, opts.cache_dir, opts.download, progress)
@@ -240,10 +236,9 @@ def train(opts, progress=True):
         raise UsageError("the training split is empty: check --data-root")
     prepare_output(out, config, opts.resume, opts.force)
     lif = snn.LIF(opts.beta, opts.threshold)
-    es_base = es_config(opts)
     total_steps, per_epoch, eval_every = training_schedule(opts, len(splits.train))
 
-    params, start, step_seconds = snn.init_params(opts.seed, std=opts.init_std, xp=xp), 0, []
+    start, step_seconds = 0, []
     state = eggroll.adam_init(params)
     if opts.resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds = load_checkpoint(out / CHECKPOINT, xp)

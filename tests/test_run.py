@@ -70,9 +70,9 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
     cases = [
-        (["--rank", "11"], "--rank must lie in 1..10"),
-        (["--population", "7"], "--population must be an even number"),
-        (["--sigma", "0"], "--sigma must be > 0"),
+        (["--rank", "11"], "rank must lie in 1..10"),
+        (["--population", "7"], "population must be an even number"),
+        (["--sigma", "0"], "sigma must be > 0"),
         (["--seed", "-1"], "--seed must lie in"),
         (["--generations", "3"], "already holds a run"),
         (["--generations", "3", "--resume"], "holds a run with other settings (generations)"),
