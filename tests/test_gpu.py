@@ -1,0 +1,176 @@
+"""The CuPy path against the NumPy path: same noise bits, same spikes, same updates.
+
+Skipped where no CUDA GPU is usable (CI has none). On a GPU machine:
+    python -m pytest tests/test_gpu.py
+Exact comparisons run in float64, where GEMM summation order (cuBLAS vs OpenBLAS) moves a
+membrane potential by ~1e-15 and cannot plausibly flip a spike. The noise itself is float32 in
+both (Box-Muller's log, sin and cos differ in the last bit between CUDA and the CPU's libm), so
+a float64 update agrees to float32 rounding of the noise: within 1e-5 of the learning rate.
+float32 runs are compared by the quantities training uses (fitness, gradient) within float32
+tolerances.
+"""
+import json
+import types
+
+import numpy as np
+import pytest
+
+import backend
+
+cupy = backend._usable_cupy()
+pytestmark = pytest.mark.skipif(cupy is None, reason="needs CuPy and a CUDA GPU")
+
+import baselines  # noqa: E402
+import eggroll  # noqa: E402
+import snn  # noqa: E402
+
+SIZES = (96, 16, 10)
+
+
+def problem(dtype, seed=0, batch=24, n_steps=6, density=0.3, std=0.5):
+    """Parameters, binary frames and labels on the CPU (NumPy), in `dtype`."""
+    rng = np.random.default_rng(seed)
+    params = {k: v.astype(dtype) for k, v in snn.init_params(seed, SIZES, std=std).items()}
+    frames = (rng.random((n_steps, batch, SIZES[0])) < density).astype(dtype)
+    labels = rng.integers(0, SIZES[-1], batch)
+    return params, frames, labels
+
+
+def on_gpu(tree):
+    if isinstance(tree, dict):
+        return {k: on_gpu(v) for k, v in tree.items()}
+    return cupy.asarray(tree) if isinstance(tree, np.ndarray) else tree
+
+
+def on_cpu(tree):
+    if isinstance(tree, dict):
+        return {k: on_cpu(v) for k, v in tree.items()}
+    return backend.to_numpy(tree) if hasattr(tree, "dtype") and not np.isscalar(tree) else tree
+
+
+def assert_same_update(new_gpu, new_cpu, params, lr):
+    """The GPU's step new - params equals the CPU's within 1e-5 lr (float32 noise rounding), and
+    the step is not zero, so a wrong sign, pair or scale cannot pass."""
+    for name in params:
+        step_cpu = new_cpu[name] - params[name]
+        assert np.abs(step_cpu).max() > 0.1 * lr
+        np.testing.assert_allclose(new_gpu[name].get() - params[name], step_cpu, rtol=0, atol=1e-5 * lr)
+
+
+def test_philox_bits_are_identical():
+    """Philox4x32-10 is integer arithmetic: CuPy and NumPy give the same 32-bit words."""
+    blocks = np.arange(5000, dtype=np.uint32)[None, :]
+    pairs = np.arange(7, dtype=np.uint32)[:, None]
+    key = (0x1234567890ABCDEF, 0x12345678)
+    cpu = eggroll.philox4x32((blocks, pairs, 2, 99), key)
+    gpu = eggroll.philox4x32((cupy.asarray(blocks), cupy.asarray(pairs), 2, 99), key)
+    for word_cpu, word_gpu in zip(cpu, gpu):
+        np.testing.assert_array_equal(word_cpu, word_gpu.get())
+
+
+def test_normals_agree_to_float32_rounding():
+    """Box-Muller on the same bits: equal up to the last bits of log, sqrt, sin and cos."""
+    cpu = eggroll.standard_normals(7, 3, np.arange(40), 0, 2312 * 4 + 64 * 4)
+    gpu = eggroll.standard_normals(7, 3, cupy.arange(40), 0, 2312 * 4 + 64 * 4, cupy)
+    assert gpu.dtype == cpu.dtype == np.float32 and gpu.shape == cpu.shape
+    np.testing.assert_allclose(gpu.get(), cpu, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_lif_step_equals_numpy_step(dtype):
+    """The ElementwiseKernel computes Eqs. (1)-(2) as the NumPy path does, in place on v."""
+    rng = np.random.default_rng(1)
+    v = rng.normal(0.5, 0.6, (8, 32, 16)).astype(dtype)
+    current = rng.normal(0.2, 0.5, (32, 16)).astype(dtype)  # broadcast over members, as in forward
+    lif = snn.LIF(0.9, 1.0)
+    u = dtype(0.9) * v + current  # before the reset; the GPU may fuse this multiply-add
+    v_gpu, spikes_gpu = cupy.asarray(v), cupy.empty(v.shape, dtype)
+    snn.lif_step(v_gpu, cupy.asarray(current), lif, spikes_gpu)
+    spikes = np.empty_like(v)
+    snn.lif_step(v, current, lif, spikes)
+    clear = np.abs(u - 1.0) > 1e-5  # not within rounding of the threshold
+    np.testing.assert_array_equal(spikes_gpu.get()[clear], spikes[clear])
+    np.testing.assert_allclose(v_gpu.get(), v, rtol=1e-6, atol=1e-6)
+    assert 0.1 < spikes.mean() < 0.9  # both outcomes were exercised
+
+
+def test_forward_and_eggroll_generation_match_in_float64():
+    """One EGGROLL generation on the GPU = on the CPU: spike counts, new params, Adam state."""
+    params, frames, labels = problem(np.float64)
+    config = eggroll.Config(population=64, rank=2, sigma=0.1, lr=0.01, seed=5, logit_scale=5.0)
+    counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 3)
+    counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3)
+    np.testing.assert_array_equal(counts_gpu.get(), counts_cpu)
+    assert 0 < counts_cpu.mean() < 6  # neither silent nor saturated
+    state = eggroll.adam_init(params)
+    new_cpu, state_cpu, stats_cpu = eggroll.generation_step(params, state, frames, labels, 3, config)
+    new_gpu, state_gpu, stats_gpu = eggroll.generation_step(
+        on_gpu(params), on_gpu(state), cupy.asarray(frames), cupy.asarray(labels), 3, config)
+    assert_same_update(new_gpu, new_cpu, params, config.lr)
+    for name in params:
+        v_cpu = state_cpu["v"][name]  # (1 - b2) g^2: compared on its own scale, where g ~ 0 too
+        np.testing.assert_allclose(state_gpu["v"][name].get(), v_cpu, rtol=1e-5, atol=1e-6 * v_cpu.max())
+    assert stats_gpu == pytest.approx(stats_cpu, rel=1e-12)
+
+
+def test_reference_size_generation_agrees_in_float32():
+    """At the reference size in float32, GPU and CPU agree on what training uses: the fitness of
+    every member (a handful of spikes may flip at the threshold) and the ranks-based gradient."""
+    params = snn.init_params(0)
+    rng = np.random.default_rng(0)
+    frames = (rng.random((10, 256, 2312)) < 0.082).astype(np.float32)
+    labels = rng.integers(0, 10, 256)
+    config = eggroll.Config(population=512, rank=4, seed=1, logit_scale=5.0)
+    counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 0)
+    counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 0)
+    assert np.mean(counts_gpu.get() != counts_cpu) < 1e-3
+    fitness_cpu = eggroll.fitness(counts_cpu, labels, 10, 5.0)
+    fitness_gpu = eggroll.fitness(counts_gpu, cupy.asarray(labels), 10, 5.0).get()
+    np.testing.assert_allclose(fitness_gpu, fitness_cpu, atol=0.02)
+    f = eggroll.pair_differences(eggroll.centred_ranks(fitness_cpu))
+    grad_cpu = eggroll.estimate_gradient(f, params, config, 0)
+    grad_gpu = eggroll.estimate_gradient(cupy.asarray(f), on_gpu(params), config, 0)
+    for name in params:
+        np.testing.assert_allclose(grad_gpu[name].get(), grad_cpu[name], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", baselines.ES_MODES)
+def test_full_rank_es_generation_matches_in_float64(mode):
+    """Vanilla ES (both modes) gives the same update on both devices."""
+    params, frames, labels = problem(np.float64, seed=2)
+    config = eggroll.Config(population=32, sigma=0.1, lr=0.01, seed=3, logit_scale=5.0)
+    state = eggroll.adam_init(params)
+    new_cpu, _, _ = baselines.es_generation_step(params, state, frames, labels, 1, config, mode=mode)
+    new_gpu, _, _ = baselines.es_generation_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),
+                                                 cupy.asarray(labels), 1, config, mode=mode)
+    assert_same_update(new_gpu, new_cpu, params, config.lr)
+
+
+def test_bptt_step_matches_in_float64():
+    """The hand-written surrogate-gradient BPTT step gives the same loss and update on both."""
+    params, frames, labels = problem(np.float64, seed=4)
+    config = eggroll.Config(lr=2e-3, logit_scale=10.0)
+    state = eggroll.adam_init(params)
+    new_cpu, _, stats_cpu = baselines.bptt_step(params, state, frames, labels, config, k=1.0)
+    new_gpu, _, stats_gpu = baselines.bptt_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),
+                                                cupy.asarray(labels), config, k=1.0)
+    assert stats_gpu == pytest.approx(stats_cpu, rel=1e-9)
+    for name in params:
+        np.testing.assert_allclose(new_gpu[name].get(), new_cpu[name], rtol=1e-9, atol=1e-12)
+
+
+def test_train_on_gpu_writes_a_run_the_cpu_can_evaluate(tmp_path):
+    """run.py train --device gpu on a small N-MNIST copy: final.json names the GPU, and its
+    checkpoint loads on the CPU and scores the same test accuracy there (to one sample)."""
+    import run
+    from nmnist_files import write_dataset
+    root = write_dataset(tmp_path / "NMNIST", n_train=20, n_test=3, n_events=300)
+    opts = types.SimpleNamespace(**{**run.TRAIN_DEFAULTS, "generations": 3, "population": 16, "batch_size": 16,
+                                    "eval_every": 1, "device": "gpu", "data_root": str(root),
+                                    "cache_dir": str(tmp_path / "cache"), "out": str(tmp_path / "run"),
+                                    "resume": False, "force": False})
+    final = run.train(opts, progress=False)
+    assert final["device"].startswith("gpu")
+    assert json.loads((tmp_path / "run" / "final.json").read_text())["test_acc"] == final["test_acc"]
+    scored = run.evaluate_run(tmp_path / "run", root, tmp_path / "cache", device="cpu")
+    assert scored["accuracy"]["test"] == pytest.approx(final["test_acc"], abs=1.5 / scored["samples"]["test"])
