@@ -139,6 +139,24 @@ def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
         ["eggroll-r2-seed2", "eggroll-r2-seed3", "es-seed2", "es-seed3"]
 
 
+def test_preset_settings_go_from_common_to_method_to_run(monkeypatch):
+    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=5, sigma=0.2),
+                                               "eggroll": dict(generations=7), "eggroll-r2": dict(generations=9),
+                                               "es": dict(sigma=0.1)})
+    settings = {(name, s["seed"]): s for name, s in run.reproduce_runs("quick")}
+    assert settings["eggroll-r1", 1]["generations"] == 7 and settings["eggroll-r2", 3]["generations"] == 9
+    assert settings["es", 2]["generations"] == 5 and settings["es", 2]["sigma"] == 0.1
+    assert settings["eggroll-r2", 1]["sigma"] == 0.2 and settings["eggroll-r2", 1]["rank"] == 2
+
+
+def test_report_names_the_device_of_every_run():
+    finals = lambda device: [({"device": device}, [])]
+    one = {"es": finals("cpu"), "eggroll-r4": finals("cpu")}
+    assert run.devices_line(one, ["es", "eggroll-r4"]) == "Device: cpu"
+    two = {"bptt": finals("cpu"), "es": finals("gpu"), "eggroll-r4": finals("gpu")}
+    assert run.devices_line(two, ["bptt", "es", "eggroll-r4"]) == "Devices: cpu for bptt; gpu for es, eggroll-r4"
+
+
 def test_report_only_trains_nothing(tmp_path, dataset):
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset]
     assert run.main(args) == 0
