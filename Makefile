@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: install test reproduce reproduce-quick bench
+.PHONY: install test reproduce reproduce-quick reproduce-best bench
 
 install: $(VENV)/.installed
 
@@ -22,6 +22,9 @@ reproduce: install
 
 reproduce-quick: install
 	$(PY) run.py reproduce --config quick --download
+
+reproduce-best: install
+	$(PY) run.py reproduce --config best --download
 
 bench: install
 	$(PY) run.py bench --json bench.json
