@@ -42,12 +42,6 @@ def on_gpu(tree):
     return cupy.asarray(tree) if isinstance(tree, np.ndarray) else tree
 
 
-def on_cpu(tree):
-    if isinstance(tree, dict):
-        return {k: on_cpu(v) for k, v in tree.items()}
-    return backend.to_numpy(tree) if hasattr(tree, "dtype") and not np.isscalar(tree) else tree
-
-
 def assert_same_update(new_gpu, new_cpu, params, lr):
     """The GPU's step new - params equals the CPU's within 1e-5 lr (float32 noise rounding), and
     the step is not zero, so a wrong sign, pair or scale cannot pass."""
