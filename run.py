@@ -319,8 +319,8 @@ PRESETS = {
     # softmax-of-rates readout. BPTT: 5 epochs; slope 1 and logit scale 10 (see README, Accuracy).
     "paper": {"common": dict(generations=100, population=512, batch_size=256, eval_every=10),
               "bptt": dict(generations=5, lr=2e-3, lr_schedule="cosine", logit_scale=10.0, slope=1.0)},
-    # The recipe of README's Accuracy section. Each EGGROLL rank gets the generations that take
-    # about 25 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
+    # The recipe of README's Accuracy section. Each EGGROLL rank gets the generations that took
+    # 20-30 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
     "best": {"common": dict(population=512, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine",
                             logit_scale=5.0, sigma=0.2),
              "eggroll-r1": dict(generations=6000), "eggroll-r2": dict(generations=5000),
