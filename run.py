@@ -121,13 +121,17 @@ def training_schedule(opts, n_train):
 
 
 def evaluate(params, split, lif, xp, batch_size=1000):
-    """Accuracy and spikes per sample (hidden + output) of the unperturbed network on a split."""
-    right, spikes = 0, 0.0
+    """Accuracy, spikes per sample (hidden + output) and accuracy per digit 0-9 (None for a digit
+    the split lacks) of the unperturbed network on a split."""
+    n_digits = snn.SIZES[-1]
+    right, seen, spikes = numpy.zeros(n_digits, int), numpy.zeros(n_digits, int), 0.0
     for frames, labels in data.batches(split, batch_size, xp, shuffle=False):
         counts, hidden = snn.forward(params, frames, lif, count_hidden=True)
-        right += snn.correct(counts[0], labels)
+        right += snn.correct_per_class(counts[0], labels)
+        seen += numpy.bincount(to_numpy(labels), minlength=n_digits)
         spikes += float(hidden.sum()) + float(counts.sum())
-    return right / max(len(split), 1), spikes / max(len(split), 1)
+    per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
+    return int(right.sum()) / max(len(split), 1), spikes / max(len(split), 1), per_digit
 
 
 # --- output folder and checkpoints ---
@@ -266,7 +270,7 @@ def train(opts, progress=True):
         done = generation + 1
         bar.update(1)
         if done % eval_every == 0 or done == total_steps:
-            val_acc, spikes = evaluate(params, splits.val, lif, xp)
+            val_acc, spikes, _ = evaluate(params, splits.val, lif, xp)
             record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
                       "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
             with open(metrics_path, "a") as file:
@@ -275,9 +279,10 @@ def train(opts, progress=True):
             save_checkpoint(out, params, state, done, step_seconds)
     bar.close()
 
-    val_acc, spikes = evaluate(params, splits.val, lif, xp)
-    test_acc, _ = evaluate(params, splits.test, lif, xp)
+    val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp)
+    test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp)
     final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
+             "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
              "median_seconds_per_generation": statistics.median(step_seconds),
              "total_seconds": sum(step_seconds), "generations": total_steps,
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
@@ -303,10 +308,12 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     params, _, step, _ = load_checkpoint(run_dir / CHECKPOINT, xp)
     splits = data.load_nmnist(data_root, config["time_bins"], cache_dir, progress=False)
     lif = snn.LIF(config["beta"], config["threshold"])
-    accuracies = {name: evaluate(params, getattr(splits, name), lif, xp)[0] for name in ("train", "val", "test")}
+    scores = {name: evaluate(params, getattr(splits, name), lif, xp) for name in ("train", "val", "test")}
+    accuracies = {name: score[0] for name, score in scores.items()}
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)
-    return {"run": str(run_dir), "generation": step, "accuracy": accuracies, "samples": sizes}
+    return {"run": str(run_dir), "generation": step, "accuracy": accuracies, "samples": sizes,
+            "accuracy_per_digit": {name: score[2] for name, score in scores.items()}}
 
 
 # ---------------------------------------------------------------------------------------------

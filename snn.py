@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy
 
-from backend import array_module_of
+from backend import array_module_of, to_numpy
 
 SIZES = (2312, 64, 10)  # inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
@@ -143,6 +143,14 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     return -picked[..., 0].mean(axis=-1)
 
 
+def correct_per_class(counts, labels):
+    """For each class c, how many samples of class c the most-spiking output neuron classifies
+    right (ties: lowest class); a NumPy array of length n_out. counts (B, n_out), labels (B,)."""
+    xp = array_module_of(counts)
+    hits = counts.argmax(axis=-1) == labels
+    return to_numpy(xp.bincount(labels[hits], minlength=counts.shape[-1]))
+
+
 def correct(counts, labels):
     """How many samples the most-spiking output neuron classifies right (ties: lowest class)."""
-    return int((counts.argmax(axis=-1) == labels).sum())
+    return int(correct_per_class(counts, labels).sum())

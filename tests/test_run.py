@@ -188,6 +188,13 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert report["generation"] == 3
     assert report["accuracy"]["val"] == final["val_acc"] and report["accuracy"]["test"] == final["test_acc"]
     assert report["samples"] == {"train": 180, "val": 20, "test": 30}
+    assert report["accuracy_per_digit"]["test"] == final["test_acc_per_digit"]
+    labels = run.data.load_nmnist(dataset[1], cache_dir=dataset[3], progress=False).val.labels
+    per_digit = report["accuracy_per_digit"]["val"]
+    present = [digit for digit in range(10) if (labels == digit).any()]
+    assert [digit for digit in range(10) if per_digit[digit] is not None] == present
+    weighted = sum(per_digit[d] * (labels == d).sum() for d in present) / labels.size
+    assert abs(weighted - final["val_acc"]) < 1e-12
     code, err = run_main(["evaluate", str(tmp_path / "absent")], capsys)
     assert code == 2 and "holds no trained run" in err
 
