@@ -17,7 +17,9 @@ Public API:
     batches(split, batch_size, xp, seed=0, epoch=0, shuffle=True) -> iterator of (x, y)
         x: xp float32 (T, B, 2312), y: xp int64 (B,)
     epoch_order(n, seed, epoch) -> permutation          the shuffled order of one epoch
-    minibatch(split, batch_size, xp, seed, step) -> (x, y)  the step-th shuffled batch, across epochs
+    minibatch(split, batch_size, xp, seed, step, max_shift=0) -> (x, y)  the step-th shuffled
+        batch, across epochs; max_shift > 0: each sample moved by a random shift (augmentation)
+    translate(x, shifts) -> x with sample b moved by shifts[b] = (dy, dx) pixels
     benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256) -> dict of timings
     EVENT_DTYPE                  the structured dtype of events (tonic's NMNIST.dtype)
     MissingDataError (a FileNotFoundError), BadDataError (a ValueError): one-line message with the fix
@@ -55,6 +57,8 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
+
+from backend import array_module_of
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -322,14 +326,36 @@ def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
         yield split.frames(idx, xp), xp.asarray(split.labels[idx])
 
 
-def minibatch(split, batch_size, xp, seed, step):
+def minibatch(split, batch_size, xp, seed, step, max_shift=0):
     """The `step`-th shuffled minibatch of a training run, counting across epochs: the same
     batches as `batches(..., seed, epoch)` yields in turn, reachable directly so a resumed run
-    continues exactly where it stopped. A split smaller than batch_size gives all of it."""
+    continues exactly where it stopped. A split smaller than batch_size gives all of it.
+
+    max_shift > 0 augments the batch: each sample moves by its own (dy, dx), both uniform in
+    -max_shift..max_shift pixels, drawn from (seed, step) so that a resumed run sees the same."""
     per_epoch = max(len(split) // batch_size, 1)
     epoch, index = divmod(step, per_epoch)
     idx = epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
-    return split.frames(idx, xp), xp.asarray(split.labels[idx])
+    frames = split.frames(idx, xp)
+    if max_shift:
+        shifts = np.random.default_rng([seed, step, max_shift]).integers(-max_shift, max_shift + 1, (len(idx), 2))
+        frames = translate(frames, shifts)
+    return frames, xp.asarray(split.labels[idx])
+
+
+def translate(frames, shifts):
+    """Frames (T, B, 2312) with sample b's events moved by shifts[b] = (dy, dx) pixels on the
+    34 x 34 sensor, both polarities alike; events moved off the sensor are dropped."""
+    xp = array_module_of(frames)
+    width, height, polarities = SENSOR_SIZE
+    n_steps, batch, _ = frames.shape
+    polarity, y, x = np.unravel_index(np.arange(N_INPUTS), (polarities, height, width))
+    source_y, source_x = y - shifts[:, :1], x - shifts[:, 1:]  # (B, 2312): where each input's event comes from
+    on_sensor = (0 <= source_y) & (source_y < height) & (0 <= source_x) & (source_x < width)
+    source = np.where(on_sensor, (polarity * height + source_y) * width + source_x, N_INPUTS)
+    with_blank = xp.concatenate([frames, xp.zeros((n_steps, batch, 1), frames.dtype)], axis=2)  # input 2312: no event
+    flat_source = (np.arange(batch)[:, None] * (N_INPUTS + 1) + source).ravel()
+    return xp.take(with_blank.reshape(n_steps, -1), xp.asarray(flat_source), axis=1).reshape(frames.shape)
 
 
 def benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256):

@@ -41,11 +41,12 @@ class UsageError(Exception):
 TRAIN_DEFAULTS = dict(method="eggroll", rank=4, es_mode="batched", seed=1, generations=100,
                       population=512, batch_size=256, sigma=0.1, lr=0.01, lr_schedule="constant", logit_scale=1.0,
                       weight_decay=0.0, init_std=snn.INIT_STD, beta=0.9, threshold=1.0, time_bins=10, slope=baselines.SLOPE,
-                      eval_every=10, device="cpu", data_root=None, cache_dir=None, download=False,
+                      max_shift=0, eval_every=10, device="cpu", data_root=None, cache_dir=None, download=False,
                       out="runs/latest")
 LR_SCHEDULES = ("constant", "cosine")
-RUN_KEYS = ("method", "rank", "es_mode", "seed", "generations", "population", "batch_size", "sigma",
-            "lr", "lr_schedule", "logit_scale", "weight_decay", "init_std", "beta", "threshold", "time_bins", "slope", "eval_every")
+RUN_KEYS = ("method", "rank", "es_mode", "seed", "generations", "population", "batch_size", "sigma", "lr",
+            "lr_schedule", "logit_scale", "weight_decay", "init_std", "beta", "threshold", "time_bins", "slope",
+            "max_shift", "eval_every")
 
 
 def add_train_options(parser):
@@ -74,6 +75,8 @@ def add_train_options(parser):
     add("--threshold", type=float, default=d["threshold"], help="LIF firing threshold V_th")
     add("--time-bins", type=int, default=d["time_bins"], help="T, frames per recording")
     add("--slope", type=float, default=d["slope"], help="bptt: fast-sigmoid surrogate slope k")
+    add("--max-shift", type=int, default=d["max_shift"],
+        help="augmentation: move each training sample by a random (dy, dx), each in -N..N pixels")
     add("--eval-every", type=int, default=d["eval_every"],
         help="generations between validation passes and checkpoints (bptt: every epoch)")
     add("--device", choices=("cpu", "gpu", "auto"), default=d["device"],
@@ -89,6 +92,8 @@ def check_run_options(opts):
     """UsageError for option values no method can run with (ES settings: eggroll.check_config)."""
     if opts.generations < 1 or opts.batch_size < 1 or opts.eval_every < 1 or opts.time_bins < 1:
         raise UsageError("--generations, --batch-size, --eval-every and --time-bins must be >= 1")
+    if opts.max_shift < 0:
+        raise UsageError(f"--max-shift must be >= 0, got {opts.max_shift}")
     if opts.lr <= 0:
         raise UsageError(f"--lr must be > 0, got {opts.lr}")
     if not 0 <= opts.seed < 2 ** 63:
@@ -98,6 +103,11 @@ def check_run_options(opts):
 def run_config(opts):
     """What defines a run's result: the options that a resumed run must share."""
     return {key: getattr(opts, key) for key in RUN_KEYS}
+
+
+def stored_config(path):
+    """A run's config.json; settings it lacks (added to RUN_KEYS after it ran) take their default."""
+    return {**{key: TRAIN_DEFAULTS[key] for key in RUN_KEYS}, **json.loads(path.read_text())}
 
 
 def es_config(opts):
@@ -178,7 +188,7 @@ def prepare_output(out, config, resume, force):
     config_path = out / "config.json"
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
-        stored = json.loads(config_path.read_text()) if config_path.exists() else None
+        stored = stored_config(config_path) if config_path.exists() else None
         if not resume:
             raise UsageError(f"{out} already holds a run; continue it with --resume, "
                              f"or start over with --force (deletes it)")
@@ -261,7 +271,7 @@ def train(opts, progress=True):
                        progress)
     stats = {}
     for generation in range(start, total_steps):
-        frames, labels = data.minibatch(splits.train, opts.batch_size, xp, opts.seed, generation)
+        frames, labels = data.minibatch(splits.train, opts.batch_size, xp, opts.seed, generation, opts.max_shift)
         began = time.perf_counter()
         params, state, stats = step(params, state, frames, labels, generation)
         if xp is not numpy:
@@ -303,7 +313,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")
-    config = json.loads((run_dir / "config.json").read_text())
+    config = stored_config(run_dir / "config.json")
     xp = array_module(device)
     params, _, step, _ = load_checkpoint(run_dir / CHECKPOINT, xp)
     splits = data.load_nmnist(data_root, config["time_bins"], cache_dir, progress=False)
@@ -368,7 +378,7 @@ def reproduce(opts):
         settings.update(out=str(out), device=opts.device, data_root=opts.data_root,
                         cache_dir=opts.cache_dir, download=opts.download, resume=True, force=False)
         run_opts = argparse.Namespace(**settings)
-        stored = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else None
+        stored = stored_config(out / "config.json") if (out / "config.json").exists() else None
         finished = (out / "final.json").exists() and stored == run_config(run_opts)
         if not finished and not opts.report_only:
             print(f"[{index}/{len(runs)}] {name} seed {settings['seed']}", file=sys.stderr)

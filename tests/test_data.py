@@ -319,3 +319,62 @@ def test_real_recordings(tmp_path):
     assert nmnist.info["Train"]["n_short"] == nmnist.info["Test"]["n_short"] == 0
     folder_labels = [label for _, label in data.list_recordings(REAL_ROOT / "Test")]
     np.testing.assert_array_equal(nmnist.test.labels, folder_labels)
+
+
+def moved_by_rolling(frames, shifts):
+    """Reference for data.translate: roll each sample's 34 x 34 images, then blank the rows and
+    columns that wrapped around."""
+    images = frames.reshape(frames.shape[0], frames.shape[1], 2, 34, 34).copy()
+    for b, (dy, dx) in enumerate(shifts):
+        image = np.roll(images[:, b], (dy, dx), axis=(-2, -1))
+        image[..., slice(0, dy) if dy >= 0 else slice(34 + dy, 34), :] = 0
+        image[..., slice(0, dx) if dx >= 0 else slice(34 + dx, 34)] = 0
+        images[:, b] = image
+    return images.reshape(frames.shape)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), batch=st.integers(1, 6), max_shift=st.integers(0, 34))
+def test_translate_moves_events_and_drops_those_leaving_the_sensor(seed, batch, max_shift):
+    """translate() equals rolling each image and blanking what wrapped; shifts of 34 pixels or
+    more leave nothing. Binary frames, exact."""
+    rng = np.random.default_rng(seed)
+    frames = (rng.random((3, batch, data.N_INPUTS)) < 0.2).astype(np.float32)
+    shifts = rng.integers(-max_shift, max_shift + 1, (batch, 2))
+    moved = data.translate(frames, shifts)
+    assert moved.shape == frames.shape and moved.dtype == frames.dtype
+    np.testing.assert_array_equal(moved, moved_by_rolling(frames, shifts))
+
+
+def test_translate_then_back_restores_the_inner_pixels():
+    """Moving by (dy, dx) and back keeps every event at least |shift| pixels from the edges."""
+    rng = np.random.default_rng(0)
+    frames = (rng.random((2, 4, data.N_INPUTS)) < 0.3).astype(np.float32)
+    shifts = np.array([[0, 0], [2, -1], [-3, 3], [1, 1]])
+    back = data.translate(data.translate(frames, shifts), -shifts).reshape(2, 4, 2, 34, 34)
+    original = frames.reshape(2, 4, 2, 34, 34)
+    for b, (dy, dx) in enumerate(np.abs(shifts)):
+        inner = (slice(None), b, slice(None), slice(dy, 34 - dy), slice(dx, 34 - dx))
+        np.testing.assert_array_equal(back[inner], original[inner])
+    np.testing.assert_array_equal(back[:, 0], original[:, 0])
+
+
+def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
+    """minibatch(max_shift=2): the same samples and labels as without it, each sample moved by
+    one (dy, dx) in -2..2, the same again for the same (seed, step) and different for another step."""
+    train = load(root, tmp_path / "cache").train
+    plain, labels = data.minibatch(train, 16, np, seed=3, step=7)
+    moved, moved_labels = data.minibatch(train, 16, np, seed=3, step=7, max_shift=2)
+    np.testing.assert_array_equal(labels, moved_labels)
+    np.testing.assert_array_equal(moved, data.minibatch(train, 16, np, seed=3, step=7, max_shift=2)[0])
+    np.testing.assert_array_equal(plain, data.minibatch(train, 16, np, seed=3, step=7, max_shift=0)[0])
+    candidates = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3)]
+    found = []
+    for b in range(16):
+        sample = plain[:, b:b + 1]
+        matches = [s for s in candidates if np.array_equal(data.translate(sample, np.array([s]))[:, 0], moved[:, b])]
+        assert matches, f"sample {b} is not its unaugmented self moved by at most 2 pixels"
+        found.append(matches)
+    assert any((0, 0) not in matches for matches in found)
+    next_step = data.minibatch(train, 16, np, seed=3, step=8, max_shift=2)[0]
+    assert not np.array_equal(next_step, data.minibatch(train, 16, np, seed=3, step=8)[0])

@@ -35,8 +35,9 @@ def stored_params(out):
 
 def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
     """Kill a run (SIGKILL) after its first checkpoint; --resume must end exactly where an
-    uninterrupted run ends: every parameter and Adam moment equal bit for bit."""
-    generations = ["--generations", "400"]
+    uninterrupted run ends: every parameter and Adam moment equal bit for bit. The minibatches
+    are augmented, so their random shifts must repeat too."""
+    generations = ["--generations", "400", "--max-shift", "2"]
     subprocess.run(train_command(tmp_path / "whole", dataset, *generations), check=True, cwd=ROOT)
 
     killed = tmp_path / "killed"
@@ -74,6 +75,7 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         (["--population", "7"], "population must be an even number"),
         (["--sigma", "0"], "sigma must be > 0"),
         (["--seed", "-1"], "--seed must lie in"),
+        (["--max-shift", "-1"], "--max-shift must be >= 0"),
         (["--generations", "3"], "already holds a run"),
         (["--generations", "3", "--resume"], "holds a run with other settings (generations)"),
     ]
@@ -91,6 +93,20 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
     with pytest.raises(SystemExit) as exit_info:
         run.main(["train", "--method", "sgd"])
     assert exit_info.value.code == 2
+
+
+def test_a_run_stored_before_a_setting_existed_resumes_with_its_default(tmp_path, dataset, capsys):
+    """A config.json without max_shift (written before the option existed) is the default,
+    max_shift 0: --resume accepts it, and refuses --max-shift 1 as other settings."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    config = json.loads((out / "config.json").read_text())
+    del config["max_shift"]
+    (out / "config.json").write_text(json.dumps(config))
+    assert run.main(["train", "--out", str(out), "--generations", "2", "--resume", *SMALL, *dataset]) == 0
+    code, err = run_main(["train", "--out", str(out), "--generations", "2", "--resume", "--max-shift", "1",
+                          *SMALL, *dataset], capsys)
+    assert code == 2 and "other settings (max_shift)" in err
 
 
 def test_force_replaces_a_run(tmp_path, dataset):
