@@ -344,8 +344,9 @@ def minibatch(split, batch_size, xp, seed, step, max_shift=0):
 
 
 def translate(frames, shifts):
-    """Frames (T, B, 2312) with sample b's events moved by shifts[b] = (dy, dx) pixels on the
-    34 x 34 sensor, both polarities alike; events moved off the sensor are dropped."""
+    """Frames (T, B, 2312), NumPy or CuPy, with sample b's events moved by shifts[b] = (dy, dx)
+    pixels on the 34 x 34 sensor, both polarities alike; events moved off the sensor are dropped.
+    shifts: a NumPy integer array (B, 2)."""
     xp = array_module_of(frames)
     width, height, polarities = SENSOR_SIZE
     n_steps, batch, _ = frames.shape

@@ -21,6 +21,7 @@ cupy = backend._usable_cupy()
 pytestmark = pytest.mark.skipif(cupy is None, reason="needs CuPy and a CUDA GPU")
 
 import baselines  # noqa: E402
+import data  # noqa: E402
 import eggroll  # noqa: E402
 import snn  # noqa: E402
 
@@ -151,6 +152,16 @@ def test_bptt_step_matches_in_float64():
     assert stats_gpu == pytest.approx(stats_cpu, rel=1e-9)
     for name in params:
         np.testing.assert_allclose(new_gpu[name].get(), new_cpu[name], rtol=1e-9, atol=1e-12)
+
+
+def test_translate_is_the_same_on_the_gpu():
+    """Augmentation moves the same events on CuPy as on NumPy (binary frames, exact)."""
+    rng = np.random.default_rng(0)
+    frames = (rng.random((4, 32, data.N_INPUTS)) < 0.2).astype(np.float32)
+    shifts = rng.integers(-3, 4, (32, 2))
+    moved = data.translate(cupy.asarray(frames), shifts)
+    assert isinstance(moved, cupy.ndarray)
+    np.testing.assert_array_equal(moved.get(), data.translate(frames, shifts))
 
 
 def test_train_on_gpu_writes_a_run_the_cpu_can_evaluate(tmp_path):
