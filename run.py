@@ -339,12 +339,13 @@ PRESETS = {
     # The recipe of README's Accuracy section. Each EGGROLL rank gets the generations that took
     # 20-30 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
     "best": {"common": dict(population=512, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine",
-                            logit_scale=5.0, sigma=0.2),
+                            logit_scale=5.0),
+             "eggroll": dict(sigma=0.2),
              "eggroll-r1": dict(generations=6000), "eggroll-r2": dict(generations=5000),
              "eggroll-r4": dict(generations=4000), "eggroll-r8": dict(generations=3000),
              "es": dict(generations=800, sigma=0.1),
-             "bptt": dict(generations=30, lr=2e-2, lr_schedule="cosine", logit_scale=10.0, slope=1.0,
-                          weight_decay=0.1)},
+             "bptt": dict(generations=60, lr=2e-2, lr_schedule="cosine", logit_scale=10.0, slope=1.0,
+                          weight_decay=0.1, max_shift=1)},
     # The same grid, small enough for 2 CPU cores in under 10 minutes.
     "quick": {"common": dict(generations=100, population=128, batch_size=128, eval_every=10),
               "bptt": dict(generations=1, lr=2e-3, logit_scale=10.0, slope=1.0)},
