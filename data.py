@@ -332,7 +332,8 @@ def minibatch(split, batch_size, xp, seed, step, max_shift=0):
     continues exactly where it stopped. A split smaller than batch_size gives all of it.
 
     max_shift > 0 augments the batch: each sample moves by its own (dy, dx), both uniform in
-    -max_shift..max_shift pixels, drawn from (seed, step) so that a resumed run sees the same."""
+    -max_shift..max_shift pixels, drawn from (seed, step, max_shift) so that a resumed run sees
+    the same."""
     per_epoch = max(len(split) // batch_size, 1)
     epoch, index = divmod(step, per_epoch)
     idx = epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
@@ -345,8 +346,8 @@ def minibatch(split, batch_size, xp, seed, step, max_shift=0):
 
 def translate(frames, shifts):
     """Frames (T, B, 2312), NumPy or CuPy, with sample b's events moved by shifts[b] = (dy, dx)
-    pixels on the 34 x 34 sensor, both polarities alike; events moved off the sensor are dropped.
-    shifts: a NumPy integer array (B, 2)."""
+    pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events moved
+    off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (B, 2)."""
     xp = array_module_of(frames)
     width, height, polarities = SENSOR_SIZE
     n_steps, batch, _ = frames.shape

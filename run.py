@@ -92,8 +92,8 @@ def check_run_options(opts):
     """UsageError for option values no method can run with (ES settings: eggroll.check_config)."""
     if opts.generations < 1 or opts.batch_size < 1 or opts.eval_every < 1 or opts.time_bins < 1:
         raise UsageError("--generations, --batch-size, --eval-every and --time-bins must be >= 1")
-    if opts.max_shift < 0:
-        raise UsageError(f"--max-shift must be >= 0, got {opts.max_shift}")
+    if not 0 <= opts.max_shift < data.SENSOR_SIZE[0]:
+        raise UsageError(f"--max-shift must lie in 0..{data.SENSOR_SIZE[0] - 1} pixels, got {opts.max_shift}")
     if opts.lr <= 0:
         raise UsageError(f"--lr must be > 0, got {opts.lr}")
     if not 0 <= opts.seed < 2 ** 63:

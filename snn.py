@@ -146,9 +146,8 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
 def correct_per_class(counts, labels):
     """For each class c, how many samples of class c the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (B, n_out), labels (B,)."""
-    xp = array_module_of(counts)
-    hits = counts.argmax(axis=-1) == labels
-    return to_numpy(xp.bincount(labels[hits], minlength=counts.shape[-1]))
+    hits = to_numpy(counts.argmax(axis=-1) == labels)
+    return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
 
 
 def correct(counts, labels):

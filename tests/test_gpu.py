@@ -154,6 +154,13 @@ def test_bptt_step_matches_in_float64():
         np.testing.assert_allclose(new_gpu[name].get(), new_cpu[name], rtol=1e-9, atol=1e-12)
 
 
+def test_correct_per_class_counts_on_the_gpu_even_with_no_hit():
+    """Per-digit hits from CuPy arrays, including a batch with none right (an empty bincount)."""
+    counts = cupy.asarray([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]])
+    np.testing.assert_array_equal(snn.correct_per_class(counts, cupy.asarray([1, 2, 2, 2])), [0, 1, 2])
+    np.testing.assert_array_equal(snn.correct_per_class(cupy.asarray([[0, 1]]), cupy.asarray([0])), [0, 0])
+
+
 def test_translate_is_the_same_on_the_gpu():
     """Augmentation moves the same events on CuPy as on NumPy (binary frames, exact)."""
     rng = np.random.default_rng(0)

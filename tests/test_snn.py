@@ -208,3 +208,4 @@ def test_correct_counts_argmax_with_lowest_class_on_ties():
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [3, 0, 0])
     counts, labels = np.array([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]]), np.array([1, 2, 2, 2])
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [0, 1, 2])
+    np.testing.assert_array_equal(snn.correct_per_class(np.array([[0, 1]]), np.array([0])), [0, 0])
