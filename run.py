@@ -134,12 +134,12 @@ def evaluate(params, split, lif, xp, batch_size=1000):
     """Accuracy, spikes per sample (hidden + output) and accuracy per digit 0-9 (None for a digit
     the split lacks) of the unperturbed network on a split."""
     n_digits = snn.SIZES[-1]
-    right, seen, spikes = numpy.zeros(n_digits, int), numpy.zeros(n_digits, int), 0.0
+    right, spikes = numpy.zeros(n_digits, int), 0.0
     for frames, labels in data.batches(split, batch_size, xp, shuffle=False):
         counts, hidden = snn.forward(params, frames, lif, count_hidden=True)
         right += snn.correct_per_class(counts[0], labels)
-        seen += numpy.bincount(to_numpy(labels), minlength=n_digits)
         spikes += float(hidden.sum()) + float(counts.sum())
+    seen = numpy.bincount(split.labels, minlength=n_digits)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     return int(right.sum()) / max(len(split), 1), spikes / max(len(split), 1), per_digit
 
