@@ -149,7 +149,3 @@ def correct_per_class(counts, labels):
     hits = to_numpy(counts.argmax(axis=-1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
 
-
-def correct(counts, labels):
-    """How many samples the most-spiking output neuron classifies right (ties: lowest class)."""
-    return int(correct_per_class(counts, labels).sum())

@@ -199,12 +199,11 @@ def test_cross_entropy_by_hand():
     assert abs(got - (math.log(1 + math.exp(-1)) + math.log(1 + math.e)) / 2) <= 1e-12
 
 
-def test_correct_counts_argmax_with_lowest_class_on_ties():
-    """correct() counts samples whose most-spiking class is the label; a tie goes to the lowest
-    class (argmax); correct_per_class() splits that count by label. Exact integers."""
+def test_correct_per_class_counts_argmax_with_lowest_class_on_ties():
+    """correct_per_class() counts, per label, the samples whose most-spiking class is the label;
+    a tie goes to the lowest class (argmax). Exact integers."""
     counts = np.array([[3, 1, 0], [2, 2, 0], [2, 2, 0], [0, 0, 0], [0, 1, 5]])
     labels = np.array([0, 0, 1, 0, 1])
-    assert snn.correct(counts, labels) == 3
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [3, 0, 0])
     counts, labels = np.array([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]]), np.array([1, 2, 2, 2])
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [0, 1, 2])
