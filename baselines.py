@@ -8,8 +8,12 @@
    - "batched": all members at once, layer 1 as x [E_1^T ... E_P^T] in one matrix product.
 2. Surrogate-gradient backpropagation through time, written by hand (see `bptt_*`).
 """
+from dataclasses import dataclass
+
 from backend import array_module_of
 import eggroll
+import noise
+import optim
 import snn
 
 ES_MODES = ("batched", "sequential")
@@ -18,24 +22,38 @@ ES_MODES = ("batched", "sequential")
 # ---------------------------------------------------------------------------------------------
 # 1. Vanilla ES
 
+@dataclass(frozen=True)
+class ESConfig:
+    """What one vanilla-ES population needs: EGGROLL's settings without a rank, and the mode."""
+    population: int
+    sigma: float
+    seed: int
+    logit_scale: float
+    mode: str = "batched"  # see ES_MODES; both give the same members
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+
 def full_rank_noise(seed, generation, pairs, name, shape, xp):
     """E_p for weight `name` of shape (m, n), every entry N(0, 1): (P, m, n)."""
     m, n = shape
-    return eggroll.standard_normals(seed, generation, pairs, eggroll.PARAM_IDS[name], m * n, xp).reshape(-1, m, n)
+    return noise.normals(seed, generation, pairs, name, m * n, xp).reshape(-1, m, n)
 
 
 def pair_noise(params, config, generation, pair):
     """(E_p, delta_p) of one pair with every matrix materialised: a dict like params."""
     xp = array_module_of(params["W1"])
     pairs = xp.arange(pair, pair + 1)
-    noise = {}
+    drawn = {}
     for name, value in params.items():
         if name.startswith("W"):
             draw = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)[0]
         else:
-            draw = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0], xp)[0]
-        noise[name] = draw.astype(value.dtype, copy=False)
-    return noise
+            draw = noise.normals(config.seed, generation, pairs, name, value.shape[0], xp)[0]
+        drawn[name] = draw.astype(value.dtype, copy=False)
+    return drawn
 
 
 def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
@@ -43,9 +61,9 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
     xp = array_module_of(frames)
     counts, hidden = [], []
     for pair in range(config.pairs):
-        noise = pair_noise(params, config, generation, pair)
+        perturbation = pair_noise(params, config, generation, pair)
         for sign in (1, -1):
-            member = {name: value + (sign * config.sigma) * noise[name] for name, value in params.items()}
+            member = {name: value + (sign * config.sigma) * perturbation[name] for name, value in params.items()}
             member_counts, member_hidden = snn.forward(member, frames, lif, count_hidden=count_hidden)
             counts.append(member_counts)
             hidden.append(member_hidden)
@@ -65,12 +83,12 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     noise1 = full_rank_noise(*key, "W1", (n_hidden, n_in), xp)
     xe = (x @ noise1.reshape(config.pairs * n_hidden, n_in).T).reshape(n_steps, batch, config.pairs, n_hidden)
     del noise1
-    delta1 = eggroll.bias_noise(*key, "b1", n_hidden, xp)
+    delta1 = noise.normals(*key, "b1", n_hidden, xp)
     sign = xp.asarray([1, -1], dtype=frames.dtype)                             # (+, -) of a pair
     noise2 = full_rank_noise(*key, "W2", (n_out, n_hidden), xp)
     w2 = (params["W2"] + sigma * sign[None, :, None, None] * noise2[:, None])  # (P, 2, n_out, n_hidden)
     w2 = w2.reshape(config.population, n_out, n_hidden)                        # member 2p + s
-    delta2 = eggroll.bias_noise(*key, "b2", n_out, xp)
+    delta2 = noise.normals(*key, "b2", n_out, xp)
     b2 = (params["b2"] + sigma * sign[None, :, None] * delta2[:, None]).reshape(config.population, 1, n_out)
 
     def hidden_current(t, start, stop):
@@ -85,33 +103,40 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
-def regenerated_full_rank_gradient(f, name, shape, config, generation):
-    """Eq. (10) for weight `name`: sum_p f_p E_p / (2 P sigma), E_p regenerated from its key."""
-    xp = array_module_of(f)
-    noise = full_rank_noise(config.seed, generation, xp.arange(config.pairs), name, shape, xp)
-    return (f @ noise.reshape(config.pairs, -1)).reshape(shape) / (2 * config.pairs * config.sigma)
-
-
 def full_rank_gradient(f, params, config, generation):
-    """Eqs. (10) and (8) for every parameter: EGGROLL's estimator with full-rank weight noise."""
-    return eggroll.estimate_gradient(f, params, config, generation, regenerated_full_rank_gradient)
+    """Eq. (10) for every weight and Eq. (8) for every bias, the noise regenerated from its keys."""
+    xp = array_module_of(f)
+    pairs = xp.arange(config.pairs)
+    grads = {}
+    for name, value in params.items():
+        if name.startswith("W"):
+            perturbations = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)
+            grads[name] = (f @ perturbations.reshape(config.pairs, -1)).reshape(value.shape) \
+                / (2 * config.pairs * config.sigma)
+        else:
+            delta = noise.normals(config.seed, generation, pairs, name, value.shape[0], xp)
+            grads[name] = eggroll.bias_gradient(f, delta, config.sigma)
+    return grads
 
 
-def es_forward(params, frames, config, generation, mode="batched", lif=snn.LIF(), count_hidden=False):
-    """Output spike counts of the full-rank ES population, evaluated `mode`-wise."""
-    if mode not in ES_MODES:
-        raise ValueError(f"unknown ES mode {mode!r}: use one of {', '.join(ES_MODES)}")
-    eggroll.check_config(config, params, lowrank=False)
-    forward = batched_forward if mode == "batched" else sequential_forward
+def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
+    """Output spike counts of the full-rank ES population, evaluated as config.mode says."""
+    if config.mode not in ES_MODES:
+        raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
+    eggroll.check_population(config.population, config.sigma)
+    forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden)
 
 
-def es_generation_step(params, state, frames, labels, generation, config, lif=snn.LIF(), mode="batched"):
-    """One vanilla-ES generation; the same signature and stats as eggroll.generation_step."""
+def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF()):
+    """One vanilla-ES generation: the same stages, arguments and stats as eggroll.generation_step."""
     eggroll.check_frames(params, frames, labels)
-    counts, _ = es_forward(params, frames, config, generation, mode, lif)
-    return eggroll.evolve(params, state, counts, labels, frames.shape[0], config, generation,
-                          estimate=full_rank_gradient)
+    counts, _ = es_forward(params, frames, config, generation, lif)
+    fitnesses = eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale)   # Eqs. (3)-(4)
+    shaped = eggroll.centred_ranks(fitnesses)
+    grads = full_rank_gradient(eggroll.pair_differences(shaped), params, config, generation)  # Eqs. (10), (8)
+    params, state = optim.ascend(params, grads, state, adam)                            # Eq. (9)
+    return params, state, eggroll.population_stats(fitnesses, shaped)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,6 +150,15 @@ def es_generation_step(params, state, frames, labels, generation, config, lif=sn
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default.
 
 SLOPE = 25.0  # k of Eq. (11)
+
+
+@dataclass(frozen=True)
+class BPTTConfig:
+    """The surrogate's slope k, Eq. (11), the readout scale of Eq. (3), and whether the reset
+    is detached from the graph (snnTorch's choice; see `bptt_backward`)."""
+    slope: float
+    logit_scale: float
+    detach_reset: bool = True
 
 
 def heaviside(v, lif, k):
@@ -217,18 +251,18 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
             "W2": flat2.T @ cache["o1"].reshape(n_steps * batch, -1), "b2": flat2.sum(axis=0)}
 
 
-def bptt_step(params, state, frames, labels, config, lif=snn.LIF(), k=SLOPE, detach_reset=True):
-    """One Adam step down the BPTT gradient (Adam of Eq. (9) ascending -g): (params, state, stats).
+def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF()):
+    """One BPTT step on a minibatch: forward, loss, backward, then Adam (optim.py) up -g.
 
-    Uses config's lr, Adam constants, weight_decay and logit_scale; stats = {"loss": L before the step}.
+    Returns new parameters, new Adam state and stats = {"loss": L before the step}.
     """
     xp = array_module_of(frames)
     eggroll.check_frames(params, frames, labels)
-    cache = bptt_forward(params, frames, lif, k=k)
-    loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)
-    grads = bptt_backward(params, cache, labels, lif, k, config.logit_scale, detach_reset)
+    cache = bptt_forward(params, frames, lif, k=config.slope)
+    loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
+    grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset)
     if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")
-    params, state = eggroll.adam_ascend(params, {name: -g for name, g in grads.items()}, state, config)
+    params, state = optim.ascend(params, {name: -g for name, g in grads.items()}, state, adam)  # Eq. (9)
     return params, state, {"loss": float(loss)}

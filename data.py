@@ -1,55 +1,40 @@
 """
 N-MNIST as binned, binary frames, cached on disk and served as minibatches.
 
-Public API:
-    SENSOR_SIZE = (34, 34, 2)    (x, y, polarity), as in tonic
-    N_INPUTS = 2312              inputs per time bin: index = p * 1156 + y * 34 + x
-    resolve_root(root=None) -> Path                    where the recordings are expected
-    read_events(path) -> structured array (x, y, t, p) one validated .bin recording
-    frames_from_events(events, n_time_bins) -> uint8 (T, 2312), 0/1, same as tonic's ToFrame
-    list_recordings(folder) -> [(path, label)]         sorted <folder>/<digit>/*.bin
-    split_indices(n) -> (train_idx, val_idx)           9:1 split of the training recordings, seed 0
-    Split(packed, labels, n_time_bins)                 bit-packed frames of one split
-        len(split), split.frames(indices, xp) -> xp float32 (T, len(indices), 2312)
-    load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progress=True,
-                rebuild=False) -> NMNIST
-        NMNIST(train, val, test, info): 54,000 / 6,000 / 10,000 samples for the full dataset
-    batches(split, batch_size, xp, seed=0, epoch=0, shuffle=True) -> iterator of (x, y)
-        x: xp float32 (T, B, 2312), y: xp int64 (B,)
-    epoch_order(n, seed, epoch) -> permutation          the shuffled order of one epoch
-    minibatch(split, batch_size, xp, seed, step, max_shift=0) -> (x, y)  the step-th shuffled
-        batch, across epochs; max_shift > 0: each sample moved by a random shift (augmentation)
-    translate(x, shifts) -> x with sample b moved by shifts[b] = (dy, dx) pixels
-    benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256) -> dict of timings
-    EVENT_DTYPE                  the structured dtype of events (tonic's NMNIST.dtype)
-    MissingDataError (a FileNotFoundError), BadDataError (a ValueError): one-line message with the fix
+The recordings. N-MNIST (Orchard et al., 2015) is MNIST seen by a 34 x 34 event camera: 60,000
+training and 10,000 test recordings of about 300 ms, one .bin file each, in <Train|Test>/<digit>/.
+A file is a sequence of 5-byte events: x, y, polarity (bit 7) and a 23-bit timestamp in
+microseconds, non-decreasing. Accepted layouts: <root>/NMNIST/{Train,Test}/<digit>/*.bin (what
+tonic downloads) or <root>/{Train,Test}/<digit>/*.bin. The root is the `root` argument, else
+$NMNIST_ROOT, else ~/.cache/eggroll-snn/nmnist ($XDG_CACHE_HOME replaces ~/.cache). A local copy
+of any size is read as is and never triggers a download; download=True fetches the dataset with
+tonic only when no local copy is there.
 
-Where the data comes from: `root` argument, else $NMNIST_ROOT, else ~/.cache/eggroll-snn/nmnist
-($XDG_CACHE_HOME replaces ~/.cache). Accepted layouts: <root>/NMNIST/{Train,Test}/<digit>/*.bin
-(what tonic downloads) or <root>/{Train,Test}/<digit>/*.bin. A local copy of any size is read
-as is and never triggers a download; download=True fetches the dataset with tonic only when no
-local copy is there.
+The frames. Input index = p * 1156 + y * 34 + x, 2312 inputs per time bin. Frames follow
+tonic.transforms.ToFrame(sensor_size=(34, 34, 2), n_time_bins=T): the recording is cut into T
+windows of (t_last - t_first) // T microseconds starting at t_first; events past the last window
+(at least the last event) are dropped; counts are clamped to 1. A recording with
+t_last - t_first < T microseconds (or no events) gives all-zero frames: such samples are kept,
+counted in the cache metadata ("n_short") and reported with a warning.
 
-Frames follow tonic.transforms.ToFrame(sensor_size=(34, 34, 2), n_time_bins=T): the recording
-is cut into T windows of (t_last - t_first) // T microseconds starting at t_first; events past
-the last window (at least the last event) are dropped; counts are clamped to 1. A recording
-with t_last - t_first < T microseconds (or no events) gives all-zero frames: such samples are
-kept, counted in the cache metadata ("n_short") and reported with a warning.
+The split. A permutation from numpy.random.default_rng(0) over the sorted training recordings:
+the first round(N / 10) indices are validation, the rest training (54,000 / 6,000 for the full
+60,000). Both are kept in file order. Training minibatches are drawn in a shuffled order seeded by
+(seed, epoch), and the step-th batch of a run can be made directly, so a resumed run sees the
+same batches; augmentation, when asked for, moves each sample by a shift drawn from (seed, step).
 
-The train/val split takes a permutation from numpy.random.default_rng(0) over the sorted
-training recordings: the first round(N / 10) indices are validation, the rest training
-(54,000 / 6,000 for the full 60,000). Both are kept in file order.
-
-The cache holds one .npz per source folder and T under $EGGROLL_CACHE (else
+The cache. One .npz per source folder and T under $EGGROLL_CACHE (else
 ~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and a JSON
 header (format version, T, sensor size, digest of file names and sizes, n_short). Its name
 derives from that header, so other parameters or other files never reuse it.
+
+Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDataError (a
+ValueError), each one line naming the fix.
 """
 
 import hashlib
 import json
 import os
-import time
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -358,17 +343,3 @@ def translate(frames, shifts):
     with_blank = xp.concatenate([frames, xp.zeros((n_steps, batch, 1), frames.dtype)], axis=2)  # input 2312: no event
     flat_source = (np.arange(batch)[:, None] * (N_INPUTS + 1) + source).ravel()
     return xp.take(with_blank.reshape(n_steps, -1), xp.asarray(flat_source), axis=1).reshape(frames.shape)
-
-
-def benchmark(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
-    """Seconds to build (always rebuilt) and load the cache, and minibatch samples/s on one epoch."""
-    t0 = time.perf_counter()
-    load_nmnist(root, n_time_bins, cache_dir, rebuild=True)
-    t1 = time.perf_counter()
-    data = load_nmnist(root, n_time_bins, cache_dir, progress=False)
-    t2 = time.perf_counter()
-    n = sum(len(y) for _, y in batches(data.train, batch_size))
-    t3 = time.perf_counter()
-    return {"n_train": len(data.train), "n_val": len(data.val), "n_test": len(data.test),
-            "n_time_bins": n_time_bins, "cache_build_s": t1 - t0, "cache_load_s": t2 - t1,
-            "batch_size": batch_size, "batches_samples_per_s": n / (t3 - t2)}

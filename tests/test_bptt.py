@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import baselines
-import eggroll
+import optim
 import snn
 
 
@@ -130,11 +130,11 @@ def separable_batch(n_steps=5, batch=64, n_in=20, n_out=2, seed=0):
 def test_bptt_steps_lower_the_loss():
     frames, labels = separable_batch()
     params = snn.init_params(0, (frames.shape[2], 16, 2))
-    state = eggroll.adam_init(params)
-    config = eggroll.Config(lr=0.05)
+    state = optim.init(params)
+    config, adam = baselines.BPTTConfig(baselines.SLOPE, logit_scale=1.0), optim.Adam(lr=0.05)
     losses = []
     for _ in range(20):
-        params, state, stats = baselines.bptt_step(params, state, frames, labels, config)
+        params, state, stats = baselines.bptt_step(params, state, frames, labels, config, adam)
         losses.append(stats["loss"])
     counts = baselines.bptt_forward(params, frames)["counts"]
     final = float(snn.cross_entropy(counts, labels, frames.shape[0]))
@@ -144,11 +144,12 @@ def test_bptt_steps_lower_the_loss():
 def test_bad_input_raises():
     frames, labels = separable_batch()
     params = snn.init_params(0, (frames.shape[2], 16, 2))
-    state, config = eggroll.adam_init(params), eggroll.Config()
+    state, config = optim.init(params), baselines.BPTTConfig(baselines.SLOPE, logit_scale=1.0)
+    adam = optim.Adam(lr=0.01)
     with pytest.raises(ValueError, match="frames must have shape"):
-        baselines.bptt_step(params, state, frames[..., :-1], labels, config)
+        baselines.bptt_step(params, state, frames[..., :-1], labels, config, adam)
     with pytest.raises(ValueError, match="labels must have shape"):
-        baselines.bptt_step(params, state, frames, labels[:-1], config)
+        baselines.bptt_step(params, state, frames, labels[:-1], config, adam)
     frames[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
-        baselines.bptt_step(params, state, frames, labels, config)
+        baselines.bptt_step(params, state, frames, labels, config, adam)

@@ -13,6 +13,8 @@ from hypothesis import example, given, settings, strategies as st
 from scipy import stats
 
 import eggroll
+import noise
+import optim
 import snn
 
 
@@ -66,6 +68,10 @@ def record_simulation(run):
     return result, recorded
 
 
+def es_config(population, rank, sigma=0.1, seed=0, logit_scale=1.0):
+    return eggroll.Config(population, rank, sigma, seed, logit_scale)
+
+
 def float64_params(seed, sizes, std=1.0):
     return {k: v.astype(np.float64) for k, v in snn.init_params(seed, sizes, std=std).items()}
 
@@ -73,14 +79,14 @@ def float64_params(seed, sizes, std=1.0):
 def member_noise(config, generation, params):
     """Materialised float64 noise of every pair: {W: (P, m, n), b: (P, m)}, from the factor functions."""
     pairs = np.arange(config.pairs)
-    noise = {}
+    drawn = {}
     for name, value in params.items():
         if name.startswith("W"):
             a, b = eggroll.lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank)
-            noise[name] = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
+            drawn[name] = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
         else:
-            noise[name] = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
-    return noise
+            drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
+    return drawn
 
 
 network_shapes = st.tuples(
@@ -93,90 +99,6 @@ network_shapes = st.tuples(
     st.integers(1, 6),   # rank, clipped to the smallest weight side
     st.integers(0, 2 ** 40),  # seed
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. Philox4x32-10
-
-@pytest.mark.parametrize("counter, key, expected", [
-    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
-     (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-    ((0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF),
-     (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
-     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
-])
-def test_philox_known_answers(counter, key, expected):
-    """Philox4x32-10 reproduces Random123's known-answer vectors (kat_vectors), bit for bit.
-
-    Exact equality: a single wrong multiplier, rotation of words or key schedule changes every bit.
-    Checked both with integer words and with the words as uint32 arrays (the vectorised path).
-    """
-    assert tuple(int(w) for w in eggroll.philox4x32(counter, key)) == expected
-    as_arrays = [np.full(3, c, dtype=np.uint32) for c in counter]
-    for word, want in zip(eggroll.philox4x32(as_arrays, key), expected):
-        assert word.dtype == np.uint32
-        assert (word == want).all()
-
-
-def test_philox_counters_are_independent_elementwise():
-    """A vector of counters gives, element by element, what each counter gives alone (no mixing).
-
-    Exact equality: the array path must be a pure elementwise map.
-    """
-    rng = np.random.default_rng(5)
-    counters = [rng.integers(0, 2 ** 32, 16, dtype=np.uint64).astype(np.uint32) for _ in range(4)]
-    key = (0x12345678, 0x9ABCDEF0)
-    together = eggroll.philox4x32(counters, key)
-    for i in range(16):
-        alone = eggroll.philox4x32([int(c[i]) for c in counters], key)
-        assert tuple(int(w[i]) for w in together) == tuple(int(w) for w in alone)
-
-
-@pytest.mark.parametrize("change", ["seed", "seed_high_word", "generation", "pair", "param"])
-def test_every_key_and_counter_word_changes_the_stream(change):
-    """Changing the seed (either 32-bit half), the generation, the pair or the parameter gives a
-    different, uncorrelated stream.
-
-    n = 4096 normals per stream: for independent streams the sample correlation has standard error
-    1/sqrt(n) = 0.0156; the bound 5/sqrt(n) = 0.078 is 5 SE. Streams that ignored the changed word
-    would be identical (correlation 1) and fail both checks.
-    """
-    base = dict(seed=7, generation=3, pair=2, param=1)
-    other = dict(base)
-    if change == "seed_high_word":
-        other["seed"] = base["seed"] + 2 ** 32
-    else:
-        other[change] += 1
-    n = 4096
-
-    def stream(seed, generation, pair, param):
-        return eggroll.standard_normals(seed, generation, [pair], param, n)[0].astype(np.float64)
-
-    x, y = stream(**base), stream(**other)
-    assert not np.array_equal(x, y)
-    assert abs(np.corrcoef(x, y)[0, 1]) <= 5 / math.sqrt(n)
-
-
-def test_standard_normals_are_standard_normal():
-    """2^18 normals of one seed: mean 0, variance 1, and a Kolmogorov-Smirnov distance to N(0, 1)
-    small enough for a normal sample.
-
-    n = 262144. SE(mean) = 1/sqrt(n) = 0.00195, bound 5 SE; SE(variance) = sqrt(2/n) = 0.00276,
-    bound 5 SE. KS: sqrt(n) D converges to the Kolmogorov distribution, P(sqrt(n) D > 2.5) ~ 7e-6,
-    so the bound D <= 2.5/sqrt(n) = 0.0049 only fails for a visibly wrong distribution (e.g. Box-Muller
-    with uniform numbers off by a factor, or a missing cos/sin half, fail it by far).
-    """
-    n = 2 ** 18
-    z = eggroll.standard_normals(2024, 0, np.arange(64), 0, n // 64).ravel().astype(np.float64)
-    assert z.size == n
-    assert abs(z.mean()) <= 5 / math.sqrt(n)
-    assert abs(z.var() - 1) <= 5 * math.sqrt(2 / n)
-    assert stats.kstest(z, "norm").statistic <= 2.5 / math.sqrt(n)
-    # The four normals of a Philox block come from two Box-Muller pairs: each lane is N(0, 1) too.
-    lanes = z.reshape(-1, 4)
-    for lane in lanes.T:
-        assert abs(lane.var() - 1) <= 5 * math.sqrt(2 / lane.size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,9 +119,9 @@ def test_one_pair_regenerates_its_slice_bit_for_bit(seed, generation, n_pairs, d
     rank = data.draw(st.integers(1, min(m, n)))
     count = data.draw(st.integers(1, 23))
 
-    full = eggroll.standard_normals(seed, generation, all_pairs, 2, count)
+    full = noise.standard_normals(seed, generation, all_pairs, 2, count)
     assert full.shape == (n_pairs, count) and full.dtype == np.float32
-    assert np.array_equal(eggroll.standard_normals(seed, generation, chosen, 2, count), full[chosen])
+    assert np.array_equal(noise.standard_normals(seed, generation, chosen, 2, count), full[chosen])
 
     a_all, b_all = eggroll.lowrank_factors(seed, generation, all_pairs, "W2", (m, n), rank)
     a, b = eggroll.lowrank_factors(seed, generation, np.asarray(chosen), "W2", (m, n), rank)
@@ -209,17 +131,8 @@ def test_one_pair_regenerates_its_slice_bit_for_bit(seed, generation, n_pairs, d
         a_one, b_one = eggroll.lowrank_factors(seed, generation, [p], "W2", (m, n), rank)
         assert np.array_equal(a_one[0], a_all[p]) and np.array_equal(b_one[0], b_all[p])
 
-    delta_all = eggroll.bias_noise(seed, generation, all_pairs, "b1", m)
-    assert np.array_equal(eggroll.bias_noise(seed, generation, chosen, "b1", m), delta_all[chosen])
-
-
-@settings(max_examples=20)
-@given(short=st.integers(1, 40), extra=st.integers(0, 40), pair=st.integers(0, 1000))
-def test_a_shorter_draw_is_a_prefix_of_a_longer_one(short, extra, pair):
-    """standard_normals(count=c) is the first c numbers of the stream, whatever c is (block padding
-    to a multiple of 4 must not shift anything). Exact equality."""
-    longer = eggroll.standard_normals(11, 5, [pair], 3, short + extra)
-    assert np.array_equal(eggroll.standard_normals(11, 5, [pair], 3, short), longer[:, :short])
+    delta_all = noise.normals(seed, generation, all_pairs, "b1", m)
+    assert np.array_equal(noise.normals(seed, generation, chosen, "b1", m), delta_all[chosen])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +218,7 @@ def draw_network(shape, frame_dtype=np.float64):
     rank = min(rank, n_in, n_hidden, n_out)
     params = float64_params(seed % 1000, (n_in, n_hidden, n_out))
     frames = (np.random.default_rng(seed).random((n_steps, batch, n_in)) < 0.6).astype(frame_dtype)
-    config = eggroll.Config(population=2 * pairs, rank=rank, sigma=0.5, seed=seed)
+    config = es_config(population=2 * pairs, rank=rank, sigma=0.5, seed=seed)
     return params, frames, config
 
 
@@ -392,7 +305,7 @@ def test_lowrank_forward_is_independent_of_member_chunking():
     Exact equality: the per-member arithmetic is the same, only grouped differently."""
     params = snn.init_params(4, (12, 8, 3), std=1.0)
     frames = (np.random.default_rng(4).random((5, 3, 12)) < 0.5).astype(np.float32)
-    config = eggroll.Config(population=10, rank=2, sigma=0.3, seed=9)
+    config = es_config(population=10, rank=2, sigma=0.3, seed=9)
     whole, hidden_whole = eggroll.perturbed_forward(params, frames, config, 2, count_hidden=True)
     for chunk in (2, 4, 6):
         with pytest.MonkeyPatch.context() as patch:
@@ -417,7 +330,7 @@ def test_antithetic_members_are_mirror_images():
     """
     params = float64_params(1, (6, 5, 3))
     frames = np.ones((3, 2, 6))
-    config = eggroll.Config(population=8, rank=2, sigma=0.2, seed=3)
+    config = es_config(population=8, rank=2, sigma=0.2, seed=3)
     _, recorded = record_simulation(lambda: eggroll.perturbed_forward(params, frames, config, 4))
     unperturbed = frames[0] @ params["W1"].T + params["b1"]
     for t in range(3):
@@ -444,24 +357,25 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
     the gradient is exactly 0 and Adam leaves the parameters exactly unchanged (m = v = 0, step 0).
     Exact equality. As a control, one differing member makes some gradient entry non-zero."""
     params = snn.init_params(2, (6, 4, 3))
-    config = eggroll.Config(population=6, rank=2, sigma=0.1, lr=0.1, seed=1)
+    config = es_config(population=6, rank=2, sigma=0.1, seed=1)
     counts = np.full((6, 5, 3), 2.0, dtype=np.float32)
     labels = np.array([0, 1, 2, 0, 1])
-    shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, 4))
+    shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0))
     assert np.array_equal(shaped, np.zeros(6))
     f = eggroll.pair_differences(shaped)
-    for grad in eggroll.estimate_gradient(f, params, config, 0).values():
+    grads = eggroll.gradient(f, params, config, 0)
+    for grad in grads.values():
         assert not grad.any()
-    new_params, state, _ = eggroll.evolve(params, eggroll.adam_init(params), counts, labels, 4, config, 0)
+    new_params, state = optim.ascend(params, grads, optim.init(params), optim.Adam(lr=0.1))
     for name in params:
         assert np.array_equal(new_params[name], params[name])
         assert new_params[name].dtype == params[name].dtype
     assert state["t"] == 1
 
     counts[3, 0] = [0.0, 4.0, 0.0]  # member 3 (pair 1's - side) now differs
-    f = eggroll.pair_differences(eggroll.centred_ranks(eggroll.fitness(counts, labels, 4)))
+    f = eggroll.pair_differences(eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0)))
     assert f[1] != 0 and f[0] == f[2] == 0
-    assert any(grad.any() for grad in eggroll.estimate_gradient(f, params, config, 0).values())
+    assert any(grad.any() for grad in eggroll.gradient(f, params, config, 0).values())
 
 
 def test_pair_differences_are_plus_minus_minus():
@@ -510,11 +424,14 @@ def test_centred_ranks_by_hand():
 # ---------------------------------------------------------------------------------------------
 # 7. Bad input is refused with a message naming the problem
 
+ADAM = optim.Adam(lr=0.01)
+
+
 def small_problem():
     params = snn.init_params(0, (6, 4, 3))
     frames = np.zeros((2, 5, 6), dtype=np.float32)
     labels = np.zeros(5, dtype=np.int64)
-    return params, eggroll.adam_init(params), frames, labels
+    return params, optim.init(params), frames, labels
 
 
 @pytest.mark.parametrize("frames_shape, labels_shape, message", [
@@ -530,7 +447,7 @@ def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message)
     params, state, _, _ = small_problem()
     with pytest.raises(ValueError, match=message):
         eggroll.generation_step(params, state, np.zeros(frames_shape, np.float32),
-                                np.zeros(labels_shape, np.int64), 0, eggroll.Config(population=4, rank=2))
+                                np.zeros(labels_shape, np.int64), 0, es_config(population=4, rank=2), ADAM)
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -549,16 +466,17 @@ def test_generation_step_rejects_bad_config(changes, message):
     """sigma <= 0 (or NaN), an odd or < 2 population, and a rank outside 1..min(m, n) of either weight
     raise ValueError naming the setting and the value given."""
     params, state, frames, labels = small_problem()
-    config = eggroll.Config(**{**dict(population=4, rank=2), **changes})
+    config = es_config(**{**dict(population=4, rank=2), **changes})
     with pytest.raises(ValueError, match=message):
-        eggroll.generation_step(params, state, frames, labels, 0, config)
+        eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)
 
 
 def test_rank_equal_to_the_smaller_side_is_accepted():
     """The largest legal rank, min(m, n) of the smallest weight (3 here), runs and returns finite
     parameters of unchanged shapes and dtypes; it must not be refused by an off-by-one."""
     params, state, frames, labels = small_problem()
-    new_params, _, stats_ = eggroll.generation_step(params, state, frames, labels, 0, eggroll.Config(population=4, rank=3))
+    new_params, _, stats_ = eggroll.generation_step(params, state, frames, labels, 0,
+                                                   es_config(population=4, rank=3), ADAM)
     for name in params:
         assert new_params[name].shape == params[name].shape and new_params[name].dtype == params[name].dtype
         assert np.isfinite(new_params[name]).all()
@@ -596,8 +514,8 @@ def test_eggroll_learns_a_synthetic_spiking_task():
     """
     rng = np.random.default_rng(0)
     params = snn.init_params(0, sizes=(24, 16, 4))
-    config = eggroll.Config(population=64, rank=2, sigma=0.3, lr=0.05, seed=1)
-    state = eggroll.adam_init(params)
+    config, adam = es_config(population=64, rank=2, sigma=0.3, seed=1), optim.Adam(lr=0.05)
+    state = optim.init(params)
     test_frames, test_labels = synthetic_task(np.random.default_rng(123), 400)
 
     def accuracy(p):
@@ -608,7 +526,7 @@ def test_eggroll_learns_a_synthetic_spiking_task():
     first_fitness = None
     for generation in range(80):
         frames, labels = synthetic_task(rng, 32)
-        params, state, stats_ = eggroll.generation_step(params, state, frames, labels, generation, config)
+        params, state, stats_ = eggroll.generation_step(params, state, frames, labels, generation, config, adam)
         first_fitness = stats_["mean_fitness"] if first_fitness is None else first_fitness
     assert accuracy(params) >= 0.85
     assert stats_["mean_fitness"] > first_fitness

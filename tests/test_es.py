@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from dataclasses import replace
+
 import baselines
 import eggroll
+import noise
+import optim
 import snn
-from test_eggroll import member_noise
+from test_eggroll import es_config, member_noise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -22,17 +26,17 @@ from test_eggroll import member_noise
 def full_rank_noise(config, generation, params):
     """The ES baseline's perturbation of every parameter for all pairs, every entry N(0, 1)."""
     pairs = np.arange(config.pairs)
-    noise = {}
+    drawn = {}
     for name, value in params.items():
         if name.startswith("W"):
-            noise[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np).astype(np.float64)
+            drawn[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np).astype(np.float64)
         else:
-            noise[name] = eggroll.bias_noise(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
-    return noise
+            drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0]).astype(np.float64)
+    return drawn
 
 
 ESTIMATORS = {
-    "eggroll": (member_noise, eggroll.estimate_gradient),
+    "eggroll": (member_noise, eggroll.gradient),
     "full_rank": (full_rank_noise, baselines.full_rank_gradient),
 }
 
@@ -96,7 +100,7 @@ LINEAR_CASES = [(2, 3), (3, 3), (1, 4)]  # (m, n); rank r = min(m, n)
 @pytest.mark.parametrize("m, n", LINEAR_CASES)
 def test_estimators_on_a_linear_objective(m, n):
     """F(theta) = <G, theta>, r = min(m, n), raw fitness differences, P = 64 pairs per generation,
-    N = 3000 generations of each estimator (eggroll.estimate_gradient, baselines.full_rank_gradient),
+    N = 3000 generations of each estimator (eggroll.gradient, baselines.full_rank_gradient),
     with different seeds so the two samples are independent. For one pair g = <G,E> E, so:
 
     1. Both are unbiased for G: the mean of the N estimates is within 5 SE of G entrywise,
@@ -121,7 +125,7 @@ def test_estimators_on_a_linear_objective(m, n):
 
     variances, standard_errors = {}, {}
     for kind, seed in (("eggroll", 1), ("full_rank", 2)):
-        config = eggroll.Config(population=2 * pairs, rank=rank, sigma=0.05, seed=seed)
+        config = es_config(population=2 * pairs, rank=rank, sigma=0.05, seed=seed)
         g = estimates(kind, objective, theta, config, N)["W1"]
         se_mean = g.std(axis=0, ddof=1) / math.sqrt(N)
         assert np.all(np.abs(g.mean(axis=0) - G) <= 5 * se_mean), kind
@@ -169,7 +173,7 @@ def test_estimators_agree_on_a_quadratic_objective():
 
     means, ses = {}, {}
     for kind, seed in (("eggroll", 3), ("full_rank", 4)):
-        config = eggroll.Config(population=2 * pairs, rank=3, sigma=0.1, seed=seed)
+        config = es_config(population=2 * pairs, rank=3, sigma=0.1, seed=seed)
         g = estimates(kind, objective, params, config, N)
         for name in params:
             means[kind, name] = g[name].mean(axis=0)
@@ -186,13 +190,13 @@ def test_lowrank_gradient_is_the_weighted_sum_of_materialised_perturbations():
     Tolerance 1e-5 relative to the largest entry: float32 products of <= 12 terms."""
     rng = np.random.default_rng(2)
     params = {"W1": np.zeros((4, 5), np.float32), "b1": np.zeros(4, np.float32)}
-    config = eggroll.Config(population=12, rank=3, sigma=0.2, seed=5)
+    config = es_config(population=12, rank=3, sigma=0.2, seed=5)
     f = rng.normal(size=6)
     for kind, (make_noise, estimate) in ESTIMATORS.items():
-        noise = make_noise(config, 9, params)
+        drawn = make_noise(config, 9, params)
         grads = estimate(f, params, config, 9)
         for name in params:
-            expected = np.tensordot(f, noise[name], axes=1) / (2 * config.pairs * config.sigma)
+            expected = np.tensordot(f, drawn[name], axes=1) / (2 * config.pairs * config.sigma)
             assert np.max(np.abs(grads[name] - expected)) <= 1e-5 * np.max(np.abs(expected)), (kind, name)
 
 
@@ -204,7 +208,7 @@ def es_problem(seed, dtype, sizes=(9, 7, 3), pairs=4, n_steps=5, batch=3):
     rng = np.random.default_rng(seed)
     frames = (rng.random((n_steps, batch, sizes[0])) < 0.5).astype(dtype)
     labels = rng.integers(0, sizes[2], batch)
-    config = eggroll.Config(population=2 * pairs, rank=2, sigma=0.3, lr=0.05, seed=seed)
+    config = baselines.ESConfig(population=2 * pairs, sigma=0.3, seed=seed, logit_scale=1.0)
     return params, frames, labels, config
 
 
@@ -218,9 +222,9 @@ def test_es_batched_equals_sequential(dtype, seed, generation):
     flips only if a potential lands that close to the threshold). Members do differ from each
     other, so the comparison is not trivially between equal rows."""
     params, frames, _, config = es_problem(seed, dtype)
-    batched, batched_hidden = baselines.es_forward(params, frames, config, generation, "batched", count_hidden=True)
-    sequential, sequential_hidden = baselines.es_forward(params, frames, config, generation, "sequential",
-                                                         count_hidden=True)
+    batched, batched_hidden = baselines.es_forward(params, frames, config, generation, count_hidden=True)
+    sequential, sequential_hidden = baselines.es_forward(params, frames, replace(config, mode="sequential"),
+                                                         generation, count_hidden=True)
     assert batched.shape == sequential.shape == (config.population, 3, 3)
     assert np.max(np.abs(batched - sequential)) == 0
     assert np.array_equal(batched_hidden, sequential_hidden)
@@ -229,7 +233,7 @@ def test_es_batched_equals_sequential(dtype, seed, generation):
 def test_es_members_differ():
     """Guard for the mode comparison: the 8 members of the fixed problem do not all spike alike."""
     params, frames, _, config = es_problem(0, np.float64)
-    counts, _ = baselines.es_forward(params, frames, config, 0, "batched")
+    counts, _ = baselines.es_forward(params, frames, config, 0)
     assert len({c.tobytes() for c in counts}) > 1
 
 
@@ -240,9 +244,10 @@ def test_es_generation_step_same_in_both_modes(dtype):
     params, frames, labels, config = es_problem(11, dtype)
     results = {}
     for mode in baselines.ES_MODES:
-        p, state = params, eggroll.adam_init(params)
+        p, state = params, optim.init(params)
         for generation in range(3):
-            p, state, stats = baselines.es_generation_step(p, state, frames, labels, generation, config, mode=mode)
+            p, state, stats = baselines.es_generation_step(p, state, frames, labels, generation,
+                                                           replace(config, mode=mode), optim.Adam(lr=0.05))
         results[mode] = (p, state, stats)
     (p_b, s_b, st_b), (p_s, s_s, st_s) = results["batched"], results["sequential"]
     for name in params:
@@ -257,22 +262,22 @@ def test_es_pair_noise_is_the_batched_draw():
     """pair_noise(p) = (E_p, delta_p) of full_rank_noise / bias noise, exactly what the batched and
     EGGROLL paths perturb by, in the params' dtype. Tolerance 1e-12 (float64 of size ~1)."""
     params, _, _, config = es_problem(5, np.float64)
-    noise = full_rank_noise(config, 6, params)
+    drawn = full_rank_noise(config, 6, params)
     for p in range(config.pairs):
         one = baselines.pair_noise(params, config, 6, p)
         for name in params:
             assert one[name].dtype == np.float64
-            assert np.max(np.abs(one[name] - noise[name][p])) <= 1e-12
+            assert np.max(np.abs(one[name] - drawn[name][p])) <= 1e-12
 
 
 def test_es_batched_is_independent_of_chunking(monkeypatch):
     """Batched ES gives the same counts with members simulated 2 at a time (snn.CHUNK_BYTES) as all
     at once; the pair slicing of the chunks must line up. Exact equality."""
     params, frames, _, config = es_problem(8, np.float32)
-    whole, _ = baselines.es_forward(params, frames, config, 1, "batched")
+    whole, _ = baselines.es_forward(params, frames, config, 1)
     monkeypatch.setattr(snn, "CHUNK_BYTES", 2 * 3 * 7 * 4)
     assert snn.members_per_chunk(config.population, 3, 7, np) == 2
-    chunked, _ = baselines.es_forward(params, frames, config, 1, "batched")
+    chunked, _ = baselines.es_forward(params, frames, config, 1)
     assert np.array_equal(chunked, whole)
 
 
@@ -283,21 +288,21 @@ def test_unknown_es_mode_is_refused():
     """A mode other than batched/sequential raises ValueError naming it and the choices."""
     params, frames, labels, config = es_problem(0, np.float32)
     with pytest.raises(ValueError, match=r"unknown ES mode 'parallel': use one of batched, sequential"):
-        baselines.es_forward(params, frames, config, 0, mode="parallel")
+        baselines.es_forward(params, frames, replace(config, mode="parallel"), 0)
     with pytest.raises(ValueError, match=r"unknown ES mode"):
-        baselines.es_generation_step(params, eggroll.adam_init(params), frames, labels, 0, config, mode="")
+        baselines.es_generation_step(params, optim.init(params), frames, labels, 0, replace(config, mode=""),
+                                     optim.Adam(lr=0.01))
 
 
-def test_es_checks_sigma_population_and_frames_but_not_rank():
-    """Full-rank ES refuses sigma <= 0, an odd population and mis-shaped frames like EGGROLL does,
-    but ignores the rank (it has no low-rank factors): rank 100 runs."""
+def test_es_checks_sigma_population_and_frames():
+    """Full-rank ES refuses sigma <= 0, an odd population and mis-shaped frames like EGGROLL does."""
     params, frames, labels, config = es_problem(0, np.float32)
-    state = eggroll.adam_init(params)
+    state = optim.init(params)
     with pytest.raises(ValueError, match="sigma must be > 0"):
-        baselines.es_forward(params, frames, eggroll.Config(population=8, sigma=0.0), 0)
+        baselines.es_forward(params, frames, replace(config, sigma=0.0), 0)
     with pytest.raises(ValueError, match="population must be an even number"):
-        baselines.es_forward(params, frames, eggroll.Config(population=7), 0)
+        baselines.es_forward(params, frames, replace(config, population=7), 0)
     with pytest.raises(ValueError, match=r"frames must have shape \(T, B, 9\)"):
-        baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config)
-    counts, _ = baselines.es_forward(params, frames, eggroll.Config(population=4, rank=100), 0)
+        baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config, optim.Adam(lr=0.01))
+    counts, _ = baselines.es_forward(params, frames, replace(config, population=4), 0)
     assert counts.shape == (4, 3, 3)

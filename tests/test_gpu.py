@@ -10,7 +10,6 @@ float32 runs are compared by the quantities training uses (fitness, gradient) wi
 tolerances.
 """
 import json
-import types
 
 import numpy as np
 import pytest
@@ -21,8 +20,11 @@ cupy = backend._usable_cupy()
 pytestmark = pytest.mark.skipif(cupy is None, reason="needs CuPy and a CUDA GPU")
 
 import baselines  # noqa: E402
+import config as run_config  # noqa: E402
 import data  # noqa: E402
 import eggroll  # noqa: E402
+import noise  # noqa: E402
+import optim  # noqa: E402
 import snn  # noqa: E402
 
 SIZES = (96, 16, 10)
@@ -57,16 +59,16 @@ def test_philox_bits_are_identical():
     blocks = np.arange(5000, dtype=np.uint32)[None, :]
     pairs = np.arange(7, dtype=np.uint32)[:, None]
     key = (0x1234567890ABCDEF, 0x12345678)
-    cpu = eggroll.philox4x32((blocks, pairs, 2, 99), key)
-    gpu = eggroll.philox4x32((cupy.asarray(blocks), cupy.asarray(pairs), 2, 99), key)
+    cpu = noise.philox4x32((blocks, pairs, 2, 99), key)
+    gpu = noise.philox4x32((cupy.asarray(blocks), cupy.asarray(pairs), 2, 99), key)
     for word_cpu, word_gpu in zip(cpu, gpu):
         np.testing.assert_array_equal(word_cpu, word_gpu.get())
 
 
 def test_normals_agree_to_float32_rounding():
     """Box-Muller on the same bits: equal up to the last bits of log, sqrt, sin and cos."""
-    cpu = eggroll.standard_normals(7, 3, np.arange(40), 0, 2312 * 4 + 64 * 4)
-    gpu = eggroll.standard_normals(7, 3, cupy.arange(40), 0, 2312 * 4 + 64 * 4, cupy)
+    cpu = noise.standard_normals(7, 3, np.arange(40), 0, 2312 * 4 + 64 * 4)
+    gpu = noise.standard_normals(7, 3, cupy.arange(40), 0, 2312 * 4 + 64 * 4, cupy)
     assert gpu.dtype == cpu.dtype == np.float32 and gpu.shape == cpu.shape
     np.testing.assert_allclose(gpu.get(), cpu, rtol=1e-5, atol=1e-5)
 
@@ -92,16 +94,16 @@ def test_fused_lif_step_equals_numpy_step(dtype):
 def test_forward_and_eggroll_generation_match_in_float64():
     """One EGGROLL generation on the GPU = on the CPU: spike counts, new params, Adam state."""
     params, frames, labels = problem(np.float64)
-    config = eggroll.Config(population=64, rank=2, sigma=0.1, lr=0.01, seed=5, logit_scale=5.0)
+    config, adam = eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0), optim.Adam(lr=0.01)
     counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 3)
     counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3)
     np.testing.assert_array_equal(counts_gpu.get(), counts_cpu)
     assert 0 < counts_cpu.mean() < 6  # neither silent nor saturated
-    state = eggroll.adam_init(params)
-    new_cpu, state_cpu, stats_cpu = eggroll.generation_step(params, state, frames, labels, 3, config)
+    state = optim.init(params)
+    new_cpu, state_cpu, stats_cpu = eggroll.generation_step(params, state, frames, labels, 3, config, adam)
     new_gpu, state_gpu, stats_gpu = eggroll.generation_step(
-        on_gpu(params), on_gpu(state), cupy.asarray(frames), cupy.asarray(labels), 3, config)
-    assert_same_update(new_gpu, new_cpu, params, config.lr)
+        on_gpu(params), on_gpu(state), cupy.asarray(frames), cupy.asarray(labels), 3, config, adam)
+    assert_same_update(new_gpu, new_cpu, params, adam.lr)
     for name in params:
         v_cpu = state_cpu["v"][name]  # (1 - b2) g^2: compared on its own scale, where g ~ 0 too
         np.testing.assert_allclose(state_gpu["v"][name].get(), v_cpu, rtol=1e-5, atol=1e-6 * v_cpu.max())
@@ -115,7 +117,7 @@ def test_reference_size_generation_agrees_in_float32():
     rng = np.random.default_rng(0)
     frames = (rng.random((10, 256, 2312)) < 0.082).astype(np.float32)
     labels = rng.integers(0, 10, 256)
-    config = eggroll.Config(population=512, rank=4, seed=1, logit_scale=5.0)
+    config = eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
     counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 0)
     counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 0)
     assert np.mean(counts_gpu.get() != counts_cpu) < 1e-3
@@ -123,8 +125,8 @@ def test_reference_size_generation_agrees_in_float32():
     fitness_gpu = eggroll.fitness(counts_gpu, cupy.asarray(labels), 10, 5.0).get()
     np.testing.assert_allclose(fitness_gpu, fitness_cpu, atol=0.02)
     f = eggroll.pair_differences(eggroll.centred_ranks(fitness_cpu))
-    grad_cpu = eggroll.estimate_gradient(f, params, config, 0)
-    grad_gpu = eggroll.estimate_gradient(cupy.asarray(f), on_gpu(params), config, 0)
+    grad_cpu = eggroll.gradient(f, params, config, 0)
+    grad_gpu = eggroll.gradient(cupy.asarray(f), on_gpu(params), config, 0)
     for name in params:
         np.testing.assert_allclose(grad_gpu[name].get(), grad_cpu[name], rtol=1e-3, atol=1e-4)
 
@@ -133,22 +135,22 @@ def test_reference_size_generation_agrees_in_float32():
 def test_full_rank_es_generation_matches_in_float64(mode):
     """Vanilla ES (both modes) gives the same update on both devices."""
     params, frames, labels = problem(np.float64, seed=2)
-    config = eggroll.Config(population=32, sigma=0.1, lr=0.01, seed=3, logit_scale=5.0)
-    state = eggroll.adam_init(params)
-    new_cpu, _, _ = baselines.es_generation_step(params, state, frames, labels, 1, config, mode=mode)
+    config = baselines.ESConfig(population=32, sigma=0.1, seed=3, logit_scale=5.0, mode=mode)
+    adam, state = optim.Adam(lr=0.01), optim.init(params)
+    new_cpu, _, _ = baselines.es_generation_step(params, state, frames, labels, 1, config, adam)
     new_gpu, _, _ = baselines.es_generation_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),
-                                                 cupy.asarray(labels), 1, config, mode=mode)
-    assert_same_update(new_gpu, new_cpu, params, config.lr)
+                                                 cupy.asarray(labels), 1, config, adam)
+    assert_same_update(new_gpu, new_cpu, params, adam.lr)
 
 
 def test_bptt_step_matches_in_float64():
     """The hand-written surrogate-gradient BPTT step gives the same loss and update on both."""
     params, frames, labels = problem(np.float64, seed=4)
-    config = eggroll.Config(lr=2e-3, logit_scale=10.0)
-    state = eggroll.adam_init(params)
-    new_cpu, _, stats_cpu = baselines.bptt_step(params, state, frames, labels, config, k=1.0)
+    config, adam = baselines.BPTTConfig(slope=1.0, logit_scale=10.0), optim.Adam(lr=2e-3)
+    state = optim.init(params)
+    new_cpu, _, stats_cpu = baselines.bptt_step(params, state, frames, labels, config, adam)
     new_gpu, _, stats_gpu = baselines.bptt_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),
-                                                cupy.asarray(labels), config, k=1.0)
+                                                cupy.asarray(labels), config, adam)
     assert stats_gpu == pytest.approx(stats_cpu, rel=1e-9)
     for name in params:
         np.testing.assert_allclose(new_gpu[name].get(), new_cpu[name], rtol=1e-9, atol=1e-12)
@@ -177,11 +179,9 @@ def test_train_on_gpu_writes_a_run_the_cpu_can_evaluate(tmp_path):
     import run
     from nmnist_files import write_dataset
     root = write_dataset(tmp_path / "NMNIST", n_train=20, n_test=3, n_events=300)
-    opts = types.SimpleNamespace(**{**run.TRAIN_DEFAULTS, "generations": 3, "population": 16, "batch_size": 16,
-                                    "eval_every": 1, "device": "gpu", "data_root": str(root),
-                                    "cache_dir": str(tmp_path / "cache"), "out": str(tmp_path / "run"),
-                                    "resume": False, "force": False})
-    final = run.train(opts, progress=False)
+    config = run_config.RunConfig(generations=3, population=16, batch_size=16, eval_every=1, device="gpu",
+                                  data_root=str(root), cache_dir=str(tmp_path / "cache"))
+    final = run.train(config, tmp_path / "run", progress=False)
     assert final["device"].startswith("gpu")
     assert json.loads((tmp_path / "run" / "final.json").read_text())["test_acc"] == final["test_acc"]
     scored = run.evaluate_run(tmp_path / "run", root, tmp_path / "cache", device="cpu")

@@ -1,5 +1,6 @@
 """The command line: a killed run resumes to the very same weights, bad requests fail cleanly,
 and `reproduce` writes its tables and figures and skips finished runs."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import config
 import run
+import run_folder
 from nmnist_files import write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,11 +121,11 @@ def test_force_replaces_a_run(tmp_path, dataset):
 
 
 def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, dataset, monkeypatch):
-    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
-                                                              eval_every=1),
-                                               "bptt": dict(generations=1, lr=1e-3)})
-    monkeypatch.setattr(run, "SEEDS", (1, 2))
-    monkeypatch.setattr(run, "RANKS", (1, 2))
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1),
+                                                  "bptt": dict(epochs=1, lr=1e-3)})
+    monkeypatch.setattr(config, "SEEDS", (1, 2))
+    monkeypatch.setattr(config, "RANKS", (1, 2))
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset]
     assert run.main(args) == 0
     report = tmp_path / "quick"
@@ -147,45 +150,13 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
 
 
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
-    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
-                                                              eval_every=1)})
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset,
             "--runs", "es,eggroll-r2", "--seeds", "2,3"]
     assert run.main(args) == 0
     assert sorted(p.parent.name for p in tmp_path.glob("quick/runs/*/final.json")) == \
         ["eggroll-r2-seed2", "eggroll-r2-seed3", "es-seed2", "es-seed3"]
-
-
-def test_preset_settings_go_from_common_to_method_to_run(monkeypatch):
-    monkeypatch.setitem(run.PRESETS, "quick", {"common": dict(generations=5, sigma=0.2),
-                                               "eggroll": dict(generations=7), "eggroll-r2": dict(generations=9),
-                                               "es": dict(sigma=0.1)})
-    settings = {(name, s["seed"]): s for name, s in run.reproduce_runs("quick")}
-    assert settings["eggroll-r1", 1]["generations"] == 7 and settings["eggroll-r2", 3]["generations"] == 9
-    assert settings["es", 2]["generations"] == 5 and settings["es", 2]["sigma"] == 0.1
-    assert settings["eggroll-r2", 1]["sigma"] == 0.2 and settings["eggroll-r2", 1]["rank"] == 2
-
-
-def test_report_names_the_device_of_every_run():
-    finals = lambda device: [({"device": device}, [])]
-    one = {"es": finals("cpu"), "eggroll-r4": finals("cpu")}
-    assert run.devices_line(one, ["es", "eggroll-r4"]) == "Device: cpu"
-    two = {"bptt": finals("cpu"), "es": finals("gpu"), "eggroll-r4": finals("gpu")}
-    assert run.devices_line(two, ["bptt", "es", "eggroll-r4"]) == "Devices: cpu for bptt; gpu for es, eggroll-r4"
-
-
-def test_speedup_is_only_against_vanilla_es_on_the_same_device(tmp_path, monkeypatch):
-    monkeypatch.setattr(run, "plot_figures", lambda *args: None)
-    for name, device, seconds in [("es", "gpu", 0.3), ("eggroll-r1", "gpu", 0.1), ("eggroll-r4", "cpu", 0.2)]:
-        out = tmp_path / "best" / "runs" / f"{name}-seed1"
-        out.mkdir(parents=True)
-        final = {"test_acc": 0.9, "median_seconds_per_generation": seconds, "spikes_per_sample": 100.0,
-                 "device": device, "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1}
-        (out / "final.json").write_text(json.dumps(final))
-        (out / "metrics.jsonl").write_text(json.dumps({"val_acc": 0.8, "wall_seconds": 1.0}) + "\n")
-    run.write_report(tmp_path / "best", "best")
-    rows = {line.split(" | ")[0]: line.split(" | ") for line in (tmp_path / "best" / "table.md").read_text().splitlines()}
-    assert rows["| eggroll-r1"][3] == "3.00×" and rows["| eggroll-r4"][3] == "–" and rows["| es"][3] == "1.00×"
 
 
 def test_report_only_trains_nothing(tmp_path, dataset):
@@ -216,14 +187,6 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert code == 2 and "holds no trained run" in err
 
 
-def test_cosine_learning_rate_falls_from_lr_to_zero():
-    opts = run.argparse.Namespace(lr=0.03, lr_schedule="cosine")
-    rates = [run.learning_rate(opts, step, 100) for step in range(101)]
-    assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
-    assert all(a >= b for a, b in zip(rates, rates[1:]))
-    assert run.learning_rate(run.argparse.Namespace(lr=0.03, lr_schedule="constant"), 70, 100) == 0.03
-
-
 def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tmp_path, dataset, capsys):
     """A kill during the metrics append leaves half a line: --resume drops it. A finished run whose
     checkpoint is gone cannot be resumed: --resume refuses instead of retraining over it."""
@@ -242,20 +205,50 @@ def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tm
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
-def test_bench_measures_every_method_at_a_small_size(monkeypatch):
-    """bench_method runs each method's generation and reports positive seconds and memory; the
-    noise memory of EGGROLL relative to ES follows r (m + n) / (m n) of the dominant layer."""
-    monkeypatch.setitem(run.REFERENCE, "pairs", 4)
-    monkeypatch.setitem(run.REFERENCE, "batch", 8)
-    monkeypatch.setitem(run.REFERENCE, "time_bins", 3)
-    for method, rank in run.BENCH_METHODS:
-        result = run.bench_method(method, rank, "cpu", repeats=1)
-        assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0, method
-        if method == "eggroll":
-            assert result["forward_seconds"] > 0 and result["population_product_seconds"] > 0
-    n, h, _ = run.snn.SIZES
-    for rank in run.RANKS:
-        ratio = run.noise_bytes("eggroll", rank) / run.noise_bytes("es-batched", None)
-        assert abs(ratio / (rank * (n + h) / (n * h)) - 1) < 0.1  # biases and layer 2 add a few %
-    assert run.flops_per_generation("eggroll", 1) < run.flops_per_generation("eggroll", 8) \
-        < run.flops_per_generation("es-batched", None)
+def test_each_length_option_belongs_to_its_methods(tmp_path, dataset, capsys):
+    """BPTT's length is --epochs and the ES methods' --generations: the other one is refused with
+    one line naming the right option, before anything is written."""
+    out = tmp_path / "run"
+    cases = [(["--method", "bptt", "--generations", "3"], "BPTT's length is --epochs"),
+             (["--method", "es", "--epochs", "3"], "es's length is --generations"),
+             (["--epochs", "3"], "eggroll's length is --generations")]
+    for extra, message in cases:
+        code, err = run_main(["train", "--out", str(out), *SMALL, *dataset, *extra], capsys)
+        assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
+    assert not out.exists()
+
+
+def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_counts_as_finished(
+        tmp_path, dataset, capsys):
+    """config.json as earlier versions wrote it: every setting, BPTT's epochs under "generations".
+    Such a run is the same run as --epochs N: finished for reproduce, resumable, and a different
+    --epochs is reported as other settings."""
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), "--method", "bptt", "--epochs", "1", "--batch-size", "50", "--quiet",
+            *dataset]
+    assert run.main(args) == 0
+    stored = json.loads((out / "config.json").read_text())
+    assert "generations" not in stored and stored["epochs"] == 1
+    stored["generations"] = stored.pop("epochs")
+    stored.update(rank=4, es_mode="batched", population=512, sigma=0.1, eval_every=10)
+    (out / "config.json").write_text(json.dumps(stored))
+    wanted = config.RunConfig(method="bptt", epochs=1, batch_size=50)
+    assert run_folder.is_finished(out, wanted)
+    assert not run_folder.is_finished(out, config.RunConfig(method="bptt", epochs=2, batch_size=50))
+    (out / "final.json").unlink()
+    assert run.main(args + ["--resume"]) == 0
+    code, err = run_main(["train", "--out", str(out), "--method", "bptt", "--epochs", "2", "--batch-size", "50",
+                          "--resume", *dataset], capsys)
+    assert code == 2 and "other settings (epochs)" in err
+
+
+def test_every_setting_is_an_option_with_its_default_in_the_help(capsys):
+    """The train options are made from RunConfig: one option per field, its help naming the
+    field's default, and no default printed twice."""
+    with pytest.raises(SystemExit):
+        run.main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for spec in dataclasses.fields(config.RunConfig):
+        assert config.option(spec.name) in text, spec.name
+        assert f"default: {spec.default})" in text, spec.name
+    assert "(default: None) (default" not in text

@@ -1,0 +1,243 @@
+"""The benchmark: seconds, FLOPs, efficiency and memory per generation of every method at the
+reference size, and optionally the data pipeline's speed.
+
+    python run.py bench --json bench.json            # or: python bench.py --json bench.json
+
+Each method is timed in a fresh process (its peak RSS is its own), as the median of a few
+generations after a warm-up, on the same random frames at N-MNIST's input density.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy
+
+import baselines
+import data
+import eggroll
+import optim
+import snn
+from backend import DEVICES, array_module, device_name
+from config import RANKS
+
+REFERENCE = dict(pairs=256, batch=256, time_bins=10)
+INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active per frame, measured on the real recordings
+BENCH_METHODS = [("es-batched", None), ("es-sequential", None)] + [("eggroll", r) for r in RANKS] + \
+                [("inference", None), ("bptt", None)]
+
+
+def bench_inputs(xp, seed=0):
+    """Reference-size parameters, binary frames at N-MNIST's input density, and labels."""
+    rng = numpy.random.default_rng(seed)
+    shape = (REFERENCE["time_bins"], REFERENCE["batch"], snn.SIZES[0])
+    frames = xp.asarray(rng.random(shape) < INPUT_DENSITY, dtype=xp.float32)
+    labels = xp.asarray(rng.integers(0, snn.SIZES[-1], REFERENCE["batch"]))
+    return snn.init_params(seed, xp=xp), frames, labels
+
+
+def flops_per_generation(method, rank):
+    """Multiply-adds x 2 of the matrix products of one generation (or one BPTT step)."""
+    n, h, o = snn.SIZES
+    p, rows = REFERENCE["pairs"], REFERENCE["time_bins"] * REFERENCE["batch"]
+    members = 2 * p
+    base, layer2 = 2 * rows * n * h, 2 * members * rows * h * o
+    if method == "eggroll":
+        forward = base + 2 * rows * n * p * rank + 2 * p * rows * (rank + 1) * h \
+            + layer2 + members * rows * (2 * h * rank + 2 * (rank + 1) * o)
+        return forward + 2 * p * rank * (h * n + o * h)
+    if method == "es-batched":
+        return base + 2 * rows * n * p * h + layer2 + 2 * p * (h * n + o * h)
+    if method == "es-sequential":
+        return members * (base + 2 * rows * h * o) + 2 * p * (h * n + o * h)
+    if method == "inference":
+        return base + layer2
+    return 3 * (base + 2 * rows * h * o)  # bptt: forward plus a backward of about twice its cost
+
+
+def noise_bytes(method, rank):
+    """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES).
+
+    Both ES modes regenerate every E_p at once for the update, Eq. (10), so they peak alike.
+    """
+    n, h, o = snn.SIZES
+    p = REFERENCE["pairs"]
+    if method == "eggroll":
+        return 4 * p * (rank * (h + n) + h + rank * (o + h) + o)
+    if method.startswith("es-"):
+        return 4 * p * (h * n + h + o * h + o)
+    return 0
+
+
+def time_calls(function, repeats, xp):
+    """Median seconds of `repeats` calls after one warm-up call."""
+    synchronize = xp.cuda.Stream.null.synchronize if xp is not numpy else (lambda: None)
+    function()
+    synchronize()
+    seconds = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        function()
+        synchronize()
+        seconds.append(time.perf_counter() - began)
+    return statistics.median(seconds)
+
+
+def bench_method(method, rank, device, repeats):
+    """Seconds per generation of one method, in a fresh process so that its peak RSS is its own."""
+    import resource
+    xp = array_module(device)
+    params, frames, labels = bench_inputs(xp)
+    population = 2 * REFERENCE["pairs"]
+    egg = eggroll.Config(population, rank or 1, sigma=0.1, seed=0, logit_scale=1.0)
+    es = {mode: baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0, mode=mode)
+          for mode in baselines.ES_MODES}
+    adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
+    calls = {
+        "eggroll": lambda: eggroll.generation_step(params, state, frames, labels, 0, egg, adam, lif),
+        "es-batched": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es["batched"], adam, lif),
+        "es-sequential": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es["sequential"],
+                                                              adam, lif),
+        "inference": lambda: snn.forward(params, frames, lif, n_members=population),
+        "bptt": lambda: baselines.bptt_step(params, state, frames, labels,
+                                            baselines.BPTTConfig(baselines.SLOPE, logit_scale=1.0), adam, lif),
+    }
+    result = {"seconds": time_calls(calls[method], repeats, xp)}
+    if method == "eggroll":
+        result["forward_seconds"] = time_calls(
+            lambda: eggroll.perturbed_forward(params, frames, egg, 0, lif), repeats, xp)
+        factors = xp.ones((egg.pairs * rank, snn.SIZES[0]), dtype=xp.float32)
+        x = frames.reshape(-1, snn.SIZES[0])
+        result["population_product_seconds"] = time_calls(lambda: x @ factors.T, repeats, xp)
+    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return result
+
+
+def gemm_speeds(xp, repeats=5):
+    """float32 GFLOP/s of a 2048^3 product and of the population products of the bench."""
+    rows, n, h = REFERENCE["time_bins"] * REFERENCE["batch"], snn.SIZES[0], snn.SIZES[1]
+    shapes = [(2048, 2048, 2048)] + [(rows, n, REFERENCE["pairs"] * k) for k in (1, 4, 8, h)]
+    speeds = {}
+    for m, k, n_cols in shapes:
+        left = xp.ones((m, k), dtype=xp.float32)
+        right = xp.ones((n_cols, k), dtype=xp.float32)
+        speeds[f"{m}x{k}x{n_cols}"] = 2 * m * k * n_cols / time_calls(lambda: left @ right.T, repeats, xp) / 1e9
+    return speeds
+
+
+def machine_description(xp):
+    import platform
+    cores = os.cpu_count()
+    return f"{device_name(xp)}, {cores} cores, {platform.system()} {platform.release()}, numpy {numpy.__version__}"
+
+
+def bench(opts):
+    """Print the benchmark table and write it as JSON (--json)."""
+    import multiprocessing
+    xp = array_module(opts.device)
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    with context.Pool(1, maxtasksperchild=1) as pool:
+        for method, rank in BENCH_METHODS:
+            repeats = opts.repeats if method != "es-sequential" else max(5, opts.repeats // 2)
+            results[(method, rank)] = pool.apply(bench_method, (method, rank, opts.device, repeats))
+            print(f"  measured {method}{'' if rank is None else f' r={rank}'}: "
+                  f"{results[(method, rank)]['seconds']:.3f} s", file=sys.stderr)
+    speeds = gemm_speeds(xp)
+    peak = max(speeds.values())
+    es_batched = results[("es-batched", None)]["seconds"]
+    es_sequential = results[("es-sequential", None)]["seconds"]
+    epoch_batches = 54000 / REFERENCE["batch"]
+    rows = []
+    for (method, rank), result in results.items():
+        seconds = result["seconds"] * (epoch_batches if method == "bptt" else 1)
+        gflop = flops_per_generation(method, rank) / 1e9 * (epoch_batches if method == "bptt" else 1)
+        row = {"method": method, "rank": rank, "seconds_per_generation": seconds,
+               "gflop_per_generation": gflop, "achieved_gflops": gflop / seconds,
+               "efficiency": gflop / seconds / peak, "noise_bytes": noise_bytes(method, rank),
+               "peak_rss_bytes": result["peak_rss_bytes"],
+               "speedup_vs_es_batched": es_batched / seconds if method != "bptt" else None,
+               "speedup_vs_es_sequential": es_sequential / seconds if method != "bptt" else None}
+        if method == "eggroll":
+            population_gflop = 2 * REFERENCE["time_bins"] * REFERENCE["batch"] * snn.SIZES[0] * REFERENCE["pairs"] * rank / 1e9
+            row["forward_seconds"] = result["forward_seconds"]
+            row["population_product_efficiency"] = population_gflop / result["population_product_seconds"] / peak
+        if method == "bptt":
+            row["note"] = f"seconds per 54,000-sample epoch, extrapolated from steps of {REFERENCE['batch']}"
+        rows.append(row)
+    inference = results[("inference", None)]["seconds"]
+    summary = {"machine": machine_description(xp), "gemm_peak_gflops": peak, "gemm_gflops": speeds,
+               "reference": REFERENCE,
+               "input_density": INPUT_DENSITY, "rows": rows,
+               "eggroll_r4_vs_inference": {"generation": inference / results[("eggroll", 4)]["seconds"],
+                                           "forward": inference / results[("eggroll", 4)]["forward_seconds"]}}
+    if opts.data_root:
+        summary["data"] = data_pipeline(opts.data_root, opts.cache_dir)
+    print(format_bench(summary))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def format_bench(summary):
+    """The bench as a Markdown table."""
+    speeds = ", ".join(f"{shape}: {gflops:.0f}" for shape, gflops in summary["gemm_gflops"].items())
+    lines = [f"Machine: {summary['machine']}; float32 GEMM peak {summary['gemm_peak_gflops']:.1f} GFLOP/s "
+             f"(best of m x k x n products, GFLOP/s: {speeds})",
+             f"Reference: 2312-64-10, {2 * REFERENCE['pairs']} members, B = {REFERENCE['batch']}, "
+             f"T = {REFERENCE['time_bins']}, input density {INPUT_DENSITY}", "",
+             "| method | rank | s / generation | GFLOP / gen | GFLOP/s | efficiency | noise MB | peak RSS MB "
+             "| × vs ES batched | × vs ES sequential |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        speedups = [f"{row[k]:.2f}" if row[k] else "–" for k in ("speedup_vs_es_batched", "speedup_vs_es_sequential")]
+        lines.append(f"| {row['method']}{' (epoch of 54,000)' if row['method'] == 'bptt' else ''} | {row['rank'] or '–'} | "
+                     f"{row['seconds_per_generation']:.3f} | {row['gflop_per_generation']:.1f} | "
+                     f"{row['achieved_gflops']:.1f} | {100 * row['efficiency']:.0f} % | "
+                     f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} | {' | '.join(speedups)} |")
+    ratio = summary["eggroll_r4_vs_inference"]
+    r4 = next(r for r in summary["rows"] if r["method"] == "eggroll" and r["rank"] == 4)
+    es = next(r for r in summary["rows"] if r["method"] == "es-batched")
+    lines += ["", f"EGGROLL r=4 throughput / inference throughput: {100 * ratio['generation']:.0f} % "
+              f"(whole generation), {100 * ratio['forward']:.0f} % (forward only)",
+              f"Population product x [B_1 ... B_P] (r=4) at {100 * r4['population_product_efficiency']:.0f} % "
+              f"of the GEMM peak",
+              f"EGGROLL r=4 noise memory / ES noise memory: 1/{es['noise_bytes'] / r4['noise_bytes']:.1f}"]
+    if "data" in summary:
+        d = summary["data"]
+        lines.append(f"Data: frame cache of {d['n_train'] + d['n_val'] + d['n_test']:,} recordings built in "
+                     f"{d['cache_build_s']:.1f} s, loaded in {d['cache_load_s']:.2f} s; minibatches of "
+                     f"{d['batch_size']} at {d['batches_samples_per_s']:,.0f} samples/s")
+    return "\n".join(lines)
+
+
+def data_pipeline(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
+    """Seconds to build (always rebuilt) and load the frame cache, and minibatch samples/s on one epoch."""
+    t0 = time.perf_counter()
+    data.load_nmnist(root, n_time_bins, cache_dir, rebuild=True)
+    t1 = time.perf_counter()
+    splits = data.load_nmnist(root, n_time_bins, cache_dir, progress=False)
+    t2 = time.perf_counter()
+    n = sum(len(y) for _, y in data.batches(splits.train, batch_size))
+    t3 = time.perf_counter()
+    return {"n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
+            "n_time_bins": n_time_bins, "cache_build_s": t1 - t0, "cache_load_s": t2 - t1,
+            "batch_size": batch_size, "batches_samples_per_s": n / (t3 - t2)}
+
+
+def add_options(parser):
+    parser.add_argument("--device", choices=DEVICES, default="cpu", help="as in train")
+    parser.add_argument("--repeats", type=int, default=5, help="timed generations per method, after a warm-up")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
+                                            "this N-MNIST copy, and serving its minibatches")
+    parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_options(parser)
+    bench(parser.parse_args())

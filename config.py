@@ -1,0 +1,163 @@
+"""Every setting of a training run, each stated once with its default and help text, and the
+reproduce presets built from them.
+
+`RunConfig` is the one source: run.py makes the `train` options from its fields, a run folder
+stores its result-defining fields as config.json, and the method configurations (eggroll.Config,
+baselines.ESConfig, baselines.BPTTConfig, optim.Adam) are made from it. A field names the
+methods it applies to; the others ignore it, and the command line refuses it for them.
+"""
+from dataclasses import dataclass, field, fields, replace
+
+import backend
+import baselines
+import eggroll
+import optim
+import snn
+
+METHODS = ("eggroll", "es", "bptt")
+ES_METHODS = ("eggroll", "es")
+
+
+def setting(default, help, methods=METHODS, choices=None, result=True, check=None):
+    """A RunConfig field. result=False: a setting that says where or how a run happens, not what it
+    computes (not stored in config.json). check = (predicate, requirement, valid example)."""
+    return field(default=default, metadata=dict(help=help, methods=methods, choices=choices,
+                                                result=result, check=check))
+
+
+AT_LEAST_1 = (lambda v: v >= 1, "must be >= 1", "10")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    method: str = setting("eggroll", "eggroll (low-rank ES), es (vanilla full-rank OpenAI-ES) or bptt "
+                                     "(surrogate gradients)", choices=METHODS)
+    rank: int = setting(4, "EGGROLL rank r of each perturbation A B^T", methods=("eggroll",))
+    es_mode: str = setting("batched", "how vanilla ES evaluates its population: all members at once, or one "
+                                      "at a time", methods=("es",), choices=baselines.ES_MODES)
+    seed: int = setting(1, "seed of the initial weights, the noise and the minibatches",
+                        check=(lambda v: 0 <= v < 2 ** 63, "must lie in 0..2^63-1", "1"))
+    generations: int = setting(100, "ES generations, one minibatch each", ES_METHODS, check=AT_LEAST_1)
+    epochs: int = setting(5, "BPTT epochs over the training split", ("bptt",), check=AT_LEAST_1)
+    population: int = setting(512, "ES population 2P (P antithetic pairs)", ES_METHODS)
+    batch_size: int = setting(256, "samples per minibatch", check=AT_LEAST_1)
+    sigma: float = setting(0.1, "ES noise scale sigma", ES_METHODS)
+    lr: float = setting(0.01, "Adam learning rate", check=(lambda v: v > 0, "must be > 0", "0.01"))
+    lr_schedule: str = setting("constant", "constant, or cosine: lr * (1 + cos(pi * step / steps)) / 2, "
+                                           "decaying to 0 at the end", choices=optim.SCHEDULES)
+    logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout")
+    weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay")
+    init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start")
+    beta: float = setting(snn.LIF.beta, "LIF membrane decay beta")
+    threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th")
+    time_bins: int = setting(10, "T, frames per recording", check=AT_LEAST_1)
+    slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",))
+    max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
+                                "-N..N pixels", check=(lambda v: 0 <= v <= 33, "must lie in 0..33", "1"))
+    eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
+                                  "epoch)", ES_METHODS, check=AT_LEAST_1)
+    device: str = setting("cpu", "cpu (NumPy), gpu (CuPy) or auto (a GPU when one is usable)",
+                          choices=backend.DEVICES, result=False)
+    data_root: str = setting(None, "folder holding N-MNIST (default: $NMNIST_ROOT, else "
+                                   "~/.cache/eggroll-snn/nmnist)", result=False)
+    cache_dir: str = setting(None, "folder for the frame cache (default: $EGGROLL_CACHE, else "
+                                   "~/.cache/eggroll-snn/frames)", result=False)
+    download: bool = setting(False, "let tonic download N-MNIST (about 1.4 GB extracted) if it is absent",
+                             result=False)
+
+    # --- the method configurations made from it ---
+
+    def eggroll(self):
+        return eggroll.Config(self.population, self.rank, self.sigma, self.seed, self.logit_scale)
+
+    def es(self):
+        return baselines.ESConfig(self.population, self.sigma, self.seed, self.logit_scale, self.es_mode)
+
+    def bptt(self):
+        return baselines.BPTTConfig(self.slope, self.logit_scale)
+
+    def adam(self, step, total_steps):
+        """Adam's settings for update `step` of `total_steps`, its learning rate scheduled."""
+        return optim.Adam(optim.scheduled_lr(self.lr, self.lr_schedule, step, total_steps), self.weight_decay)
+
+    def lif(self):
+        return snn.LIF(self.beta, self.threshold)
+
+    @property
+    def name(self):
+        """eggroll-r4, es or bptt: the method as the report names it."""
+        return f"eggroll-r{self.rank}" if self.method == "eggroll" else self.method
+
+
+def option(name):
+    return "--" + name.replace("_", "-")
+
+
+def applies(spec, method):
+    return method in spec.metadata["methods"]
+
+
+def check(config):
+    """ValueError naming the option, the requirement and a valid value, for the first bad setting."""
+    for spec in fields(RunConfig):
+        rule = spec.metadata["check"]
+        value = getattr(config, spec.name)
+        if rule and applies(spec, config.method) and not rule[0](value):
+            raise ValueError(f"{option(spec.name)} {rule[1]}, got {value}: use e.g. {option(spec.name)} {rule[2]}")
+
+
+def stored(config):
+    """What defines a run's result: the fields config.json holds, those its method uses."""
+    return {spec.name: getattr(config, spec.name) for spec in fields(RunConfig)
+            if spec.metadata["result"] and applies(spec, config.method)}
+
+
+def from_stored(values):
+    """The RunConfig of a config.json. Settings it lacks (added after the run) take their default;
+    a BPTT run stored before `epochs` existed gave its epochs as `generations`."""
+    values = dict(values)
+    if values.get("method") == "bptt" and "epochs" not in values and "generations" in values:
+        values["epochs"] = values.pop("generations")
+    known = {spec.name for spec in fields(RunConfig) if spec.metadata["result"]}
+    config = RunConfig(**{k: v for k, v in values.items() if k in known})
+    return replace(config, **{spec.name: spec.default for spec in fields(RunConfig)
+                              if not applies(spec, config.method)})
+
+
+# ---------------------------------------------------------------------------------------------
+# The reproduce presets: which runs, with which settings
+
+RANKS = (1, 2, 4, 8)
+SEEDS = (1, 2, 3)
+PRESETS = {
+    # The paper's protocol: 100 generations of each ES at the reference size, with the paper's
+    # softmax-of-rates readout. BPTT: 5 epochs; slope 1 and logit scale 10 (see README, Accuracy).
+    "paper": {"common": dict(generations=100, population=512, batch_size=256, eval_every=10),
+              "bptt": dict(epochs=5, lr=2e-3, lr_schedule="cosine", logit_scale=10.0, slope=1.0)},
+    # The recipe of README's Accuracy section. Each EGGROLL rank gets the generations that took
+    # 20-30 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
+    "best": {"common": dict(population=512, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine",
+                            logit_scale=5.0),
+             "eggroll": dict(sigma=0.2),
+             "eggroll-r1": dict(generations=6000), "eggroll-r2": dict(generations=5000),
+             "eggroll-r4": dict(generations=4000), "eggroll-r8": dict(generations=3000),
+             "es": dict(generations=800, sigma=0.1),
+             "bptt": dict(epochs=60, lr=2e-2, lr_schedule="cosine", logit_scale=10.0, slope=1.0,
+                          weight_decay=0.1, max_shift=1)},
+    # The same grid, small enough for 2 CPU cores in under 10 minutes.
+    "quick": {"common": dict(generations=100, population=128, batch_size=128, eval_every=10),
+              "bptt": dict(epochs=1, lr=2e-3, logit_scale=10.0, slope=1.0)},
+}
+
+
+def preset_runs(preset):
+    """The RunConfig of every run of a preset: BPTT, vanilla ES and EGGROLL at each rank, per seed.
+    A preset's settings go from general to specific: "common", then the method's, then the run's."""
+    runs = []
+    for seed in SEEDS:
+        for method, rank in [("bptt", None), ("es", None)] + [("eggroll", r) for r in RANKS]:
+            config = RunConfig(method=method, seed=seed, rank=rank or RunConfig.rank)
+            settings = {**PRESETS[preset]["common"], **PRESETS[preset].get(method, {}),
+                        **PRESETS[preset].get(config.name, {})}
+            runs.append(replace(config, **settings))
+    return runs

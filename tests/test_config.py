@@ -1,0 +1,71 @@
+"""config.py: one RunConfig makes the method configurations and the stored config.json, stored
+runs of earlier versions read as the same runs, and the presets go from general to specific."""
+import pytest
+
+import config
+
+
+def test_method_configurations_carry_the_run_settings():
+    run = config.RunConfig(population=64, rank=2, sigma=0.3, seed=7, logit_scale=5.0, lr=0.02,
+                           weight_decay=0.1, lr_schedule="cosine", es_mode="sequential", slope=1.0)
+    egg = run.eggroll()
+    assert (egg.population, egg.rank, egg.sigma, egg.seed, egg.logit_scale) == (64, 2, 0.3, 7, 5.0)
+    es = run.es()
+    assert (es.population, es.sigma, es.seed, es.logit_scale, es.mode) == (64, 0.3, 7, 5.0, "sequential")
+    assert (run.bptt().slope, run.bptt().logit_scale) == (1.0, 5.0)
+    assert run.adam(0, 10).lr == 0.02 and run.adam(5, 10).lr == pytest.approx(0.01)
+    assert run.adam(0, 10).weight_decay == 0.1
+
+
+def test_stored_holds_only_what_the_method_uses():
+    assert "rank" in config.stored(config.RunConfig(method="eggroll"))
+    es = config.stored(config.RunConfig(method="es"))
+    assert "rank" not in es and "es_mode" in es and "epochs" not in es and "slope" not in es
+    bptt = config.stored(config.RunConfig(method="bptt"))
+    assert {"epochs", "slope"} <= set(bptt) and not {"generations", "population", "sigma", "eval_every"} & set(bptt)
+    assert not {"device", "data_root", "cache_dir", "download"} & set(es)
+
+
+def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
+    """Earlier versions stored every setting, BPTT's epochs as "generations", and lacked settings
+    added since (max_shift): the stored run equals the run of today's options."""
+    old_bptt = dict(method="bptt", rank=4, es_mode="batched", seed=2, generations=60, population=512,
+                    batch_size=256, sigma=0.1, lr=0.02, lr_schedule="cosine", logit_scale=10.0,
+                    weight_decay=0.1, init_std=0.3, beta=0.9, threshold=1.0, time_bins=10, slope=1.0,
+                    eval_every=100)
+    today = config.RunConfig(method="bptt", seed=2, epochs=60, lr=0.02, lr_schedule="cosine", logit_scale=10.0,
+                             weight_decay=0.1, slope=1.0)
+    assert config.stored(config.from_stored(old_bptt)) == config.stored(today)
+    old_es = {**old_bptt, "method": "es", "generations": 800, "slope": 25.0}
+    assert config.stored(config.from_stored(old_es)) == config.stored(
+        config.RunConfig(method="es", seed=2, generations=800, lr=0.02, lr_schedule="cosine", logit_scale=10.0,
+                         weight_decay=0.1, eval_every=100))
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(seed=-1), "--seed must lie in 0..2^63-1, got -1: use e.g. --seed 1"),
+    (dict(max_shift=34), "--max-shift must lie in 0..33, got 34"),
+    (dict(lr=0.0), "--lr must be > 0, got 0.0"),
+    (dict(generations=0), "--generations must be >= 1, got 0"),
+    (dict(method="bptt", epochs=0), "--epochs must be >= 1, got 0"),
+])
+def test_check_names_the_option_the_rule_and_an_example(changes, message):
+    with pytest.raises(ValueError) as error:
+        config.check(config.RunConfig(**changes))
+    assert message in str(error.value)
+
+
+def test_check_ignores_settings_the_method_does_not_use():
+    config.check(config.RunConfig(method="bptt", generations=0))
+    config.check(config.RunConfig(method="eggroll", epochs=0))
+
+
+def test_preset_settings_go_from_common_to_method_to_run(monkeypatch):
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=5, sigma=0.2),
+                                                  "eggroll": dict(generations=7), "eggroll-r2": dict(generations=9),
+                                                  "es": dict(sigma=0.1)})
+    runs = {(c.name, c.seed): c for c in config.preset_runs("quick")}
+    assert runs["eggroll-r1", 1].generations == 7 and runs["eggroll-r2", 3].generations == 9
+    assert runs["es", 2].generations == 5 and runs["es", 2].sigma == 0.1
+    assert runs["eggroll-r2", 1].sigma == 0.2 and runs["eggroll-r2", 1].rank == 2
+    assert len(runs) == len(config.SEEDS) * (2 + len(config.RANKS))
