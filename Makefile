@@ -3,6 +3,9 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+# REAL_ROOT=path/to/nmnist: the reproduce targets also score every run on that N-MNIST copy (--real-root).
+REAL_ROOT ?=
+REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
 .PHONY: install test reproduce reproduce-quick reproduce-best bench
 
@@ -18,13 +21,13 @@ test: install
 	$(PY) -m pytest -q
 
 reproduce: install
-	$(PY) run.py reproduce --config paper --download
+	$(PY) run.py reproduce --config paper --download $(REAL_ROOT_OPTION)
 
 reproduce-quick: install
-	$(PY) run.py reproduce --config quick --download
+	$(PY) run.py reproduce --config quick --download $(REAL_ROOT_OPTION)
 
 reproduce-best: install
-	$(PY) run.py reproduce --config best --download
+	$(PY) run.py reproduce --config best --download $(REAL_ROOT_OPTION)
 
 bench: install
 	$(PY) run.py bench --json bench.json

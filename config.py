@@ -25,37 +25,55 @@ def setting(default, help, methods=METHODS, choices=None, result=True, check=Non
                                                 result=result, check=check))
 
 
-AT_LEAST_1 = (lambda v: v >= 1, "must be >= 1", "10")
+def at_least(low, example):
+    return (lambda v: v >= low, f"must be >= {low}", example)
+
+
+def between(low, high, example, open_low=False):
+    """Finite values in [low, high], or (low, high] with open_low (NaN and inf are outside).
+
+    The ranges below are what can make sense for this network, whose weights start at
+    N(0, 0.3^2): a sigma, init_std or learning rate far beyond 1 only turns it into noise."""
+    inside = (lambda v: low < v <= high) if open_low else (lambda v: low <= v <= high)
+    span = f"{low}..{high}" if isinstance(low, int) and isinstance(high, int) and not open_low else \
+        f"{'(' if open_low else '['}{low}, {high}]"
+    return (inside, f"must lie in {span}", example)
 
 
 @dataclass(frozen=True)
 class RunConfig:
     method: str = setting("eggroll", "eggroll (low-rank ES), es (vanilla full-rank OpenAI-ES) or bptt "
                                      "(surrogate gradients)", choices=METHODS)
-    rank: int = setting(4, "EGGROLL rank r of each perturbation A B^T", methods=("eggroll",))
+    rank: int = setting(4, "EGGROLL rank r of each perturbation A B^T", ("eggroll",), check=at_least(1, "4"))
     es_mode: str = setting("batched", "how vanilla ES evaluates its population: all members at once, or one "
                                       "at a time", methods=("es",), choices=baselines.ES_MODES)
     seed: int = setting(1, "seed of the initial weights, the noise and the minibatches",
                         check=(lambda v: 0 <= v < 2 ** 63, "must lie in 0..2^63-1", "1"))
-    generations: int = setting(100, "ES generations, one minibatch each", ES_METHODS, check=AT_LEAST_1)
-    epochs: int = setting(5, "BPTT epochs over the training split", ("bptt",), check=AT_LEAST_1)
-    population: int = setting(512, "ES population 2P (P antithetic pairs)", ES_METHODS)
-    batch_size: int = setting(256, "samples per minibatch", check=AT_LEAST_1)
-    sigma: float = setting(0.1, "ES noise scale sigma", ES_METHODS)
-    lr: float = setting(0.01, "Adam learning rate", check=(lambda v: v > 0, "must be > 0", "0.01"))
+    generations: int = setting(100, "ES generations, one minibatch each", ES_METHODS, check=at_least(1, "100"))
+    epochs: int = setting(5, "BPTT epochs over the training split", ("bptt",), check=at_least(1, "5"))
+    population: int = setting(512, "ES population 2P", ES_METHODS,
+                              check=(lambda v: v >= 2 and v % 2 == 0, "must be an even number >= 2 "
+                                                                     "(P antithetic pairs)", "512"))
+    batch_size: int = setting(256, "samples per minibatch", check=at_least(1, "256"))
+    sigma: float = setting(0.1, "ES noise scale sigma", ES_METHODS, check=between(0, 10, "0.1", open_low=True))
+    lr: float = setting(0.01, "Adam learning rate", check=between(0, 1, "0.01", open_low=True))
     lr_schedule: str = setting("constant", "constant, or cosine: lr * (1 + cos(pi * step / steps)) / 2, "
                                            "decaying to 0 at the end", choices=optim.SCHEDULES)
-    logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout")
-    weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay")
-    init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start")
-    beta: float = setting(snn.LIF.beta, "LIF membrane decay beta")
-    threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th")
-    time_bins: int = setting(10, "T, frames per recording", check=AT_LEAST_1)
-    slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",))
+    logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout",
+                                check=between(0, 1000, "5", open_low=True))
+    weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
+    init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start",
+                             check=between(0, 10, "0.3", open_low=True))
+    beta: float = setting(snn.LIF.beta, "LIF membrane decay beta", check=between(0.0, 1.0, "0.9"))
+    threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",
+                              check=between(0, 100, "1.0", open_low=True))
+    time_bins: int = setting(10, "T, frames per recording", check=between(1, 1000, "10"))
+    slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",),
+                          check=between(0, 1000, "25", open_low=True))
     max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
-                                "-N..N pixels", check=(lambda v: 0 <= v <= 33, "must lie in 0..33", "1"))
+                                "-N..N pixels", check=between(0, 33, "1"))
     eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
-                                  "epoch)", ES_METHODS, check=AT_LEAST_1)
+                                  "epoch)", ES_METHODS, check=at_least(1, "10"))
     device: str = setting("cpu", "cpu (NumPy), gpu (CuPy) or auto (a GPU when one is usable)",
                           choices=backend.DEVICES, result=False)
     data_root: str = setting(None, "folder holding N-MNIST (default: $NMNIST_ROOT, else "

@@ -4,11 +4,15 @@ N-MNIST as binned, binary frames, cached on disk and served as minibatches.
 The recordings. N-MNIST (Orchard et al., 2015) is MNIST seen by a 34 x 34 event camera: 60,000
 training and 10,000 test recordings of about 300 ms, one .bin file each, in <Train|Test>/<digit>/.
 A file is a sequence of 5-byte events: x, y, polarity (bit 7) and a 23-bit timestamp in
-microseconds, non-decreasing. Accepted layouts: <root>/NMNIST/{Train,Test}/<digit>/*.bin (what
-tonic downloads) or <root>/{Train,Test}/<digit>/*.bin. The root is the `root` argument, else
-$NMNIST_ROOT, else ~/.cache/eggroll-snn/nmnist ($XDG_CACHE_HOME replaces ~/.cache). A local copy
+microseconds, non-decreasing (all 1,100 real recordings of the project's subset, 1,000 train and
+100 test, have non-decreasing timestamps, with ties between 85,929 consecutive events), so a
+file whose timestamps go backwards is rejected as corrupt. Accepted layouts:
+<root>/NMNIST/{Train,Test}/<digit>/*.bin (what tonic downloads) or
+<root>/{Train,Test}/<digit>/*.bin. The root is the `root` argument, else $NMNIST_ROOT, else
+~/.cache/eggroll-snn/nmnist ($XDG_CACHE_HOME replaces ~/.cache). A local copy
 of any size is read as is and never triggers a download; download=True fetches the dataset with
-tonic only when no local copy is there.
+tonic only when no local copy is there, and a failed download leaves nothing behind. Every digit
+folder 0..9 must be there and hold recordings.
 
 The frames. Input index = p * 1156 + y * 34 + x, 2312 inputs per time bin. Frames follow
 tonic.transforms.ToFrame(sensor_size=(34, 34, 2), n_time_bins=T): the recording is cut into T
@@ -24,9 +28,14 @@ the first round(N / 10) indices are validation, the rest training (54,000 / 6,00
 same batches; augmentation, when asked for, moves each sample by a shift drawn from (seed, step).
 
 The cache. One .npz per source folder and T under $EGGROLL_CACHE (else
-~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and a JSON
-header (format version, T, sensor size, digest of file names and sizes, n_short). Its name
-derives from that header, so other parameters or other files never reuse it.
+~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and JSON
+metadata: n_short and the header (format version, T, sensor size, number of recordings, and a
+digest of the <digit>/<name>, byte size and modification time in nanoseconds of every
+recording). Its name derives from the header, and a cache is reused only when all of these
+match; the recordings' contents are not read to check. So a recording rewritten in place gets a
+new modification time and causes a rebuild, and copying the dataset without preserving
+modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
+missing arrays) is rebuilt and replaced, with a warning.
 
 Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDataError (a
 ValueError), each one line naming the fix.
@@ -35,6 +44,7 @@ ValueError), each one line naming the fix.
 import hashlib
 import json
 import os
+import shutil
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -47,7 +57,7 @@ from backend import array_module_of
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 DIGITS = tuple("0123456789")  # class folder names
 EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # tonic's NMNIST dtype
 
@@ -100,26 +110,48 @@ def _download(root):
     """
     Download and extract N-MNIST into <root>/NMNIST with tonic: train.zip and test.zip from
     Mendeley Data (dataset 468j46mzdv), 70,000 .bin recordings of ~20 KB each, about 1.4 GB
-    once extracted (the zips are kept next to them).
+    once extracted (the zips are kept next to them). If it fails, what it created (folders,
+    partial zips) is removed, and a MissingDataError says how to get the dataset by hand.
     """
     import tonic  # only needed here, and importing it is slow
 
-    root.mkdir(parents=True, exist_ok=True)
-    for train in (True, False):
-        tonic.datasets.NMNIST(save_to=str(root), train=train)
+    target = root / "NMNIST"
+    first_new = next((folder for folder in (*reversed(target.parents), target) if not folder.exists()), None)
+    existing = set() if first_new else set(target.iterdir())
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for train in (True, False):
+            tonic.datasets.NMNIST(save_to=str(root), train=train)
+    except BaseException as error:
+        for path in [first_new] if first_new else set(target.iterdir()) - existing:
+            shutil.rmtree(path, ignore_errors=True)  # a folder
+            path.unlink(missing_ok=True)  # a file
+        if not isinstance(error, Exception):
+            raise
+        reason = getattr(error, "reason", None) or error  # a URLError wraps the network error
+        reason = " ".join(str(getattr(reason, "strerror", None) or reason).split())
+        raise MissingDataError(
+            f"N-MNIST could not be downloaded ({reason}); download train.zip and test.zip of "
+            f"N-MNIST by hand (dataset 468j46mzdv on Mendeley Data) and extract them so that "
+            f"{target}/Train/<digit>/*.bin and {target}/Test/<digit>/*.bin exist, or point "
+            f"--data-root (root=...) or NMNIST_ROOT at a copy") from error
 
 
 def list_recordings(folder):
-    """Sorted (path, label) pairs of <folder>/<digit>/*.bin, in tonic's order."""
+    """Sorted (path, label) pairs of <folder>/<digit>/*.bin, in tonic's order; all ten digits needed."""
     class_dirs = sorted(e.name for e in os.scandir(folder) if e.is_dir() and e.name in DIGITS)
     if not class_dirs:
         raise MissingDataError(f"no class folders 0..9 in {folder}; expected {folder}/<digit>/*.bin")
+    missing = [str(folder / name) for name in DIGITS if name not in class_dirs]
+    if missing:
+        raise MissingDataError(f"class folder(s) {', '.join(missing)} missing (all ten digits are "
+                               f"needed); restore them from {folder.name.lower()}.zip of N-MNIST")
     recordings = []
     for name in class_dirs:
         files = sorted(e.name for e in os.scandir(folder / name) if e.name.endswith(".bin"))
         if not files:
-            raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; "
-                                   f"restore it or remove it")
+            raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; restore "
+                                   f"them from {folder.name.lower()}.zip of N-MNIST")
         recordings += [(folder / name / f, int(name)) for f in files]
     return recordings
 
@@ -129,7 +161,7 @@ def read_events(path):
     Decode one N-MNIST .bin recording into a structured array (x, y, t, p) of int64, as tonic
     does. 5 bytes per event: x, y, polarity (bit 7) and t in microseconds (23 bits). The
     timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
-    and are rejected with all other x/y outside the sensor.
+    and are rejected with all other x/y outside the sensor, as are timestamps that go backwards.
     """
     raw = np.fromfile(path, dtype=np.uint8)
     if raw.size % 5:
@@ -143,6 +175,11 @@ def read_events(path):
     events["x"], events["y"] = raw[:, 0], raw[:, 1]
     events["t"] = (raw[:, 2] & 0x7F) << 16 | raw[:, 3] << 8 | raw[:, 4]
     events["p"] = raw[:, 2] >> 7
+    backwards = np.flatnonzero(np.diff(events["t"]) < 0)
+    if len(backwards):
+        event = backwards[0] + 1
+        raise BadDataError(f"{path}: timestamps go backwards at event {event} (byte {5 * event}); "
+                           f"the file is corrupt or not N-MNIST, replace it")
     return events
 
 
@@ -170,10 +207,11 @@ def frames_from_events(events, n_time_bins):
 # the on-disk cache of packed frames
 
 def _digest(recordings):
-    """sha256 over <digit>/<name> and byte size of each recording."""
+    """sha256 over <digit>/<name>, byte size and modification time (ns) of each recording."""
     h = hashlib.sha256()
     for path, label in recordings:
-        h.update(f"{label}/{path.name} {os.path.getsize(path)}\n".encode())
+        stat = os.stat(path)
+        h.update(f"{label}/{path.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -199,27 +237,35 @@ def _build_cache(path, recordings, header, progress):
         packed[i] = _pack_recording(file, header["n_time_bins"])
     labels = np.array([label for _, label in recordings], dtype=np.int64)
     meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
         os.replace(tmp, path)
+    except OSError as error:
+        raise OSError(f"cannot write the frame cache {path}: {error.strerror or error}; free disk "
+                      f"space there or point --cache-dir (cache_dir=...) or EGGROLL_CACHE at a "
+                      f"writable folder") from error
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def _load_cache(path, header):
-    """(packed, labels, meta) from a cache file, or None if absent, unreadable or made from other inputs."""
+    """
+    (packed, labels, meta) from a cache file, or None if it is absent, made from other inputs or
+    unreadable (then with a warning): the caller rebuilds it.
+    """
     if not path.exists():
         return None
     try:
-        with np.load(path) as f:
+        with np.load(path) as f:  # a .npy instead of an .npz has no `with`: TypeError
             meta = json.loads(str(f["meta"]))
-            if {k: meta.get(k) for k in header} != header:
+            if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
                 return None
             return f["packed"], f["labels"], meta
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        warnings.warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
         return None
 
 

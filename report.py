@@ -8,19 +8,67 @@ import numpy
 
 import config
 
+RETRAIN = "delete that run folder and rerun reproduce to train it again"
+RESCORE = "delete it and rerun reproduce with --real-root to score the run again"
+FINAL_KEYS = ("test_acc", "val_acc", "median_seconds_per_generation", "spikes_per_sample", "total_seconds",
+              "config.seed")
+METRICS_KEYS = ("generation", "val_acc", "wall_seconds")
+REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
+             "– where a run was not scored.")
+
+
+def checked(record, keys, where, fix):
+    """record, if it is a JSON object with a number at each of `keys` ("a.b": record["a"]["b"]);
+    else ValueError naming `where` and `fix`."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where} holds a JSON {type(record).__name__}, not an object: {fix}")
+    for key in keys:
+        value = record
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where} has no number at \"{key}\": {fix}")
+    return record
+
+
+def read_record(path, keys, fix):
+    """The JSON object in path, checked to hold `keys`."""
+    try:
+        record = json.loads(path.read_bytes())
+    except ValueError:  # not JSON, or not text
+        raise ValueError(f"{path} is not valid JSON: {fix}") from None
+    return checked(record, keys, path, fix)
+
+
+def read_metrics(path):
+    """The records of a metrics.jsonl; a last line cut short by a kill is skipped, as in training."""
+    if not path.exists():
+        raise ValueError(f"{path} is missing: {RETRAIN}")
+    lines = path.read_bytes().decode(errors="replace").splitlines()
+    records = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines):
+                break
+            raise ValueError(f"line {number} of {path} is not valid JSON: {RETRAIN}") from None
+        records.append(checked(record, METRICS_KEYS, f"line {number} of {path}", RETRAIN))
+    return records
+
 
 def collect(results_dir):
     """{run name: [(final, metrics) per seed]} from the runs under results_dir/runs; final gets
-    "real_acc" where the run was scored on other recordings (real.json)."""
+    "real_acc" where the run was scored on other recordings (real.json). ValueError, naming the file
+    and the fix, for a damaged or foreign file."""
     runs = {}
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
-        final = json.loads(final_path.read_text())
+        final = read_record(final_path, FINAL_KEYS, RETRAIN)
         real_path = final_path.parent / "real.json"
         if real_path.exists():
-            final["real_acc"] = json.loads(real_path.read_text())["accuracy"]["all"]
-        metrics = [json.loads(line) for line in (final_path.parent / "metrics.jsonl").read_text().splitlines()]
-        runs.setdefault(name, []).append((final, metrics))
+            final["real_acc"] = read_record(real_path, ("accuracy.all",), RESCORE)["accuracy"]["all"]
+        runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
     return runs
 
 
@@ -41,6 +89,15 @@ def format_mean_std(values, scale=1.0, digits=2):
     return "n/a" if mean is None else f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f}"
 
 
+def format_some(values, absent, scale=1.0, digits=2):
+    """mean ± std of the seeds with a value, "(k/n seeds)" where some have None, `absent` where all do."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return absent
+    return format_mean_std(present, scale, digits) + (f" ({len(present)}/{len(values)} seeds)"
+                                                      if len(present) < len(values) else "")
+
+
 def devices_line(runs, names):
     """"Device: X", or where runs trained on several devices, which runs trained on which."""
     by_device = {}
@@ -54,37 +111,36 @@ def devices_line(runs, names):
 
 
 def write_report(results_dir, preset):
-    """table.md (Table 1), per_seed.md (Table 2) and the PNG figures of a reproduce run."""
+    """table.md (Table 1), per_seed.md (Table 2) and the PNG figures of a reproduce run; returns the
+    paths written."""
     results_dir.mkdir(parents=True, exist_ok=True)
     runs = collect(results_dir)
     order = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
     names = [n for n in order if n in runs]
     es_finals = [f for f, _ in runs.get("es", [])]
     first = runs[names[0]][0][0] if names else {}
-    scored_on_real = any("real_acc" in f for n in names for f, _ in runs[n])
     lines = [f"# Table 1 ({preset}): N-MNIST test accuracy over seeds {', '.join(map(str, config.SEEDS))} "
              f"(per_seed.md shows which ran)",
              "", f"{devices_line(runs, names)}; train/val/test = {first.get('n_train')}/"
              f"{first.get('n_val')}/{first.get('n_test')} recordings.", "",
              "| method | test acc % (mean ± std) | s / generation | speedup vs vanilla ES (same device) | "
-             "s to 75 % val acc | spikes / sample |" + (" real recordings % |" if scored_on_real else ""),
-             "|---|---|---|---|---|---|" + ("---|" if scored_on_real else "")]
+             "s to 75 % val acc | spikes / sample | real recordings % |",
+             "|---|---|---|---|---|---|---|"]
     for name in names:
         finals = [f for f, _ in runs[name]]
         seconds = statistics.median(f["median_seconds_per_generation"] for f in finals)
         es_seconds = [f["median_seconds_per_generation"] for f in es_finals
                       if {f.get("device")} == {g.get("device") for g in finals}]
         speedup = f"{statistics.median(es_seconds) / seconds:.2f}×" if es_seconds and name != "bptt" else "–"
-        reach = [seconds_to_reach(m) for _, m in runs[name]]
-        reached = [r for r in reach if r is not None]
-        reach_text = (format_mean_std(reached, digits=1) + (f" ({len(reached)}/{len(reach)} seeds)"
-                      if len(reached) < len(reach) else "")) if reached else "not reached"
+        reach = format_some([seconds_to_reach(m) for _, m in runs[name]], "not reached", digits=1)
         unit = " (per step)" if name == "bptt" else ""
         lines.append(f"| {name} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
-                     f"{seconds:.3f}{unit} | {speedup} | {reach_text} | "
-                     f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} |"
-                     + (f" {format_mean_std([f.get('real_acc') for f in finals], 100)} |" if scored_on_real else ""))
-    (results_dir / "table.md").write_text("\n".join(lines) + "\n")
+                     f"{seconds:.3f}{unit} | {speedup} | {reach} | "
+                     f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} | "
+                     f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
+    lines += ["", REAL_NOTE]
+    written = [results_dir / "table.md", results_dir / "per_seed.md"]
+    written[0].write_text("\n".join(lines) + "\n")
 
     rows = ["# Table 2 " + f"({preset}): test accuracy % per seed", "",
             "| method | " + " | ".join(f"seed {s}" for s in config.SEEDS) + " |", "|---" * (len(config.SEEDS) + 1) + "|"]
@@ -92,64 +148,96 @@ def write_report(results_dir, preset):
         by_seed = {f["config"]["seed"]: f["test_acc"] for f, _ in runs[name]}
         rows.append(f"| {name} | " + " | ".join(f"{100 * by_seed[s]:.2f}" if s in by_seed else "–"
                                                for s in config.SEEDS) + " |")
-    (results_dir / "per_seed.md").write_text("\n".join(rows) + "\n")
+    written[1].write_text("\n".join(rows) + "\n")
     if names:
-        plot_figures(results_dir, runs, names)
+        written += plot_figures(results_dir, runs, names, preset)
+    return written
 
 
-def plot_figures(results_dir, runs, names):
-    """rank_ablation.png, convergence.png and wallclock.png."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot_figures(results_dir, runs, names, preset):
+    """rank_ablation.png (where EGGROLL runs exist), convergence.png and wallclock.png; returns their paths."""
+    figures = {"convergence.png": convergence_figure(runs, names, preset),
+               "wallclock.png": wallclock_figure(runs, names, preset)}
+    if any(f"eggroll-r{r}" in runs for r in config.RANKS):
+        figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
+    for file_name, figure in figures.items():
+        figure.savefig(results_dir / file_name, dpi=120, bbox_inches="tight")
+    return [results_dir / file_name for file_name in figures]
 
+
+def new_figure(**options):
+    """A matplotlib Figure outside pyplot (no global state, nothing to close); imported only when drawn."""
+    from matplotlib.figure import Figure
+    return Figure(**options)
+
+
+def spread(runs, names):
+    """"mean ± std over 3 seeds" ("over 2–3 seeds" where the runs shown have different counts)."""
+    counts = sorted({len(runs[n]) for n in names})
+    span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return f"mean ± std over {span} seed{'s' if counts[-1] > 1 else ''}"
+
+
+def rank_ablation_figure(runs, preset):
+    """EGGROLL test accuracy and seconds per generation against the rank r, vanilla ES as a line."""
     ranks = [r for r in config.RANKS if f"eggroll-r{r}" in runs]
-    if ranks:
-        fig, (acc_ax, time_ax) = plt.subplots(1, 2, figsize=(9, 3.5))
-        accs = [mean_std([100 * f["test_acc"] for f, _ in runs[f"eggroll-r{r}"]]) for r in ranks]
-        times = [statistics.median(f["median_seconds_per_generation"] for f, _ in runs[f"eggroll-r{r}"]) for r in ranks]
-        acc_ax.errorbar(ranks, [a for a, _ in accs], yerr=[s for _, s in accs], marker="o", capsize=3, label="EGGROLL")
-        time_ax.plot(ranks, times, marker="o", label="EGGROLL")
-        if "es" in runs:
-            es_acc = mean_std([100 * f["test_acc"] for f, _ in runs["es"]])[0]
-            acc_ax.axhline(es_acc, color="gray", linestyle=":", label="vanilla ES")
-            time_ax.axhline(statistics.median(f["median_seconds_per_generation"] for f, _ in runs["es"]),
-                            color="gray", linestyle=":", label="vanilla ES")
-        for ax, label in ((acc_ax, "test accuracy (%)"), (time_ax, "seconds per generation")):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(ranks, [str(r) for r in ranks])
-            ax.set_xlabel("rank r")
-            ax.set_ylabel(label)
-            ax.legend()
-        fig.tight_layout()
-        fig.savefig(results_dir / "rank_ablation.png", dpi=120)
-        plt.close(fig)
+    fig = new_figure(figsize=(9, 3.8))
+    acc_ax, time_ax = fig.subplots(1, 2)
+    accs = [mean_std([100 * f["test_acc"] for f, _ in runs[f"eggroll-r{r}"]]) for r in ranks]
+    times = [statistics.median(f["median_seconds_per_generation"] for f, _ in runs[f"eggroll-r{r}"]) for r in ranks]
+    acc_ax.errorbar(ranks, [a for a, _ in accs], yerr=[s for _, s in accs], marker="o", capsize=3, label="EGGROLL")
+    time_ax.plot(ranks, times, marker="o", label="EGGROLL")
+    if "es" in runs:
+        es_acc = mean_std([100 * f["test_acc"] for f, _ in runs["es"]])[0]
+        acc_ax.axhline(es_acc, color="gray", linestyle=":", label="vanilla ES (mean)")
+        time_ax.axhline(statistics.median(f["median_seconds_per_generation"] for f, _ in runs["es"]),
+                        color="gray", linestyle=":", label="vanilla ES (median)")
+    acc_ax.set_title(f"test accuracy: {spread(runs, [f'eggroll-r{r}' for r in ranks])}", fontsize=10)
+    time_ax.set_title("seconds per generation: median over seeds", fontsize=10)
+    for ax, label in ((acc_ax, "test accuracy (%)"), (time_ax, "seconds per generation")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ranks, [str(r) for r in ranks])
+        ax.set_xlabel("rank r")
+        ax.set_ylabel(label)
+        ax.legend()
+    fig.suptitle(f"EGGROLL rank ablation ({preset})")
+    fig.tight_layout()
+    return fig
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name in names:
-        if name == "bptt":
-            continue
+
+def convergence_figure(runs, names, preset):
+    """Validation accuracy per generation of the ES runs, BPTT's final one as a dashed line; the
+    legend stands right of the plot, clear of that line."""
+    fig = new_figure(figsize=(7.5, 4))
+    ax = fig.subplots()
+    es_names = [n for n in names if n != "bptt"]
+    for name in es_names:
         curves = [m for _, m in runs[name]]
         length = min(len(c) for c in curves)
-        x = [c["generation"] for c in curves[0][:length]]
-        values = numpy.asarray([[100 * p["val_acc"] for p in c[:length]] for c in curves])
-        mean, std = values.mean(0), values.std(0)
+        x = [record["generation"] for record in curves[0][:length]]
+        values = numpy.asarray([[100 * record["val_acc"] for record in c[:length]] for c in curves])
+        mean, std = values.mean(0), values.std(0, ddof=1 if len(curves) > 1 else 0)  # std as in the tables
         ax.plot(x, mean, label=name)
         ax.fill_between(x, mean - std, mean + std, alpha=0.2)
     if "bptt" in runs:
         ax.axhline(mean_std([100 * f["val_acc"] for f, _ in runs["bptt"]])[0], color="black",
-                   linestyle="--", label="bptt (final)")
+                   linestyle="--", label="bptt (final, mean)")
+    band = f"lines and bands: {spread(runs, es_names)}" if es_names else "bptt only"
+    ax.set_title(f"Validation accuracy during training ({preset})\n{band}", fontsize=10)
     ax.set_xlabel("generation")
     ax.set_ylabel("validation accuracy (%)")
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
-    fig.savefig(results_dir / "convergence.png", dpi=120)
-    plt.close(fig)
+    return fig
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+
+def wallclock_figure(runs, names, preset):
+    """Total training seconds of each method."""
+    fig = new_figure(figsize=(6.5, 4))
+    ax = fig.subplots()
     totals = [mean_std([f["total_seconds"] for f, _ in runs[n]]) for n in names]
     ax.bar(names, [t for t, _ in totals], yerr=[s for _, s in totals], capsize=3)
+    ax.set_title(f"Training wall-clock per method ({preset})\nbars: {spread(runs, names)}", fontsize=10)
     ax.set_ylabel("training wall-clock (s)")
     fig.tight_layout()
-    fig.savefig(results_dir / "wallclock.png", dpi=120)
-    plt.close(fig)
+    return fig

@@ -40,7 +40,8 @@ def add_config_options(parser, names=None):
             continue
         meta = spec.metadata
         scope = "" if meta["methods"] == run_config.METHODS else f"{', '.join(meta['methods'])} only; "
-        help_text = f"{meta['help']} ({scope}default: {spec.default})"
+        rule = f"{meta['check'][1]}; " if meta["check"] else ""
+        help_text = f"{meta['help']} ({scope}{rule}default: {spec.default})"
         if spec.type is bool:
             parser.add_argument(run_config.option(spec.name), action="store_true", default=None, help=help_text)
         else:
@@ -92,6 +93,10 @@ def package_versions():
     return versions
 
 
+class Interrupted(UsageError):
+    """Ctrl-C: where the run stopped; main adds how to continue."""
+
+
 def train(config, out, resume=False, force=False, progress=True):
     """One training run as `config` describes it, in folder `out`; returns the contents of final.json."""
     # Settings, parameters and data: every check before the run folder is touched.
@@ -100,66 +105,81 @@ def train(config, out, resume=False, force=False, progress=True):
     params = snn.init_params(config.seed, std=config.init_std, xp=xp)
     if config.method == "eggroll":
         eggroll.check_config(config.eggroll(), params)
-    elif config.method == "es":
-        eggroll.check_population(config.population, config.sigma)
     out = Path(out)
     splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download, progress)
     if not len(splits.train):
         raise UsageError("the training split is empty: check --data-root")
-    run_folder.prepare(out, config, resume, force)
     lif = config.lif()
     method = {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method]()
     total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
 
-    # Start, or continue from the last checkpoint; metrics past it are dropped.
-    start, step_seconds, state = 0, [], optim.init(params)
-    if resume and (out / CHECKPOINT).exists():
-        params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp)
-    metrics_path = out / "metrics.jsonl"
-    run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
-                                                      for r in run_folder.metrics_until(metrics_path, start)))
+    with run_folder.owned(out):
+        # Start, or continue from the last checkpoint; metrics past it are dropped.
+        run_folder.prepare(out, config, resume, force)
+        start, step_seconds, state = 0, [], optim.init(params)
+        if resume and (out / CHECKPOINT).exists():
+            params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, total_steps)
+        metrics_path = out / "metrics.jsonl"
+        run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
+                                                          for r in run_folder.metrics_until(metrics_path, start)))
+        saved = start
 
-    bar = progress_bar(total_steps, start, config.name, progress)
-    for generation in range(start, total_steps):
-        # One update: the generation-th minibatch, then the method's step with this step's lr.
-        frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
-                                        config.max_shift)
-        adam = config.adam(generation, total_steps)
-        began = time.perf_counter()
-        if config.method == "eggroll":
-            params, state, stats = eggroll.generation_step(params, state, frames, labels, generation, method, adam, lif)
-        elif config.method == "es":
-            params, state, stats = baselines.es_generation_step(params, state, frames, labels, generation, method,
-                                                                adam, lif)
-        else:
-            params, state, stats = baselines.bptt_step(params, state, frames, labels, method, adam, lif)
-        if xp is not numpy:
-            xp.cuda.Stream.null.synchronize()
-        step_seconds.append(time.perf_counter() - began)
-        bar.update(1)
+        with progress_bar(total_steps, start, config.name, progress) as bar:
+            generation = start
+            try:
+                for generation in range(start, total_steps):
+                    # One update: the generation-th minibatch, then the method's step with this step's lr.
+                    frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
+                                                    config.max_shift)
+                    adam = config.adam(generation, total_steps)
+                    began = time.perf_counter()
+                    try:
+                        if config.method == "eggroll":
+                            update = eggroll.generation_step(params, state, frames, labels, generation, method,
+                                                             adam, lif)
+                        elif config.method == "es":
+                            update = baselines.es_generation_step(params, state, frames, labels, generation,
+                                                                  method, adam, lif)
+                        else:
+                            update = baselines.bptt_step(params, state, frames, labels, method, adam, lif)
+                        if not all(bool(xp.isfinite(value).all()) for value in update[0].values()):
+                            raise ValueError("a parameter became NaN or inf")
+                    except ValueError as error:  # non-finite fitness, loss or parameters
+                        if generation > saved:
+                            run_folder.save_checkpoint(out, params, state, generation, step_seconds)
+                        raise UsageError(f"training went non-finite at step {generation + 1} ({error}); "
+                                         f"{out / CHECKPOINT} holds the run before it: lower --lr or --sigma "
+                                         f"and start over with --force") from None
+                    params, state, stats = update
+                    if xp is not numpy:
+                        xp.cuda.Stream.null.synchronize()
+                    step_seconds.append(time.perf_counter() - began)
+                    bar.update(1)
 
-        # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
-        done = generation + 1
-        if done % eval_every == 0 or done == total_steps:
-            val_acc, spikes, _ = evaluate(params, splits.val, lif, xp)
-            record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
-                      "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
-            with open(metrics_path, "a") as file:
-                file.write(json.dumps(record) + "\n")
-            bar.set_postfix(val_acc=f"{val_acc:.3f}")
-            run_folder.save_checkpoint(out, params, state, done, step_seconds)
-    bar.close()
+                    # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
+                    done = generation + 1
+                    if done % eval_every == 0 or done == total_steps:
+                        val_acc, spikes, _ = evaluate(params, splits.val, lif, xp)
+                        record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
+                                  "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
+                        run_folder.append_line(metrics_path, json.dumps(record))
+                        bar.set_postfix(val_acc=f"{val_acc:.3f}")
+                        run_folder.save_checkpoint(out, params, state, done, step_seconds)
+                        saved = done
+            except KeyboardInterrupt:
+                raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
+                                  f"step {saved}") from None
 
-    # The end: validation and test accuracy, timings and versions in final.json.
-    val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp)
-    test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp)
-    final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
-             "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
-             "median_seconds_per_generation": statistics.median(step_seconds),
-             "total_seconds": sum(step_seconds), "generations": total_steps,
-             "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
-             "config": run_config.stored(config), "versions": package_versions(), "device": device_name(xp)}
-    run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
+        # The end: validation and test accuracy, timings and versions in final.json.
+        val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp)
+        test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp)
+        final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
+                 "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
+                 "median_seconds_per_generation": statistics.median(step_seconds),
+                 "total_seconds": sum(step_seconds), "generations": total_steps,
+                 "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
+                 "config": run_config.stored(config), "versions": package_versions(), "device": device_name(xp)}
+        run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
     return final
 
 
@@ -180,7 +200,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)
     xp = array_module(device)
-    params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp)
+    like = snn.init_params(config.seed, std=config.init_std, xp=xp)
+    params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like)
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
     scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
     accuracies = {name: score[0] for name, score in scores.items()}
@@ -202,22 +223,27 @@ def reproduce(opts):
     where = dict(device=opts.device, data_root=opts.data_root, cache_dir=opts.cache_dir, download=opts.download)
     runs = [replace(c, **where) for c in run_config.preset_runs(opts.config)
             if (not opts.runs or c.name in opts.runs) and (not opts.seeds or c.seed in opts.seeds)]
-    for index, config in enumerate(runs, start=1):
-        out = results_dir / "runs" / f"{config.name}-seed{config.seed}"
-        finished = run_folder.is_finished(out, config)
-        if not finished and not opts.report_only:
-            print(f"[{index}/{len(runs)}] {config.name} seed {config.seed}", file=sys.stderr)
-            stored = run_folder.read_config(out) if (out / "config.json").exists() else None
-            force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
-            train(config, out, resume=True, force=force, progress=not opts.quiet)
-            finished = True
-        if finished and opts.real_root and not (out / "real.json").exists():
-            if (out / CHECKPOINT).exists():
-                scored = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
-                run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
-            else:
-                print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
-    report.write_report(results_dir, opts.config)
+    with run_folder.owned(results_dir):
+        for index, config in enumerate(runs, start=1):
+            out = results_dir / "runs" / f"{config.name}-seed{config.seed}"
+            finished = run_folder.is_finished(out, config)
+            if finished:
+                print(f"[{index}/{len(runs)}] {config.name} seed {config.seed}: finished in {out}, skipped",
+                      file=sys.stderr)
+            elif not opts.report_only:
+                print(f"[{index}/{len(runs)}] {config.name} seed {config.seed}", file=sys.stderr)
+                stored = run_folder.read_config(out) if (out / "config.json").exists() else None
+                force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
+                train(config, out, resume=True, force=force, progress=not opts.quiet)
+                finished = True
+            if finished and opts.real_root and not (out / "real.json").exists():
+                if (out / CHECKPOINT).exists():
+                    scored = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
+                    run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
+                else:
+                    print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
+        written = report.write_report(results_dir, opts.config)
+    print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,6 +304,14 @@ def main(argv=None):
             print(json.dumps(evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)))
         else:
             bench.bench(opts)
+    except Interrupted as error:
+        again = "rerun with --resume to continue" if opts.command == "train" else \
+            "rerun the same command to continue (finished runs are skipped)"
+        print(f"error: interrupted: {error}; {again}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted; nothing was left half-written, rerun to start again", file=sys.stderr)
+        return 2
     except (UsageError, ValueError, OSError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
-"""Tests of data.py on synthetic recordings in the N-MNIST format, and on the real subset if present."""
+"""Tests of data.py on synthetic recordings in the N-MNIST format, and on real recordings if present."""
 
 import json
 import os
+import socket
+import urllib.error
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,14 @@ from tonic.io import read_mnist_file
 import data
 from nmnist_files import encode_events, random_events, write_dataset, write_recording
 
-REAL_ROOT = Path(os.environ.get("NMNIST_ROOT") or Path(__file__).parents[2] / "shared/data/nmnist-raw")
-needs_real = pytest.mark.skipif(not (REAL_ROOT / "Train").is_dir(), reason=f"no real N-MNIST at {REAL_ROOT}")
+# Real recordings: the project's 1,100-recording subset next to the repository, or the copy that
+# $EGGROLL_TEST_NMNIST names, in either layout (<dir>/NMNIST/{Train,Test} or <dir>/{Train,Test}).
+REAL_DIR = Path(os.environ.get("EGGROLL_TEST_NMNIST")
+                or Path(__file__).resolve().parents[2] / "shared/data/nmnist-raw")
+REAL_ROOT = REAL_DIR / "NMNIST" if (REAL_DIR / "NMNIST" / "Train").is_dir() else REAL_DIR
+needs_real = pytest.mark.skipif(
+    not ((REAL_ROOT / "Train").is_dir() and (REAL_ROOT / "Test").is_dir()),
+    reason=f"no real N-MNIST (Train/ and Test/) at {REAL_DIR}; set EGGROLL_TEST_NMNIST to a copy")
 
 
 def tonic_frames(events, n_time_bins):
@@ -84,7 +92,7 @@ def test_frames_equal_tonic(n_events, duration, n_time_bins, seed):
 @needs_real
 def test_frames_equal_tonic_on_real_files():
     recordings = data.list_recordings(REAL_ROOT / "Train")
-    for path, _ in recordings[::100]:
+    for path, _ in recordings[::max(1, len(recordings) // 10)]:
         reference = read_mnist_file(str(path), dtype=tonic.datasets.NMNIST.dtype)
         events = data.read_events(path)
         np.testing.assert_array_equal(events, reference)
@@ -183,6 +191,31 @@ def test_cache_rebuilt_for_other_files(root, tmp_path, monkeypatch):
     np.testing.assert_array_equal(before.train.packed, after.train.packed)
 
 
+def test_cache_rebuilt_for_a_recording_rewritten_with_the_same_size(root, tmp_path, monkeypatch):
+    built = count_builds(monkeypatch)
+    before = load(root, tmp_path / "cache")
+    path, _ = data.list_recordings(root / "NMNIST" / "Test")[0]
+    size, mtime_ns = path.stat().st_size, path.stat().st_mtime_ns
+    write_recording(path, *random_events(np.random.default_rng(99), size // 5))
+    os.utime(path, ns=(mtime_ns + 10**9, mtime_ns + 10**9))
+    assert path.stat().st_size == size
+    after = load(root, tmp_path / "cache")
+    assert len(built) == 3 and "test" in built[2] and built[2] not in built[:2]
+    assert not np.array_equal(before.test.packed[0], after.test.packed[0])
+    np.testing.assert_array_equal(after.test.packed[0], data._pack_recording(path, 10))
+
+
+def test_cache_write_error_names_the_file(root, tmp_path, monkeypatch):
+    def disk_full(file, **arrays):
+        file.write(b"half a cache")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(np, "savez", disk_full)
+    with pytest.raises(OSError, match="cannot write the frame cache .*No space left on device.*EGGROLL_CACHE") as error:
+        load(root, tmp_path / "cache")
+    assert str(tmp_path / "cache" / "nmnist-train-T10-") in str(error.value) and "\n" not in str(error.value)
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
 def test_crash_while_writing_cache(root, tmp_path, monkeypatch):
     def crash(file, **arrays):
         file.write(b"half a cache")
@@ -205,11 +238,35 @@ def test_foreign_cache_is_not_used(root, tmp_path):
     np.testing.assert_array_equal(load(root, tmp_path / "cache").test.packed, first.test.packed)
 
 
-def test_unreadable_cache_is_rebuilt(root, tmp_path):
+def flip_a_byte(path):
+    content = bytearray(path.read_bytes())
+    content[10_000] ^= 0xFF  # inside the packed frames: the zip's CRC no longer matches
+    path.write_bytes(bytes(content))
+
+
+def missing_keys(path):
+    np.savez(path, packed=np.zeros((20, 1), np.uint8))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda path: path.write_bytes(b""),
+    lambda path: path.write_bytes(np.random.default_rng(0).bytes(1000)),
+    lambda path: path.write_bytes(path.read_bytes()[:-100]),
+    flip_a_byte,
+    lambda path: np.save(open(path, "wb"), np.zeros(3)),
+    missing_keys,
+], ids=["empty", "random bytes", "truncated", "flipped byte", "npy", "missing keys"])
+def test_damaged_cache_is_rebuilt_and_replaced(root, tmp_path, monkeypatch, damage):
     first = load(root, tmp_path / "cache")
     path = Path(first.info["Test"]["cache"])
-    path.write_bytes(path.read_bytes()[:100])  # e.g. a disk that filled up
-    np.testing.assert_array_equal(load(root, tmp_path / "cache").test.packed, first.test.packed)
+    damage(path)
+    built = count_builds(monkeypatch)
+    with pytest.warns(UserWarning, match=f"frame cache {path} is unreadable"):
+        second = load(root, tmp_path / "cache")
+    assert built == [path.name]
+    np.testing.assert_array_equal(second.test.packed, first.test.packed)
+    load(root, tmp_path / "cache")
+    assert built == [path.name]  # the replaced file is used from now on
 
 
 def test_short_recordings_are_kept_and_reported(root, tmp_path):
@@ -232,6 +289,38 @@ def test_missing_root(tmp_path, no_download):
     assert isinstance(error.value, FileNotFoundError) and str(tmp_path / "nowhere") in str(error.value)
 
 
+@pytest.mark.parametrize("existed", [False, True])
+def test_failed_download_says_how_to_get_the_data_and_cleans_up(tmp_path, monkeypatch, existed):
+    """Offline: one MissingDataError line with the reason and the manual steps; whatever the
+    download created (the train split it fetched, a partial test.zip, new folders) is removed,
+    whatever was there before is kept."""
+    root = tmp_path / "data" / "root"
+    if existed:
+        (root / "NMNIST").mkdir(parents=True)
+        (root / "notes.txt").write_text("mine")
+        (root / "NMNIST" / "README").write_text("mine")
+    before = sorted(tmp_path.rglob("*"))
+
+    def offline_nmnist(save_to, train):
+        target = Path(save_to) / "NMNIST"
+        target.mkdir(exist_ok=True)
+        if train:  # the first zip arrives and is extracted
+            write_dataset(target, n_train=1, n_test=0)
+            (target / "train.zip").write_bytes(b"zip")
+        else:
+            (target / "test.zip").write_bytes(b"")
+            raise urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+    monkeypatch.setattr(tonic.datasets, "NMNIST", offline_nmnist)
+    with pytest.raises(data.MissingDataError) as error:
+        load(root, tmp_path / "cache", download=True)
+    message = str(error.value)
+    assert message.startswith("N-MNIST could not be downloaded (Name or service not known)") and "\n" not in message
+    for part in ("train.zip and test.zip", "468j46mzdv", "Mendeley Data", f"{root}/NMNIST/Train/<digit>/*.bin",
+                 f"{root}/NMNIST/Test/<digit>/*.bin", "--data-root", "NMNIST_ROOT"):
+        assert part in message
+    assert sorted(tmp_path.rglob("*")) == before
+
+
 def test_missing_split_folder(root, tmp_path):
     for path, _ in data.list_recordings(root / "NMNIST" / "Test"):
         path.unlink()
@@ -249,11 +338,21 @@ def test_empty_class_folder(root, tmp_path):
         load(root, tmp_path / "cache")
 
 
+def test_missing_class_folder(root, tmp_path):
+    for path in (root / "NMNIST" / "Train" / "7").iterdir():
+        path.unlink()
+    (root / "NMNIST" / "Train" / "7").rmdir()
+    with pytest.raises(data.MissingDataError, match=r"Train/7 missing .*restore them from train\.zip"):
+        load(root, tmp_path / "cache")
+
+
 @pytest.mark.parametrize("content, problem", [
     (encode_events([1], [2], [3], [0]) + b"\x00\x01", "not a multiple of 5"),
     (encode_events([1, 34], [2, 2], [3, 4], [0, 0]), "x/y outside 0..33"),
     (encode_events([1, 1], [2, 240], [3, 4], [0, 0]), "x/y outside 0..33"),
-])
+    (encode_events([1, 2, 3, 4], [2, 2, 2, 2], [5, 9, 4, 600], [0, 1, 0, 1]),
+     r"timestamps go backwards at event 2 \(byte 10\)"),
+], ids=["size", "x = 34", "y = 240", "time goes backwards"])
 def test_bad_recording(root, tmp_path, content, problem):
     path, _ = data.list_recordings(root / "NMNIST" / "Train")[7]
     path.write_bytes(content)
@@ -300,25 +399,34 @@ def test_batches_shuffled(root, tmp_path):
 
 
 # -----------------------------------------------------------------------------
-# the real subset
+# real recordings
+
+SUBSET_SIZES = {"Train": 1000, "Test": 100}  # the project's subset of real recordings
+
 
 @needs_real
 def test_real_recordings(tmp_path):
-    for split, n, offset in (("Train", 1000, 0), ("Test", 100, 60_000)):
-        recordings = data.list_recordings(REAL_ROOT / split)
-        assert len(recordings) == n
-        assert all(label == int(path.parent.name) for path, label in recordings)
-        counts = [len(data.read_events(path)) for path, _ in recordings]
-        assert 1_000 <= min(counts) and max(counts) <= 8_000
-        slayer_list = REAL_ROOT / "slayer_lists" / f"{split.lower()}{'1K' if split == 'Train' else n}.txt"
-        if slayer_list.exists():  # labels listed independently of the folders
-            listed = dict(np.loadtxt(slayer_list, dtype=int, skiprows=1))
-            assert all(listed[int(path.stem) + offset] == label for path, label in recordings)
+    """Checks that hold for any copy, and for the project's 1,100-recording subset also its sizes,
+    event counts and SLAYER label lists."""
+    recordings = {split: data.list_recordings(REAL_ROOT / split) for split in SUBSET_SIZES}
+    is_subset = {split: len(files) for split, files in recordings.items()} == SUBSET_SIZES
+    for split, offset in (("Train", 0), ("Test", 60_000)):
+        files = recordings[split]
+        assert all(label == int(path.parent.name) for path, label in files)
+        counts = [len(data.read_events(path)) for path, _ in files[::max(1, len(files) // 1000)]]
+        if is_subset:
+            assert 1_000 <= min(counts) and max(counts) <= 8_000
+            slayer_list = REAL_DIR / "slayer_lists" / f"{split.lower()}{'1K' if split == 'Train' else 100}.txt"
+            if slayer_list.exists():  # labels listed independently of the folders
+                listed = dict(np.loadtxt(slayer_list, dtype=int, skiprows=1))
+                assert all(listed[int(path.stem) + offset] == label for path, label in files)
     nmnist = load(REAL_ROOT, tmp_path / "cache")
-    assert (len(nmnist.train), len(nmnist.val), len(nmnist.test)) == (900, 100, 100)
-    assert nmnist.info["Train"]["n_short"] == nmnist.info["Test"]["n_short"] == 0
-    folder_labels = [label for _, label in data.list_recordings(REAL_ROOT / "Test")]
-    np.testing.assert_array_equal(nmnist.test.labels, folder_labels)
+    n_train, n_val = len(recordings["Train"]), round(len(recordings["Train"]) / 10)
+    assert (len(nmnist.train), len(nmnist.val), len(nmnist.test)) == (n_train - n_val, n_val, len(recordings["Test"]))
+    np.testing.assert_array_equal(nmnist.test.labels, [label for _, label in recordings["Test"]])
+    if is_subset:
+        assert (len(nmnist.train), len(nmnist.val), len(nmnist.test)) == (900, 100, 100)
+        assert nmnist.info["Train"]["n_short"] == nmnist.info["Test"]["n_short"] == 0
 
 
 def moved_by_rolling(frames, shifts):

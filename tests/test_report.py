@@ -1,8 +1,33 @@
-"""The report of `reproduce`: which device each figure came from, and speedups only against vanilla
-ES on the same device."""
+"""The report of `reproduce`: which device each figure came from, speedups only against vanilla ES
+on the same device, one table layout whether or not runs were scored on real recordings, figures
+that say what they show, and one-line errors for damaged run files."""
 import json
 
+import matplotlib.figure
+import pytest
+
+import config
 import report
+
+
+def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **final):
+    """A finished run folder as training leaves it; real_acc: also a real.json."""
+    out = results_dir / "runs" / f"{name}-seed{seed}"
+    out.mkdir(parents=True)
+    final = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
+             "total_seconds": 10.0, "device": "cpu", "config": {"seed": seed}, "n_train": 1, "n_val": 1,
+             "n_test": 1, **final}
+    (out / "final.json").write_text(json.dumps(final))
+    (out / "metrics.jsonl").write_text("".join(json.dumps({"generation": 10 * (i + 1), "val_acc": acc,
+                                                           "wall_seconds": float(i + 1)}) + "\n"
+                                               for i, acc in enumerate(val_accs)))
+    if real_acc is not None:
+        (out / "real.json").write_text(json.dumps({"accuracy": {"all": real_acc}}))
+    return out
+
+
+def table_rows(results_dir):
+    return {line.split(" | ")[0]: line.split(" | ") for line in (results_dir / "table.md").read_text().splitlines()}
 
 
 def test_report_names_the_device_of_every_run():
@@ -14,14 +39,116 @@ def test_report_names_the_device_of_every_run():
 
 
 def test_speedup_is_only_against_vanilla_es_on_the_same_device(tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "plot_figures", lambda *args: None)
+    monkeypatch.setattr(report, "plot_figures", lambda *args: [])
     for name, device, seconds in [("es", "gpu", 0.3), ("eggroll-r1", "gpu", 0.1), ("eggroll-r4", "cpu", 0.2)]:
-        out = tmp_path / "best" / "runs" / f"{name}-seed1"
-        out.mkdir(parents=True)
-        final = {"test_acc": 0.9, "median_seconds_per_generation": seconds, "spikes_per_sample": 100.0,
-                 "device": device, "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1}
-        (out / "final.json").write_text(json.dumps(final))
-        (out / "metrics.jsonl").write_text(json.dumps({"val_acc": 0.8, "wall_seconds": 1.0}) + "\n")
+        write_run(tmp_path / "best", name, 1, device=device, median_seconds_per_generation=seconds)
     report.write_report(tmp_path / "best", "best")
-    rows = {line.split(" | ")[0]: line.split(" | ") for line in (tmp_path / "best" / "table.md").read_text().splitlines()}
+    rows = table_rows(tmp_path / "best")
     assert rows["| eggroll-r1"][3] == "3.00×" and rows["| eggroll-r4"][3] == "–" and rows["| es"][3] == "1.00×"
+
+
+def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "plot_figures", lambda *args: [])
+    write_run(tmp_path / "unscored", "es", 1)
+    write_run(tmp_path / "scored", "es", 1)
+    write_run(tmp_path / "scored", "eggroll-r4", 1, real_acc=0.8)
+    write_run(tmp_path / "scored", "eggroll-r4", 2)
+    for results_dir in (tmp_path / "unscored", tmp_path / "scored"):
+        report.write_report(results_dir, "paper")
+    unscored, scored = (tmp_path / "unscored" / "table.md").read_text(), (tmp_path / "scored" / "table.md").read_text()
+    header = lambda table: next(line for line in table.splitlines() if line.startswith("| method"))
+    assert header(unscored) == header(scored) and header(scored).endswith("| real recordings % |")
+    assert table_rows(tmp_path / "unscored")["| es"][-1] == "– |"
+    assert table_rows(tmp_path / "scored")["| es"][-1] == "– |"
+    assert table_rows(tmp_path / "scored")["| eggroll-r4"][-1] == "80.00 ± 0.00 (1/2 seeds) |"
+    assert report.REAL_NOTE in unscored.splitlines() and report.REAL_NOTE in scored.splitlines()
+
+
+def test_write_report_returns_the_files_it_wrote(tmp_path):
+    write_run(tmp_path, "es", 1)
+    write_run(tmp_path, "eggroll-r2", 1)
+    written = report.write_report(tmp_path, "quick")
+    assert sorted(p.name for p in written) == ["convergence.png", "per_seed.md", "rank_ablation.png", "table.md",
+                                              "wallclock.png"]
+    assert all(p.parent == tmp_path and p.stat().st_size > 0 for p in written)
+
+
+@pytest.fixture
+def figures(tmp_path, monkeypatch):
+    """{file name: Figure} of a report over every seed, BPTT's line near the top of the convergence plot."""
+    saved = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **_: saved.update({path.name: fig}))
+    for seed in config.SEEDS:
+        write_run(tmp_path, "bptt", seed, val_acc=0.95)
+        for index, name in enumerate(["es"] + [f"eggroll-r{r}" for r in config.RANKS]):
+            write_run(tmp_path, name, seed, test_acc=0.5 + 0.03 * index + 0.02 * seed,
+                      val_accs=[0.1 * step + 0.02 * (index + seed) for step in range(1, 10)])
+    report.write_report(tmp_path, "paper")
+    return saved
+
+
+def texts(fig):
+    """Every title, axis label and legend entry of a figure."""
+    found = [fig.get_suptitle()]
+    for ax in fig.axes:
+        found += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        found += [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+    return " ".join(found)
+
+
+def test_every_figure_has_a_title_naming_the_preset_and_explains_its_spread(figures):
+    assert sorted(figures) == ["convergence.png", "rank_ablation.png", "wallclock.png"]
+    for fig in figures.values():
+        titles = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        assert any("(paper)" in title for title in titles)
+        assert f"mean ± std over {len(config.SEEDS)} seeds" in texts(fig)
+
+
+def test_convergence_legend_stands_outside_the_plot_clear_of_the_bptt_line(figures):
+    fig = figures["convergence.png"]
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    bptt = next(line for line in ax.get_lines() if line.get_label().startswith("bptt"))
+    bptt_y = ax.transData.transform((0, bptt.get_ydata()[0]))[1]
+    legend, plot = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert plot.y0 < bptt_y < plot.y1
+    assert legend.x0 >= plot.x1 and legend.x1 <= fig.bbox.x1  # right of the plot, inside the figure
+
+
+def test_a_cut_last_line_of_metrics_is_skipped(tmp_path):
+    out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
+    with open(out / "metrics.jsonl", "a") as file:
+        file.write('{"generation": 30, "val_')
+    assert [m["val_acc"] for m in report.collect(tmp_path)["es"][0][1]] == [0.5, 0.6]
+
+
+DAMAGES = {
+    "final.json not JSON": ("final.json", "{\"test_acc\": 0.9,", "final.json is not valid JSON"),
+    "final.json a list": ("final.json", "[1, 2]", "final.json holds a JSON list"),
+    "final.json without test_acc": ("final.json", json.dumps({"val_acc": 0.9}), "final.json has no number at \"test_acc\""),
+    "final.json not text": ("final.json", b"\xff\xfe\x00garbage", "final.json is not valid JSON"),
+    "real.json without accuracy": ("real.json", json.dumps({"run": "x"}), "real.json has no number at \"accuracy.all\""),
+    "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
+        {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
+    "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "has no number at \"generation\""),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
+def test_a_damaged_run_file_is_one_line_naming_the_file_and_the_fix(tmp_path, damage):
+    file_name, content, problem = DAMAGES[damage]
+    out = write_run(tmp_path, "es", 1, real_acc=0.5)
+    path = out / file_name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ValueError) as error:
+        report.write_report(tmp_path, "paper")
+    message = str(error.value)
+    assert "\n" not in message and problem in message and str(path) in message
+    assert "rerun reproduce" in message and message.startswith(("line", str(path)))
+
+
+def test_a_missing_metrics_file_is_named(tmp_path):
+    out = write_run(tmp_path, "es", 1)
+    (out / "metrics.jsonl").unlink()
+    with pytest.raises(ValueError, match="metrics.jsonl is missing: delete that run folder"):
+        report.collect(tmp_path)

@@ -75,8 +75,20 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
 
     cases = [
         (["--rank", "11"], "rank must lie in 1..10"),
-        (["--population", "7"], "population must be an even number"),
-        (["--sigma", "0"], "sigma must be > 0"),
+        (["--population", "7"], "--population must be an even number >= 2"),
+        (["--sigma", "0"], "--sigma must lie in (0, 10], got 0.0: use e.g. --sigma 0.1"),
+        (["--sigma", "inf"], "--sigma must lie in (0, 10], got inf"),
+        (["--sigma", "1e30"], "--sigma must lie in (0, 10], got 1e+30"),
+        (["--lr", "nan"], "--lr must lie in (0, 1], got nan: use e.g. --lr 0.01"),
+        (["--lr", "inf"], "--lr must lie in (0, 1], got inf"),
+        (["--init-std", "nan"], "--init-std must lie in (0, 10], got nan"),
+        (["--init-std", "-1"], "--init-std must lie in (0, 10], got -1.0: use e.g. --init-std 0.3"),
+        (["--weight-decay", "nan"], "--weight-decay must lie in [0.0, 1.0], got nan"),
+        (["--beta", "nan"], "--beta must lie in [0.0, 1.0], got nan"),
+        (["--beta", "5"], "--beta must lie in [0.0, 1.0], got 5.0: use e.g. --beta 0.9"),
+        (["--threshold", "nan"], "--threshold must lie in (0, 100], got nan"),
+        (["--threshold", "-1"], "--threshold must lie in (0, 100], got -1.0"),
+        (["--logit-scale", "0"], "--logit-scale must lie in (0, 1000]"),
         (["--seed", "-1"], "--seed must lie in"),
         (["--max-shift", "-1"], "--max-shift must lie in 0..33"),
         (["--max-shift", "34"], "--max-shift must lie in 0..33"),
@@ -89,6 +101,10 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
     code, err = run_main(["train", "--out", str(tmp_path / "new"), "--data-root", str(tmp_path / "absent"),
                           "--cache-dir", str(tmp_path / "cache"), *SMALL], capsys)
     assert code == 2 and "N-MNIST not found" in err and not (tmp_path / "new").exists()
+    for method in ("bptt", "es"):  # a bad option leaves no config.json behind, so no rerun needs --force
+        code, err = run_main(["train", "--out", str(tmp_path / "new"), "--method", method, "--lr", "nan",
+                              "--batch-size", "16", *dataset], capsys)
+        assert code == 2 and "--lr must lie in" in err and not (tmp_path / "new").exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
     (out / run.CHECKPOINT).write_bytes(b"not a checkpoint")
