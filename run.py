@@ -39,9 +39,9 @@ def add_config_options(parser, names=None):
         if names is not None and spec.name not in names:
             continue
         meta = spec.metadata
-        scope = "" if meta["methods"] == run_config.METHODS else f"{', '.join(meta['methods'])} only; "
-        rule = f"{meta['check'][1]}; " if meta["check"] else ""
-        help_text = f"{meta['help']} ({scope}{rule}default: {spec.default})"
+        scope = meta["methods"] != run_config.METHODS and f"{', '.join(meta['methods'])} only"
+        notes = [scope, meta["check"] and meta["check"][1], spec.default is not None and f"default: {spec.default}"]
+        help_text = meta["help"] + (f" ({'; '.join(note for note in notes if note)})" if any(notes) else "")
         if spec.type is bool:
             parser.add_argument(run_config.option(spec.name), action="store_true", default=None, help=help_text)
         else:
