@@ -11,6 +11,7 @@
 from dataclasses import dataclass
 
 from backend import array_module_of
+from distributed import ALONE
 import eggroll
 import noise
 import optim
@@ -56,11 +57,12 @@ def pair_noise(params, config, generation, pair):
     return drawn
 
 
-def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
-    """Output spike counts (2P, B, n_out), one member at a time (member 2p = +, 2p + 1 = -)."""
+def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """Output spike counts (2p, B, n_out) of the pairs in the slice `pairs`, one member at a time
+    (member 2p = +, 2p + 1 = -)."""
     xp = array_module_of(frames)
     counts, hidden = [], []
-    for pair in range(config.pairs):
+    for pair in range(config.pairs)[pairs]:
         perturbation = pair_noise(params, config, generation, pair)
         for sign in (1, -1):
             member = {name: value + (sign * config.sigma) * perturbation[name] for name, value in params.items()}
@@ -70,26 +72,28 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
     return xp.concatenate(counts), (xp.concatenate(hidden) if count_hidden else None)
 
 
-def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
-    """Output spike counts (2P, B, n_out) of all members at once, layer 1 as one matrix product."""
+def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """Output spike counts (2p, B, n_out) of the pairs in the slice `pairs`, all members at once,
+    layer 1 as the population product x [E_1^T ... E_P^T]."""
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
-    pairs = xp.arange(config.pairs)
+    pairs = xp.arange(config.pairs)[pairs]
+    n_pairs, members = pairs.shape[0], 2 * pairs.shape[0]
     key = (config.seed, generation, pairs)
     sigma = config.sigma
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)
     noise1 = full_rank_noise(*key, "W1", (n_hidden, n_in), xp)
-    xe = (x @ noise1.reshape(config.pairs * n_hidden, n_in).T).reshape(n_steps, batch, config.pairs, n_hidden)
+    xe = eggroll.population_product(x, noise1).reshape(n_steps, batch, n_pairs, n_hidden)
     del noise1
     delta1 = noise.normals(*key, "b1", n_hidden, xp)
     sign = xp.asarray([1, -1], dtype=frames.dtype)                             # (+, -) of a pair
     noise2 = full_rank_noise(*key, "W2", (n_out, n_hidden), xp)
     w2 = (params["W2"] + sigma * sign[None, :, None, None] * noise2[:, None])  # (P, 2, n_out, n_hidden)
-    w2 = w2.reshape(config.population, n_out, n_hidden)                        # member 2p + s
+    w2 = w2.reshape(members, n_out, n_hidden)                                  # member 2p + s
     delta2 = noise.normals(*key, "b2", n_out, xp)
-    b2 = (params["b2"] + sigma * sign[None, :, None] * delta2[:, None]).reshape(config.population, 1, n_out)
+    b2 = (params["b2"] + sigma * sign[None, :, None] * delta2[:, None]).reshape(members, 1, n_out)
 
     def hidden_current(t, start, stop):
         chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1
@@ -99,43 +103,47 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     def output_current(spikes, start, stop):
         return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, B, O)
 
-    return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
+    return snn.simulate(hidden_current, output_current, members, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
-def full_rank_gradient(f, params, config, generation):
-    """Eq. (10) for every weight and Eq. (8) for every bias, the noise regenerated from its keys."""
+def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
+    """Eq. (10) for every weight and Eq. (8) for every bias, summed over the pairs in the slice
+    `pairs` (all by default), the noise regenerated from its keys."""
     xp = array_module_of(f)
-    pairs = xp.arange(config.pairs)
+    chosen = xp.arange(config.pairs)[pairs]
     grads = {}
     for name, value in params.items():
         if name.startswith("W"):
-            perturbations = full_rank_noise(config.seed, generation, pairs, name, value.shape, xp)
-            grads[name] = (f @ perturbations.reshape(config.pairs, -1)).reshape(value.shape) \
+            perturbations = full_rank_noise(config.seed, generation, chosen, name, value.shape, xp)
+            grads[name] = (f @ perturbations.reshape(chosen.shape[0], -1)).reshape(value.shape) \
                 / (2 * config.pairs * config.sigma)
         else:
-            delta = noise.normals(config.seed, generation, pairs, name, value.shape[0], xp)
-            grads[name] = eggroll.bias_gradient(f, delta, config.sigma)
+            delta = noise.normals(config.seed, generation, chosen, name, value.shape[0], xp)
+            grads[name] = eggroll.bias_gradient(f, delta, config.sigma, config.pairs)
     return grads
 
 
-def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
-    """Output spike counts of the full-rank ES population, evaluated as config.mode says."""
+def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     eggroll.check_population(config.population, config.sigma)
     forward = batched_forward if config.mode == "batched" else sequential_forward
-    return forward(params, frames, config, generation, lif, count_hidden)
+    return forward(params, frames, config, generation, lif, count_hidden, pairs)
 
 
-def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF()):
+def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
     """One vanilla-ES generation: the same stages, arguments and stats as eggroll.generation_step."""
     eggroll.check_frames(params, frames, labels)
-    counts, _ = es_forward(params, frames, config, generation, lif)
-    fitnesses = eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale)   # Eqs. (3)-(4)
+    mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
+    counts, _ = es_forward(params, frames, config, generation, lif, pairs=mine)
+    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))  # (3)-(4)
     shaped = eggroll.centred_ranks(fitnesses)
-    grads = full_rank_gradient(eggroll.pair_differences(shaped), params, config, generation)  # Eqs. (10), (8)
-    params, state = optim.ascend(params, grads, state, adam)                            # Eq. (9)
+    summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
+    grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,
+                                        summed))                                            # Eqs. (10), (8)
+    params, state = optim.ascend(params, grads, state, adam)                                 # Eq. (9)
     return params, state, eggroll.population_stats(fitnesses, shaped)
 
 

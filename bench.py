@@ -22,6 +22,7 @@ import eggroll
 import optim
 import snn
 from backend import DEVICES, array_module, device_name
+import distributed
 from config import RANKS
 
 REFERENCE = dict(pairs=256, batch=256, time_bins=10)
@@ -227,8 +228,62 @@ def data_pipeline(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
             "batch_size": batch_size, "batches_samples_per_s": n / (t3 - t2)}
 
 
+def bench_distributed(opts, team):
+    """Seconds per generation, seconds in collectives and bytes sent per generation, of EGGROLL
+    r = 4 and batched vanilla ES at the reference size, in both update modes, on this MPI job
+    (mpiexec -n K python run.py bench --distributed). Printed and written by the first process."""
+    xp = array_module(opts.device)
+    if xp is not numpy:
+        xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()
+    params, frames, labels = bench_inputs(xp)
+    population = 2 * REFERENCE["pairs"]
+    configs = {"eggroll r=4": eggroll.Config(population, 4, sigma=0.1, seed=0, logit_scale=1.0),
+               "es-batched": baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)}
+    steps = {"eggroll r=4": eggroll.generation_step, "es-batched": baselines.es_generation_step}
+    adam, state = optim.Adam(lr=0.01), optim.init(params)
+    rows = []
+    for name, config in configs.items():
+        for update in distributed.UPDATES:
+            team.update = update
+            step = lambda: steps[name](params, state, frames, labels, 0, config, adam, snn.LIF(), team)
+            step()  # warm-up
+            seconds, bytes_sent = team.seconds, team.bytes_sent
+            began = time.perf_counter()
+            for _ in range(opts.repeats):
+                team.comm.Barrier()
+                step()
+            team.comm.Barrier()
+            elapsed = (time.perf_counter() - began) / opts.repeats
+            rows.append({"method": name, "update": update, "processes": team.size, "seconds_per_generation": elapsed,
+                         "communication_seconds": (team.seconds - seconds) / opts.repeats,
+                         "bytes_sent_per_process": (team.bytes_sent - bytes_sent) / opts.repeats})
+    summary = {"machine": machine_description(xp), "processes": team.size, "reference": REFERENCE,
+               "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "rows": rows}
+    if team.rank == 0:
+        print(format_distributed(summary))
+        if opts.json:
+            Path(opts.json).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def format_distributed(summary):
+    lines = [f"Machine: {summary['machine']}; {summary['processes']} processes, OPENBLAS_NUM_THREADS="
+             f"{summary['blas_threads']}", "",
+             "| method | update | processes | s / generation | s in collectives | share | bytes sent / process |",
+             "|---|---|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        lines.append(f"| {row['method']} | {row['update']} | {row['processes']} | {row['seconds_per_generation']:.3f} | "
+                     f"{row['communication_seconds']:.4f} | "
+                     f"{100 * row['communication_seconds'] / row['seconds_per_generation']:.1f} % | "
+                     f"{row['bytes_sent_per_process']:,.0f} |")
+    return "\n".join(lines)
+
+
 def add_options(parser):
     parser.add_argument("--device", choices=DEVICES, default="cpu", help="as in train")
+    parser.add_argument("--distributed", action="store_true",
+                        help="time EGGROLL r=4 and vanilla ES spread over this MPI job's processes "
+                             "(mpiexec -n K python run.py bench --distributed), in both update modes")
     parser.add_argument("--repeats", type=int, default=5, help="timed generations per method, after a warm-up")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
@@ -240,4 +295,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_options(parser)
-    bench(parser.parse_args())
+    opts = parser.parse_args()
+    if opts.distributed:
+        bench_distributed(opts, distributed.team("seeds"))
+    else:
+        bench(opts)

@@ -24,9 +24,12 @@ from dataclasses import dataclass
 import numpy
 
 from backend import array_module_of
+from distributed import ALONE
 import noise
 import optim
 import snn
+
+PAIRS_PER_BLOCK = 64  # pairs per matrix product of the population (see population_product)
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,29 @@ def antithetic(base, perturbation):
     return current.reshape(2 * pairs, batch, m)
 
 
-def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False):
-    """Output spike counts (2P, B, n_out) of the members theta_p +- sigma E_p, Eq. (6), and the
-    hidden spike count of each member if count_hidden (else None).
+def population_product(x, factors):
+    """x (N, n) times the factors (p, k, n) of p pairs: (N, p, k), one product per PAIRS_PER_BLOCK
+    pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
+    result is the same however many pairs a process holds (BLAS may round a product of another
+    shape differently)."""
+    xp = array_module_of(x)
+    pairs, k, n = factors.shape
+    out = xp.empty((x.shape[0], pairs, k), dtype=x.dtype)
+    for start in range(0, pairs, PAIRS_PER_BLOCK):
+        block = factors[start:start + PAIRS_PER_BLOCK]
+        stop = start + block.shape[0]
+        if block.shape[0] < PAIRS_PER_BLOCK:
+            block = xp.concatenate([block, xp.zeros((PAIRS_PER_BLOCK - block.shape[0], k, n), block.dtype)])
+        product = x @ block.reshape(PAIRS_PER_BLOCK * k, n).T
+        out[:, start:stop] = product.reshape(x.shape[0], PAIRS_PER_BLOCK, k)[:, :stop - start]
+    return out
+
+
+def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False,
+                      pairs=slice(None)):
+    """Output spike counts (2p, B, n_out) of the members theta_p +- sigma E_p, Eq. (6), of the
+    pairs in the slice `pairs` (all P by default), and the hidden spike count of each member if
+    count_hidden (else None).
 
     Member 2p is pair p's + side, member 2p + 1 its - side. A bias is a weight on a constant input
     1, so its noise sigma delta_p rides in the same per-pair product as one extra rank:
@@ -97,7 +120,8 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     check_config(config, params)
     n_steps, batch, n_in = frames.shape
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
-    pairs = xp.arange(config.pairs)
+    pairs = xp.arange(config.pairs)[pairs]
+    n_pairs = pairs.shape[0]
     scale = config.sigma / math.sqrt(config.rank)
 
     def layer_noise(layer, m, n):
@@ -111,10 +135,10 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
-    xb = x @ factors_b1.reshape(config.pairs * config.rank, n_in).T                # ONE product
-    xb = xb.reshape(n_steps, batch, config.pairs, config.rank).transpose(0, 2, 1, 3)
+    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P]
+    xb = xb.reshape(n_steps, batch, n_pairs, config.rank).transpose(0, 2, 1, 3)
     xb = with_ones(xb)                                                             # (T, P, B, r+1)
-    readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (config.pairs, n_hidden, n_out)),
+    readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (n_pairs, n_hidden, n_out)),
                               factors_b2.transpose(0, 2, 1)], axis=2)              # [W2^T | B_p], (P, H, O+r)
     # (2B, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
     # which carries the bias noise.
@@ -133,7 +157,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
         current = projected[..., :n_out] + params["b2"] + perturbation
         return current.reshape(n_steps, stop - start, batch, n_out)
 
-    return snn.simulate(hidden_current, output_current, config.population, n_steps, batch,
+    return snn.simulate(hidden_current, output_current, 2 * n_pairs, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
@@ -172,51 +196,56 @@ def population_stats(fitnesses, shaped):
 # ---------------------------------------------------------------------------------------------
 # 4. The gradient estimate, Eqs. (7)-(8)
 
-def lowrank_gradient(f, a, b, sigma):
-    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (P,), a (P, r, m), b (P, r, n)."""
+def lowrank_gradient(f, a, b, sigma, n_pairs):
+    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (p,), a (p, r, m), b (p, r, n) of p of
+    the population's P = n_pairs pairs (a process may hold a part)."""
     pairs, rank, m = a.shape
     weighted = (f[:, None, None] * a).reshape(pairs * rank, m)
-    return weighted.T @ b.reshape(pairs * rank, -1) / (2 * pairs * sigma * math.sqrt(rank))
+    return weighted.T @ b.reshape(pairs * rank, -1) / (2 * n_pairs * sigma * math.sqrt(rank))
 
 
-def bias_gradient(f, delta, sigma):
-    """Eq. (8): sum_p f_p delta_p / (2 P sigma)."""
-    return f @ delta / (2 * f.shape[0] * sigma)
+def bias_gradient(f, delta, sigma, n_pairs):
+    """Eq. (8): sum_p f_p delta_p / (2 P sigma), over the pairs of f and delta, P = n_pairs."""
+    return f @ delta / (2 * n_pairs * sigma)
 
 
-def gradient(f, params, config, generation):
-    """g for every parameter, Eqs. (7)-(8), from the pair differences f (P,) float32.
+def gradient(f, params, config, generation, pairs=slice(None)):
+    """g for every parameter, Eqs. (7)-(8), summed over the pairs in the slice `pairs` (all by
+    default), from their pair differences f float32.
 
     Every factor is regenerated from its key: nothing was stored since the forward pass.
     """
     xp = array_module_of(f)
-    pairs = xp.arange(config.pairs)
+    chosen = xp.arange(config.pairs)[pairs]
     grads = {}
     for name, value in params.items():
         if name.startswith("W"):
-            a, b = lowrank_factors(config.seed, generation, pairs, name, value.shape, config.rank, xp)
-            grads[name] = lowrank_gradient(f, a, b, config.sigma)
+            a, b = lowrank_factors(config.seed, generation, chosen, name, value.shape, config.rank, xp)
+            grads[name] = lowrank_gradient(f, a, b, config.sigma, config.pairs)
         else:
-            delta = noise.normals(config.seed, generation, pairs, name, value.shape[0], xp)
-            grads[name] = bias_gradient(f, delta, config.sigma)
+            delta = noise.normals(config.seed, generation, chosen, name, value.shape[0], xp)
+            grads[name] = bias_gradient(f, delta, config.sigma, config.pairs)
     return grads
 
 
 # ---------------------------------------------------------------------------------------------
 # One generation
 
-def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF()):
+def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
     """One EGGROLL generation on a minibatch, frames (T, B, n_in) and labels (B,).
 
     Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
-    and stats (mean and max fitness, spread of the shaped fitnesses).
+    and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
+    (distributed.py) shares the pairs out; alone, a process holds them all and `team` does nothing.
     """
     check_frames(params, frames, labels)
-    counts, _ = perturbed_forward(params, frames, config, generation, lif)            # Eq. (6)
-    fitnesses = fitness(counts, labels, frames.shape[0], config.logit_scale)           # Eqs. (3)-(4)
+    mine = team.my_pairs(config.pairs, PAIRS_PER_BLOCK)
+    counts, _ = perturbed_forward(params, frames, config, generation, lif, pairs=mine)     # Eq. (6)
+    fitnesses = team.gather(fitness(counts, labels, frames.shape[0], config.logit_scale))  # Eqs. (3)-(4)
     shaped = centred_ranks(fitnesses)
-    grads = gradient(pair_differences(shaped), params, config, generation)             # Eqs. (7)-(8)
-    params, state = optim.ascend(params, grads, state, adam)                           # Eq. (9)
+    summed = team.update_pairs(config.pairs, PAIRS_PER_BLOCK)
+    grads = team.sum(gradient(pair_differences(shaped)[summed], params, config, generation, summed))  # (7)-(8)
+    params, state = optim.ascend(params, grads, state, adam)                               # Eq. (9)
     return params, state, population_stats(fitnesses, shaped)
 
 

@@ -9,6 +9,7 @@ Every error a user can cause (bad option, missing data, a foreign checkpoint) en
 with one line on stderr and exit status 2, and overwrites nothing.
 """
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -22,6 +23,7 @@ import baselines
 import bench
 import config as run_config
 import data
+import distributed
 import eggroll
 import optim
 import report
@@ -70,15 +72,19 @@ def training_schedule(config, n_train):
     return config.generations, per_epoch, config.eval_every
 
 
-def evaluate(params, split, lif, xp, batch_size=1000):
+def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
     """Accuracy, spikes per sample (hidden + output) and accuracy per digit 0-9 (None for a digit
-    the split lacks) of the unperturbed network on a split."""
+    the split lacks) of the unperturbed network on a split. A team's processes take every K-th
+    batch of 1,000 and add up their counts: whole numbers, so the sums are exact in any order."""
     n_digits = snn.SIZES[-1]
-    right, spikes = numpy.zeros(n_digits, int), 0.0
-    for frames, labels in data.batches(split, batch_size, xp, shuffle=False):
-        counts, hidden = snn.forward(params, frames, lif, count_hidden=True)
-        right += snn.correct_per_class(counts[0], labels)
-        spikes += float(hidden.sum()) + float(counts.sum())
+    tally = numpy.zeros(n_digits + 1)  # hits per digit, then spikes
+    for start in range(team.rank * batch_size, len(split), team.size * batch_size):
+        indices = numpy.arange(start, min(start + batch_size, len(split)))
+        counts, hidden = snn.forward(params, split.frames(indices, xp), lif, count_hidden=True)
+        tally[:n_digits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
+        tally[n_digits] += float(hidden.sum()) + float(counts.sum())
+    tally = team.total(tally)
+    right, spikes = tally[:n_digits].astype(int), tally[n_digits]
     seen = numpy.bincount(split.labels, minlength=n_digits)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     return int(right.sum()) / max(len(split), 1), spikes / max(len(split), 1), per_digit
@@ -97,55 +103,79 @@ class Interrupted(UsageError):
     """Ctrl-C: where the run stopped; main adds how to continue."""
 
 
-def train(config, out, resume=False, force=False, progress=True):
-    """One training run as `config` describes it, in folder `out`; returns the contents of final.json."""
+def method_step(config, method, lif, team):
+    """The update of config.method as step(params, state, frames, labels, generation, adam)."""
+    if config.method == "eggroll":
+        return lambda params, state, frames, labels, generation, adam: eggroll.generation_step(
+            params, state, frames, labels, generation, method, adam, lif, team)
+    if config.method == "es":
+        return lambda params, state, frames, labels, generation, adam: baselines.es_generation_step(
+            params, state, frames, labels, generation, method, adam, lif, team)
+    return lambda params, state, frames, labels, generation, adam: baselines.bptt_step(
+        params, state, frames, labels, method, adam, lif)
+
+
+def resume_point(out, resume, params, xp, total_steps):
+    """(params, Adam state, first step, seconds of the steps done): a fresh start, or the
+    checkpoint in `out`; metrics past it are dropped."""
+    start, step_seconds, state = 0, [], optim.init(params)
+    if resume and (out / CHECKPOINT).exists():
+        params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, total_steps)
+    metrics_path = out / "metrics.jsonl"
+    run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
+                                                      for r in run_folder.metrics_until(metrics_path, start)))
+    return params, state, start, step_seconds
+
+
+def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE):
+    """One training run as `config` describes it, in folder `out`; returns the contents of final.json.
+
+    With a `team` of processes (distributed.py) each evaluates its share of the population; the
+    first process (rank 0) alone owns the folder, evaluates, writes and shows progress.
+    """
     # Settings, parameters and data: every check before the run folder is touched.
     run_config.check(config)
+    if team.size > 1 and config.method == "bptt":
+        raise UsageError("BPTT runs on one process: drop --distributed (it spreads an ES population)")
     xp = array_module(config.device)
+    if xp is not numpy and team.size > 1:
+        xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
     params = snn.init_params(config.seed, std=config.init_std, xp=xp)
     if config.method == "eggroll":
         eggroll.check_config(config.eggroll(), params)
-    out = Path(out)
-    splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download, progress)
+    out, leader = Path(out), team.rank == 0
+    splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
+                              progress and leader)
     if not len(splits.train):
         raise UsageError("the training split is empty: check --data-root")
     lif = config.lif()
-    method = {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method]()
+    step = method_step(config, {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method](),
+                       lif, team)
     total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
 
-    with run_folder.owned(out):
-        # Start, or continue from the last checkpoint; metrics past it are dropped.
-        run_folder.prepare(out, config, resume, force)
-        start, step_seconds, state = 0, [], optim.init(params)
-        if resume and (out / CHECKPOINT).exists():
-            params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, total_steps)
-        metrics_path = out / "metrics.jsonl"
-        run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
-                                                          for r in run_folder.metrics_until(metrics_path, start)))
-        saved = start
+    with run_folder.owned(out) if leader else contextlib.nullcontext():
+        # Start, or continue from the last checkpoint, which the first process reads for all.
+        begin = None
+        if leader:
+            run_folder.prepare(out, config, resume, force)
+            begin = resume_point(out, resume, params, xp, total_steps)
+        params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
+        saved, metrics_path = start, out / "metrics.jsonl"
 
-        with progress_bar(total_steps, start, config.name, progress) as bar:
+        with progress_bar(total_steps, start, config.name, progress and leader) as bar:
             generation = start
             try:
                 for generation in range(start, total_steps):
                     # One update: the generation-th minibatch, then the method's step with this step's lr.
                     frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
                                                     config.max_shift)
-                    adam = config.adam(generation, total_steps)
                     began = time.perf_counter()
                     try:
-                        if config.method == "eggroll":
-                            update = eggroll.generation_step(params, state, frames, labels, generation, method,
-                                                             adam, lif)
-                        elif config.method == "es":
-                            update = baselines.es_generation_step(params, state, frames, labels, generation,
-                                                                  method, adam, lif)
-                        else:
-                            update = baselines.bptt_step(params, state, frames, labels, method, adam, lif)
+                        update = step(params, state, frames, labels, generation, config.adam(generation, total_steps))
                         if not all(bool(xp.isfinite(value).all()) for value in update[0].values()):
                             raise ValueError("a parameter became NaN or inf")
                     except ValueError as error:  # non-finite fitness, loss or parameters
-                        if generation > saved:
+                        if leader and generation > saved:
                             run_folder.save_checkpoint(out, params, state, generation, step_seconds)
                         raise UsageError(f"training went non-finite at step {generation + 1} ({error}); "
                                          f"{out / CHECKPOINT} holds the run before it: lower --lr or --sigma "
@@ -159,26 +189,29 @@ def train(config, out, resume=False, force=False, progress=True):
                     # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
                     done = generation + 1
                     if done % eval_every == 0 or done == total_steps:
-                        val_acc, spikes, _ = evaluate(params, splits.val, lif, xp)
-                        record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
-                                  "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
-                        run_folder.append_line(metrics_path, json.dumps(record))
-                        bar.set_postfix(val_acc=f"{val_acc:.3f}")
-                        run_folder.save_checkpoint(out, params, state, done, step_seconds)
+                        val_acc, spikes, _ = evaluate(params, splits.val, lif, xp, team)
+                        if leader:
+                            record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
+                                      "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
+                            run_folder.append_line(metrics_path, json.dumps(record))
+                            bar.set_postfix(val_acc=f"{val_acc:.3f}")
+                            run_folder.save_checkpoint(out, params, state, done, step_seconds)
                         saved = done
             except KeyboardInterrupt:
                 raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
                                   f"step {saved}") from None
-
         # The end: validation and test accuracy, timings and versions in final.json.
-        val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp)
-        test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp)
+        val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp, team)
+        test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
+        if not leader:
+            return {}
         final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
                  "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
                  "median_seconds_per_generation": statistics.median(step_seconds),
                  "total_seconds": sum(step_seconds), "generations": total_steps,
                  "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
-                 "config": run_config.stored(config), "versions": package_versions(), "device": device_name(xp)}
+                 "config": run_config.stored(config), "versions": package_versions(), "device": device_name(xp),
+                 "processes": team.size}
         run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
     return final
 
@@ -261,6 +294,13 @@ def main(argv=None):
                               help="continue the run in --out from its last checkpoint (same settings)")
     train_parser.add_argument("--force", action="store_true", help="delete the run in --out and start over")
     train_parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    train_parser.add_argument("--distributed", action="store_true",
+                              help="spread the ES population over the processes of an MPI job: "
+                                   "mpiexec -n K python run.py train --distributed ...")
+    train_parser.add_argument("--update", choices=distributed.UPDATES, default="seeds",
+                              help="with --distributed: every process forms the whole update from the noise "
+                                   "seeds (bit-exact), or the gradient of its own pairs, summed by one "
+                                   "all-reduce (default: seeds)")
 
     reproduce_parser = commands.add_parser("reproduce", help="every run of the paper's protocol, tables, figures")
     reproduce_parser.add_argument("--config", choices=sorted(run_config.PRESETS), default="paper",
@@ -294,28 +334,47 @@ def main(argv=None):
     for name in where + ("download",):
         if getattr(opts, name, False) is None:
             setattr(opts, name, getattr(defaults, name))
+    team = distributed.ALONE
     try:
+        if getattr(opts, "distributed", False):
+            team = distributed.team(getattr(opts, "update", "seeds"))
         if opts.command == "train":
-            final = train(config_from_options(opts), opts.out, opts.resume, opts.force, progress=not opts.quiet)
-            print(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}))
+            final = train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
+            if team.rank == 0:
+                print(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}))
         elif opts.command == "reproduce":
             reproduce(opts)
         elif opts.command == "evaluate":
             print(json.dumps(evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)))
+        elif opts.distributed:
+            bench.bench_distributed(opts, team)
         else:
             bench.bench(opts)
     except Interrupted as error:
         again = "rerun with --resume to continue" if opts.command == "train" else \
             "rerun the same command to continue (finished runs are skipped)"
-        print(f"error: interrupted: {error}; {again}", file=sys.stderr)
-        return 2
+        return fail(f"interrupted: {error}; {again}", team)
     except KeyboardInterrupt:
-        print("error: interrupted; nothing was left half-written, rerun to start again", file=sys.stderr)
-        return 2
+        return fail("interrupted; nothing was left half-written, rerun to start again", team)
     except (UsageError, ValueError, OSError, RuntimeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return fail(str(error), team)
+    except BaseException:
+        if team.size > 1:  # a bug: show it, and end every process of the job rather than leave them waiting
+            import traceback
+            traceback.print_exc()
+            team.abort(1)
+        raise
     return 0
+
+
+def fail(message, team):
+    """Print `message` as one line (from the first process of a job) and return exit status 2.
+    In an MPI job the other processes may be waiting for this one, so the job is ended."""
+    if team.rank == 0:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    if team.size > 1:
+        team.abort(2)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,212 @@
+"""One population over MPI processes: the split of the pairs, the fixed-shape population product
+that makes the split invisible, and real `mpiexec` jobs on the real recordings whose weights equal
+the single-process run bit for bit (update "seeds") or within float32 rounding (update
+"allreduce"), resume with another number of processes, and end when one process dies."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import distributed
+import eggroll
+import run
+import run_folder
+import snn
+from test_data import REAL_ROOT, needs_real
+
+ROOT = Path(__file__).resolve().parents[1]
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+
+# ---------------------------------------------------------------------------------------------
+# Without MPI: the split and the products
+
+@settings(max_examples=60)
+@given(n_pairs=st.integers(0, 700), block=st.integers(1, 70), size=st.integers(1, 9))
+def test_shares_cover_every_pair_once_in_whole_blocks(n_pairs, block, size):
+    """The K shares are contiguous, in rank order, cover 0..P-1 exactly once, start on a block
+    boundary, and differ by at most one block."""
+    shares = [distributed.share(n_pairs, block, rank, size) for rank in range(size)]
+    assert shares[0].start == 0 and shares[-1].stop == n_pairs
+    for before, after in zip(shares, shares[1:]):
+        assert before.stop == after.start
+    assert all(s.start % block == 0 or s.start == n_pairs for s in shares)
+    blocks = [-(-(s.stop - s.start) // block) for s in shares]
+    assert max(blocks) - min(blocks) <= 1
+
+
+@pytest.mark.parametrize("rank", [1, 4])
+def test_population_product_of_any_share_equals_its_columns_of_the_whole(rank):
+    """x [B_1 ... B_P] for a share of the pairs is, bit for bit, that share's columns of the product
+    for all pairs: every BLAS call has the same shape, whoever computes it. 150 pairs (3 blocks,
+    the last one part-filled), shares of 2 and 3 processes."""
+    rng = np.random.default_rng(rank)
+    x = (rng.random((60, 2312)) < 0.1).astype(np.float32)
+    factors = rng.standard_normal((150, rank, 2312)).astype(np.float32)
+    whole = eggroll.population_product(x, factors)
+    assert whole.shape == (60, 150, rank)
+    np.testing.assert_allclose(whole, np.einsum("nk,prk->npr", x, factors), rtol=1e-4, atol=1e-4)
+    for size in (2, 3):
+        for process in range(size):
+            mine = distributed.share(150, eggroll.PAIRS_PER_BLOCK, process, size)
+            assert np.array_equal(eggroll.population_product(x, factors[mine]), whole[:, mine])
+
+
+def test_gradients_of_the_shares_sum_to_the_whole_gradient():
+    """The all-reduce update: the gradients of the K shares, Eqs. (7)-(8) over each share's pairs,
+    add up to the gradient over all pairs within float32 rounding (1e-5 of the largest entry)."""
+    params = snn.init_params(0)
+    config = eggroll.Config(population=300, rank=2, sigma=0.1, seed=4, logit_scale=1.0)
+    f = np.random.default_rng(1).uniform(-1, 1, config.pairs).astype(np.float32)
+    whole = eggroll.gradient(f, params, config, 3)
+    for size in (2, 3):
+        parts = [eggroll.gradient(f[s], params, config, 3, s)
+                 for s in (distributed.share(config.pairs, eggroll.PAIRS_PER_BLOCK, k, size) for k in range(size))]
+        for name in whole:
+            np.testing.assert_allclose(sum(p[name] for p in parts), whole[name], rtol=0,
+                                       atol=1e-5 * np.abs(whole[name]).max())
+
+
+# ---------------------------------------------------------------------------------------------
+# Real MPI jobs
+
+def mpiexec_works():
+    if MPIEXEC is None:
+        return "no mpiexec on PATH or beside the Python interpreter (pip install -e \".[mpi]\")"
+    try:
+        probe = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-c",
+                                "from mpi4py import MPI; assert MPI.COMM_WORLD.Get_size() == 2"],
+                               capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "mpiexec -n 2 did not start within 60 s"
+    return None if probe.returncode == 0 else f"mpiexec -n 2 cannot start: {probe.stderr.decode()[-300:]}"
+
+
+MPI_PROBLEM = mpiexec_works()
+needs_mpi = pytest.mark.skipif(MPI_PROBLEM is not None, reason=str(MPI_PROBLEM))
+
+# 200 pairs: four blocks of 64 pairs, the last part-filled, so 2 and 3 processes get unequal shares.
+SETTINGS = ["--population", "400", "--rank", "2", "--batch-size", "32", "--generations", "6", "--eval-every", "3",
+            "--quiet", "--data-root", str(REAL_ROOT)]
+
+
+def train(out, cache, processes=None, *extra, timeout=300):
+    """run.py train, alone (processes=None) or under mpiexec -n processes with --distributed."""
+    command = [sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), "--cache-dir", str(cache),
+               *SETTINGS, *extra]
+    if processes:
+        command = [MPIEXEC, "-n", str(processes), *command, "--distributed"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def weights(out):
+    with np.load(out / run.CHECKPOINT) as stored:
+        return {name: stored[name] for name in stored.files if name.startswith(("param/", "adam_"))}
+
+
+def assert_same_bits(expected, actual):
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        np.testing.assert_array_equal(expected[name], actual[name], err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    """The single-process runs (EGGROLL and vanilla ES) the MPI jobs must reproduce."""
+    base = tmp_path_factory.mktemp("alone")
+    for method in ("eggroll", "es"):
+        done = train(base / method, base / "cache", None, "--method", method)
+        assert done.returncode == 0, done.stderr
+    return base
+
+
+@needs_real
+@needs_mpi
+@pytest.mark.parametrize("method, processes", [("eggroll", 1), ("eggroll", 2), ("eggroll", 3), ("es", 2)])
+def test_an_mpi_job_ends_with_the_weights_of_a_single_process(alone, tmp_path, method, processes):
+    done = train(tmp_path / "run", alone / "cache", processes, "--method", method)
+    assert done.returncode == 0, done.stderr
+    assert_same_bits(weights(alone / method), weights(tmp_path / "run"))
+    assert done.stdout.count("test_acc") == 1  # the first process alone reports
+    expected, final = (json.loads((folder / "final.json").read_text()) for folder in (alone / method, tmp_path / "run"))
+    for key in ("val_acc", "test_acc", "spikes_per_sample", "val_acc_per_digit", "test_acc_per_digit"):
+        assert final[key] == expected[key], key  # evaluation split over the processes, counts summed exactly
+
+
+@needs_real
+@needs_mpi
+def test_the_allreduce_update_agrees_within_float32_rounding(alone, tmp_path):
+    """Summing the shares' gradients in another order moves the weights by float32 rounding only:
+    after 6 Adam steps at lr 0.01, every weight within 1e-3 of the single-process run (measured:
+    about 1e-5), and the run did not simply repeat the bits of the other update."""
+    done = train(tmp_path / "run", alone / "cache", 2, "--update", "allreduce")
+    assert done.returncode == 0, done.stderr
+    expected, actual = weights(alone / "eggroll"), weights(tmp_path / "run")
+    names = [n for n in expected if n.startswith("param/")]
+    assert max(np.abs(expected[n] - actual[n]).max() for n in names) <= 1e-3
+    assert any(not np.array_equal(expected[n], actual[n]) for n in names)
+
+
+@needs_real
+@needs_mpi
+def test_a_job_whose_process_dies_ends_and_resumes_with_another_number_of_processes(alone, tmp_path):
+    """Kill the first process of a 3-process job after its first checkpoint: the job ends (no
+    process is left waiting), and --resume with 2 processes ends with the single-process weights."""
+    longer = ("--generations", "30")
+    whole = train(tmp_path / "whole", alone / "cache", None, *longer)
+    assert whole.returncode == 0, whole.stderr
+    out = tmp_path / "run"
+    command = [MPIEXEC, "-n", "3", sys.executable, str(ROOT / "run.py"), "train", "--out", str(out),
+               "--cache-dir", str(alone / "cache"), *SETTINGS, *longer, "--distributed"]
+    job = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not (out / run.CHECKPOINT).exists() and time.time() < deadline and job.poll() is None:
+            time.sleep(0.002)
+        os.kill(int((out / run_folder.LOCK).read_text()), signal.SIGKILL)  # the first process
+        job.wait(timeout=60)  # raises TimeoutExpired if the others were left waiting
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode != 0 and not (out / "final.json").exists()
+    with np.load(out / run.CHECKPOINT) as stored:
+        assert 3 <= int(stored["step"]) < 30, "the job must die mid-way for this test to mean anything"
+    done = train(out, alone / "cache", 2, *longer, "--resume")
+    assert done.returncode == 0, done.stderr
+    assert_same_bits(weights(tmp_path / "whole"), weights(out))
+
+
+@needs_real
+@needs_mpi
+def test_bptt_is_refused_with_one_line(tmp_path):
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(ROOT / "run.py"), "train", "--method", "bptt",
+                           "--out", str(tmp_path / "run"), "--data-root", str(REAL_ROOT), "--cache-dir",
+                           str(tmp_path / "cache"), "--quiet", "--distributed"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "error: BPTT runs on one process: drop --distributed" in done.stderr
+    assert done.stderr.count("error:") == 1 and not (tmp_path / "run").exists()
+
+
+def test_without_mpi4py_distributed_names_the_install_command(tmp_path):
+    """A Python that cannot import mpi4py: one line naming the install command, exit status 2."""
+    fake = tmp_path / "no_mpi" / "mpi4py"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('mpi4py is not installed')\n")
+    env = dict(os.environ, PYTHONPATH=str(fake.parent))
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--distributed", "--out",
+                           str(tmp_path / "run")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert 'error: --distributed needs mpi4py and an MPI library: pip install -e ".[mpi]"' in done.stderr
+    assert not (tmp_path / "run").exists()
