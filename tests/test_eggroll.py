@@ -109,7 +109,7 @@ network_shapes = st.tuples(
        n_pairs=st.integers(1, 12), data=st.data())
 def test_one_pair_regenerates_its_slice_bit_for_bit(seed, generation, n_pairs, data):
     """Drawing the noise of chosen pairs alone (any subset, any order, repeats allowed) gives exactly
-    the rows of the batched draw for all pairs: standard_normals, lowrank_factors and bias_noise.
+    the rows of the batched draw for all pairs: noise.standard_normals, lowrank_factors and noise.normals.
 
     Exact (bitwise) equality: training relies on regenerating a member's noise in the update.
     """
