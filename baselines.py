@@ -138,7 +138,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     eggroll.check_frames(params, frames, labels)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, _ = es_forward(params, frames, config, generation, lif, pairs=mine)
-    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))  # (3)-(4)
+    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale),  # (3)-(4)
+                            config.pairs, eggroll.PAIRS_PER_BLOCK)
     shaped = eggroll.centred_ranks(fitnesses)
     summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,

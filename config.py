@@ -137,9 +137,7 @@ def from_stored(values):
     if values.get("method") == "bptt" and "epochs" not in values and "generations" in values:
         values["epochs"] = values.pop("generations")
     known = {spec.name for spec in fields(RunConfig) if spec.metadata["result"]}
-    config = RunConfig(**{k: v for k, v in values.items() if k in known})
-    return replace(config, **{spec.name: spec.default for spec in fields(RunConfig)
-                              if not applies(spec, config.method)})
+    return RunConfig(**{k: v for k, v in values.items() if k in known})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,8 +44,9 @@ class Alone:
         """The pairs whose noise this process sums into its gradient."""
         return slice(0, n_pairs)
 
-    def gather(self, values):
-        """Every process's values (the fitnesses of its members), concatenated in pair order."""
+    def gather(self, values, n_pairs, pairs_per_block):
+        """Every process's values, one per member of its share of n_pairs pairs, concatenated in
+        pair order."""
         return values
 
     def sum(self, grads):
@@ -76,9 +77,10 @@ class Team(Alone):
     def update_pairs(self, n_pairs, pairs_per_block):
         return slice(0, n_pairs) if self.update == "seeds" else self.my_pairs(n_pairs, pairs_per_block)
 
-    def gather(self, values):
+    def gather(self, values, n_pairs, pairs_per_block):
         xp, local = array_module_of(values), numpy.ascontiguousarray(to_numpy(values))
-        counts = self.comm.allgather(local.size)  # a few ints; the values go in one Allgatherv
+        shares = [share(n_pairs, pairs_per_block, rank, self.size) for rank in range(self.size)]
+        counts = [2 * (mine.stop - mine.start) for mine in shares]  # members per process, known to all
         everyone = numpy.empty(sum(counts), dtype=local.dtype)
         began = time.perf_counter()
         self.comm.Allgatherv(local, [everyone, counts])
