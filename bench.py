@@ -1,10 +1,12 @@
 """The benchmark: seconds, FLOPs, efficiency and memory per generation of every method at the
-reference size, and optionally the data pipeline's speed.
+reference size (or another number of pairs), and optionally the data pipeline's speed.
 
     python run.py bench --json bench.json            # or: python bench.py --json bench.json
+    python run.py bench --device gpu --pairs 4096 --methods es-batched,eggroll-r4
 
 Each method is timed in a fresh process (its peak RSS is its own), as the median of a few
-generations after a warm-up, on the same random frames at N-MNIST's input density.
+generations after a warm-up, on the same random frames at N-MNIST's input density. On a GPU it
+also times each kernel of gpu.py against its NumPy twin run on CuPy: what each kernel buys.
 """
 import argparse
 import json
@@ -19,6 +21,7 @@ import numpy
 import baselines
 import data
 import eggroll
+import gpu
 import optim
 import snn
 from backend import DEVICES, array_module, device_name
@@ -31,6 +34,11 @@ BENCH_METHODS = [("es-batched", None), ("es-sequential", None)] + [("eggroll", r
                 [("inference", None), ("bptt", None)]
 
 
+def method_name(method, rank):
+    """"eggroll-r4", "es-batched", ...: how --methods names a row."""
+    return method if rank is None else f"{method}-r{rank}"
+
+
 def bench_inputs(xp, seed=0):
     """Reference-size parameters, binary frames at N-MNIST's input density, and labels."""
     rng = numpy.random.default_rng(seed)
@@ -40,10 +48,10 @@ def bench_inputs(xp, seed=0):
     return snn.init_params(seed, xp=xp), frames, labels
 
 
-def flops_per_generation(method, rank):
+def flops_per_generation(method, rank, pairs=REFERENCE["pairs"]):
     """Multiply-adds x 2 of the matrix products of one generation (or one BPTT step)."""
     n, h, o = snn.SIZES
-    p, rows = REFERENCE["pairs"], REFERENCE["time_bins"] * REFERENCE["batch"]
+    p, rows = pairs, REFERENCE["time_bins"] * REFERENCE["batch"]
     members = 2 * p
     base, layer2 = 2 * rows * n * h, 2 * members * rows * h * o
     if method == "eggroll":
@@ -59,13 +67,13 @@ def flops_per_generation(method, rank):
     return 3 * (base + 2 * rows * h * o)  # bptt: forward plus a backward of about twice its cost
 
 
-def noise_bytes(method, rank):
+def noise_bytes(method, rank, pairs=REFERENCE["pairs"]):
     """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES).
 
     Both ES modes regenerate every E_p at once for the update, Eq. (10), so they peak alike.
     """
     n, h, o = snn.SIZES
-    p = REFERENCE["pairs"]
+    p = pairs
     if method == "eggroll":
         return 4 * p * (rank * (h + n) + h + rank * (o + h) + o)
     if method.startswith("es-"):
@@ -87,12 +95,12 @@ def time_calls(function, repeats, xp):
     return statistics.median(seconds)
 
 
-def bench_method(method, rank, device, repeats):
+def bench_method(method, rank, device, repeats, pairs=REFERENCE["pairs"]):
     """Seconds per generation of one method, in a fresh process so that its peak RSS is its own."""
     import resource
     xp = array_module(device)
     params, frames, labels = bench_inputs(xp)
-    population = 2 * REFERENCE["pairs"]
+    population = 2 * pairs
     egg = eggroll.Config(population, rank or 1, sigma=0.1, seed=0, logit_scale=1.0)
     es = {mode: baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0, mode=mode)
           for mode in baselines.ES_MODES}
@@ -117,10 +125,37 @@ def bench_method(method, rank, device, repeats):
     return result
 
 
-def gemm_speeds(xp, repeats=5):
+def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
+    """On a GPU: seconds of each stage that a kernel of gpu.py runs, with the kernel and with its
+    NumPy twin on CuPy (gpu.KERNELS off), at EGGROLL r = 4 (the bench does this at the reference
+    size only: at thousands of pairs the twins take minutes)."""
+    xp = array_module(device)
+    params, frames, labels = bench_inputs(xp)
+    config = eggroll.Config(2 * pairs, 4, sigma=0.1, seed=0, logit_scale=1.0)
+    es = baselines.ESConfig(2 * pairs, sigma=0.1, seed=0, logit_scale=1.0)
+    adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
+    n, h, _ = snn.SIZES
+    stages = {
+        "noise: W1 factors of every pair": lambda: eggroll.lowrank_factors(0, 0, xp.arange(pairs), "W1", (h, n), 4, xp),
+        "eggroll r=4 forward": lambda: eggroll.perturbed_forward(params, frames, config, 0, lif),
+        "adam: every parameter": lambda: optim.ascend(params, params, state, adam),
+        "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif),
+        "es-batched generation": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es, adam, lif),
+    }
+    seconds = {}
+    for stage, call in stages.items():
+        seconds[stage] = {}
+        for kernels in (True, False):
+            gpu.KERNELS = kernels
+            seconds[stage]["kernel" if kernels else "numpy_twin"] = time_calls(call, repeats, xp)
+    gpu.KERNELS = True
+    return seconds
+
+
+def gemm_speeds(xp, pairs=REFERENCE["pairs"], repeats=5):
     """float32 GFLOP/s of a 2048^3 product and of the population products of the bench."""
     rows, n, h = REFERENCE["time_bins"] * REFERENCE["batch"], snn.SIZES[0], snn.SIZES[1]
-    shapes = [(2048, 2048, 2048)] + [(rows, n, REFERENCE["pairs"] * k) for k in (1, 4, 8, h)]
+    shapes = [(2048, 2048, 2048)] + [(rows, n, pairs * k) for k in (1, 4, 8, h)]
     speeds = {}
     for m, k, n_cols in shapes:
         left = xp.ones((m, k), dtype=xp.float32)
@@ -135,46 +170,62 @@ def machine_description(xp):
     return f"{device_name(xp)}, {cores} cores, {platform.system()} {platform.release()}, numpy {numpy.__version__}"
 
 
+def chosen_methods(names):
+    """The (method, rank) rows that --methods names ("all", or e.g. "es-batched,eggroll-r4")."""
+    if names == "all":
+        return BENCH_METHODS
+    known = {method_name(*row): row for row in BENCH_METHODS}
+    unknown = [name for name in names.split(",") if name not in known]
+    if unknown:
+        raise ValueError(f"unknown method {unknown[0]!r} in --methods: use 'all' or some of {', '.join(known)}")
+    return [known[name] for name in names.split(",")]
+
+
 def bench(opts):
     """Print the benchmark table and write it as JSON (--json)."""
     import multiprocessing
     xp = array_module(opts.device)
+    methods = chosen_methods(opts.methods)
+    pairs = opts.pairs
     context = multiprocessing.get_context("spawn")
     results = {}
     with context.Pool(1, maxtasksperchild=1) as pool:
-        for method, rank in BENCH_METHODS:
+        for method, rank in methods:
             repeats = opts.repeats if method != "es-sequential" else max(5, opts.repeats // 2)
-            results[(method, rank)] = pool.apply(bench_method, (method, rank, opts.device, repeats))
-            print(f"  measured {method}{'' if rank is None else f' r={rank}'}: "
-                  f"{results[(method, rank)]['seconds']:.3f} s", file=sys.stderr)
-    speeds = gemm_speeds(xp)
+            results[(method, rank)] = pool.apply(bench_method, (method, rank, opts.device, repeats, pairs))
+            print(f"  measured {method_name(method, rank)}: {results[(method, rank)]['seconds']:.4f} s", file=sys.stderr)
+        kernels = pool.apply(bench_kernels, (opts.device, opts.repeats)) if xp is not numpy and \
+            pairs == REFERENCE["pairs"] else None
+    speeds = gemm_speeds(xp, pairs)
     peak = max(speeds.values())
-    es_batched = results[("es-batched", None)]["seconds"]
-    es_sequential = results[("es-sequential", None)]["seconds"]
+    baseline = {m: results[(m, None)]["seconds"] for m in ("es-batched", "es-sequential") if (m, None) in results}
     epoch_batches = 54000 / REFERENCE["batch"]
     rows = []
     for (method, rank), result in results.items():
         seconds = result["seconds"] * (epoch_batches if method == "bptt" else 1)
-        gflop = flops_per_generation(method, rank) / 1e9 * (epoch_batches if method == "bptt" else 1)
+        gflop = flops_per_generation(method, rank, pairs) / 1e9 * (epoch_batches if method == "bptt" else 1)
         row = {"method": method, "rank": rank, "seconds_per_generation": seconds,
                "gflop_per_generation": gflop, "achieved_gflops": gflop / seconds,
-               "efficiency": gflop / seconds / peak, "noise_bytes": noise_bytes(method, rank),
-               "peak_rss_bytes": result["peak_rss_bytes"],
-               "speedup_vs_es_batched": es_batched / seconds if method != "bptt" else None,
-               "speedup_vs_es_sequential": es_sequential / seconds if method != "bptt" else None}
+               "efficiency": gflop / seconds / peak, "noise_bytes": noise_bytes(method, rank, pairs),
+               "peak_rss_bytes": result["peak_rss_bytes"]}
+        for name, es_seconds in baseline.items():
+            row[f"speedup_vs_{name.replace('-', '_')}"] = es_seconds / seconds if method != "bptt" else None
         if method == "eggroll":
-            population_gflop = 2 * REFERENCE["time_bins"] * REFERENCE["batch"] * snn.SIZES[0] * REFERENCE["pairs"] * rank / 1e9
+            population_gflop = 2 * REFERENCE["time_bins"] * REFERENCE["batch"] * snn.SIZES[0] * pairs * rank / 1e9
             row["forward_seconds"] = result["forward_seconds"]
             row["population_product_efficiency"] = population_gflop / result["population_product_seconds"] / peak
         if method == "bptt":
             row["note"] = f"seconds per 54,000-sample epoch, extrapolated from steps of {REFERENCE['batch']}"
         rows.append(row)
-    inference = results[("inference", None)]["seconds"]
-    summary = {"machine": machine_description(xp), "gemm_peak_gflops": peak, "gemm_gflops": speeds,
-               "reference": REFERENCE,
-               "input_density": INPUT_DENSITY, "rows": rows,
-               "eggroll_r4_vs_inference": {"generation": inference / results[("eggroll", 4)]["seconds"],
-                                           "forward": inference / results[("eggroll", 4)]["forward_seconds"]}}
+    summary = {"machine": machine_description(xp), "device": device_name(xp), "pairs": pairs,
+               "gemm_peak_gflops": peak, "gemm_gflops": speeds, "reference": dict(REFERENCE, pairs=pairs),
+               "input_density": INPUT_DENSITY, "rows": rows}
+    if ("inference", None) in results and ("eggroll", 4) in results:
+        inference = results[("inference", None)]["seconds"]
+        summary["eggroll_r4_vs_inference"] = {"generation": inference / results[("eggroll", 4)]["seconds"],
+                                              "forward": inference / results[("eggroll", 4)]["forward_seconds"]}
+    if kernels:
+        summary["kernels"] = kernels
     if opts.data_root:
         summary["data"] = data_pipeline(opts.data_root, opts.cache_dir)
     print(format_bench(summary))
@@ -184,28 +235,42 @@ def bench(opts):
 
 
 def format_bench(summary):
-    """The bench as a Markdown table."""
+    """The bench as Markdown tables."""
     speeds = ", ".join(f"{shape}: {gflops:.0f}" for shape, gflops in summary["gemm_gflops"].items())
+    reference = summary["reference"]
+    baselines_measured = [name for name in ("es_batched", "es_sequential") if f"speedup_vs_{name}" in summary["rows"][0]]
     lines = [f"Machine: {summary['machine']}; float32 GEMM peak {summary['gemm_peak_gflops']:.1f} GFLOP/s "
              f"(best of m x k x n products, GFLOP/s: {speeds})",
-             f"Reference: 2312-64-10, {2 * REFERENCE['pairs']} members, B = {REFERENCE['batch']}, "
-             f"T = {REFERENCE['time_bins']}, input density {INPUT_DENSITY}", "",
+             f"Size: 2312-64-10, {2 * reference['pairs']} members ({reference['pairs']} pairs), "
+             f"B = {reference['batch']}, T = {reference['time_bins']}, input density {INPUT_DENSITY}", "",
              "| method | rank | s / generation | GFLOP / gen | GFLOP/s | efficiency | noise MB | peak RSS MB "
-             "| × vs ES batched | × vs ES sequential |", "|---|---|---|---|---|---|---|---|---|---|"]
+             + "".join(f"| × vs {name.replace('_', ' ').replace('es ', 'ES ')} " for name in baselines_measured) + "|",
+             "|---" * (8 + len(baselines_measured)) + "|"]
     for row in summary["rows"]:
-        speedups = [f"{row[k]:.2f}" if row[k] else "–" for k in ("speedup_vs_es_batched", "speedup_vs_es_sequential")]
+        speedups = "".join(f" {row[f'speedup_vs_{name}']:.2f} |" if row[f"speedup_vs_{name}"] else " – |"
+                           for name in baselines_measured)
         lines.append(f"| {row['method']}{' (epoch of 54,000)' if row['method'] == 'bptt' else ''} | {row['rank'] or '–'} | "
-                     f"{row['seconds_per_generation']:.3f} | {row['gflop_per_generation']:.1f} | "
+                     f"{row['seconds_per_generation']:.4f} | {row['gflop_per_generation']:.1f} | "
                      f"{row['achieved_gflops']:.1f} | {100 * row['efficiency']:.0f} % | "
-                     f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} | {' | '.join(speedups)} |")
-    ratio = summary["eggroll_r4_vs_inference"]
-    r4 = next(r for r in summary["rows"] if r["method"] == "eggroll" and r["rank"] == 4)
-    es = next(r for r in summary["rows"] if r["method"] == "es-batched")
-    lines += ["", f"EGGROLL r=4 throughput / inference throughput: {100 * ratio['generation']:.0f} % "
-              f"(whole generation), {100 * ratio['forward']:.0f} % (forward only)",
-              f"Population product x [B_1 ... B_P] (r=4) at {100 * r4['population_product_efficiency']:.0f} % "
-              f"of the GEMM peak",
-              f"EGGROLL r=4 noise memory / ES noise memory: 1/{es['noise_bytes'] / r4['noise_bytes']:.1f}"]
+                     f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} |{speedups}")
+    r4 = next((r for r in summary["rows"] if r["method"] == "eggroll" and r["rank"] == 4), None)
+    es = next((r for r in summary["rows"] if r["method"] == "es-batched"), None)
+    lines.append("")
+    if "eggroll_r4_vs_inference" in summary:
+        ratio = summary["eggroll_r4_vs_inference"]
+        lines.append(f"EGGROLL r=4 throughput / inference throughput: {100 * ratio['generation']:.0f} % "
+                     f"(whole generation), {100 * ratio['forward']:.0f} % (forward only)")
+    if r4:
+        lines.append(f"Population product x [B_1 ... B_P] (r=4) at {100 * r4['population_product_efficiency']:.0f} % "
+                     f"of the GEMM peak")
+    if r4 and es:
+        lines.append(f"EGGROLL r=4 noise memory / ES noise memory: 1/{es['noise_bytes'] / r4['noise_bytes']:.1f}")
+    if "kernels" in summary:
+        lines += ["", "What each kernel of gpu.py buys (ms; its NumPy twin run on CuPy with gpu.KERNELS off):", "",
+                  "| stage | kernel | NumPy twin | × |", "|---|---|---|---|"]
+        for stage, seconds in summary["kernels"].items():
+            lines.append(f"| {stage} | {1e3 * seconds['kernel']:.2f} | {1e3 * seconds['numpy_twin']:.2f} | "
+                         f"{seconds['numpy_twin'] / seconds['kernel']:.1f} |")
     if "data" in summary:
         d = summary["data"]
         lines.append(f"Data: frame cache of {d['n_train'] + d['n_val'] + d['n_test']:,} recordings built in "
@@ -279,12 +344,24 @@ def format_distributed(summary):
     return "\n".join(lines)
 
 
+def positive_int(text):
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
 def add_options(parser):
     parser.add_argument("--device", choices=DEVICES, default="cpu", help="as in train")
     parser.add_argument("--distributed", action="store_true",
                         help="time EGGROLL r=4 and vanilla ES spread over this MPI job's processes "
                              "(mpiexec -n K python run.py bench --distributed), in both update modes")
-    parser.add_argument("--repeats", type=int, default=5, help="timed generations per method, after a warm-up")
+    parser.add_argument("--pairs", type=positive_int, default=REFERENCE["pairs"],
+                        help="antithetic pairs per population (members = 2 x pairs)")
+    parser.add_argument("--methods", default="all",
+                        help="comma-separated rows to time: " + ", ".join(method_name(*row) for row in BENCH_METHODS))
+    parser.add_argument("--repeats", type=positive_int, default=5, help="timed generations per method, after a warm-up")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
                                             "this N-MNIST copy, and serving its minibatches")

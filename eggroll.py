@@ -25,6 +25,7 @@ import numpy
 
 from backend import array_module_of
 from distributed import ALONE
+import gpu
 import noise
 import optim
 import snn
@@ -115,6 +116,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     Member 2p is pair p's + side, member 2p + 1 its - side. A bias is a weight on a constant input
     1, so its noise sigma delta_p rides in the same per-pair product as one extra rank:
         current_p = x W^T + b  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p].
+    On a GPU, the LIF layers of every member and step run as one kernel (gpu.lowrank_lif_network).
     """
     xp = array_module_of(frames)
     check_config(config, params)
@@ -135,11 +137,14 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
-    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P]
-    xb = xb.reshape(n_steps, batch, n_pairs, config.rank).transpose(0, 2, 1, 3)
-    xb = with_ones(xb)                                                             # (T, P, B, r+1)
+    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P], (T B, P, r)
     readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (n_pairs, n_hidden, n_out)),
                               factors_b2.transpose(0, 2, 1)], axis=2)              # [W2^T | B_p], (P, H, O+r)
+    if gpu.enabled(xp):  # what follows, as one kernel
+        counts, hidden = gpu.lowrank_lif_network(base, xb, rows1, readout, rows2, params["b2"], lif)
+        return counts, (hidden if count_hidden else None)
+    xb = xb.reshape(n_steps, batch, n_pairs, config.rank).transpose(0, 2, 1, 3)
+    xb = with_ones(xb)                                                             # (T, P, B, r+1)
     # (2B, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
     # which carries the bias noise.
     sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]

@@ -17,6 +17,7 @@ import math
 import numpy
 
 from backend import array_module_of
+import gpu
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # Weyl key increments (golden ratio, sqrt(3) - 1)
@@ -62,8 +63,10 @@ def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
 
     Returns float32 (len(pairs), count). A pure function: the rows for pairs [p] equal row p of
     the draw for all pairs, bit for bit. On a CPU a few pairs go at a time, so that Philox's
-    temporaries stay in cache.
+    temporaries stay in cache. On a GPU, one kernel computes the same (gpu.philox_normals).
     """
+    if gpu.enabled(xp):
+        return gpu.standard_normals(seed, generation, pairs, param_id, count)
     n_blocks = -(-count // 4)
     blocks = xp.arange(n_blocks, dtype=xp.uint32)[None, :]
     pair_words = xp.asarray(pairs, dtype=xp.uint32)[:, None]

@@ -7,6 +7,9 @@ decoupled form of AdamW (Loshchilov & Hutter, 2019).
 import math
 from dataclasses import dataclass
 
+from backend import array_module_of
+import gpu
+
 SCHEDULES = ("constant", "cosine")
 
 
@@ -26,16 +29,23 @@ def init(params):
 
 
 def ascend(params, grads, state, adam):
-    """One Adam step up the gradient: theta += lr m_hat / (sqrt(v_hat) + eps); new params and state."""
+    """One Adam step up the gradient for every parameter; new params and state (the old ones are
+    left as they were)."""
     t = state["t"] + 1
-    b1, b2 = adam.b1, adam.b2
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
-        m[name] = b1 * state["m"][name] + (1 - b1) * grads[name]
-        v[name] = b2 * state["v"][name] + (1 - b2) * grads[name] ** 2
-        step = (m[name] / (1 - b1 ** t)) / ((v[name] / (1 - b2 ** t)) ** 0.5 + adam.eps)
-        new_params[name] = (value + adam.lr * step - adam.lr * adam.weight_decay * value).astype(value.dtype)
+        update = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update
+        new_params[name], m[name], v[name] = update(value, grads[name], state["m"][name], state["v"][name], t, adam)
     return new_params, {"m": m, "v": v, "t": t}
+
+
+def adam_update(value, grad, m, v, t, adam):
+    """Step t of Adam for one parameter: theta += lr m_hat / (sqrt(v_hat) + eps), and the
+    decoupled decay; returns the new theta, m and v."""
+    m = adam.b1 * m + (1 - adam.b1) * grad
+    v = adam.b2 * v + (1 - adam.b2) * grad ** 2
+    step = (m / (1 - adam.b1 ** t)) / ((v / (1 - adam.b2 ** t)) ** 0.5 + adam.eps)
+    return (value + adam.lr * step - adam.lr * adam.weight_decay * value).astype(value.dtype), m, v
 
 
 def scheduled_lr(lr, schedule, step, total_steps):

@@ -13,12 +13,12 @@ of members, asking the caller for each layer's input current W s_t + b. That way
 (EGGROLL, full-rank ES, plain inference) shares exactly this LIF code and differs only in how it
 forms the currents.
 """
-import functools
 from dataclasses import dataclass
 
 import numpy
 
 from backend import array_module_of, to_numpy
+import gpu
 
 SIZES = (2312, 64, 10)  # inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
@@ -49,23 +49,13 @@ def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
 def lif_step(v, current, lif, spikes):
     """One step of Eqs. (1)-(2), in place on v; writes the spikes o_t (0 or 1) into `spikes`."""
     xp = array_module_of(v)
-    if xp is not numpy:
-        fused_lif_step(xp)(current, v.dtype.type(lif.beta), v.dtype.type(lif.threshold), v, spikes)
-        return spikes
+    if gpu.enabled(xp):
+        return gpu.lif_step(v, current, lif, spikes)
     v *= lif.beta
     v += current
     xp.greater_equal(v, lif.threshold, out=spikes)
     v *= 1 - spikes
     return spikes
-
-
-@functools.lru_cache(maxsize=None)
-def fused_lif_step(cupy):
-    """Eqs. (1)-(2) as one CUDA kernel: V and I read once, V and o written once."""
-    return cupy.ElementwiseKernel(
-        "T current, T beta, T threshold", "T v, T spike",
-        "T u = beta * v + current; spike = u >= threshold ? (T)1 : (T)0; v = u >= threshold ? (T)0 : u",
-        "eggroll_lif_step")
 
 
 def members_per_chunk(n_members, batch, n_hidden, xp):

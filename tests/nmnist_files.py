@@ -1,6 +1,19 @@
-"""Writers of synthetic N-MNIST recordings in the real 40-bit .bin format, for the tests."""
+"""Where the tests find the real N-MNIST recordings, and writers of synthetic ones in the real
+40-bit .bin format."""
+import os
+from pathlib import Path
 
 import numpy as np
+import pytest
+
+# Real recordings: the project's 1,100-recording subset next to the repository, or the copy that
+# $EGGROLL_TEST_NMNIST names, in either layout (<dir>/NMNIST/{Train,Test} or <dir>/{Train,Test}).
+REAL_DIR = Path(os.environ.get("EGGROLL_TEST_NMNIST")
+                or Path(__file__).resolve().parents[2] / "shared/data/nmnist-raw")
+REAL_ROOT = REAL_DIR / "NMNIST" if (REAL_DIR / "NMNIST" / "Train").is_dir() else REAL_DIR
+needs_real = pytest.mark.skipif(
+    not ((REAL_ROOT / "Train").is_dir() and (REAL_ROOT / "Test").is_dir()),
+    reason=f"no real N-MNIST (Train/ and Test/) at {REAL_DIR}; set EGGROLL_TEST_NMNIST to a copy")
 
 
 def encode_events(x, y, t, p):

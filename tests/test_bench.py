@@ -8,11 +8,10 @@ import snn
 def test_bench_measures_every_method_at_a_small_size(monkeypatch):
     """bench_method runs each method's generation and reports positive seconds and memory; the
     noise memory of EGGROLL relative to ES follows r (m + n) / (m n) of the dominant layer."""
-    monkeypatch.setitem(bench.REFERENCE, "pairs", 4)
     monkeypatch.setitem(bench.REFERENCE, "batch", 8)
     monkeypatch.setitem(bench.REFERENCE, "time_bins", 3)
     for method, rank in bench.BENCH_METHODS:
-        result = bench.bench_method(method, rank, "cpu", repeats=1)
+        result = bench.bench_method(method, rank, "cpu", repeats=1, pairs=4)
         assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0, method
         if method == "eggroll":
             assert result["forward_seconds"] > 0 and result["population_product_seconds"] > 0

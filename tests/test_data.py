@@ -13,17 +13,7 @@ from hypothesis import given, settings, strategies as st
 from tonic.io import read_mnist_file
 
 import data
-from nmnist_files import encode_events, random_events, write_dataset, write_recording
-
-# Real recordings: the project's 1,100-recording subset next to the repository, or the copy that
-# $EGGROLL_TEST_NMNIST names, in either layout (<dir>/NMNIST/{Train,Test} or <dir>/{Train,Test}).
-REAL_DIR = Path(os.environ.get("EGGROLL_TEST_NMNIST")
-                or Path(__file__).resolve().parents[2] / "shared/data/nmnist-raw")
-REAL_ROOT = REAL_DIR / "NMNIST" if (REAL_DIR / "NMNIST" / "Train").is_dir() else REAL_DIR
-needs_real = pytest.mark.skipif(
-    not ((REAL_ROOT / "Train").is_dir() and (REAL_ROOT / "Test").is_dir()),
-    reason=f"no real N-MNIST (Train/ and Test/) at {REAL_DIR}; set EGGROLL_TEST_NMNIST to a copy")
-
+from nmnist_files import REAL_DIR, REAL_ROOT, encode_events, needs_real, random_events, write_dataset, write_recording
 
 def tonic_frames(events, n_time_bins):
     """Reference: tonic's ToFrame, clamped to 1 and flattened per time bin."""

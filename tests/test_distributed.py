@@ -20,7 +20,7 @@ import eggroll
 import run
 import run_folder
 import snn
-from test_data import REAL_ROOT, needs_real
+from nmnist_files import REAL_ROOT, needs_real
 
 ROOT = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")

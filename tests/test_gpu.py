@@ -1,6 +1,8 @@
-"""The CuPy path against the NumPy path: same noise bits, same spikes, same updates.
+"""The CuPy path against the NumPy path: same noise bits, same spikes, same updates, and every
+kernel of gpu.py against its NumPy twin.
 
-Skipped where no CUDA GPU is usable (CI has none). On a GPU machine:
+Skipped where no CUDA GPU is usable (CI has none; tests/test_kernels.py checks the kernels'
+sources on the CPU there). On a GPU machine:
     python -m pytest tests/test_gpu.py
 Exact comparisons run in float64, where GEMM summation order (cuBLAS vs OpenBLAS) moves a
 membrane potential by ~1e-15 and cannot plausibly flip a spike. The noise itself is float32 in
@@ -23,9 +25,11 @@ import baselines  # noqa: E402
 import config as run_config  # noqa: E402
 import data  # noqa: E402
 import eggroll  # noqa: E402
+import gpu  # noqa: E402
 import noise  # noqa: E402
 import optim  # noqa: E402
 import snn  # noqa: E402
+from nmnist_files import REAL_ROOT, needs_real  # noqa: E402
 
 SIZES = (96, 16, 10)
 
@@ -65,12 +69,59 @@ def test_philox_bits_are_identical():
         np.testing.assert_array_equal(word_cpu, word_gpu.get())
 
 
-def test_normals_agree_to_float32_rounding():
-    """Box-Muller on the same bits: equal up to the last bits of log, sqrt, sin and cos."""
-    cpu = noise.standard_normals(7, 3, np.arange(40), 0, 2312 * 4 + 64 * 4)
-    gpu = noise.standard_normals(7, 3, cupy.arange(40), 0, 2312 * 4 + 64 * 4, cupy)
-    assert gpu.dtype == cpu.dtype == np.float32 and gpu.shape == cpu.shape
-    np.testing.assert_allclose(gpu.get(), cpu, rtol=1e-5, atol=1e-5)
+PHILOX_WORDS_KERNEL = gpu.PHILOX_SOURCE + r"""
+extern "C" __global__ void philox_words(unsigned int* counters, const unsigned int* keys, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x)
+        philox4x32_10(counters + 4 * i, keys[2 * i], keys[2 * i + 1]);
+}
+"""
+
+
+def test_philox_kernel_words_are_numpy_words():
+    """The device function inside gpu.philox_normals gives noise.philox4x32's words, bit for bit,
+    on 100,000 random counters under 8 random keys."""
+    rng = np.random.default_rng(3)
+    counters = rng.integers(0, 2 ** 32, (100_000, 4), dtype=np.uint64).astype(np.uint32)
+    key_words = rng.integers(0, 2 ** 32, (8, 2), dtype=np.uint64).astype(np.uint32)
+    which_key = np.arange(len(counters)) % len(key_words)
+    words = cupy.asarray(counters)
+    gpu.launch(gpu.compiled(PHILOX_WORDS_KERNEL, "philox_words"), len(counters),
+               (words, cupy.asarray(key_words[which_key]), np.int64(len(counters))))
+    for k, key in enumerate(key_words):
+        rows = which_key == k
+        expected = noise.philox4x32(tuple(counters[rows].T), (int(key[0]), int(key[1])))
+        np.testing.assert_array_equal(words[cupy.asarray(rows)].get(), np.stack(expected, axis=1))
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_normals_agree_to_float32_rounding(monkeypatch, kernels):
+    """Box-Muller on the same bits, from the kernel or from the NumPy definition run on CuPy:
+    equal up to the last bits of log, sqrt, sin and cos; every count, a cut last block too."""
+    monkeypatch.setattr(gpu, "KERNELS", kernels)
+    for count in (1, 7, 2312 * 4 + 64 * 4):
+        cpu = noise.standard_normals(7, 3, np.arange(40), 0, count)
+        on_gpu = noise.standard_normals(7, 3, cupy.arange(40), 0, count, cupy)
+        assert on_gpu.dtype == cpu.dtype == np.float32 and on_gpu.shape == cpu.shape
+        np.testing.assert_allclose(on_gpu.get(), cpu, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_kernel_equals_adam_update(dtype):
+    """gpu.adam_update = optim.adam_update (step 3, with weight decay) to the dtype's rounding,
+    and the old moments are left as they were."""
+    rng = np.random.default_rng(2)
+    value, grad, m, v = (rng.normal(0, 1, (64, 300)).astype(dtype) for _ in range(4))
+    v = np.abs(v)
+    adam = optim.Adam(lr=0.05, weight_decay=0.1)
+    m_gpu, v_gpu = cupy.asarray(m), cupy.asarray(v)
+    got = gpu.adam_update(cupy.asarray(value), cupy.asarray(grad), m_gpu, v_gpu, 3, adam)
+    want = optim.adam_update(value, grad, m, v, 3, adam)
+    tolerance = 1e-6 if dtype == np.float32 else 1e-14
+    for got_array, want_array in zip(got, want):
+        assert got_array.dtype == want_array.dtype == dtype
+        np.testing.assert_allclose(got_array.get(), want_array, rtol=tolerance, atol=tolerance)
+    np.testing.assert_array_equal(m_gpu.get(), m)
+    np.testing.assert_array_equal(v_gpu.get(), v)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -92,13 +143,17 @@ def test_fused_lif_step_equals_numpy_step(dtype):
 
 
 def test_forward_and_eggroll_generation_match_in_float64():
-    """One EGGROLL generation on the GPU = on the CPU: spike counts, new params, Adam state."""
+    """One EGGROLL generation on the GPU = on the CPU: output and hidden spike counts (of all
+    pairs and of a slice), new params, Adam state."""
     params, frames, labels = problem(np.float64)
     config, adam = eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0), optim.Adam(lr=0.01)
-    counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 3)
-    counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3)
-    np.testing.assert_array_equal(counts_gpu.get(), counts_cpu)
-    assert 0 < counts_cpu.mean() < 6  # neither silent nor saturated
+    for pairs in (slice(None), slice(5, 20)):
+        counts_cpu, hidden_cpu = eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True, pairs=pairs)
+        counts_gpu, hidden_gpu = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3,
+                                                           count_hidden=True, pairs=pairs)
+        np.testing.assert_array_equal(counts_gpu.get(), counts_cpu)
+        np.testing.assert_array_equal(hidden_gpu.get(), hidden_cpu)
+        assert 0 < counts_cpu.mean() < 6  # neither silent nor saturated
     state = optim.init(params)
     new_cpu, state_cpu, stats_cpu = eggroll.generation_step(params, state, frames, labels, 3, config, adam)
     new_gpu, state_gpu, stats_gpu = eggroll.generation_step(
@@ -129,6 +184,20 @@ def test_reference_size_generation_agrees_in_float32():
     grad_gpu = eggroll.gradient(cupy.asarray(f), on_gpu(params), config, 0)
     for name in params:
         np.testing.assert_allclose(grad_gpu[name].get(), grad_cpu[name], rtol=1e-3, atol=1e-4)
+
+
+def test_network_kernel_equals_numpy_definition_on_the_gpu(monkeypatch):
+    """At the reference size in float32, on the same GPU: the forward pass through
+    gpu.lowrank_lif_network and through the NumPy definition on CuPy (KERNELS off) agree but for
+    spikes within rounding of the threshold."""
+    params = snn.init_params(0, xp=cupy)
+    frames = cupy.asarray(np.random.default_rng(0).random((10, 256, 2312)) < 0.082, dtype=cupy.float32)
+    config = eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
+    counts, hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
+    monkeypatch.setattr(gpu, "KERNELS", False)
+    want, want_hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
+    assert float((counts != want).mean()) < 1e-3 and float(want.mean()) > 0.1
+    np.testing.assert_allclose(hidden.get(), want_hidden.get(), rtol=1e-3)
 
 
 @pytest.mark.parametrize("mode", baselines.ES_MODES)
@@ -186,3 +255,20 @@ def test_train_on_gpu_writes_a_run_the_cpu_can_evaluate(tmp_path):
     assert json.loads((tmp_path / "run" / "final.json").read_text())["test_acc"] == final["test_acc"]
     scored = run.evaluate_run(tmp_path / "run", root, tmp_path / "cache", device="cpu")
     assert scored["accuracy"]["test"] == pytest.approx(final["test_acc"], abs=1.5 / scored["samples"]["test"])
+
+
+@needs_real
+def test_short_training_on_gpu_matches_the_cpu_run(tmp_path):
+    """EGGROLL r = 4 for 60 generations on the real recordings, on the GPU and on the CPU: both
+    learn (test accuracy far above chance 0.10) and end within 5 points of each other (float32
+    rounding flips a rare spike, so the runs drift apart slowly)."""
+    import run
+    finals = {}
+    for device in ("cpu", "gpu"):
+        config = run_config.RunConfig(method="eggroll", rank=4, generations=60, population=256, batch_size=128,
+                                      eval_every=60, device=device, data_root=str(REAL_ROOT),
+                                      cache_dir=str(tmp_path / "cache"))
+        finals[device] = run.train(config, tmp_path / device, progress=False)
+    assert finals["gpu"]["device"].startswith("gpu")
+    assert min(finals["cpu"]["test_acc"], finals["gpu"]["test_acc"]) > 0.3
+    assert abs(finals["gpu"]["test_acc"] - finals["cpu"]["test_acc"]) <= 0.05

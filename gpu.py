@@ -1,0 +1,223 @@
+"""The GPU's own kernels. Each does in one launch what a NumPy function of this project defines:
+
+    kernel                          its NumPy twin (the definition)
+    philox_normals                  noise.standard_normals (noise.philox4x32 + noise.box_muller)
+    lowrank_lif_network             eggroll.perturbed_forward's currents run through snn.simulate
+    lif_step                        snn.lif_step
+    adam_update                     optim.adam_update
+
+A reader learning the method can skip this file. Written as whole-array operations, one Philox
+draw is about 140 kernel launches and a generation over a thousand; on a GPU a launch costs more
+than its arithmetic, so the GPU sat waiting on Python. tests/test_kernels.py compiles the CUDA
+sources below for the CPU and holds them to their twins in CI; tests/test_gpu.py does so on a GPU.
+
+Set KERNELS = False to run the NumPy definitions on CuPy instead (the benchmark does, to measure
+what each kernel buys).
+"""
+import functools
+
+import numpy
+
+KERNELS = True
+THREADS = 256  # threads per block
+
+
+def enabled(xp):
+    """Whether arrays of `xp` take the kernels of this file (CuPy, with KERNELS on)."""
+    return KERNELS and xp is not numpy
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(source, name, options=()):
+    """The CUDA function `name` of `source`, compiled once per set of -D options."""
+    import cupy
+    return cupy.RawModule(code=source, options=options).get_function(name)
+
+
+def launch(kernel, n_threads, args):
+    """Run `kernel` on n_threads threads (every kernel here strides over its range)."""
+    kernel((max(1, -(-n_threads // THREADS)),), (THREADS,), args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Noise: Philox4x32-10 and Box-Muller in one kernel
+
+PHILOX_SOURCE = r"""
+// Philox4x32-10 of counter c under key (k0, k1), in place: noise.philox4x32.
+__device__ void philox4x32_10(unsigned int c[4], unsigned int k0, unsigned int k1) {
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        unsigned int hi0 = __umulhi(0xD2511F53u, c[0]), lo0 = 0xD2511F53u * c[0];
+        unsigned int hi1 = __umulhi(0xCD9E8D57u, c[2]), lo1 = 0xCD9E8D57u * c[2];
+        unsigned int c1 = c[1], c3 = c[3];
+        c[0] = hi1 ^ c1 ^ k0;  c[1] = lo1;  c[2] = hi0 ^ c3 ^ k1;  c[3] = lo0;
+    }
+}
+
+// Two N(0, 1) numbers from two 32-bit words, 24 bits of each: noise.box_muller.
+__device__ void box_muller(unsigned int bits_radius, unsigned int bits_angle, float* out) {
+    float u_radius = ((float)(bits_radius >> 8) + 1.0f) * 5.9604644775390625e-8f;  // (0, 1], 2^-24 steps
+    float u_angle = (float)(bits_angle >> 8) * 5.9604644775390625e-8f;              // [0, 1)
+    float radius = sqrtf(-2.0f * logf(u_radius));
+    float angle = 6.283185307179586f * u_angle;
+    out[0] = radius * cosf(angle);
+    out[1] = radius * sinf(angle);
+}
+
+// out (n_rows, count) float32: row i is the stream (seed, generation, pairs[i], param_id);
+// one thread per Philox block of 4 numbers.
+extern "C" __global__ void philox_normals(const unsigned int* pairs, long long n_rows, long long count,
+                                          unsigned int param_id, unsigned int generation,
+                                          unsigned int key0, unsigned int key1, float* out) {
+    long long n_blocks = (count + 3) / 4;
+    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < n_rows * n_blocks;
+         index += (long long)blockDim.x * gridDim.x) {
+        long long row = index / n_blocks, block = index % n_blocks;
+        unsigned int words[4] = {(unsigned int)block, pairs[row], param_id, generation};
+        philox4x32_10(words, key0, key1);
+        float normals[4];
+        box_muller(words[0], words[1], normals);
+        box_muller(words[2], words[3], normals + 2);
+        for (int q = 0; q < 4 && 4 * block + q < count; ++q)
+            out[row * count + 4 * block + q] = normals[q];
+    }
+}
+"""
+
+
+def standard_normals(seed, generation, pairs, param_id, count):
+    """noise.standard_normals on CuPy in one launch: float32 (len(pairs), count)."""
+    import cupy
+    pair_words = cupy.asarray(pairs, dtype=cupy.uint32).ravel()
+    out = cupy.empty((pair_words.shape[0], count), dtype=cupy.float32)
+    n_blocks = -(-count // 4)
+    launch(compiled(PHILOX_SOURCE, "philox_normals"), pair_words.shape[0] * n_blocks,
+           (pair_words, numpy.int64(pair_words.shape[0]), numpy.int64(count), numpy.uint32(param_id),
+            numpy.uint32(generation), numpy.uint32(seed & 0xFFFFFFFF), numpy.uint32((seed >> 32) & 0xFFFFFFFF),
+            out))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The EGGROLL population's forward pass: both LIF layers over all steps in one kernel
+
+LOWRANK_LIF_SOURCE = r"""
+// eggroll.perturbed_forward for every member and sample at once, with REAL, N_HIDDEN, N_OUT and
+// RANK set by -D options (so a member's membrane potentials live in registers). One thread runs
+// one member on one sample through all T steps of Eqs. (1)-(2); member 2p is pair p's + side,
+// 2p + 1 its - side. With x the frames and o the hidden spikes, the currents are Eq. (6):
+//     hidden:  x W1^T + b1  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]
+//     output:  o W2^T + b2  +-  [o B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]   (layer 2's factors)
+extern "C" __global__ void lowrank_lif_network(
+        const REAL* base,     // (T, B, N_HIDDEN): x W1^T + b1
+        const REAL* xb,       // (T B, P, RANK): x B_p
+        const REAL* rows1,    // (P, RANK + 1, N_HIDDEN): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 1
+        const REAL* readout,  // (P, N_HIDDEN, N_OUT + RANK): [W2^T | B_p^T], layer 2
+        const REAL* rows2,    // (P, RANK + 1, N_OUT): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 2
+        const REAL* b2,       // (N_OUT,)
+        REAL beta, REAL threshold, int n_steps, int batch, int n_pairs,
+        REAL* counts,         // out (2P, B, N_OUT): output spikes over the T steps
+        REAL* hidden_counts)  // out (2P, B): hidden spikes over the T steps
+{
+    for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < 2LL * n_pairs * batch;
+         index += (long long)blockDim.x * gridDim.x) {
+        long long member = index / batch, sample = index % batch, pair = member / 2;
+        REAL sign = member % 2 ? -1 : 1;
+        const REAL* pair_rows1 = rows1 + pair * (RANK + 1) * N_HIDDEN;
+        const REAL* pair_readout = readout + pair * N_HIDDEN * (N_OUT + RANK);
+        const REAL* pair_rows2 = rows2 + pair * (RANK + 1) * N_OUT;
+        REAL v_hidden[N_HIDDEN], v_out[N_OUT], out_spikes[N_OUT], hidden_spikes = 0;
+        for (int j = 0; j < N_HIDDEN; ++j) v_hidden[j] = 0;
+        for (int o = 0; o < N_OUT; ++o) v_out[o] = out_spikes[o] = 0;
+        for (int t = 0; t < n_steps; ++t) {
+            const REAL* base_t = base + ((long long)t * batch + sample) * N_HIDDEN;
+            const REAL* xb_t = xb + (((long long)t * batch + sample) * n_pairs + pair) * RANK;
+            REAL projected[N_OUT + RANK];  // o_t [W2^T | B_p^T]
+            for (int q = 0; q < N_OUT + RANK; ++q) projected[q] = 0;
+            for (int j = 0; j < N_HIDDEN; ++j) {
+                REAL perturbation = pair_rows1[RANK * N_HIDDEN + j];
+                for (int k = 0; k < RANK; ++k) perturbation += xb_t[k] * pair_rows1[k * N_HIDDEN + j];
+                REAL v = beta * v_hidden[j] + (base_t[j] + sign * perturbation);  // Eq. (1)
+                REAL spike = v >= threshold ? 1 : 0;                               // Eq. (2)
+                v_hidden[j] = v >= threshold ? 0 : v;
+                hidden_spikes += spike;
+                for (int q = 0; q < N_OUT + RANK; ++q) projected[q] += spike * pair_readout[j * (N_OUT + RANK) + q];
+            }
+            for (int o = 0; o < N_OUT; ++o) {
+                REAL perturbation = pair_rows2[RANK * N_OUT + o];
+                for (int k = 0; k < RANK; ++k) perturbation += projected[N_OUT + k] * pair_rows2[k * N_OUT + o];
+                REAL v = beta * v_out[o] + (projected[o] + b2[o] + sign * perturbation);
+                out_spikes[o] += v >= threshold ? 1 : 0;
+                v_out[o] = v >= threshold ? 0 : v;
+            }
+        }
+        for (int o = 0; o < N_OUT; ++o) counts[index * N_OUT + o] = out_spikes[o];
+        hidden_counts[index] = hidden_spikes;
+    }
+}
+"""
+
+C_TYPES = {numpy.dtype(numpy.float32): "float", numpy.dtype(numpy.float64): "double"}
+
+
+def lowrank_lif_options(dtype, n_hidden, n_out, rank):
+    """The -D options that specialise LOWRANK_LIF_SOURCE to a network and a float type."""
+    return (f"-DREAL={C_TYPES[numpy.dtype(dtype)]}", f"-DN_HIDDEN={n_hidden}", f"-DN_OUT={n_out}", f"-DRANK={rank}")
+
+
+def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
+    """The arrays eggroll.perturbed_forward forms (shapes as in LOWRANK_LIF_SOURCE) through both
+    LIF layers: output spike counts (2P, B, n_out) and hidden spike counts per member (2P,) float64."""
+    import cupy
+    n_steps, batch, n_hidden = base.shape
+    n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
+    dtype = base.dtype
+    real = dtype.type
+    counts = cupy.empty((2 * n_pairs, batch, n_out), dtype=dtype)
+    hidden_counts = cupy.empty((2 * n_pairs, batch), dtype=dtype)
+    kernel = compiled(LOWRANK_LIF_SOURCE, "lowrank_lif_network", lowrank_lif_options(dtype, n_hidden, n_out, rank))
+    arrays = (cupy.ascontiguousarray(a, dtype=dtype) for a in (base, xb, rows1, readout, rows2, b2))
+    launch(kernel, 2 * n_pairs * batch,
+           (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_steps), numpy.int32(batch),
+            numpy.int32(n_pairs), counts, hidden_counts))
+    return counts, hidden_counts.sum(axis=1, dtype=cupy.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise kernels: one LIF step, one Adam step
+
+@functools.lru_cache(maxsize=None)
+def _lif_step_kernel():
+    import cupy
+    return cupy.ElementwiseKernel(
+        "T current, T beta, T threshold", "T v, T spike",
+        "T u = beta * v + current; spike = u >= threshold ? (T)1 : (T)0; v = u >= threshold ? (T)0 : u",
+        "eggroll_lif_step")
+
+
+def lif_step(v, current, lif, spikes):
+    """snn.lif_step in one launch: V and I read once, V and o written once."""
+    _lif_step_kernel()(current, v.dtype.type(lif.beta), v.dtype.type(lif.threshold), v, spikes)
+    return spikes
+
+
+@functools.lru_cache(maxsize=None)
+def _adam_kernel():
+    import cupy
+    return cupy.ElementwiseKernel(
+        "T value, T grad, T m_old, T v_old, T lr, T lr_decay, T b1, T one_minus_b1, T b2, T one_minus_b2, "
+        "T correction1, T correction2, T eps",
+        "T new_value, T m, T v",
+        "m = b1 * m_old + one_minus_b1 * grad; "
+        "v = b2 * v_old + one_minus_b2 * (grad * grad); "
+        "new_value = value + lr * ((m / correction1) / (sqrt(v / correction2) + eps)) - lr_decay * value",
+        "eggroll_adam_update")
+
+
+def adam_update(value, grad, m, v, t, adam):
+    """optim.adam_update in one launch; the constants are rounded from Python floats as NumPy does."""
+    real = value.dtype.type
+    constants = (adam.lr, adam.lr * adam.weight_decay, adam.b1, 1 - adam.b1, adam.b2, 1 - adam.b2,
+                 1 - adam.b1 ** t, 1 - adam.b2 ** t, adam.eps)
+    return _adam_kernel()(value, grad.astype(value.dtype, copy=False), m, v, *(real(c) for c in constants))
+

@@ -1,0 +1,200 @@
+"""The CUDA sources of gpu.py, checked without a GPU.
+
+The kernels are plain C++ inside. Compiled for the CPU by g++, with a few lines standing in for
+CUDA's built-ins (one thread, one block: every kernel strides over its whole range), they must
+give what their NumPy twins give: Philox's words bit for bit, the normals to float32 rounding of
+log/sin/cos, and the forward pass's spike counts exactly in float64. Where nvcc is installed, the
+sources must also compile for a GPU. So CI, which has no GPU, still tests the kernels' arithmetic;
+tests/test_gpu.py runs them on a GPU.
+"""
+import ctypes
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import eggroll
+import gpu
+import noise
+import snn
+
+CUDA_ON_CPU = r"""
+#include <math.h>
+#define __global__
+#define __device__ static inline
+struct Index { unsigned int x, y, z; };
+static const Index threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+"""
+# Entry points for the device functions, so that the tests can call them one at a time.
+PHILOX_ENTRY_POINTS = r"""
+extern "C" void philox_words(unsigned int* c, unsigned int k0, unsigned int k1) { philox4x32_10(c, k0, k1); }
+extern "C" void box_muller_pair(unsigned int a, unsigned int b, float* out) { box_muller(a, b, out); }
+"""
+NETWORK_SIZES = (96, 16, 10)
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the CUDA sources for the CPU")
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """build(source, options) -> the source compiled for the CPU as a ctypes library (memoised)."""
+    folder, built = tmp_path_factory.mktemp("kernels"), {}
+
+    def compile_for_cpu(source, options=()):
+        if (source, options) not in built:
+            library = folder / f"kernels{len(built)}.so"
+            subprocess.run(["g++", "-O2", "-ffp-contract=off", "-shared", "-fPIC", *options, "-x", "c++", "-",
+                            "-o", str(library)], input=CUDA_ON_CPU + source, text=True, check=True)
+            built[source, options] = ctypes.CDLL(str(library))
+        return built[source, options]
+    return compile_for_cpu
+
+
+def pointer(array):
+    return array.ctypes.data_as(ctypes.c_void_p)
+
+
+def cpu_standard_normals(library):
+    """gpu.standard_normals's twin on the CPU: the philox_normals kernel called through ctypes."""
+    def standard_normals(seed, generation, pairs, param_id, count):
+        pair_words = np.ascontiguousarray(pairs, dtype=np.uint32).ravel()
+        out = np.empty((pair_words.shape[0], count), dtype=np.float32)
+        library.philox_normals(pointer(pair_words), ctypes.c_longlong(pair_words.shape[0]), ctypes.c_longlong(count),
+                               ctypes.c_uint(param_id), ctypes.c_uint(generation), ctypes.c_uint(seed & 0xFFFFFFFF),
+                               ctypes.c_uint((seed >> 32) & 0xFFFFFFFF), pointer(out))
+        return out
+    return standard_normals
+
+
+def cpu_lowrank_lif_network(build):
+    """gpu.lowrank_lif_network's twin on the CPU: the same kernel, built for each shape and dtype."""
+    def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
+        n_steps, batch, n_hidden = base.shape
+        n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
+        real = ctypes.c_float if base.dtype == np.float32 else ctypes.c_double
+        library = build(gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(base.dtype, n_hidden, n_out, rank))
+        arrays = [np.ascontiguousarray(a, dtype=base.dtype) for a in (base, xb, rows1, readout, rows2, b2)]
+        counts = np.empty((2 * n_pairs, batch, n_out), dtype=base.dtype)
+        hidden = np.empty((2 * n_pairs, batch), dtype=base.dtype)
+        library.lowrank_lif_network(*(pointer(a) for a in arrays), real(lif.beta), real(lif.threshold),
+                                    ctypes.c_int(n_steps), ctypes.c_int(batch), ctypes.c_int(n_pairs),
+                                    pointer(counts), pointer(hidden))
+        return counts, hidden.sum(axis=1, dtype=np.float64)
+    return lowrank_lif_network
+
+
+@pytest.fixture
+def kernels_on_cpu(build, monkeypatch):
+    """Route the GPU branches of noise.py and eggroll.py to the kernels compiled for the CPU."""
+    monkeypatch.setattr(gpu, "enabled", lambda xp: True)
+    monkeypatch.setattr(gpu, "standard_normals", cpu_standard_normals(build(gpu.PHILOX_SOURCE)))
+    monkeypatch.setattr(gpu, "lowrank_lif_network", cpu_lowrank_lif_network(build))
+
+
+@pytest.mark.parametrize("counter, key, expected", [  # Random123's kat_vectors, as in test_noise.py
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+])
+def test_philox_kernel_known_answers(build, counter, key, expected):
+    """The kernel's Philox4x32-10 reproduces Random123's known answers, bit for bit."""
+    words = np.array(counter, dtype=np.uint32)
+    build(gpu.PHILOX_SOURCE + PHILOX_ENTRY_POINTS).philox_words(pointer(words), ctypes.c_uint(key[0]),
+                                                                ctypes.c_uint(key[1]))
+    assert tuple(int(w) for w in words) == expected
+
+
+def test_philox_kernel_words_equal_numpy_words(build):
+    """On 2,000 random counters and keys, the kernel's words are noise.philox4x32's, bit for bit."""
+    rng = np.random.default_rng(0)
+    library = build(gpu.PHILOX_SOURCE + PHILOX_ENTRY_POINTS)
+    counters = rng.integers(0, 2 ** 32, (2000, 4), dtype=np.uint64).astype(np.uint32)
+    keys = rng.integers(0, 2 ** 32, (2000, 2), dtype=np.uint64).astype(np.uint32)
+    for counter, key in zip(counters, keys):
+        words = counter.copy()
+        library.philox_words(pointer(words), ctypes.c_uint(int(key[0])), ctypes.c_uint(int(key[1])))
+        np.testing.assert_array_equal(words, [int(w) for w in noise.philox4x32(tuple(counter), tuple(key))])
+
+
+def test_box_muller_kernel_equals_numpy_to_float32_rounding(build):
+    """The kernel's Box-Muller on the same words: the normals to the last bits of log, sin, cos,
+    including the extreme words (u = 2^-24 and u = 1, angles 0 and just below 2 pi)."""
+    library = build(gpu.PHILOX_SOURCE + PHILOX_ENTRY_POINTS)
+    rng = np.random.default_rng(1)
+    words = np.concatenate([rng.integers(0, 2 ** 32, (5000, 2), dtype=np.uint64).astype(np.uint32),
+                            np.array([[0, 0], [0xFFFFFFFF, 0xFFFFFFFF], [0, 0xFFFFFFFF], [0xFFFFFFFF, 0]], np.uint32)])
+    out = np.empty((len(words), 2), dtype=np.float32)
+    for row, (a, b) in enumerate(words):
+        library.box_muller_pair(ctypes.c_uint(int(a)), ctypes.c_uint(int(b)), pointer(out[row]))
+    want = np.stack(noise.box_muller(words[:, 0], words[:, 1]), axis=1)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 10, 2312 * 4 + 64 * 4])
+def test_philox_normals_kernel_equals_standard_normals(build, count):
+    """The whole kernel = noise.standard_normals: every row (pair), every count (a cut last block)."""
+    normals = cpu_standard_normals(build(gpu.PHILOX_SOURCE))
+    pairs = np.array([0, 5, 6, 1000, 2 ** 31 + 7])
+    got = normals(0x1234567890ABCDEF, 42, pairs, 2, count)
+    want = noise.standard_normals(0x1234567890ABCDEF, 42, pairs, 2, count)
+    assert got.shape == want.shape == (5, count) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def network_problem(dtype, seed=0, batch=24, n_steps=6, density=0.3):
+    rng = np.random.default_rng(seed)
+    params = {k: v.astype(dtype) for k, v in snn.init_params(seed, NETWORK_SIZES, std=0.5).items()}
+    frames = (rng.random((n_steps, batch, NETWORK_SIZES[0])) < density).astype(dtype)
+    return params, frames
+
+
+@pytest.mark.parametrize("rank, population", [(1, 6), (2, 64), (4, 10)])
+def test_lowrank_network_kernel_equals_perturbed_forward_in_float64(kernels_on_cpu, monkeypatch, rank, population):
+    """eggroll.perturbed_forward through the kernel = through snn.simulate: every member's output
+    and hidden spike counts, exactly (float64: a different summation order moves a potential by
+    ~1e-16 and cannot plausibly flip a spike). Also for a slice of the pairs (a process's share)."""
+    params, frames = network_problem(np.float64)
+    config = eggroll.Config(population, rank, sigma=0.2, seed=3, logit_scale=5.0)
+    for pairs in (slice(None), slice(1, 3)):
+        counts, hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True, pairs=pairs)
+        with monkeypatch.context() as plain:
+            plain.setattr(gpu, "enabled", lambda xp: False)
+            want_counts, want_hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True,
+                                                                 pairs=pairs)
+        np.testing.assert_array_equal(counts, want_counts)
+        np.testing.assert_array_equal(hidden, want_hidden)
+    assert 0.5 < want_counts.mean() < 5.5 and want_counts.std() > 0.5  # spiking, and not all alike
+
+
+def test_lowrank_network_kernel_agrees_in_float32(kernels_on_cpu, monkeypatch):
+    """At the reference width (64 hidden, 10 outputs, r = 4) in float32: the output counts agree
+    but for spikes within rounding of the threshold."""
+    params = snn.init_params(0, (300, 64, 10))
+    rng = np.random.default_rng(0)
+    frames = (rng.random((10, 32, 300)) < 0.1).astype(np.float32)
+    config = eggroll.Config(32, 4, sigma=0.1, seed=1, logit_scale=5.0)
+    counts, _ = eggroll.perturbed_forward(params, frames, config, 0)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: False)
+    want, _ = eggroll.perturbed_forward(params, frames, config, 0)
+    assert counts.dtype == np.float32 and counts.shape == want.shape
+    assert np.mean(counts != want) < 1e-3 and want.mean() > 0.3
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("source, options", [
+    (gpu.PHILOX_SOURCE, ()),
+    (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float32, 64, 10, 4)),
+    (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float64, 16, 10, 1)),
+])
+def test_sources_compile_for_a_gpu(tmp_path, source, options):
+    """nvcc compiles every source for an H100 (sm_90) without a warning."""
+    path = tmp_path / "kernel.cu"
+    path.write_text(source)
+    done = subprocess.run(["nvcc", "-arch=sm_90", "-ptx", *options, str(path), "-o", str(tmp_path / "kernel.ptx")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "warning" not in done.stderr.lower(), done.stderr
