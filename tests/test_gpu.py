@@ -59,13 +59,13 @@ def assert_same_update(new_gpu, new_cpu, params, lr):
 
 
 def test_philox_bits_are_identical():
-    """Philox4x32-10 is integer arithmetic: CuPy and NumPy give the same 32-bit words."""
+    """Philox4x32-10 is integer arithmetic: noise.philox4x32 on CuPy arrays gives NumPy's words."""
     blocks = np.arange(5000, dtype=np.uint32)[None, :]
     pairs = np.arange(7, dtype=np.uint32)[:, None]
     key = (0x1234567890ABCDEF, 0x12345678)
     cpu = noise.philox4x32((blocks, pairs, 2, 99), key)
-    gpu = noise.philox4x32((cupy.asarray(blocks), cupy.asarray(pairs), 2, 99), key)
-    for word_cpu, word_gpu in zip(cpu, gpu):
+    on_gpu_words = noise.philox4x32((cupy.asarray(blocks), cupy.asarray(pairs), 2, 99), key)
+    for word_cpu, word_gpu in zip(cpu, on_gpu_words):
         np.testing.assert_array_equal(word_cpu, word_gpu.get())
 
 
