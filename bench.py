@@ -134,10 +134,12 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
     config = eggroll.Config(2 * pairs, 4, sigma=0.1, seed=0, logit_scale=1.0)
     es = baselines.ESConfig(2 * pairs, sigma=0.1, seed=0, logit_scale=1.0)
     adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
+    fitnesses = xp.asarray(numpy.random.default_rng(0).normal(-1.5, 0.1, 2 * pairs), dtype=xp.float32)
     n, h, _ = snn.SIZES
     stages = {
         "noise: W1 factors of every pair": lambda: eggroll.lowrank_factors(0, 0, xp.arange(pairs), "W1", (h, n), 4, xp),
         "eggroll r=4 forward": lambda: eggroll.perturbed_forward(params, frames, config, 0, lif),
+        "centred ranks of the fitnesses": lambda: eggroll.centred_ranks(fitnesses),
         "adam: every parameter": lambda: optim.ascend(params, params, state, adam),
         "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif),
         "es-batched generation": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es, adam, lif),

@@ -3,6 +3,7 @@
     kernel                          its NumPy twin (the definition)
     philox_normals                  noise.standard_normals (noise.philox4x32 + noise.box_muller)
     lowrank_lif_network             eggroll.perturbed_forward's currents run through snn.simulate
+    centred_ranks                   eggroll.centred_ranks
     lif_step                        snn.lif_step
     adam_update                     optim.adam_update
 
@@ -181,6 +182,37 @@ def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
            (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_steps), numpy.int32(batch),
             numpy.int32(n_pairs), counts, hidden_counts))
     return counts, hidden_counts.sum(axis=1, dtype=cupy.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitness shaping: centred ranks without sorting
+
+RANKS_SOURCE = r"""
+// eggroll.centred_ranks of n values (REAL set by -D): value i's rank is the number of smaller
+// values plus half the number of other equal ones (tied values share their mean rank), scaled
+// to [-0.5, 0.5] in double as NumPy does. One thread per value, n comparisons each.
+extern "C" __global__ void centred_ranks(const REAL* values, long long n, double* out) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        long long smaller = 0, equal = 0;
+        for (long long j = 0; j < n; ++j) {
+            smaller += values[j] < values[i];
+            equal += values[j] == values[i];
+        }
+        out[i] = (smaller + (equal - 1) / 2.0) / (double)(n > 1 ? n - 1 : 1) - 0.5;
+    }
+}
+"""
+
+
+def centred_ranks(values):
+    """eggroll.centred_ranks of finite values in one launch: float64 (values.size,), the same bits."""
+    import cupy
+    values = cupy.ascontiguousarray(values).ravel()
+    out = cupy.empty(values.size, dtype=cupy.float64)
+    kernel = compiled(RANKS_SOURCE, "centred_ranks", (f"-DREAL={C_TYPES[values.dtype]}",))
+    launch(kernel, values.size, (values, numpy.int64(values.size), out))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

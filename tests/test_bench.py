@@ -15,6 +15,8 @@ def test_bench_measures_every_method_at_a_small_size(monkeypatch):
         assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0, method
         if method == "eggroll":
             assert result["forward_seconds"] > 0 and result["population_product_seconds"] > 0
+    stages = bench.bench_kernels("cpu", repeats=1, pairs=4)  # on a CPU both columns run the NumPy code
+    assert len(stages) >= 5 and all(t["kernel"] > 0 and t["numpy_twin"] > 0 for t in stages.values())
     n, h, _ = snn.SIZES
     for rank in config.RANKS:
         ratio = bench.noise_bytes("eggroll", rank) / bench.noise_bytes("es-batched", None)

@@ -106,6 +106,17 @@ def test_normals_agree_to_float32_rounding(monkeypatch, kernels):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("distinct", [5, 10 ** 9])
+def test_ranks_kernel_equals_centred_ranks_bit_for_bit(dtype, distinct):
+    """gpu.centred_ranks = eggroll.centred_ranks on NumPy, bit for bit, with many ties and none,
+    at 8,192 members."""
+    values = np.random.default_rng(distinct).integers(0, distinct, 8192).astype(dtype) / 7
+    got = eggroll.centred_ranks(cupy.asarray(values))
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_array_equal(got.get(), eggroll.centred_ranks(values))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_adam_kernel_equals_adam_update(dtype):
     """gpu.adam_update = optim.adam_update (step 3, with weight decay) to the dtype's rounding,
     and the old moments are left as they were."""

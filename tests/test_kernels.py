@@ -3,9 +3,9 @@
 The kernels are plain C++ inside. Compiled for the CPU by g++, with a few lines standing in for
 CUDA's built-ins (one thread, one block: every kernel strides over its whole range), they must
 give what their NumPy twins give: Philox's words bit for bit, the normals to float32 rounding of
-log/sin/cos, and the forward pass's spike counts exactly in float64. Where nvcc is installed, the
-sources must also compile for a GPU. So CI, which has no GPU, still tests the kernels' arithmetic;
-tests/test_gpu.py runs them on a GPU.
+log/sin/cos, the forward pass's spike counts exactly in float64, and the centred ranks bit for
+bit. Where nvcc is installed, the sources must also compile for a GPU. So CI, which has no GPU,
+still tests the kernels' arithmetic; tests/test_gpu.py runs them on a GPU.
 """
 import ctypes
 import shutil
@@ -87,12 +87,24 @@ def cpu_lowrank_lif_network(build):
     return lowrank_lif_network
 
 
+def cpu_centred_ranks(build):
+    """gpu.centred_ranks's twin on the CPU."""
+    def centred_ranks(values):
+        values = np.ascontiguousarray(values).ravel()
+        out = np.empty(values.size, dtype=np.float64)
+        library = build(gpu.RANKS_SOURCE, (f"-DREAL={gpu.C_TYPES[values.dtype]}",))
+        library.centred_ranks(pointer(values), ctypes.c_longlong(values.size), pointer(out))
+        return out
+    return centred_ranks
+
+
 @pytest.fixture
 def kernels_on_cpu(build, monkeypatch):
     """Route the GPU branches of noise.py and eggroll.py to the kernels compiled for the CPU."""
     monkeypatch.setattr(gpu, "enabled", lambda xp: True)
     monkeypatch.setattr(gpu, "standard_normals", cpu_standard_normals(build(gpu.PHILOX_SOURCE)))
     monkeypatch.setattr(gpu, "lowrank_lif_network", cpu_lowrank_lif_network(build))
+    monkeypatch.setattr(gpu, "centred_ranks", cpu_centred_ranks(build))
 
 
 @pytest.mark.parametrize("counter, key, expected", [  # Random123's kat_vectors, as in test_noise.py
@@ -185,9 +197,26 @@ def test_lowrank_network_kernel_agrees_in_float32(kernels_on_cpu, monkeypatch):
     assert np.mean(counts != want) < 1e-3 and want.mean() > 0.3
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, distinct", [(1, 1), (2, 1), (7, 3), (512, 40), (512, 10 ** 9)])
+def test_ranks_kernel_equals_centred_ranks_bit_for_bit(kernels_on_cpu, monkeypatch, dtype, n, distinct):
+    """eggroll.centred_ranks through the kernel = through np.unique, bit for bit, with and
+    without ties (n values drawn from `distinct` levels)."""
+    values = np.random.default_rng(n).integers(0, distinct, n).astype(dtype) / 7
+    got = eggroll.centred_ranks(values)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: False)
+    want = eggroll.centred_ranks(values)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: True)
+    with pytest.raises(ValueError, match="NaN or inf"):  # the check still comes first
+        eggroll.centred_ranks(np.append(values, np.nan))
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("source, options", [
     (gpu.PHILOX_SOURCE, ()),
+    (gpu.RANKS_SOURCE, ("-DREAL=float",)),
     (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float32, 64, 10, 4)),
     (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float64, 16, 10, 1)),
 ])
