@@ -145,12 +145,14 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
         "es-batched generation": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es, adam, lif),
     }
     seconds = {}
-    for stage, call in stages.items():
-        seconds[stage] = {}
-        for kernels in (True, False):
-            gpu.KERNELS = kernels
-            seconds[stage]["kernel" if kernels else "numpy_twin"] = time_calls(call, repeats, xp)
-    gpu.KERNELS = True
+    try:
+        for stage, call in stages.items():
+            seconds[stage] = {}
+            for kernels in (True, False):
+                gpu.KERNELS = kernels
+                seconds[stage]["kernel" if kernels else "numpy_twin"] = time_calls(call, repeats, xp)
+    finally:
+        gpu.KERNELS = True
     return seconds
 
 

@@ -89,7 +89,7 @@ extern "C" __global__ void philox_normals(const unsigned int* pairs, long long n
 def standard_normals(seed, generation, pairs, param_id, count):
     """noise.standard_normals on CuPy in one launch: float32 (len(pairs), count)."""
     import cupy
-    pair_words = cupy.asarray(pairs, dtype=cupy.uint32).ravel()
+    pair_words = cupy.ascontiguousarray(cupy.asarray(pairs, dtype=cupy.uint32).ravel())
     out = cupy.empty((pair_words.shape[0], count), dtype=cupy.float32)
     n_blocks = -(-count // 4)
     launch(compiled(PHILOX_SOURCE, "philox_normals"), pair_words.shape[0] * n_blocks,
@@ -104,7 +104,7 @@ def standard_normals(seed, generation, pairs, param_id, count):
 
 LOWRANK_LIF_SOURCE = r"""
 // eggroll.perturbed_forward for every member and sample at once, with REAL, N_HIDDEN, N_OUT and
-// RANK set by -D options (so a member's membrane potentials live in registers). One thread runs
+// RANK set by -D options (so the per-thread arrays have fixed sizes). One thread runs
 // one member on one sample through all T steps of Eqs. (1)-(2); member 2p is pair p's + side,
 // 2p + 1 its - side. With x the frames and o the hidden spikes, the currents are Eq. (6):
 //     hidden:  x W1^T + b1  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]
