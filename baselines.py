@@ -61,15 +61,18 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
     """Output spike counts (2p, B, n_out) of the pairs in the slice `pairs`, one member at a time
     (member 2p = +, 2p + 1 = -)."""
     xp = array_module_of(frames)
-    counts, hidden = [], []
-    for pair in range(config.pairs)[pairs]:
+    chosen = range(config.pairs)[pairs]
+    counts = xp.empty((2 * len(chosen), frames.shape[1], params["W2"].shape[0]), dtype=frames.dtype)
+    hidden = xp.empty(2 * len(chosen)) if count_hidden else None
+    for index, pair in enumerate(chosen):
         perturbation = pair_noise(params, config, generation, pair)
-        for sign in (1, -1):
+        for side, sign in enumerate((1, -1)):
             member = {name: value + (sign * config.sigma) * perturbation[name] for name, value in params.items()}
             member_counts, member_hidden = snn.forward(member, frames, lif, count_hidden=count_hidden)
-            counts.append(member_counts)
-            hidden.append(member_hidden)
-    return xp.concatenate(counts), (xp.concatenate(hidden) if count_hidden else None)
+            counts[2 * index + side] = member_counts[0]
+            if count_hidden:
+                hidden[2 * index + side] = member_hidden[0]
+    return counts, hidden
 
 
 def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
@@ -116,7 +119,7 @@ def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
     for name, value in params.items():
         if name.startswith("W"):
             perturbations = full_rank_noise(config.seed, generation, chosen, name, value.shape, xp)
-            grads[name] = (f @ perturbations.reshape(chosen.shape[0], -1)).reshape(value.shape) \
+            grads[name] = (f @ perturbations.reshape(chosen.shape[0], value.size)).reshape(value.shape) \
                 / (2 * config.pairs * config.sigma)
         else:
             delta = noise.normals(config.seed, generation, chosen, name, value.shape[0], xp)

@@ -299,13 +299,13 @@ def data_pipeline(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
 
 def bench_distributed(opts, team):
     """Seconds per generation, seconds in collectives and bytes sent per generation, of EGGROLL
-    r = 4 and batched vanilla ES at the reference size, in both update modes, on this MPI job
+    r = 4 and batched vanilla ES at the reference size (or --pairs), in both update modes, on this MPI job
     (mpiexec -n K python run.py bench --distributed). Printed and written by the first process."""
     xp = array_module(opts.device)
     if xp is not numpy:
         xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()
     params, frames, labels = bench_inputs(xp)
-    population = 2 * REFERENCE["pairs"]
+    population = 2 * opts.pairs
     configs = {"eggroll r=4": eggroll.Config(population, 4, sigma=0.1, seed=0, logit_scale=1.0),
                "es-batched": baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)}
     steps = {"eggroll r=4": eggroll.generation_step, "es-batched": baselines.es_generation_step}
@@ -326,7 +326,7 @@ def bench_distributed(opts, team):
             rows.append({"method": name, "update": update, "processes": team.size, "seconds_per_generation": elapsed,
                          "communication_seconds": (team.seconds - seconds) / opts.repeats,
                          "bytes_sent_per_process": (team.bytes_sent - bytes_sent) / opts.repeats})
-    summary = {"machine": machine_description(xp), "processes": team.size, "reference": REFERENCE,
+    summary = {"machine": machine_description(xp), "processes": team.size, "reference": dict(REFERENCE, pairs=opts.pairs),
                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "rows": rows}
     if team.rank == 0:
         print(format_distributed(summary))

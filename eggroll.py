@@ -208,7 +208,7 @@ def lowrank_gradient(f, a, b, sigma, n_pairs):
     the population's P = n_pairs pairs (a process may hold a part)."""
     pairs, rank, m = a.shape
     weighted = (f[:, None, None] * a).reshape(pairs * rank, m)
-    return weighted.T @ b.reshape(pairs * rank, -1) / (2 * n_pairs * sigma * math.sqrt(rank))
+    return weighted.T @ b.reshape(pairs * rank, b.shape[2]) / (2 * n_pairs * sigma * math.sqrt(rank))
 
 
 def bias_gradient(f, delta, sigma, n_pairs):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import baselines
 import distributed
 import eggroll
 import run
@@ -73,6 +74,29 @@ def test_gradients_of_the_shares_sum_to_the_whole_gradient():
         for name in whole:
             np.testing.assert_allclose(sum(p[name] for p in parts), whole[name], rtol=0,
                                        atol=1e-5 * np.abs(whole[name]).max())
+
+
+@pytest.mark.parametrize("method", ["eggroll", "batched", "sequential"])
+def test_a_process_without_pairs_contributes_nothing(method):
+    """With more processes than blocks of pairs a process holds none: its forward pass gives no
+    members and its part of the all-reduce update is zero, in the parameters' shapes (EGGROLL and
+    both vanilla-ES modes)."""
+    params = snn.init_params(0, (40, 8, 10))
+    frames = (np.random.default_rng(0).random((3, 4, 40)) < 0.3).astype(np.float32)
+    nothing = distributed.share(30, eggroll.PAIRS_PER_BLOCK, 0, 2)  # 30 pairs, one block: process 1's
+    assert nothing.start == nothing.stop
+    f = np.zeros(0, dtype=np.float32)
+    if method == "eggroll":
+        config = eggroll.Config(60, 2, sigma=0.1, seed=0, logit_scale=1.0)
+        counts, hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)
+        grads = eggroll.gradient(f, params, config, 0, nothing)
+    else:
+        config = baselines.ESConfig(60, sigma=0.1, seed=0, logit_scale=1.0, mode=method)
+        counts, hidden = baselines.es_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)
+        grads = baselines.full_rank_gradient(f, params, config, 0, nothing)
+    assert counts.shape == (0, 4, 10) and hidden.shape == (0,)
+    for name, value in params.items():
+        assert grads[name].shape == value.shape and not grads[name].any()
 
 
 # ---------------------------------------------------------------------------------------------
