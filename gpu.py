@@ -9,8 +9,10 @@
 
 A reader learning the method can skip this file. Written as whole-array operations, one Philox
 draw is about 140 kernel launches and a generation over a thousand; on a GPU a launch costs more
-than its arithmetic, so the GPU sat waiting on Python. tests/test_kernels.py compiles the CUDA
-sources below for the CPU and holds them to their twins in CI; tests/test_gpu.py does so on a GPU.
+than its arithmetic, so the GPU sat waiting on Python. The Python around each RawModule kernel is
+written against the array module of its inputs, so tests/test_kernels.py can run it on NumPy with
+the CUDA sources compiled for the CPU (`compiled` swapped out) and hold it to the twins in CI;
+tests/test_gpu.py does so on a GPU.
 
 Set KERNELS = False to run the NumPy definitions on CuPy instead (the benchmark does, to measure
 what each kernel buys).
@@ -18,6 +20,8 @@ what each kernel buys).
 import functools
 
 import numpy
+
+from backend import array_module_of
 
 KERNELS = True
 THREADS = 256  # threads per block
@@ -86,11 +90,10 @@ extern "C" __global__ void philox_normals(const unsigned int* pairs, long long n
 """
 
 
-def standard_normals(seed, generation, pairs, param_id, count):
-    """noise.standard_normals on CuPy in one launch: float32 (len(pairs), count)."""
-    import cupy
-    pair_words = cupy.ascontiguousarray(cupy.asarray(pairs, dtype=cupy.uint32).ravel())
-    out = cupy.empty((pair_words.shape[0], count), dtype=cupy.float32)
+def standard_normals(seed, generation, pairs, param_id, count, xp):
+    """noise.standard_normals on CuPy (xp) in one launch: float32 (len(pairs), count)."""
+    pair_words = xp.ascontiguousarray(xp.asarray(pairs, dtype=xp.uint32).ravel())
+    out = xp.empty((pair_words.shape[0], count), dtype=xp.float32)
     n_blocks = -(-count // 4)
     launch(compiled(PHILOX_SOURCE, "philox_normals"), pair_words.shape[0] * n_blocks,
            (pair_words, numpy.int64(pair_words.shape[0]), numpy.int64(count), numpy.uint32(param_id),
@@ -169,19 +172,19 @@ def lowrank_lif_options(dtype, n_hidden, n_out, rank):
 def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
     """The arrays eggroll.perturbed_forward forms (shapes as in LOWRANK_LIF_SOURCE) through both
     LIF layers: output spike counts (2P, B, n_out) and hidden spike counts per member (2P,) float64."""
-    import cupy
+    xp = array_module_of(base)
     n_steps, batch, n_hidden = base.shape
     n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
     dtype = base.dtype
     real = dtype.type
-    counts = cupy.empty((2 * n_pairs, batch, n_out), dtype=dtype)
-    hidden_counts = cupy.empty((2 * n_pairs, batch), dtype=dtype)
+    counts = xp.empty((2 * n_pairs, batch, n_out), dtype=dtype)
+    hidden_counts = xp.empty((2 * n_pairs, batch), dtype=dtype)
     kernel = compiled(LOWRANK_LIF_SOURCE, "lowrank_lif_network", lowrank_lif_options(dtype, n_hidden, n_out, rank))
-    arrays = (cupy.ascontiguousarray(a, dtype=dtype) for a in (base, xb, rows1, readout, rows2, b2))
+    arrays = (xp.ascontiguousarray(a, dtype=dtype) for a in (base, xb, rows1, readout, rows2, b2))
     launch(kernel, 2 * n_pairs * batch,
            (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_steps), numpy.int32(batch),
             numpy.int32(n_pairs), counts, hidden_counts))
-    return counts, hidden_counts.sum(axis=1, dtype=cupy.float64)
+    return counts, hidden_counts.sum(axis=1, dtype=xp.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,9 +210,9 @@ extern "C" __global__ void centred_ranks(const REAL* values, long long n, double
 
 def centred_ranks(values):
     """eggroll.centred_ranks of finite values in one launch: float64 (values.size,), the same bits."""
-    import cupy
-    values = cupy.ascontiguousarray(values).ravel()
-    out = cupy.empty(values.size, dtype=cupy.float64)
+    xp = array_module_of(values)
+    values = xp.ascontiguousarray(values).ravel()
+    out = xp.empty(values.size, dtype=xp.float64)
     kernel = compiled(RANKS_SOURCE, "centred_ranks", (f"-DREAL={C_TYPES[values.dtype]}",))
     launch(kernel, values.size, (values, numpy.int64(values.size), out))
     return out

@@ -66,7 +66,7 @@ def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
     temporaries stay in cache. On a GPU, one kernel computes the same (gpu.philox_normals).
     """
     if gpu.enabled(xp):
-        return gpu.standard_normals(seed, generation, pairs, param_id, count)
+        return gpu.standard_normals(seed, generation, pairs, param_id, count, xp)
     n_blocks = -(-count // 4)
     blocks = xp.arange(n_blocks, dtype=xp.uint32)[None, :]
     pair_words = xp.asarray(pairs, dtype=xp.uint32)[:, None]

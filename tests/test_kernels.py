@@ -58,53 +58,31 @@ def pointer(array):
     return array.ctypes.data_as(ctypes.c_void_p)
 
 
-def cpu_standard_normals(library):
-    """gpu.standard_normals's twin on the CPU: the philox_normals kernel called through ctypes."""
-    def standard_normals(seed, generation, pairs, param_id, count):
-        pair_words = np.ascontiguousarray(pairs, dtype=np.uint32).ravel()
-        out = np.empty((pair_words.shape[0], count), dtype=np.float32)
-        library.philox_normals(pointer(pair_words), ctypes.c_longlong(pair_words.shape[0]), ctypes.c_longlong(count),
-                               ctypes.c_uint(param_id), ctypes.c_uint(generation), ctypes.c_uint(seed & 0xFFFFFFFF),
-                               ctypes.c_uint((seed >> 32) & 0xFFFFFFFF), pointer(out))
-        return out
-    return standard_normals
-
-
-def cpu_lowrank_lif_network(build):
-    """gpu.lowrank_lif_network's twin on the CPU: the same kernel, built for each shape and dtype."""
-    def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
-        n_steps, batch, n_hidden = base.shape
-        n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
-        real = ctypes.c_float if base.dtype == np.float32 else ctypes.c_double
-        library = build(gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(base.dtype, n_hidden, n_out, rank))
-        arrays = [np.ascontiguousarray(a, dtype=base.dtype) for a in (base, xb, rows1, readout, rows2, b2)]
-        counts = np.empty((2 * n_pairs, batch, n_out), dtype=base.dtype)
-        hidden = np.empty((2 * n_pairs, batch), dtype=base.dtype)
-        library.lowrank_lif_network(*(pointer(a) for a in arrays), real(lif.beta), real(lif.threshold),
-                                    ctypes.c_int(n_steps), ctypes.c_int(batch), ctypes.c_int(n_pairs),
-                                    pointer(counts), pointer(hidden))
-        return counts, hidden.sum(axis=1, dtype=np.float64)
-    return lowrank_lif_network
-
-
-def cpu_centred_ranks(build):
-    """gpu.centred_ranks's twin on the CPU."""
-    def centred_ranks(values):
-        values = np.ascontiguousarray(values).ravel()
-        out = np.empty(values.size, dtype=np.float64)
-        library = build(gpu.RANKS_SOURCE, (f"-DREAL={gpu.C_TYPES[values.dtype]}",))
-        library.centred_ranks(pointer(values), ctypes.c_longlong(values.size), pointer(out))
-        return out
-    return centred_ranks
+C_ARGUMENTS = {np.dtype(np.int32): ctypes.c_int, np.dtype(np.int64): ctypes.c_longlong,
+               np.dtype(np.uint32): ctypes.c_uint, np.dtype(np.float32): ctypes.c_float,
+               np.dtype(np.float64): ctypes.c_double}
 
 
 @pytest.fixture
-def kernels_on_cpu(build, monkeypatch):
-    """Route the GPU branches of noise.py and eggroll.py to the kernels compiled for the CPU."""
+def cpu_kernels(build, monkeypatch):
+    """gpu.compiled swapped for the kernel built for the CPU, called as CuPy calls a RawKernel,
+    kernel(grid, block, args): arrays (C-contiguous, as the kernels assume) go as pointers, NumPy
+    scalars by value in their own C type. gpu.py's own Python then runs on NumPy arrays, so the
+    order of its arguments and the layout of its arrays are checked here too."""
+    def compiled(source, name, options=()):
+        function = getattr(build(source, options), name)
+
+        def kernel(grid, block, args):
+            assert all(a.flags.c_contiguous for a in args if isinstance(a, np.ndarray)), name
+            function(*(pointer(a) if isinstance(a, np.ndarray) else C_ARGUMENTS[a.dtype](a) for a in args))
+        return kernel
+    monkeypatch.setattr(gpu, "compiled", compiled)
+
+
+@pytest.fixture
+def kernels_on_cpu(cpu_kernels, monkeypatch):
+    """The GPU branches of noise.py and eggroll.py taken on NumPy arrays, through those kernels."""
     monkeypatch.setattr(gpu, "enabled", lambda xp: True)
-    monkeypatch.setattr(gpu, "standard_normals", cpu_standard_normals(build(gpu.PHILOX_SOURCE)))
-    monkeypatch.setattr(gpu, "lowrank_lif_network", cpu_lowrank_lif_network(build))
-    monkeypatch.setattr(gpu, "centred_ranks", cpu_centred_ranks(build))
 
 
 @pytest.mark.parametrize("counter, key, expected", [  # Random123's kat_vectors, as in test_noise.py
@@ -148,11 +126,11 @@ def test_box_muller_kernel_equals_numpy_to_float32_rounding(build):
 
 
 @pytest.mark.parametrize("count", [1, 3, 4, 10, 2312 * 4 + 64 * 4])
-def test_philox_normals_kernel_equals_standard_normals(build, count):
-    """The whole kernel = noise.standard_normals: every row (pair), every count (a cut last block)."""
-    normals = cpu_standard_normals(build(gpu.PHILOX_SOURCE))
-    pairs = np.array([0, 5, 6, 1000, 2 ** 31 + 7])
-    got = normals(0x1234567890ABCDEF, 42, pairs, 2, count)
+def test_philox_normals_kernel_equals_standard_normals(cpu_kernels, count):
+    """gpu.standard_normals = noise.standard_normals: every row (pair), every count (a cut last
+    block), pair ids given as a strided view."""
+    pairs = np.array([0, 99, 5, 99, 6, 99, 1000, 99, 2 ** 31 + 7], dtype=np.uint32)[::2]
+    got = gpu.standard_normals(0x1234567890ABCDEF, 42, pairs, 2, count, np)
     want = noise.standard_normals(0x1234567890ABCDEF, 42, pairs, 2, count)
     assert got.shape == want.shape == (5, count) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
