@@ -364,7 +364,8 @@ def add_options(parser):
     parser.add_argument("--pairs", type=positive_int, default=REFERENCE["pairs"],
                         help="antithetic pairs per population (members = 2 x pairs)")
     parser.add_argument("--methods", default="all",
-                        help="comma-separated rows to time: " + ", ".join(method_name(*row) for row in BENCH_METHODS))
+                        help="comma-separated rows to time: " + ", ".join(method_name(*row) for row in BENCH_METHODS)
+                        + " (--distributed always times eggroll-r4 and es-batched)")
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed generations per method, after a warm-up")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
