@@ -161,6 +161,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             begin = resume_point(out, resume, params, xp, total_steps)
         params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
         saved, metrics_path = start, out / "metrics.jsonl"
+        validation = None  # the last step is always evaluated, so after the loop this is the final one
 
         with progress_bar(total_steps, start, config.name, progress and leader) as bar:
             generation = start
@@ -189,7 +190,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                     # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
                     done = generation + 1
                     if done % eval_every == 0 or done == total_steps:
-                        val_acc, spikes, _ = evaluate(params, splits.val, lif, xp, team)
+                        validation = val_acc, spikes, _ = evaluate(params, splits.val, lif, xp, team)
                         if leader:
                             record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
                                       "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
@@ -201,7 +202,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
                                   f"step {saved}") from None
         # The end: validation and test accuracy, timings and versions in final.json.
-        val_acc, spikes, val_per_digit = evaluate(params, splits.val, lif, xp, team)
+        val_acc, spikes, val_per_digit = validation or evaluate(params, splits.val, lif, xp, team)
         test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
         if not leader:
             return {}
