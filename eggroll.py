@@ -93,8 +93,11 @@ def population_product(x, factors):
     """x (N, n) times the factors (p, k, n) of p pairs: (N, p, k), one product per PAIRS_PER_BLOCK
     pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
     result is the same however many pairs a process holds (BLAS may round a product of another
-    shape differently)."""
+    shape differently). On a GPU one kernel sums each result over the nonzero inputs alone
+    (gpu.population_product): event frames are mostly zeros."""
     xp = array_module_of(x)
+    if gpu.enabled(xp):
+        return gpu.population_product(x, factors)
     pairs, k, n = factors.shape
     out = xp.empty((x.shape[0], pairs, k), dtype=x.dtype)
     for start in range(0, pairs, PAIRS_PER_BLOCK):

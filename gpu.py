@@ -2,7 +2,9 @@
 
     kernel                          its NumPy twin (the definition)
     philox_normals                  noise.standard_normals (noise.philox4x32 + noise.box_muller)
+    nonzero_columns, sparse_product eggroll.population_product
     lowrank_lif_network             eggroll.perturbed_forward's currents run through snn.simulate
+                                    (and, at rank 0, snn.forward of a population)
     centred_ranks                   eggroll.centred_ranks
     lif_step                        snn.lif_step
     adam_update                     optim.adam_update
@@ -103,6 +105,117 @@ def standard_normals(seed, generation, pairs, param_id, count, xp):
 
 
 # ---------------------------------------------------------------------------------------------
+# The population product x [B_1 ... B_P]^T over the nonzero inputs only
+
+SPARSE_PRODUCT_SOURCE = r"""
+// eggroll.population_product, out (N, C) = x (N, n) factors^T (C, n), summing over the nonzeros of
+// x only: event frames are about 8 % ones, so a dense product multiplies zeros 92 % of the time.
+// REAL and COLUMNS are set by -D options. Every out[i, c] is one sum in increasing input order, so
+// a column's result never depends on which other columns (pairs) are computed beside it.
+
+// Row i's nonzero inputs j, in increasing order, at columns[i * width + s] with their values, the
+// count rounded up to a multiple of 4 with (column 0, value 0) entries. A block per row: each
+// thread counts the nonzeros of its chunk of the row, the first thread adds up where each
+// chunk's entries start, and each thread writes its own.
+extern "C" __global__ void nonzero_columns(const REAL* x, long long n_rows, int n, int width,
+                                           int* columns, REAL* values, int* counts) {
+    __shared__ int starts[1025];  // starts[t]: the first entry of thread t's chunk; starts[blockDim.x]: the count
+    int chunk = (n + blockDim.x - 1) / blockDim.x;
+    int begin = threadIdx.x * chunk < n ? threadIdx.x * chunk : n, end = begin + chunk < n ? begin + chunk : n;
+    for (long long row = blockIdx.x; row < n_rows; row += gridDim.x) {
+        const REAL* x_row = x + row * n;
+        int mine = 0;
+        for (int j = begin; j < end; ++j) mine += x_row[j] != 0;
+        __syncthreads();  // every thread has read the last row's starts
+        starts[threadIdx.x + 1] = mine;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            starts[0] = 0;
+            for (int t = 1; t <= blockDim.x; ++t) starts[t] += starts[t - 1];
+        }
+        __syncthreads();
+        int s = starts[threadIdx.x];
+        for (int j = begin; j < end; ++j)
+            if (x_row[j] != 0) { columns[row * width + s] = j; values[row * width + s] = x_row[j]; ++s; }
+        if (threadIdx.x == 0) {
+            int count = starts[blockDim.x];
+            for (; count % 4; ++count) { columns[row * width + count] = 0; values[row * width + count] = 0; }
+            counts[row] = count;
+        }
+    }
+}
+
+// A block copies COLUMNS rows of factors into shared memory, as tile[j * COLUMNS + c], and its
+// threads then take (row, column) items, COLUMNS neighbouring threads per row: they read the same
+// nonzero j and neighbouring tile entries. The rows are shared out over gridDim.y.
+extern "C" __global__ void sparse_product(const int* columns, const REAL* values, const int* counts,
+                                          long long n_rows, int width, const REAL* factors, long long n_columns,
+                                          int n, REAL* out) {
+    extern __shared__ REAL tile[];  // (n, COLUMNS)
+    long long rows_per_block = (n_rows + gridDim.y - 1) / gridDim.y;
+    long long first_row = blockIdx.y * rows_per_block;
+    long long last_row = first_row + rows_per_block < n_rows ? first_row + rows_per_block : n_rows;
+    for (long long first = blockIdx.x * (long long)COLUMNS; first < n_columns; first += (long long)gridDim.x * COLUMNS) {
+        __syncthreads();  // the last tile is read by every thread before it is overwritten
+        for (long long k = threadIdx.x; k < (long long)COLUMNS * n; k += blockDim.x) {
+            long long c = k / n, j = k % n;  // neighbouring threads read neighbouring factors
+            tile[j * COLUMNS + c] = first + c < n_columns ? factors[(first + c) * n + j] : 0;
+        }
+        __syncthreads();
+        for (long long item = threadIdx.x; item < (last_row - first_row) * COLUMNS; item += blockDim.x) {
+            long long row = first_row + item / COLUMNS;
+            int c = item % COLUMNS;
+            const int* row_columns = columns + row * width;
+            const REAL* row_values = values + row * width;
+            REAL sum = 0;
+            for (int s = 0; s < counts[row]; s += 4) {
+                sum += row_values[s] * tile[row_columns[s] * COLUMNS + c];
+                sum += row_values[s + 1] * tile[row_columns[s + 1] * COLUMNS + c];
+                sum += row_values[s + 2] * tile[row_columns[s + 2] * COLUMNS + c];
+                sum += row_values[s + 3] * tile[row_columns[s + 3] * COLUMNS + c];
+            }
+            if (first + c < n_columns) out[row * n_columns + first + c] = sum;
+        }
+    }
+}
+"""
+TILE_ROW_BYTES = 64       # COLUMNS factor entries per input in the tile: 16 float32 or 8 float64
+PRODUCT_THREADS = 1024    # the tile (148 KB at 2312 inputs) fills most of a multiprocessor's shared memory
+PRODUCT_MIN_BLOCKS = 264  # about two blocks per multiprocessor of an H100 or H200; rows are split to get there
+
+
+def population_product(x, factors):
+    """eggroll.population_product (x (N, n), factors (p, k, n) -> (N, p, k)) in two launches:
+    the nonzeros of each row of x, then their sums over the factors."""
+    xp = array_module_of(x)
+    n_rows, n = x.shape
+    pairs, k, _ = factors.shape
+    n_columns = pairs * k
+    tile_columns = TILE_ROW_BYTES // x.dtype.itemsize
+    options = (f"-DREAL={C_TYPES[x.dtype]}", f"-DCOLUMNS={tile_columns}")
+    width = -(-n // 4) * 4
+    columns = xp.empty((n_rows, width), dtype=xp.int32)
+    values = xp.empty((n_rows, width), dtype=x.dtype)
+    counts = xp.empty(n_rows, dtype=xp.int32)
+    compiled(SPARSE_PRODUCT_SOURCE, "nonzero_columns", options)(
+        (max(1, n_rows),), (THREADS,),
+        (xp.ascontiguousarray(x), numpy.int64(n_rows), numpy.int32(n), numpy.int32(width), columns, values, counts))
+    out = xp.empty((n_rows, n_columns), dtype=x.dtype)
+    if n_columns and n_rows:
+        tiles = -(-n_columns // tile_columns)
+        row_groups = max(1, min(-(-PRODUCT_MIN_BLOCKS // tiles), n_rows // 64))
+        shared = n * TILE_ROW_BYTES
+        kernel = compiled(SPARSE_PRODUCT_SOURCE, "sparse_product", options)
+        if shared > 48 * 1024:  # the most a kernel gets without asking
+            kernel.max_dynamic_shared_size_bytes = shared
+        kernel((tiles, row_groups), (PRODUCT_THREADS,),
+               (columns, values, counts, numpy.int64(n_rows), numpy.int32(width),
+                xp.ascontiguousarray(factors.reshape(n_columns, n), dtype=x.dtype), numpy.int64(n_columns),
+                numpy.int32(n), out), shared_mem=shared)
+    return out.reshape(n_rows, pairs, k)
+
+
+# ---------------------------------------------------------------------------------------------
 # The EGGROLL population's forward pass: both LIF layers over all steps in one kernel
 
 LOWRANK_LIF_SOURCE = r"""
@@ -113,8 +226,8 @@ LOWRANK_LIF_SOURCE = r"""
 //     hidden:  x W1^T + b1  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]
 //     output:  o W2^T + b2  +-  [o B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]   (layer 2's factors)
 extern "C" __global__ void lowrank_lif_network(
-        const REAL* base,     // (T, B, N_HIDDEN): x W1^T + b1
-        const REAL* xb,       // (T B, P, RANK): x B_p
+        const REAL* base,     // (T, N_HIDDEN, B): x W1^T + b1, samples last (neighbouring threads, neighbouring samples)
+        const REAL* xb,       // (T, P, RANK, B): x B_p, samples last
         const REAL* rows1,    // (P, RANK + 1, N_HIDDEN): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 1
         const REAL* readout,  // (P, N_HIDDEN, N_OUT + RANK): [W2^T | B_p^T], layer 2
         const REAL* rows2,    // (P, RANK + 1, N_OUT): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 2
@@ -134,14 +247,14 @@ extern "C" __global__ void lowrank_lif_network(
         for (int j = 0; j < N_HIDDEN; ++j) v_hidden[j] = 0;
         for (int o = 0; o < N_OUT; ++o) v_out[o] = out_spikes[o] = 0;
         for (int t = 0; t < n_steps; ++t) {
-            const REAL* base_t = base + ((long long)t * batch + sample) * N_HIDDEN;
-            const REAL* xb_t = xb + (((long long)t * batch + sample) * n_pairs + pair) * RANK;
+            const REAL* base_t = base + (long long)t * N_HIDDEN * batch + sample;
+            const REAL* xb_t = xb + ((long long)t * n_pairs + pair) * RANK * batch + sample;
             REAL projected[N_OUT + RANK];  // o_t [W2^T | B_p^T]
             for (int q = 0; q < N_OUT + RANK; ++q) projected[q] = 0;
             for (int j = 0; j < N_HIDDEN; ++j) {
                 REAL perturbation = pair_rows1[RANK * N_HIDDEN + j];
-                for (int k = 0; k < RANK; ++k) perturbation += xb_t[k] * pair_rows1[k * N_HIDDEN + j];
-                REAL v = beta * v_hidden[j] + (base_t[j] + sign * perturbation);  // Eq. (1)
+                for (int k = 0; k < RANK; ++k) perturbation += xb_t[k * batch] * pair_rows1[k * N_HIDDEN + j];
+                REAL v = beta * v_hidden[j] + (base_t[j * batch] + sign * perturbation);  // Eq. (1)
                 REAL spike = v >= threshold ? 1 : 0;                               // Eq. (2)
                 v_hidden[j] = v >= threshold ? 0 : v;
                 hidden_spikes += spike;
@@ -170,8 +283,10 @@ def lowrank_lif_options(dtype, n_hidden, n_out, rank):
 
 
 def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
-    """The arrays eggroll.perturbed_forward forms (shapes as in LOWRANK_LIF_SOURCE) through both
-    LIF layers: output spike counts (2P, B, n_out) and hidden spike counts per member (2P,) float64."""
+    """The arrays eggroll.perturbed_forward forms, base (T, B, n_hidden), xb (T B, P, r) and the
+    rest as in LOWRANK_LIF_SOURCE, through both LIF layers: output spike counts (2P, B, n_out) and
+    hidden spike counts per member (2P,) float64. base and xb are copied samples-last first, so
+    that the threads of a warp (neighbouring samples) read neighbouring numbers."""
     xp = array_module_of(base)
     n_steps, batch, n_hidden = base.shape
     n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
@@ -180,11 +295,27 @@ def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
     counts = xp.empty((2 * n_pairs, batch, n_out), dtype=dtype)
     hidden_counts = xp.empty((2 * n_pairs, batch), dtype=dtype)
     kernel = compiled(LOWRANK_LIF_SOURCE, "lowrank_lif_network", lowrank_lif_options(dtype, n_hidden, n_out, rank))
-    arrays = (xp.ascontiguousarray(a, dtype=dtype) for a in (base, xb, rows1, readout, rows2, b2))
+    samples_last = (base.transpose(0, 2, 1), xb.reshape(n_steps, batch, n_pairs, rank).transpose(0, 2, 3, 1))
+    arrays = (xp.ascontiguousarray(a, dtype=dtype) for a in (*samples_last, rows1, readout, rows2, b2))
     launch(kernel, 2 * n_pairs * batch,
            (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_steps), numpy.int32(batch),
             numpy.int32(n_pairs), counts, hidden_counts))
     return counts, hidden_counts.sum(axis=1, dtype=xp.float64)
+
+
+def population_lif_network(base, w2, b2, n_members, lif):
+    """snn.forward of a population (n_members copies of one network) as lowrank_lif_network at
+    rank 0, its perturbations all zero: output spike counts (n_members, B, n_out) and hidden spike
+    counts per member (n_members,) float64, from base (T, B, n_hidden) = x W1^T + b1."""
+    xp = array_module_of(base)
+    n_steps, batch, n_hidden = base.shape
+    n_out, pairs = b2.shape[0], -(-n_members // 2)
+    no_factors = xp.empty((n_steps * batch, pairs, 0), dtype=base.dtype)
+    zero_rows1 = xp.zeros((pairs, 1, n_hidden), dtype=base.dtype)
+    zero_rows2 = xp.zeros((pairs, 1, n_out), dtype=base.dtype)
+    readout = xp.broadcast_to(w2.T, (pairs, n_hidden, n_out))
+    counts, hidden_counts = lowrank_lif_network(base, no_factors, zero_rows1, readout, zero_rows2, b2, lif)
+    return counts[:n_members], hidden_counts[:n_members]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -104,14 +104,18 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False):
     """The unperturbed network on frames (T, B, n_in): output spike counts (n_members, B, n_out).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
-    the yardstick for what perturbations cost. Layer 1 sees the same frames at every member, so
-    its current W1 s_t + b1 is one matrix product for all steps and members.
+    the yardstick for what perturbations cost (on a GPU, one kernel: gpu.population_lif_network).
+    Layer 1 sees the same frames at every member, so its current W1 s_t + b1 is one matrix
+    product for all steps and members.
     """
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     sizes = (n_in, params["W1"].shape[0], params["W2"].shape[0])
     hidden = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"])
     hidden = hidden.reshape(n_steps, batch, sizes[1])
+    if n_members > 1 and gpu.enabled(xp):  # a population: every member and step in one kernel
+        counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
+        return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],
                     lambda spikes, start, stop: spikes @ params["W2"].T + params["b2"],
                     n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)

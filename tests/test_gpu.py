@@ -283,3 +283,56 @@ def test_short_training_on_gpu_matches_the_cpu_run(tmp_path):
     assert finals["gpu"]["device"].startswith("gpu")
     assert min(finals["cpu"]["test_acc"], finals["gpu"]["test_acc"]) > 0.3
     assert abs(finals["gpu"]["test_acc"] - finals["cpu"]["test_acc"]) <= 0.05
+
+
+@pytest.mark.parametrize("pairs, rank", [(300, 4), (4100, 1), (20, 64)])
+def test_sparse_product_kernel_equals_blas_at_the_reference_size(monkeypatch, pairs, rank):
+    """gpu.population_product on N-MNIST-sized frames (2,560 rows of 2,312 inputs, 8 % ones): bit
+    for bit the BLAS product where every sum is exact (small integer factors), to float32
+    rounding for normal factors; tiles and row groups cut anywhere; a share of the pairs gives,
+    bit for bit, its columns of the whole."""
+    rng = np.random.default_rng(pairs)
+    x = cupy.asarray(rng.random((2560, 2312)) < 0.082, dtype=cupy.float32)
+    for factors in (rng.integers(-8, 9, (pairs, rank, 2312)), rng.normal(size=(pairs, rank, 2312))):
+        factors = cupy.asarray(factors, dtype=cupy.float32)
+        got = eggroll.population_product(x, factors)
+        share = slice(pairs // 3, pairs - pairs // 3)
+        assert cupy.array_equal(eggroll.population_product(x, factors[share]), got[:, share])
+        with monkeypatch.context() as twin:
+            twin.setattr(gpu, "KERNELS", False)
+            want = eggroll.population_product(x, factors)
+        if factors.dtype == cupy.float32 and bool((factors == cupy.rint(factors)).all()):
+            assert cupy.array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got.get(), want.get(), rtol=1e-4, atol=1e-3)
+
+
+def test_population_inference_kernel_equals_simulate_in_float64(monkeypatch):
+    """snn.forward of 7 members through the rank-0 network kernel = through snn.simulate on the
+    GPU: output and hidden spike counts, exactly in float64."""
+    params, frames, _ = problem(np.float64)
+    counts, hidden = snn.forward(on_gpu(params), cupy.asarray(frames), n_members=7, count_hidden=True)
+    monkeypatch.setattr(gpu, "KERNELS", False)
+    want, want_hidden = snn.forward(on_gpu(params), cupy.asarray(frames), n_members=7, count_hidden=True)
+    assert counts.shape == want.shape == (7, frames.shape[1], SIZES[-1]) and float(want.std()) > 0.5
+    assert cupy.array_equal(counts, want) and cupy.array_equal(hidden, want_hidden)
+
+
+@needs_real
+def test_two_processes_sharing_the_gpu_end_with_the_weights_of_one(tmp_path):
+    """mpiexec -n 2 run.py train --distributed --device gpu, both processes on this one GPU: the
+    weights, Adam state and accuracies of a single process on the same GPU, bit for bit (every
+    product of the population has one shape and every sum one order, whoever computes it)."""
+    from test_distributed import MPI_PROBLEM, assert_same_bits, train, weights
+    if MPI_PROBLEM is not None:
+        pytest.skip(MPI_PROBLEM)
+    done = {}
+    for processes in (None, 2):
+        out = tmp_path / f"run-{processes or 1}"
+        done[processes] = train(out, tmp_path / "cache", processes, "--device", "gpu")
+        assert done[processes].returncode == 0, done[processes].stderr
+    assert_same_bits(weights(tmp_path / "run-1"), weights(tmp_path / "run-2"))
+    finals = [json.loads((tmp_path / f"run-{k}" / "final.json").read_text()) for k in (1, 2)]
+    assert finals[0]["device"].startswith("gpu") and finals[1]["processes"] == 2
+    for key in ("val_acc", "test_acc", "spikes_per_sample"):
+        assert finals[0][key] == finals[1][key], key

@@ -23,6 +23,8 @@ CUDA_ON_CPU = r"""
 #include <math.h>
 #define __global__
 #define __device__ static inline
+#define __shared__
+#define __syncthreads()
 struct Index { unsigned int x, y, z; };
 static const Index threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
@@ -47,8 +49,9 @@ def build(tmp_path_factory):
     def compile_for_cpu(source, options=()):
         if (source, options) not in built:
             library = folder / f"kernels{len(built)}.so"
+            shared = "\nREAL tile[1 << 21];\n" if "extern __shared__ REAL tile[]" in source else ""  # its memory
             subprocess.run(["g++", "-O2", "-ffp-contract=off", "-shared", "-fPIC", *options, "-x", "c++", "-",
-                            "-o", str(library)], input=CUDA_ON_CPU + source, text=True, check=True)
+                            "-o", str(library)], input=CUDA_ON_CPU + source + shared, text=True, check=True)
             built[source, options] = ctypes.CDLL(str(library))
         return built[source, options]
     return compile_for_cpu
@@ -72,7 +75,7 @@ def cpu_kernels(build, monkeypatch):
     def compiled(source, name, options=()):
         function = getattr(build(source, options), name)
 
-        def kernel(grid, block, args):
+        def kernel(grid, block, args, shared_mem=0):
             assert all(a.flags.c_contiguous for a in args if isinstance(a, np.ndarray)), name
             function(*(pointer(a) if isinstance(a, np.ndarray) else C_ARGUMENTS[a.dtype](a) for a in args))
         return kernel
@@ -175,6 +178,54 @@ def test_lowrank_network_kernel_agrees_in_float32(kernels_on_cpu, monkeypatch):
     assert np.mean(counts != want) < 1e-3 and want.mean() > 0.3
 
 
+def sparse_product_problem(dtype, pairs, rank, integer_factors, n_rows=37, n=300):
+    """Binary frames at 10 % density with an all-zero row, an all-one row and a row of other
+    values (halves), and factors (pairs, rank, n): small integers (every sum exact in any order)
+    or normals."""
+    rng = np.random.default_rng(pairs * 10 + rank)
+    x = (rng.random((n_rows, n)) < 0.1).astype(dtype)
+    x[3], x[5], x[7] = 0, 1, rng.integers(-6, 7, n) / 2 * (rng.random(n) < 0.3)
+    factors = rng.integers(-8, 9, (pairs, rank, n)) if integer_factors else rng.normal(size=(pairs, rank, n))
+    return x, factors.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pairs, rank", [(1, 1), (5, 4), (70, 1), (3, 64)])
+def test_sparse_product_kernel_equals_population_product(kernels_on_cpu, monkeypatch, dtype, pairs, rank):
+    """eggroll.population_product through the kernel (sums over the nonzero inputs only) = through
+    BLAS: bit for bit where every sum is exact (small integer factors), to rounding for normal
+    ones; tiles of columns cut anywhere (pairs x rank not a multiple of the tile), rank 64 as in
+    vanilla ES; and a share of the pairs gives, bit for bit, its columns of the whole."""
+    for integer_factors in (True, False):
+        x, factors = sparse_product_problem(dtype, pairs, rank, integer_factors)
+        got = eggroll.population_product(x, factors)
+        with monkeypatch.context() as plain:
+            plain.setattr(gpu, "enabled", lambda xp: False)
+            want = eggroll.population_product(x, factors)
+        assert got.shape == want.shape == (x.shape[0], pairs, rank) and got.dtype == dtype
+        if integer_factors:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+        assert not got[3].any() and np.abs(want).max() > 1
+        share = slice(pairs // 3, pairs - pairs // 3)
+        np.testing.assert_array_equal(eggroll.population_product(x, factors[share]), got[:, share])
+
+
+def test_population_inference_kernel_equals_simulate_in_float64(kernels_on_cpu, monkeypatch):
+    """snn.forward of a population (an odd number of members, so the kernel's last pair is cut)
+    through the rank-0 network kernel = through snn.simulate: every member's output and hidden
+    spike counts, exactly in float64, and all members alike."""
+    params, frames = network_problem(np.float64)
+    counts, hidden = snn.forward(params, frames, n_members=5, count_hidden=True)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: False)
+    want_counts, want_hidden = snn.forward(params, frames, n_members=5, count_hidden=True)
+    assert counts.shape == want_counts.shape == (5, frames.shape[1], NETWORK_SIZES[-1])
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(hidden, want_hidden)
+    assert want_counts.std() > 0.5 and (want_counts == want_counts[0]).all()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n, distinct", [(1, 1), (2, 1), (7, 3), (512, 40), (512, 10 ** 9)])
 def test_ranks_kernel_equals_centred_ranks_bit_for_bit(kernels_on_cpu, monkeypatch, dtype, n, distinct):
@@ -197,6 +248,9 @@ def test_ranks_kernel_equals_centred_ranks_bit_for_bit(kernels_on_cpu, monkeypat
     (gpu.RANKS_SOURCE, ("-DREAL=float",)),
     (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float32, 64, 10, 4)),
     (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float64, 16, 10, 1)),
+    (gpu.LOWRANK_LIF_SOURCE, gpu.lowrank_lif_options(np.float32, 64, 10, 0)),
+    (gpu.SPARSE_PRODUCT_SOURCE, ("-DREAL=float", "-DCOLUMNS=16")),
+    (gpu.SPARSE_PRODUCT_SOURCE, ("-DREAL=double", "-DCOLUMNS=8")),
 ])
 def test_sources_compile_for_a_gpu(tmp_path, source, options):
     """nvcc compiles every source for an H100 (sm_90) without a warning."""
