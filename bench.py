@@ -4,9 +4,10 @@ reference size (or another number of pairs), and optionally the data pipeline's 
     python run.py bench --json bench.json            # or: python bench.py --json bench.json
     python run.py bench --device gpu --pairs 4096 --methods es-batched,eggroll-r4
 
-Each method is timed in a fresh process (its peak RSS is its own), as the median of a few
-generations after a warm-up, on the same random frames at N-MNIST's input density. On a GPU it
-also times each kernel of gpu.py against its NumPy twin run on CuPy: what each kernel buys.
+Each method is timed in a fresh process (its peak RSS and GPU memory are its own), as the median
+of a few generations after a warm-up, on the same random frames at N-MNIST's input density. On a
+GPU it also times each stage of a generation with the kernel of gpu.py and with its NumPy twin
+run on CuPy: what each kernel buys, and which stage dominates at the size asked for.
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ from config import RANKS
 
 REFERENCE = dict(pairs=256, batch=256, time_bins=10)
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active per frame, measured on the real recordings
+KERNEL_TABLE_PAIRS = 4096  # above this, vanilla ES and the NumPy twins of the stage table outgrow an 80 GB GPU
 BENCH_METHODS = [("es-batched", None), ("es-sequential", None)] + [("eggroll", r) for r in RANKS] + \
                 [("inference", None), ("bptt", None)]
 
@@ -122,26 +124,36 @@ def bench_method(method, rank, device, repeats, pairs=REFERENCE["pairs"]):
         x = frames.reshape(-1, snn.SIZES[0])
         result["population_product_seconds"] = time_calls(lambda: x @ factors.T, repeats, xp)
     result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if xp is not numpy:  # CuPy's pool keeps what it once held: its size is the peak
+        result["peak_gpu_bytes"] = xp.get_default_memory_pool().total_bytes()
     return result
 
 
 def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
-    """On a GPU: seconds of each stage that a kernel of gpu.py runs, with the kernel and with its
-    NumPy twin on CuPy (gpu.KERNELS off), at EGGROLL r = 4 (the bench does this at the reference
-    size only: at thousands of pairs the twins take minutes)."""
+    """On a GPU: seconds of each stage of a generation that a kernel of gpu.py runs, with the
+    kernel and with its NumPy twin on CuPy (gpu.KERNELS off), at EGGROLL r = 4 (r = 1 for the
+    whole generation too): what each kernel buys, and which stage dominates at this size. Above
+    1,024 pairs the twins are timed twice, not `repeats` times."""
     xp = array_module(device)
     params, frames, labels = bench_inputs(xp)
-    config = eggroll.Config(2 * pairs, 4, sigma=0.1, seed=0, logit_scale=1.0)
+    configs = {r: eggroll.Config(2 * pairs, r, sigma=0.1, seed=0, logit_scale=1.0) for r in (1, 4)}
     es = baselines.ESConfig(2 * pairs, sigma=0.1, seed=0, logit_scale=1.0)
     adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
-    fitnesses = xp.asarray(numpy.random.default_rng(0).normal(-1.5, 0.1, 2 * pairs), dtype=xp.float32)
+    rng = numpy.random.default_rng(0)
+    fitnesses = xp.asarray(rng.normal(-1.5, 0.1, 2 * pairs), dtype=xp.float32)
+    f = xp.asarray(rng.uniform(-1, 1, pairs), dtype=xp.float32)
     n, h, _ = snn.SIZES
+    x = frames.reshape(-1, n)
+    factors_b1 = xp.asarray(rng.normal(size=(pairs, 4, n)), dtype=xp.float32)
     stages = {
         "noise: W1 factors of every pair": lambda: eggroll.lowrank_factors(0, 0, xp.arange(pairs), "W1", (h, n), 4, xp),
-        "eggroll r=4 forward": lambda: eggroll.perturbed_forward(params, frames, config, 0, lif),
+        "population product x [B_1 ... B_P], r=4": lambda: eggroll.population_product(x, factors_b1),
+        "eggroll r=4 forward (noise, products, LIF)": lambda: eggroll.perturbed_forward(params, frames, configs[4], 0, lif),
         "centred ranks of the fitnesses": lambda: eggroll.centred_ranks(fitnesses),
+        "gradient, Eqs. (7)-(8), r=4": lambda: eggroll.gradient(f, params, configs[4], 0),
         "adam: every parameter": lambda: optim.ascend(params, params, state, adam),
-        "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif),
+        "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[4], adam, lif),
+        "eggroll r=1 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[1], adam, lif),
         "es-batched generation": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es, adam, lif),
     }
     seconds = {}
@@ -150,7 +162,8 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
             seconds[stage] = {}
             for kernels in (True, False):
                 gpu.KERNELS = kernels
-                seconds[stage]["kernel" if kernels else "numpy_twin"] = time_calls(call, repeats, xp)
+                times = repeats if kernels or pairs <= 1024 else 2
+                seconds[stage]["kernel" if kernels else "numpy_twin"] = time_calls(call, times, xp)
     finally:
         gpu.KERNELS = True
     return seconds
@@ -159,7 +172,7 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
 def gemm_speeds(xp, pairs=REFERENCE["pairs"], repeats=5):
     """float32 GFLOP/s of a 2048^3 product and of the population products of the bench."""
     rows, n, h = REFERENCE["time_bins"] * REFERENCE["batch"], snn.SIZES[0], snn.SIZES[1]
-    shapes = [(2048, 2048, 2048)] + [(rows, n, pairs * k) for k in (1, 4, 8, h)]
+    shapes = [(2048, 2048, 2048)] + [(rows, n, pairs * k) for k in (1, 4, 8, h) if pairs * k <= 4096 * 8]
     speeds = {}
     for m, k, n_cols in shapes:
         left = xp.ones((m, k), dtype=xp.float32)
@@ -198,8 +211,8 @@ def bench(opts):
             repeats = opts.repeats if method != "es-sequential" else max(5, opts.repeats // 2)
             results[(method, rank)] = pool.apply(bench_method, (method, rank, opts.device, repeats, pairs))
             print(f"  measured {method_name(method, rank)}: {results[(method, rank)]['seconds']:.4f} s", file=sys.stderr)
-        kernels = pool.apply(bench_kernels, (opts.device, opts.repeats)) if xp is not numpy and \
-            pairs == REFERENCE["pairs"] else None
+        kernels = pool.apply(bench_kernels, (opts.device, opts.repeats, pairs)) \
+            if xp is not numpy and pairs <= KERNEL_TABLE_PAIRS else None
     speeds = gemm_speeds(xp, pairs)
     peak = max(speeds.values())
     baseline = {m: results[(m, None)]["seconds"] for m in ("es-batched", "es-sequential") if (m, None) in results}
@@ -211,7 +224,7 @@ def bench(opts):
         row = {"method": method, "rank": rank, "seconds_per_generation": seconds,
                "gflop_per_generation": gflop, "achieved_gflops": gflop / seconds,
                "efficiency": gflop / seconds / peak, "noise_bytes": noise_bytes(method, rank, pairs),
-               "peak_rss_bytes": result["peak_rss_bytes"]}
+               "peak_rss_bytes": result["peak_rss_bytes"], "peak_gpu_bytes": result.get("peak_gpu_bytes")}
         for name, es_seconds in baseline.items():
             row[f"speedup_vs_{name.replace('-', '_')}"] = es_seconds / seconds if method != "bptt" else None
         if method == "eggroll":
@@ -248,15 +261,17 @@ def format_bench(summary):
              f"Size: 2312-64-10, {2 * reference['pairs']} members ({reference['pairs']} pairs), "
              f"B = {reference['batch']}, T = {reference['time_bins']}, input density {INPUT_DENSITY}", "",
              "| method | rank | s / generation | GFLOP / gen | GFLOP/s | efficiency | noise MB | peak RSS MB "
-             + "".join(f"| × vs {name.replace('_', ' ').replace('es ', 'ES ')} " for name in baselines_measured) + "|",
-             "|---" * (8 + len(baselines_measured)) + "|"]
+             "| peak GPU MB " + "".join(f"| × vs {name.replace('_', ' ').replace('es ', 'ES ')} "
+                                        for name in baselines_measured) + "|",
+             "|---" * (9 + len(baselines_measured)) + "|"]
     for row in summary["rows"]:
         speedups = "".join(f" {row[f'speedup_vs_{name}']:.2f} |" if row[f"speedup_vs_{name}"] else " – |"
                            for name in baselines_measured)
+        gpu_memory = f"{row['peak_gpu_bytes'] / 1e6:.0f}" if row.get("peak_gpu_bytes") is not None else "–"
         lines.append(f"| {row['method']}{' (epoch of 54,000)' if row['method'] == 'bptt' else ''} | {row['rank'] or '–'} | "
                      f"{row['seconds_per_generation']:.4f} | {row['gflop_per_generation']:.1f} | "
                      f"{row['achieved_gflops']:.1f} | {100 * row['efficiency']:.0f} % | "
-                     f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} |{speedups}")
+                     f"{row['noise_bytes'] / 1e6:.2f} | {row['peak_rss_bytes'] / 1e6:.0f} | {gpu_memory} |{speedups}")
     r4 = next((r for r in summary["rows"] if r["method"] == "eggroll" and r["rank"] == 4), None)
     es = next((r for r in summary["rows"] if r["method"] == "es-batched"), None)
     lines.append("")
@@ -270,7 +285,8 @@ def format_bench(summary):
     if r4 and es:
         lines.append(f"EGGROLL r=4 noise memory / ES noise memory: 1/{es['noise_bytes'] / r4['noise_bytes']:.1f}")
     if "kernels" in summary:
-        lines += ["", "What each kernel of gpu.py buys (ms; its NumPy twin run on CuPy with gpu.KERNELS off):", "",
+        lines += ["", f"What each kernel of gpu.py buys at {reference['pairs']} pairs (ms; its NumPy twin run on "
+                      f"CuPy with gpu.KERNELS off):", "",
                   "| stage | kernel | NumPy twin | × |", "|---|---|---|---|"]
         for stage, seconds in summary["kernels"].items():
             lines.append(f"| {stage} | {1e3 * seconds['kernel']:.2f} | {1e3 * seconds['numpy_twin']:.2f} | "
