@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
-.PHONY: install test reproduce reproduce-quick reproduce-best bench
+.PHONY: install test reproduce reproduce-quick reproduce-best reproduce-hyperscale bench
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,10 @@ reproduce-quick: install
 
 reproduce-best: install
 	$(PY) run.py reproduce --config best --download $(REAL_ROOT_OPTION)
+
+# Needs an NVIDIA GPU and CuPy (pip install -e ".[gpu]").
+reproduce-hyperscale: install
+	$(PY) run.py reproduce --config hyperscale --device gpu --download $(REAL_ROOT_OPTION)
 
 bench: install
 	$(PY) run.py bench --json bench.json

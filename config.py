@@ -168,14 +168,73 @@ PRESETS = {
 }
 
 
+def settings_of(table, config):
+    """A preset's settings for a run, from general to specific: "common", then the method's, then the run's."""
+    return {**table["common"], **table.get(config.method, {}), **table.get(config.name, {})}
+
+
 def preset_runs(preset):
-    """The RunConfig of every run of a preset: BPTT, vanilla ES and EGGROLL at each rank, per seed.
-    A preset's settings go from general to specific: "common", then the method's, then the run's."""
+    """The RunConfig of every run of a preset: BPTT, vanilla ES and EGGROLL at each rank, per seed."""
     runs = []
     for seed in SEEDS:
         for method, rank in [("bptt", None), ("es", None)] + [("eggroll", r) for r in RANKS]:
             config = RunConfig(method=method, seed=seed, rank=rank or RunConfig.rank)
-            settings = {**PRESETS[preset]["common"], **PRESETS[preset].get(method, {}),
-                        **PRESETS[preset].get(config.name, {})}
-            runs.append(replace(config, **settings))
+            runs.append(replace(config, **settings_of(PRESETS[preset], config)))
     return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# The hyperscale preset: the populations EGGROLL makes affordable (a GPU's work). Three parts,
+# each reproduced into its own folder, so three processes can train them at once. A part's
+# settings go from general to specific as a preset's; "populations" gives the members of each
+# run, "seeds" its seeds.
+
+def powers_of_two(low, high):
+    return tuple(2 ** k for k in range(low, high + 1))
+
+
+HYPERSCALE = {
+    # The paper's protocol (the `paper` preset's ES settings, 100 generations) against population.
+    "protocol": {"common": PRESETS["paper"]["common"], "seeds": SEEDS,
+                 "populations": {**{f"eggroll-r{r}": (512, 2048, 8192, 32768) for r in RANKS},
+                                 "es": (512, 2048, 8192)}},
+    # What more members buy at a fixed budget of 1,000 generations: the `best` preset's recipe.
+    "budget": {"common": {**PRESETS["best"]["common"], **PRESETS["best"]["eggroll"], "generations": 1000},
+               "es": dict(sigma=PRESETS["best"]["es"]["sigma"]), "seeds": (1,),
+               "populations": {"eggroll-r1": powers_of_two(9, 16), "eggroll-r4": powers_of_two(9, 16),
+                               "es": powers_of_two(9, 13)}},
+    # The headline: EGGROLL r = 1 at 65,536 members beside vanilla ES at 4,096, 3,000 generations.
+    # These settings are a first choice from earlier exploratory runs at 8,192-32,768 members, not
+    # yet chosen on validation accuracy.
+    "headline": {"common": dict(generations=3000, batch_size=256, eval_every=250, lr=0.03, lr_schedule="cosine",
+                                logit_scale=5.0, sigma=0.2),
+                 "es": dict(sigma=0.1), "seeds": SEEDS,
+                 "populations": {"eggroll-r1": (65536,), "es": (4096,)}},
+}
+
+
+def named_run(name):
+    """The RunConfig of a run named as the report names it: eggroll-r4, es or bptt."""
+    method, _, rank = name.partition("-r")
+    return RunConfig(method=method, rank=int(rank) if rank else RunConfig.rank)
+
+
+def hyperscale_runs(part):
+    """The RunConfig of every run of a hyperscale part, in the order they are trained, so that a
+    part cut short by a deadline has the most to show: the cheap ones first (population ascending,
+    then seed, then method in the order of "populations"); the headline seed by seed, EGGROLL
+    first, each seed's pair of runs being one comparison."""
+    table = HYPERSCALE[part]
+    runs = []
+    for name, populations in table["populations"].items():
+        for population in populations:
+            for seed in table["seeds"]:
+                config = named_run(name)
+                runs.append(replace(config, **{**settings_of(table, config), "population": population, "seed": seed}))
+    order = (lambda c: c.seed) if part == "headline" else (lambda c: (c.population, c.seed))
+    return sorted(runs, key=order)  # stable: keeps the method order
+
+
+def run_folder_name(config, members=False):
+    """The folder of a reproduce run: eggroll-r4-seed1, or with members (hyperscale) eggroll-r4-m8192-seed1."""
+    return f"{config.name}{f'-m{config.population}' if members else ''}-seed{config.seed}"

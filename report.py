@@ -1,5 +1,6 @@
 """The results of `run.py reproduce` as a person reads them: Table 1 (table.md), Table 2
-(per_seed.md) and three figures, made from the run folders under results/<preset>/runs.
+(per_seed.md) and three figures, made from the run folders under results/<preset>/runs; for the
+hyperscale preset a table.md and figures per part, from results/hyperscale/<part>/runs.
 """
 import json
 import statistics
@@ -15,6 +16,10 @@ FINAL_KEYS = ("test_acc", "val_acc", "median_seconds_per_generation", "spikes_pe
 METRICS_KEYS = ("generation", "val_acc", "wall_seconds")
 REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
              "– where a run was not scored.")
+METHOD_ORDER = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
+# The paper's Table 1, test accuracy % after 100 generations at the paper's own population.
+PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 72.27, "eggroll-r4": 79.21,
+                 "eggroll-r8": 72.80}
 
 
 def checked(record, keys, where, fix):
@@ -65,6 +70,10 @@ def collect(results_dir):
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
         final = read_record(final_path, FINAL_KEYS, RETRAIN)
+        per_digit = final.get("test_acc_per_digit", [])
+        if not isinstance(per_digit, list) or not all(v is None or isinstance(v, (int, float)) and
+                                                      not isinstance(v, bool) for v in per_digit):
+            raise ValueError(f"{final_path} has no list of numbers at \"test_acc_per_digit\": {RETRAIN}")
         real_path = final_path.parent / "real.json"
         if real_path.exists():
             final["real_acc"] = read_record(real_path, ("accuracy.all",), RESCORE)["accuracy"]["all"]
@@ -110,19 +119,23 @@ def devices_line(runs, names):
                                    for device, runs_on in by_device.items())
 
 
+def data_line(runs, names):
+    """The devices and the recordings in each split."""
+    first = runs[names[0]][0][0] if names else {}
+    return (f"{devices_line(runs, names)}; train/val/test = {first.get('n_train')}/{first.get('n_val')}/"
+            f"{first.get('n_test')} recordings.")
+
+
 def write_report(results_dir, preset):
     """table.md (Table 1), per_seed.md (Table 2) and the PNG figures of a reproduce run; returns the
     paths written."""
     results_dir.mkdir(parents=True, exist_ok=True)
     runs = collect(results_dir)
-    order = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
-    names = [n for n in order if n in runs]
+    names = [n for n in METHOD_ORDER if n in runs]
     es_finals = [f for f, _ in runs.get("es", [])]
-    first = runs[names[0]][0][0] if names else {}
     lines = [f"# Table 1 ({preset}): N-MNIST test accuracy over seeds {', '.join(map(str, config.SEEDS))} "
              f"(per_seed.md shows which ran)",
-             "", f"{devices_line(runs, names)}; train/val/test = {first.get('n_train')}/"
-             f"{first.get('n_val')}/{first.get('n_test')} recordings.", "",
+             "", data_line(runs, names), "",
              "| method | test acc % (mean ± std) | s / generation | speedup vs vanilla ES (same device) | "
              "s to 75 % val acc | spikes / sample | real recordings % |",
              "|---|---|---|---|---|---|---|"]
@@ -241,3 +254,180 @@ def wallclock_figure(runs, names, preset):
     ax.set_ylabel("training wall-clock (s)")
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# The hyperscale preset: a table.md and figures per part
+
+def by_population(runs, results_dir):
+    """{run name: {members: [(final, metrics) per seed]}} of collect()'s runs, whose folders are named
+    <run>-m<members>-seed<seed>; runs in METHOD_ORDER, populations ascending."""
+    grid = {}
+    for key, seeds in runs.items():
+        name, _, members = key.rpartition("-m")
+        if not name or not members.isdigit():
+            raise ValueError(f"{results_dir / 'runs' / key}-seed*: not a hyperscale run folder "
+                             f"(<run>-m<members>-seed<seed>); move it out of {results_dir / 'runs'}")
+        grid.setdefault(name, {})[int(members)] = seeds
+    order = lambda name: (METHOD_ORDER.index(name) if name in METHOD_ORDER else len(METHOD_ORDER), name)
+    return {name: dict(sorted(grid[name].items())) for name in sorted(grid, key=order)}
+
+
+def format_seeds(values, expected, scale=100.0, digits=2):
+    """mean ± std of the seeds' values, "(n seeds)" where fewer than `expected` ran; a lone value
+    as it is where one seed is expected; "–" where none ran."""
+    if not values:
+        return "–"
+    if len(values) == expected == 1:
+        return f"{values[0] * scale:.{digits}f}"
+    shown = format_mean_std(values, scale, digits)
+    return shown + (f" ({len(values)} seed{'s' if len(values) > 1 else ''})" if len(values) < expected else "")
+
+
+def lowest_digit(final):
+    """(accuracy, digit) of the digit the run recognises worst in the test split, None where
+    final.json has no accuracy per digit (a digit the split lacks has None)."""
+    scored = [(acc, digit) for digit, acc in enumerate(final.get("test_acc_per_digit") or []) if acc is not None]
+    return min(scored, default=None)
+
+
+def write_hyperscale_report(results_dir, part):
+    """table.md and the PNG figures of a hyperscale part (config.HYPERSCALE); returns the paths written."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    runs = collect(results_dir)
+    grid = by_population(runs, results_dir)
+    table, figures = PART_REPORTS[part]
+    title, lines = table(grid)
+    text = [f"# Hyperscale {part}: {title}", "", data_line(runs, list(runs)), "", *lines]
+    written = [results_dir / "table.md"]
+    written[0].write_text("\n".join(text) + "\n")
+    for file_name, figure in (figures(runs, grid) if runs else {}).items():
+        figure.savefig(results_dir / file_name, dpi=120, bbox_inches="tight")
+        written.append(results_dir / file_name)
+    return written
+
+
+def protocol_table(grid):
+    """Test accuracy and seconds per generation, method × population."""
+    populations = sorted({members for by_members in grid.values() for members in by_members})
+    row = lambda cells: "| " + " | ".join(cells) + " |"
+    header = ["method"] + [f"{members} members" for members in populations]
+    seeds = config.HYPERSCALE["protocol"]["seeds"]
+    lines = [f"Test accuracy % over seeds {', '.join(map(str, seeds))} (mean ± std; the seed count where fewer ran), "
+             f"beside the paper's Table 1 at its own population:", "",
+             row(header + ["the paper"]), "|---" * (len(header) + 1) + "|"]
+    for name, by_members in grid.items():
+        paper = f"{PAPER_TABLE_1[name]:.2f}" if name in PAPER_TABLE_1 else "–"
+        lines.append(row([name] + [format_seeds([f["test_acc"] for f, _ in by_members.get(m, [])], len(seeds))
+                                   for m in populations] + [paper]))
+    lines += ["", "Seconds per generation (median over seeds):", "", row(header), "|---" * len(header) + "|"]
+    median_seconds = lambda seeds: statistics.median(f["median_seconds_per_generation"] for f, _ in seeds)
+    for name, by_members in grid.items():
+        lines.append(row([name] + [f"{median_seconds(by_members[m]):.3f}" if m in by_members else "–"
+                                   for m in populations]))
+    return "the paper's protocol (the paper preset's ES settings) against population", lines
+
+
+def protocol_figures(runs, grid):
+    return {"protocol.png": protocol_figure(runs, grid)}
+
+
+def protocol_figure(runs, grid):
+    """Test accuracy against population, a line per method with error bars; the paper's Table 1
+    as short ticks in the method's colour at "paper", left of the populations it is not tied to."""
+    fig = new_figure(figsize=(8, 4.5))
+    ax = fig.subplots()
+    populations = sorted({members for by_members in grid.values() for members in by_members})
+    paper_x = populations[0] / 4
+    for name, by_members in grid.items():
+        accs = [mean_std([100 * f["test_acc"] for f, _ in by_members[m]]) for m in by_members]
+        line = ax.errorbar(list(by_members), [a for a, _ in accs], yerr=[s for _, s in accs], marker="o",
+                           capsize=3, label=name)
+        if name in PAPER_TABLE_1:
+            ax.plot([paper_x], [PAPER_TABLE_1[name]], marker="_", markersize=20, markeredgewidth=2,
+                    color=line.lines[0].get_color())
+    ax.plot([paper_x], [PAPER_TABLE_1["bptt"]], marker="_", markersize=20, markeredgewidth=2, color="black",
+            linestyle="none", label="bptt (paper)")
+    ax.plot([], [], marker="_", markersize=12, markeredgewidth=2, color="gray", linestyle="none",
+            label="paper: its Table 1, in each method's colour")
+    ax.axvline(populations[0] / 2, color="gray", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([paper_x] + populations, ["paper"] + [str(m) for m in populations])
+    ax.set_xlabel("population (members)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"Test accuracy against population (hyperscale protocol)\npoints: {spread(runs, list(runs))}",
+                 fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    fig.tight_layout()
+    return fig
+
+
+def budget_table(grid):
+    """Accuracy and time of each run at each population."""
+    lines = ["| run | members | test % | val % | s / generation | total s |", "|---|---|---|---|---|---|"]
+    for name, by_members in grid.items():
+        for members, seeds in by_members.items():
+            finals = [f for f, _ in seeds]
+            lines.append(f"| {name} | {members} | {format_seeds([f['test_acc'] for f in finals], 1)} | "
+                         f"{format_seeds([f['val_acc'] for f in finals], 1)} | "
+                         f"{format_seeds([f['median_seconds_per_generation'] for f in finals], 1, 1, 3)} | "
+                         f"{format_seeds([f['total_seconds'] for f in finals], 1, 1, 0)} |")
+    return "a fixed budget of generations (the best preset's recipe) against population", lines
+
+
+def budget_figures(runs, grid):
+    return {"budget_accuracy.png": budget_figure(runs, grid, "test_acc", 100, "test accuracy (%)", "Test accuracy"),
+            "budget_speed.png": budget_figure(runs, grid, "median_seconds_per_generation", 1,
+                                              "seconds per generation", "Seconds per generation", log_y=True)}
+
+
+def budget_figure(runs, grid, key, scale, label, title, log_y=False):
+    """scale * final[key] against population, a line per run."""
+    fig = new_figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    for name, by_members in grid.items():
+        values = [mean_std([scale * f[key] for f, _ in by_members[m]]) for m in by_members]
+        ax.errorbar(list(by_members), [v for v, _ in values], yerr=[s for _, s in values], marker="o", capsize=3,
+                    label=name)
+    ax.set_xscale("log", base=2)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("population (members)")
+    ax.set_ylabel(label)
+    ax.set_title(f"{title} against population (hyperscale budget)\n"
+                 f"{spread(runs, list(runs))}", fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def headline_table(grid):
+    """Every seed of each run, and their mean ± std."""
+    lines = ["| run | seed | test % | real recordings % | lowest digit % | training s | device |",
+             "|---|---|---|---|---|---|---|"]
+    percent = lambda value: "–" if value is None else f"{100 * value:.2f}"
+    for name, by_members in grid.items():
+        for members, seeds in by_members.items():
+            finals = sorted((f for f, _ in seeds), key=lambda f: f["config"]["seed"])
+            lowest = [lowest_digit(f) for f in finals]
+            for final, low in zip(finals, lowest):
+                lines.append(f"| {name}, {members} members | {final['config']['seed']} | "
+                             f"{percent(final['test_acc'])} | {percent(final.get('real_acc'))} | "
+                             f"{'–' if low is None else f'{percent(low[0])} (digit {low[1]})'} | "
+                             f"{final['total_seconds']:.0f} | {final.get('device', '?')} |")
+            lines.append(f"| {name}, {members} members | mean ± std | "
+                         f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
+                         f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
+                         f"{format_some([low[0] if low else None for low in lowest], '–', 100)} | "
+                         f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} | |")
+    lines += ["", REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst."]
+    return "EGGROLL at its largest population beside vanilla ES", lines
+
+
+def headline_figures(runs, grid):
+    names = [f"{name}-m{members}" for name, by_members in grid.items() for members in by_members]
+    return {"convergence.png": convergence_figure(runs, names, "hyperscale headline")}
+
+
+PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budget_table, budget_figures),
+                "headline": (headline_table, headline_figures)}

@@ -3,6 +3,7 @@
     python run.py train --method eggroll --rank 4 --generations 100 --out runs/eggroll-r4
     python run.py evaluate runs/eggroll-r4 --data-root path/to/real/nmnist
     python run.py reproduce --config quick          # or paper, best
+    python run.py reproduce --config hyperscale --part budget --device gpu
     python run.py bench --json bench.json           # see bench.py
 
 Every error a user can cause (bad option, missing data, a foreign checkpoint) ends the program
@@ -10,6 +11,7 @@ with one line on stderr and exit status 2, and overwrites nothing.
 """
 import argparse
 import contextlib
+import functools
 import json
 import statistics
 import sys
@@ -103,6 +105,10 @@ class Interrupted(UsageError):
     """Ctrl-C: where the run stopped; main adds how to continue."""
 
 
+class DeadlineReached(Exception):
+    """The run stopped at reproduce's --deadline, its checkpoint at the step it reached."""
+
+
 def method_step(config, method, lif, team):
     """The update of config.method as step(params, state, frames, labels, generation, adam)."""
     if config.method == "eggroll":
@@ -127,11 +133,12 @@ def resume_point(out, resume, params, xp, total_steps):
     return params, state, start, step_seconds
 
 
-def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE):
+def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE, deadline=None):
     """One training run as `config` describes it, in folder `out`; returns the contents of final.json.
 
     With a `team` of processes (distributed.py) each evaluates its share of the population; the
-    first process (rank 0) alone owns the folder, evaluates, writes and shows progress.
+    first process (rank 0) alone owns the folder, evaluates, writes and shows progress. At the
+    time.monotonic() `deadline` (one process only) the run checkpoints and raises DeadlineReached.
     """
     # Settings, parameters and data: every check before the run folder is touched.
     run_config.check(config)
@@ -167,6 +174,11 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             generation = start
             try:
                 for generation in range(start, total_steps):
+                    if deadline is not None and time.monotonic() >= deadline:
+                        if generation > saved:
+                            run_folder.save_checkpoint(out, params, state, generation, step_seconds)
+                        raise DeadlineReached(f"{out} stopped by --deadline at step {generation} of "
+                                              f"{total_steps}; the next reproduce resumes it")
                     # One update: the generation-th minibatch, then the method's step with this step's lr.
                     frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
                                                     config.max_shift)
@@ -249,35 +261,71 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
 # reproduce: the paper's protocol, Table 1, Table 2 and figures
 
 def reproduce(opts):
-    """Train every run of the preset that is not finished yet, then write tables and figures.
+    """Train every run of the preset that is not finished yet, then write tables and figures; with
+    --config hyperscale, part after part, each in results/hyperscale/<part>.
 
-    With --real-root, every finished run is also scored on that N-MNIST copy (real.json).
+    With --real-root, every finished run is also scored on that N-MNIST copy (real.json). With
+    --deadline, no run trains past that many seconds from now: the one it stops stays resumable.
     """
-    results_dir = Path(opts.results) / opts.config
+    if opts.deadline is not None and not opts.deadline >= 0:
+        raise UsageError(f"--deadline must be >= 0 seconds, got {opts.deadline}: use e.g. --deadline 3600")
+    deadline = None if opts.deadline is None else time.monotonic() + opts.deadline
+    hyperscale = opts.config == "hyperscale"
+    for name in ("part", "populations"):
+        if getattr(opts, name) is not None and not hyperscale:
+            raise UsageError(f"{run_config.option(name)} is for --config hyperscale; drop it for "
+                             f"--config {opts.config}")
+    if hyperscale:
+        grids = [(Path(opts.results) / "hyperscale" / part, run_config.hyperscale_runs(part),
+                  functools.partial(report.write_hyperscale_report, part=part))
+                 for part in ([opts.part] if opts.part else run_config.HYPERSCALE)]
+    else:
+        grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
+                  functools.partial(report.write_report, preset=opts.config))]
+    for results_dir, runs, write_report in grids:
+        runs = [c for c in runs if (not opts.runs or c.name in opts.runs) and (not opts.seeds or c.seed in opts.seeds)
+                and (not opts.populations or c.population in opts.populations)]
+        with run_folder.owned(results_dir):
+            reproduce_runs(opts, results_dir, runs, hyperscale, deadline)
+            written = write_report(results_dir)
+        print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
+
+
+def reproduce_runs(opts, results_dir, runs, members, deadline):
+    """Train the unfinished `runs` into results_dir/runs/<run>, skipping the finished ones and, past
+    the deadline, the rest; score them on --real-root. members: the folder names carry the population."""
     where = dict(device=opts.device, data_root=opts.data_root, cache_dir=opts.cache_dir, download=opts.download)
-    runs = [replace(c, **where) for c in run_config.preset_runs(opts.config)
-            if (not opts.runs or c.name in opts.runs) and (not opts.seeds or c.seed in opts.seeds)]
-    with run_folder.owned(results_dir):
-        for index, config in enumerate(runs, start=1):
-            out = results_dir / "runs" / f"{config.name}-seed{config.seed}"
-            finished = run_folder.is_finished(out, config)
-            if finished:
-                print(f"[{index}/{len(runs)}] {config.name} seed {config.seed}: finished in {out}, skipped",
-                      file=sys.stderr)
-            elif not opts.report_only:
-                print(f"[{index}/{len(runs)}] {config.name} seed {config.seed}", file=sys.stderr)
-                stored = run_folder.read_config(out) if (out / "config.json").exists() else None
-                force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
-                train(config, out, resume=True, force=force, progress=not opts.quiet)
-                finished = True
-            if finished and opts.real_root and not (out / "real.json").exists():
-                if (out / CHECKPOINT).exists():
-                    scored = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
-                    run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
-                else:
-                    print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
-        written = report.write_report(results_dir, opts.config)
-    print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
+    not_started = 0
+    for index, config in enumerate(runs, start=1):
+        config = replace(config, **where)
+        out = results_dir / "runs" / run_config.run_folder_name(config, members)
+        label = f"[{index}/{len(runs)}] {config.name} seed {config.seed}" + (f", {config.population} members"
+                                                                             if members else "")
+        if run_folder.is_finished(out, config):
+            print(f"{label}: finished in {out}, skipped", file=sys.stderr)
+        elif opts.report_only:
+            continue
+        elif deadline is not None and time.monotonic() >= deadline:
+            not_started += 1
+            continue
+        else:
+            print(label, file=sys.stderr)
+            stored = run_folder.read_config(out) if (out / "config.json").exists() else None
+            force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
+            try:
+                train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline)
+            except DeadlineReached as stop:
+                print(f"{label}: {stop}", file=sys.stderr)
+                continue
+        if opts.real_root and not (out / "real.json").exists():
+            if (out / CHECKPOINT).exists():
+                scored = evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
+                run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
+            else:
+                print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
+    if not_started:
+        print(f"--deadline passed: {not_started} run(s) of {results_dir} not started; the next reproduce trains them",
+              file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,9 +352,13 @@ def main(argv=None):
                                    "all-reduce (default: seeds)")
 
     reproduce_parser = commands.add_parser("reproduce", help="every run of the paper's protocol, tables, figures")
-    reproduce_parser.add_argument("--config", choices=sorted(run_config.PRESETS), default="paper",
+    reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale"]), default="paper",
                                   help="paper: 100 generations; quick: under 10 minutes on 2 CPU cores; "
-                                       "best: the tuned recipe (default: paper)")
+                                       "best: the tuned recipe; hyperscale: populations up to 65,536, for a GPU "
+                                       "(default: paper)")
+    reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
+                                  help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "
+                                       "(default: every part, one after another)")
     reproduce_parser.add_argument("--results", default="results", help="folder for results/<config>/ "
                                                                        "(default: results)")
     add_config_options(reproduce_parser, where + ("download",))
@@ -315,6 +367,12 @@ def main(argv=None):
                                   help="only these runs, e.g. bptt,es,eggroll-r4 (default: all)")
     reproduce_parser.add_argument("--seeds", type=lambda text: [int(seed) for seed in text.split(",")],
                                   help="only these seeds, e.g. 1,2 (default: all)")
+    reproduce_parser.add_argument("--populations", type=lambda text: [int(members) for members in text.split(",")],
+                                  help="with --config hyperscale: only these populations, e.g. 512,2048 "
+                                       "(default: all)")
+    reproduce_parser.add_argument("--deadline", type=float,
+                                  help="seconds from now after which no run trains: the one running stops at its "
+                                       "next step, checkpointed, and the next reproduce resumes it (default: none)")
     reproduce_parser.add_argument("--force", action="store_true",
                                   help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",

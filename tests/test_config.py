@@ -73,3 +73,58 @@ def test_preset_settings_go_from_common_to_method_to_run(monkeypatch):
     assert runs["es", 2].generations == 5 and runs["es", 2].sigma == 0.1
     assert runs["eggroll-r2", 1].sigma == 0.2 and runs["eggroll-r2", 1].rank == 2
     assert len(runs) == len(config.SEEDS) * (2 + len(config.RANKS))
+
+
+def test_hyperscale_parts_hold_the_runs_they_promise():
+    protocol, budget, headline = (config.hyperscale_runs(part) for part in ("protocol", "budget", "headline"))
+    count = lambda runs, name, members: sum(c.name == name and c.population == members for c in runs)
+    assert len(protocol) == 5 * 3 * 3 + 4 * 3 == 57
+    assert all(count(protocol, name, m) == 3 for name in ["es"] + [f"eggroll-r{r}" for r in config.RANKS]
+               for m in (512, 2048, 8192))
+    assert count(protocol, "es", 32768) == 0 and count(protocol, "eggroll-r8", 32768) == 3
+    assert len(budget) == 8 + 8 + 5 == 21 and {c.seed for c in budget} == {1}
+    assert sorted(c.population for c in budget if c.name == "eggroll-r4") == [2 ** k for k in range(9, 17)]
+    assert sorted(c.population for c in budget if c.name == "es") == [2 ** k for k in range(9, 14)]
+    assert sorted((c.name, c.population, c.seed) for c in headline) == \
+        [("eggroll-r1", 65536, s) for s in (1, 2, 3)] + [("es", 4096, s) for s in (1, 2, 3)]
+    for runs in (protocol, budget, headline):
+        names = [config.run_folder_name(c, members=True) for c in runs]
+        assert len(set(names)) == len(names)
+    assert config.run_folder_name(protocol[2], members=True) == "eggroll-r4-m512-seed1"
+
+
+def test_hyperscale_settings_are_the_paper_protocol_the_best_recipe_and_the_headline():
+    paper = dict(generations=100, batch_size=256, eval_every=10, lr=0.1, lr_schedule="constant", logit_scale=1.0,
+                 sigma=0.2)
+    for run in config.hyperscale_runs("protocol"):
+        assert {k: getattr(run, k) for k in paper} == paper
+    recipe = dict(generations=1000, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine", logit_scale=5.0)
+    for run in config.hyperscale_runs("budget"):
+        assert {k: getattr(run, k) for k in recipe} == recipe and run.sigma == (0.1 if run.method == "es" else 0.2)
+    headline = dict(generations=3000, batch_size=256, eval_every=250, lr=0.03, lr_schedule="cosine", logit_scale=5.0)
+    for run in config.hyperscale_runs("headline"):
+        assert {k: getattr(run, k) for k in headline} == headline
+        assert run.name in ("eggroll-r1", "es") and run.sigma == (0.1 if run.method == "es" else 0.2)
+    for part in config.HYPERSCALE:
+        for run in config.hyperscale_runs(part):
+            config.check(run)
+
+
+def test_hyperscale_runs_come_cheap_first_and_the_headline_seed_by_seed():
+    """Population ascending, then seed, then method with vanilla ES (full-rank, the dearest) last;
+    the headline's EGGROLL and ES runs of seed 1 first, then seed 2's, then seed 3's."""
+    methods = ["eggroll-r1", "eggroll-r2", "eggroll-r4", "eggroll-r8", "es"]
+    for part in ("protocol", "budget"):
+        keys = [(c.population, c.seed, methods.index(c.name)) for c in config.hyperscale_runs(part)]
+        assert keys == sorted(keys), part
+    assert [(c.seed, c.name) for c in config.hyperscale_runs("headline")] == \
+        [(seed, name) for seed in (1, 2, 3) for name in ("eggroll-r1", "es")]
+    protocol = config.hyperscale_runs("protocol")
+    assert [config.run_folder_name(c, members=True) for c in protocol[:6]] == \
+        ["eggroll-r1-m512-seed1", "eggroll-r2-m512-seed1", "eggroll-r4-m512-seed1", "eggroll-r8-m512-seed1",
+         "es-m512-seed1", "eggroll-r1-m512-seed2"]
+
+
+def test_the_other_presets_keep_their_folder_names():
+    assert [config.run_folder_name(c) for c in config.preset_runs("paper")[:3]] == \
+        ["bptt-seed1", "es-seed1", "eggroll-r1-seed1"]

@@ -152,3 +152,110 @@ def test_a_missing_metrics_file_is_named(tmp_path):
     (out / "metrics.jsonl").unlink()
     with pytest.raises(ValueError, match="metrics.jsonl is missing: delete that run folder"):
         report.collect(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The hyperscale parts
+
+def write_hyperscale_runs(results_dir, runs, **final):
+    """A finished run folder for each (run name, members, seed, test_acc)."""
+    for name, members, seed, test_acc in runs:
+        write_run(results_dir, f"{name}-m{members}", seed, test_acc=test_acc,
+                  median_seconds_per_generation=members / 1000, **final)
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """{file name: Figure} of every figure saved, instead of writing them."""
+    figures = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **_: figures.update({path.name: fig}))
+    return figures
+
+
+def test_protocol_table_is_method_by_population_beside_the_paper(tmp_path, saved):
+    write_hyperscale_runs(tmp_path, [("es", 512, 1, 0.70), ("es", 512, 2, 0.72), ("es", 512, 3, 0.74),
+                                     ("eggroll-r4", 512, 1, 0.80), ("eggroll-r4", 2048, 1, 0.85),
+                                     ("eggroll-r4", 2048, 2, 0.87)], device="gpu (NVIDIA H100)")
+    written = report.write_hyperscale_report(tmp_path, "protocol")
+    assert [p.name for p in written] == ["table.md", "protocol.png"] and list(saved) == ["protocol.png"]
+    table = (tmp_path / "table.md").read_text()
+    assert "Device: gpu (NVIDIA H100)" in table
+    assert "| method | 512 members | 2048 members | the paper |" in table
+    assert "| es | 72.00 ± 2.00 | – | 76.17 |" in table
+    assert "| eggroll-r4 | 80.00 ± 0.00 (1 seed) | 86.00 ± 1.41 (2 seeds) | 79.21 |" in table
+    assert "| eggroll-r4 | 0.512 | 2.048 |" in table  # seconds per generation, median over seeds
+
+
+def test_protocol_figure_marks_the_paper_left_of_the_populations(tmp_path, saved):
+    write_hyperscale_runs(tmp_path, [("es", 512, 1, 0.7), ("eggroll-r1", 512, 1, 0.8), ("eggroll-r1", 32768, 1, 0.9)])
+    report.write_hyperscale_report(tmp_path, "protocol")
+    ax = saved["protocol.png"].axes[0]
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["paper", "512", "32768"]
+    paper_x = ax.get_xticks()[0]
+    ticks = {round(line.get_ydata()[0], 2): line.get_color() for line in ax.get_lines()
+             if list(line.get_xdata()) == [paper_x]}
+    lines = {c.get_label(): c.lines[0].get_color() for c in ax.containers}
+    assert ticks == {76.17: lines["es"], 78.75: lines["eggroll-r1"], 94.03: "black"}
+    assert paper_x < 512 and "paper" in texts(saved["protocol.png"])
+
+
+def test_budget_table_and_figures_show_each_run_at_each_population(tmp_path, saved):
+    write_hyperscale_runs(tmp_path, [("eggroll-r1", 512, 1, 0.80), ("eggroll-r1", 65536, 1, 0.93),
+                                     ("eggroll-r4", 512, 1, 0.81), ("es", 512, 1, 0.75), ("es", 8192, 1, 0.78)],
+                          total_seconds=123.4)
+    written = report.write_hyperscale_report(tmp_path, "budget")
+    assert [p.name for p in written] == ["table.md", "budget_accuracy.png", "budget_speed.png"]
+    rows = [line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
+    assert rows[0] == "| run | members | test % | val % | s / generation | total s |"
+    assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 |", "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 |",
+                        "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 |",
+                        "| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 |",
+                        "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 |"]
+    accuracy, speed = saved["budget_accuracy.png"].axes[0], saved["budget_speed.png"].axes[0]
+    assert (accuracy.get_xscale(), accuracy.get_yscale()) == ("log", "linear")
+    assert (speed.get_xscale(), speed.get_yscale()) == ("log", "log")
+    for ax in (accuracy, speed):
+        assert [c.get_label() for c in ax.containers] == ["es", "eggroll-r1", "eggroll-r4"]
+    es = accuracy.containers[0].lines[0]
+    assert list(es.get_xdata()) == [512, 8192] and list(es.get_ydata()) == [75.0, 78.0]
+
+
+def test_headline_table_shows_every_seed_its_weakest_digit_and_the_mean(tmp_path, saved):
+    digits = lambda worst: [0.99, None, worst] + [0.95] * 7
+    for seed, test_acc, worst in [(1, 0.93, 0.81), (2, 0.94, 0.85), (3, 0.92, 0.83)]:
+        write_run(tmp_path, "eggroll-r1-m65536", seed, test_acc=test_acc, test_acc_per_digit=digits(worst),
+                  real_acc=0.9 if seed == 1 else None, device="gpu (NVIDIA H200)", total_seconds=3600.0)
+    write_run(tmp_path, "es-m4096", 1, test_acc=0.8, device="gpu (NVIDIA H200)")  # final.json without per digit
+    written = report.write_hyperscale_report(tmp_path, "headline")
+    assert [p.name for p in written] == ["table.md", "convergence.png"]
+    rows = {tuple(line.split(" | ")[:2]): line for line in (tmp_path / "table.md").read_text().splitlines()}
+    assert rows["| eggroll-r1, 65536 members", "1"] == \
+        "| eggroll-r1, 65536 members | 1 | 93.00 | 90.00 | 81.00 (digit 2) | 3600 | gpu (NVIDIA H200) |"
+    assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[3] == "–"
+    assert rows["| eggroll-r1, 65536 members", "mean ± std"] == ("| eggroll-r1, 65536 members | mean ± std | "
+                                                                 "93.00 ± 1.00 | 90.00 ± 0.00 (1/3 seeds) | "
+                                                                 "83.00 ± 2.00 | 3600 ± 0 | |")
+    assert rows["| es, 4096 members", "1"].split(" | ")[4] == "–"
+    assert "Device: gpu (NVIDIA H200)" in (tmp_path / "table.md").read_text()
+    assert [line.get_label() for line in saved["convergence.png"].axes[0].get_lines()] == ["es-m4096",
+                                                                                          "eggroll-r1-m65536"]
+
+
+def test_a_hyperscale_part_without_runs_still_writes_its_table(tmp_path):
+    for part in config.HYPERSCALE:
+        assert report.write_hyperscale_report(tmp_path / part, part) == [tmp_path / part / "table.md"]
+
+
+def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path):
+    out = write_run(tmp_path / "digits", "es-m512", 1, test_acc_per_digit="0.9")
+    with pytest.raises(ValueError) as error:
+        report.write_hyperscale_report(tmp_path / "digits", "headline")
+    assert str(error.value) == (f"{out / 'final.json'} has no list of numbers at \"test_acc_per_digit\": "
+                                f"{report.RETRAIN}")
+    write_run(tmp_path / "named", "es", 1)
+    with pytest.raises(ValueError) as error:
+        report.write_hyperscale_report(tmp_path / "named", "budget")
+    runs = tmp_path / "named" / "runs"
+    assert str(error.value) == (f"{runs / 'es'}-seed*: not a hyperscale run folder (<run>-m<members>-seed<seed>); "
+                                f"move it out of {runs}")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import pytest
 import config
 import run
 import run_folder
-from nmnist_files import write_dataset
+from nmnist_files import REAL_DIR, needs_real, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
@@ -273,3 +274,85 @@ def test_every_setting_is_an_option_with_its_default_in_the_help(capsys):
         run.main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: all) (default" not in text and "(default: None)" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# reproduce --config hyperscale
+
+def test_hyperscale_options_are_refused_elsewhere_and_each_part_has_its_own_folder_and_lock(tmp_path, capsys):
+    results = tmp_path / "results"
+    cases = [(["--config", "quick", "--part", "budget"], "--part is for --config hyperscale; drop it for --config "
+                                                         "quick"),
+             (["--config", "paper", "--populations", "512"], "--populations is for --config hyperscale"),
+             (["--config", "hyperscale", "--deadline", "-1"], "--deadline must be >= 0 seconds, got -1.0"),
+             (["--config", "hyperscale", "--deadline", "nan"], "--deadline must be >= 0 seconds, got nan")]
+    for extra, message in cases:
+        code, err = run_main(["reproduce", "--results", str(results), "--report-only", *extra], capsys)
+        assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
+    assert not results.exists()
+
+    with run_folder.owned(results / "hyperscale" / "budget"):  # another process reproducing the budget part
+        code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(results),
+                              "--report-only"], capsys)
+        assert code == 2 and f"{results / 'hyperscale' / 'budget'} is in use by another process" in err
+        assert run.main(["reproduce", "--config", "hyperscale", "--part", "protocol", "--results", str(results),
+                         "--report-only"]) == 0
+    assert sorted(p.parent.name for p in results.glob("hyperscale/*/table.md")) == ["protocol"]
+    assert run.main(["reproduce", "--config", "hyperscale", "--results", str(results), "--report-only"]) == 0
+    assert sorted(p.parent.name for p in results.glob("hyperscale/*/table.md")) == ["budget", "headline", "protocol"]
+
+
+@needs_real
+def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_the_same_run(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """A tiny budget part on the real recordings, with a clock on which each generation takes one
+    second: --deadline 0.5 stops the first run after one generation (checkpointed between two
+    evaluations) and starts no other; the next reproduce finishes both, the first to the very
+    weights of an uninterrupted run, scores them on --real-root and writes the part's report."""
+    monkeypatch.setitem(config.HYPERSCALE, "budget", {"common": dict(generations=3, batch_size=16, eval_every=2),
+                                                      "seeds": (1,), "populations": {"eggroll-r1": (8,), "es": (8,)}})
+    clock, method_step = [0.0], run.method_step
+
+    def ticking_step(*args):
+        step = method_step(*args)
+
+        def one_second_step(*step_args):
+            clock[0] += 1.0
+            return step(*step_args)
+        return one_second_step
+    monkeypatch.setattr(run, "method_step", ticking_step)
+    monkeypatch.setattr(run, "time", SimpleNamespace(monotonic=lambda: clock[0], perf_counter=time.perf_counter))
+    where = ["--data-root", str(REAL_DIR), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    part = tmp_path / "results" / "hyperscale" / "budget"
+    args = ["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(tmp_path / "results"), *where]
+
+    code, err = run_main(args + ["--deadline", "0.5"], capsys)
+    eggroll_run, es_run = part / "runs" / "eggroll-r1-m8-seed1", part / "runs" / "es-m8-seed1"
+    assert code == 0, err
+    assert f"{eggroll_run} stopped by --deadline at step 1 of 3; the next reproduce resumes it" in err
+    assert f"--deadline passed: 1 run(s) of {part} not started" in err
+    with np.load(eggroll_run / run.CHECKPOINT) as stored:
+        assert int(stored["step"]) == 1
+    assert not (eggroll_run / "final.json").exists() and not es_run.exists()
+    assert "| eggroll-r1 |" not in (part / "table.md").read_text()
+
+    assert run.main(args + ["--real-root", str(REAL_DIR)]) == 0
+    for out in (eggroll_run, es_run):
+        assert json.loads((out / "final.json").read_text())["generations"] == 3
+        assert json.loads((out / "real.json").read_text())["samples"] == {"train": 900, "val": 100, "test": 100}
+    assert [json.loads(line)["generation"] for line in (eggroll_run / "metrics.jsonl").read_text().splitlines()] == \
+        [2, 3]
+    table = (part / "table.md").read_text()
+    assert "| es | 8 |" in table and "| eggroll-r1 | 8 |" in table
+    for figure in ("budget_accuracy.png", "budget_speed.png"):
+        assert (part / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    whole = tmp_path / "whole"
+    assert run.main(["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(whole),
+                     "--runs", "eggroll-r1", "--populations", "8", *where]) == 0
+    assert [p.name for p in (whole / "hyperscale" / "budget" / "runs").iterdir()] == [eggroll_run.name]
+    uninterrupted, resumed = stored_params(whole / "hyperscale" / "budget" / "runs" / eggroll_run.name), \
+        stored_params(eggroll_run)
+    assert uninterrupted.keys() == resumed.keys()
+    for name in uninterrupted:
+        np.testing.assert_array_equal(uninterrupted[name], resumed[name], err_msg=name)
