@@ -183,7 +183,7 @@ def centred_ranks(values):
     if not bool(xp.isfinite(values).all()):
         raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
                          "or check the input frames for non-finite values")
-    if gpu.enabled(xp):
+    if gpu.enabled(xp) and values.size <= gpu.RANKS_BY_COUNTING_MAX:
         return gpu.centred_ranks(values)
     _, tie_group, group_sizes = xp.unique(values, return_inverse=True, return_counts=True)
     first_rank = xp.cumsum(group_sizes) - group_sizes

@@ -242,6 +242,17 @@ def test_ranks_kernel_equals_centred_ranks_bit_for_bit(kernels_on_cpu, monkeypat
         eggroll.centred_ranks(np.append(values, np.nan))
 
 
+def test_many_ranks_are_sorted_not_counted(kernels_on_cpu, monkeypatch):
+    """Above gpu.RANKS_BY_COUNTING_MAX values the counting kernel (n^2 comparisons) is not used:
+    the ranks come from the sorting definition, which gives the same bits."""
+    values = np.random.default_rng(0).integers(0, 300, gpu.RANKS_BY_COUNTING_MAX + 1).astype(np.float32)
+    counted = gpu.centred_ranks(values)
+    monkeypatch.setattr(gpu, "centred_ranks", lambda values: pytest.fail("counted"))
+    np.testing.assert_array_equal(eggroll.centred_ranks(values), counted)
+    with pytest.raises(pytest.fail.Exception):
+        eggroll.centred_ranks(values[:gpu.RANKS_BY_COUNTING_MAX])
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("source, options", [
     (gpu.PHILOX_SOURCE, ()),
