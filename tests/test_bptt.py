@@ -153,3 +153,41 @@ def test_bad_input_raises():
     frames[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
         baselines.bptt_step(params, state, frames, labels, config, adam)
+
+
+def test_heaviside_spikes_at_the_threshold_itself():
+    """Eq. (2) spikes at V >= V_th: a potential exactly at the threshold spikes, in the surrogate
+    network's forward as in snn.forward (W1 = 0 and b1 = V_th make V_0 = V_th exactly)."""
+    lif = snn.LIF(beta=0.9, threshold=0.75)
+    assert baselines.heaviside(np.array([0.75, np.nextafter(0.75, 0)]), lif, baselines.SLOPE).tolist() == [1.0, 0.0]
+    params = snn.init_params(0, (4, 3, 2))
+    params["W1"][:], params["b1"][:] = 0, 0.75
+    frames = np.ones((2, 5, 4), dtype=np.float32)
+    cache = baselines.bptt_forward(params, frames, lif)
+    assert (cache["o1"][0] == 1).all()
+    np.testing.assert_array_equal(cache["counts"], snn.forward(params, frames, lif)[0][0])
+
+
+@pytest.mark.parametrize("detach_reset", [True, False])
+def test_bptt_step_passes_its_readout_scale_and_reset_to_the_backward_pass(detach_reset):
+    """bptt_step's Adam step is the one from bptt_backward with the config's own logit scale (10, as
+    in the presets) and reset choice, bit for bit, and differs from the step with those two
+    settings swapped or left at their defaults."""
+    params = snn.init_params(1, (12, 6, 3), std=1.0)
+    rng = np.random.default_rng(1)
+    frames = (rng.random((4, 5, 12)) < 0.5).astype(np.float32)
+    labels = rng.integers(0, 3, 5)
+    config = baselines.BPTTConfig(slope=2.0, logit_scale=10.0, detach_reset=detach_reset)
+    adam, lif = optim.Adam(lr=0.01), snn.LIF()
+    new, _, _ = baselines.bptt_step(params, optim.init(params), frames, labels, config, adam, lif)
+
+    def step_from(logit_scale, detach):
+        cache = baselines.bptt_forward(params, frames, lif, k=config.slope)
+        grads = baselines.bptt_backward(params, cache, labels, lif, config.slope, logit_scale, detach)
+        return optim.ascend(params, {n: -g for n, g in grads.items()}, optim.init(params), adam)[0]
+
+    expected = step_from(10.0, detach_reset)
+    for name in params:
+        np.testing.assert_array_equal(new[name], expected[name])
+    for other in (step_from(1.0, detach_reset), step_from(10.0, not detach_reset)):
+        assert any(not np.array_equal(new[name], other[name]) for name in params)

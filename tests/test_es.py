@@ -306,3 +306,49 @@ def test_es_checks_sigma_population_and_frames():
         baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config, optim.Adam(lr=0.01))
     counts, _ = baselines.es_forward(params, frames, replace(config, population=4), 0)
     assert counts.shape == (4, 3, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The baseline pinned to its definitions, not only to itself
+
+def test_full_rank_noise_is_the_named_philox_streams():
+    """E_p of weight W is the stream noise.normals(seed, generation, p, "W", m n) read row by row,
+    bit for bit: the same streams EGGROLL's factors come from, so both methods draw their noise
+    from one definition."""
+    pairs = np.array([0, 3, 7])
+    for name, shape in (("W1", (7, 9)), ("W2", (3, 7))):
+        drawn = baselines.full_rank_noise(5, 11, pairs, name, shape, np)
+        stream = noise.normals(5, 11, pairs, name, shape[0] * shape[1])
+        assert drawn.shape == (3, *shape) and np.array_equal(drawn, stream.reshape(3, *shape))
+
+
+def test_es_members_are_the_materialised_perturbations():
+    """Member 2p +- 1 of es_forward is the network theta +- sigma (E_p, delta_p), with E_p and delta_p
+    taken from noise.normals directly: the same output spike counts, exactly in float64."""
+    params, frames, _, config = es_problem(3, np.float64)
+    pairs = np.arange(config.pairs)
+    counts, _ = baselines.es_forward(params, frames, config, 2)
+    for p in pairs:
+        for side, sign in enumerate((1, -1)):
+            member = {}
+            for name, value in params.items():
+                stream = noise.normals(config.seed, 2, pairs[p:p + 1], name, value.size)[0]
+                member[name] = value + sign * config.sigma * stream.reshape(value.shape).astype(np.float64)
+            np.testing.assert_array_equal(snn.forward(member, frames)[0][0], counts[2 * p + side])
+
+
+def test_es_generation_fitness_is_the_cross_entropy_of_the_rates():
+    """The mean fitness an ES generation reports is -cross-entropy of softmax(logit_scale * counts / T)
+    over the members, computed here by hand with T (5) != B (3), so reading the rate over the
+    batch instead of the steps cannot pass; to 1e-12."""
+    from scipy.special import log_softmax
+    params, frames, labels, config = es_problem(4, np.float64)
+    config = replace(config, logit_scale=3.0)
+    counts, _ = baselines.es_forward(params, frames, config, 0)
+    log_p = log_softmax(config.logit_scale * counts / frames.shape[0], axis=-1)
+    by_hand = log_p[:, np.arange(len(labels)), labels].mean(axis=1)
+    _, _, stats = baselines.es_generation_step(params, optim.init(params), frames, labels, 0, config,
+                                               optim.Adam(lr=0.01))
+    assert frames.shape[0] != frames.shape[1] and by_hand.std() > 0
+    assert stats["mean_fitness"] == pytest.approx(by_hand.mean(), abs=1e-12)
+    assert stats["max_fitness"] == pytest.approx(by_hand.max(), abs=1e-12)

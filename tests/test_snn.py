@@ -163,6 +163,18 @@ def test_init_params_shapes_dtype_and_std():
     assert custom["W1"].shape == (4, 5) and custom["W2"].shape == (3, 4)
 
 
+def test_init_biases_are_their_own_n_0_03_draws():
+    """The biases alone are N(0, 0.3^2) too (pooled with 148,608 weight entries, a bias offset would
+    hide): b1 and b2 of 300 seeds, n = 22,200 entries, mean within 5 SE = 5 * 0.3/sqrt(n) = 0.010 of
+    0 and std within 5 * 0.3/sqrt(2n) = 0.007 of 0.3."""
+    biases = np.concatenate([np.concatenate([params["b1"], params["b2"]])
+                             for params in (snn.init_params(seed) for seed in range(300))]).astype(np.float64)
+    n = biases.size
+    assert n == 300 * 74
+    assert abs(biases.mean()) <= 5 * 0.3 / math.sqrt(n)
+    assert abs(biases.std() - 0.3) <= 5 * 0.3 / math.sqrt(2 * n)
+
+
 # ---------------------------------------------------------------------------------------------
 # Read-out
 
