@@ -1,17 +1,19 @@
 """The benchmark: seconds, FLOPs, efficiency and memory per generation of every method at the
 reference size (or another number of pairs), and optionally the data pipeline's speed.
 
-    python run.py bench --json bench.json            # or: python bench.py --json bench.json
+    python run.py bench --json bench.json
     python run.py bench --device gpu --pairs 4096 --methods es-batched,eggroll-r4
 
 Each method is timed in a fresh process (its peak RSS and GPU memory are its own), as the median
 of a few generations after a warm-up, on the same random frames at N-MNIST's input density. On a
 GPU it also times each stage of a generation with the kernel of gpu.py and with its NumPy twin
-run on CuPy: what each kernel buys, and which stage dominates at the size asked for.
+run on CuPy: what each kernel buys, and which stage dominates at the size asked for. Whatever it
+will use (memory for --pairs, --data-root, the --json file's folder) is checked before any timing.
 """
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -21,13 +23,16 @@ import numpy
 
 import baselines
 import data
+import distributed
 import eggroll
 import gpu
 import optim
+import resources
 import snn
 from backend import DEVICES, array_module, device_name
-import distributed
 from config import RANKS
+from resources import noise_bytes
+from run_folder import UsageError
 
 REFERENCE = dict(pairs=256, batch=256, time_bins=10)
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active per frame, measured on the real recordings
@@ -67,20 +72,6 @@ def flops_per_generation(method, rank, pairs=REFERENCE["pairs"]):
     if method == "inference":
         return base + layer2
     return 3 * (base + 2 * rows * h * o)  # bptt: forward plus a backward of about twice its cost
-
-
-def noise_bytes(method, rank, pairs=REFERENCE["pairs"]):
-    """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES).
-
-    Both ES modes regenerate every E_p at once for the update, Eq. (10), so they peak alike.
-    """
-    n, h, o = snn.SIZES
-    p = pairs
-    if method == "eggroll":
-        return 4 * p * (rank * (h + n) + h + rank * (o + h) + o)
-    if method.startswith("es-"):
-        return 4 * p * (h * n + h + o * h + o)
-    return 0
 
 
 def time_calls(function, repeats, xp):
@@ -198,15 +189,47 @@ def chosen_methods(names):
     return [known[name] for name in names.split(",")]
 
 
+def check_request(opts, team=distributed.ALONE):
+    """Everything the bench will use, checked before any timing: --device, --methods, the memory
+    its largest method needs at --pairs (resources.py; on a GPU also the stage table's NumPy
+    twins), the N-MNIST copy of --data-root and its cache folder, and the --json file's folder."""
+    xp = array_module(opts.device)
+    methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
+    if opts.json:
+        resources.check_writable(opts.json, "--json")
+    host, packed = 0, -(-REFERENCE["time_bins"] * snn.SIZES[0] // 8)  # bytes of a recording's frames
+    if opts.data_root:
+        recordings = resources.nmnist_recordings(opts.data_root, "--data-root")
+        cache_dir = opts.cache_dir or os.environ.get("EGGROLL_CACHE")
+        if cache_dir:
+            resources.check_writable(cache_dir, "--cache-dir", folder=True)
+        host = 3 * sum(recordings) * packed  # built, then loaded and split
+    gpu = xp is not numpy
+    if gpu and not opts.distributed and opts.pairs <= KERNEL_TABLE_PAIRS:
+        methods = methods + [("es-batched", None), ("eggroll", 4)]
+    needed = {method_name(*row): resources.generation_bytes(*row, opts.pairs, REFERENCE["batch"],
+                                                            REFERENCE["time_bins"], gpu) for row in methods}
+    largest = max(needed, key=needed.get)
+    short = resources.shortfall((host, needed[largest]) if gpu else (host + needed[largest], 0), xp,
+                                team.local_size)
+    if short:
+        raise UsageError(f"--pairs {opts.pairs} needs about {resources.size_text(short[0])} of {short[2]} "
+                         f"({largest}, estimated), more than the {resources.size_text(short[1])} free; "
+                         f"lower --pairs")
+
+
 def bench(opts):
-    """Print the benchmark table and write it as JSON (--json)."""
+    """Print the benchmark table and write it as JSON (--json), after check_request."""
     import multiprocessing
     xp = array_module(opts.device)
     methods = chosen_methods(opts.methods)
     pairs = opts.pairs
+    pipeline = data_pipeline(opts.data_root, opts.cache_dir) if opts.data_root else None  # it fails soonest
     context = multiprocessing.get_context("spawn")
     results = {}
-    with context.Pool(1, maxtasksperchild=1) as pool:
+    # The workers leave Ctrl-C to this process, which ends them.
+    with context.Pool(1, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN),
+                      maxtasksperchild=1) as pool:
         for method, rank in methods:
             repeats = opts.repeats if method != "es-sequential" else max(5, opts.repeats // 2)
             results[(method, rank)] = pool.apply(bench_method, (method, rank, opts.device, repeats, pairs))
@@ -243,8 +266,8 @@ def bench(opts):
                                               "forward": inference / results[("eggroll", 4)]["forward_seconds"]}
     if kernels:
         summary["kernels"] = kernels
-    if opts.data_root:
-        summary["data"] = data_pipeline(opts.data_root, opts.cache_dir)
+    if pipeline:
+        summary["data"] = pipeline
     print(format_bench(summary))
     if opts.json:
         Path(opts.json).write_text(json.dumps(summary, indent=1))
@@ -342,6 +365,7 @@ def bench_distributed(opts, team):
             rows.append({"method": name, "update": update, "processes": team.size, "seconds_per_generation": elapsed,
                          "communication_seconds": (team.seconds - seconds) / opts.repeats,
                          "bytes_sent_per_process": (team.bytes_sent - bytes_sent) / opts.repeats})
+            team.stop_if_signalled()
     summary = {"machine": machine_description(xp), "processes": team.size, "reference": dict(REFERENCE, pairs=opts.pairs),
                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "rows": rows}
     if team.rank == 0:
@@ -366,7 +390,10 @@ def format_distributed(summary):
 
 def positive_int(text):
     """argparse type: an integer >= 1."""
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
     return value
@@ -378,23 +405,14 @@ def add_options(parser):
                         help="time EGGROLL r=4 and vanilla ES spread over this MPI job's processes "
                              "(mpiexec -n K python run.py bench --distributed), in both update modes")
     parser.add_argument("--pairs", type=positive_int, default=REFERENCE["pairs"],
-                        help="antithetic pairs per population (members = 2 x pairs)")
+                        help="antithetic pairs per population (members = 2 x pairs): >= 1, as many as fit in "
+                             "memory (estimated before any timing)")
     parser.add_argument("--methods", default="all",
                         help="comma-separated rows to time: " + ", ".join(method_name(*row) for row in BENCH_METHODS)
                         + " (--distributed always times eggroll-r4 and es-batched)")
-    parser.add_argument("--repeats", type=positive_int, default=5, help="timed generations per method, after a warm-up")
+    parser.add_argument("--repeats", type=positive_int, default=5,
+                        help="timed generations per method, after a warm-up: >= 1")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
                                             "this N-MNIST copy, and serving its minibatches")
     parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir")
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_options(parser)
-    opts = parser.parse_args()
-    if opts.distributed:
-        bench_distributed(opts, distributed.team("seeds"))
-    else:
-        bench(opts)

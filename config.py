@@ -6,6 +6,7 @@ stores its result-defining fields as config.json, and the method configurations 
 baselines.ESConfig, baselines.BPTTConfig, optim.Adam) are made from it. A field names the
 methods it applies to; the others ignore it, and the command line refuses it for them.
 """
+import json
 from dataclasses import dataclass, field, fields, replace
 
 import backend
@@ -130,14 +131,37 @@ def stored(config):
             if spec.metadata["result"] and applies(spec, config.method)}
 
 
+TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def stored_value_problem(spec, value, method):
+    """What is wrong with a stored value of setting `spec` by the rules of its option (type, choices
+    and, where it applies to `method`, range), or None."""
+    kind = (int, float) if spec.type is float else spec.type
+    if isinstance(value, bool) != (spec.type is bool) or not isinstance(value, kind):
+        return f"must be {TYPE_NAMES[spec.type]}, got {json.dumps(value)}"
+    if spec.metadata["choices"] and value not in spec.metadata["choices"]:
+        return f"must be one of {', '.join(spec.metadata['choices'])}, got {json.dumps(value)}"
+    rule = spec.metadata["check"]
+    if rule and applies(spec, method) and not rule[0](value):
+        return f"{rule[1]}, got {value}"
+    return None
+
+
 def from_stored(values):
     """The RunConfig of a config.json. Settings it lacks (added after the run) take their default;
-    a BPTT run stored before `epochs` existed gave its epochs as `generations`."""
+    a BPTT run stored before `epochs` existed gave its epochs as `generations`. ValueError naming
+    the first setting whose value its option would refuse."""
     values = dict(values)
     if values.get("method") == "bptt" and "epochs" not in values and "generations" in values:
         values["epochs"] = values.pop("generations")
-    known = {spec.name for spec in fields(RunConfig) if spec.metadata["result"]}
-    return RunConfig(**{k: v for k, v in values.items() if k in known})
+    known = {spec.name: spec for spec in fields(RunConfig) if spec.metadata["result"]}
+    values = {k: v for k, v in values.items() if k in known}
+    for name, value in values.items():
+        problem = stored_value_problem(known[name], value, values.get("method", RunConfig.method))
+        if problem:
+            raise ValueError(f"{name} {problem}")
+    return RunConfig(**{k: float(v) if known[k].type is float else v for k, v in values.items()})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ recording). Its name derives from the header, and a cache is reused only when al
 match; the recordings' contents are not read to check. So a recording rewritten in place gets a
 new modification time and causes a rebuild, and copying the dataset without preserving
 modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
-missing arrays) is rebuilt and replaced, with a warning.
+missing arrays, arrays whose shape, dtype, labels or count of all-zero samples disagree with its
+metadata and the recordings) is rebuilt and replaced, with a one-line warning.
 
 Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDataError (a
 ValueError), each one line naming the fix.
@@ -248,13 +249,15 @@ def _build_cache(path, recordings, header, progress):
                       f"space there or point --cache-dir (cache_dir=...) or EGGROLL_CACHE at a "
                       f"writable folder") from error
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp.parent.is_dir():  # not where the folder could not be made (a file in its place)
+            tmp.unlink(missing_ok=True)
 
 
-def _load_cache(path, header):
+def _load_cache(path, header, labels):
     """
-    (packed, labels, meta) from a cache file, or None if it is absent, made from other inputs or
-    unreadable (then with a warning): the caller rebuilds it.
+    (packed, labels, meta) from a cache file, or None if it is absent, made from other inputs,
+    unreadable or not what its metadata and the recordings' `labels` say (then with a warning):
+    the caller rebuilds it.
     """
     if not path.exists():
         return None
@@ -263,10 +266,33 @@ def _load_cache(path, header):
             meta = json.loads(str(f["meta"]))
             if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
                 return None
-            return f["packed"], f["labels"], meta
+            cached = f["packed"], f["labels"], meta
     except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
-        warnings.warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
+        _warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
         return None
+    problem = _cache_problem(*cached, labels)
+    if problem:
+        _warn(f"frame cache {path} does not match its metadata ({problem}); rebuilding it")
+        return None
+    return cached
+
+
+def _cache_problem(packed, labels, meta, expected_labels):
+    """What is wrong with a cache's arrays for its metadata and the recordings' labels, or None."""
+    shape = (meta["n_samples"], -(-meta["n_time_bins"] * N_INPUTS // 8))
+    if packed.dtype != np.uint8 or packed.shape != shape:
+        return f"packed is {packed.dtype} {packed.shape}, expected uint8 {shape}"
+    if labels.dtype != np.int64 or not np.array_equal(labels, expected_labels):
+        return f"labels are {labels.dtype} {labels.shape} and not the digits of the recordings' folders"
+    n_short = int((~packed.any(axis=1)).sum())
+    if meta.get("n_short") != n_short:
+        return f"n_short is {json.dumps(meta.get('n_short'))}, but {n_short} samples are all zero"
+    return None
+
+
+def _warn(message):
+    """A UserWarning shown as one line: the message, without the line of code that warns."""
+    warnings.warn_explicit(message, UserWarning, __file__, 0)
 
 
 # -----------------------------------------------------------------------------
@@ -288,6 +314,12 @@ class Split:
         x = np.ascontiguousarray(bits.reshape(len(bits), self.n_time_bins, N_INPUTS).transpose(1, 0, 2))
         return xp.asarray(x).astype(xp.float32)
 
+    def digest(self):
+        """The first 16 hex digits of a sha256 of the frames and labels: what identifies the samples."""
+        digest = hashlib.sha256(np.ascontiguousarray(self.packed))
+        digest.update(np.ascontiguousarray(self.labels))
+        return digest.hexdigest()[:16]
+
 
 @dataclass
 class NMNIST:
@@ -297,20 +329,27 @@ class NMNIST:
     test: Split
     info: dict
 
+    def fingerprint(self):
+        """What identifies the data a run sees: each split's size and digest of its frames and labels.
+        Unlike the cache's key it does not depend on the recordings' modification times."""
+        return {name: f"{len(split)} samples, sha256 {split.digest()}"
+                for name, split in (("train", self.train), ("val", self.val), ("test", self.test))}
+
 
 def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False):
     """Split of all recordings in one folder, from the cache (built first if needed)."""
     recordings = list_recordings(folder)
     header = _header(recordings, n_time_bins)
     path = _cache_path(cache_dir, folder.name, header)
-    cached = None if rebuild else _load_cache(path, header)
+    digits = np.array([label for _, label in recordings], dtype=np.int64)
+    cached = None if rebuild else _load_cache(path, header, digits)
     if cached is None:
         _build_cache(path, recordings, header, progress)
-        cached = _load_cache(path, header)
+        cached = _load_cache(path, header, digits)
     packed, labels, meta = cached
     if meta["n_short"]:
-        warnings.warn(f"{meta['n_short']} of {len(labels)} recordings in {folder} are empty or "
-                      f"shorter than {n_time_bins} us; their frames are all zero")
+        _warn(f"{meta['n_short']} of {len(labels)} recordings in {folder} are empty or "
+              f"shorter than {n_time_bins} us; their frames are all zero")
     return Split(packed, labels, n_time_bins), dict(meta, cache=str(path))
 
 

@@ -14,7 +14,13 @@ the antithetic pairs, one collective call gathers the 2P fitnesses to every proc
 Pairs are shared out in whole blocks of `pairs_per_block`, the block the population's matrix
 products are computed in, so every product has the same shape and the same operands whatever the
 number of processes. The methods see a `Team`; `ALONE` is the team of one process.
+
+Every process speaks: a check that fails on one process is reported by the first with that
+process's rank (`problems`), and a signal any process receives stops them all at the same
+generation (`stop_if_signalled`), so that none is left waiting in a collective call.
 """
+import os
+import signal
 import time
 
 import numpy
@@ -32,9 +38,18 @@ def share(n_pairs, pairs_per_block, rank, size):
     return slice(min(first * pairs_per_block, n_pairs), min(last * pairs_per_block, n_pairs))
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) or SIGTERM: exit status 128 + its number. `everywhere`: raised by every
+    process of a job at the same point (Team.stop_if_signalled)."""
+
+    def __init__(self, signum, everywhere=False):
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.everywhere = signum, everywhere
+
+
 class Alone:
     """A single process: it holds every pair, and nothing travels."""
-    rank, size, local_rank = 0, 1, 0
+    rank, size, local_rank, local_size = 0, 1, 0, 1
 
     def my_pairs(self, n_pairs, pairs_per_block):
         """The pairs this process evaluates, as a slice of 0..n_pairs-1."""
@@ -57,6 +72,18 @@ class Alone:
         """A float64 NumPy array of counts added up over processes."""
         return counts
 
+    def problems(self, problem):
+        """Every process's `problem` (any picklable value), in rank order."""
+        return [problem]
+
+    def on_signal(self, signum):
+        """The handler of SIGINT and SIGTERM: a single process stops where the signal arrives."""
+        raise Stopped(signum)
+
+    def stop_if_signalled(self):
+        """Stopped on every process if any process of the job received a signal: called by all
+        at the same point, so that they stop together. (A single process stopped already.)"""
+
 
 ALONE = Alone()
 
@@ -68,8 +95,10 @@ class Team(Alone):
         from mpi4py import MPI  # only here: a single process needs no MPI
         self.mpi, self.comm, self.update = MPI, MPI.COMM_WORLD, update
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.local_rank = self.comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()  # for one GPU per process
+        host = self.comm.Split_type(MPI.COMM_TYPE_SHARED)  # the processes on this machine
+        self.local_rank, self.local_size = host.Get_rank(), host.Get_size()  # for one GPU per process
         self.seconds, self.bytes_sent = 0.0, 0  # spent in and sent by collectives, for the benchmark
+        self.signal = 0  # the signal this process received, noted for stop_if_signalled
 
     def my_pairs(self, n_pairs, pairs_per_block):
         return share(n_pairs, pairs_per_block, self.rank, self.size)
@@ -113,6 +142,17 @@ class Team(Alone):
         """Rank 0's value (any picklable object) on every process."""
         return self.comm.bcast(value, root=0)
 
+    def problems(self, problem):
+        return self.comm.allgather(problem)
+
+    def on_signal(self, signum):
+        self.signal = signum  # stopping here could leave the others waiting in a collective call
+
+    def stop_if_signalled(self):
+        signum = self.comm.allreduce(self.signal, op=self.mpi.MAX)
+        if signum:
+            raise Stopped(signum, everywhere=True)
+
     def abort(self, code):
         """End every process of the job at once (when one process failed alone)."""
         self.comm.Abort(code)
@@ -126,3 +166,12 @@ def team(update):
         raise RuntimeError("--distributed needs mpi4py and an MPI library: pip install -e \".[mpi]\" "
                            "(or pip install mpi4py built against your cluster's MPI)") from None
     return Team(update)
+
+
+def launched_rank():
+    """This process's rank in an MPI job, from the launcher's environment (MPICH and Intel MPI,
+    Open MPI, PMIx), before MPI is started; 0 outside a job."""
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0

@@ -8,12 +8,11 @@ import statistics
 import numpy
 
 import config
+import run_folder
 
 RETRAIN = "delete that run folder and rerun reproduce to train it again"
 RESCORE = "delete it and rerun reproduce with --real-root to score the run again"
-FINAL_KEYS = ("test_acc", "val_acc", "median_seconds_per_generation", "spikes_per_sample", "total_seconds",
-              "config.seed")
-METRICS_KEYS = ("generation", "val_acc", "wall_seconds")
+METRICS_KEYS = ("generation", "val_acc", "wall_seconds")  # what the report reads from each metrics record
 REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
              "– where a run was not scored.")
 METHOD_ORDER = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
@@ -22,27 +21,17 @@ PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 
                  "eggroll-r8": 72.80}
 
 
-def checked(record, keys, where, fix):
-    """record, if it is a JSON object with a number at each of `keys` ("a.b": record["a"]["b"]);
-    else ValueError naming `where` and `fix`."""
-    if not isinstance(record, dict):
-        raise ValueError(f"{where} holds a JSON {type(record).__name__}, not an object: {fix}")
-    for key in keys:
-        value = record
-        for part in key.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{where} has no number at \"{key}\": {fix}")
-    return record
-
-
-def read_record(path, keys, fix):
-    """The JSON object in path, checked to hold `keys`."""
+def read_record(path, problem_of, fix):
+    """The JSON object in path, checked by `problem_of` (run_folder.final_problem or real_problem);
+    else ValueError naming the path, the field and `fix`."""
     try:
         record = json.loads(path.read_bytes())
     except ValueError:  # not JSON, or not text
         raise ValueError(f"{path} is not valid JSON: {fix}") from None
-    return checked(record, keys, path, fix)
+    problem = problem_of(record)
+    if problem:
+        raise ValueError(f"{path} is damaged ({problem}): {fix}")
+    return record
 
 
 def read_metrics(path):
@@ -58,7 +47,10 @@ def read_metrics(path):
             if number == len(lines):
                 break
             raise ValueError(f"line {number} of {path} is not valid JSON: {RETRAIN}") from None
-        records.append(checked(record, METRICS_KEYS, f"line {number} of {path}", RETRAIN))
+        problem = run_folder.metrics_problem(record, records[-1]["generation"] if records else 0, METRICS_KEYS)
+        if problem:
+            raise ValueError(f"line {number} of {path} is damaged ({problem}): {RETRAIN}")
+        records.append(record)
     return records
 
 
@@ -69,14 +61,10 @@ def collect(results_dir):
     runs = {}
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
-        final = read_record(final_path, FINAL_KEYS, RETRAIN)
-        per_digit = final.get("test_acc_per_digit", [])
-        if not isinstance(per_digit, list) or not all(v is None or isinstance(v, (int, float)) and
-                                                      not isinstance(v, bool) for v in per_digit):
-            raise ValueError(f"{final_path} has no list of numbers at \"test_acc_per_digit\": {RETRAIN}")
+        final = read_record(final_path, run_folder.final_problem, RETRAIN)
         real_path = final_path.parent / "real.json"
         if real_path.exists():
-            final["real_acc"] = read_record(real_path, ("accuracy.all",), RESCORE)["accuracy"]["all"]
+            final["real_acc"] = read_record(real_path, run_folder.real_problem, RESCORE)["accuracy"]["all"]
         runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
     return runs
 

@@ -6,13 +6,16 @@
     python run.py reproduce --config hyperscale --part budget --device gpu
     python run.py bench --json bench.json           # see bench.py
 
-Every error a user can cause (bad option, missing data, a foreign checkpoint) ends the program
-with one line on stderr and exit status 2, and overwrites nothing.
+Every error a user can cause (bad option, missing data, a foreign checkpoint, a run too large
+for the machine's memory) ends the program with one line on stderr and exit status 2, and
+overwrites nothing; in an MPI job the first process says which processes failed. Ctrl-C and
+SIGTERM say where the run stopped and how to continue, exit status 130 and 143.
 """
 import argparse
 import contextlib
 import functools
 import json
+import signal
 import statistics
 import sys
 import time
@@ -29,6 +32,7 @@ import distributed
 import eggroll
 import optim
 import report
+import resources
 import run_folder
 import snn
 from backend import array_module, device_name
@@ -37,14 +41,23 @@ from run_folder import CHECKPOINT, UsageError
 # ---------------------------------------------------------------------------------------------
 # train
 
+# Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
+# smaller side of each weight matrix (eggroll.check_config), and memory bounds the sizes.
+HELP_RANGES = {"rank": f"must lie in 1..{min(snn.SIZES)}",
+               "population": "must be an even number >= 2 (P antithetic pairs), as many as fit in memory",
+               "batch_size": "must be >= 1, as many as fit in memory"}
+
+
 def add_config_options(parser, names=None):
-    """Options --<field> for the RunConfig fields `names` (all by default), help with the default."""
+    """Options --<field> for the RunConfig fields `names` (all by default), help with the range and
+    the default."""
     for spec in fields(run_config.RunConfig):
         if names is not None and spec.name not in names:
             continue
         meta = spec.metadata
         scope = meta["methods"] != run_config.METHODS and f"{', '.join(meta['methods'])} only"
-        notes = [scope, meta["check"] and meta["check"][1], spec.default is not None and f"default: {spec.default}"]
+        check = HELP_RANGES.get(spec.name) or meta["check"] and meta["check"][1]
+        notes = [scope, check, spec.default is not None and f"default: {spec.default}"]
         help_text = meta["help"] + (f" ({'; '.join(note for note in notes if note)})" if any(notes) else "")
         if spec.type is bool:
             parser.add_argument(run_config.option(spec.name), action="store_true", default=None, help=help_text)
@@ -102,7 +115,44 @@ def package_versions():
 
 
 class Interrupted(UsageError):
-    """Ctrl-C: where the run stopped; main adds how to continue."""
+    """Ctrl-C or SIGTERM: where the run stopped; main adds how to continue. `stop`: the
+    distributed.Stopped that main's handler raised (or any KeyboardInterrupt, as Ctrl-C)."""
+
+    def __init__(self, message, stop):
+        super().__init__(message)
+        self.signum = getattr(stop, "signum", signal.SIGINT)
+        self.everywhere = getattr(stop, "everywhere", False)
+
+
+class JobError(UsageError):
+    """An error every process of an MPI job met at the same point: the first one alone reports it."""
+    everywhere = True
+
+
+@contextlib.contextmanager
+def checked_together(team):
+    """Run a block of checks on every process of a job, then share what failed, so that none is
+    left waiting: every process raises the same JobError, naming the ranks that failed unless all
+    failed alike (or Stopped, if one received a signal). A single process raises as it goes."""
+    if team.size == 1:
+        yield
+        return
+    problem = None
+    try:
+        yield
+    except (UsageError, ValueError, OSError, RuntimeError) as error:
+        problem = str(error)
+    problems = team.problems(problem)
+    team.stop_if_signalled()
+    failed = {}
+    for rank, problem in enumerate(problems):
+        if problem is not None:
+            failed.setdefault(problem, []).append(str(rank))
+    if len(failed) == 1 and len(next(iter(failed.values()))) == team.size:
+        raise JobError(next(iter(failed)))
+    if failed:
+        raise JobError("; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)} of {team.size}: {problem}"
+                                 for problem, ranks in failed.items()))
 
 
 class DeadlineReached(Exception):
@@ -121,12 +171,14 @@ def method_step(config, method, lif, team):
         params, state, frames, labels, method, adam, lif)
 
 
-def resume_point(out, resume, params, xp, total_steps):
+def resume_point(out, resume, params, xp, total_steps, identity):
     """(params, Adam state, first step, seconds of the steps done): a fresh start, or the
-    checkpoint in `out`; metrics past it are dropped."""
+    checkpoint in `out`, which must belong to the run `identity` (run_folder.identity); metrics
+    past it are dropped."""
     start, step_seconds, state = 0, [], optim.init(params)
     if resume and (out / CHECKPOINT).exists():
-        params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, total_steps)
+        params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, identity,
+                                                                        total_steps)
     metrics_path = out / "metrics.jsonl"
     run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
                                                       for r in run_folder.metrics_until(metrics_path, start)))
@@ -139,33 +191,42 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     With a `team` of processes (distributed.py) each evaluates its share of the population; the
     first process (rank 0) alone owns the folder, evaluates, writes and shows progress. At the
     time.monotonic() `deadline` (one process only) the run checkpoints and raises DeadlineReached.
+    SIGINT or SIGTERM (main's handler) raises Interrupted: where it arrives in a single process, at
+    the start of the next generation on every process of a job.
     """
-    # Settings, parameters and data: every check before the run folder is touched.
-    run_config.check(config)
-    if team.size > 1 and config.method == "bptt":
-        raise UsageError("BPTT runs on one process: drop --distributed (it spreads an ES population)")
-    xp = array_module(config.device)
-    if xp is not numpy and team.size > 1:
-        xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
-    params = snn.init_params(config.seed, std=config.init_std, xp=xp)
-    if config.method == "eggroll":
-        eggroll.check_config(config.eggroll(), params)
+    # Settings, memory and data: every check before the run folder is touched, on every process of
+    # a job, which then learn what failed where (one process may lack its data).
     out, leader = Path(out), team.rank == 0
-    splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
-                              progress and leader)
-    if not len(splits.train):
-        raise UsageError("the training split is empty: check --data-root")
-    lif = config.lif()
-    step = method_step(config, {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method](),
-                       lif, team)
-    total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
+    with checked_together(team):
+        run_config.check(config)
+        if team.size > 1 and config.method == "bptt":
+            raise UsageError("BPTT runs on one process: drop --distributed (it spreads an ES population)")
+        xp = array_module(config.device)
+        if xp is not numpy and team.size > 1:
+            xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
+        params = snn.init_params(config.seed, std=config.init_std, xp=xp)
+        if config.method == "eggroll":
+            eggroll.check_config(config.eggroll(), params)
+        recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
+        resources.check_run_memory(config, xp, recordings, team.local_size)
+        if leader:
+            resources.check_writable(out, "--out", folder=True)
+        splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
+                                  progress and leader)
+        if not len(splits.train):
+            raise UsageError("the training split is empty: check --data-root")
+        lif = config.lif()
+        step = method_step(config, {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method](),
+                           lif, team)
+        total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
+        identity = run_folder.identity(config, splits.fingerprint())  # what the run's checkpoints belong to
 
     with run_folder.owned(out) if leader else contextlib.nullcontext():
         # Start, or continue from the last checkpoint, which the first process reads for all.
         begin = None
         if leader:
             run_folder.prepare(out, config, resume, force)
-            begin = resume_point(out, resume, params, xp, total_steps)
+            begin = resume_point(out, resume, params, xp, total_steps, identity)
         params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
         saved, metrics_path = start, out / "metrics.jsonl"
         validation = None  # the last step is always evaluated, so after the loop this is the final one
@@ -174,9 +235,10 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             generation = start
             try:
                 for generation in range(start, total_steps):
+                    team.stop_if_signalled()  # a job's processes stop together, none left waiting
                     if deadline is not None and time.monotonic() >= deadline:
                         if generation > saved:
-                            run_folder.save_checkpoint(out, params, state, generation, step_seconds)
+                            run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
                         raise DeadlineReached(f"{out} stopped by --deadline at step {generation} of "
                                               f"{total_steps}; the next reproduce resumes it")
                     # One update: the generation-th minibatch, then the method's step with this step's lr.
@@ -189,10 +251,10 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                             raise ValueError("a parameter became NaN or inf")
                     except ValueError as error:  # non-finite fitness, loss or parameters
                         if leader and generation > saved:
-                            run_folder.save_checkpoint(out, params, state, generation, step_seconds)
-                        raise UsageError(f"training went non-finite at step {generation + 1} ({error}); "
-                                         f"{out / CHECKPOINT} holds the run before it: lower --lr or --sigma "
-                                         f"and start over with --force") from None
+                            run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
+                        kept = f"{out / CHECKPOINT} holds the run before it" if generation else "there is no checkpoint"
+                        raise JobError(f"training went non-finite at step {generation + 1} ({error}); {kept}: "
+                                       f"lower --lr or --sigma and start over with --force") from None
                     params, state, stats = update
                     if xp is not numpy:
                         xp.cuda.Stream.null.synchronize()
@@ -208,14 +270,18 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                                       "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
                             run_folder.append_line(metrics_path, json.dumps(record))
                             bar.set_postfix(val_acc=f"{val_acc:.3f}")
-                            run_folder.save_checkpoint(out, params, state, done, step_seconds)
+                            run_folder.save_checkpoint(out, params, state, done, step_seconds, identity)
                         saved = done
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as stop:
                 raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
-                                  f"step {saved}") from None
+                                  f"step {saved}", stop) from None
         # The end: validation and test accuracy, timings and versions in final.json.
-        val_acc, spikes, val_per_digit = validation or evaluate(params, splits.val, lif, xp, team)
-        test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
+        try:
+            val_acc, spikes, val_per_digit = validation or evaluate(params, splits.val, lif, xp, team)
+            test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
+        except KeyboardInterrupt as stop:
+            raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
+                              f"{total_steps}", stop) from None
         if not leader:
             return {}
         final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
@@ -247,7 +313,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     config = run_folder.read_config(run_dir)
     xp = array_module(device)
     like = snn.init_params(config.seed, std=config.init_std, xp=xp)
-    params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like)
+    params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
     scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
     accuracies = {name: score[0] for name, score in scores.items()}
@@ -282,13 +348,56 @@ def reproduce(opts):
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]
+    grids = selected_runs(opts, grids)
+    check_reproduce(opts, grids, hyperscale)
     for results_dir, runs, write_report in grids:
-        runs = [c for c in runs if (not opts.runs or c.name in opts.runs) and (not opts.seeds or c.seed in opts.seeds)
-                and (not opts.populations or c.population in opts.populations)]
         with run_folder.owned(results_dir):
             reproduce_runs(opts, results_dir, runs, hyperscale, deadline)
             written = write_report(results_dir)
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
+
+
+SELECTORS = {"runs": lambda config: config.name, "seeds": lambda config: config.seed,
+             "populations": lambda config: config.population}  # reproduce's options that pick runs
+
+
+def selected_runs(opts, grids):
+    """The grids, each with the runs that --runs, --seeds and --populations pick; a UsageError for
+    a value no run of the preset has, or if no run is left."""
+    scope = f"--config {opts.config}" + (f" --part {opts.part}" if opts.part else "")
+    every = [config for _, runs, _ in grids for config in runs]
+    for name, value_of in SELECTORS.items():
+        known = sorted({value_of(config) for config in every})
+        unknown = [value for value in getattr(opts, name) or () if value not in known]
+        if unknown:
+            raise UsageError(f"--{name}: {scope} has no {name[:-1]} {unknown[0]}; use some of "
+                             f"{', '.join(map(str, known))}")
+    picked = lambda config: all(not getattr(opts, name) or value_of(config) in getattr(opts, name)
+                                for name, value_of in SELECTORS.items())
+    grids = [(results_dir, [config for config in runs if picked(config)], write) for results_dir, runs, write in grids]
+    if not any(runs for _, runs, _ in grids):
+        given = " ".join(f"--{name} {','.join(map(str, getattr(opts, name)))}" for name in SELECTORS
+                         if getattr(opts, name))
+        raise UsageError(f"no run of {scope} has {given}; drop one of them")
+    return grids
+
+
+def check_reproduce(opts, grids, members):
+    """What reproduce will use, checked before the first run trains: the --results folder, the
+    N-MNIST copies of --real-root and (if a run is left to train) --data-root, the device, and the
+    memory of every run left to train."""
+    resources.check_writable(opts.results, "--results", folder=True)
+    if opts.real_root:
+        resources.nmnist_recordings(opts.real_root, "--real-root")
+    left = [] if opts.report_only else [
+        config for results_dir, runs, _ in grids for config in runs
+        if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, members), config)]
+    if left or opts.real_root:
+        xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
+    if left:
+        recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
+        for config in left:
+            resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, members))
 
 
 def reproduce_runs(opts, results_dir, runs, members, deadline):
@@ -330,8 +439,25 @@ def reproduce_runs(opts, results_dir, runs, members, deadline):
 
 # ---------------------------------------------------------------------------------------------
 
+class Parser(argparse.ArgumentParser):
+    """argparse, a usage error in one line: the problem and where to read more (once per MPI job)."""
+
+    def error(self, message):
+        if distributed.launched_rank() == 0:
+            print(f"error: {message}; see {self.prog} --help", file=sys.stderr)
+        sys.exit(2)
+
+
+def integers(text):
+    """argparse type: comma-separated integers, e.g. 1,2."""
+    try:
+        return [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,2, got {text!r}") from None
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = Parser(prog="run.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     where = ("device", "data_root", "cache_dir")
 
@@ -363,16 +489,21 @@ def main(argv=None):
                                                                        "(default: results)")
     add_config_options(reproduce_parser, where + ("download",))
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    populations = sorted({p for part in run_config.HYPERSCALE.values() for ps in part["populations"].values()
+                          for p in ps})
     reproduce_parser.add_argument("--runs", type=lambda text: text.split(","),
-                                  help="only these runs, e.g. bptt,es,eggroll-r4 (default: all)")
-    reproduce_parser.add_argument("--seeds", type=lambda text: [int(seed) for seed in text.split(",")],
-                                  help="only these seeds, e.g. 1,2 (default: all)")
-    reproduce_parser.add_argument("--populations", type=lambda text: [int(members) for members in text.split(",")],
-                                  help="with --config hyperscale: only these populations, e.g. 512,2048 "
-                                       "(default: all)")
+                                  help="only these runs, e.g. bptt,es,eggroll-r4: some of bptt, es, "
+                                       f"{', '.join(f'eggroll-r{r}' for r in run_config.RANKS)}, as the preset "
+                                       "has them (default: all)")
+    reproduce_parser.add_argument("--seeds", type=integers,
+                                  help=f"only these seeds, e.g. 1,2: some of {', '.join(map(str, run_config.SEEDS))}"
+                                       f", as the preset has them (default: all)")
+    reproduce_parser.add_argument("--populations", type=integers,
+                                  help="with --config hyperscale: only these populations, e.g. 512,2048: some of "
+                                       f"{', '.join(map(str, populations))}, as the part has them (default: all)")
     reproduce_parser.add_argument("--deadline", type=float,
-                                  help="seconds from now after which no run trains: the one running stops at its "
-                                       "next step, checkpointed, and the next reproduce resumes it (default: none)")
+                                  help="seconds from now (>= 0) after which no run trains: the one running stops at "
+                                       "its next step, checkpointed, and the next reproduce resumes it (default: none)")
     reproduce_parser.add_argument("--force", action="store_true",
                                   help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",
@@ -388,12 +519,19 @@ def main(argv=None):
                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     bench.add_options(bench_parser)
 
-    opts = parser.parse_args(argv)
+    opts, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser, whose --help lists its options
+        commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     defaults = run_config.RunConfig()
     for name in where + ("download",):
         if getattr(opts, name, False) is None:
             setattr(opts, name, getattr(defaults, name))
     team = distributed.ALONE
+    handlers = {signum: signal.signal(signum, lambda signum, frame: team.on_signal(signum))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    again = {"train": "rerun with --resume to continue",
+             "reproduce": "rerun the same command to continue (finished runs are skipped)"}.get(
+        opts.command, "nothing was written, rerun to start again")
     try:
         if getattr(opts, "distributed", False):
             team = distributed.team(getattr(opts, "update", "seeds"))
@@ -405,35 +543,43 @@ def main(argv=None):
             reproduce(opts)
         elif opts.command == "evaluate":
             print(json.dumps(evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)))
-        elif opts.distributed:
-            bench.bench_distributed(opts, team)
         else:
-            bench.bench(opts)
+            with checked_together(team):
+                bench.check_request(opts, team)
+            if opts.distributed:
+                bench.bench_distributed(opts, team)
+            else:
+                bench.bench(opts)
     except Interrupted as error:
-        again = "rerun with --resume to continue" if opts.command == "train" else \
-            "rerun the same command to continue (finished runs are skipped)"
-        return fail(f"interrupted: {error}; {again}", team)
-    except KeyboardInterrupt:
-        return fail("interrupted; nothing was left half-written, rerun to start again", team)
+        return fail(f"interrupted: {error}; {again}", team, 128 + error.signum, error.everywhere)
+    except KeyboardInterrupt as stop:  # before a run started, or outside one
+        return fail(f"interrupted{' before training started' * (opts.command == 'train')}; {again}", team,
+                    128 + getattr(stop, "signum", signal.SIGINT), getattr(stop, "everywhere", False))
     except (UsageError, ValueError, OSError, RuntimeError) as error:
-        return fail(str(error), team)
+        return fail(str(error), team, everywhere=isinstance(error, JobError))
     except BaseException:
         if team.size > 1:  # a bug: show it, and end every process of the job rather than leave them waiting
             import traceback
             traceback.print_exc()
             team.abort(1)
         raise
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return 0
 
 
-def fail(message, team):
-    """Print `message` as one line (from the first process of a job) and return exit status 2.
-    In an MPI job the other processes may be waiting for this one, so the job is ended."""
-    if team.rank == 0:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    if team.size > 1:
-        team.abort(2)
-    return 2
+def fail(message, team, status=2, everywhere=False):
+    """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
+    error that every process met (`everywhere`) is printed by the first; one a process met alone
+    is printed by it with its rank, and ends the job, whose other processes may be waiting for it."""
+    if team.size == 1 or everywhere:
+        if team.rank == 0:
+            print(f"error: {message}", file=sys.stderr, flush=True)
+        return status
+    print(f"error: rank {team.rank} of {team.size}: {message}", file=sys.stderr, flush=True)
+    team.abort(status)
+    return status
 
 
 if __name__ == "__main__":

@@ -1,27 +1,31 @@
 """A training run's folder: what is in it, and how it is written so that a kill never corrupts it.
 
     config.json     the settings that define the run's result (config.stored)
-    checkpoint.npz  parameters, Adam's state and progress, replaced atomically at every evaluation
+    checkpoint.npz  parameters, Adam's state, progress and what they belong to (the run's settings,
+                    the network's sizes, the data), replaced atomically at every evaluation
     metrics.jsonl   one validation record per evaluation, appended
     final.json      test and validation accuracy and timings, written when the run ends
     real.json       the run scored on another N-MNIST copy (`run.py evaluate`, reproduce --real-root)
     .lock           held (an OS lock) by the one process working in the folder, which wrote its PID
 
-Every file is checked before use; a damaged one is reported in one line naming it and the fix.
+Every value read from these files is checked (type, shape, range: settings by the rules of their
+options); a damaged or foreign file is reported in one line naming it, the field and the fix.
 """
 import contextlib
 import fcntl
 import json
+import math
 import os
 import zipfile
 
 import numpy
 
 import config as run_config
+import snn
 from backend import to_numpy
 
 CHECKPOINT = "checkpoint.npz"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2 added the identity; version 1 checkpoints are still read
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "metrics.jsonl", "final.json", "final.json.tmp",
              "config.json", "real.json")
@@ -89,14 +93,26 @@ def append_line(path, text):
 # ---------------------------------------------------------------------------------------------
 # Checkpoints
 
-def save_checkpoint(out, params, state, step, step_seconds):
-    """Write params, Adam state and progress atomically: a temporary file, synced, then a rename."""
+def identity(config, data=None):
+    """What a checkpoint belongs to: the run's settings, the network's sizes and the data it trains
+    on (data.NMNIST.fingerprint; None where it is not compared, as when `evaluate` scores a run)."""
+    return {"config": run_config.stored(config), "sizes": list(snn.SIZES), "data": data}
+
+
+def save_checkpoint(out, params, state, step, step_seconds, identity):
+    """Write params, Adam state, progress and the run's `identity` atomically: a temporary file,
+    synced, then a rename. What a resume would refuse (NaN or inf, a negative second moment) is
+    not written: a UsageError, and the checkpoint there stays as it was."""
     arrays = {f"param/{k}": to_numpy(v) for k, v in params.items()}
     arrays.update({f"adam_m/{k}": to_numpy(v) for k, v in state["m"].items()})
     arrays.update({f"adam_v/{k}": to_numpy(v) for k, v in state["v"].items()})
     arrays.update(adam_t=numpy.int64(state["t"]), step=numpy.int64(step),
                   step_seconds=numpy.asarray(step_seconds, dtype=numpy.float64),
-                  version=numpy.int64(CHECKPOINT_VERSION))
+                  version=numpy.int64(CHECKPOINT_VERSION), identity=numpy.array(json.dumps(identity)))
+    problem = checkpoint_problem(arrays, {k: arrays[f"param/{k}"] for k in params})
+    if problem:
+        raise UsageError(f"training went non-finite by step {step} ({problem}), so {out / CHECKPOINT} was not "
+                         f"written: lower --lr or --sigma and start over with --force")
     with writing(out / CHECKPOINT) as temporary:
         with open(temporary, "wb") as file:
             numpy.savez(file, **arrays)
@@ -104,50 +120,128 @@ def save_checkpoint(out, params, state, step, step_seconds):
             os.fsync(file.fileno())
 
 
-def checkpoint_problem(arrays, like, total_steps):
-    """What is wrong with a checkpoint's arrays for parameters shaped `like`, or None."""
-    names = [f"{group}/{k}" for group in ("param", "adam_m", "adam_v") for k in like]
-    for name in names + ["adam_t", "step", "step_seconds", "version"]:
+def checkpoint_problem(arrays, like):
+    """What is wrong with a checkpoint's arrays on their own and for parameters shaped `like`, or
+    None: every array there and no other, integer scalars, parameters and Adam's moments of the
+    parameters' shapes and dtypes, finite, second moments >= 0, one duration >= 0 per step done."""
+    for name in ("version", "step", "adam_t"):
         if name not in arrays:
             return f"{name} is missing"
-    if int(arrays["version"]) != CHECKPOINT_VERSION:
-        return f"version {int(arrays['version'])}, expected {CHECKPOINT_VERSION}"
-    for name in names:
-        expected = like[name.split("/", 1)[1]]
-        if arrays[name].shape != expected.shape or arrays[name].dtype != expected.dtype:
+        if arrays[name].shape != () or arrays[name].dtype.kind not in "iu":
+            return f"{name} is {arrays[name].dtype} {arrays[name].shape}, expected an integer"
+    version = int(arrays["version"])
+    if version not in (1, CHECKPOINT_VERSION):
+        return f"version {version}, expected 1 or {CHECKPOINT_VERSION}"
+    tensors = [f"{group}/{k}" for group in ("param", "adam_m", "adam_v") for k in like]
+    expected = tensors + ["adam_t", "step", "step_seconds", "version"] + (["identity"] if version > 1 else [])
+    for name in expected:
+        if name not in arrays:
+            return f"{name} is missing"
+    unexpected = sorted(set(arrays) - set(expected))
+    if unexpected:
+        return f"it holds an array {unexpected[0]} that no checkpoint of this network has"
+    for name in tensors:
+        wanted = like[name.split("/", 1)[1]]
+        if arrays[name].shape != wanted.shape or arrays[name].dtype != wanted.dtype:
             return (f"{name} is {arrays[name].dtype} {arrays[name].shape}, expected "
-                    f"{expected.dtype} {tuple(expected.shape)}")
+                    f"{wanted.dtype} {tuple(wanted.shape)}")
         if not numpy.isfinite(arrays[name]).all():
             return f"{name} holds NaN or inf"
-    step, last = int(arrays["step"]), total_steps or int(arrays["step"])
-    if not 1 <= step <= last or int(arrays["adam_t"]) != step or len(arrays["step_seconds"]) != step:
-        return f"its step {step} does not fit a run of {last} steps"
+        if name.startswith("adam_v/") and (arrays[name] < 0).any():
+            return f"{name} holds negative values"
+    step, seconds = int(arrays["step"]), arrays["step_seconds"]
+    if seconds.dtype != numpy.float64 or seconds.ndim != 1:
+        return f"step_seconds is {seconds.dtype} {seconds.shape}, expected float64 (step,)"
+    if not (numpy.isfinite(seconds) & (seconds >= 0)).all():
+        return "step_seconds holds a negative, NaN or inf duration"
+    if step < 1 or int(arrays["adam_t"]) != step or len(seconds) != step:
+        return f"its step {step}, adam_t {int(arrays['adam_t'])} and {len(seconds)} step_seconds disagree"
     return None
 
 
-def load_checkpoint(path, xp, like, total_steps=None):
-    """(params, Adam state, step, step seconds) from a checkpoint of parameters shaped like `like`
-    (a params dict) and at most `total_steps` steps; a UsageError if it is damaged or foreign."""
+def read_identity(array):
+    """The identity (see `identity`) a checkpoint holds as JSON text, its settings read as a
+    config.json's; ValueError saying what is wrong with it."""
+    if array.shape != () or array.dtype.kind != "U":
+        raise ValueError(f"identity is {array.dtype} {array.shape}, expected a JSON text")
     try:
-        with numpy.load(path) as stored:
-            arrays = {name: stored[name] for name in stored.files}
-        problem = checkpoint_problem(arrays, like, total_steps)
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, AttributeError):
-        problem = "it is empty" if path.stat().st_size == 0 else "it is not a checkpoint.npz archive"
+        stored = json.loads(str(array))
+    except json.JSONDecodeError:
+        raise ValueError("identity is not valid JSON") from None
+    data = stored.get("data") if isinstance(stored, dict) else None
+    if not (isinstance(stored, dict) and isinstance(stored.get("config"), dict)
+            and isinstance(stored.get("sizes"), list) and all(type(n) is int for n in stored["sizes"])
+            and (data is None or isinstance(data, dict) and all(isinstance(v, str) for v in data.values()))):
+        raise ValueError("identity does not hold the run's config, sizes and data")
+    try:
+        return dict(stored, config=run_config.stored(run_config.from_stored(stored["config"])))
+    except ValueError as error:
+        raise ValueError(f"identity's config.{error}") from None
+
+
+def foreign_problem(stored, wanted):
+    """How a checkpoint's identity `stored` differs from the run's `wanted`, as the end of a sentence
+    about the checkpoint that says what to do, or None. The data is compared where both name it."""
+    theirs, ours = stored["config"], wanted["config"]
+    keys = ["method"] if theirs["method"] != ours["method"] else [k for k in ours if theirs.get(k) != ours[k]]
+    differences = [f"{k} {theirs.get(k)}, not {ours[k]}" for k in keys]
+    if stored["sizes"] != wanted["sizes"]:
+        differences.append(f"sizes {'-'.join(map(str, stored['sizes']))}, not {'-'.join(map(str, wanted['sizes']))}")
+    if differences:
+        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or run "
+                f"with --force to start over")
+    for split, fingerprint in (wanted["data"] or {}).items():
+        if stored["data"] is not None and stored["data"].get(split) != fingerprint:
+            return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); resume "
+                    f"with the --data-root it was trained on (`run.py evaluate` scores a run on other data), or "
+                    f"run with --force to start over")
+    return None
+
+
+def read_arrays(path):
+    """The arrays of an .npz archive, or None if it is not one (empty, cut short, an .npy)."""
+    try:
+        with numpy.load(path) as stored:  # an .npy loads as an array, which has no `with`: TypeError
+            return {name: stored[name] for name in stored.files}
+    except (OSError, EOFError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+
+
+def load_checkpoint(path, xp, like, identity, total_steps=None):
+    """(params, Adam state, step, step seconds) from a checkpoint of parameters shaped like `like`
+    (a params dict) and at most `total_steps` steps; a UsageError if it is damaged, or belongs to
+    another run than `identity` (see `identity`; its data is compared unless None). A version 1
+    checkpoint has no identity: it is taken to belong to the run."""
+    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it or run with "
+                                         f"--force to start over")
+    arrays = read_arrays(path)
+    if arrays is None:
+        raise damaged("it is empty" if path.stat().st_size == 0 else "it is not a checkpoint.npz archive")
+    problem = checkpoint_problem(arrays, like)
     if problem:
-        raise UsageError(f"checkpoint {path} is damaged ({problem}); delete it or run with --force to "
-                         f"start over")
+        raise damaged(problem)
+    if int(arrays["version"]) > 1:
+        try:
+            foreign = foreign_problem(read_identity(arrays["identity"]), identity)
+        except ValueError as error:
+            raise damaged(error) from None
+        if foreign:
+            raise UsageError(f"checkpoint {path} {foreign}")
+    step = int(arrays["step"])
+    if total_steps is not None and step > total_steps:
+        raise damaged(f"its step {step} does not fit a run of {total_steps} steps")
     group = lambda prefix: {k.split("/", 1)[1]: xp.asarray(v) for k, v in arrays.items()
                             if k.startswith(prefix + "/")}
     state = {"m": group("adam_m"), "v": group("adam_v"), "t": int(arrays["adam_t"])}
-    return group("param"), state, int(arrays["step"]), list(arrays["step_seconds"])
+    return group("param"), state, step, list(arrays["step_seconds"])
 
 
 # ---------------------------------------------------------------------------------------------
-# config.json and metrics.jsonl
+# config.json, metrics.jsonl, final.json and real.json
 
 def read_config(out):
-    """The RunConfig stored in out/config.json; a UsageError if it is damaged or foreign."""
+    """The RunConfig stored in out/config.json, each setting checked by the rules of its option; a
+    UsageError naming the setting if it is damaged or foreign."""
     path = out / "config.json"
     fix = "restore it, or start over with --force (deletes the run)"
     try:
@@ -158,8 +252,8 @@ def read_config(out):
         raise UsageError(f"{path} does not hold a run's settings (a JSON object with a method); {fix}")
     try:
         return run_config.from_stored(values)
-    except TypeError as error:
-        raise UsageError(f"{path} does not hold a run's settings ({error}); {fix}") from None
+    except ValueError as error:
+        raise UsageError(f"{path} is damaged ({error}); {fix}") from None
 
 
 def prepare(out, config, resume, force):
@@ -197,18 +291,97 @@ def is_finished(out, config):
 
 def metrics_until(path, step):
     """The metrics records of generations <= step. A last line cut short by a kill is dropped;
-    any other damaged line is a UsageError naming the file."""
-    lines = path.read_text().splitlines() if path.exists() else []
-    records = []
+    any other damaged line (not JSON, or a value of another type or range) is a UsageError naming
+    the file, the line and the field."""
+    lines = path.read_bytes().decode(errors="replace").splitlines() if path.exists() else []
+    records, previous = [], 0
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
-            generation = record["generation"]
-        except (json.JSONDecodeError, TypeError, KeyError):
+        except json.JSONDecodeError:
             if number == len(lines):
                 continue
-            raise UsageError(f"{path} line {number} is damaged; delete that line (the checkpoint keeps the "
-                             f"weights) and run again") from None
-        if generation <= step:
+            problem = "it is not JSON"
+        else:
+            problem = metrics_problem(record, previous)
+        if problem:
+            raise UsageError(f"{path} line {number} is damaged ({problem}); delete that line (the checkpoint "
+                             f"keeps the weights) and run again")
+        previous = record["generation"]
+        if previous <= step:
             records.append(record)
     return records
+
+
+# What the records of metrics.jsonl, final.json and real.json hold: {key: (predicate, requirement)},
+# "a.b" naming record["a"]["b"].
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_count(value, low):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+FRACTION = (lambda v: is_number(v) and 0 <= v <= 1, "a number in [0, 1]")
+AMOUNT = (lambda v: is_number(v) and 0 <= v < math.inf, "a finite number >= 0")
+FINITE = (lambda v: is_number(v) and math.isfinite(v), "a finite number")
+COUNT = (lambda v: is_count(v, 1), "an integer >= 1")
+SIZE = (lambda v: is_count(v, 0), "an integer >= 0")
+PER_DIGIT = (lambda v: isinstance(v, list) and len(v) == snn.SIZES[-1] and all(x is None or FRACTION[0](x) for x in v),
+             f"a list of {snn.SIZES[-1]} numbers in [0, 1] or null")
+METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": AMOUNT, "val_acc": FRACTION,
+                 "spikes_per_sample": AMOUNT, "mean_fitness": FINITE, "max_fitness": FINITE, "shaped_std": AMOUNT,
+                 "loss": FINITE}
+FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": AMOUNT,
+               "median_seconds_per_generation": AMOUNT, "total_seconds": AMOUNT, "generations": COUNT,
+               "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
+               "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
+               "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object")}
+REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")}
+MISSING = object()
+
+
+def record_problem(record, rules, required):
+    """What is wrong with a JSON record, or None: not an object, a `required` key missing, or a
+    value that breaks its rule."""
+    if not isinstance(record, dict):
+        return f"it holds a JSON {type(record).__name__}, not an object"
+    for key, (valid, requirement) in rules.items():
+        value = record
+        for part in key.split("."):
+            value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+        if value is MISSING and key in required:
+            return f"{key} is missing"
+        if value is not MISSING and not valid(value):
+            return f"{key} must be {requirement}, got {json.dumps(value)}"
+    return None
+
+
+def metrics_problem(record, previous, required=("generation",)):
+    """What is wrong with a metrics.jsonl record following one of generation `previous`, or None."""
+    problem = record_problem(record, METRICS_RULES, required)
+    if problem is None and record["generation"] <= previous:
+        problem = f"generation {record['generation']} does not follow generation {previous}"
+    return problem
+
+
+def final_problem(final):
+    """What is wrong with a final.json, or None; its settings are read as a config.json's, and
+    must include the seed."""
+    problem = record_problem(final, FINAL_RULES, ("test_acc", "val_acc", "spikes_per_sample",
+                                                  "median_seconds_per_generation", "total_seconds", "config"))
+    if problem is None and "seed" not in final["config"]:
+        problem = "config.seed is missing"
+    if problem is None:
+        try:
+            run_config.from_stored(final["config"])
+        except ValueError as error:
+            problem = f"config.{error}"
+    return problem
+
+
+def real_problem(real):
+    """What is wrong with a real.json, or None."""
+    return record_problem(real, REAL_RULES, ("accuracy.all",))

@@ -1,7 +1,10 @@
 """The benchmark at a small size: every method runs and reports time and memory, and the FLOP and
-noise-memory counts follow the method's arithmetic."""
+noise-memory counts follow the method's arithmetic; what it will use is checked before any timing,
+and the memory estimates cover the peaks measured on a GPU."""
 import bench
 import config
+import resources
+import run
 import snn
 
 
@@ -19,7 +22,41 @@ def test_bench_measures_every_method_at_a_small_size(monkeypatch):
     assert len(stages) >= 5 and all(t["kernel"] > 0 and t["numpy_twin"] > 0 for t in stages.values())
     n, h, _ = snn.SIZES
     for rank in config.RANKS:
-        ratio = bench.noise_bytes("eggroll", rank) / bench.noise_bytes("es-batched", None)
+        ratio = bench.noise_bytes("eggroll", rank, 256) / bench.noise_bytes("es-batched", None, 256)
         assert abs(ratio / (rank * (n + h) / (n * h)) - 1) < 0.1  # biases and layer 2 add a few %
     assert bench.flops_per_generation("eggroll", 1) < bench.flops_per_generation("eggroll", 8) \
         < bench.flops_per_generation("es-batched", None)
+
+
+def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monkeypatch):
+    """Memory for --pairs, the --data-root copy and the --json file's folder are checked before
+    the first timing: one line naming the option, exit status 2, nothing timed or written."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts))
+    cases = [(["--pairs", "100000000", "--methods", "eggroll-r1", "--repeats", "1"],
+              "error: --pairs 100000000 needs about "),
+             (["--pairs", "99999999999999999999"], "error: --pairs 99999999999999999999 needs about "),
+             (["--json", str(tmp_path / "absent" / "b.json")], f"error: --json {tmp_path / 'absent' / 'b.json'}: "
+                                                               f"the folder {tmp_path / 'absent'} does not exist"),
+             (["--json", str(tmp_path)], f"error: --json {tmp_path} is a folder"),
+             (["--data-root", str(tmp_path / "absent")], f"error: --data-root {tmp_path / 'absent'} holds no N-MNIST"),
+             (["--methods", "eggroll-r3"], "error: unknown method 'eggroll-r3' in --methods")]
+    for extra, message in cases:
+        assert run.main(["bench", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(message) and err.count("\n") == 1, (extra, err)
+        assert "--pairs" not in extra or "of RAM" in err and err.rstrip().endswith("lower --pairs"), err
+    assert not started and list(tmp_path.iterdir()) == []
+
+
+def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():
+    """The peak GPU memory bench measured on an H200 (README) lies below the estimate, and the
+    largest hyperscale runs' estimates fit an 80 GB GPU: 512 and 65,536 EGGROLL members, 8,192 of
+    inference, 512 and 8,192 of vanilla ES."""
+    measured = [("eggroll", 1, 256, 82e6), ("eggroll", 4, 256, 105e6), ("eggroll", 1, 4096, 0.5e9),
+                ("eggroll", 4, 4096, 0.7e9), ("eggroll", 1, 32768, 3.4e9), ("inference", None, 32768, 0.9e9),
+                ("es-batched", None, 256, 729e6), ("es-batched", None, 4096, 10.6e9)]
+    for method, rank, pairs, peak in measured:
+        estimate = resources.generation_bytes(method, rank, pairs, bench.REFERENCE["batch"],
+                                              bench.REFERENCE["time_bins"], gpu=True)
+        assert peak <= estimate < 40e9, (method, rank, pairs, estimate)

@@ -59,6 +59,30 @@ def test_check_names_the_option_the_rule_and_an_example(changes, message):
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize("values, message", [
+    (dict(method="eggroll", seed="1"), 'seed must be an integer, got "1"'),
+    (dict(method="eggroll", seed=1.0), "seed must be an integer, got 1.0"),
+    (dict(method="eggroll", rank=True), "rank must be an integer, got true"),
+    (dict(method="es", sigma=None), "sigma must be a number, got null"),
+    (dict(method="es", es_mode="parallel"), 'es_mode must be one of batched, sequential, got "parallel"'),
+    (dict(method="bptt", epochs=0), "epochs must be >= 1, got 0"),
+    (dict(method="bptt", generations=0), "epochs must be >= 1, got 0"),  # a BPTT run stored before epochs existed
+    (dict(method="eggroll", lr=float("nan")), "lr must lie in (0, 1], got nan"),
+])
+def test_a_stored_setting_is_checked_by_the_rules_of_its_option(values, message):
+    with pytest.raises(ValueError) as error:
+        config.from_stored(values)
+    assert str(error.value) == message
+
+
+def test_a_stored_setting_the_method_ignores_is_checked_for_its_type_only():
+    assert config.from_stored(dict(method="es", rank=0)).rank == 0
+    with pytest.raises(ValueError, match='rank must be an integer, got "4"'):
+        config.from_stored(dict(method="es", rank="4"))
+    beta = config.from_stored(dict(method="eggroll", beta=1)).beta
+    assert beta == 1.0 and isinstance(beta, float)
+
+
 def test_check_ignores_settings_the_method_does_not_use():
     config.check(config.RunConfig(method="bptt", generations=0))
     config.check(config.RunConfig(method="eggroll", epochs=0))

@@ -4,6 +4,7 @@ import json
 import os
 import socket
 import urllib.error
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -257,6 +258,42 @@ def test_damaged_cache_is_rebuilt_and_replaced(root, tmp_path, monkeypatch, dama
     np.testing.assert_array_equal(second.test.packed, first.test.packed)
     load(root, tmp_path / "cache")
     assert built == [path.name]  # the replaced file is used from now on
+
+
+def rewrite_cache(path, change):
+    with np.load(path) as f:
+        arrays = {name: f[name] for name in f.files}
+    change(arrays)
+    with open(path, "wb") as file:
+        np.savez(file, **arrays)
+
+
+def with_meta(arrays, **changes):
+    arrays["meta"] = np.array(json.dumps(dict(json.loads(str(arrays["meta"])), **changes)))
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda a: a.update(packed=a["packed"][:, :100]), "packed is uint8 (20, 100), expected uint8 (20, 2890)"),
+    (lambda a: a.update(packed=a["packed"][:10]), "packed is uint8 (10, 2890), expected uint8 (20, 2890)"),
+    (lambda a: a.update(packed=a["packed"].astype(np.float64)), "packed is float64 (20, 2890), expected uint8"),
+    (lambda a: a.update(labels=a["labels"] + 20), "labels are int64 (20,) and not the digits of the recordings'"),
+    (lambda a: a.update(labels=a["labels"].astype(np.float64)), "labels are float64 (20,) and not the digits"),
+    (lambda a: with_meta(a, n_short=3), "n_short is 3, but 0 samples are all zero"),
+], ids=["narrower", "fewer", "float frames", "labels out of range", "float labels", "n_short"])
+def test_a_cache_unlike_its_metadata_is_rebuilt_with_a_one_line_warning(root, tmp_path, monkeypatch, change, problem):
+    first = load(root, tmp_path / "cache")
+    path = Path(first.info["Test"]["cache"])
+    rewrite_cache(path, change)
+    built = count_builds(monkeypatch)
+    with pytest.warns(UserWarning) as caught:
+        second = load(root, tmp_path / "cache")
+    assert len(caught) == 1
+    assert str(caught[0].message).startswith(f"frame cache {path} does not match its metadata ({problem}")
+    shown = warnings.formatwarning(caught[0].message, caught[0].category, caught[0].filename, caught[0].lineno)
+    assert shown.count("\n") == 1, shown
+    assert built == [path.name]
+    np.testing.assert_array_equal(second.test.packed, first.test.packed)
+    np.testing.assert_array_equal(second.test.labels, first.test.labels)
 
 
 def test_short_recordings_are_kept_and_reported(root, tmp_path):

@@ -1,7 +1,8 @@
 """One population over MPI processes: the split of the pairs, the fixed-shape population product
 that makes the split invisible, and real `mpiexec` jobs on the real recordings whose weights equal
 the single-process run bit for bit (update "seeds") or within float32 rounding (update
-"allreduce"), resume with another number of processes, and end when one process dies."""
+"allreduce"), resume with another number of processes, and end when one process dies; a process
+that fails its checks is named by its rank, and a signal stops every process at one step."""
 import json
 import os
 import shutil
@@ -234,3 +235,78 @@ def test_without_mpi4py_distributed_names_the_install_command(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert 'error: --distributed needs mpi4py and an MPI library: pip install -e ".[mpi]"' in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Every process speaks
+
+def job(command, tmp_path, timeout=300):
+    """Run an MPI job in its own session (so that it can be ended whole), its stderr as text."""
+    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), text=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        err = process.communicate(timeout=timeout)[1]
+        return process.returncode, err
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@needs_real
+@needs_mpi
+def test_a_process_that_fails_its_checks_is_named_by_rank_and_nothing_is_written(tmp_path):
+    """One process of the job cannot read its data, or write its frame cache: the first process
+    prints one line with that process's rank and reason, and the run folder is never made. A run
+    too large for memory, or a mistyped option, is refused by every process alike: one line."""
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    (tmp_path / "file").write_text("")
+    train = [sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), *SETTINGS[:-2], "--distributed"]
+    first = [MPIEXEC, "-n", "1", "env", f"NMNIST_ROOT={REAL_ROOT}", f"EGGROLL_CACHE={cache}", *train]
+    cases = [(["env", f"NMNIST_ROOT={tmp_path / 'absent'}", f"EGGROLL_CACHE={cache}"],
+              f"error: rank 1 of 2: N-MNIST not found in {tmp_path / 'absent'}"),
+             (["env", f"NMNIST_ROOT={REAL_ROOT}", f"EGGROLL_CACHE={tmp_path / 'file' / 'cache'}"],
+              "error: rank 1 of 2: ")]
+    for environment, message in cases:
+        code, err = job([*first, ":", "-n", "1", *environment, *train], tmp_path)
+        assert code == 2 and err.count("error:") == 1 and message in err, err
+        assert str(tmp_path / "file" / "cache") in err or "N-MNIST" in err, err
+        assert not out.exists()
+    code, err = job([MPIEXEC, "-n", "2", *train[:-1], "--data-root", str(REAL_ROOT), "--cache-dir", str(cache),
+                     "--population", "100000000", "--distributed"], tmp_path)
+    assert code == 2 and err.count("error:") == 1 and "rank" not in err, err
+    assert "error: --population 100000000: the run needs about " in err and "RAM for 2 processes" in err, err
+    code, err = job([MPIEXEC, "-n", "2", *train, "--rank", "x"], tmp_path)  # argparse's errors, once too
+    assert code == 2 and err == "error: argument --rank: invalid int value: 'x'; see run.py train --help\n", err
+    assert not out.exists()
+
+
+@needs_real
+@needs_mpi
+@pytest.mark.parametrize("signal_name, target", [("SIGINT", "mpiexec"), ("SIGTERM", "mpiexec"),
+                                                 ("SIGTERM", "first process"), ("SIGINT", "first process")])
+def test_a_signal_stops_every_process_at_one_step_and_says_how_to_continue(tmp_path, signal_name, target):
+    """Ctrl-C or SIGTERM to mpiexec (which passes it on to every process), or to one process alone:
+    all stop at the same generation, the first prints one line with the step and --resume, the
+    exit status is 130 or 143, and the checkpoint is whole."""
+    out = tmp_path / "run"
+    command = [MPIEXEC, "-n", "2", sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), "--cache-dir",
+               str(tmp_path / "cache"), *SETTINGS, "--generations", "100000", "--distributed"]
+    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), text=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not (out / run.CHECKPOINT).exists() and time.time() < deadline and process.poll() is None:
+            time.sleep(0.01)
+        pid = process.pid if target == "mpiexec" else int((out / run_folder.LOCK).read_text())
+        os.kill(pid, getattr(signal, signal_name))
+        err = process.communicate(timeout=120)[1]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert process.returncode == 128 + getattr(signal, signal_name) and len(lines) == 1, err
+    assert lines[0].startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume" in lines[0]
+    with np.load(out / run.CHECKPOINT) as stored:
+        assert int(stored["step"]) >= 3

@@ -10,13 +10,15 @@ import config
 import report
 
 
+FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
+         "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1}
+
+
 def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **final):
     """A finished run folder as training leaves it; real_acc: also a real.json."""
     out = results_dir / "runs" / f"{name}-seed{seed}"
     out.mkdir(parents=True)
-    final = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
-             "total_seconds": 10.0, "device": "cpu", "config": {"seed": seed}, "n_train": 1, "n_val": 1,
-             "n_test": 1, **final}
+    final = {**FINAL, "config": {"seed": seed}, **final}
     (out / "final.json").write_text(json.dumps(final))
     (out / "metrics.jsonl").write_text("".join(json.dumps({"generation": 10 * (i + 1), "val_acc": acc,
                                                            "wall_seconds": float(i + 1)}) + "\n"
@@ -82,7 +84,7 @@ def figures(tmp_path, monkeypatch):
         write_run(tmp_path, "bptt", seed, val_acc=0.95)
         for index, name in enumerate(["es"] + [f"eggroll-r{r}" for r in config.RANKS]):
             write_run(tmp_path, name, seed, test_acc=0.5 + 0.03 * index + 0.02 * seed,
-                      val_accs=[0.1 * step + 0.02 * (index + seed) for step in range(1, 10)])
+                      val_accs=[0.09 * step + 0.02 * (index + seed) for step in range(1, 10)])
     report.write_report(tmp_path, "paper")
     return saved
 
@@ -124,13 +126,27 @@ def test_a_cut_last_line_of_metrics_is_skipped(tmp_path):
 
 DAMAGES = {
     "final.json not JSON": ("final.json", "{\"test_acc\": 0.9,", "final.json is not valid JSON"),
-    "final.json a list": ("final.json", "[1, 2]", "final.json holds a JSON list"),
-    "final.json without test_acc": ("final.json", json.dumps({"val_acc": 0.9}), "final.json has no number at \"test_acc\""),
+    "final.json a list": ("final.json", "[1, 2]", "final.json is damaged (it holds a JSON list, not an object)"),
+    "final.json without test_acc": ("final.json", json.dumps({"val_acc": 0.9}), "(test_acc is missing)"),
     "final.json not text": ("final.json", b"\xff\xfe\x00garbage", "final.json is not valid JSON"),
-    "real.json without accuracy": ("real.json", json.dumps({"run": "x"}), "real.json has no number at \"accuracy.all\""),
+    "real.json without accuracy": ("real.json", json.dumps({"run": "x"}), "(accuracy.all is missing)"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
-    "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "has no number at \"generation\""),
+    "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "is damaged (generation is missing)"),
+    "metrics.jsonl out of range": ("metrics.jsonl", json.dumps({"generation": 10, "val_acc": 1.5, "wall_seconds": 1.0}),
+                                   "(val_acc must be a number in [0, 1], got 1.5)"),
+    "metrics.jsonl out of order": ("metrics.jsonl", "".join(json.dumps({"generation": g, "val_acc": 0.5,
+                                                                        "wall_seconds": 1.0}) + "\n" for g in (20, 10)),
+                                   "(generation 10 does not follow generation 20)"),
+    "final.json accuracy out of range": ("final.json", json.dumps(dict(FINAL, test_acc=1.5)),
+                                         "(test_acc must be a number in [0, 1], got 1.5)"),
+    "final.json negative seconds": ("final.json", json.dumps(dict(FINAL, total_seconds=-1)),
+                                    "(total_seconds must be a finite number >= 0, got -1)"),
+    "final.json seed not a number": ("final.json", json.dumps(dict(FINAL, config={"seed": "1"})),
+                                     '(config.seed must be an integer, got "1")'),
+    "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
+    "real.json accuracy a string": ("real.json", json.dumps({"accuracy": {"all": "0.5"}}),
+                                    '(accuracy.all must be a number in [0, 1], got "0.5")'),
 }
 
 
@@ -251,8 +267,8 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
     out = write_run(tmp_path / "digits", "es-m512", 1, test_acc_per_digit="0.9")
     with pytest.raises(ValueError) as error:
         report.write_hyperscale_report(tmp_path / "digits", "headline")
-    assert str(error.value) == (f"{out / 'final.json'} has no list of numbers at \"test_acc_per_digit\": "
-                                f"{report.RETRAIN}")
+    assert str(error.value) == (f"{out / 'final.json'} is damaged (test_acc_per_digit must be a list of 10 numbers "
+                                f"in [0, 1] or null, got \"0.9\"): {report.RETRAIN}")
     write_run(tmp_path / "named", "es", 1)
     with pytest.raises(ValueError) as error:
         report.write_hyperscale_report(tmp_path / "named", "budget")

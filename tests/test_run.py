@@ -356,3 +356,156 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert uninterrupted.keys() == resumed.keys()
     for name in uninterrupted:
         np.testing.assert_array_equal(uninterrupted[name], resumed[name], err_msg=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Before any work: memory, names and paths; every error one line; signals say how to continue
+
+def folder_bytes(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()} if folder.exists() else None
+
+
+def test_a_run_too_large_for_memory_is_refused_before_anything_is_touched(tmp_path, dataset, capsys, monkeypatch):
+    """A population, batch or frame count whose estimated memory exceeds what is free: one line
+    naming the option, the estimate and what is free; no folder made, and with --force the run
+    already there is kept."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    before = folder_bytes(out)
+    for extra in ([], ["--force"], ["--resume"]):
+        code, err = run_main(["train", "--out", str(out), *SMALL, *dataset, "--population", "100000000", *extra],
+                             capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith("error: --population 100000000: the run needs about ") and " TB of RAM" in err
+        assert "GB free; lower --population" in err
+    assert folder_bytes(out) == before
+    code, err = run_main(["train", "--out", str(tmp_path / "new"), "--method", "es", "--population",
+                          "99999999999999999998", *dataset], capsys)
+    assert code == 2 and err.startswith("error: --population 99999999999999999998: ") and "PB of RAM" in err, err
+    monkeypatch.setattr(run.resources, "available_bytes", lambda xp: (200 * 10**6, None))  # 200 MB free
+    for method in ("eggroll", "es", "bptt"):
+        code, err = run_main(["train", "--out", str(tmp_path / "new"), "--method", method, "--batch-size", "16",
+                              "--time-bins", "1000", *dataset], capsys)
+        assert code == 2 and "error: --time-bins 1000: the run needs about" in err and "200.0 MB free" in err, err
+    assert not (tmp_path / "new").exists()
+
+
+def test_the_presets_fit_and_the_estimates_cover_what_a_generation_holds():
+    """No preset is refused: the CPU presets need at most 2 GB, hyperscale at most 40 GB of an 80 GB
+    GPU. And the estimate covers the peak a generation really holds (tracemalloc sees NumPy's
+    arrays), for every method, at sizes where different arrays dominate."""
+    import tracemalloc
+    import baselines
+    import bench
+    import eggroll
+    import optim
+    import resources
+    import snn
+    for preset in config.PRESETS:
+        assert max(resources.run_bytes(c, gpu=False)[0] for c in config.preset_runs(preset)) < 2e9, preset
+    for part in config.HYPERSCALE:
+        needs = [resources.run_bytes(c, gpu=True) for c in config.hyperscale_runs(part)]
+        assert max(gpu for _, gpu in needs) < 40e9 and max(ram for ram, _ in needs) < 2e9, part
+    rng = np.random.default_rng(0)
+    for method, rank, pairs, batch, time_bins in [("eggroll", 4, 512, 32, 10), ("eggroll", 1, 16, 256, 10),
+                                                  ("es-batched", None, 32, 64, 10), ("es-sequential", None, 16, 16, 5),
+                                                  ("inference", None, 1024, 32, 10), ("bptt", None, 0, 256, 10)]:
+        frames = (rng.random((time_bins, batch, snn.SIZES[0])) < bench.INPUT_DENSITY).astype(np.float32)
+        labels = rng.integers(0, 10, batch)
+        params, lif = snn.init_params(0), snn.LIF()
+        state, adam = optim.init(params), optim.Adam(0.01)
+        members = 2 * pairs
+        calls = {"eggroll": lambda: eggroll.generation_step(params, state, frames, labels, 0,
+                                                            eggroll.Config(members, rank or 1, 0.1, 0, 1.0), adam),
+                 "inference": lambda: snn.forward(params, frames, lif, n_members=members),
+                 "bptt": lambda: baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(25, 1), adam)}
+        for mode in baselines.ES_MODES:
+            calls[f"es-{mode}"] = lambda mode=mode: baselines.es_generation_step(
+                params, state, frames, labels, 0, baselines.ESConfig(members, 0.1, 0, 1.0, mode), adam)
+        tracemalloc.start()
+        calls[method]()
+        peak = tracemalloc.get_traced_memory()[1] + frames.nbytes  # the frames are made before
+        tracemalloc.stop()
+        estimate = resources.generation_bytes(method, rank, pairs, batch, time_bins)
+        assert peak <= estimate <= 4 * peak, (method, peak, estimate)
+
+
+def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dataset, capsys, monkeypatch):
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
+    results = tmp_path / "results"
+    base = ["reproduce", "--config", "quick", "--results", str(results), "--quiet", *dataset]
+    cases = [(["--runs", "eggroll-r44"], "--runs: --config quick has no run eggroll-r44; use some of bptt, "
+                                         "eggroll-r1, eggroll-r2, eggroll-r4, eggroll-r8, es"),
+             (["--seeds", "1,99"], "--seeds: --config quick has no seed 99; use some of 1, 2, 3"),
+             (["--seeds", "1,x"], "argument --seeds: expected comma-separated integers such as 1,2, got '1,x'"),
+             (["--real-root", str(tmp_path / "absent")], f"--real-root {tmp_path / 'absent'} holds no N-MNIST"),
+             (["--data-root", str(tmp_path / "absent")], f"--data-root {tmp_path / 'absent'} holds no N-MNIST"),
+             (["--results", str(tmp_path / "file" / "results")], f"--results {tmp_path / 'file' / 'results'}: "
+                                                                  f"{tmp_path / 'file'} is not a folder")]
+    (tmp_path / "file").write_text("")
+    for extra, message in cases:
+        try:
+            code = run.main(base + extra)
+        except SystemExit as exit_:
+            code = exit_.code
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
+    monkeypatch.setattr(run.resources, "available_bytes", lambda xp: (10**6, None))
+    code, err = run_main(base + ["--runs", "es"], capsys)
+    assert code == 2 and "error: run es-seed1 needs about " in err and "1.0 MB free; leave it out" in err, err
+    code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "protocol", "--results", str(results),
+                          "--runs", "es", "--populations", "32768", "--report-only"], capsys)
+    assert code == 2 and "no run of --config hyperscale --part protocol has --runs es --populations 32768" in err
+    assert not results.exists()
+    assert run.main(base + ["--report-only", "--data-root", str(tmp_path / "absent")]) == 0  # trains nothing
+
+
+def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
+    """argparse's errors: the problem and where to read more, not the usage. --help gives the
+    range that is really accepted: the rank is refused above 10 (the 64-10 network)."""
+    for argv, message in [(["train", "--rank", "x"], "argument --rank: invalid int value: 'x'"),
+                          (["train", "--method", "sgd"], "argument --method: invalid choice: 'sgd'"),
+                          (["train", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+                          (["bench", "--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
+                          (["reproduce", "--populations", "1e3"], "argument --populations: expected comma"),
+                          ([], "the following arguments are required: command")]:
+        with pytest.raises(SystemExit) as exit_:
+            run.main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.startswith(f"error: {message}") and err.count("\n") == 1, err
+        assert err.rstrip().endswith(f"see run.py {argv[0] + ' ' if argv else ''}--help"), err
+    with pytest.raises(SystemExit):
+        run.main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(eggroll only; must lie in 1..10; default: 4)" in text
+    for spec in dataclasses.fields(config.RunConfig):
+        if spec.metadata["check"] and spec.name != "rank":
+            assert spec.metadata["check"][1] in text or spec.name in run.HELP_RANGES, spec.name
+    with pytest.raises(SystemExit):
+        run.main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(members = 2 x pairs): >= 1, as many as fit in memory" in text and "after a warm-up: >= 1" in text
+
+
+@pytest.mark.parametrize("signal_name, status", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_stops_a_run_with_where_it_stopped_and_how_to_continue(tmp_path, dataset, signal_name, status):
+    """SIGTERM (a scheduler's) and SIGINT (Ctrl-C) in the middle of a run: exit status 143 or 130,
+    one line saying at which step it stopped and to rerun with --resume, the checkpoint whole."""
+    import signal
+    out = tmp_path / "run"
+    process = subprocess.Popen(train_command(out, dataset, "--generations", "100000"), cwd=ROOT,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not (out / run.CHECKPOINT).exists() and time.time() < deadline:
+            time.sleep(0.01)
+        process.send_signal(getattr(signal, signal_name))
+        err = process.communicate(timeout=60)[1]
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == status and err.count("\n") == 1, err
+    assert err.startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume to continue" in err
+    with np.load(out / run.CHECKPOINT) as stored:
+        assert int(stored["step"]) >= 5

@@ -2,6 +2,7 @@
 with nothing changed, OS errors naming the path, and a run that diverges or is interrupted
 leaving a checkpoint that resumes to the same bits."""
 import json
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 import eggroll
 import run
 import run_folder
+from nmnist_files import write_dataset
 from test_run import ROOT, SMALL, dataset, run_main, stored_params  # noqa: F401 (dataset is a fixture)
 
 
@@ -81,6 +83,18 @@ def rewrite_checkpoint(out, change):
         np.savez(file, **arrays)
 
 
+def as_version_1(arrays):
+    """A checkpoint as written before checkpoints recorded their run: version 1, no identity."""
+    del arrays["identity"]
+    arrays["version"] = np.int64(1)
+
+
+def write_npy(out):
+    """A plain .npy array saved under the checkpoint's name."""
+    with open(out / run.CHECKPOINT, "wb") as file:
+        np.save(file, np.zeros(3))
+
+
 @pytest.mark.parametrize("damage, problem", [
     (lambda out: (out / run.CHECKPOINT).write_bytes(b""), "it is empty"),
     (lambda out: (out / run.CHECKPOINT).write_bytes(np.random.default_rng(0).bytes(3000)),
@@ -90,7 +104,27 @@ def rewrite_checkpoint(out, change):
     (lambda out: rewrite_checkpoint(out, lambda a: a.pop("adam_v/b2")), "adam_v/b2 is missing"),
     (lambda out: rewrite_checkpoint(out, lambda a: a["param/W2"].__setitem__((0, 0), np.nan)),
      "param/W2 holds NaN or inf"),
-    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.int64(11))), "its step 11 does not fit"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.int64(11))),
+     "its step 11, adam_t 10 and 10 step_seconds disagree"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.array([2, 2]))),
+     "step is int64 (2,), expected an integer"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:, None])),
+     "step_seconds is float64 (10, 1), expected float64 (step,)"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["step_seconds"].__setitem__(3, -1.0)),
+     "step_seconds holds a negative, NaN or inf duration"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["adam_v/W1"].__setitem__((0, 0), -1.0)),
+     "adam_v/W1 holds negative values"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["adam_m/b1"].__setitem__(0, np.inf)),
+     "adam_m/b1 holds NaN or inf"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update({"param/W3": a["param/W2"]})),
+     "it holds an array param/W3 that no checkpoint of this network has"),
+    (write_npy, "it is not a checkpoint.npz archive"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(identity=np.array("{"))), "identity is not valid JSON"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(identity=np.array(json.dumps(
+        dict(json.loads(str(a["identity"])), config={"method": "eggroll", "seed": "x"}))))),
+     'identity\'s config.seed must be an integer, got "x"'),
+    (lambda out: rewrite_checkpoint(out, lambda a: as_version_1(a) or a.update({"param/W1": a["param/W1"][:-1]})),
+     "param/W1 is float32 (63, 2312), expected float32 (64, 2312)"),
 ])
 def test_a_damaged_checkpoint_is_one_line_for_resume_and_evaluate_and_changes_nothing(
         finished_run, dataset, capsys, damage, problem):
@@ -119,6 +153,89 @@ def test_a_damaged_config_or_metrics_file_is_one_line_naming_it(finished_run, da
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 2 and message in err and err.count("\n") == 1, err
     assert snapshot(finished_run) == before
+
+
+CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
+                  ({"time_bins": "10"}, 'time_bins must be an integer, got "10"'),
+                  ({"beta": "a"}, 'beta must be a number, got "a"'),
+                  ({"threshold": None}, "threshold must be a number, got null"),
+                  ({"seed": -5}, "seed must lie in 0..2^63-1, got -5"),
+                  ({"init_std": -1}, "init_std must lie in (0, 10], got -1"),
+                  ({"time_bins": 0}, "time_bins must lie in 1..1000, got 0"),
+                  ({"lr_schedule": "linear"}, 'lr_schedule must be one of constant, cosine, got "linear"')]
+
+
+def test_a_setting_in_config_json_is_checked_by_the_rules_of_its_option(finished_run, dataset, capsys):
+    """A value of config.json of the wrong type, choice or range is one line naming the file and
+    the setting, for --resume and evaluate alike, and changes nothing."""
+    stored = json.loads((finished_run / "config.json").read_text())
+    for change, problem in CONFIG_DAMAGES:
+        (finished_run / "config.json").write_text(json.dumps({**stored, **change}))
+        before = snapshot(finished_run)
+        for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
+            code, err = run_main(args, capsys)
+            assert code == 2 and err.count("\n") == 1, (change, err)
+            assert f"{finished_run / 'config.json'} is damaged ({problem})" in err, (change, err)
+        assert snapshot(finished_run) == before
+
+
+METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must be an integer >= 1, got "a")'),
+                   (['{"generation": null}'], "line 1 is damaged (generation must be an integer >= 1, got null)"),
+                   (['{"generation": 5, "val_acc": 2}'],
+                    "line 1 is damaged (val_acc must be a number in [0, 1], got 2)"),
+                   (['{"generation": 5, "wall_seconds": -1.0}', '{"generation": 10}'],
+                    "line 1 is damaged (wall_seconds must be a finite number >= 0, got -1.0)"),
+                   (['{"generation": 5}', '{"generation": 5}'],
+                    "line 2 is damaged (generation 5 does not follow generation 5)")]
+
+
+def test_a_value_in_metrics_jsonl_is_checked_for_type_and_range(finished_run, dataset, capsys):
+    (finished_run / "final.json").unlink()
+    for lines, problem in METRICS_DAMAGES:
+        (finished_run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+        before = snapshot(finished_run)
+        code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+        assert code == 2 and err.count("\n") == 1, (lines, err)
+        assert f"{finished_run / 'metrics.jsonl'} {problem}" in err, (lines, err)
+        assert snapshot(finished_run) == before
+
+
+def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(tmp_path, dataset, capsys):
+    """A checkpoint records the run it belongs to: one copied from a run of another seed or method
+    into this run's folder is refused by --resume and evaluate in one line, and nothing changes."""
+    out = tmp_path / "seed1"
+    assert run.main(train_args(out, dataset)) == 0
+    (out / "final.json").unlink()
+    for name, extra, difference in [("seed2", ["--seed", "2"], "seed 2, not 1"),
+                                    ("es", ["--method", "es"], "method es, not eggroll")]:
+        assert run.main(train_args(tmp_path / name, dataset, *extra)) == 0
+        shutil.copyfile(tmp_path / name / run.CHECKPOINT, out / run.CHECKPOINT)
+        before = snapshot(out)
+        for args in (train_args(out, dataset, "--resume"), ["evaluate", str(out), *dataset]):
+            code, err = run_main(args, capsys)
+            assert code == 2 and err.count("\n") == 1, err
+            assert f"checkpoint {out / run.CHECKPOINT} belongs to another run ({difference})" in err
+        assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("length", [["--generations", "10"], ["--method", "bptt", "--epochs", "1"]])
+def test_a_run_resumes_only_on_the_data_it_was_trained_on(tmp_path, dataset, capsys, length):
+    """--resume with another copy of N-MNIST (here a smaller one) is refused, finished or not, naming
+    the split that differs; `evaluate` still scores the run on that copy."""
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), *SMALL, *length]
+    assert run.main(args + dataset) == 0
+    other = ["--data-root", str(write_dataset(tmp_path / "other" / "NMNIST", n_train=10, n_test=3).parent),
+             "--cache-dir", str(tmp_path / "cache")]
+    for finished in (True, False):
+        if not finished:
+            (out / "final.json").unlink()
+        before = snapshot(out)
+        code, err = run_main(args + other + ["--resume"], capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"checkpoint {out / run.CHECKPOINT} was trained on other data (train: 180 samples, sha256 " in err
+        assert snapshot(out) == before
+    assert run.main(["evaluate", str(out), *other]) == 0
 
 
 def test_a_full_disk_names_the_path_and_leaves_no_temporary_file(tmp_path, dataset, capsys, monkeypatch):
@@ -167,7 +284,7 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
     with monkeypatch.context() as patch:
         patch.setattr(eggroll, "generation_step", failing_at(7, failure))
         code, err = run_main(train_args(out, dataset), capsys)
-    assert code == 2 and message.format(out=out) in err and err.count("\n") == 1, err
+    assert code == (130 if failure is interrupt else 2) and message.format(out=out) in err and err.count("\n") == 1, err
     assert not (out / "final.json").exists()
     assert run.main(train_args(out, dataset, "--resume")) == 0
     expected, resumed = stored_params(whole), stored_params(out)
@@ -175,6 +292,52 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
         np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
     records = [json.loads(line)["generation"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert records == [5, 10]
+
+
+def test_a_checkpoint_from_before_checkpoints_named_their_run_still_resumes_to_the_same_weights(
+        tmp_path, dataset, capsys, monkeypatch):
+    """Version 1 checkpoints (without the run's identity) are in users' folders: --resume takes them
+    as the run's own."""
+    whole = tmp_path / "whole"
+    assert run.main(train_args(whole, dataset)) == 0
+    out = tmp_path / "old"
+    with monkeypatch.context() as patch:
+        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
+        assert run_main(train_args(out, dataset), capsys)[0] == 2
+    rewrite_checkpoint(out, as_version_1)
+    assert run.main(train_args(out, dataset, "--resume")) == 0
+    expected, resumed = stored_params(whole), stored_params(out)
+    for name in expected:
+        np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
+
+
+def test_a_run_non_finite_at_its_first_step_says_it_has_no_checkpoint(tmp_path, dataset, capsys, monkeypatch):
+    monkeypatch.setattr(eggroll, "generation_step", failing_at(0, nan_params))
+    out = tmp_path / "run"
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert ("training went non-finite at step 1 (a parameter became NaN or inf); there is no checkpoint: "
+            "lower --lr or --sigma") in err
+    assert not (out / run.CHECKPOINT).exists()
+
+
+def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
+    """The parameters stay finite while a second moment overflows to inf: the run stops in one line
+    at its next checkpoint instead of writing one that --resume would refuse; step 5's stays."""
+    real = eggroll.generation_step
+
+    def overflowing_at_step_7(params, state, frames, labels, generation, *args):
+        params, state, stats = real(params, state, frames, labels, generation, *args)
+        if generation == 6:
+            state = dict(state, v=dict(state["v"], W1=state["v"]["W1"] + np.inf))
+        return params, state, stats
+    monkeypatch.setattr(eggroll, "generation_step", overflowing_at_step_7)
+    out = tmp_path / "run"
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"training went non-finite by step 10 (adam_v/W1 holds NaN or inf), so {out / run.CHECKPOINT}" in err
+    with np.load(out / run.CHECKPOINT) as stored:
+        assert int(stored["step"]) == 5
 
 
 def test_ctrl_c_during_reproduce_says_how_to_continue_and_the_rerun_says_what_it_skips(
@@ -197,7 +360,7 @@ def test_ctrl_c_during_reproduce_says_how_to_continue_and_the_rerun_says_what_it
             return real(params, state, frames, labels, generation, config_, *rest)
         patch.setattr(eggroll, "generation_step", interrupt_second_run)
         code, err = run_main(args, capsys)
-    assert code == 2 and err.splitlines()[-1].startswith("error: interrupted: ")
+    assert code == 130 and err.splitlines()[-1].startswith("error: interrupted: ")
     assert "eggroll-r2-seed1 stopped at step 7 of 10" in err and "rerun the same command to continue" in err
     code, err = run_main(args, capsys)
     assert code == 0

@@ -1,0 +1,189 @@
+"""What a command needs, checked before it starts, so that a request that cannot be served
+creates, changes and deletes nothing: memory, estimated from the options, and the N-MNIST copies
+and output paths it will use. Each shortfall is a UsageError of one line naming the option.
+
+The memory of one generation (bytes of float32) is the sum of its dominant arrays:
+  noise      the factors A_p, B_p of every pair (EGGROLL, with each pair's readout [W2^T | B_p])
+             or the full matrices E_p (vanilla ES, both modes: the update regenerates every E_p
+             at once, Eq. (10)); on a GPU the layer-1 factors once more, copied whole for the
+             sparse product;
+  product    x [B_1 ... B_P] (T B x P r) and a copy of it (with a ones column on a CPU, samples
+             last on a GPU), or x [E_1^T ... E_P^T] (T B x P H), and on a CPU one block of 64
+             pairs' factors and products;
+  LIF        potentials, spikes and currents of one chunk of members (snn.members_per_chunk: a
+             cache-sized chunk on a CPU, all members on a GPU, where EGGROLL and inference run
+             one kernel that keeps them in registers instead);
+  counts     the output and hidden spike counts of every member, and the minibatch's frames.
+Half again covers temporaries and the allocator: measured with tracemalloc on a CPU, the peaks lie
+at 0.4-1.0 times the sum; on an H200, EGGROLL r = 1 with 65,536 members peaked at 3.4 GB (the
+estimate: 3.8 GB) and batched vanilla ES with 8,192 at 10.6 GB (the estimate: 29 GB, so the
+hyperscale preset fits an 80 GB GPU).
+"""
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy
+
+import data
+import eggroll
+import snn
+from run_folder import UsageError
+
+SLACK = 1.5           # temporaries and allocator, on top of the dominant arrays
+NMNIST_SIZE = (60000, 10000)  # training and test recordings of the whole of N-MNIST
+EVAL_BATCH = 1000     # samples per batch of run.evaluate
+
+
+def noise_bytes(method, rank, pairs):
+    """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES).
+
+    Both ES modes regenerate every E_p at once for the update, Eq. (10), so they peak alike.
+    """
+    n, h, o = snn.SIZES
+    p = pairs
+    if method == "eggroll":
+        return 4 * p * (rank * (h + n) + h + rank * (o + h) + o)
+    if method.startswith("es-"):
+        return 4 * p * (h * n + h + o * h + o)
+    return 0
+
+
+def generation_bytes(method, rank, pairs, batch, time_bins, gpu=False):
+    """Bytes one generation of `method` (bench's names: eggroll, es-batched, es-sequential,
+    inference, bptt) holds at most, its dominant arrays (module docstring) plus half again."""
+    n, h, o = snn.SIZES
+    r, members, rows = rank or 0, 2 * pairs, time_bins * batch
+    chunk = members if gpu else snn.members_per_chunk(members, batch, h, numpy)
+    lif = 4 * chunk * batch * (2 * time_bins * (h + o + r + 1) + 3 * h)
+    block = 4 * eggroll.PAIRS_PER_BLOCK * (r or h) * (n + rows)  # CPU: one block of the population product
+    counts = 4 * members * batch * (o + 1)
+    if method == "eggroll":
+        arrays = [noise_bytes(method, r, pairs), 4 * pairs * r * n, 4 * rows * pairs * (2 * r + 1),
+                  4 * pairs * h * (o + r), counts, 8 * rows * n if gpu else lif + block]
+    elif method == "es-batched":
+        arrays = [noise_bytes(method, r, pairs), 4 * rows * pairs * h, counts, lif, 0 if gpu else block]
+    elif method == "es-sequential":  # one member at a time, but the update's noise of every pair
+        arrays = [noise_bytes(method, r, pairs), 16 * h * n, counts,
+                  4 * batch * (2 * time_bins * (h + o + 1) + 3 * h)]
+    elif method == "inference":
+        arrays = [counts, 4 * pairs * h * o if gpu else lif, 8 * rows * h]
+    else:  # bptt: potentials, spikes and their gradients of both layers
+        arrays = [32 * rows * (h + o)]
+    return int(SLACK * (sum(arrays) + 4 * rows * n))
+
+
+def run_bytes(config, gpu, recordings=None):
+    """(RAM, GPU memory) bytes a training run needs at most, for a data set of `recordings`
+    (training, test; None: the whole of N-MNIST): the packed frames (the training split twice
+    while it loads), a minibatch being unpacked, and a generation or an evaluation batch,
+    whichever is larger (on a GPU, in its memory)."""
+    n_recorded, n_test = recordings or NMNIST_SIZE
+    n_val = round(n_recorded / 10)
+    batch = max(1, min(config.batch_size, n_recorded - n_val))  # a split smaller than a batch is one batch
+    evaluated = max(1, min(EVAL_BATCH, max(n_val, n_test)))
+    method = {"eggroll": "eggroll", "es": f"es-{config.es_mode}", "bptt": "bptt"}[config.method]
+    frames = config.time_bins * snn.SIZES[0]
+    shift = 8 * frames * batch if config.max_shift else 0  # data.translate's copies
+    work = max(generation_bytes(method, config.rank, config.population // 2, batch, config.time_bins, gpu)
+               + shift, generation_bytes("inference", None, 1, evaluated, config.time_bins, gpu))
+    host = (2 * n_recorded + n_test) * -(-frames // 8) + 2 * frames * max(batch, evaluated)
+    return (host, work) if gpu else (host + work, 0)
+
+
+def available_bytes(xp):
+    """(free RAM, free memory of the current GPU, or None on a CPU): MemAvailable of
+    /proc/meminfo (elsewhere the free pages), and what the GPU and CuPy's pool have free."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            ram = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):  # no /proc (macOS): free pages, else all of them
+        pages = next(name for name in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES") if name in os.sysconf_names)
+        ram = os.sysconf(pages) * os.sysconf("SC_PAGE_SIZE")
+    if xp is numpy:
+        return ram, None
+    return ram, xp.cuda.runtime.memGetInfo()[0] + xp.get_default_memory_pool().free_bytes()
+
+
+def size_text(n):
+    """Bytes as 3.4 GB, 2.9 TB, ..."""
+    for unit in ("kB", "MB", "GB", "TB", "PB"):
+        n /= 1000
+        if n < 1000:
+            break
+    return f"{n:,.1f} {unit}"
+
+
+def shortfall(needed, xp, processes=1):
+    """(needed, free, where) for the first of RAM and GPU memory that `needed` (RAM, GPU bytes)
+    exceeds, with `processes` processes of a job sharing this machine's RAM; None if both fit."""
+    ram, gpu = available_bytes(xp)
+    if needed[0] * processes > ram:
+        return needed[0] * processes, ram, "RAM" + (f" for {processes} processes" if processes > 1 else "")
+    if gpu is not None and needed[1] > gpu:
+        return needed[1], gpu, "GPU memory"
+    return None
+
+
+def check_run_memory(config, xp, recordings=None, processes=1, run=None):
+    """UsageError unless the training run `config` fits in free memory (run_bytes). It names the
+    option whose halving saves the most, or, for a run of a preset, the run (`run`)."""
+    short = shortfall(run_bytes(config, xp is not numpy, recordings), xp, processes)
+    if short is None:
+        return
+    needed, free, where = short
+    estimate = f"about {size_text(needed)} of {where} (estimated from its settings), more than the " \
+               f"{size_text(free)} free"
+    if run is not None:
+        raise UsageError(f"run {run} needs {estimate}; leave it out (--runs, --seeds, --populations) or use "
+                         f"a machine with more memory")
+    halved = {"population": max(2, config.population // 4 * 2), "batch_size": max(1, config.batch_size // 2),
+              "time_bins": max(1, config.time_bins // 2), "rank": max(1, config.rank // 2)}
+    if config.method == "bptt":
+        del halved["population"]
+    if config.method != "eggroll":
+        del halved["rank"]
+    index = 1 if where == "GPU memory" else 0
+    name = min(halved, key=lambda k: run_bytes(replace(config, **{k: halved[k]}), xp is not numpy, recordings)[index])
+    option = "--" + name.replace("_", "-")
+    raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}")
+
+
+def nmnist_recordings(root, option, required=True):
+    """(training, test) recordings of the N-MNIST copy at `root` (None: the default), counted
+    without reading them. Where there is none, or it lacks a part: a UsageError naming `option`,
+    or None if not `required` (it may be downloaded; data.load_nmnist reports it otherwise)."""
+    root = data.resolve_root(root)
+    base = next((b for b in (root / "NMNIST", root) if (b / "Train").is_dir() or (b / "Test").is_dir()), None)
+    missing = [str(base / split) for split in ("Train", "Test") if base and not (base / split).is_dir()]
+    if base is None:
+        problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
+                   f"{root}/Train/<digit>/*.bin); point {option} at a copy")
+    elif missing:
+        problem = f"{root}: the split folder {missing[0]} is missing; restore it"
+    else:
+        try:
+            return tuple(len(data.list_recordings(base / split)) for split in ("Train", "Test"))
+        except OSError as error:  # a digit missing, or a folder that cannot be read
+            problem = f"{root}: {error}"
+    if required:
+        raise UsageError(f"{option} {problem}")
+    return None
+
+
+def check_writable(path, option, folder=False):
+    """UsageError naming `option` unless `path` can be written without creating anything first:
+    a file in an existing folder, or with folder=True a folder or one below a writable folder."""
+    path = Path(path)
+    if path.exists() and path.is_dir() != folder:
+        raise UsageError(f"{option} {path} is {'not ' if folder else ''}a folder; give a "
+                         f"{'folder' if folder else 'file'} path")
+    existing = path if path.exists() else path.parent
+    while folder and not existing.exists():
+        existing = existing.parent
+    if not existing.exists():
+        raise UsageError(f"{option} {path}: the folder {existing} does not exist; create it or choose another path")
+    if not existing.is_dir():
+        raise UsageError(f"{option} {path}: {existing} is not a folder; choose another path")
+    if not os.access(path if path.exists() else existing, os.W_OK):
+        raise UsageError(f"{option} {path} is not writable for this user; choose another path")
