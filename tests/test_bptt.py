@@ -1,5 +1,7 @@
 """Surrogate-gradient BPTT (baselines.py section 2): exact gradients in smooth mode, the same
 forward as snn.forward, learning, and errors on bad input."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -109,6 +111,23 @@ def test_heaviside_forward_matches_snn_forward(data):
     np.testing.assert_array_equal(baselines.bptt_forward(params, frames, lif)["counts"], counts[0])
 
 
+def test_bptt_backward_defaults_are_the_documented_ones():
+    """bptt_backward without its optional arguments is the default LIF, k = SLOPE, logit scale 1
+    and the reset detached (snnTorch's choice), bit for bit; on this problem a logit scale of 2 or
+    a differentiated reset gives other gradients."""
+    params = snn.init_params(3, (10, 6, 3), std=1.0)
+    rng = np.random.default_rng(3)
+    frames = (rng.random((5, 4, 10)) < 0.5).astype(np.float64)
+    labels = rng.integers(0, 3, 4)
+    cache = baselines.bptt_forward(params, frames)
+    grads = baselines.bptt_backward(params, cache, labels)
+    explicit = baselines.bptt_backward(params, cache, labels, snn.LIF(), baselines.SLOPE, 1.0, True)
+    assert all(np.array_equal(grads[name], explicit[name]) for name in params)
+    for other in (baselines.bptt_backward(params, cache, labels, logit_scale=2.0),
+                  baselines.bptt_backward(params, cache, labels, detach_reset=False)):
+        assert any(not np.array_equal(grads[name], other[name]) for name in params)
+
+
 def test_heaviside_forward_matches_snn_forward_at_full_size():
     params = snn.init_params(0)
     frames = (np.random.default_rng(0).random((10, 32, snn.SIZES[0])) < 0.05).astype(np.float32)
@@ -151,7 +170,8 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="labels must have shape"):
         baselines.bptt_step(params, state, frames, labels[:-1], config, adam)
     frames[0, 0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN or inf"):
+    with pytest.raises(ValueError, match=re.escape("BPTT loss or gradient holds NaN or inf: lower the learning "
+                                                   "rate, or check the input frames for non-finite values")):
         baselines.bptt_step(params, state, frames, labels, config, adam)
 
 
@@ -160,6 +180,8 @@ def test_heaviside_spikes_at_the_threshold_itself():
     network's forward as in snn.forward (W1 = 0 and b1 = V_th make V_0 = V_th exactly)."""
     lif = snn.LIF(beta=0.9, threshold=0.75)
     assert baselines.heaviside(np.array([0.75, np.nextafter(0.75, 0)]), lif, baselines.SLOPE).tolist() == [1.0, 0.0]
+    spikes = baselines.heaviside(np.array([0.75, 0.5], np.float32), lif, baselines.SLOPE)
+    assert spikes.dtype == np.float32 and spikes.tolist() == [1.0, 0.0]  # "as v's dtype"
     params = snn.init_params(0, (4, 3, 2))
     params["W1"][:], params["b1"][:] = 0, 0.75
     frames = np.ones((2, 5, 4), dtype=np.float32)
@@ -172,14 +194,21 @@ def test_heaviside_spikes_at_the_threshold_itself():
 def test_bptt_step_passes_its_readout_scale_and_reset_to_the_backward_pass(detach_reset):
     """bptt_step's Adam step is the one from bptt_backward with the config's own logit scale (10, as
     in the presets) and reset choice, bit for bit, and differs from the step with those two
-    settings swapped or left at their defaults."""
+    settings swapped or left at their defaults. The network runs with the LIF constants given
+    (not the defaults, which spike differently here), and the loss it reports is the cross-entropy
+    of softmax(10 counts / T) with T (4) != B (5), computed here with scipy (to 1e-6, float32)."""
+    from scipy.special import log_softmax
     params = snn.init_params(1, (12, 6, 3), std=1.0)
     rng = np.random.default_rng(1)
     frames = (rng.random((4, 5, 12)) < 0.5).astype(np.float32)
     labels = rng.integers(0, 3, 5)
     config = baselines.BPTTConfig(slope=2.0, logit_scale=10.0, detach_reset=detach_reset)
-    adam, lif = optim.Adam(lr=0.01), snn.LIF()
-    new, _, _ = baselines.bptt_step(params, optim.init(params), frames, labels, config, adam, lif)
+    adam, lif = optim.Adam(lr=0.01), snn.LIF(beta=0.5, threshold=0.7)
+    new, _, stats = baselines.bptt_step(params, optim.init(params), frames, labels, config, adam, lif)
+    counts = baselines.bptt_forward(params, frames, lif)["counts"]
+    assert not np.array_equal(counts, baselines.bptt_forward(params, frames)["counts"])
+    log_p = log_softmax(10.0 * counts.astype(np.float64) / 4, axis=-1)
+    assert stats["loss"] == pytest.approx(-log_p[np.arange(5), labels].mean(), rel=1e-6)
 
     def step_from(logit_scale, detach):
         cache = baselines.bptt_forward(params, frames, lif, k=config.slope)

@@ -5,6 +5,7 @@ Statistical tests use fixed seeds (and a derandomized hypothesis profile), and e
 stated multiple (>= 5) of a standard error derived from the sample size, so they cannot flake.
 """
 import math
+import re
 from math import comb
 
 import numpy as np
@@ -297,6 +298,59 @@ def test_lowrank_currents_equal_materialised_currents_float32(shape, generation)
         b1 = params32["b1"].astype(np.float64) + sign * config.sigma * noise["b1"][p]
         expected = frames[t].astype(np.float64) @ w1.T + b1
         assert np.max(np.abs(current - expected)) <= 1e-4
+    assert recorded["output"]
+    for _, _, _, current, _ in recorded["output"]:
+        assert current.dtype == np.float32  # the output layer's perturbation, bias noise included, too
+
+
+def test_perturbed_forward_counts_hidden_spikes_only_when_asked():
+    """With count_hidden=True the second result is each member's total of hidden spikes, exactly
+    that of the materialised member theta +- sigma E_p run by snn.forward (float64); by default it
+    is None and the counts are the same. The counts keep the frames' dtype, float64 here, so the
+    float64 comparisons above do run in float64."""
+    params, frames, config = draw_network((7, 6, 4, 3, 4, 3, 4, 12345))
+    counts, hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
+    noise = member_noise(config, 7, params)
+    expected = []
+    for member in range(config.population):
+        p, sign = member // 2, 1 - 2 * (member % 2)
+        perturbed = {name: value + sign * config.sigma * noise[name][p] for name, value in params.items()}
+        expected.append(snn.forward(perturbed, frames, count_hidden=True)[1][0])
+    assert counts.dtype == np.float64 and hidden.shape == (config.population,)
+    np.testing.assert_array_equal(hidden, expected)
+    assert len(set(expected)) > 1
+    plain, no_hidden = eggroll.perturbed_forward(params, frames, config, 7)
+    assert no_hidden is None and np.array_equal(plain, counts)
+
+
+class RecordedProducts(np.ndarray):
+    """An array that records, for every matrix product self @ other, the shape and dtype of other."""
+    log = []
+
+    def __matmul__(self, other):
+        RecordedProducts.log.append((other.shape, other.dtype))
+        return np.asarray(self) @ other
+
+
+@pytest.mark.parametrize("pairs", [1, 63, 64, 65, 130])
+def test_population_product_is_one_product_per_block_of_64_pairs(pairs):
+    """population_product(x, factors) is x times every pair's factors, (N, p, k), within float32
+    rounding of a float64 reference (1e-5: sums of 9 products of size ~3). As its docstring says,
+    it makes ceil(p / 64) products whose right operands all have ONE shape, (n, 64 k), in x's dtype
+    (the last block padded with zeros), so a pair gets the same bits alone as among p pairs."""
+    rng = np.random.default_rng(pairs)
+    k, n = 3, 9
+    x = (rng.random((6, n)) < 0.5).astype(np.float32)
+    factors = rng.normal(size=(pairs, k, n)).astype(np.float32)
+    RecordedProducts.log = []
+    out = eggroll.population_product(x.view(RecordedProducts), factors)
+    assert type(out) is np.ndarray and out.shape == (6, pairs, k) and out.dtype == np.float32
+    blocks = -(-pairs // eggroll.PAIRS_PER_BLOCK)
+    assert RecordedProducts.log == [((n, eggroll.PAIRS_PER_BLOCK * k), np.dtype(np.float32))] * blocks
+    reference = np.einsum("bn,pkn->bpk", x.astype(np.float64), factors.astype(np.float64))
+    assert np.max(np.abs(out - reference)) <= 1e-5
+    for p in {0, pairs // 2, pairs - 1}:
+        np.testing.assert_array_equal(eggroll.population_product(x, factors[p:p + 1])[:, 0], out[:, p])
 
 
 def test_lowrank_forward_is_independent_of_member_chunking():
@@ -379,8 +433,43 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
 
 
 def test_pair_differences_are_plus_minus_minus():
-    """f_p = shaped[2p] - shaped[2p + 1]: the + member comes first. Exact on small integers."""
-    assert np.array_equal(eggroll.pair_differences(np.array([5.0, 1.0, -2.0, 3.0])), [4.0, -5.0])
+    """f_p = shaped[2p] - shaped[2p + 1]: the + member comes first, and f is float32 (the noise's
+    dtype) whatever the dtype of the shaped fitnesses. Exact on small integers."""
+    f = eggroll.pair_differences(np.array([5.0, 1.0, -2.0, 3.0]))
+    assert f.dtype == np.float32 and np.array_equal(f, [4.0, -5.0])
+
+
+def test_generation_step_is_its_stages_by_hand():
+    """One generation with a non-default LIF and T (5) != B (3) equals its stages composed here:
+    the members' counts from perturbed_forward with that LIF, fitness = mean log softmax(logit_scale
+    * counts / T)[label] (computed with scipy, to 1e-12), centred ranks, pair differences, Eqs.
+    (7)-(8) and one Adam step (the new parameters bit for bit). Its stats are exactly mean_fitness,
+    max_fitness and shaped_std of those fitnesses and ranks (1e-12, float64). The LIF matters here:
+    the default one gives other counts, and the members' fitnesses differ."""
+    from scipy.special import log_softmax
+    params = float64_params(5, (8, 6, 3))
+    rng = np.random.default_rng(5)
+    frames = (rng.random((5, 3, 8)) < 0.5).astype(np.float64)
+    labels = rng.integers(0, 3, 3)
+    config = es_config(population=12, rank=2, sigma=0.5, seed=5, logit_scale=3.0)
+    lif, adam = snn.LIF(beta=0.6, threshold=0.8), optim.Adam(lr=0.05)
+    counts, _ = eggroll.perturbed_forward(params, frames, config, 4, lif)
+    assert not np.array_equal(counts, eggroll.perturbed_forward(params, frames, config, 4)[0])
+    log_p = log_softmax(config.logit_scale * counts / frames.shape[0], axis=-1)
+    fitnesses = log_p[:, np.arange(3), labels].mean(axis=1)
+    assert fitnesses.std() > 0 and frames.shape[0] != frames.shape[1]
+    shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))
+    grads = eggroll.gradient(eggroll.pair_differences(shaped), params, config, 4)
+    expected, _ = optim.ascend(params, grads, optim.init(params), adam)
+
+    new, state, stats_ = eggroll.generation_step(params, optim.init(params), frames, labels, 4, config, adam, lif)
+    assert set(stats_) == {"mean_fitness", "max_fitness", "shaped_std"}
+    assert stats_["mean_fitness"] == pytest.approx(fitnesses.mean(), abs=1e-12)
+    assert stats_["max_fitness"] == pytest.approx(fitnesses.max(), abs=1e-12)
+    assert stats_["shaped_std"] == pytest.approx(eggroll.centred_ranks(fitnesses).std(), abs=1e-12)
+    for name in params:
+        np.testing.assert_array_equal(new[name], expected[name])
+    assert state["t"] == 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,6 +560,13 @@ def test_generation_step_rejects_bad_config(changes, message):
         eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)
 
 
+@pytest.mark.parametrize("population, suggestion", [(3, 4), (5, 6), (1, 2), (0, 2), (-2, 2), (-3, 2)])
+def test_bad_population_error_suggests_the_next_even_population(population, suggestion):
+    """The error for a population that is odd or < 2 suggests the next even number, at least 2."""
+    with pytest.raises(ValueError, match=rf"got {population}: use e\.g\. {suggestion}$"):
+        eggroll.check_population(population, 0.1)
+
+
 def test_rank_equal_to_the_smaller_side_is_accepted():
     """The largest legal rank, min(m, n) of the smallest weight (3 here), runs and returns finite
     parameters of unchanged shapes and dtypes; it must not be refused by an off-by-one."""
@@ -485,8 +581,10 @@ def test_rank_equal_to_the_smaller_side_is_accepted():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_centred_ranks_rejects_non_finite_fitness(bad):
-    """NaN or infinite fitness raises ValueError saying so (ranks of NaN are meaningless)."""
-    with pytest.raises(ValueError, match="fitness holds NaN or inf"):
+    """NaN or infinite fitness raises ValueError saying so (ranks of NaN are meaningless), and
+    what to do about it."""
+    with pytest.raises(ValueError, match=re.escape("fitness holds NaN or inf: lower the learning rate or sigma, "
+                                                   "or check the input frames for non-finite values")):
         eggroll.centred_ranks(np.array([0.1, bad, 0.3, 0.2]))
 
 

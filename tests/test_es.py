@@ -17,7 +17,7 @@ import eggroll
 import noise
 import optim
 import snn
-from test_eggroll import es_config, member_noise
+from test_eggroll import es_config, member_noise, record_simulation
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,16 +258,57 @@ def test_es_generation_step_same_in_both_modes(dtype):
     assert any(not np.array_equal(p_b[name], params[name]) for name in params)
 
 
-def test_es_pair_noise_is_the_batched_draw():
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_es_pair_noise_is_the_batched_draw(dtype):
     """pair_noise(p) = (E_p, delta_p) of full_rank_noise / bias noise, exactly what the batched and
-    EGGROLL paths perturb by, in the params' dtype. Tolerance 1e-12 (float64 of size ~1)."""
-    params, _, _, config = es_problem(5, np.float64)
+    EGGROLL paths perturb by, in the params' dtype. Tolerance 1e-12 (noise drawn in float32, so
+    exact in either dtype)."""
+    params, _, _, config = es_problem(5, dtype)
     drawn = full_rank_noise(config, 6, params)
     for p in range(config.pairs):
         one = baselines.pair_noise(params, config, 6, p)
         for name in params:
-            assert one[name].dtype == np.float64
+            assert one[name].dtype == dtype
             assert np.max(np.abs(one[name] - drawn[name][p])) <= 1e-12
+
+
+@pytest.mark.parametrize("mode", baselines.ES_MODES)
+def test_es_share_of_pairs_is_its_rows_of_the_whole(mode):
+    """es_forward of the pairs in a slice (a process's share) gives exactly the rows of those
+    pairs' members in the whole population's counts and hidden-spike totals."""
+    params, frames, _, config = es_problem(6, np.float32)
+    config = replace(config, mode=mode)
+    whole, whole_hidden = baselines.es_forward(params, frames, config, 3, count_hidden=True)
+    share, share_hidden = baselines.es_forward(params, frames, config, 3, count_hidden=True, pairs=slice(1, 3))
+    assert share.shape == (4, 3, 3)
+    np.testing.assert_array_equal(share, whole[2:6])
+    np.testing.assert_array_equal(share_hidden, whole_hidden[2:6])
+    assert not np.array_equal(share, whole[:4])
+
+
+def test_es_mode_chooses_the_evaluation(monkeypatch):
+    """config.mode picks the function that evaluates the members, the one the benchmark times:
+    "batched" runs batched_forward, "sequential" sequential_forward, each with every argument."""
+    params, frames, _, config = es_problem(0, np.float32)
+    calls = []
+    for name in ("batched_forward", "sequential_forward"):
+        monkeypatch.setattr(baselines, name, lambda *args, name=name: calls.append((name, args)) or (None, None))
+    lif = snn.LIF(beta=0.5)
+    for mode in ("sequential", "batched"):
+        baselines.es_forward(params, frames, replace(config, mode=mode), 7, lif, True, slice(1, 2))
+    assert [name for name, _ in calls] == ["sequential_forward", "batched_forward"]
+    for _, args in calls:
+        assert args[3:] == (7, lif, True, slice(1, 2)) and args[0] is params and args[1] is frames
+
+
+def test_es_batched_hands_the_simulation_currents_in_the_frames_dtype():
+    """Batched ES in float32 stays float32: every hidden and output current it hands snn.simulate
+    (the perturbed weights and biases of both layers) is float32, like the sequential members."""
+    params, frames, _, config = es_problem(2, np.float32)
+    _, recorded = record_simulation(lambda: baselines.es_forward(params, frames, config, 1))
+    assert recorded["hidden"] and recorded["output"]
+    assert all(current.dtype == np.float32 for current in recorded["hidden"].values())
+    assert all(current.dtype == np.float32 for _, _, _, current, _ in recorded["output"])
 
 
 def test_es_batched_is_independent_of_chunking(monkeypatch):
@@ -322,33 +363,47 @@ def test_full_rank_noise_is_the_named_philox_streams():
         assert drawn.shape == (3, *shape) and np.array_equal(drawn, stream.reshape(3, *shape))
 
 
-def test_es_members_are_the_materialised_perturbations():
+@pytest.mark.parametrize("mode", baselines.ES_MODES)
+def test_es_members_are_the_materialised_perturbations(mode):
     """Member 2p +- 1 of es_forward is the network theta +- sigma (E_p, delta_p), with E_p and delta_p
-    taken from noise.normals directly: the same output spike counts, exactly in float64."""
+    taken from noise.normals directly, under the LIF constants given (not the defaults): the same
+    output spike counts and hidden-spike totals, exactly in float64, in either mode. Without
+    count_hidden, es_forward and both evaluations return None for the totals."""
     params, frames, _, config = es_problem(3, np.float64)
+    config, lif = replace(config, mode=mode), snn.LIF(beta=0.7, threshold=0.8)
     pairs = np.arange(config.pairs)
-    counts, _ = baselines.es_forward(params, frames, config, 2)
+    counts, hidden = baselines.es_forward(params, frames, config, 2, lif, count_hidden=True)
+    assert hidden.shape == (config.population,)
     for p in pairs:
         for side, sign in enumerate((1, -1)):
             member = {}
             for name, value in params.items():
                 stream = noise.normals(config.seed, 2, pairs[p:p + 1], name, value.size)[0]
                 member[name] = value + sign * config.sigma * stream.reshape(value.shape).astype(np.float64)
-            np.testing.assert_array_equal(snn.forward(member, frames)[0][0], counts[2 * p + side])
+            member_counts, member_hidden = snn.forward(member, frames, lif, count_hidden=True)
+            np.testing.assert_array_equal(member_counts[0], counts[2 * p + side])
+            assert member_hidden[0] == hidden[2 * p + side]
+    assert not np.array_equal(counts, baselines.es_forward(params, frames, config, 2)[0])
+    evaluate = baselines.batched_forward if mode == "batched" else baselines.sequential_forward
+    for plain_counts, none in (baselines.es_forward(params, frames, config, 2, lif),
+                               evaluate(params, frames, config, 2, lif)):
+        assert none is None and np.array_equal(plain_counts, counts)
 
 
 def test_es_generation_fitness_is_the_cross_entropy_of_the_rates():
     """The mean fitness an ES generation reports is -cross-entropy of softmax(logit_scale * counts / T)
     over the members, computed here by hand with T (5) != B (3), so reading the rate over the
-    batch instead of the steps cannot pass; to 1e-12."""
+    batch instead of the steps cannot pass; to 1e-12. The members run with the LIF constants the
+    generation is given (not the defaults, which give other counts here)."""
     from scipy.special import log_softmax
     params, frames, labels, config = es_problem(4, np.float64)
-    config = replace(config, logit_scale=3.0)
-    counts, _ = baselines.es_forward(params, frames, config, 0)
+    config, lif = replace(config, logit_scale=3.0), snn.LIF(beta=0.6, threshold=0.9)
+    counts, _ = baselines.es_forward(params, frames, config, 0, lif)
+    assert not np.array_equal(counts, baselines.es_forward(params, frames, config, 0)[0])
     log_p = log_softmax(config.logit_scale * counts / frames.shape[0], axis=-1)
     by_hand = log_p[:, np.arange(len(labels)), labels].mean(axis=1)
     _, _, stats = baselines.es_generation_step(params, optim.init(params), frames, labels, 0, config,
-                                               optim.Adam(lr=0.01))
+                                               optim.Adam(lr=0.01), lif)
     assert frames.shape[0] != frames.shape[1] and by_hand.std() > 0
     assert stats["mean_fitness"] == pytest.approx(by_hand.mean(), abs=1e-12)
     assert stats["max_fitness"] == pytest.approx(by_hand.max(), abs=1e-12)

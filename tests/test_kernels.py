@@ -226,6 +226,33 @@ def test_population_inference_kernel_equals_simulate_in_float64(kernels_on_cpu, 
     assert want_counts.std() > 0.5 and (want_counts == want_counts[0]).all()
 
 
+def test_network_kernels_count_hidden_spikes_only_when_asked(kernels_on_cpu, monkeypatch):
+    """Through the kernels too, perturbed_forward and snn.forward return None for the hidden-spike
+    totals unless count_hidden is set, and the same output counts. snn.forward takes the population
+    kernel for a population (n_members > 1: 2 members already) and not for a single network (which
+    steps with gpu.lif_step, a CuPy ElementwiseKernel with no CPU build: a NumPy twin stands in)."""
+    def numpy_lif_step(v, current, lif, spikes):
+        v *= lif.beta
+        v += current
+        np.greater_equal(v, lif.threshold, out=spikes)
+        v *= 1 - spikes
+        return spikes
+
+    monkeypatch.setattr(gpu, "lif_step", numpy_lif_step)
+    params, frames = network_problem(np.float64, batch=8, n_steps=4)
+    config = eggroll.Config(6, 2, sigma=0.2, seed=3, logit_scale=5.0)
+    counted, _ = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
+    counts, hidden = eggroll.perturbed_forward(params, frames, config, 7)
+    assert hidden is None and np.array_equal(counts, counted)
+    populations, kernel = [], gpu.population_lif_network
+    monkeypatch.setattr(gpu, "population_lif_network", lambda *args: populations.append(args[3]) or kernel(*args))
+    for n_members in (2, 1):
+        counted, _ = snn.forward(params, frames, n_members=n_members, count_hidden=True)
+        counts, hidden = snn.forward(params, frames, n_members=n_members)
+        assert hidden is None and np.array_equal(counts, counted)
+    assert populations == [2, 2]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n, distinct", [(1, 1), (2, 1), (7, 3), (512, 40), (512, 10 ** 9)])
 def test_ranks_kernel_equals_centred_ranks_bit_for_bit(kernels_on_cpu, monkeypatch, dtype, n, distinct):

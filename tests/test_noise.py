@@ -108,3 +108,17 @@ def test_a_shorter_draw_is_a_prefix_of_a_longer_one(short, extra, pair):
     to a multiple of 4 must not shift anything). Exact equality."""
     longer = noise.standard_normals(11, 5, [pair], 3, short + extra)
     assert np.array_equal(noise.standard_normals(11, 5, [pair], 3, short), longer[:, :short])
+
+
+def test_box_muller_by_hand():
+    """Box-Muller of the extreme words, by hand, as float32 arrays: radius bits 0 give u = 2^-24,
+    so radius sqrt(-2 ln 2^-24) = sqrt(48 ln 2); all ones give u = 1, radius 0; angle bits 0 give
+    angle 0 (cos 1, sin 0) and 2^30 a quarter turn (cos 0, sin 1). Tolerance 1e-6 relative
+    (float32 log, sqrt, sin and cos)."""
+    radius_bits = np.array([0, 0, 0xFFFFFFFF], dtype=np.uint32)
+    angle_bits = np.array([0, 1 << 30, 0], dtype=np.uint32)
+    z_cos, z_sin = noise.box_muller(radius_bits, angle_bits)
+    assert z_cos.dtype == z_sin.dtype == np.float32
+    r = math.sqrt(48 * math.log(2))
+    np.testing.assert_allclose(z_cos, [r, 0, 0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(z_sin, [0, r, 0], rtol=1e-6, atol=1e-6)

@@ -1,6 +1,7 @@
 """Adam of optim.py: its first step by hand, decoupled weight decay, and the schedule."""
 import numpy as np
 
+import gpu
 import optim
 
 
@@ -32,3 +33,33 @@ def test_cosine_learning_rate_falls_from_lr_to_zero():
     assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
     assert all(a >= b for a, b in zip(rates, rates[1:]))
     assert optim.scheduled_lr(0.03, "constant", 70, 100) == 0.03
+
+
+def test_eps_damps_the_first_step_of_a_gradient_as_small_as_itself():
+    """At t = 1 the step is lr g / (|g| + eps): for g = 3 eps it is 3/4 of lr, for g = -eps half of
+    lr down. Float64, relative tolerance 1e-9 (the bias corrections round in the last bits)."""
+    params = {"W": np.zeros(2)}
+    new, _ = optim.ascend(params, {"W": np.array([3e-8, -1e-8])}, optim.init(params), optim.Adam(lr=0.1))
+    np.testing.assert_allclose(new["W"], [0.075, -0.05], rtol=1e-9)
+
+
+def test_ascend_on_a_gpu_takes_the_one_launch_update(monkeypatch):
+    """Where arrays take gpu.py's kernels, every parameter's step is gpu.adam_update (here a
+    recording stand-in running the NumPy update; tests/test_gpu.py holds the kernel to it), with
+    the parameter, its gradient, moments, step count and settings."""
+    calls = []
+
+    def recording_update(value, grad, m, v, t, adam):
+        calls.append((value, grad, t, adam))
+        return optim.adam_update(value, grad, m, v, t, adam)
+
+    params = {"W": np.array([1.0, -2.0]), "b": np.array([0.5])}
+    grads = {"W": np.array([0.5, -3.0]), "b": np.array([2.0])}
+    adam = optim.Adam(lr=0.1)
+    expected, _ = optim.ascend(params, grads, optim.init(params), adam)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: True)
+    monkeypatch.setattr(gpu, "adam_update", recording_update)
+    new, state = optim.ascend(params, grads, optim.init(params), adam)
+    passed = [(c[0] is params[n], c[1] is grads[n], c[2], c[3]) for c, n in zip(calls, params)]
+    assert passed == [(True, True, 1, adam)] * len(params)
+    assert all(np.array_equal(new[n], expected[n]) for n in params) and state["t"] == 1

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import gpu
 import snn
 
 
@@ -76,6 +77,19 @@ def test_lif_constant_current_spikes_periodically():
     assert [s[1] for s in train] == [0] * 9
 
 
+def test_lif_step_on_a_gpu_is_one_kernel_call(monkeypatch):
+    """Where arrays take gpu.py's kernels, lif_step hands v, the current, the LIF constants and the
+    spike buffer to gpu.lif_step, in that order, and returns what it returns (here a stand-in
+    kernel on NumPy arrays; tests/test_gpu.py runs the real one against the NumPy step)."""
+    calls, done = [], np.ones(3)
+    monkeypatch.setattr(gpu, "enabled", lambda xp: True)
+    monkeypatch.setattr(gpu, "lif_step", lambda *args: calls.append(args) or done)
+    v, current, spikes, lif = np.zeros(3), np.ones(3), np.empty(3), snn.LIF(beta=0.5)
+    assert snn.lif_step(v, current, lif, spikes) is done
+    assert len(calls) == 1 and all(a is b for a, b in zip(calls[0], (v, current, lif, spikes)))
+    assert len(calls[0]) == 4 and not v.any()
+
+
 # ---------------------------------------------------------------------------------------------
 # The whole network
 
@@ -107,6 +121,41 @@ def test_forward_spikes_at_all():
     counts, hidden = snn.forward(params, frames, count_hidden=True)
     assert 0 < counts.sum() < counts.size * 6
     assert 0 < hidden[0] < 4 * 6 * 6
+
+
+def test_hidden_spikes_are_counted_only_when_asked():
+    """forward and simulate return None for the hidden-spike totals unless count_hidden is set,
+    and the same output counts either way."""
+    params = snn.init_params(1, (8, 6, 4), std=1.0)
+    frames = (np.random.default_rng(1).random((6, 4, 8)) < 0.5).astype(np.float32)
+    counted, hidden = snn.forward(params, frames, count_hidden=True)
+    counts, none = snn.forward(params, frames)
+    assert none is None and hidden.shape == (1,) and hidden[0] > 0 and np.array_equal(counts, counted)
+    hidden_current = (frames.reshape(-1, 8) @ params["W1"].T + params["b1"]).reshape(6, 4, 6)
+    counts, none = snn.simulate(lambda t, start, stop: hidden_current[t],
+                                lambda spikes, start, stop: spikes @ params["W2"].T + params["b2"],
+                                1, 6, 4, (8, 6, 4))
+    assert none is None and np.array_equal(counts, counted)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_simulation_runs_in_the_frames_dtype(monkeypatch, dtype):
+    """A float32 network is simulated in float32 throughout (the training's precision, and what the
+    GPU kernels compute) and a float64 one in float64: every membrane potential, input current and
+    spike buffer lif_step sees, and the output counts, have the frames' dtype; hidden-spike totals
+    are float64 counts."""
+    params = {k: v.astype(dtype) for k, v in snn.init_params(2, (8, 6, 4), std=1.0).items()}
+    frames = (np.random.default_rng(2).random((5, 3, 8)) < 0.5).astype(dtype)
+    seen, plain_step = set(), snn.lif_step
+
+    def recording_step(v, current, lif, spikes):
+        seen.add((v.dtype, np.asarray(current).dtype, spikes.dtype))
+        return plain_step(v, current, lif, spikes)
+
+    monkeypatch.setattr(snn, "lif_step", recording_step)
+    counts, hidden = snn.forward(params, frames, n_members=3, count_hidden=True)
+    assert seen == {(np.dtype(dtype),) * 3}
+    assert counts.dtype == dtype and hidden.dtype == np.float64 and counts.sum() > 0
 
 
 @pytest.mark.parametrize("chunk", [2, 4, 6])
@@ -209,6 +258,18 @@ def test_cross_entropy_by_hand():
     counts = np.array([[2.0, 0.0], [2.0, 0.0]])
     got = snn.cross_entropy(counts, np.array([0, 1]), 2)
     assert abs(got - (math.log(1 + math.exp(-1)) + math.log(1 + math.e)) / 2) <= 1e-12
+
+
+def test_log_softmax_by_hand_and_stable_for_far_apart_logits():
+    """Eq. (3) by hand: counts (2, 0) over T = 2 with the default logit scale 1 are logits (1, 0),
+    log p = (-log(1 + e^-1), -log(1 + e)). With logit scale 1000 one sample has logits (1000, 0, 0)
+    and another (0, 0, 0): each sample is shifted by its own largest logit, so neither overflows
+    (e^1000) nor underflows to log 0: log p = (0, -1000, -1000) and -log 3 each. Tolerance 1e-12."""
+    got = snn.log_softmax_of_rates(np.array([[2.0, 0.0]]), 2)
+    np.testing.assert_allclose(got, [[-math.log(1 + math.exp(-1)), -math.log(1 + math.e)]], rtol=0, atol=1e-12)
+    counts = np.array([[[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    got = snn.log_softmax_of_rates(counts, 10, logit_scale=1000.0)
+    np.testing.assert_allclose(got, [[[0.0, -1000.0, -1000.0], [-math.log(3)] * 3]], rtol=0, atol=1e-12)
 
 
 def test_correct_per_class_counts_argmax_with_lowest_class_on_ties():
