@@ -6,8 +6,8 @@ reference size (or another number of pairs), and optionally the data pipeline's 
 
 Each method is timed in a fresh process (its peak RSS and GPU memory are its own), as the median
 of a few generations after a warm-up, on the same random frames at N-MNIST's input density. On a
-GPU it also times each stage of a generation with the kernel of gpu.py and with its NumPy twin
-run on CuPy: what each kernel buys, and which stage dominates at the size asked for. Whatever it
+GPU, up to 4,096 pairs, it also times each stage of a generation with the kernel of gpu.py and
+with its NumPy twin run on CuPy: what each kernel buys, and which stage dominates at that size. Whatever it
 will use (memory for --pairs, --data-root, the --json file's folder) is checked before any timing.
 """
 import argparse

@@ -1,4 +1,5 @@
-"""The GPU's own kernels. Each does in one launch what a NumPy function of this project defines:
+"""The GPU's own kernels. Each does in one launch (the population product in two) what a
+NumPy function of this project defines:
 
     kernel                          its NumPy twin (the definition)
     philox_normals                  noise.standard_normals (noise.philox4x32 + noise.box_muller)

@@ -3,17 +3,18 @@ creates, changes and deletes nothing: memory, estimated from the options, and th
 and output paths it will use. Each shortfall is a UsageError of one line naming the option.
 
 The memory of one generation (bytes of float32) is the sum of its dominant arrays:
-  noise      the factors A_p, B_p of every pair (EGGROLL, with each pair's readout [W2^T | B_p])
-             or the full matrices E_p (vanilla ES, both modes: the update regenerates every E_p
-             at once, Eq. (10)); on a GPU the layer-1 factors once more, copied whole for the
-             sparse product;
+  noise      the factors A_p, B_p of every pair (EGGROLL, with each pair's readout [W2^T | B_p],
+             and the layer-1 factors B_p counted twice: on a GPU the sparse product copies them
+             whole, on a CPU it is a margin) or the full matrices E_p (vanilla ES, both modes: the
+             update regenerates every E_p at once, Eq. (10));
   product    x [B_1 ... B_P] (T B x P r) and a copy of it (with a ones column on a CPU, samples
              last on a GPU), or x [E_1^T ... E_P^T] (T B x P H), and on a CPU one block of 64
              pairs' factors and products;
   LIF        potentials, spikes and currents of one chunk of members (snn.members_per_chunk: a
              cache-sized chunk on a CPU, all members on a GPU, where EGGROLL and inference run
              one kernel that keeps them in registers instead);
-  counts     the output and hidden spike counts of every member, and the minibatch's frames.
+  counts     the output and hidden spike counts of every member, and the minibatch's frames
+             (on a GPU, also the nonzero lists of the sparse product: column and value per input).
 Half again covers temporaries and the allocator: measured with tracemalloc on a CPU, the peaks lie
 at 0.4-1.0 times the sum; on an H200, EGGROLL r = 1 with 65,536 members peaked at 3.4 GB (the
 estimate: 3.8 GB) and batched vanilla ES with 8,192 at 10.6 GB (the estimate: 29 GB, so the
