@@ -1,5 +1,5 @@
 """The results of `run.py reproduce` as a person reads them: Table 1 (table.md), Table 2
-(per_seed.md) and three figures, made from the run folders under results/<preset>/runs; for the
+(per_seed.md), where the spikes are (sparsity.md) and three figures, made from the run folders under results/<preset>/runs; for the
 hyperscale preset a table.md and figures per part, from results/hyperscale/<part>/runs.
 """
 import json
@@ -8,6 +8,7 @@ import statistics
 import numpy
 
 import config
+import snn
 import run_folder
 
 RETRAIN = "delete that run folder and rerun reproduce to train it again"
@@ -15,6 +16,13 @@ RESCORE = "delete it and rerun reproduce with --real-root to score the run again
 METRICS_KEYS = ("generation", "val_acc", "wall_seconds")  # what the report reads from each metrics record
 REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
              "– where a run was not scored.")
+# Energy per operation in 45 nm CMOS, 32-bit floating point (M. Horowitz, "Computing's energy
+# problem (and what we can do about it)", ISSCC 2014): an add 0.9 pJ, a multiply 3.7 pJ. A spike
+# costs an accumulate per synapse it crosses; a non-spiking network a multiply-accumulate per weight.
+ACCUMULATE_PJ = 0.9
+MULTIPLY_ACCUMULATE_PJ = 0.9 + 3.7
+SPARSITY_KEYS = ("input_events_per_sample", "hidden_spikes_per_sample", "output_spikes_per_sample",
+                 "silent_hidden_fraction", "synaptic_ops_per_sample")
 METHOD_ORDER = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
 # The paper's Table 1, test accuracy % after 100 generations at the paper's own population.
 PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 72.27, "eggroll-r4": 79.21,
@@ -115,8 +123,8 @@ def data_line(runs, names):
 
 
 def write_report(results_dir, preset):
-    """table.md (Table 1), per_seed.md (Table 2) and the PNG figures of a reproduce run; returns the
-    paths written."""
+    """table.md (Table 1), per_seed.md (Table 2), sparsity.md and the PNG figures of a reproduce run;
+    returns the paths written."""
     results_dir.mkdir(parents=True, exist_ok=True)
     runs = collect(results_dir)
     names = [n for n in METHOD_ORDER if n in runs]
@@ -150,9 +158,47 @@ def write_report(results_dir, preset):
         rows.append(f"| {name} | " + " | ".join(f"{100 * by_seed[s]:.2f}" if s in by_seed else "–"
                                                for s in config.SEEDS) + " |")
     written[1].write_text("\n".join(rows) + "\n")
+    written.append(results_dir / "sparsity.md")
+    written[2].write_text(sparsity_table(runs, names, preset))
     if names:
         written += plot_figures(results_dir, runs, names, preset)
     return written
+
+
+def sparsity_table(runs, names, preset):
+    """sparsity.md: where each method's spikes are on the test split (final.json's test_sparsity),
+    the synaptic operations they cost and an energy estimate beside a same-size non-spiking network."""
+    n_in, n_hidden, n_out = snn.SIZES
+    dense_pj = (n_in * n_hidden + n_hidden * n_out) * MULTIPLY_ACCUMULATE_PJ
+    lines = [f"# Sparsity and energy ({preset}): the test split, per sample (mean ± std over seeds)", "",
+             "| method | input events | hidden spikes | output spikes | silent hidden neurons % | "
+             "synaptic operations | of which training can change % | energy nJ | × below the non-spiking network |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        measured = [f["test_sparsity"] for f, _ in runs[name] if "test_sparsity" in f]
+        if not measured:
+            lines.append(f"| {name} |" + " – |" * 8)
+            continue
+        column = lambda key, scale=1.0: [m[key] * scale for m in measured]
+        changeable = [100 * n_out * m["hidden_spikes_per_sample"] / max(m["synaptic_ops_per_sample"], 1e-12)
+                      for m in measured]
+        energy = column("synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3)
+        seeds = f" ({len(measured)}/{len(runs[name])} seeds)" if len(measured) < len(runs[name]) else ""
+        lines.append(f"| {name}{seeds} | {format_mean_std(column('input_events_per_sample'), digits=0)} | "
+                     f"{format_mean_std(column('hidden_spikes_per_sample'), digits=1)} | "
+                     f"{format_mean_std(column('output_spikes_per_sample'), digits=1)} | "
+                     f"{format_mean_std(column('silent_hidden_fraction', 100), digits=1)} | "
+                     f"{format_mean_std(column('synaptic_ops_per_sample'), digits=0)} | "
+                     f"{format_mean_std(changeable, digits=2)} | {format_mean_std(energy, digits=1)} | "
+                     f"{dense_pj / 1e3 / mean_std(energy)[0]:.1f} |")
+    lines += ["", f"Synaptic operations: {n_hidden} accumulates per input event and {n_out} per hidden spike; only "
+              f"the second part depends on the weights, so it is all that training can change. Energy: "
+              f"{ACCUMULATE_PJ} pJ per accumulate; the non-spiking network of the same size does "
+              f"{n_in * n_hidden + n_hidden * n_out:,} multiply-accumulates per sample (one pass over the "
+              f"frames summed over T) at {MULTIPLY_ACCUMULATE_PJ:.1f} pJ, {dense_pj / 1e3:.0f} nJ; 45 nm CMOS, "
+              f"32-bit floats (Horowitz, ISSCC 2014). – where no run measured it (trained before the measure "
+              f"existed)."]
+    return "\n".join(lines) + "\n"
 
 
 def plot_figures(results_dir, runs, names, preset):

@@ -35,7 +35,7 @@ import report
 import resources
 import run_folder
 import snn
-from backend import array_module, device_name
+from backend import array_module, device_name, to_numpy
 from run_folder import CHECKPOINT, UsageError
 
 # ---------------------------------------------------------------------------------------------
@@ -103,6 +103,35 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
     seen = numpy.bincount(split.labels, minlength=n_digits)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     return int(right.sum()) / max(len(split), 1), spikes / max(len(split), 1), per_digit
+
+
+def sparsity(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
+    """Where the unperturbed network's activity is, on a split, per sample: input events (active
+    inputs over the T frames), hidden and output spikes, the fraction of hidden neurons that never
+    fire on the whole split, and synaptic operations — an accumulate per synapse a spike crosses,
+    n_hidden per input event and n_out per hidden spike. Whole-number counts, summed exactly over
+    a team's processes as in `evaluate`."""
+    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
+    tally = numpy.zeros(n_hidden + 2)  # spikes of each hidden neuron, output spikes, input events
+    for start in range(team.rank * batch_size, len(split), team.size * batch_size):
+        frames = split.frames(numpy.arange(start, min(start + batch_size, len(split))), xp)
+        n_steps, batch, n_in = frames.shape
+        current = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]).reshape(n_steps, batch, -1)
+
+        def output_current(spikes, first, last):  # as snn.forward's, counting each hidden neuron's spikes
+            tally[:n_hidden] += to_numpy(spikes.sum(axis=(0, 1, 2)))
+            return spikes @ params["W2"].T + params["b2"]
+        counts, _ = snn.simulate(lambda t, first, last: current[t], output_current, 1, n_steps, batch,
+                                 (n_in, n_hidden, n_out), lif, xp, frames.dtype)
+        tally[n_hidden] += float(counts.sum())
+        tally[n_hidden + 1] += float(frames.sum())
+    tally = team.total(tally)
+    samples = max(len(split), 1)
+    hidden, events = tally[:n_hidden].sum() / samples, tally[n_hidden + 1] / samples
+    return {"input_events_per_sample": float(events), "hidden_spikes_per_sample": float(hidden),
+            "output_spikes_per_sample": float(tally[n_hidden] / samples),
+            "silent_hidden_fraction": float((tally[:n_hidden] == 0).mean()),
+            "synaptic_ops_per_sample": float(n_hidden * events + n_out * hidden)}
 
 
 def package_versions():
@@ -279,6 +308,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
         try:
             val_acc, spikes, val_per_digit = validation or evaluate(params, splits.val, lif, xp, team)
             test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
+            test_sparsity = sparsity(params, splits.test, lif, xp, team)
         except KeyboardInterrupt as stop:
             raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
                               f"{total_steps}", stop) from None
@@ -289,8 +319,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                  "median_seconds_per_generation": statistics.median(step_seconds),
                  "total_seconds": sum(step_seconds), "generations": total_steps,
                  "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
-                 "config": run_config.stored(config), "versions": package_versions(), "device": device_name(xp),
-                 "processes": team.size}
+                 "test_sparsity": test_sparsity, "config": run_config.stored(config), "versions": package_versions(),
+                 "device": device_name(xp), "processes": team.size}
         run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
     return final
 

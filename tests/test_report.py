@@ -70,8 +70,8 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
     write_run(tmp_path, "es", 1)
     write_run(tmp_path, "eggroll-r2", 1)
     written = report.write_report(tmp_path, "quick")
-    assert sorted(p.name for p in written) == ["convergence.png", "per_seed.md", "rank_ablation.png", "table.md",
-                                              "wallclock.png"]
+    assert sorted(p.name for p in written) == ["convergence.png", "per_seed.md", "rank_ablation.png", "sparsity.md",
+                                              "table.md", "wallclock.png"]
     assert all(p.parent == tmp_path and p.stat().st_size > 0 for p in written)
 
 
@@ -275,3 +275,31 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
     runs = tmp_path / "named" / "runs"
     assert str(error.value) == (f"{runs / 'es'}-seed*: not a hyperscale run folder (<run>-m<members>-seed<seed>); "
                                 f"move it out of {runs}")
+
+
+def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_measure(tmp_path):
+    """sparsity.md: per method the test split's spikes, silent neurons and synaptic operations
+    (64 per input event + 10 per hidden spike), the share training can change (10 x hidden / total),
+    energy at 0.9 pJ per operation, and the ratio to the 148,608 multiply-accumulates at 4.6 pJ of
+    a non-spiking network; a method whose runs lack the measure gets dashes; a damaged one is refused."""
+    measured = {"input_events_per_sample": 1800.0, "hidden_spikes_per_sample": 150.0, "output_spikes_per_sample": 20.0,
+                "silent_hidden_fraction": 0.25, "synaptic_ops_per_sample": 64 * 1800.0 + 10 * 150.0}
+    write_run(tmp_path, "eggroll-r4", 1, test_sparsity=measured)
+    write_run(tmp_path, "eggroll-r4", 2, test_sparsity=dict(measured, hidden_spikes_per_sample=250.0,
+                                                            synaptic_ops_per_sample=64 * 1800.0 + 10 * 250.0))
+    write_run(tmp_path, "es", 1)
+    report.write_report(tmp_path, "quick")
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in (tmp_path / "sparsity.md").read_text().splitlines()}
+    assert rows["| es"][1:] == ["–"] * 7 + ["– |"]
+    cells = rows["| eggroll-r4"]
+    assert cells[2] == "200.0 ± 70.7" and cells[4] == "25.0 ± 0.0"
+    assert cells[5] == "117200 ± 707"                                   # 64 x 1800 + 10 x 200
+    shares = [100 * 10 * h / (64 * 1800 + 10 * h) for h in (150, 250)]
+    assert cells[6].startswith(f"{sum(shares) / 2:.2f}")
+    energy = 0.9 * 117200 / 1e3                                       # nJ
+    assert cells[7].startswith(f"{energy:.1f}")
+    assert cells[8] == f"{148608 * 4.6 / 1e3 / energy:.1f} |"
+    damaged = write_run(tmp_path, "eggroll-r1", 1, test_sparsity=dict(measured, silent_hidden_fraction=2.0))
+    with pytest.raises(ValueError, match="test_sparsity.silent_hidden_fraction must be a number in"):
+        report.write_report(tmp_path, "quick")
+    assert damaged.exists()

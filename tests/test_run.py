@@ -509,3 +509,37 @@ def test_a_signal_stops_a_run_with_where_it_stopped_and_how_to_continue(tmp_path
     assert err.startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume to continue" in err
     with np.load(out / run.CHECKPOINT) as stored:
         assert int(stored["step"]) >= 5
+
+
+def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
+    """final.json's test_sparsity, computed here again by hand on the test split with the trained
+    weights: input events (active inputs over the frames), hidden and output spikes (adding up to
+    `evaluate`'s spikes), the hidden neurons that never fire, and 64 x events + 10 x hidden spikes."""
+    import data
+    import snn
+    options = dict(zip(dataset[::2], dataset[1::2]))
+    settings = dataclasses.replace(config.RunConfig(), generations=3, population=8, batch_size=16, eval_every=3,
+                                   data_root=options["--data-root"], cache_dir=options["--cache-dir"])
+    final = run.train(settings, tmp_path / "run", progress=False)
+    measured = final["test_sparsity"]
+    splits = data.load_nmnist(settings.data_root, cache_dir=settings.cache_dir, progress=False)
+    like = snn.init_params(settings.seed)
+    params = run_folder.load_checkpoint(tmp_path / "run" / run.CHECKPOINT, np, like, run_folder.identity(settings))[0]
+    frames = splits.test.frames(np.arange(len(splits.test)))                  # (T, N, 2312)
+    v, fired = np.zeros((frames.shape[1], 64), np.float32), np.zeros(64)
+    for t in range(frames.shape[0]):                                           # layer 1 written out plainly
+        v = 0.9 * v + frames[t] @ params["W1"].T + params["b1"]
+        spikes = v >= 1.0
+        fired += spikes.sum(axis=0)
+        v[spikes] = 0
+    n = len(splits.test)
+    _, spikes_per_sample, _ = run.evaluate(params, splits.test, snn.LIF(), np)
+    assert measured["input_events_per_sample"] == pytest.approx(frames.sum() / n, rel=1e-12)
+    assert measured["hidden_spikes_per_sample"] == pytest.approx(fired.sum() / n, rel=1e-12)
+    assert measured["hidden_spikes_per_sample"] + measured["output_spikes_per_sample"] == \
+        pytest.approx(spikes_per_sample, rel=1e-12)
+    assert measured["silent_hidden_fraction"] == pytest.approx((fired == 0).mean(), abs=1e-12)
+    assert measured["synaptic_ops_per_sample"] == pytest.approx(
+        64 * measured["input_events_per_sample"] + 10 * measured["hidden_spikes_per_sample"], rel=1e-12)
+    assert measured["hidden_spikes_per_sample"] > 0 and json.loads((tmp_path / "run" / "final.json").read_text())[
+        "test_sparsity"] == measured
