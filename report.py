@@ -1,6 +1,7 @@
 """The results of `run.py reproduce` as a person reads them: Table 1 (table.md), Table 2
-(per_seed.md), where the spikes are (sparsity.md) and three figures, made from the run folders under results/<preset>/runs; for the
-hyperscale preset a table.md and figures per part, from results/hyperscale/<part>/runs.
+(per_seed.md), where the spikes are (sparsity.md) and three figures, made from the run folders
+under results/<preset>/runs; for the hyperscale preset a table.md and figures per part, from
+results/hyperscale/<part>/runs.
 """
 import json
 import statistics
