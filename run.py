@@ -88,50 +88,40 @@ def training_schedule(config, n_train):
 
 
 def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
-    """Accuracy, spikes per sample (hidden + output) and accuracy per digit 0-9 (None for a digit
-    the split lacks) of the unperturbed network on a split. A team's processes take every K-th
-    batch of 1,000 and add up their counts: whole numbers, so the sums are exact in any order."""
-    n_digits = snn.SIZES[-1]
-    tally = numpy.zeros(n_digits + 1)  # hits per digit, then spikes
+    """The unperturbed network on a split: accuracy, spikes per sample (hidden + output), accuracy
+    per digit 0-9 (None for a digit the split lacks), and where the activity is, per sample: input
+    events (active inputs over the T frames), hidden and output spikes, the fraction of hidden
+    neurons that never fire on the whole split, and synaptic operations — an accumulate per
+    synapse a spike crosses, n_hidden per input event and n_out per hidden spike. A team's
+    processes take every K-th batch of 1,000 and add up their counts: whole numbers, so the sums
+    are exact in any order."""
+    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
+    tally = numpy.zeros(n_out + n_hidden + 2)  # hits per digit, spikes of each hidden neuron, output spikes, events
+    hits, fired = slice(0, n_out), slice(n_out, n_out + n_hidden)
     for start in range(team.rank * batch_size, len(split), team.size * batch_size):
         indices = numpy.arange(start, min(start + batch_size, len(split)))
-        counts, hidden = snn.forward(params, split.frames(indices, xp), lif, count_hidden=True)
-        tally[:n_digits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
-        tally[n_digits] += float(hidden.sum()) + float(counts.sum())
-    tally = team.total(tally)
-    right, spikes = tally[:n_digits].astype(int), tally[n_digits]
-    seen = numpy.bincount(split.labels, minlength=n_digits)
-    per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
-    return int(right.sum()) / max(len(split), 1), spikes / max(len(split), 1), per_digit
-
-
-def sparsity(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
-    """Where the unperturbed network's activity is, on a split, per sample: input events (active
-    inputs over the T frames), hidden and output spikes, the fraction of hidden neurons that never
-    fire on the whole split, and synaptic operations — an accumulate per synapse a spike crosses,
-    n_hidden per input event and n_out per hidden spike. Whole-number counts, summed exactly over
-    a team's processes as in `evaluate`."""
-    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
-    tally = numpy.zeros(n_hidden + 2)  # spikes of each hidden neuron, output spikes, input events
-    for start in range(team.rank * batch_size, len(split), team.size * batch_size):
-        frames = split.frames(numpy.arange(start, min(start + batch_size, len(split))), xp)
+        frames = split.frames(indices, xp)
         n_steps, batch, n_in = frames.shape
         current = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]).reshape(n_steps, batch, -1)
 
-        def output_current(spikes, first, last):  # as snn.forward's, counting each hidden neuron's spikes
-            tally[:n_hidden] += to_numpy(spikes.sum(axis=(0, 1, 2)))
+        def output_current(spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
+            tally[fired] += to_numpy(spikes.sum(axis=(0, 1, 2)))
             return spikes @ params["W2"].T + params["b2"]
         counts, _ = snn.simulate(lambda t, first, last: current[t], output_current, 1, n_steps, batch,
                                  (n_in, n_hidden, n_out), lif, xp, frames.dtype)
-        tally[n_hidden] += float(counts.sum())
-        tally[n_hidden + 1] += float(frames.sum())
+        tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
+        tally[-2:] += float(counts.sum()), float(frames.sum())
     tally = team.total(tally)
     samples = max(len(split), 1)
-    hidden, events = tally[:n_hidden].sum() / samples, tally[n_hidden + 1] / samples
-    return {"input_events_per_sample": float(events), "hidden_spikes_per_sample": float(hidden),
-            "output_spikes_per_sample": float(tally[n_hidden] / samples),
-            "silent_hidden_fraction": float((tally[:n_hidden] == 0).mean()),
-            "synaptic_ops_per_sample": float(n_hidden * events + n_out * hidden)}
+    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-2], tally[-1]
+    seen = numpy.bincount(split.labels, minlength=n_out)
+    per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
+    where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": hidden / samples,
+             "output_spikes_per_sample": output / samples,
+             "silent_hidden_fraction": float((tally[fired] == 0).mean()),
+             "synaptic_ops_per_sample": (n_hidden * events + n_out * hidden) / samples}
+    return int(right.sum()) / samples, (hidden + output) / samples, per_digit, \
+        {key: float(value) for key, value in where.items()}
 
 
 def package_versions():
@@ -293,7 +283,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                     # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
                     done = generation + 1
                     if done % eval_every == 0 or done == total_steps:
-                        validation = val_acc, spikes, _ = evaluate(params, splits.val, lif, xp, team)
+                        validation = val_acc, spikes, _, _ = evaluate(params, splits.val, lif, xp, team)
                         if leader:
                             record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
                                       "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
@@ -306,9 +296,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                                   f"step {saved}", stop) from None
         # The end: validation and test accuracy, timings and versions in final.json.
         try:
-            val_acc, spikes, val_per_digit = validation or evaluate(params, splits.val, lif, xp, team)
-            test_acc, _, test_per_digit = evaluate(params, splits.test, lif, xp, team)
-            test_sparsity = sparsity(params, splits.test, lif, xp, team)
+            val_acc, spikes, val_per_digit, _ = validation or evaluate(params, splits.val, lif, xp, team)
+            test_acc, _, test_per_digit, test_sparsity = evaluate(params, splits.test, lif, xp, team)
         except KeyboardInterrupt as stop:
             raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
                               f"{total_steps}", stop) from None

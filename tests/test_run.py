@@ -533,7 +533,8 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
         fired += spikes.sum(axis=0)
         v[spikes] = 0
     n = len(splits.test)
-    _, spikes_per_sample, _ = run.evaluate(params, splits.test, snn.LIF(), np)
+    _, spikes_per_sample, _, where = run.evaluate(params, splits.test, snn.LIF(), np)
+    assert where == measured
     assert measured["input_events_per_sample"] == pytest.approx(frames.sum() / n, rel=1e-12)
     assert measured["hidden_spikes_per_sample"] == pytest.approx(fired.sum() / n, rel=1e-12)
     assert measured["hidden_spikes_per_sample"] + measured["output_spikes_per_sample"] == \
