@@ -230,13 +230,12 @@ def _pack_recording(path, n_time_bins):
     return np.packbits(frames_from_events(read_events(path), n_time_bins))
 
 
-def _build_cache(path, recordings, header, progress):
-    """Decode all recordings, pack their frames, and write the cache atomically."""
+def _build_cache(path, recordings, labels, header, progress):
+    """Decode all recordings, pack their frames, and write the cache atomically with their labels."""
     n_bytes = -(-header["n_time_bins"] * N_INPUTS // 8)
     packed = np.empty((len(recordings), n_bytes), dtype=np.uint8)
     for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
         packed[i] = _pack_recording(file, header["n_time_bins"])
-    labels = np.array([label for _, label in recordings], dtype=np.int64)
     meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
@@ -344,7 +343,7 @@ def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False):
     digits = np.array([label for _, label in recordings], dtype=np.int64)
     cached = None if rebuild else _load_cache(path, header, digits)
     if cached is None:
-        _build_cache(path, recordings, header, progress)
+        _build_cache(path, recordings, digits, header, progress)
         cached = _load_cache(path, header, digits)
     packed, labels, meta = cached
     if meta["n_short"]:
