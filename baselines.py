@@ -31,6 +31,7 @@ class ESConfig:
     seed: int
     logit_scale: float
     mode: str = "batched"  # see ES_MODES; both give the same members
+    spike_cost: float = 0.0
 
     @property
     def pairs(self):
@@ -140,9 +141,9 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     """One vanilla-ES generation: the same stages, arguments and stats as eggroll.generation_step."""
     eggroll.check_frames(params, frames, labels)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
-    counts, _ = es_forward(params, frames, config, generation, lif, pairs=mine)
-    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale),  # (3)-(4)
-                            config.pairs, eggroll.PAIRS_PER_BLOCK)
+    counts, hidden = es_forward(params, frames, config, generation, lif, bool(config.spike_cost), mine)
+    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
+                                            config.spike_cost), config.pairs, eggroll.PAIRS_PER_BLOCK)
     shaped = eggroll.centred_ranks(fitnesses)
     summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,
@@ -159,18 +160,23 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 # The forward spike is S = H(V - V_th); backward replaces its derivative by the fast sigmoid
 # (Zenke & Ganguli, "SuperSpike", 2018):
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
-# k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default.
+# k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
+#     L = CE + spike_cost * sum_t sum_j o1_tj / B                                          (12)
+# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / B on every o1_tj reaches
+# the weights through Eq. (11), the usual differentiable firing-rate penalty.
 
 SLOPE = 25.0  # k of Eq. (11)
 
 
 @dataclass(frozen=True)
 class BPTTConfig:
-    """The surrogate's slope k, Eq. (11), the readout scale of Eq. (3), and whether the reset
-    is detached from the graph (snnTorch's choice; see `bptt_backward`)."""
+    """The surrogate's slope k, Eq. (11), the readout scale of Eq. (3), whether the reset is
+    detached from the graph (snnTorch's choice; see `bptt_backward`), and the price of a hidden
+    spike, Eq. (12)."""
     slope: float
     logit_scale: float
     detach_reset: bool = True
+    spike_cost: float = 0.0
 
 
 def heaviside(v, lif, k):
@@ -238,8 +244,9 @@ def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
     return grad_current
 
 
-def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True):
-    """Gradients of the cross-entropy, Eqs. (3)-(4), for every parameter: a dict like params.
+def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True,
+                  spike_cost=0.0):
+    """Gradients of the loss, Eqs. (3)-(4) and (12), for every parameter: a dict like params.
 
     Backward through both layers and all steps, with Eq. (11) for every spike. detach_reset=True
     matches snnTorch (snntorch/_neurons/neurons.py, `mem_reset`: reset = spike_grad(mem -
@@ -256,6 +263,8 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     grad_o2 = xp.broadcast_to(grad_counts, cache["o2"].shape)  # counts = sum_t o2_t
     grad_current2 = lif_backward(grad_o2, cache["v2"], cache["o2"], lif, k, detach_reset)
     grad_o1 = grad_current2 @ params["W2"]
+    if spike_cost:
+        grad_o1 = grad_o1 + spike_cost / batch                                                  # Eq. (12)
     grad_current1 = lif_backward(grad_o1, cache["v1"], cache["o1"], lif, k, detach_reset)
     flat2 = grad_current2.reshape(n_steps * batch, -1)
     flat1 = grad_current1.reshape(n_steps * batch, -1)
@@ -272,7 +281,10 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF()):
     eggroll.check_frames(params, frames, labels)
     cache = bptt_forward(params, frames, lif, k=config.slope)
     loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
-    grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset)
+    if config.spike_cost:
+        loss = loss + config.spike_cost * cache["o1"].sum() / frames.shape[1]                   # Eq. (12)
+    grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset,
+                          config.spike_cost)
     if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")

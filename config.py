@@ -62,6 +62,8 @@ class RunConfig:
                                            "decaying to 0 at the end", choices=optim.SCHEDULES)
     logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout",
                                 check=between(0, 1000, "5", open_low=True))
+    spike_cost: float = setting(0.0, "price of a hidden spike: the fitness (BPTT: the loss) pays spike_cost x "
+                                     "hidden spikes per sample", check=between(0.0, 1.0, "0.003"))
     weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
     init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start",
                              check=between(0, 10, "0.3", open_low=True))
@@ -87,13 +89,14 @@ class RunConfig:
     # --- the method configurations made from it ---
 
     def eggroll(self):
-        return eggroll.Config(self.population, self.rank, self.sigma, self.seed, self.logit_scale)
+        return eggroll.Config(self.population, self.rank, self.sigma, self.seed, self.logit_scale, self.spike_cost)
 
     def es(self):
-        return baselines.ESConfig(self.population, self.sigma, self.seed, self.logit_scale, self.es_mode)
+        return baselines.ESConfig(self.population, self.sigma, self.seed, self.logit_scale, self.es_mode,
+                                  self.spike_cost)
 
     def bptt(self):
-        return baselines.BPTTConfig(self.slope, self.logit_scale)
+        return baselines.BPTTConfig(self.slope, self.logit_scale, spike_cost=self.spike_cost)
 
     def adam(self, step, total_steps):
         """Adam's settings for update `step` of `total_steps`, its learning rate scheduled."""
@@ -259,6 +262,28 @@ def hyperscale_runs(part):
     return sorted(runs, key=order)  # stable: keeps the method order
 
 
-def run_folder_name(config, members=False):
-    """The folder of a reproduce run: eggroll-r4-seed1, or with members (hyperscale) eggroll-r4-m8192-seed1."""
-    return f"{config.name}{f'-m{config.population}' if members else ''}-seed{config.seed}"
+# ---------------------------------------------------------------------------------------------
+# The spike-cost preset: what a price on hidden spikes buys. EGGROLL r = 4 and BPTT with the
+# `paper` preset's settings, the fitness (BPTT: the loss) paying spike_cost per hidden spike per
+# sample, at each price; at 0 they are the `paper` preset's runs.
+
+SPIKE_COSTS = (0.0, 0.001, 0.003, 0.01, 0.03)
+
+
+def spike_cost_runs():
+    """The RunConfig of every run of the spike-cost preset, seed by seed, so that a sweep cut short
+    has every price on its first seeds."""
+    runs = []
+    for seed in SEEDS:
+        for cost in SPIKE_COSTS:
+            for name in ("bptt", "eggroll-r4"):
+                config = named_run(name)
+                runs.append(replace(config, **settings_of(PRESETS["paper"], config), seed=seed, spike_cost=cost))
+    return runs
+
+
+def run_folder_name(config, preset=None):
+    """The folder of a reproduce run: eggroll-r4-seed1; in the hyperscale preset with the members,
+    eggroll-r4-m8192-seed1; in the spike-cost preset with the price, eggroll-r4-cost0.003-seed1."""
+    detail = {"hyperscale": f"-m{config.population}", "spike-cost": f"-cost{config.spike_cost:g}"}.get(preset, "")
+    return f"{config.name}{detail}-seed{config.seed}"

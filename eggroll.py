@@ -8,7 +8,8 @@ Read top to bottom; one generation is `generation_step` at the end.
      Layer 1 sees the same frames at every member, so x W^T is computed once and x [B_1 ... B_P]
      is ONE matrix product for the whole population; the two members of a pair reuse it with
      opposite signs.
-  3. Fitness = -cross-entropy; fitnesses are replaced by centred ranks in [-0.5, 0.5].
+  3. Fitness = -cross-entropy (less a price per hidden spike, if one is set); fitnesses are
+     replaced by centred ranks in [-0.5, 0.5].
   4. The gradient estimate, with f_p = rank(theta_p+) - rank(theta_p-) over P pairs,
          g_W = 1/(2 P sigma) sum_p f_p E_p = (diag(f) A)^T B / (2 P sigma sqrt(r))       (7)
          g_b = 1/(2 P sigma) sum_p f_p delta_p                                            (8)
@@ -36,13 +37,14 @@ PAIRS_PER_BLOCK = 64  # pairs per matrix product of the population (see populati
 @dataclass(frozen=True)
 class Config:
     """What one EGGROLL population needs: population = 2P members as P antithetic pairs, the
-    rank r and scale sigma of the perturbations, the seed of the noise, and the readout scale of
-    the fitness (softmax(logit_scale * rate), Eq. (3))."""
+    rank r and scale sigma of the perturbations, the seed of the noise, the readout scale of
+    the fitness (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it."""
     population: int
     rank: int
     sigma: float
     seed: int
     logit_scale: float
+    spike_cost: float = 0.0
 
     @property
     def pairs(self):
@@ -172,9 +174,16 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
 # ---------------------------------------------------------------------------------------------
 # 3. Fitness and its shaping (vanilla ES shares these)
 
-def fitness(counts, labels, n_steps, logit_scale):
-    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4)."""
-    return -snn.cross_entropy(counts, labels, n_steps, logit_scale)
+def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
+    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
+    spike_cost x its hidden spikes per sample; hidden_spikes: each member's over the batch.
+
+    The spike count is not differentiable, but ES needs no gradient of it: the price goes
+    straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
+    loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    if spike_cost:
+        loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
+    return -loss
 
 
 def centred_ranks(values):
@@ -250,9 +259,10 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     """
     check_frames(params, frames, labels)
     mine = team.my_pairs(config.pairs, PAIRS_PER_BLOCK)
-    counts, _ = perturbed_forward(params, frames, config, generation, lif, pairs=mine)     # Eq. (6)
-    fitnesses = team.gather(fitness(counts, labels, frames.shape[0], config.logit_scale),  # Eqs. (3)-(4)
-                            config.pairs, PAIRS_PER_BLOCK)
+    counts, hidden = perturbed_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
+                                       pairs=mine)                                                # Eq. (6)
+    fitnesses = team.gather(fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # Eqs. (3)-(4)
+                                    config.spike_cost), config.pairs, PAIRS_PER_BLOCK)
     shaped = centred_ranks(fitnesses)
     summed = team.update_pairs(config.pairs, PAIRS_PER_BLOCK)
     grads = team.sum(gradient(pair_differences(shaped)[summed], params, config, generation, summed))  # (7)-(8)

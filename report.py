@@ -1,7 +1,7 @@
 """The results of `run.py reproduce` as a person reads them: Table 1 (table.md), Table 2
 (per_seed.md), where the spikes are (sparsity.md) and three figures, made from the run folders
 under results/<preset>/runs; for the hyperscale preset a table.md and figures per part, from
-results/hyperscale/<part>/runs.
+results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_cost.png.
 """
 import json
 import statistics
@@ -466,3 +466,73 @@ def headline_figures(runs, grid):
 
 PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budget_table, budget_figures),
                 "headline": (headline_table, headline_figures)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The spike-cost preset: accuracy against spikes, a curve per method over the price of a spike
+
+def by_spike_cost(runs):
+    """{run name: {spike cost: [final per seed]}} of collect()'s runs, each read from its final.json's
+    settings; runs in METHOD_ORDER, costs ascending."""
+    grid = {}
+    for key, seeds in runs.items():
+        for final, _ in seeds:
+            if "test_sparsity" not in final:
+                raise ValueError(f"{key}: final.json has no test_sparsity (trained before it was measured): {RETRAIN}")
+            stored = config.from_stored(final["config"])
+            grid.setdefault(stored.name, {}).setdefault(stored.spike_cost, []).append(final)
+    return {name: dict(sorted(grid[name].items())) for name in METHOD_ORDER if name in grid}
+
+
+def write_spike_cost_report(results_dir):
+    """table.md and spike_cost.png of the spike-cost preset (config.SPIKE_COSTS); returns the paths written."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    runs = collect(results_dir)
+    grid = by_spike_cost(runs)
+    lines = ["# The price of a spike: test accuracy and activity (the test split, per sample; mean ± std over seeds)",
+             "", data_line(runs, list(runs)), "",
+             "| method | spike cost | seeds | test acc % | hidden spikes | output spikes | silent hidden neurons % | "
+             "synaptic operations | energy nJ |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, by_cost in grid.items():
+        for cost, finals in by_cost.items():
+            measured = [f["test_sparsity"] for f in finals]
+            column = lambda key, scale=1.0: [m[key] * scale for m in measured]
+            lines.append(f"| {name} | {cost:g} | {len(finals)} | "
+                         f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
+                         f"{format_mean_std(column('hidden_spikes_per_sample'), digits=1)} | "
+                         f"{format_mean_std(column('output_spikes_per_sample'), digits=1)} | "
+                         f"{format_mean_std(column('silent_hidden_fraction', 100), digits=1)} | "
+                         f"{format_mean_std(column('synaptic_ops_per_sample'), digits=0)} | "
+                         f"{format_mean_std(column('synaptic_ops_per_sample', ACCUMULATE_PJ / 1e3), digits=1)} |")
+    lines += ["", "spike cost: the fitness (BPTT: the loss) pays it per hidden spike per sample. Synaptic operations "
+              f"and energy as in sparsity.md: {snn.SIZES[1]} accumulates per input event and {snn.SIZES[2]} per "
+              f"hidden spike, {ACCUMULATE_PJ} pJ each (Horowitz, ISSCC 2014)."]
+    written = [results_dir / "table.md"]
+    written[0].write_text("\n".join(lines) + "\n")
+    if grid:
+        spike_cost_figure(runs, grid).savefig(results_dir / "spike_cost.png", dpi=120, bbox_inches="tight")
+        written.append(results_dir / "spike_cost.png")
+    return written
+
+
+def spike_cost_figure(runs, grid):
+    """Test accuracy against hidden spikes and against synaptic operations per sample, a curve per
+    method through its spike costs, each point labelled with its cost; error bars both ways."""
+    fig = new_figure(figsize=(11, 4.2))
+    panels = fig.subplots(1, 2, sharey=True)
+    for ax, key, label in zip(panels, ("hidden_spikes_per_sample", "synaptic_ops_per_sample"),
+                              ("hidden spikes per sample", "synaptic operations per sample")):
+        for name, by_cost in grid.items():
+            accs = [mean_std([100 * f["test_acc"] for f in finals]) for finals in by_cost.values()]
+            activity = [mean_std([f["test_sparsity"][key] for f in finals]) for finals in by_cost.values()]
+            ax.errorbar([a for a, _ in activity], [a for a, _ in accs], xerr=[s for _, s in activity],
+                        yerr=[s for _, s in accs], marker="o", capsize=3, label=name)
+            for cost, (x, _), (y, _) in zip(by_cost, activity, accs):
+                ax.annotate(f"{cost:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel(f"{label} (test split)")
+        ax.grid(alpha=0.3)
+    panels[0].set_ylabel("test accuracy (%)")
+    panels[0].legend(title="points: spike cost")
+    fig.suptitle(f"What a price on hidden spikes buys ({spread(runs, list(runs))})", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -4,6 +4,7 @@
     python run.py evaluate runs/eggroll-r4 --data-root path/to/real/nmnist
     python run.py reproduce --config quick          # or paper, best
     python run.py reproduce --config hyperscale --part budget --device gpu
+    python run.py reproduce --config spike-cost     # accuracy against a price on hidden spikes
     python run.py bench --json bench.json           # see bench.py
 
 Every error a user can cause (bad option, missing data, a foreign checkpoint, a run too large
@@ -364,14 +365,16 @@ def reproduce(opts):
         grids = [(Path(opts.results) / "hyperscale" / part, run_config.hyperscale_runs(part),
                   functools.partial(report.write_hyperscale_report, part=part))
                  for part in ([opts.part] if opts.part else run_config.HYPERSCALE)]
+    elif opts.config == "spike-cost":
+        grids = [(Path(opts.results) / opts.config, run_config.spike_cost_runs(), report.write_spike_cost_report)]
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]
     grids = selected_runs(opts, grids)
-    check_reproduce(opts, grids, hyperscale)
+    check_reproduce(opts, grids)
     for results_dir, runs, write_report in grids:
         with run_folder.owned(results_dir):
-            reproduce_runs(opts, results_dir, runs, hyperscale, deadline)
+            reproduce_runs(opts, results_dir, runs, deadline)
             written = write_report(results_dir)
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
 
@@ -401,7 +404,7 @@ def selected_runs(opts, grids):
     return grids
 
 
-def check_reproduce(opts, grids, members):
+def check_reproduce(opts, grids):
     """What reproduce will use, checked before the first run trains: the --results folder, the
     N-MNIST copies of --real-root and (if a run is left to train) --data-root, the device, and the
     memory of every run left to train."""
@@ -410,25 +413,26 @@ def check_reproduce(opts, grids, members):
         resources.nmnist_recordings(opts.real_root, "--real-root")
     left = [] if opts.report_only else [
         config for results_dir, runs, _ in grids for config in runs
-        if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, members), config)]
+        if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, opts.config), config)]
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
         for config in left:
-            resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, members))
+            resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, opts.config))
 
 
-def reproduce_runs(opts, results_dir, runs, members, deadline):
+def reproduce_runs(opts, results_dir, runs, deadline):
     """Train the unfinished `runs` into results_dir/runs/<run>, skipping the finished ones and, past
-    the deadline, the rest; score them on --real-root. members: the folder names carry the population."""
+    the deadline, the rest; score them on --real-root."""
     where = dict(device=opts.device, data_root=opts.data_root, cache_dir=opts.cache_dir, download=opts.download)
     not_started = 0
     for index, config in enumerate(runs, start=1):
         config = replace(config, **where)
-        out = results_dir / "runs" / run_config.run_folder_name(config, members)
-        label = f"[{index}/{len(runs)}] {config.name} seed {config.seed}" + (f", {config.population} members"
-                                                                             if members else "")
+        out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
+        detail = {"hyperscale": f", {config.population} members",
+                  "spike-cost": f", spike cost {config.spike_cost:g}"}.get(opts.config, "")
+        label = f"[{index}/{len(runs)}] {config.name} seed {config.seed}{detail}"
         if run_folder.is_finished(out, config):
             print(f"{label}: finished in {out}, skipped", file=sys.stderr)
         elif opts.report_only:
@@ -497,9 +501,11 @@ def main(argv=None):
                                    "all-reduce (default: seeds)")
 
     reproduce_parser = commands.add_parser("reproduce", help="every run of the paper's protocol, tables, figures")
-    reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale"]), default="paper",
+    reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale", "spike-cost"]),
+                                  default="paper",
                                   help="paper: 100 generations; quick: under 10 minutes on 2 CPU cores; "
-                                       "best: the tuned recipe; hyperscale: populations up to 65,536, for a GPU "
+                                       "best: the tuned recipe; hyperscale: populations up to 65,536, for a GPU; "
+                                       "spike-cost: EGGROLL r=4 and BPTT at each price of a hidden spike "
                                        "(default: paper)")
     reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
                                   help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "

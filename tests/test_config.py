@@ -1,5 +1,7 @@
 """config.py: one RunConfig makes the method configurations and the stored config.json, stored
 runs of earlier versions read as the same runs, and the presets go from general to specific."""
+import dataclasses
+
 import pytest
 
 import config
@@ -13,6 +15,9 @@ def test_method_configurations_carry_the_run_settings():
     es = run.es()
     assert (es.population, es.sigma, es.seed, es.logit_scale, es.mode) == (64, 0.3, 7, 5.0, "sequential")
     assert (run.bptt().slope, run.bptt().logit_scale) == (1.0, 5.0)
+    priced = config.RunConfig(spike_cost=0.003)
+    assert priced.eggroll().spike_cost == priced.es().spike_cost == priced.bptt().spike_cost == 0.003
+    assert run.eggroll().spike_cost == run.es().spike_cost == run.bptt().spike_cost == 0.0
     assert run.adam(0, 10).lr == 0.02 and run.adam(5, 10).lr == pytest.approx(0.01)
     assert run.adam(0, 10).weight_decay == 0.1
 
@@ -52,6 +57,8 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(population=7), "--population must be an even number >= 2 (P antithetic pairs), got 7"),
     (dict(generations=0), "--generations must be >= 1, got 0"),
     (dict(method="bptt", epochs=0), "--epochs must be >= 1, got 0"),
+    (dict(spike_cost=-0.001), "--spike-cost must lie in [0.0, 1.0], got -0.001: use e.g. --spike-cost 0.003"),
+    (dict(method="bptt", spike_cost=1.5), "--spike-cost must lie in [0.0, 1.0], got 1.5"),
 ])
 def test_check_names_the_option_the_rule_and_an_example(changes, message):
     with pytest.raises(ValueError) as error:
@@ -112,9 +119,9 @@ def test_hyperscale_parts_hold_the_runs_they_promise():
     assert sorted((c.name, c.population, c.seed) for c in headline) == \
         [("eggroll-r1", 65536, s) for s in (1, 2, 3)] + [("es", 4096, s) for s in (1, 2, 3)]
     for runs in (protocol, budget, headline):
-        names = [config.run_folder_name(c, members=True) for c in runs]
+        names = [config.run_folder_name(c, "hyperscale") for c in runs]
         assert len(set(names)) == len(names)
-    assert config.run_folder_name(protocol[2], members=True) == "eggroll-r4-m512-seed1"
+    assert config.run_folder_name(protocol[2], "hyperscale") == "eggroll-r4-m512-seed1"
 
 
 def test_hyperscale_settings_are_the_paper_protocol_the_best_recipe_and_the_headline():
@@ -144,7 +151,7 @@ def test_hyperscale_runs_come_cheap_first_and_the_headline_seed_by_seed():
     assert [(c.seed, c.name) for c in config.hyperscale_runs("headline")] == \
         [(seed, name) for seed in (1, 2, 3) for name in ("eggroll-r1", "es")]
     protocol = config.hyperscale_runs("protocol")
-    assert [config.run_folder_name(c, members=True) for c in protocol[:6]] == \
+    assert [config.run_folder_name(c, "hyperscale") for c in protocol[:6]] == \
         ["eggroll-r1-m512-seed1", "eggroll-r2-m512-seed1", "eggroll-r4-m512-seed1", "eggroll-r8-m512-seed1",
          "es-m512-seed1", "eggroll-r1-m512-seed2"]
 
@@ -152,3 +159,21 @@ def test_hyperscale_runs_come_cheap_first_and_the_headline_seed_by_seed():
 def test_the_other_presets_keep_their_folder_names():
     assert [config.run_folder_name(c) for c in config.preset_runs("paper")[:3]] == \
         ["bptt-seed1", "es-seed1", "eggroll-r1-seed1"]
+
+
+def test_the_spike_cost_preset_prices_the_paper_runs_of_eggroll_r4_and_bptt():
+    """Every seed x cost x (BPTT, EGGROLL r = 4), seed by seed; each run is the paper preset's run
+    with the spike cost changed, so its runs at cost 0 are the paper preset's own."""
+    runs = config.spike_cost_runs()
+    paper = {(c.name, c.seed): c for c in config.preset_runs("paper")}
+    assert len(runs) == len(config.SEEDS) * len(config.SPIKE_COSTS) * 2 and len(config.SPIKE_COSTS) >= 4
+    assert [c.seed for c in runs] == sorted(c.seed for c in runs)
+    for run in runs:
+        assert run.name in ("bptt", "eggroll-r4")
+        assert run == dataclasses.replace(paper[run.name, run.seed], spike_cost=run.spike_cost)
+        config.check(run)
+    assert {c.spike_cost for c in runs} == set(config.SPIKE_COSTS) and 0.0 in config.SPIKE_COSTS
+    names = [config.run_folder_name(c, "spike-cost") for c in runs]
+    assert len(set(names)) == len(names)
+    assert names[:4] == ["bptt-cost0-seed1", "eggroll-r4-cost0-seed1", "bptt-cost0.001-seed1",
+                         "eggroll-r4-cost0.001-seed1"]

@@ -407,3 +407,27 @@ def test_es_generation_fitness_is_the_cross_entropy_of_the_rates():
     assert frames.shape[0] != frames.shape[1] and by_hand.std() > 0
     assert stats["mean_fitness"] == pytest.approx(by_hand.mean(), abs=1e-12)
     assert stats["max_fitness"] == pytest.approx(by_hand.max(), abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", baselines.ES_MODES)
+def test_es_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness(mode):
+    """With spike_cost 0.05, in either mode, an ES generation's fitnesses are -cross-entropy less
+    0.05 x each materialised member's hidden spikes (snn.forward) / B, T (5) != B (3), to 1e-12; the
+    members differ in their spikes, so the price is not a constant shift."""
+    from scipy.special import log_softmax
+    params, frames, labels, config = es_problem(4, np.float64)
+    config = replace(config, spike_cost=0.05, mode=mode)
+    fitnesses, hidden = [], []
+    for pair in range(config.pairs):
+        perturbation = baselines.pair_noise(params, config, 0, pair)
+        for sign in (1, -1):
+            member = {name: value + sign * config.sigma * perturbation[name] for name, value in params.items()}
+            counts, spikes = snn.forward(member, frames, count_hidden=True)
+            log_p = log_softmax(counts[0] / frames.shape[0], axis=-1)[np.arange(len(labels)), labels]
+            fitnesses.append(log_p.mean() - 0.05 * spikes[0] / frames.shape[1])
+            hidden.append(spikes[0])
+    _, _, stats = baselines.es_generation_step(params, optim.init(params), frames, labels, 0, config,
+                                               optim.Adam(lr=0.01))
+    assert len(set(hidden)) > 1 and frames.shape[0] != frames.shape[1]
+    assert stats["mean_fitness"] == pytest.approx(np.mean(fitnesses), abs=1e-12)
+    assert stats["max_fitness"] == pytest.approx(np.max(fitnesses), abs=1e-12)

@@ -153,11 +153,13 @@ def test_fused_lif_step_equals_numpy_step(dtype):
     assert 0.1 < spikes.mean() < 0.9  # both outcomes were exercised
 
 
-def test_forward_and_eggroll_generation_match_in_float64():
-    """One EGGROLL generation on the GPU = on the CPU: output and hidden spike counts (of all
-    pairs and of a slice), new params, Adam state."""
+@pytest.mark.parametrize("spike_cost", [0.0, 0.01])
+def test_forward_and_eggroll_generation_match_in_float64(spike_cost):
+    """One EGGROLL generation on the GPU = on the CPU, with and without a price on hidden spikes:
+    output and hidden spike counts (of all pairs and of a slice), new params, Adam state."""
     params, frames, labels = problem(np.float64)
-    config, adam = eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0), optim.Adam(lr=0.01)
+    config = eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0, spike_cost=spike_cost)
+    adam = optim.Adam(lr=0.01)
     for pairs in (slice(None), slice(5, 20)):
         counts_cpu, hidden_cpu = eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True, pairs=pairs)
         counts_gpu, hidden_gpu = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3,
@@ -212,10 +214,11 @@ def test_network_kernel_equals_numpy_definition_on_the_gpu(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", baselines.ES_MODES)
-def test_full_rank_es_generation_matches_in_float64(mode):
-    """Vanilla ES (both modes) gives the same update on both devices."""
+@pytest.mark.parametrize("spike_cost", [0.0, 0.01])
+def test_full_rank_es_generation_matches_in_float64(mode, spike_cost):
+    """Vanilla ES (both modes, with and without a spike cost) gives the same update on both devices."""
     params, frames, labels = problem(np.float64, seed=2)
-    config = baselines.ESConfig(population=32, sigma=0.1, seed=3, logit_scale=5.0, mode=mode)
+    config = baselines.ESConfig(population=32, sigma=0.1, seed=3, logit_scale=5.0, mode=mode, spike_cost=spike_cost)
     adam, state = optim.Adam(lr=0.01), optim.init(params)
     new_cpu, _, _ = baselines.es_generation_step(params, state, frames, labels, 1, config, adam)
     new_gpu, _, _ = baselines.es_generation_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),
@@ -223,10 +226,12 @@ def test_full_rank_es_generation_matches_in_float64(mode):
     assert_same_update(new_gpu, new_cpu, params, adam.lr)
 
 
-def test_bptt_step_matches_in_float64():
-    """The hand-written surrogate-gradient BPTT step gives the same loss and update on both."""
+@pytest.mark.parametrize("spike_cost", [0.0, 0.01])
+def test_bptt_step_matches_in_float64(spike_cost):
+    """The hand-written surrogate-gradient BPTT step gives the same loss and update on both, with
+    and without a spike cost."""
     params, frames, labels = problem(np.float64, seed=4)
-    config, adam = baselines.BPTTConfig(slope=1.0, logit_scale=10.0), optim.Adam(lr=2e-3)
+    config, adam = baselines.BPTTConfig(slope=1.0, logit_scale=10.0, spike_cost=spike_cost), optim.Adam(lr=2e-3)
     state = optim.init(params)
     new_cpu, _, stats_cpu = baselines.bptt_step(params, state, frames, labels, config, adam)
     new_gpu, _, stats_gpu = baselines.bptt_step(on_gpu(params), on_gpu(state), cupy.asarray(frames),

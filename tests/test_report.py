@@ -303,3 +303,37 @@ def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_
     with pytest.raises(ValueError, match="test_sparsity.silent_hidden_fraction must be a number in"):
         report.write_report(tmp_path, "quick")
     assert damaged.exists()
+
+
+def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
+    """table.md: a row per method and spike cost (read from each run's settings, costs ascending),
+    with the seeds, test accuracy, the test split's spikes, synaptic operations and energy at
+    0.9 pJ each; spike_cost.png: two panels (hidden spikes, synaptic operations) with a curve per
+    method through its costs, each point labelled. A run without the measure is refused by name."""
+    measured = {"input_events_per_sample": 1800.0, "hidden_spikes_per_sample": 150.0, "output_spikes_per_sample": 20.0,
+                "silent_hidden_fraction": 0.25, "synaptic_ops_per_sample": 64 * 1800.0 + 10 * 150.0}
+    for name, cost, seed, acc, hidden in [("eggroll-r4", 0.0, 1, 0.75, 150.0), ("eggroll-r4", 0.0, 2, 0.73, 170.0),
+                                          ("eggroll-r4", 0.01, 1, 0.70, 60.0), ("bptt", 0.01, 1, 0.94, 90.0),
+                                          ("bptt", 0.001, 1, 0.95, 200.0)]:
+        method, _, rank = name.partition("-r")
+        settings = {"method": method, "seed": seed, "spike_cost": cost, **({"rank": int(rank)} if rank else {})}
+        write_run(tmp_path, f"{name}-cost{cost:g}", seed, test_acc=acc, config=settings,
+                  test_sparsity=dict(measured, hidden_spikes_per_sample=hidden,
+                                     synaptic_ops_per_sample=64 * 1800.0 + 10 * hidden))
+    written = report.write_spike_cost_report(tmp_path)
+    assert [p.name for p in written] == ["table.md", "spike_cost.png"]
+    rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [("| bptt", "0.001", "1"), ("| bptt", "0.01", "1"),
+                                                      ("| eggroll-r4", "0", "2"), ("| eggroll-r4", "0.01", "1")]
+    free = rows[3]
+    assert free[3] == "74.00 ± 1.41" and free[4] == "160.0 ± 14.1" and free[7] == "116800 ± 141"
+    assert free[8] == f"{0.9 * 116800 / 1e3:.1f} ± {0.9 * 141.42 / 1e3:.1f} |"
+    figure = report.spike_cost_figure(report.collect(tmp_path), report.by_spike_cost(report.collect(tmp_path)))
+    panels = figure.axes
+    assert [ax.get_xlabel() for ax in panels] == ["hidden spikes per sample (test split)",
+                                                  "synaptic operations per sample (test split)"]
+    assert [t.get_text() for t in panels[0].get_legend().get_texts()] == ["bptt", "eggroll-r4"]
+    assert sorted(t.get_text() for t in panels[0].texts) == ["0", "0.001", "0.01", "0.01"]
+    write_run(tmp_path, "es-cost0", 1, config={"method": "es", "seed": 1})
+    with pytest.raises(ValueError, match="es-cost0: final.json has no test_sparsity"):
+        report.write_spike_cost_report(tmp_path)
