@@ -267,7 +267,7 @@ def hyperscale_runs(part):
 # `paper` preset's settings, the fitness (BPTT: the loss) paying spike_cost per hidden spike per
 # sample, at each price; at 0 they are the `paper` preset's runs.
 
-SPIKE_COSTS = (0.0, 0.001, 0.003, 0.01, 0.03)
+SPIKE_COSTS = (0.0, 0.0003, 0.001, 0.003, 0.01, 0.03)
 
 
 def spike_cost_runs():

@@ -175,5 +175,5 @@ def test_the_spike_cost_preset_prices_the_paper_runs_of_eggroll_r4_and_bptt():
     assert {c.spike_cost for c in runs} == set(config.SPIKE_COSTS) and 0.0 in config.SPIKE_COSTS
     names = [config.run_folder_name(c, "spike-cost") for c in runs]
     assert len(set(names)) == len(names)
-    assert names[:4] == ["bptt-cost0-seed1", "eggroll-r4-cost0-seed1", "bptt-cost0.001-seed1",
-                         "eggroll-r4-cost0.001-seed1"]
+    assert names[:4] == ["bptt-cost0-seed1", "eggroll-r4-cost0-seed1", "bptt-cost0.0003-seed1",
+                         "eggroll-r4-cost0.0003-seed1"]
