@@ -24,6 +24,9 @@ ACCUMULATE_PJ = 0.9
 MULTIPLY_ACCUMULATE_PJ = 0.9 + 3.7
 SPARSITY_KEYS = ("input_events_per_sample", "hidden_spikes_per_sample", "output_spikes_per_sample",
                  "silent_hidden_fraction", "synaptic_ops_per_sample")
+ENERGY_NOTE = (f"hidden spikes, energy: on the test split, per sample; energy = synaptic operations ({snn.SIZES[1]} "
+               f"accumulates per input event + {snn.SIZES[2]} per hidden spike) x {ACCUMULATE_PJ} pJ (45 nm CMOS, "
+               f"Horowitz, ISSCC 2014); – where a run was trained before they were measured.")
 METHOD_ORDER = ["bptt", "es"] + [f"eggroll-r{r}" for r in config.RANKS]
 # The paper's Table 1, test accuracy % after 100 generations at the paper's own population.
 PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 72.27, "eggroll-r4": 79.21,
@@ -76,6 +79,17 @@ def collect(results_dir):
             final["real_acc"] = read_record(real_path, run_folder.real_problem, RESCORE)["accuracy"]["all"]
         runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
     return runs
+
+
+def measured(finals, key, scale=1.0):
+    """test_sparsity[key] x scale of each run's final.json; None for a run trained before it was measured."""
+    return [f["test_sparsity"][key] * scale if "test_sparsity" in f else None for f in finals]
+
+
+def hidden_and_energy(finals, format_values):
+    """The two cells every table gives a run: hidden spikes and energy in nJ per test sample."""
+    return [format_values(measured(finals, "hidden_spikes_per_sample"), 1),
+            format_values(measured(finals, "synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3), 1)]
 
 
 def seconds_to_reach(metrics, accuracy=0.75):
@@ -134,8 +148,8 @@ def write_report(results_dir, preset):
              f"(per_seed.md shows which ran)",
              "", data_line(runs, names), "",
              "| method | test acc % (mean ± std) | s / generation | speedup vs vanilla ES (same device) | "
-             "s to 75 % val acc | spikes / sample | real recordings % |",
-             "|---|---|---|---|---|---|---|"]
+             "s to 75 % val acc | spikes / sample | hidden spikes | energy nJ | real recordings % |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         finals = [f for f, _ in runs[name]]
         seconds = statistics.median(f["median_seconds_per_generation"] for f in finals)
@@ -147,8 +161,9 @@ def write_report(results_dir, preset):
         lines.append(f"| {name} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{seconds:.3f}{unit} | {speedup} | {reach} | "
                      f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} | "
+                     f"{' | '.join(hidden_and_energy(finals, lambda values, digits: format_some(values, '–', 1, digits)))} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
-    lines += ["", REAL_NOTE]
+    lines += ["", REAL_NOTE, ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
     written = [results_dir / "table.md", results_dir / "per_seed.md"]
     written[0].write_text("\n".join(lines) + "\n")
 
@@ -308,6 +323,11 @@ def by_population(runs, results_dir):
     return {name: dict(sorted(grid[name].items())) for name in sorted(grid, key=order)}
 
 
+def present(expected):
+    """format_seeds of the values a run measured, for hidden_and_energy."""
+    return lambda values, digits: format_seeds([v for v in values if v is not None], expected, 1, digits)
+
+
 def format_seeds(values, expected, scale=100.0, digits=2):
     """mean ± std of the seeds' values, "(n seeds)" where fewer than `expected` ran; a lone value
     as it is where one seed is expected; "–" where none ran."""
@@ -360,7 +380,13 @@ def protocol_table(grid):
     for name, by_members in grid.items():
         lines.append(row([name] + [f"{median_seconds(by_members[m]):.3f}" if m in by_members else "–"
                                    for m in populations]))
-    return "the paper's protocol (the paper preset's ES settings) against population", lines
+    lines += ["", "Hidden spikes per test sample, and energy in nJ per test sample:", "", row(header),
+              "|---" * len(header) + "|"]
+    for name, by_members in grid.items():
+        cells = [hidden_and_energy([f for f, _ in by_members[m]], present(len(seeds))) if m in by_members
+                 else ["–", "–"] for m in populations]
+        lines.append(row([name] + [" / ".join(pair) if "–" not in pair else "–" for pair in cells]))
+    return "the paper's protocol (the paper preset's ES settings) against population", lines + ["", ENERGY_NOTE]
 
 
 def protocol_figures(runs, grid):
@@ -399,15 +425,17 @@ def protocol_figure(runs, grid):
 
 def budget_table(grid):
     """Accuracy and time of each run at each population."""
-    lines = ["| run | members | test % | val % | s / generation | total s |", "|---|---|---|---|---|---|"]
+    lines = ["| run | members | test % | val % | s / generation | total s | hidden spikes | energy nJ |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, by_members in grid.items():
         for members, seeds in by_members.items():
             finals = [f for f, _ in seeds]
             lines.append(f"| {name} | {members} | {format_seeds([f['test_acc'] for f in finals], 1)} | "
                          f"{format_seeds([f['val_acc'] for f in finals], 1)} | "
                          f"{format_seeds([f['median_seconds_per_generation'] for f in finals], 1, 1, 3)} | "
-                         f"{format_seeds([f['total_seconds'] for f in finals], 1, 1, 0)} |")
-    return "a fixed budget of generations (the best preset's recipe) against population", lines
+                         f"{format_seeds([f['total_seconds'] for f in finals], 1, 1, 0)} | "
+                         f"{' | '.join(hidden_and_energy(finals, present(1)))} |")
+    return "a fixed budget of generations (the best preset's recipe) against population", lines + ["", ENERGY_NOTE]
 
 
 def budget_figures(runs, grid):
@@ -438,8 +466,8 @@ def budget_figure(runs, grid, key, scale, label, title, log_y=False):
 
 def headline_table(grid):
     """Every seed of each run, and their mean ± std."""
-    lines = ["| run | seed | test % | real recordings % | lowest digit % | training s | device |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| run | seed | test % | real recordings % | lowest digit % | training s | hidden spikes | energy nJ | "
+             "device |", "|---|---|---|---|---|---|---|---|---|"]
     percent = lambda value: "–" if value is None else f"{100 * value:.2f}"
     for name, by_members in grid.items():
         for members, seeds in by_members.items():
@@ -449,13 +477,15 @@ def headline_table(grid):
                 lines.append(f"| {name}, {members} members | {final['config']['seed']} | "
                              f"{percent(final['test_acc'])} | {percent(final.get('real_acc'))} | "
                              f"{'–' if low is None else f'{percent(low[0])} (digit {low[1]})'} | "
-                             f"{final['total_seconds']:.0f} | {final.get('device', '?')} |")
+                             f"{final['total_seconds']:.0f} | {' | '.join(hidden_and_energy([final], present(1)))} | "
+                             f"{final.get('device', '?')} |")
             lines.append(f"| {name}, {members} members | mean ± std | "
                          f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
                          f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
                          f"{format_some([low[0] if low else None for low in lowest], '–', 100)} | "
-                         f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} | |")
-    lines += ["", REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst."]
+                         f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} | "
+                         f"{' | '.join(hidden_and_energy(finals, lambda values, digits: format_some(values, '–', 1, digits)))} | |")
+    lines += ["", REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst.", ENERGY_NOTE]
     return "EGGROLL at its largest population beside vanilla ES", lines
 
 
@@ -472,16 +502,20 @@ PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budge
 # The spike-cost preset: accuracy against spikes, a curve per method over the price of a spike
 
 def by_spike_cost(runs):
-    """{run name: {spike cost: [final per seed]}} of collect()'s runs, each read from its final.json's
-    settings; runs in METHOD_ORDER, costs ascending."""
-    grid = {}
+    """{"<run>, <length>": {spike cost: [final per seed]}} of collect()'s runs, each read from its
+    final.json's settings (e.g. "eggroll-r4, 100 generations"); runs in METHOD_ORDER, then shorter
+    first; costs ascending."""
+    grid, order = {}, {}
     for key, seeds in runs.items():
         for final, _ in seeds:
             if "test_sparsity" not in final:
                 raise ValueError(f"{key}: final.json has no test_sparsity (trained before it was measured): {RETRAIN}")
             stored = config.from_stored(final["config"])
-            grid.setdefault(stored.name, {}).setdefault(stored.spike_cost, []).append(final)
-    return {name: dict(sorted(grid[name].items())) for name in METHOD_ORDER if name in grid}
+            label = f"{stored.name}, {config.run_length(stored)}"
+            order[label] = (METHOD_ORDER.index(stored.name), stored.epochs if stored.method == "bptt"
+                            else stored.generations)
+            grid.setdefault(label, {}).setdefault(stored.spike_cost, []).append(final)
+    return {label: dict(sorted(grid[label].items())) for label in sorted(grid, key=order.get)}
 
 
 def write_spike_cost_report(results_dir):
@@ -491,7 +525,7 @@ def write_spike_cost_report(results_dir):
     grid = by_spike_cost(runs)
     lines = ["# The price of a spike: test accuracy and activity (the test split, per sample; mean ± std over seeds)",
              "", data_line(runs, list(runs)), "",
-             "| method | spike cost | seeds | test acc % | hidden spikes | output spikes | silent hidden neurons % | "
+             "| run | spike cost | seeds | test acc % | hidden spikes | output spikes | silent hidden neurons % | "
              "synaptic operations | energy nJ |", "|---|---|---|---|---|---|---|---|---|"]
     for name, by_cost in grid.items():
         for cost, finals in by_cost.items():
@@ -520,8 +554,10 @@ def spike_cost_figure(runs, grid):
     method through its spike costs, each point labelled with its cost; error bars both ways."""
     fig = new_figure(figsize=(11, 4.2))
     panels = fig.subplots(1, 2, sharey=True)
-    for ax, key, label in zip(panels, ("hidden_spikes_per_sample", "synaptic_ops_per_sample"),
-                              ("hidden spikes per sample", "synaptic operations per sample")):
+    titles = ("the spikes training can change", f"all synaptic operations: {snn.SIZES[1]} per input event "
+              f"(fixed by the data) + {snn.SIZES[2]} per hidden spike")
+    for ax, key, label, title in zip(panels, ("hidden_spikes_per_sample", "synaptic_ops_per_sample"),
+                                     ("hidden spikes per sample", "synaptic operations per sample"), titles):
         for name, by_cost in grid.items():
             accs = [mean_std([100 * f["test_acc"] for f in finals]) for finals in by_cost.values()]
             activity = [mean_std([f["test_sparsity"][key] for f in finals]) for finals in by_cost.values()]
@@ -530,6 +566,7 @@ def spike_cost_figure(runs, grid):
             for cost, (x, _), (y, _) in zip(by_cost, activity, accs):
                 ax.annotate(f"{cost:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_xlabel(f"{label} (test split)")
+        ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
     panels[0].set_ylabel("test accuracy (%)")
     panels[0].legend(title="points: spike cost")

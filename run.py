@@ -431,7 +431,7 @@ def reproduce_runs(opts, results_dir, runs, deadline):
         config = replace(config, **where)
         out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
         detail = {"hyperscale": f", {config.population} members",
-                  "spike-cost": f", spike cost {config.spike_cost:g}"}.get(opts.config, "")
+                  "spike-cost": f", {run_config.run_length(config)}, spike cost {config.spike_cost:g}"}.get(opts.config, "")
         label = f"[{index}/{len(runs)}] {config.name} seed {config.seed}{detail}"
         if run_folder.is_finished(out, config):
             print(f"{label}: finished in {out}, skipped", file=sys.stderr)

@@ -200,6 +200,7 @@ def test_protocol_table_is_method_by_population_beside_the_paper(tmp_path, saved
     assert "| es | 72.00 ± 2.00 | – | 76.17 |" in table
     assert "| eggroll-r4 | 80.00 ± 0.00 (1 seed) | 86.00 ± 1.41 (2 seeds) | 79.21 |" in table
     assert "| eggroll-r4 | 0.512 | 2.048 |" in table  # seconds per generation, median over seeds
+    assert "| es | – | – |" in table  # hidden spikes / energy, not measured by these runs
 
 
 def test_protocol_figure_marks_the_paper_left_of_the_populations(tmp_path, saved):
@@ -217,17 +218,21 @@ def test_protocol_figure_marks_the_paper_left_of_the_populations(tmp_path, saved
 
 
 def test_budget_table_and_figures_show_each_run_at_each_population(tmp_path, saved):
-    write_hyperscale_runs(tmp_path, [("eggroll-r1", 512, 1, 0.80), ("eggroll-r1", 65536, 1, 0.93),
-                                     ("eggroll-r4", 512, 1, 0.81), ("es", 512, 1, 0.75), ("es", 8192, 1, 0.78)],
-                          total_seconds=123.4)
+    write_hyperscale_runs(tmp_path, [("eggroll-r1", 512, 1, 0.80), ("eggroll-r4", 512, 1, 0.81), ("es", 512, 1, 0.75),
+                                     ("es", 8192, 1, 0.78)], total_seconds=123.4)
+    write_hyperscale_runs(tmp_path, [("eggroll-r1", 65536, 1, 0.93)], total_seconds=123.4,
+                          test_sparsity=dict(SPARSITY, hidden_spikes_per_sample=80.0,
+                                             synaptic_ops_per_sample=64 * 1800.0 + 10 * 80.0))
     written = report.write_hyperscale_report(tmp_path, "budget")
     assert [p.name for p in written] == ["table.md", "budget_accuracy.png", "budget_speed.png"]
     rows = [line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
-    assert rows[0] == "| run | members | test % | val % | s / generation | total s |"
-    assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 |", "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 |",
-                        "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 |",
-                        "| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 |",
-                        "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 |"]
+    assert rows[0] == "| run | members | test % | val % | s / generation | total s | hidden spikes | energy nJ |"
+    assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 | – | – |",
+                        "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 | – | – |",
+                        "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 | – | – |",
+                        f"| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 | 80.0 | {0.9 * 116000 / 1e3:.1f} |",
+                        "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 | – | – |"]
+    assert report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
     accuracy, speed = saved["budget_accuracy.png"].axes[0], saved["budget_speed.png"].axes[0]
     assert (accuracy.get_xscale(), accuracy.get_yscale()) == ("log", "linear")
     assert (speed.get_xscale(), speed.get_yscale()) == ("log", "log")
@@ -247,11 +252,11 @@ def test_headline_table_shows_every_seed_its_weakest_digit_and_the_mean(tmp_path
     assert [p.name for p in written] == ["table.md", "convergence.png"]
     rows = {tuple(line.split(" | ")[:2]): line for line in (tmp_path / "table.md").read_text().splitlines()}
     assert rows["| eggroll-r1, 65536 members", "1"] == \
-        "| eggroll-r1, 65536 members | 1 | 93.00 | 90.00 | 81.00 (digit 2) | 3600 | gpu (NVIDIA H200) |"
+        "| eggroll-r1, 65536 members | 1 | 93.00 | 90.00 | 81.00 (digit 2) | 3600 | – | – | gpu (NVIDIA H200) |"
     assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[3] == "–"
     assert rows["| eggroll-r1, 65536 members", "mean ± std"] == ("| eggroll-r1, 65536 members | mean ± std | "
                                                                  "93.00 ± 1.00 | 90.00 ± 0.00 (1/3 seeds) | "
-                                                                 "83.00 ± 2.00 | 3600 ± 0 | |")
+                                                                 "83.00 ± 2.00 | 3600 ± 0 | – | – | |")
     assert rows["| es, 4096 members", "1"].split(" | ")[4] == "–"
     assert "Device: gpu (NVIDIA H200)" in (tmp_path / "table.md").read_text()
     assert [line.get_label() for line in saved["convergence.png"].axes[0].get_lines()] == ["es-m4096",
@@ -277,6 +282,10 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
                                 f"move it out of {runs}")
 
 
+SPARSITY = {"input_events_per_sample": 1800.0, "hidden_spikes_per_sample": 150.0, "output_spikes_per_sample": 20.0,
+            "silent_hidden_fraction": 0.25, "synaptic_ops_per_sample": 64 * 1800.0 + 10 * 150.0}
+
+
 def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_measure(tmp_path):
     """sparsity.md: per method the test split's spikes, silent neurons and synaptic operations
     (64 per input event + 10 per hidden spike), the share training can change (10 x hidden / total),
@@ -299,6 +308,9 @@ def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_
     energy = 0.9 * 117200 / 1e3                                       # nJ
     assert cells[7].startswith(f"{energy:.1f}")
     assert cells[8] == f"{148608 * 4.6 / 1e3 / energy:.1f} |"
+    table = table_rows(tmp_path)  # Table 1 gives the hidden spikes and energy too, before the real recordings
+    assert table["| eggroll-r4"][6:8] == ["200.0 ± 70.7", f"{energy:.1f} ± {0.9 * 707.1 / 1e3:.1f}"]
+    assert table["| es"][6:8] == ["–", "–"] and report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
     damaged = write_run(tmp_path, "eggroll-r1", 1, test_sparsity=dict(measured, silent_hidden_fraction=2.0))
     with pytest.raises(ValueError, match="test_sparsity.silent_hidden_fraction must be a number in"):
         report.write_report(tmp_path, "quick")
@@ -312,28 +324,35 @@ def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
     method through its costs, each point labelled. A run without the measure is refused by name."""
     measured = {"input_events_per_sample": 1800.0, "hidden_spikes_per_sample": 150.0, "output_spikes_per_sample": 20.0,
                 "silent_hidden_fraction": 0.25, "synaptic_ops_per_sample": 64 * 1800.0 + 10 * 150.0}
-    for name, cost, seed, acc, hidden in [("eggroll-r4", 0.0, 1, 0.75, 150.0), ("eggroll-r4", 0.0, 2, 0.73, 170.0),
-                                          ("eggroll-r4", 0.01, 1, 0.70, 60.0), ("bptt", 0.01, 1, 0.94, 90.0),
-                                          ("bptt", 0.001, 1, 0.95, 200.0)]:
+    for name, cost, seed, acc, hidden, length in [("eggroll-r4", 0.0, 1, 0.75, 150.0, 100),
+                                                  ("eggroll-r4", 0.0, 2, 0.73, 170.0, 100),
+                                                  ("eggroll-r4", 0.001, 1, 0.90, 50.0, 4000),
+                                                  ("eggroll-r4", 0.01, 1, 0.70, 60.0, 100),
+                                                  ("bptt", 0.01, 1, 0.94, 90.0, 5), ("bptt", 0.001, 1, 0.95, 200.0, 5)]:
         method, _, rank = name.partition("-r")
-        settings = {"method": method, "seed": seed, "spike_cost": cost, **({"rank": int(rank)} if rank else {})}
-        write_run(tmp_path, f"{name}-cost{cost:g}", seed, test_acc=acc, config=settings,
+        settings = {"method": method, "seed": seed, "spike_cost": cost,
+                    **({"rank": int(rank), "generations": length} if rank else {"epochs": length})}
+        write_run(tmp_path, f"{name}-{'g' if rank else 'e'}{length}-cost{cost:g}", seed, test_acc=acc, config=settings,
                   test_sparsity=dict(measured, hidden_spikes_per_sample=hidden,
                                      synaptic_ops_per_sample=64 * 1800.0 + 10 * hidden))
     written = report.write_spike_cost_report(tmp_path)
     assert [p.name for p in written] == ["table.md", "spike_cost.png"]
     rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
-    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [("| bptt", "0.001", "1"), ("| bptt", "0.01", "1"),
-                                                      ("| eggroll-r4", "0", "2"), ("| eggroll-r4", "0.01", "1")]
+    assert [(r[0], r[1], r[2]) for r in rows[1:]] == [("| bptt, 5 epochs", "0.001", "1"), ("| bptt, 5 epochs", "0.01", "1"),
+                                                      ("| eggroll-r4, 100 generations", "0", "2"),
+                                                      ("| eggroll-r4, 100 generations", "0.01", "1"),
+                                                      ("| eggroll-r4, 4000 generations", "0.001", "1")]
     free = rows[3]
     assert free[3] == "74.00 ± 1.41" and free[4] == "160.0 ± 14.1" and free[7] == "116800 ± 141"
     assert free[8] == f"{0.9 * 116800 / 1e3:.1f} ± {0.9 * 141.42 / 1e3:.1f} |"
     figure = report.spike_cost_figure(report.collect(tmp_path), report.by_spike_cost(report.collect(tmp_path)))
     panels = figure.axes
+    assert panels[1].get_title().startswith("all synaptic operations: 64 per input event")
     assert [ax.get_xlabel() for ax in panels] == ["hidden spikes per sample (test split)",
                                                   "synaptic operations per sample (test split)"]
-    assert [t.get_text() for t in panels[0].get_legend().get_texts()] == ["bptt", "eggroll-r4"]
-    assert sorted(t.get_text() for t in panels[0].texts) == ["0", "0.001", "0.01", "0.01"]
+    assert [t.get_text() for t in panels[0].get_legend().get_texts()] == \
+        ["bptt, 5 epochs", "eggroll-r4, 100 generations", "eggroll-r4, 4000 generations"]
+    assert sorted(t.get_text() for t in panels[0].texts) == ["0", "0.001", "0.001", "0.01", "0.01"]
     write_run(tmp_path, "es-cost0", 1, config={"method": "es", "seed": 1})
     with pytest.raises(ValueError, match="es-cost0: final.json has no test_sparsity"):
         report.write_spike_cost_report(tmp_path)
