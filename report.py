@@ -554,7 +554,7 @@ def spike_cost_figure(runs, grid):
     method through its spike costs, each point labelled with its cost; error bars both ways."""
     fig = new_figure(figsize=(11, 4.2))
     panels = fig.subplots(1, 2, sharey=True)
-    titles = ("the spikes training can change", f"all synaptic operations: {snn.SIZES[1]} per input event "
+    titles = ("the spikes training can change", f"all synaptic operations:\n{snn.SIZES[1]} per input event "
               f"(fixed by the data) + {snn.SIZES[2]} per hidden spike")
     for ax, key, label, title in zip(panels, ("hidden_spikes_per_sample", "synaptic_ops_per_sample"),
                                      ("hidden spikes per sample", "synaptic operations per sample"), titles):

@@ -347,7 +347,7 @@ def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
     assert free[8] == f"{0.9 * 116800 / 1e3:.1f} ± {0.9 * 141.42 / 1e3:.1f} |"
     figure = report.spike_cost_figure(report.collect(tmp_path), report.by_spike_cost(report.collect(tmp_path)))
     panels = figure.axes
-    assert panels[1].get_title().startswith("all synaptic operations: 64 per input event")
+    assert panels[1].get_title().startswith("all synaptic operations:\n64 per input event")
     assert [ax.get_xlabel() for ax in panels] == ["hidden spikes per sample (test split)",
                                                   "synaptic operations per sample (test split)"]
     assert [t.get_text() for t in panels[0].get_legend().get_texts()] == \
