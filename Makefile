@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
-.PHONY: install test reproduce reproduce-quick reproduce-best reproduce-hyperscale bench mutation
+.PHONY: install test reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
 
 install: $(VENV)/.installed
 
@@ -32,6 +32,9 @@ reproduce-best: install
 # Needs an NVIDIA GPU and CuPy (pip install -e ".[gpu]").
 reproduce-hyperscale: install
 	$(PY) run.py reproduce --config hyperscale --device gpu --download $(REAL_ROOT_OPTION)
+
+reproduce-spike-cost: install
+	$(PY) run.py reproduce --config spike-cost --download $(REAL_ROOT_OPTION)
 
 bench: install
 	$(PY) run.py bench --json bench.json

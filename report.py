@@ -549,27 +549,41 @@ def write_spike_cost_report(results_dir):
     return written
 
 
-def spike_cost_figure(runs, grid):
-    """Test accuracy against hidden spikes and against synaptic operations per sample, a curve per
-    method through its spike costs, each point labelled with its cost; error bars both ways."""
-    fig = new_figure(figsize=(11, 4.2))
-    panels = fig.subplots(1, 2, sharey=True)
-    titles = ("the spikes training can change", f"all synaptic operations:\n{snn.SIZES[1]} per input event "
-              f"(fixed by the data) + {snn.SIZES[2]} per hidden spike")
-    for ax, key, label, title in zip(panels, ("hidden_spikes_per_sample", "synaptic_ops_per_sample"),
-                                     ("hidden spikes per sample", "synaptic operations per sample"), titles):
-        for name, by_cost in grid.items():
+def spike_cost_figure(runs, grid, zoom_above=85.0):
+    """Test accuracy against hidden spikes (all runs, then those above `zoom_above` % enlarged) and
+    against synaptic operations per sample: a curve per run through its spike costs, each point
+    labelled with its cost, error bars both ways; a colour and marker per method, dashed where a
+    curve has fewer seeds than the most any has."""
+    fig = new_figure(figsize=(15, 4.4))
+    panels = fig.subplots(1, 3)
+    hidden, operations = "hidden_spikes_per_sample", "synaptic_ops_per_sample"
+    layout = [(hidden, "the spikes training can change"),
+              (hidden, f"the same, runs above {zoom_above:g} % enlarged"),
+              (operations, f"all synaptic operations:\n{snn.SIZES[1]} per input event (fixed by the data) + "
+                           f"{snn.SIZES[2]} per hidden spike")]
+    seeds = {label: max(len(finals) for finals in by_cost.values()) for label, by_cost in grid.items()}
+    styles = {label: dict(color=f"C{METHOD_ORDER.index(label.split(',')[0])}",
+                          marker="o" if label.startswith("bptt") else "s",
+                          linestyle="-" if seeds[label] == max(seeds.values()) else "--") for label in grid}
+    for ax, (key, title) in zip(panels, layout):
+        zoomed = title.startswith("the same")
+        for label, by_cost in grid.items():
             accs = [mean_std([100 * f["test_acc"] for f in finals]) for finals in by_cost.values()]
             activity = [mean_std([f["test_sparsity"][key] for f in finals]) for finals in by_cost.values()]
-            ax.errorbar([a for a, _ in activity], [a for a, _ in accs], xerr=[s for _, s in activity],
-                        yerr=[s for _, s in accs], marker="o", capsize=3, label=name)
-            for cost, (x, _), (y, _) in zip(by_cost, activity, accs):
+            points = [(cost, x, y) for cost, x, y in zip(by_cost, activity, accs) if not zoomed or y[0] > zoom_above]
+            if not points:
+                continue
+            ax.errorbar([x for _, (x, _), _ in points], [y for _, _, (y, _) in points],
+                        xerr=[s for _, (_, s), _ in points], yerr=[s for _, _, (_, s) in points], capsize=3,
+                        label=label, **styles[label])
+            for cost, (x, _), (y, _) in points:
                 ax.annotate(f"{cost:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel(f"{label} (test split)")
+        ax.set_xlabel(f"{'synaptic operations' if key == operations else 'hidden spikes'} per sample (test split)")
+        ax.set_ylabel("test accuracy (%)")
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
-    panels[0].set_ylabel("test accuracy (%)")
-    panels[0].legend(title="points: spike cost")
+    panels[0].legend(title="points: spike cost" + ("; dashed: fewer seeds" if len(set(seeds.values())) > 1 else ""),
+                     fontsize=8, title_fontsize=8)
     fig.suptitle(f"What a price on hidden spikes buys ({spread(runs, list(runs))})", fontsize=10)
     fig.tight_layout()
     return fig

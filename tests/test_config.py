@@ -161,29 +161,33 @@ def test_the_other_presets_keep_their_folder_names():
         ["bptt-seed1", "es-seed1", "eggroll-r1-seed1"]
 
 
-def test_the_spike_cost_preset_prices_the_paper_runs_of_eggroll_r4_and_bptt_and_the_best_recipe():
-    """Every seed x cost x (BPTT, EGGROLL r = 4) of the paper preset, seed by seed, then EGGROLL r = 4
-    with the best preset's recipe at the long costs (seed 1); each run is its preset's run with the
-    spike cost changed, so the runs at cost 0 are those presets' own."""
+def test_the_spike_cost_preset_prices_the_paper_runs_and_a_pair_at_matched_accuracy():
+    """Every seed x cost x (BPTT, EGGROLL r = 4) of the paper preset, seed by seed, then at each
+    matched cost (seed 1) BPTT stopped after 2 epochs and EGGROLL r = 4 with the best preset's
+    recipe; each run is its preset's run with the spike cost (and BPTT's epochs) changed, so the
+    runs at cost 0 are those presets' own."""
     runs = config.spike_cost_runs()
     paper = {(c.name, c.seed): c for c in config.preset_runs("paper")}
     best = {(c.name, c.seed): c for c in config.preset_runs("best")}
-    short, long = runs[:-len(config.SPIKE_COSTS_LONG)], runs[-len(config.SPIKE_COSTS_LONG):]
-    assert len(short) == len(config.SEEDS) * len(config.SPIKE_COSTS) * 2 and len(config.SPIKE_COSTS) >= 4
-    assert [c.seed for c in short] == sorted(c.seed for c in short)
-    for run in short:
+    matched = 2 * len(config.MATCHED_COSTS)
+    sweep, pairs = runs[:-matched], runs[-matched:]
+    assert len(sweep) == len(config.SEEDS) * len(config.SPIKE_COSTS) * 2 and len(config.SPIKE_COSTS) >= 4
+    assert [c.seed for c in sweep] == sorted(c.seed for c in sweep)
+    for run in sweep:
         assert run.name in ("bptt", "eggroll-r4")
         assert run == dataclasses.replace(paper[run.name, run.seed], spike_cost=run.spike_cost)
-    for run in long:
-        assert run == dataclasses.replace(best["eggroll-r4", 1], spike_cost=run.spike_cost)
+    for bptt, eggroll, cost in zip(pairs[0::2], pairs[1::2], config.MATCHED_COSTS):
+        assert bptt == dataclasses.replace(paper["bptt", 1], epochs=2, spike_cost=cost)
+        assert eggroll == dataclasses.replace(best["eggroll-r4", 1], spike_cost=cost)
     for run in runs:
         config.check(run)
-    assert {c.spike_cost for c in short} == set(config.SPIKE_COSTS) and 0.0 in config.SPIKE_COSTS
-    assert [c.spike_cost for c in long] == list(config.SPIKE_COSTS_LONG) and 0.0 in config.SPIKE_COSTS_LONG
+    assert {c.spike_cost for c in sweep} == set(config.SPIKE_COSTS) and 0.0 in config.SPIKE_COSTS
+    assert 0.0 in config.MATCHED_COSTS
     names = [config.run_folder_name(c, "spike-cost") for c in runs]
     assert len(set(names)) == len(names)
     assert names[:4] == ["bptt-e5-cost0-seed1", "eggroll-r4-g100-cost0-seed1", "bptt-e5-cost0.0003-seed1",
                          "eggroll-r4-g100-cost0.0003-seed1"]
-    assert names[-1] == f"eggroll-r4-g4000-cost{config.SPIKE_COSTS_LONG[-1]:g}-seed1"
-    assert [config.run_length(c) for c in (short[0], short[1], long[0])] == ["5 epochs", "100 generations",
-                                                                           "4000 generations"]
+    assert names[-2:] == [f"bptt-e2-cost{config.MATCHED_COSTS[-1]:g}-seed1",
+                          f"eggroll-r4-g4000-cost{config.MATCHED_COSTS[-1]:g}-seed1"]
+    assert [config.run_length(c) for c in (sweep[0], sweep[1], pairs[0], pairs[1])] == \
+        ["5 epochs", "100 generations", "2 epochs", "4000 generations"]

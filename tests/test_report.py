@@ -347,12 +347,19 @@ def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
     assert free[8] == f"{0.9 * 116800 / 1e3:.1f} ± {0.9 * 141.42 / 1e3:.1f} |"
     figure = report.spike_cost_figure(report.collect(tmp_path), report.by_spike_cost(report.collect(tmp_path)))
     panels = figure.axes
-    assert panels[1].get_title().startswith("all synaptic operations:\n64 per input event")
-    assert [ax.get_xlabel() for ax in panels] == ["hidden spikes per sample (test split)",
-                                                  "synaptic operations per sample (test split)"]
+    assert panels[2].get_title().startswith("all synaptic operations:\n64 per input event")
+    assert [ax.get_xlabel() for ax in panels] == ["hidden spikes per sample (test split)"] * 2 + \
+        ["synaptic operations per sample (test split)"]
     assert [t.get_text() for t in panels[0].get_legend().get_texts()] == \
         ["bptt, 5 epochs", "eggroll-r4, 100 generations", "eggroll-r4, 4000 generations"]
     assert sorted(t.get_text() for t in panels[0].texts) == ["0", "0.001", "0.001", "0.01", "0.01"]
+    assert sorted(t.get_text() for t in panels[1].texts) == ["0.001", "0.001", "0.01"]  # the runs above 85 %
+    lines = {c.get_label(): c.lines[0] for c in panels[0].containers}
+    assert lines["eggroll-r4, 100 generations"].get_color() == lines["eggroll-r4, 4000 generations"].get_color() \
+        != lines["bptt, 5 epochs"].get_color()
+    assert lines["eggroll-r4, 100 generations"].get_linestyle() == "-"  # two seeds at cost 0, the most
+    assert lines["eggroll-r4, 4000 generations"].get_linestyle() == lines["bptt, 5 epochs"].get_linestyle() == "--"
+    assert lines["bptt, 5 epochs"].get_marker() != lines["eggroll-r4, 100 generations"].get_marker()
     write_run(tmp_path, "es-cost0", 1, config={"method": "es", "seed": 1})
     with pytest.raises(ValueError, match="es-cost0: final.json has no test_sparsity"):
         report.write_spike_cost_report(tmp_path)

@@ -177,7 +177,7 @@ def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
 
 
 def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(tmp_path, dataset, monkeypatch):
-    """--config spike-cost trains BPTT and EGGROLL r = 4 at each cost, and EGGROLL r = 4 longer, into
+    """--config spike-cost trains BPTT and EGGROLL r = 4 at each cost, then the matched pair, into
     spike-cost/runs/<run>-<length>-cost<c>-seed<s> and writes table.md and spike_cost.png. At cost 0 a run is bit for bit `train` with the same settings
     and no --spike-cost; a price moves the weights."""
     monkeypatch.setitem(config.PRESETS, "paper", {"common": dict(generations=3, population=8, batch_size=16,
@@ -187,12 +187,12 @@ def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(
     monkeypatch.setattr(config, "SPIKE_COSTS", (0.0, 0.05))
     monkeypatch.setitem(config.PRESETS, "best", {"common": dict(generations=4, population=8, batch_size=16,
                                                                 eval_every=2)})
-    monkeypatch.setattr(config, "SPIKE_COSTS_LONG", (0.05,))
+    monkeypatch.setattr(config, "MATCHED_COSTS", (0.05,))
     assert run.main(["reproduce", "--config", "spike-cost", "--results", str(tmp_path), "--quiet", *dataset]) == 0
     results = tmp_path / "spike-cost"
     assert sorted(p.parent.name for p in results.glob("runs/*/final.json")) == \
-        ["bptt-e1-cost0-seed1", "bptt-e1-cost0.05-seed1", "eggroll-r4-g3-cost0-seed1", "eggroll-r4-g3-cost0.05-seed1",
-         "eggroll-r4-g4-cost0.05-seed1"]
+        ["bptt-e1-cost0-seed1", "bptt-e1-cost0.05-seed1", "bptt-e2-cost0.05-seed1", "eggroll-r4-g3-cost0-seed1",
+         "eggroll-r4-g3-cost0.05-seed1", "eggroll-r4-g4-cost0.05-seed1"]
     assert (results / "spike_cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| eggroll-r4, 4 generations | 0.05 | 1 |" in (results / "table.md").read_text()
     plain = tmp_path / "plain"
