@@ -141,7 +141,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     """One vanilla-ES generation: the same stages, arguments and stats as eggroll.generation_step."""
     eggroll.check_frames(params, frames, labels)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
-    counts, hidden = es_forward(params, frames, config, generation, lif, bool(config.spike_cost), mine)
+    counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
+                                pairs=mine)
     fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
                                             config.spike_cost), config.pairs, eggroll.PAIRS_PER_BLOCK)
     shaped = eggroll.centred_ranks(fitnesses)
