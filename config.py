@@ -270,7 +270,7 @@ def hyperscale_runs(part):
 # generations) and BPTT stopped after 2 of its 5 epochs, at the prices where both keep it (seed 1).
 
 SPIKE_COSTS = (0.0, 0.0003, 0.001, 0.003, 0.01, 0.03)
-MATCHED_COSTS = (0.0, 0.0003, 0.001)
+MATCHED_COSTS = (0.0, 0.0003, 0.001, 0.003, 0.01)
 MATCHED_BPTT_EPOCHS = 2
 
 
