@@ -86,7 +86,12 @@ def measured(finals, key, scale=1.0):
     return [f["test_sparsity"][key] * scale if "test_sparsity" in f else None for f in finals]
 
 
-def hidden_and_energy(finals, format_values):
+def format_measured(values, digits):
+    """mean ± std of the runs that measured a value (see format_some), "–" where none did."""
+    return format_some(values, "–", 1, digits)
+
+
+def hidden_and_energy(finals, format_values=format_measured):
     """The two cells every table gives a run: hidden spikes and energy in nJ per test sample."""
     return [format_values(measured(finals, "hidden_spikes_per_sample"), 1),
             format_values(measured(finals, "synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3), 1)]
@@ -161,7 +166,7 @@ def write_report(results_dir, preset):
         lines.append(f"| {name} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{seconds:.3f}{unit} | {speedup} | {reach} | "
                      f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} | "
-                     f"{' | '.join(hidden_and_energy(finals, lambda values, digits: format_some(values, '–', 1, digits)))} | "
+                     f"{' | '.join(hidden_and_energy(finals))} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
     lines += ["", REAL_NOTE, ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
     written = [results_dir / "table.md", results_dir / "per_seed.md"]
@@ -191,20 +196,19 @@ def sparsity_table(runs, names, preset):
              "synaptic operations | of which training can change % | energy nJ | × below the non-spiking network |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name in names:
-        measured = [f["test_sparsity"] for f, _ in runs[name] if "test_sparsity" in f]
-        if not measured:
+        finals = [f for f, _ in runs[name] if "test_sparsity" in f]
+        if not finals:
             lines.append(f"| {name} |" + " – |" * 8)
             continue
-        column = lambda key, scale=1.0: [m[key] * scale for m in measured]
-        changeable = [100 * n_out * m["hidden_spikes_per_sample"] / max(m["synaptic_ops_per_sample"], 1e-12)
-                      for m in measured]
-        energy = column("synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3)
-        seeds = f" ({len(measured)}/{len(runs[name])} seeds)" if len(measured) < len(runs[name]) else ""
-        lines.append(f"| {name}{seeds} | {format_mean_std(column('input_events_per_sample'), digits=0)} | "
-                     f"{format_mean_std(column('hidden_spikes_per_sample'), digits=1)} | "
-                     f"{format_mean_std(column('output_spikes_per_sample'), digits=1)} | "
-                     f"{format_mean_std(column('silent_hidden_fraction', 100), digits=1)} | "
-                     f"{format_mean_std(column('synaptic_ops_per_sample'), digits=0)} | "
+        changeable = [100 * n_out * hidden / max(operations, 1e-12) for hidden, operations in
+                      zip(measured(finals, "hidden_spikes_per_sample"), measured(finals, "synaptic_ops_per_sample"))]
+        energy = measured(finals, "synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3)
+        seeds = f" ({len(finals)}/{len(runs[name])} seeds)" if len(finals) < len(runs[name]) else ""
+        lines.append(f"| {name}{seeds} | {format_mean_std(measured(finals, 'input_events_per_sample'), digits=0)} | "
+                     f"{format_mean_std(measured(finals, 'hidden_spikes_per_sample'), digits=1)} | "
+                     f"{format_mean_std(measured(finals, 'output_spikes_per_sample'), digits=1)} | "
+                     f"{format_mean_std(measured(finals, 'silent_hidden_fraction', 100), digits=1)} | "
+                     f"{format_mean_std(measured(finals, 'synaptic_ops_per_sample'), digits=0)} | "
                      f"{format_mean_std(changeable, digits=2)} | {format_mean_std(energy, digits=1)} | "
                      f"{dense_pj / 1e3 / mean_std(energy)[0]:.1f} |")
     lines += ["", f"Synaptic operations: {n_hidden} accumulates per input event and {n_out} per hidden spike; only "
@@ -484,7 +488,7 @@ def headline_table(grid):
                          f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
                          f"{format_some([low[0] if low else None for low in lowest], '–', 100)} | "
                          f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} | "
-                         f"{' | '.join(hidden_and_energy(finals, lambda values, digits: format_some(values, '–', 1, digits)))} | |")
+                         f"{' | '.join(hidden_and_energy(finals))} | |")
     lines += ["", REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst.", ENERGY_NOTE]
     return "EGGROLL at its largest population beside vanilla ES", lines
 
@@ -529,15 +533,13 @@ def write_spike_cost_report(results_dir):
              "synaptic operations | energy nJ |", "|---|---|---|---|---|---|---|---|---|"]
     for name, by_cost in grid.items():
         for cost, finals in by_cost.items():
-            measured = [f["test_sparsity"] for f in finals]
-            column = lambda key, scale=1.0: [m[key] * scale for m in measured]
             lines.append(f"| {name} | {cost:g} | {len(finals)} | "
                          f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
-                         f"{format_mean_std(column('hidden_spikes_per_sample'), digits=1)} | "
-                         f"{format_mean_std(column('output_spikes_per_sample'), digits=1)} | "
-                         f"{format_mean_std(column('silent_hidden_fraction', 100), digits=1)} | "
-                         f"{format_mean_std(column('synaptic_ops_per_sample'), digits=0)} | "
-                         f"{format_mean_std(column('synaptic_ops_per_sample', ACCUMULATE_PJ / 1e3), digits=1)} |")
+                         f"{format_mean_std(measured(finals, 'hidden_spikes_per_sample'), digits=1)} | "
+                         f"{format_mean_std(measured(finals, 'output_spikes_per_sample'), digits=1)} | "
+                         f"{format_mean_std(measured(finals, 'silent_hidden_fraction', 100), digits=1)} | "
+                         f"{format_mean_std(measured(finals, 'synaptic_ops_per_sample'), digits=0)} | "
+                         f"{format_mean_std(measured(finals, 'synaptic_ops_per_sample', ACCUMULATE_PJ / 1e3), digits=1)} |")
     lines += ["", "spike cost: the fitness (BPTT: the loss) pays it per hidden spike per sample. Synaptic operations: "
               f"{snn.SIZES[1]} accumulates per input event and {snn.SIZES[2]} per hidden spike; energy: "
               f"{ACCUMULATE_PJ} pJ each (45 nm CMOS, 32-bit floats; Horowitz, ISSCC 2014)."]
