@@ -296,6 +296,14 @@ def run_length(config):
     return f"{config.epochs} epochs" if config.method == "bptt" else f"{config.generations} generations"
 
 
+def run_label(config, preset=None):
+    """A reproduce run as a person reads it: eggroll-r4 seed 1, with what tells it apart in its preset
+    (", 8192 members"; ", 100 generations, spike cost 0.003")."""
+    detail = {"hyperscale": f", {config.population} members",
+              "spike-cost": f", {run_length(config)}, spike cost {config.spike_cost:g}"}.get(preset, "")
+    return f"{config.name} seed {config.seed}{detail}"
+
+
 def run_folder_name(config, preset=None):
     """The folder of a reproduce run: eggroll-r4-seed1; in the hyperscale preset with the members,
     eggroll-r4-m8192-seed1; in the spike-cost preset with the length and the price,

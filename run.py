@@ -430,9 +430,7 @@ def reproduce_runs(opts, results_dir, runs, deadline):
     for index, config in enumerate(runs, start=1):
         config = replace(config, **where)
         out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
-        detail = {"hyperscale": f", {config.population} members",
-                  "spike-cost": f", {run_config.run_length(config)}, spike cost {config.spike_cost:g}"}.get(opts.config, "")
-        label = f"[{index}/{len(runs)}] {config.name} seed {config.seed}{detail}"
+        label = f"[{index}/{len(runs)}] {run_config.run_label(config, opts.config)}"
         if run_folder.is_finished(out, config):
             print(f"{label}: finished in {out}, skipped", file=sys.stderr)
         elif opts.report_only:

@@ -189,5 +189,8 @@ def test_the_spike_cost_preset_prices_the_paper_runs_and_a_pair_at_matched_accur
                          "eggroll-r4-g100-cost0.0003-seed1"]
     assert names[-2:] == [f"bptt-e2-cost{config.MATCHED_COSTS[-1]:g}-seed1",
                           f"eggroll-r4-g4000-cost{config.MATCHED_COSTS[-1]:g}-seed1"]
+    assert config.run_label(pairs[-1], "spike-cost") == \
+        f"eggroll-r4 seed 1, 4000 generations, spike cost {config.MATCHED_COSTS[-1]:g}"
+    assert config.run_label(sweep[0]) == "bptt seed 1"
     assert [config.run_length(c) for c in (sweep[0], sweep[1], pairs[0], pairs[1])] == \
         ["5 epochs", "100 generations", "2 epochs", "4000 generations"]
