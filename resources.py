@@ -33,7 +33,7 @@ from run_folder import UsageError
 
 SLACK = 1.5           # temporaries and allocator, on top of the dominant arrays
 NMNIST_SIZE = (60000, 10000)  # training and test recordings of the whole of N-MNIST
-EVAL_BATCH = 1000     # samples per batch of run.evaluate
+EVAL_BATCH = 1000     # samples per batch of training.evaluate
 
 
 def noise_bytes(method, rank, pairs):

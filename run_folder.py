@@ -339,7 +339,7 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
                "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
-               # run.sparsity on the test split (runs trained before it was measured lack it)
+               # training.evaluate on the test split (runs trained before it was measured lack it)
                **{f"test_sparsity.{key}": AMOUNT for key in ("input_events_per_sample", "hidden_spikes_per_sample",
                                                              "output_spikes_per_sample", "synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}

@@ -19,7 +19,6 @@ from hypothesis import given, settings, strategies as st
 import baselines
 import distributed
 import eggroll
-import run
 import run_folder
 import snn
 from nmnist_files import REAL_ROOT, needs_real
@@ -134,7 +133,7 @@ def train(out, cache, processes=None, *extra, timeout=300):
 
 
 def weights(out):
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         return {name: stored[name] for name in stored.files if name.startswith(("param/", "adam_"))}
 
 
@@ -196,7 +195,7 @@ def test_a_job_whose_process_dies_ends_and_resumes_with_another_number_of_proces
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
-        while not (out / run.CHECKPOINT).exists() and time.time() < deadline and job.poll() is None:
+        while not (out / run_folder.CHECKPOINT).exists() and time.time() < deadline and job.poll() is None:
             time.sleep(0.002)
         os.kill(int((out / run_folder.LOCK).read_text()), signal.SIGKILL)  # the first process
         job.wait(timeout=60)  # raises TimeoutExpired if the others were left waiting
@@ -205,7 +204,7 @@ def test_a_job_whose_process_dies_ends_and_resumes_with_another_number_of_proces
             job.kill()
             job.wait()
     assert job.returncode != 0 and not (out / "final.json").exists()
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         assert 3 <= int(stored["step"]) < 30, "the job must die mid-way for this test to mean anything"
     done = train(out, alone / "cache", 2, *longer, "--resume")
     assert done.returncode == 0, done.stderr
@@ -296,7 +295,7 @@ def test_a_signal_stops_every_process_at_one_step_and_says_how_to_continue(tmp_p
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.time() + 120
-        while not (out / run.CHECKPOINT).exists() and time.time() < deadline and process.poll() is None:
+        while not (out / run_folder.CHECKPOINT).exists() and time.time() < deadline and process.poll() is None:
             time.sleep(0.01)
         pid = process.pid if target == "mpiexec" else int((out / run_folder.LOCK).read_text())
         os.kill(pid, getattr(signal, signal_name))
@@ -308,5 +307,5 @@ def test_a_signal_stops_every_process_at_one_step_and_says_how_to_continue(tmp_p
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert process.returncode == 128 + getattr(signal, signal_name) and len(lines) == 1, err
     assert lines[0].startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume" in lines[0]
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) >= 3

@@ -261,15 +261,15 @@ def test_translate_is_the_same_on_the_gpu():
 def test_train_on_gpu_writes_a_run_the_cpu_can_evaluate(tmp_path):
     """run.py train --device gpu on a small N-MNIST copy: final.json names the GPU, and its
     checkpoint loads on the CPU and scores the same test accuracy there (to one sample)."""
-    import run
+    import training
     from nmnist_files import write_dataset
     root = write_dataset(tmp_path / "NMNIST", n_train=20, n_test=3, n_events=300)
     config = run_config.RunConfig(generations=3, population=16, batch_size=16, eval_every=1, device="gpu",
                                   data_root=str(root), cache_dir=str(tmp_path / "cache"))
-    final = run.train(config, tmp_path / "run", progress=False)
+    final = training.train(config, tmp_path / "run", progress=False)
     assert final["device"].startswith("gpu")
     assert json.loads((tmp_path / "run" / "final.json").read_text())["test_acc"] == final["test_acc"]
-    scored = run.evaluate_run(tmp_path / "run", root, tmp_path / "cache", device="cpu")
+    scored = training.evaluate_run(tmp_path / "run", root, tmp_path / "cache", device="cpu")
     assert scored["accuracy"]["test"] == pytest.approx(final["test_acc"], abs=1.5 / scored["samples"]["test"])
 
 
@@ -278,13 +278,13 @@ def test_short_training_on_gpu_matches_the_cpu_run(tmp_path):
     """EGGROLL r = 4 for 60 generations on the real recordings, on the GPU and on the CPU: both
     learn (test accuracy far above chance 0.10) and end within 5 points of each other (float32
     rounding flips a rare spike, so the runs drift apart slowly)."""
-    import run
+    import training
     finals = {}
     for device in ("cpu", "gpu"):
         config = run_config.RunConfig(method="eggroll", rank=4, generations=60, population=256, batch_size=128,
                                       eval_every=60, device=device, data_root=str(REAL_ROOT),
                                       cache_dir=str(tmp_path / "cache"))
-        finals[device] = run.train(config, tmp_path / device, progress=False)
+        finals[device] = training.train(config, tmp_path / device, progress=False)
     assert finals["gpu"]["device"].startswith("gpu")
     assert min(finals["cpu"]["test_acc"], finals["gpu"]["test_acc"]) > 0.3
     assert abs(finals["gpu"]["test_acc"] - finals["cpu"]["test_acc"]) <= 0.05

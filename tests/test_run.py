@@ -12,8 +12,12 @@ import numpy as np
 import pytest
 
 import config
+import data
+import reproduce
+import resources
 import run
 import run_folder
+import training
 from nmnist_files import REAL_DIR, needs_real, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +37,7 @@ def train_command(out, dataset, *extra):
 
 
 def stored_params(out):
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         return {name: stored[name] for name in stored.files if name.startswith(("param/", "adam_"))}
 
 
@@ -47,11 +51,11 @@ def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
     killed = tmp_path / "killed"
     process = subprocess.Popen(train_command(killed, dataset, *generations), cwd=ROOT)
     deadline = time.time() + 120
-    while not (killed / run.CHECKPOINT).exists() and time.time() < deadline:
+    while not (killed / run_folder.CHECKPOINT).exists() and time.time() < deadline:
         time.sleep(0.005)
     process.kill()
     process.wait()
-    with np.load(killed / run.CHECKPOINT) as stored:
+    with np.load(killed / run_folder.CHECKPOINT) as stored:
         step = int(stored["step"])
     assert 0 < step < 400, "the run must be killed mid-way for this test to mean anything"
 
@@ -108,7 +112,7 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         assert code == 2 and "--lr must lie in" in err and not (tmp_path / "new").exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
-    (out / run.CHECKPOINT).write_bytes(b"not a checkpoint")
+    (out / run_folder.CHECKPOINT).write_bytes(b"not a checkpoint")
     code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, "--resume"], capsys)
     assert code == 2 and "is damaged" in err
     with pytest.raises(SystemExit) as exit_info:
@@ -221,7 +225,7 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert report["accuracy"]["val"] == final["val_acc"] and report["accuracy"]["test"] == final["test_acc"]
     assert report["samples"] == {"train": 180, "val": 20, "test": 30}
     assert report["accuracy_per_digit"]["test"] == final["test_acc_per_digit"]
-    labels = run.data.load_nmnist(dataset[1], cache_dir=dataset[3], progress=False).val.labels
+    labels = data.load_nmnist(dataset[1], cache_dir=dataset[3], progress=False).val.labels
     per_digit = report["accuracy_per_digit"]["val"]
     present = [digit for digit in range(10) if (labels == digit).any()]
     assert [digit for digit in range(10) if per_digit[digit] is not None] == present
@@ -242,7 +246,7 @@ def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tm
     assert run.main(args + ["--resume"]) == 0
     assert [json.loads(line)["generation"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [5, 10]
 
-    (out / run.CHECKPOINT).unlink()
+    (out / run_folder.CHECKPOINT).unlink()
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     code, err = run_main(args + ["--resume"], capsys)
     assert code == 2 and "no checkpoint.npz to resume from" in err
@@ -338,7 +342,7 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     weights of an uninterrupted run, scores them on --real-root and writes the part's report."""
     monkeypatch.setitem(config.HYPERSCALE, "budget", {"common": dict(generations=3, batch_size=16, eval_every=2),
                                                       "seeds": (1,), "populations": {"eggroll-r1": (8,), "es": (8,)}})
-    clock, method_step = [0.0], run.method_step
+    clock, method_step = [0.0], training.method_step
 
     def ticking_step(*args):
         step = method_step(*args)
@@ -347,8 +351,10 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
             clock[0] += 1.0
             return step(*step_args)
         return one_second_step
-    monkeypatch.setattr(run, "method_step", ticking_step)
-    monkeypatch.setattr(run, "time", SimpleNamespace(monotonic=lambda: clock[0], perf_counter=time.perf_counter))
+    monkeypatch.setattr(training, "method_step", ticking_step)
+    clock_time = SimpleNamespace(monotonic=lambda: clock[0], perf_counter=time.perf_counter)
+    monkeypatch.setattr(training, "time", clock_time)
+    monkeypatch.setattr(reproduce, "time", clock_time)
     where = ["--data-root", str(REAL_DIR), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     part = tmp_path / "results" / "hyperscale" / "budget"
     args = ["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(tmp_path / "results"), *where]
@@ -358,7 +364,7 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert code == 0, err
     assert f"{eggroll_run} stopped by --deadline at step 1 of 3; the next reproduce resumes it" in err
     assert f"--deadline passed: 1 run(s) of {part} not started" in err
-    with np.load(eggroll_run / run.CHECKPOINT) as stored:
+    with np.load(eggroll_run / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) == 1
     assert not (eggroll_run / "final.json").exists() and not es_run.exists()
     assert "| eggroll-r1 |" not in (part / "table.md").read_text()
@@ -409,7 +415,7 @@ def test_a_run_too_large_for_memory_is_refused_before_anything_is_touched(tmp_pa
     code, err = run_main(["train", "--out", str(tmp_path / "new"), "--method", "es", "--population",
                           "99999999999999999998", *dataset], capsys)
     assert code == 2 and err.startswith("error: --population 99999999999999999998: ") and "PB of RAM" in err, err
-    monkeypatch.setattr(run.resources, "available_bytes", lambda xp: (200 * 10**6, None))  # 200 MB free
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (200 * 10**6, None))  # 200 MB free
     for method in ("eggroll", "es", "bptt"):
         code, err = run_main(["train", "--out", str(tmp_path / "new"), "--method", method, "--batch-size", "16",
                               "--time-bins", "1000", *dataset], capsys)
@@ -478,7 +484,7 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
             code = exit_.code
         err = capsys.readouterr().err
         assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
-    monkeypatch.setattr(run.resources, "available_bytes", lambda xp: (10**6, None))
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (10**6, None))
     code, err = run_main(base + ["--runs", "es"], capsys)
     assert code == 2 and "error: run es-seed1 needs about " in err and "1.0 MB free; leave it out" in err, err
     code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "protocol", "--results", str(results),
@@ -525,7 +531,7 @@ def test_a_signal_stops_a_run_with_where_it_stopped_and_how_to_continue(tmp_path
                                stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while not (out / run.CHECKPOINT).exists() and time.time() < deadline:
+        while not (out / run_folder.CHECKPOINT).exists() and time.time() < deadline:
             time.sleep(0.01)
         process.send_signal(getattr(signal, signal_name))
         err = process.communicate(timeout=60)[1]
@@ -534,7 +540,7 @@ def test_a_signal_stops_a_run_with_where_it_stopped_and_how_to_continue(tmp_path
         process.wait()
     assert process.returncode == status and err.count("\n") == 1, err
     assert err.startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume to continue" in err
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) >= 5
 
 
@@ -542,16 +548,16 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
     """final.json's test_sparsity, computed here again by hand on the test split with the trained
     weights: input events (active inputs over the frames), hidden and output spikes (adding up to
     `evaluate`'s spikes), the hidden neurons that never fire, and 64 x events + 10 x hidden spikes."""
-    import data
     import snn
     options = dict(zip(dataset[::2], dataset[1::2]))
     settings = dataclasses.replace(config.RunConfig(), generations=3, population=8, batch_size=16, eval_every=3,
                                    data_root=options["--data-root"], cache_dir=options["--cache-dir"])
-    final = run.train(settings, tmp_path / "run", progress=False)
+    final = training.train(settings, tmp_path / "run", progress=False)
     measured = final["test_sparsity"]
     splits = data.load_nmnist(settings.data_root, cache_dir=settings.cache_dir, progress=False)
     like = snn.init_params(settings.seed)
-    params = run_folder.load_checkpoint(tmp_path / "run" / run.CHECKPOINT, np, like, run_folder.identity(settings))[0]
+    params = run_folder.load_checkpoint(tmp_path / "run" / run_folder.CHECKPOINT, np, like,
+                                        run_folder.identity(settings))[0]
     frames = splits.test.frames(np.arange(len(splits.test)))                  # (T, N, 2312)
     v, fired = np.zeros((frames.shape[1], 64), np.float32), np.zeros(64)
     for t in range(frames.shape[0]):                                           # layer 1 written out plainly
@@ -560,7 +566,7 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
         fired += spikes.sum(axis=0)
         v[spikes] = 0
     n = len(splits.test)
-    _, spikes_per_sample, _, where = run.evaluate(params, splits.test, snn.LIF(), np)
+    _, spikes_per_sample, _, where = training.evaluate(params, splits.test, snn.LIF(), np)
     assert where == measured
     assert measured["input_events_per_sample"] == pytest.approx(frames.sum() / n, rel=1e-12)
     assert measured["hidden_spikes_per_sample"] == pytest.approx(fired.sum() / n, rel=1e-12)

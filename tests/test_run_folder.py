@@ -76,10 +76,10 @@ def test_a_second_process_on_a_run_folder_is_refused_and_a_killed_owner_never_bl
 # Damaged or foreign files
 
 def rewrite_checkpoint(out, change):
-    with np.load(out / run.CHECKPOINT) as stored:
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         arrays = {name: stored[name] for name in stored.files}
     change(arrays)
-    with open(out / run.CHECKPOINT, "wb") as file:
+    with open(out / run_folder.CHECKPOINT, "wb") as file:
         np.savez(file, **arrays)
 
 
@@ -91,13 +91,13 @@ def as_version_1(arrays):
 
 def write_npy(out):
     """A plain .npy array saved under the checkpoint's name."""
-    with open(out / run.CHECKPOINT, "wb") as file:
+    with open(out / run_folder.CHECKPOINT, "wb") as file:
         np.save(file, np.zeros(3))
 
 
 @pytest.mark.parametrize("damage, problem", [
-    (lambda out: (out / run.CHECKPOINT).write_bytes(b""), "it is empty"),
-    (lambda out: (out / run.CHECKPOINT).write_bytes(np.random.default_rng(0).bytes(3000)),
+    (lambda out: (out / run_folder.CHECKPOINT).write_bytes(b""), "it is empty"),
+    (lambda out: (out / run_folder.CHECKPOINT).write_bytes(np.random.default_rng(0).bytes(3000)),
      "it is not a checkpoint.npz archive"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update({"param/W1": a["param/W1"][:, :-1]})),
      "param/W1 is float32 (64, 2311), expected float32 (64, 2312)"),
@@ -134,7 +134,7 @@ def test_a_damaged_checkpoint_is_one_line_for_resume_and_evaluate_and_changes_no
     for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
         code, err = run_main(args, capsys)
         assert code == 2 and err.count("\n") == 1, err
-        assert f"checkpoint {finished_run / run.CHECKPOINT} is damaged ({problem}" in err
+        assert f"checkpoint {finished_run / run_folder.CHECKPOINT} is damaged ({problem}" in err
         assert "allow_pickle" not in err
     assert snapshot(finished_run) == before
 
@@ -209,12 +209,12 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(tmp_path, da
     for name, extra, difference in [("seed2", ["--seed", "2"], "seed 2, not 1"),
                                     ("es", ["--method", "es"], "method es, not eggroll")]:
         assert run.main(train_args(tmp_path / name, dataset, *extra)) == 0
-        shutil.copyfile(tmp_path / name / run.CHECKPOINT, out / run.CHECKPOINT)
+        shutil.copyfile(tmp_path / name / run_folder.CHECKPOINT, out / run_folder.CHECKPOINT)
         before = snapshot(out)
         for args in (train_args(out, dataset, "--resume"), ["evaluate", str(out), *dataset]):
             code, err = run_main(args, capsys)
             assert code == 2 and err.count("\n") == 1, err
-            assert f"checkpoint {out / run.CHECKPOINT} belongs to another run ({difference})" in err
+            assert f"checkpoint {out / run_folder.CHECKPOINT} belongs to another run ({difference})" in err
         assert snapshot(out) == before
 
 
@@ -233,7 +233,7 @@ def test_a_run_resumes_only_on_the_data_it_was_trained_on(tmp_path, dataset, cap
         before = snapshot(out)
         code, err = run_main(args + other + ["--resume"], capsys)
         assert code == 2 and err.count("\n") == 1, err
-        assert f"checkpoint {out / run.CHECKPOINT} was trained on other data (train: 180 samples, sha256 " in err
+        assert f"checkpoint {out / run_folder.CHECKPOINT} was trained on other data (train: 180 samples, sha256 " in err
         assert snapshot(out) == before
     assert run.main(["evaluate", str(out), *other]) == 0
 
@@ -246,8 +246,8 @@ def test_a_full_disk_names_the_path_and_leaves_no_temporary_file(tmp_path, datas
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err.count("\n") == 1
-    assert f"cannot write {out / run.CHECKPOINT}: No space left on device" in err
-    assert not list(out.glob("*.tmp")) and not (out / run.CHECKPOINT).exists()
+    assert f"cannot write {out / run_folder.CHECKPOINT}: No space left on device" in err
+    assert not list(out.glob("*.tmp")) and not (out / run_folder.CHECKPOINT).exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def test_a_run_non_finite_at_its_first_step_says_it_has_no_checkpoint(tmp_path, 
     assert code == 2 and err.count("\n") == 1, err
     assert ("training went non-finite at step 1 (a parameter became NaN or inf); there is no checkpoint: "
             "lower --lr or --sigma") in err
-    assert not (out / run.CHECKPOINT).exists()
+    assert not (out / run_folder.CHECKPOINT).exists()
 
 
 def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
@@ -335,8 +335,8 @@ def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, ca
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f"training went non-finite by step 10 (adam_v/W1 holds NaN or inf), so {out / run.CHECKPOINT}" in err
-    with np.load(out / run.CHECKPOINT) as stored:
+    assert f"training went non-finite by step 10 (adam_v/W1 holds NaN or inf), so {out / run_folder.CHECKPOINT}" in err
+    with np.load(out / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) == 5
 
 

@@ -1,0 +1,130 @@
+"""`run.py reproduce`: every run of a preset (the paper's protocol, the hyperscale parts, the spike
+cost), trained one after another into results/<config>/runs/ skipping the finished ones, each
+scored on --real-root if given, then the tables and figures of report.py.
+"""
+import functools
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import config as run_config
+import report
+import resources
+import run_folder
+import training
+from backend import array_module
+from run_folder import CHECKPOINT, UsageError
+
+
+def reproduce(opts):
+    """Train every run of the preset that is not finished yet, then write tables and figures; with
+    --config hyperscale, part after part, each in results/hyperscale/<part>.
+
+    With --real-root, every finished run is also scored on that N-MNIST copy (real.json). With
+    --deadline, no run trains past that many seconds from now: the one it stops stays resumable.
+    """
+    if opts.deadline is not None and not opts.deadline >= 0:
+        raise UsageError(f"--deadline must be >= 0 seconds, got {opts.deadline}: use e.g. --deadline 3600")
+    deadline = None if opts.deadline is None else time.monotonic() + opts.deadline
+    hyperscale = opts.config == "hyperscale"
+    for name in ("part", "populations"):
+        if getattr(opts, name) is not None and not hyperscale:
+            raise UsageError(f"{run_config.option(name)} is for --config hyperscale; drop it for "
+                             f"--config {opts.config}")
+    if hyperscale:
+        grids = [(Path(opts.results) / "hyperscale" / part, run_config.hyperscale_runs(part),
+                  functools.partial(report.write_hyperscale_report, part=part))
+                 for part in ([opts.part] if opts.part else run_config.HYPERSCALE)]
+    elif opts.config == "spike-cost":
+        grids = [(Path(opts.results) / opts.config, run_config.spike_cost_runs(), report.write_spike_cost_report)]
+    else:
+        grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
+                  functools.partial(report.write_report, preset=opts.config))]
+    grids = selected_runs(opts, grids)
+    check_reproduce(opts, grids)
+    for results_dir, runs, write_report in grids:
+        with run_folder.owned(results_dir):
+            reproduce_runs(opts, results_dir, runs, deadline)
+            written = write_report(results_dir)
+        print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
+
+
+SELECTORS = {"runs": lambda config: config.name, "seeds": lambda config: config.seed,
+             "populations": lambda config: config.population}  # reproduce's options that pick runs
+
+
+def selected_runs(opts, grids):
+    """The grids, each with the runs that --runs, --seeds and --populations pick; a UsageError for
+    a value no run of the preset has, or if no run is left."""
+    scope = f"--config {opts.config}" + (f" --part {opts.part}" if opts.part else "")
+    every = [config for _, runs, _ in grids for config in runs]
+    for name, value_of in SELECTORS.items():
+        known = sorted({value_of(config) for config in every})
+        unknown = [value for value in getattr(opts, name) or () if value not in known]
+        if unknown:
+            raise UsageError(f"--{name}: {scope} has no {name[:-1]} {unknown[0]}; use some of "
+                             f"{', '.join(map(str, known))}")
+    picked = lambda config: all(not getattr(opts, name) or value_of(config) in getattr(opts, name)
+                                for name, value_of in SELECTORS.items())
+    grids = [(results_dir, [config for config in runs if picked(config)], write) for results_dir, runs, write in grids]
+    if not any(runs for _, runs, _ in grids):
+        given = " ".join(f"--{name} {','.join(map(str, getattr(opts, name)))}" for name in SELECTORS
+                         if getattr(opts, name))
+        raise UsageError(f"no run of {scope} has {given}; drop one of them")
+    return grids
+
+
+def check_reproduce(opts, grids):
+    """What reproduce will use, checked before the first run trains: the --results folder, the
+    N-MNIST copies of --real-root and (if a run is left to train) --data-root, the device, and the
+    memory of every run left to train."""
+    resources.check_writable(opts.results, "--results", folder=True)
+    if opts.real_root:
+        resources.nmnist_recordings(opts.real_root, "--real-root")
+    left = [] if opts.report_only else [
+        config for results_dir, runs, _ in grids for config in runs
+        if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, opts.config), config)]
+    if left or opts.real_root:
+        xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
+    if left:
+        recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
+        for config in left:
+            resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, opts.config))
+
+
+def reproduce_runs(opts, results_dir, runs, deadline):
+    """Train the unfinished `runs` into results_dir/runs/<run>, skipping the finished ones and, past
+    the deadline, the rest; score them on --real-root."""
+    where = dict(device=opts.device, data_root=opts.data_root, cache_dir=opts.cache_dir, download=opts.download)
+    not_started = 0
+    for index, config in enumerate(runs, start=1):
+        config = replace(config, **where)
+        out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
+        label = f"[{index}/{len(runs)}] {run_config.run_label(config, opts.config)}"
+        if run_folder.is_finished(out, config):
+            print(f"{label}: finished in {out}, skipped", file=sys.stderr)
+        elif opts.report_only:
+            continue
+        elif deadline is not None and time.monotonic() >= deadline:
+            not_started += 1
+            continue
+        else:
+            print(label, file=sys.stderr)
+            stored = run_folder.read_config(out) if (out / "config.json").exists() else None
+            force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
+            try:
+                training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline)
+            except training.DeadlineReached as stop:
+                print(f"{label}: {stop}", file=sys.stderr)
+                continue
+        if opts.real_root and not (out / "real.json").exists():
+            if (out / CHECKPOINT).exists():
+                scored = training.evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
+                run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
+            else:
+                print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)
+    if not_started:
+        print(f"--deadline passed: {not_started} run(s) of {results_dir} not started; the next reproduce trains them",
+              file=sys.stderr)
