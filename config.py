@@ -174,12 +174,12 @@ RANKS = (1, 2, 4, 8)
 SEEDS = (1, 2, 3)
 PRESETS = {
     # The paper's protocol: 100 generations of each ES at the reference size, BPTT 5 epochs. The
-    # settings the paper leaves open were chosen on validation accuracy (README, "The paper's
+    # settings the paper leaves open were chosen on validation accuracy (docs/results.md, "The paper's
     # protocol"): one lr, schedule and readout scale for every ES method.
     "paper": {"common": dict(generations=100, population=512, batch_size=256, eval_every=10, lr=0.1,
                              lr_schedule="constant", logit_scale=1.0, sigma=0.2),
               "bptt": dict(epochs=5, lr=2e-2, lr_schedule="cosine", logit_scale=10.0, slope=2.0)},
-    # The recipe of README's Accuracy section. Each EGGROLL rank gets the generations that took
+    # The recipe of docs/accuracy.md. Each EGGROLL rank gets the generations that took
     # 20-30 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
     "best": {"common": dict(population=512, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine",
                             logit_scale=5.0),

@@ -50,7 +50,7 @@ def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monke
 
 
 def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():
-    """The peak GPU memory bench measured on an H200 (README) lies below the estimate, and the
+    """The peak GPU memory bench measured on an H200 (docs/speed.md) lies below the estimate, and the
     largest hyperscale runs' estimates fit an 80 GB GPU: 512 and 65,536 EGGROLL members, 8,192 of
     inference, 512 and 8,192 of vanilla ES."""
     measured = [("eggroll", 1, 256, 82e6), ("eggroll", 4, 256, 105e6), ("eggroll", 1, 4096, 0.5e9),
