@@ -92,15 +92,86 @@ def run_bytes(config, gpu, recordings=None):
     return (host, work) if gpu else (host + work, 0)
 
 
-def available_bytes(xp):
-    """(free RAM, free memory of the current GPU, or None on a CPU): MemAvailable of
-    /proc/meminfo (elsewhere the free pages), and what the GPU and CuPy's pool have free."""
+def meminfo_available():
+    """MemAvailable of /proc/meminfo (elsewhere the free pages, else all of them)."""
     try:
         with open("/proc/meminfo") as meminfo:
-            ram = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration):  # no /proc (macOS): free pages, else all of them
+            return next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):  # no /proc (macOS)
         pages = next(name for name in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES") if name in os.sysconf_names)
-        ram = os.sysconf(pages) * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf(pages) * os.sysconf("SC_PAGE_SIZE")
+
+
+def read_number(path):
+    """The integer in a cgroup file ("max" or a value near 2^63: None, no limit); None if unreadable."""
+    try:
+        text = Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and int(text) < 2 ** 60 else None
+
+
+def inactive_file(stat_path, key):
+    """The page cache the kernel can reclaim (memory.stat's `key`), 0 if unknown."""
+    try:
+        for line in Path(stat_path).read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return 0
+
+
+def cgroup_free_bytes(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup"):
+    """What the memory limits of this process's control groups leave, or None where none applies:
+    the least, over the group and its ancestors, of limit - (usage - reclaimable page cache), for
+    cgroup v2 (memory.max, memory.current) and v1 (memory.limit_in_bytes, memory.usage_in_bytes).
+    A group's own folder is looked for where the container mounts it, at `root` itself too."""
+    try:
+        lines = Path(proc_cgroup).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    root, free = Path(root), []
+    for line in lines:
+        _, controllers, group = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if controllers == "":  # v2: one hierarchy
+            base, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):
+            base, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        parts = [part for part in group.split("/") if part]
+        folders = {base.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)}
+        for folder in folders:
+            limit, usage = read_number(folder / files[0]), read_number(folder / files[1])
+            if limit is not None and usage is not None:
+                free.append(max(0, limit - max(0, usage - inactive_file(folder / "memory.stat", files[2]))))
+    return min(free, default=None)
+
+
+def address_space_free_bytes(status="/proc/self/status"):
+    """What the limit on this process's address space (ulimit -v, RLIMIT_AS) leaves beyond what it
+    has mapped already (VmSize), or None where there is no limit."""
+    import resource
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open(status) as lines:
+            mapped = next(int(line.split()[1]) * 1024 for line in lines if line.startswith("VmSize:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mapped = 0
+    return max(0, limit - mapped)
+
+
+def available_bytes(xp):
+    """(free RAM, free memory of the current GPU or None on a CPU). Free RAM is the least of
+    MemAvailable (/proc/meminfo; elsewhere the free pages) and what the memory limit of the
+    process's control group leaves (cgroup v1 or v2: a container's or a batch job's). The GPU's:
+    what it and CuPy's pool have free."""
+    cgroup = cgroup_free_bytes()
+    ram = meminfo_available() if cgroup is None else min(meminfo_available(), cgroup)
     if xp is numpy:
         return ram, None
     return ram, xp.cuda.runtime.memGetInfo()[0] + xp.get_default_memory_pool().free_bytes()
@@ -116,11 +187,14 @@ def size_text(n):
 
 
 def shortfall(needed, xp, processes=1):
-    """(needed, free, where) for the first of RAM and GPU memory that `needed` (RAM, GPU bytes)
-    exceeds, with `processes` processes of a job sharing this machine's RAM; None if both fit."""
-    ram, gpu = available_bytes(xp)
+    """(needed, free, where) for the first of RAM, this process's address space and GPU memory that
+    `needed` (RAM, GPU bytes) exceeds, with `processes` processes of a job sharing this machine's
+    RAM; None if all fit."""
+    (ram, gpu), mine = available_bytes(xp), address_space_free_bytes()
     if needed[0] * processes > ram:
         return needed[0] * processes, ram, "RAM" + (f" for {processes} processes" if processes > 1 else "")
+    if mine is not None and needed[0] > mine:
+        return needed[0], mine, "the address space that ulimit -v leaves this process"
     if gpu is not None and needed[1] > gpu:
         return needed[1], gpu, "GPU memory"
     return None
@@ -179,12 +253,12 @@ def check_writable(path, option, folder=False):
     if path.exists() and path.is_dir() != folder:
         raise UsageError(f"{option} {path} is {'not ' if folder else ''}a folder; give a "
                          f"{'folder' if folder else 'file'} path")
-    existing = path if path.exists() else path.parent
+    existing = path if folder and path.exists() else path.parent  # a file is replaced through its folder
     while folder and not existing.exists():
         existing = existing.parent
     if not existing.exists():
         raise UsageError(f"{option} {path}: the folder {existing} does not exist; create it or choose another path")
     if not existing.is_dir():
         raise UsageError(f"{option} {path}: {existing} is not a folder; choose another path")
-    if not os.access(path if path.exists() else existing, os.W_OK):
-        raise UsageError(f"{option} {path} is not writable for this user; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the folder {existing} is not writable for this user; choose another path")

@@ -60,3 +60,16 @@ def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():
         estimate = resources.generation_bytes(method, rank, pairs, bench.REFERENCE["batch"],
                                               bench.REFERENCE["time_bins"], gpu=True)
         assert peak <= estimate < 40e9, (method, rank, pairs, estimate)
+
+
+def test_an_existing_json_file_is_replaced_so_the_bench_runs_twice(tmp_path, capsys, monkeypatch):
+    """`make bench` writes bench.json each time: an existing file is a path to replace (through a
+    temporary file beside it), not a folder that is missing."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts.json))
+    target = tmp_path / "bench.json"
+    target.write_text("{}")
+    for _ in range(2):
+        assert run.main(["bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json",
+                         str(target)]) == 0, capsys.readouterr().err
+    assert started == [str(target)] * 2
