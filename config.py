@@ -154,12 +154,14 @@ def stored_value_problem(spec, value, method):
 def from_stored(values):
     """The RunConfig of a config.json. Settings it lacks (added after the run) take their default;
     a BPTT run stored before `epochs` existed gave its epochs as `generations`. ValueError naming
-    the first setting whose value its option would refuse."""
+    a key that is no stored setting, or the first setting whose value its option would refuse."""
     values = dict(values)
     if values.get("method") == "bptt" and "epochs" not in values and "generations" in values:
         values["epochs"] = values.pop("generations")
     known = {spec.name: spec for spec in fields(RunConfig) if spec.metadata["result"]}
-    values = {k: v for k, v in values.items() if k in known}
+    unknown = sorted(k for k in values if k not in known)
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not a setting a run stores")
     for name, value in values.items():
         problem = stored_value_problem(known[name], value, values.get("method", RunConfig.method))
         if problem:
