@@ -136,10 +136,12 @@ def devices_line(runs, names):
 
 
 def data_line(runs, names):
-    """The devices and the recordings in each split."""
-    first = runs[names[0]][0][0] if names else {}
-    return (f"{devices_line(runs, names)}; train/val/test = {first.get('n_train')}/{first.get('n_val')}/"
-            f"{first.get('n_test')} recordings.")
+    """The devices and the recordings in each split ("No run has finished yet." where none has)."""
+    if not names:
+        return "No run has finished yet."
+    first = runs[names[0]][0][0]
+    splits = "/".join("?" if first.get(key) is None else str(first[key]) for key in ("n_train", "n_val", "n_test"))
+    return f"{devices_line(runs, names)}; train/val/test = {splits} recordings."
 
 
 def write_report(results_dir, preset):
@@ -170,7 +172,7 @@ def write_report(results_dir, preset):
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
     lines += ["", REAL_NOTE, ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
     written = [results_dir / "table.md", results_dir / "per_seed.md"]
-    written[0].write_text("\n".join(lines) + "\n")
+    run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
 
     rows = ["# Table 2 " + f"({preset}): test accuracy % per seed", "",
             "| method | " + " | ".join(f"seed {s}" for s in config.SEEDS) + " |", "|---" * (len(config.SEEDS) + 1) + "|"]
@@ -178,9 +180,9 @@ def write_report(results_dir, preset):
         by_seed = {f["config"]["seed"]: f["test_acc"] for f, _ in runs[name]}
         rows.append(f"| {name} | " + " | ".join(f"{100 * by_seed[s]:.2f}" if s in by_seed else "–"
                                                for s in config.SEEDS) + " |")
-    written[1].write_text("\n".join(rows) + "\n")
+    run_folder.write_atomically(written[1], "\n".join(rows) + "\n")
     written.append(results_dir / "sparsity.md")
-    written[2].write_text(sparsity_table(runs, names, preset))
+    run_folder.write_atomically(written[2], sparsity_table(runs, names, preset))
     if names:
         written += plot_figures(results_dir, runs, names, preset)
     return written
@@ -228,7 +230,7 @@ def plot_figures(results_dir, runs, names, preset):
     if any(f"eggroll-r{r}" in runs for r in config.RANKS):
         figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
     for file_name, figure in figures.items():
-        figure.savefig(results_dir / file_name, dpi=120, bbox_inches="tight")
+        run_folder.save_figure(figure, results_dir / file_name)
     return [results_dir / file_name for file_name in figures]
 
 
@@ -359,9 +361,9 @@ def write_hyperscale_report(results_dir, part):
     title, lines = table(grid)
     text = [f"# Hyperscale {part}: {title}", "", data_line(runs, list(runs)), "", *lines]
     written = [results_dir / "table.md"]
-    written[0].write_text("\n".join(text) + "\n")
+    run_folder.write_atomically(written[0], "\n".join(text) + "\n")
     for file_name, figure in (figures(runs, grid) if runs else {}).items():
-        figure.savefig(results_dir / file_name, dpi=120, bbox_inches="tight")
+        run_folder.save_figure(figure, results_dir / file_name)
         written.append(results_dir / file_name)
     return written
 
@@ -544,9 +546,9 @@ def write_spike_cost_report(results_dir):
               f"{snn.SIZES[1]} accumulates per input event and {snn.SIZES[2]} per hidden spike; energy: "
               f"{ACCUMULATE_PJ} pJ each (45 nm CMOS, 32-bit floats; Horowitz, ISSCC 2014)."]
     written = [results_dir / "table.md"]
-    written[0].write_text("\n".join(lines) + "\n")
+    run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
     if grid:
-        spike_cost_figure(runs, grid).savefig(results_dir / "spike_cost.png", dpi=120, bbox_inches="tight")
+        run_folder.save_figure(spike_cost_figure(runs, grid), results_dir / "spike_cost.png")
         written.append(results_dir / "spike_cost.png")
     return written
 

@@ -10,13 +10,21 @@
 
 Every value read from these files is checked (type, shape, range: settings by the rules of their
 options); a damaged or foreign file is reported in one line naming it, the field and the fix.
+
+Every file the project writes (here, and the tables, figures, caches and bench output elsewhere)
+is written to a temporary file in the same folder and renamed into place (`writing`), so a kill,
+a full disk or a limit on file size leaves the old file whole; a failed write removes its
+temporary file and names the file and what to do (`os_problem`). The one exception is .lock,
+whose lock belongs to the file itself.
 """
 import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
 import zipfile
+from pathlib import Path
 
 import numpy
 
@@ -35,6 +43,10 @@ class UsageError(Exception):
     """A problem with the user's request or files; printed as one line, exit status 2."""
 
 
+class NotFinite(UsageError):
+    """A checkpoint that would hold NaN, inf or a negative second moment, and so was not written."""
+
+
 @contextlib.contextmanager
 def owned(folder):
     """Hold `folder` for this process: a second one that tries gets a UsageError naming the owner.
@@ -42,8 +54,14 @@ def owned(folder):
     An flock on folder/.lock (Linux, macOS): the OS releases it when the owner exits or is killed,
     so a stale lock never blocks.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    file = open(folder / LOCK, "a+")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(os_problem(error, "create the folder", folder)) from None
+    try:
+        file = open(folder / LOCK, "a+")
+    except OSError as error:
+        raise UsageError(os_problem(error, "write", folder / LOCK)) from None
     try:
         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -53,41 +71,93 @@ def owned(folder):
         raise UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end "
                          f"or stop it, then run again") from None
     try:
-        file.seek(0)
-        file.truncate()
-        file.write(f"{os.getpid()}\n")
-        file.flush()
+        try:  # the lock file is the one file written in place: the lock belongs to it
+            file.seek(0)
+            file.truncate()
+            file.write(f"{os.getpid()}\n")
+            file.flush()
+        except OSError as error:
+            raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         yield
     finally:
         file.close()
 
 
+# What to do about an OS error, by its errno: the end of a line that names the path and the error.
+OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
+            errno.EDQUOT: "free space within your disk quota or use another folder",
+            errno.EFBIG: "the limit on a file's size (ulimit -f) is too low for it: raise it or lift it",
+            errno.EACCES: "make it accessible to this user or use another folder",
+            errno.EPERM: "make it accessible to this user or use another folder",
+            errno.EROFS: "that file system is read-only: use another folder",
+            errno.EISDIR: "a folder stands where a file should be: move that folder away",
+            errno.ENOTDIR: "a file stands where a folder of that path should be: move that file away",
+            errno.ELOOP: "a symbolic link on that path leads back to itself: replace the link",
+            errno.ENOENT: "a folder of that path does not exist: create it or use another path",
+            errno.ENAMETOOLONG: "use a shorter path",
+            errno.EIO: "the storage reported an I/O error: check the disk, or use another folder",
+            errno.EMFILE: "too many files are open: raise the limit (ulimit -n)",
+            errno.ENOMEM: "the system is out of memory: free some, then run again"}
+
+
+def os_problem(error, action, path=None):
+    """One line about an OSError: 'cannot <action> <path>: <reason>; <fix>' (`path`: the error's
+    own file name where None), the fix chosen by its errno."""
+    path = path if path is not None else error.filename
+    reason = error.strerror or str(error)
+    fix = OS_FIXES.get(error.errno, "check that path (permissions, free space, what is there) and run again")
+    return f"cannot {action} {path}: {reason}; {fix}"
+
+
 @contextlib.contextmanager
 def writing(path):
-    """Write `path` through path.tmp and a rename; on an OS error (disk full, permission) remove
-    the temporary file and raise a UsageError naming the path."""
+    """Write `path` through path.tmp, a file in the same folder, and a rename: whatever happens,
+    `path` holds its old contents or the new ones in full. If the writing fails, the temporary file
+    is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
+    `path` and what to do."""
+    path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     try:
         yield temporary
         os.replace(temporary, path)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {error.strerror or error}; free disk space or use another "
-                         f"folder") from None
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise UsageError(os_problem(error, "write", path)) from None
+        raise
 
 
 def write_atomically(path, text):
+    """Replace `path` by `text` (UTF-8) through a temporary file, synced, and a rename (`writing`)."""
     with writing(path) as temporary:
-        temporary.write_text(text)
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
 
 
 def append_line(path, text):
+    """Add a line to `path`, written as a whole new file (`write_atomically`): a failed write leaves
+    the lines before it as they were."""
+    path = Path(path)
     try:
-        with open(path, "a") as file:
-            file.write(text + "\n")
+        before = path.read_bytes().decode(errors="surrogateescape") if path.exists() else ""
     except OSError as error:
-        raise UsageError(f"cannot write {path}: {error.strerror or error}; free disk space or use another "
-                         f"folder") from None
+        raise UsageError(os_problem(error, "read", path)) from None
+    if before and not before.endswith("\n"):
+        before += "\n"
+    with writing(path) as temporary:
+        with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as file:
+            file.write(before + text + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+
+def save_figure(figure, path):
+    """Write a matplotlib figure to `path` (its format from the suffix) as `writing` does."""
+    with writing(path) as temporary:
+        figure.savefig(temporary, format=Path(path).suffix[1:], dpi=120, bbox_inches="tight")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,8 +181,8 @@ def save_checkpoint(out, params, state, step, step_seconds, identity):
                   version=numpy.int64(CHECKPOINT_VERSION), identity=numpy.array(json.dumps(identity)))
     problem = checkpoint_problem(arrays, {k: arrays[f"param/{k}"] for k in params})
     if problem:
-        raise UsageError(f"training went non-finite by step {step} ({problem}), so {out / CHECKPOINT} was not "
-                         f"written: lower --lr or --sigma and start over with --force")
+        raise NotFinite(f"training went non-finite by step {step} ({problem}), so {out / CHECKPOINT} was not "
+                        f"written")
     with writing(out / CHECKPOINT) as temporary:
         with open(temporary, "wb") as file:
             numpy.savez(file, **arrays)
@@ -188,13 +258,13 @@ def foreign_problem(stored, wanted):
     if stored["sizes"] != wanted["sizes"]:
         differences.append(f"sizes {'-'.join(map(str, stored['sizes']))}, not {'-'.join(map(str, wanted['sizes']))}")
     if differences:
-        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or run "
-                f"with --force to start over")
+        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or move "
+                f"this one away to train the run again from the start")
     for split, fingerprint in (wanted["data"] or {}).items():
         if stored["data"] is not None and stored["data"].get(split) != fingerprint:
             return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); resume "
                     f"with the --data-root it was trained on (`run.py evaluate` scores a run on other data), or "
-                    f"run with --force to start over")
+                    f"train on this data in another folder")
     return None
 
 
@@ -212,11 +282,12 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     (a params dict) and at most `total_steps` steps; a UsageError if it is damaged, or belongs to
     another run than `identity` (see `identity`; its data is compared unless None). A version 1
     checkpoint has no identity: it is taken to belong to the run."""
-    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it or run with "
-                                         f"--force to start over")
+    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it to train the run "
+                                         f"again from the start")
     arrays = read_arrays(path)
     if arrays is None:
-        raise damaged("it is empty" if path.stat().st_size == 0 else "it is not a checkpoint.npz archive")
+        raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
+                      else "it is not a checkpoint.npz archive")
     problem = checkpoint_problem(arrays, like)
     if problem:
         raise damaged(problem)
@@ -243,9 +314,11 @@ def read_config(out):
     """The RunConfig stored in out/config.json, each setting checked by the rules of its option; a
     UsageError naming the setting if it is damaged or foreign."""
     path = out / "config.json"
-    fix = "restore it, or start over with --force (deletes the run)"
+    fix = f"restore it, or delete {out} to train the run again"
     try:
-        values = json.loads(path.read_text())
+        values = json.loads(path.read_bytes())
+    except OSError as error:
+        raise UsageError(os_problem(error, "read", path)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"{path} is not valid JSON ({error}); {fix}") from None
     if not isinstance(values, dict) or values.get("method") not in run_config.METHODS:
@@ -256,10 +329,17 @@ def read_config(out):
         raise UsageError(f"{path} is damaged ({error}); {fix}") from None
 
 
-def prepare(out, config, resume, force):
+def prepare(out, config, resume, force, command="train"):
     """Make `out` ready for the run `config`; refuse to touch a folder that holds another run
-    unless told to."""
+    unless told to. Returns whether the run starts afresh (nothing of a run was kept). `command`
+    (train or reproduce) picks the advice that works for it."""
     wanted = run_config.stored(config)
+    again = {"train": {"unknown": "use another --out, or --force to replace it",
+                       "other": "use another --out, or --force to replace it",
+                       "finished": "use --force to train it again"},
+             "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
+                           "other": "rerun with --force to train it again with the preset's settings (deletes it)",
+                           "finished": f"delete {out} to train the run again"}}[command]
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         if not resume:
@@ -267,20 +347,42 @@ def prepare(out, config, resume, force):
                              f"or start over with --force (deletes it)")
         if not (out / "config.json").exists():
             raise UsageError(f"{out} holds a run without its config.json, so its settings are unknown; "
-                             f"use another --out, or --force to replace it")
+                             f"{again['unknown']}")
         stored = run_config.stored(read_config(out))
         if stored != wanted:
             differing = sorted(k for k in set(wanted) | set(stored) if stored.get(k) != wanted.get(k))
-            raise UsageError(f"{out} holds a run with other settings ({', '.join(differing)}); "
-                             f"use another --out, or --force to replace it")
+            raise UsageError(f"{out} holds a run with other settings ({', '.join(differing)}); {again['other']}")
         if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
-            raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; "
-                             f"use --force to train it again")
+            raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
     if force:
+        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir() and not (out / name).is_symlink()]
+        if in_the_way:
+            raise UsageError(f"--force cannot delete {in_the_way[0]}: it is a folder, not a file of a run; move it "
+                             f"away or use another --out")
         for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
+            try:
+                (out / name).unlink(missing_ok=True)
+            except OSError as error:
+                raise UsageError(os_problem(error, "delete", out / name)) from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(os_problem(error, "create the folder", out)) from None
     write_atomically(out / "config.json", json.dumps(wanted, indent=1))
+    return force or not holds_run
+
+
+def discard(out, folder_too):
+    """Remove what a run that failed before its first checkpoint wrote in `out` (its settings and
+    metrics, temporary files), and `out` itself if `folder_too` and nothing else is in it; a
+    failure to remove is ignored (the error being reported is the one that matters)."""
+    for name in RUN_FILES:
+        with contextlib.suppress(OSError):
+            (out / name).unlink(missing_ok=True)
+    if folder_too:
+        with contextlib.suppress(OSError):
+            (out / LOCK).unlink(missing_ok=True)
+            out.rmdir()
 
 
 def is_finished(out, config):

@@ -2,6 +2,7 @@
 on the same device, one table layout whether or not runs were scored on real recordings, figures
 that say what they show, and one-line errors for damaged run files."""
 import json
+from pathlib import Path
 
 import matplotlib.figure
 import pytest
@@ -26,6 +27,15 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **fin
     if real_acc is not None:
         (out / "real.json").write_text(json.dumps({"accuracy": {"all": real_acc}}))
     return out
+
+
+def keep_figure(figures):
+    """A stand-in for Figure.savefig that keeps the figure in `figures` under the name of the file it
+    was to become (it is written to <name>.tmp, then renamed), and writes that file empty."""
+    def savefig(fig, path, **_):
+        Path(path).write_bytes(b"")
+        figures[Path(path).name.removesuffix(".tmp")] = fig
+    return savefig
 
 
 def table_rows(results_dir):
@@ -79,7 +89,7 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
 def figures(tmp_path, monkeypatch):
     """{file name: Figure} of a report over every seed, BPTT's line near the top of the convergence plot."""
     saved = {}
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **_: saved.update({path.name: fig}))
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep_figure(saved))
     for seed in config.SEEDS:
         write_run(tmp_path, "bptt", seed, val_acc=0.95)
         for index, name in enumerate(["es"] + [f"eggroll-r{r}" for r in config.RANKS]):
@@ -184,7 +194,7 @@ def write_hyperscale_runs(results_dir, runs, **final):
 def saved(monkeypatch):
     """{file name: Figure} of every figure saved, instead of writing them."""
     figures = {}
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, path, **_: figures.update({path.name: fig}))
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep_figure(figures))
     return figures
 
 
