@@ -28,6 +28,7 @@ import eggroll
 import gpu
 import optim
 import resources
+import run_folder
 import snn
 from backend import DEVICES, array_module, device_name
 from config import RANKS
@@ -270,7 +271,7 @@ def bench(opts):
         summary["data"] = pipeline
     print(format_bench(summary))
     if opts.json:
-        Path(opts.json).write_text(json.dumps(summary, indent=1))
+        run_folder.write_atomically(Path(opts.json), json.dumps(summary, indent=1))
     return summary
 
 
@@ -358,9 +359,9 @@ def bench_distributed(opts, team):
             seconds, bytes_sent = team.seconds, team.bytes_sent
             began = time.perf_counter()
             for _ in range(opts.repeats):
-                team.comm.Barrier()
+                team.barrier()
                 step()
-            team.comm.Barrier()
+            team.barrier()
             elapsed = (time.perf_counter() - began) / opts.repeats
             rows.append({"method": name, "update": update, "processes": team.size, "seconds_per_generation": elapsed,
                          "communication_seconds": (team.seconds - seconds) / opts.repeats,
@@ -371,7 +372,7 @@ def bench_distributed(opts, team):
     if team.rank == 0:
         print(format_distributed(summary))
         if opts.json:
-            Path(opts.json).write_text(json.dumps(summary, indent=1))
+            run_folder.write_atomically(Path(opts.json), json.dumps(summary, indent=1))
     return summary
 
 

@@ -17,17 +17,30 @@ number of processes. The methods see a `Team`; `ALONE` is the team of one proces
 
 Every process speaks: a check that fails on one process is reported by the first with that
 process's rank (`problems`), and a signal any process receives stops them all at the same
-generation (`stop_if_signalled`), so that none is left waiting in a collective call.
+generation (`stop_if_signalled`), so that none is left waiting in a collective call. Before a
+run, the processes compare what defines it (`disagreement`): a job whose processes were given
+different settings, data or code stops before its first generation.
+
+No collective call can hold a process beyond the reach of a signal: each is started
+non-blocking and waited for in Python (`Team.wait`), where a signal is noted. A process that
+received one keeps waiting PATIENCE seconds for the others (who stop with it at the next
+generation); if they never come, it raises Stopped alone, and the caller ends the job.
 """
+import hashlib
+import json
 import os
+import pickle
 import signal
 import time
+from pathlib import Path
 
 import numpy
 
 from backend import array_module_of, to_numpy
 
 UPDATES = ("seeds", "allreduce")
+PATIENCE = 10.0  # seconds a signalled process waits in a collective call for the others before it gives up
+SPIN = 0.05      # seconds a collective call is polled without pause before the polls back off to 1 ms
 
 
 def share(n_pairs, pairs_per_block, rank, size):
@@ -76,6 +89,11 @@ class Alone:
         """Every process's `problem` (any picklable value), in rank order."""
         return [problem]
 
+    def disagreement(self, values):
+        """Where the processes were given different `values` ({name: JSON value}): one line naming
+        the first name that differs and which ranks hold what, or None. (One process agrees.)"""
+        return None
+
     def on_signal(self, signum):
         """The handler of SIGINT and SIGTERM: a single process stops where the signal arrives."""
         raise Stopped(signum)
@@ -99,6 +117,7 @@ class Team(Alone):
         self.local_rank, self.local_size = host.Get_rank(), host.Get_size()  # for one GPU per process
         self.seconds, self.bytes_sent = 0.0, 0  # spent in and sent by collectives, for the benchmark
         self.signal = 0  # the signal this process received, noted for stop_if_signalled
+        self.patience = PATIENCE
 
     def my_pairs(self, n_pairs, pairs_per_block):
         return share(n_pairs, pairs_per_block, self.rank, self.size)
@@ -106,13 +125,40 @@ class Team(Alone):
     def update_pairs(self, n_pairs, pairs_per_block):
         return slice(0, n_pairs) if self.update == "seeds" else self.my_pairs(n_pairs, pairs_per_block)
 
+    def wait(self, request):
+        """Wait for a non-blocking collective call to complete, polling it (without pause for SPIN
+        seconds, then every millisecond) so that a signal reaches this process: noted, as ever.
+        Once signalled, a process waits PATIENCE seconds more for the others (who stop at the next
+        generation); if they have not come, it raises Stopped alone (not `everywhere`), and its
+        caller ends the job (run.fail), rather than wait for ever on a process that never comes."""
+        began, signalled, pause = time.monotonic(), None, 1e-5
+        while not request.Test():
+            now = time.monotonic()
+            if self.signal and signalled is None:
+                signalled = now
+            if signalled is not None and now - signalled > self.patience:
+                raise Stopped(self.signal)
+            if now - began > SPIN:
+                time.sleep(pause)
+                pause = min(2 * pause, 1e-3)
+
+    def allgather_object(self, value):
+        """Every process's `value` (picklable), in rank order."""
+        mine = numpy.frombuffer(pickle.dumps(value), dtype=numpy.uint8)
+        sizes = numpy.empty(self.size, dtype=numpy.int64)
+        self.wait(self.comm.Iallgather(numpy.array([mine.size], dtype=numpy.int64), sizes))
+        everything = numpy.empty(int(sizes.sum()), dtype=numpy.uint8)
+        self.wait(self.comm.Iallgatherv(mine, [everything, sizes.tolist()]))
+        ends = numpy.cumsum(sizes)
+        return [pickle.loads(everything[end - size:end].tobytes()) for size, end in zip(sizes, ends)]
+
     def gather(self, values, n_pairs, pairs_per_block):
         xp, local = array_module_of(values), numpy.ascontiguousarray(to_numpy(values))
         shares = [share(n_pairs, pairs_per_block, rank, self.size) for rank in range(self.size)]
         counts = [2 * (mine.stop - mine.start) for mine in shares]  # members per process, known to all
         everyone = numpy.empty(sum(counts), dtype=local.dtype)
         began = time.perf_counter()
-        self.comm.Allgatherv(local, [everyone, counts])
+        self.wait(self.comm.Iallgatherv(local, [everyone, counts]))
         self.seconds += time.perf_counter() - began
         self.bytes_sent += local.nbytes * (self.size - 1)
         return xp.asarray(everyone)
@@ -124,7 +170,7 @@ class Team(Alone):
         flat = numpy.concatenate([to_numpy(g).ravel() for g in grads.values()])
         total = numpy.empty_like(flat)
         began = time.perf_counter()
-        self.comm.Allreduce(flat, total)
+        self.wait(self.comm.Iallreduce(flat, total))
         self.seconds += time.perf_counter() - began
         self.bytes_sent += 2 * flat.nbytes * (self.size - 1) // self.size  # a ring all-reduce
         summed, start = {}, 0
@@ -135,23 +181,46 @@ class Team(Alone):
 
     def total(self, counts):
         summed = numpy.empty_like(counts)
-        self.comm.Allreduce(counts, summed)
+        self.wait(self.comm.Iallreduce(counts, summed))
         return summed
 
     def broadcast(self, value):
         """Rank 0's value (any picklable object) on every process."""
-        return self.comm.bcast(value, root=0)
+        data = numpy.frombuffer(pickle.dumps(value), dtype=numpy.uint8) if self.rank == 0 else None
+        size = numpy.array([0 if data is None else data.size], dtype=numpy.int64)
+        self.wait(self.comm.Ibcast(size, root=0))
+        if data is None:
+            data = numpy.empty(int(size[0]), dtype=numpy.uint8)
+        self.wait(self.comm.Ibcast(data, root=0))
+        return value if self.rank == 0 else pickle.loads(data.tobytes())
+
+    def barrier(self):
+        """Wait until every process has come here."""
+        self.wait(self.comm.Ibarrier())
 
     def problems(self, problem):
-        return self.comm.allgather(problem)
+        return self.allgather_object(problem)
+
+    def disagreement(self, values):
+        every = self.allgather_object(values)
+        for name in dict.fromkeys(key for values in every for key in values):
+            held = {}
+            for rank, values in enumerate(every):
+                value = values.get(name)
+                held.setdefault(value if isinstance(value, str) else json.dumps(value), []).append(str(rank))
+            if len(held) > 1:
+                return f"{name} (" + "; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)}: {value}"
+                                               for value, ranks in held.items()) + ")"
+        return None
 
     def on_signal(self, signum):
         self.signal = signum  # stopping here could leave the others waiting in a collective call
 
     def stop_if_signalled(self):
-        signum = self.comm.allreduce(self.signal, op=self.mpi.MAX)
-        if signum:
-            raise Stopped(signum, everywhere=True)
+        mine, signum = numpy.array([self.signal], dtype=numpy.int64), numpy.empty(1, dtype=numpy.int64)
+        self.wait(self.comm.Iallreduce(mine, signum, op=self.mpi.MAX))
+        if signum[0]:
+            raise Stopped(int(signum[0]), everywhere=True)
 
     def abort(self, code):
         """End every process of the job at once (when one process failed alone)."""
@@ -166,6 +235,20 @@ def team(update):
         raise RuntimeError("--distributed needs mpi4py and an MPI library: pip install -e \".[mpi]\" "
                            "(or pip install mpi4py built against your cluster's MPI)") from None
     return Team(update)
+
+
+def code_version(folder=Path(__file__).resolve().parent):
+    """The project's code as a job's processes compare it: a sha256 of its .py files (name and
+    contents), which two copies share only if every module is the same."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"unreadable")
+        digest.update(b"\0")
+    return f"sha256 {digest.hexdigest()[:16]} of its .py files"
 
 
 def launched_rank():

@@ -45,6 +45,9 @@ def reproduce(opts):
     grids = selected_runs(opts, grids)
     check_reproduce(opts, grids)
     for results_dir, runs, write_report in grids:
+        if opts.report_only and not has_finished_run(results_dir):
+            print(f"{results_dir}: no run has finished, no report written", file=sys.stderr)
+            continue
         with run_folder.owned(results_dir):
             reproduce_runs(opts, results_dir, runs, deadline)
             written = write_report(results_dir)
@@ -76,11 +79,20 @@ def selected_runs(opts, grids):
     return grids
 
 
+def has_finished_run(results_dir):
+    """Whether results_dir/runs holds a run with its final.json: something for a report."""
+    return any((results_dir / "runs").glob("*/final.json"))
+
+
 def check_reproduce(opts, grids):
-    """What reproduce will use, checked before the first run trains: the --results folder, the
-    N-MNIST copies of --real-root and (if a run is left to train) --data-root, the device, and the
-    memory of every run left to train."""
+    """What reproduce will use, checked before the first run trains: the --results folder (with
+    --report-only, that it holds a finished run), the N-MNIST copies of --real-root and (if a run
+    is left to train) --data-root, the device, and the memory of every run left to train."""
     resources.check_writable(opts.results, "--results", folder=True)
+    if opts.report_only and not any(has_finished_run(results_dir) for results_dir, _, _ in grids):
+        folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
+        raise UsageError(f"--report-only: no run in {folders} has finished, so there is nothing to report; drop "
+                         f"--report-only to train the runs first")
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
     left = [] if opts.report_only else [
@@ -115,7 +127,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             stored = run_folder.read_config(out) if (out / "config.json").exists() else None
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
             try:
-                training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline)
+                training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline,
+                               command="reproduce")
             except training.DeadlineReached as stop:
                 print(f"{label}: {stop}", file=sys.stderr)
                 continue

@@ -150,18 +150,40 @@ def resume_point(out, resume, params, xp, total_steps, identity):
     return params, state, start, step_seconds
 
 
-def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE, deadline=None):
+def settings_of_job(config, team):
+    """What the processes of a job must share before they check anything ({name: value}): every
+    setting config.json stores, the update mode and the project's code."""
+    return {**{run_config.option(name): value for name, value in run_config.stored(config).items()},
+            "--update": team.update, "the project's code": distributed.code_version()}
+
+
+def check_agreement(team, values):
+    """JobError on every process of a job whose processes hold different `values` (a dict)."""
+    problem = team.disagreement(values)
+    if problem:
+        raise JobError(f"the processes of this job were given different runs: {problem}; give every process "
+                       f"the same settings, code and data")
+
+
+def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE, deadline=None,
+          command="train"):
     """One training run as `config` describes it, in folder `out`; returns the contents of final.json.
 
     With a `team` of processes (distributed.py) each evaluates its share of the population; the
-    first process (rank 0) alone owns the folder, evaluates, writes and shows progress. At the
+    first process (rank 0) alone owns the folder, evaluates, writes and shows progress. Before
+    anything is written the processes compare what defines the run (settings_of_job, then the
+    device and the data's fingerprint): a difference is a JobError naming it and the ranks. At the
     time.monotonic() `deadline` (one process only) the run checkpoints and raises DeadlineReached.
-    SIGINT or SIGTERM (run.main's handler) raises Interrupted: where it arrives in a single
-    process, at the start of the next generation on every process of a job.
+    SIGINT, SIGTERM or SIGHUP (run.main's handler) raises Interrupted: where it arrives in a single
+    process, at the start of the next generation on every process of a job. A fresh run that fails
+    before its first checkpoint leaves nothing behind (run_folder.discard). `command` (train or
+    reproduce) picks the advice that works for it.
     """
     # Settings, memory and data: every check before the run folder is touched, on every process of
     # a job, which then learn what failed where (one process may lack its data).
     out, leader = Path(out), team.rank == 0
+    if team.size > 1:
+        check_agreement(team, settings_of_job(config, team))
     with checked_together(team):
         run_config.check(config)
         if team.size > 1 and config.method == "bptt":
@@ -185,79 +207,107 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                            lif, team)
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         identity = run_folder.identity(config, splits.fingerprint())  # what the run's checkpoints belong to
+    if team.size > 1:
+        splits_held = {f"the {split} split": fingerprint for split, fingerprint in identity["data"].items()}
+        check_agreement(team, {"--device": "cpu" if xp is numpy else "gpu", **splits_held})
 
+    existed = out.exists()
     with run_folder.owned(out) if leader else contextlib.nullcontext():
-        # Start, or continue from the last checkpoint, which the first process reads for all.
-        begin = None
-        if leader:
-            run_folder.prepare(out, config, resume, force)
-            begin = resume_point(out, resume, params, xp, total_steps, identity)
-        params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
-        saved, metrics_path = start, out / "metrics.jsonl"
-        validation = None  # the last step is always evaluated, so after the loop this is the final one
-
-        with progress_bar(total_steps, start, config.name, progress and leader) as bar:
-            generation = start
-            try:
-                for generation in range(start, total_steps):
-                    team.stop_if_signalled()  # a job's processes stop together, none left waiting
-                    if deadline is not None and time.monotonic() >= deadline:
-                        if generation > saved:
-                            run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
-                        raise DeadlineReached(f"{out} stopped by --deadline at step {generation} of "
-                                              f"{total_steps}; the next reproduce resumes it")
-                    # One update: the generation-th minibatch, then the method's step with this step's lr.
-                    frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
-                                                    config.max_shift)
-                    began = time.perf_counter()
-                    try:
-                        update = step(params, state, frames, labels, generation, config.adam(generation, total_steps))
-                        if not all(bool(xp.isfinite(value).all()) for value in update[0].values()):
-                            raise ValueError("a parameter became NaN or inf")
-                    except ValueError as error:  # non-finite fitness, loss or parameters
-                        if leader and generation > saved:
-                            run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
-                        kept = f"{out / CHECKPOINT} holds the run before it" if generation else "there is no checkpoint"
-                        raise JobError(f"training went non-finite at step {generation + 1} ({error}); {kept}: "
-                                       f"lower --lr or --sigma and start over with --force") from None
-                    params, state, stats = update
-                    if xp is not numpy:
-                        xp.cuda.Stream.null.synchronize()
-                    step_seconds.append(time.perf_counter() - began)
-                    bar.update(1)
-
-                    # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
-                    done = generation + 1
-                    if done % eval_every == 0 or done == total_steps:
-                        validation = val_acc, spikes, _, _ = evaluate(params, splits.val, lif, xp, team)
-                        if leader:
-                            record = {"generation": done, "epoch": done / per_epoch, "wall_seconds": sum(step_seconds),
-                                      "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
-                            run_folder.append_line(metrics_path, json.dumps(record))
-                            bar.set_postfix(val_acc=f"{val_acc:.3f}")
-                            run_folder.save_checkpoint(out, params, state, done, step_seconds, identity)
-                        saved = done
-            except KeyboardInterrupt as stop:
-                raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
-                                  f"step {saved}", stop) from None
-        # The end: validation and test accuracy, timings and versions in final.json.
+        fresh, saved = False, 0  # saved: the step of the last checkpoint, 0 until a fresh run writes its first
         try:
-            val_acc, spikes, val_per_digit, _ = validation or evaluate(params, splits.val, lif, xp, team)
-            test_acc, _, test_per_digit, test_sparsity = evaluate(params, splits.test, lif, xp, team)
-        except KeyboardInterrupt as stop:
-            raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
-                              f"{total_steps}", stop) from None
-        if not leader:
-            return {}
-        final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
-                 "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
-                 "median_seconds_per_generation": statistics.median(step_seconds),
-                 "total_seconds": sum(step_seconds), "generations": total_steps,
-                 "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
-                 "test_sparsity": test_sparsity, "config": run_config.stored(config), "versions": package_versions(),
-                 "device": device_name(xp), "processes": team.size}
-        run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
+            fresh = leader and run_folder.prepare(out, config, resume, force, command)
+            # Start, or continue from the last checkpoint, which the first process reads for all.
+            begin = resume_point(out, resume, params, xp, total_steps, identity) if leader else None
+            params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
+            saved, metrics_path = start, out / "metrics.jsonl"
+            validation = None  # the last step is always evaluated, so after the loop this is the final one
+
+            with progress_bar(total_steps, start, config.name, progress and leader) as bar:
+                generation = start
+                try:
+                    for generation in range(start, total_steps):
+                        team.stop_if_signalled()  # a job's processes stop together, none left waiting
+                        if deadline is not None and time.monotonic() >= deadline:
+                            if generation > saved:
+                                run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
+                            raise DeadlineReached(f"{out} stopped by --deadline at step {generation} of "
+                                                  f"{total_steps}; the next reproduce resumes it")
+                        # One update: the generation-th minibatch, then the method's step with this step's lr.
+                        frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
+                                                        config.max_shift)
+                        began = time.perf_counter()
+                        try:
+                            update = step(params, state, frames, labels, generation,
+                                          config.adam(generation, total_steps))
+                            if not all(bool(xp.isfinite(value).all()) for value in update[0].values()):
+                                raise ValueError("a parameter became NaN or inf")
+                        except ValueError as error:  # non-finite fitness, loss or parameters
+                            if leader and generation > saved:
+                                run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
+                                saved = generation
+                            raise JobError(f"training went non-finite at step {generation + 1} ({error}); "
+                                           f"{diverged(out, saved, fresh, command)}") from None
+                        params, state, stats = update
+                        if xp is not numpy:
+                            xp.cuda.Stream.null.synchronize()
+                        step_seconds.append(time.perf_counter() - began)
+                        bar.update(1)
+
+                        # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
+                        done = generation + 1
+                        if done % eval_every == 0 or done == total_steps:
+                            validation = val_acc, spikes, _, _ = evaluate(params, splits.val, lif, xp, team)
+                            if leader:
+                                record = {"generation": done, "epoch": done / per_epoch,
+                                          "wall_seconds": sum(step_seconds), "val_acc": val_acc,
+                                          "spikes_per_sample": spikes, **stats}
+                                run_folder.append_line(metrics_path, json.dumps(record))
+                                bar.set_postfix(val_acc=f"{val_acc:.3f}")
+                                try:
+                                    run_folder.save_checkpoint(out, params, state, done, step_seconds, identity)
+                                except run_folder.NotFinite as error:
+                                    raise run_folder.NotFinite(f"{error}; {diverged(out, saved, fresh, command)}") \
+                                        from None
+                            saved = done
+                except KeyboardInterrupt as stop:
+                    raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
+                                      f"step {saved}", stop) from None
+            # The end: validation and test accuracy, timings and versions in final.json.
+            try:
+                val_acc, spikes, val_per_digit, _ = validation or evaluate(params, splits.val, lif, xp, team)
+                test_acc, _, test_per_digit, test_sparsity = evaluate(params, splits.test, lif, xp, team)
+            except KeyboardInterrupt as stop:
+                raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
+                                  f"{total_steps}", stop) from None
+            if not leader:
+                return {}
+            final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
+                     "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
+                     "median_seconds_per_generation": statistics.median(step_seconds),
+                     "total_seconds": sum(step_seconds), "generations": total_steps,
+                     "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
+                     "test_sparsity": test_sparsity, "config": run_config.stored(config),
+                     "versions": package_versions(), "device": device_name(xp), "processes": team.size}
+            run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
+        except BaseException as error:
+            if leader and (fresh or not existed) and saved == 0 \
+                    and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
+                run_folder.discard(out, folder_too=not existed)  # a failed run leaves nothing; a stopped one resumes
+            raise
     return final
+
+
+def diverged(out, saved, fresh, command):
+    """What is kept of a run that went non-finite, and the advice that works for `command`."""
+    if saved:
+        kept = f"{out / CHECKPOINT} holds the run until step {saved}"
+        again = "lower --lr or --sigma and train again: use another --out, or --force to replace this run"
+    else:
+        kept = "nothing of the run was kept" if fresh else "there is no checkpoint"
+        again = "lower --lr or --sigma and train again" + ("" if fresh else " (--force replaces this run)")
+    if command == "reproduce":
+        again = "the preset's settings diverge on this copy of N-MNIST"
+    return f"{kept}: {again}"
 
 
 def progress_bar(total, initial, description, enabled):

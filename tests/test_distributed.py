@@ -309,3 +309,72 @@ def test_a_signal_stops_every_process_at_one_step_and_says_how_to_continue(tmp_p
     assert lines[0].startswith(f"error: interrupted: {out} stopped at step ") and "rerun with --resume" in lines[0]
     with np.load(out / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) >= 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes given different runs, and a process that never comes
+
+@needs_real
+@needs_mpi
+def test_processes_given_different_runs_stop_before_anything_is_written(tmp_path):
+    """mpiexec's MPMD form gives each process its own command line: processes given another seed,
+    another copy of the data (one recording fewer) or another version of the code all stop before
+    the first generation, with one line naming what differs and the ranks, exit status 2, and no
+    run folder. (Without the comparison the first two ran to the end, with a config.json naming one
+    seed and weights of neither run.)"""
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    fewer = tmp_path / "fewer"
+    shutil.copytree(REAL_ROOT, fewer, copy_function=os.link)
+    next((fewer / "Train" / "3").glob("*.bin")).unlink()
+    code = tmp_path / "code"
+    code.mkdir()
+    for module in ROOT.glob("*.py"):
+        shutil.copyfile(module, code / module.name)
+    with open(code / "snn.py", "a") as edited:
+        edited.write("\n# another version of the code\n")
+    settings = ["--population", "16", "--batch-size", "32", "--generations", "3", "--quiet", "--data-root",
+                str(REAL_ROOT)]
+    train = lambda script, *extra: [sys.executable, str(script), "train", "--out", str(out), "--cache-dir", str(cache),
+                                    *settings, "--distributed", *extra]
+    cases = [((ROOT / "run.py", "--seed", "1"), (ROOT / "run.py", "--seed", "2"), "--seed (rank 0: 1; rank 1: 2)"),
+             ((ROOT / "run.py",), (ROOT / "run.py", "--data-root", str(fewer)), "the train split (rank 0: "),
+             ((ROOT / "run.py",), (code / "run.py",), "the project's code (rank 0: sha256 ")]
+    for first, second, named in cases:
+        status, err = job([MPIEXEC, "-n", "1", *train(*first), ":", "-n", "1", *train(*second)], tmp_path)
+        assert status == 2 and err.count("error:") == 1, err
+        assert f"error: the processes of this job were given different runs: {named}" in err, err
+        assert not out.exists()
+
+
+@needs_mpi
+def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
+    """Process 0 waits in a collective call that process 1 never makes: SIGTERM (to mpiexec, which
+    passes it on) still ends the job, once process 0 has waited its patience for the other."""
+    script = tmp_path / "never_comes.py"
+    script.write_text(f"import signal, sys, time\n"
+                      f"sys.path.insert(0, {str(ROOT)!r})\n"
+                      f"import distributed\n"
+                      f"team = distributed.team('seeds')\n"
+                      f"team.patience = 1.0\n"
+                      f"signal.signal(signal.SIGTERM, lambda signum, frame: team.on_signal(signum))\n"
+                      f"print('ready', team.rank, flush=True)\n"
+                      f"if team.rank == 0:\n"
+                      f"    try:\n"
+                      f"        team.problems(None)\n"
+                      f"    except distributed.Stopped as stop:\n"
+                      f"        print('stopped waiting', stop, flush=True)\n"
+                      f"        team.abort(143)\n"
+                      f"while True:\n"
+                      f"    time.sleep(0.1)  # process 1: the signal is noted, and it never comes\n")
+    process = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, str(script)], cwd=ROOT, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert sorted(process.stdout.readline().split()[-1] for _ in range(2)) == ["0", "1"]
+        time.sleep(0.5)
+        os.kill(process.pid, signal.SIGTERM)
+        said = process.communicate(timeout=60)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert "stopped waiting SIGTERM" in said and process.returncode != 0

@@ -19,6 +19,7 @@ import run
 import run_folder
 import training
 from nmnist_files import REAL_DIR, needs_real, write_dataset
+from test_report import write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
@@ -207,10 +208,18 @@ def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(
         assert all(np.array_equal(priced[name], value) for name, value in stored_params(plain).items()) == same
 
 
-def test_report_only_trains_nothing(tmp_path, dataset):
+def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(tmp_path, dataset, capsys):
+    """--report-only never trains; where no run has finished there is nothing to report: one line,
+    and no table of empty cells."""
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset]
+    code, err = run_main(args, capsys)
+    assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
+                                 f"there is nothing to report; drop --report-only to train the runs first\n"), err
+    assert list(tmp_path.iterdir()) == []
+    write_run(tmp_path / "quick", "es", 1)
     assert run.main(args) == 0
-    assert not list(tmp_path.glob("quick/runs/*")) and (tmp_path / "quick" / "table.md").exists()
+    assert [p.name for p in (tmp_path / "quick" / "runs").iterdir()] == ["es-seed1"]
+    assert "| es |" in (tmp_path / "quick" / "table.md").read_text()
 
 
 def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, capsys):
@@ -322,6 +331,8 @@ def test_hyperscale_options_are_refused_elsewhere_and_each_part_has_its_own_fold
         assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
     assert not results.exists()
 
+    for part in config.HYPERSCALE:  # a finished run in each part, for --report-only to report
+        write_run(results / "hyperscale" / part, "es-m512", 1)
     with run_folder.owned(results / "hyperscale" / "budget"):  # another process reproducing the budget part
         code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(results),
                               "--report-only"], capsys)
@@ -491,7 +502,8 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
                           "--runs", "es", "--populations", "32768", "--report-only"], capsys)
     assert code == 2 and "no run of --config hyperscale --part protocol has --runs es --populations 32768" in err
     assert not results.exists()
-    assert run.main(base + ["--report-only", "--data-root", str(tmp_path / "absent")]) == 0  # trains nothing
+    code, err = run_main(base + ["--report-only", "--data-root", str(tmp_path / "absent")], capsys)  # trains nothing
+    assert code == 2 and "there is nothing to report" in err and not results.exists(), err
 
 
 def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
@@ -521,10 +533,11 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
     assert "(members = 2 x pairs): >= 1, as many as fit in memory" in text and "after a warm-up: >= 1" in text
 
 
-@pytest.mark.parametrize("signal_name, status", [("SIGTERM", 143), ("SIGINT", 130)])
+@pytest.mark.parametrize("signal_name, status", [("SIGTERM", 143), ("SIGINT", 130), ("SIGHUP", 129)])
 def test_a_signal_stops_a_run_with_where_it_stopped_and_how_to_continue(tmp_path, dataset, signal_name, status):
-    """SIGTERM (a scheduler's) and SIGINT (Ctrl-C) in the middle of a run: exit status 143 or 130,
-    one line saying at which step it stopped and to rerun with --resume, the checkpoint whole."""
+    """SIGTERM (a scheduler's), SIGINT (Ctrl-C) and SIGHUP (a closed terminal) in the middle of a run:
+    exit status 143, 130 or 129, one line saying at which step it stopped and to rerun with
+    --resume, the checkpoint whole."""
     import signal
     out = tmp_path / "run"
     process = subprocess.Popen(train_command(out, dataset, "--generations", "100000"), cwd=ROOT,
@@ -577,3 +590,83 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
         64 * measured["input_events_per_sample"] + 10 * measured["hidden_spikes_per_sample"], rel=1e-12)
     assert measured["hidden_spikes_per_sample"] > 0 and json.loads((tmp_path / "run" / "final.json").read_text())[
         "test_sparsity"] == measured
+
+
+def test_a_closed_pipe_ends_a_run_quietly_and_a_full_stdout_is_one_line(tmp_path, dataset):
+    """The reader of the progress bar goes away (`run.py train ... 2>&1 | head -c 50`): the run ends
+    quietly, exit status 141, its checkpoint whole. Standard output that cannot be written
+    (/dev/full) after a run finished: one line saying where the results are."""
+    out = tmp_path / "run"
+    command = [part for part in train_command(out, dataset, "--generations", "100000") if part != "--quiet"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while not (out / run_folder.CHECKPOINT).exists() and time.time() < deadline:
+            time.sleep(0.01)
+        process.stdout.read(50)
+        process.stdout.close()
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 141
+    arrays = run_folder.read_arrays(out / run_folder.CHECKPOINT)
+    assert run_folder.checkpoint_problem(arrays, {k.split("/")[1]: v for k, v in arrays.items()
+                                                  if k.startswith("param/")}) is None
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(train_command(tmp_path / "finished", dataset, "--generations", "5"), cwd=ROOT,
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 2 and done.stderr == (f"error: cannot write to standard output: No space left on device; "
+                                                    f"the run finished: its results are in "
+                                                    f"{tmp_path / 'finished' / 'final.json'}\n"), done.stderr
+    assert (tmp_path / "finished" / "final.json").exists()
+
+
+def limited(resource_name, limit):
+    """A preexec_fn for subprocess: the child runs under this soft limit (resource.RLIMIT_*)."""
+    import resource
+
+    def limit_child():
+        kind = getattr(resource, resource_name)
+        resource.setrlimit(kind, (limit, resource.getrlimit(kind)[1]))
+    return limit_child
+
+
+def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_is_one_line(tmp_path, dataset):
+    """Under `ulimit -v 400000` vanilla ES at 512 members does not fit: refused before anything is
+    made, naming the limit. A MemoryError the estimate missed (here an estimate of nothing) is one
+    line too, and the run leaves nothing behind."""
+    out = tmp_path / "run"
+    command = train_command(out, dataset, "--method", "es", "--population", "512", "--generations", "1")
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          preexec_fn=limited("RLIMIT_AS", 400 * 10**6))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: --population 512: the run needs about ") and "ulimit -v" in done.stderr
+    assert not out.exists()
+    estimating_nothing = ["-c", "import sys, resources; resources.run_bytes = lambda *args, **kwargs: (0, 0); "
+                                "import run; sys.exit(run.main(sys.argv[1:]))"]
+    done = subprocess.run([sys.executable, *estimating_nothing, *command[2:]], cwd=ROOT, capture_output=True,
+                          text=True, preexec_fn=limited("RLIMIT_AS", 400 * 10**6))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: out of memory (") and "lower --population" in done.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_memory_left_by_a_cgroup_limit_counts_as_free(tmp_path, monkeypatch, version):
+    """A container's or a batch job's memory limit (cgroup v1 or v2, at its own path or mounted at
+    the root): what it leaves (limit - usage + reclaimable page cache) bounds the RAM free."""
+    files = {1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file", "4:memory:/job/7"),
+             2: ("memory.max", "memory.current", "inactive_file", "0::/job/7")}[version]
+    group = tmp_path / "cgroup" / ("memory" if version == 1 else "") / "job"
+    group.mkdir(parents=True)
+    (group / files[0]).write_text(f"{3 * 10**9}\n")
+    (group / files[1]).write_text(f"{2 * 10**9}\n")
+    (group / "memory.stat").write_text(f"cache 1\n{files[2]} {5 * 10**8}\n")
+    (tmp_path / "cgroup.txt").write_text(files[3] + "\n")
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", tmp_path / "cgroup") == 15 * 10**8
+    (group / files[0]).write_text("max\n" if version == 2 else "9223372036854771712\n")
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", tmp_path / "cgroup") is None
+    monkeypatch.setattr(resources, "cgroup_free_bytes", lambda: 10**6)
+    assert resources.available_bytes(np)[0] == 10**6

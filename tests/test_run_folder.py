@@ -1,19 +1,24 @@
 """A run folder under faults: one process at a time, damaged or foreign files reported in one line
 with nothing changed, OS errors naming the path, and a run that diverges or is interrupted
 leaving a checkpoint that resumes to the same bits."""
+import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
 import eggroll
+import report
 import run
 import run_folder
 from nmnist_files import write_dataset
-from test_run import ROOT, SMALL, dataset, run_main, stored_params  # noqa: F401 (dataset is a fixture)
+from test_report import write_run
+from test_run import ROOT, SMALL, dataset, limited, run_main, stored_params  # noqa: F401 (dataset is a fixture)
 
 
 def train_args(out, dataset, *extra):
@@ -162,7 +167,8 @@ CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
                   ({"seed": -5}, "seed must lie in 0..2^63-1, got -5"),
                   ({"init_std": -1}, "init_std must lie in (0, 10], got -1"),
                   ({"time_bins": 0}, "time_bins must lie in 1..1000, got 0"),
-                  ({"lr_schedule": "linear"}, 'lr_schedule must be one of constant, cosine, got "linear"')]
+                  ({"lr_schedule": "linear"}, 'lr_schedule must be one of constant, cosine, got "linear"'),
+                  ({"colour": "red"}, "colour is not a setting a run stores")]
 
 
 def test_a_setting_in_config_json_is_checked_by_the_rules_of_its_option(finished_run, dataset, capsys):
@@ -250,6 +256,64 @@ def test_a_full_disk_names_the_path_and_leaves_no_temporary_file(tmp_path, datas
     assert not list(out.glob("*.tmp")) and not (out / run_folder.CHECKPOINT).exists()
 
 
+def test_a_write_cut_short_by_a_file_size_limit_names_the_file_and_keeps_the_old_one(tmp_path):
+    """`reproduce --report-only` under `ulimit -f 25` (25 KB, less than a figure) over a report
+    written before: one line naming the figure and the limit, every table and figure as it was,
+    and no temporary file left."""
+    results = tmp_path / "results" / "quick"
+    for name in ("bptt", "es", "eggroll-r1", "eggroll-r4"):
+        write_run(results, name, 1)
+    report.write_report(results, "quick")
+    before = {p.name: p.read_bytes() for p in results.iterdir() if p.is_file()}
+    assert len(before["rank_ablation.png"]) > 25 * 1024  # the limit bites
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "reproduce", "--config", "quick", "--results",
+                           str(tmp_path / "results"), "--runs", "eggroll-r4,bptt", "--seeds", "1", "--report-only",
+                           "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                          preexec_fn=limited("RLIMIT_FSIZE", 25 * 1024))
+    assert done.returncode == 2 and done.stderr == (f"error: cannot write {results / 'rank_ablation.png'}: File too "
+                                                    f"large; the limit on a file's size (ulimit -f) is too low for "
+                                                    f"it: raise it or lift it\n"), done.stderr
+    assert {p.name: p.read_bytes() for p in results.iterdir() if p.is_file() and p.name != run_folder.LOCK} == before
+
+
+def test_an_os_error_names_its_path_and_what_to_do(finished_run, dataset, capsys):
+    """An --out the OS refuses, and --force where checkpoint.npz is a folder: one line naming the
+    path and a fix that works, no raw [Errno ...], and the run there untouched."""
+    code, err = run_main(train_args("/sys/eggroll-snn/run", dataset), capsys)
+    assert code == 2 and err.count("\n") == 1 and "/sys/eggroll-snn" in err and "[Errno" not in err, err
+    (finished_run / run_folder.CHECKPOINT).unlink()
+    (finished_run / run_folder.CHECKPOINT).mkdir()
+    files = {p.name: p.read_bytes() for p in finished_run.iterdir() if p.is_file() and p.name != run_folder.LOCK}
+    code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
+    assert code == 2 and err == (f"error: --force cannot delete {finished_run / run_folder.CHECKPOINT}: it is a "
+                                 f"folder, not a file of a run; move it away or use another --out\n"), err
+    assert {p.name: p.read_bytes() for p in finished_run.iterdir() if p.is_file() and p.name != run_folder.LOCK} \
+        == files
+
+
+@pytest.mark.parametrize("writer", ["text", "line", "figure"])
+def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch, writer):
+    """A write that fails half-way (here: a disk that fills after the first bytes) leaves the file
+    as it was, removes its temporary file and names the file: JSON and Markdown, metrics.jsonl's
+    lines, figures."""
+    path = tmp_path / ("figure.png" if writer == "figure" else "file")
+    path.write_bytes(b"old\n")
+
+    def half_then_full(name, *args, **kwargs):
+        with open(name, "ab") as file:
+            file.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", lambda descriptor: half_then_full(f"/proc/self/fd/{descriptor}"))
+    write = {"text": lambda: run_folder.write_atomically(path, "new"),
+             "line": lambda: run_folder.append_line(path, "new"),
+             "figure": lambda: run_folder.save_figure(types.SimpleNamespace(savefig=half_then_full), path)}[writer]
+    with pytest.raises(run_folder.UsageError) as error:
+        write()
+    assert str(error.value) == f"cannot write {path}: No space left on device; free disk space there or use another " \
+                               f"folder"
+    assert path.read_bytes() == b"old\n" and [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
 # ---------------------------------------------------------------------------------------------
 # A run that diverges or is interrupted stops cleanly and resumes to the same bits
 
@@ -311,14 +375,16 @@ def test_a_checkpoint_from_before_checkpoints_named_their_run_still_resumes_to_t
         np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
 
 
-def test_a_run_non_finite_at_its_first_step_says_it_has_no_checkpoint(tmp_path, dataset, capsys, monkeypatch):
+def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train_again(tmp_path, dataset, capsys,
+                                                                                        monkeypatch):
+    """A fresh run that fails before its first checkpoint removes what it wrote (here the folder it
+    made), so the advice needs no --force."""
     monkeypatch.setattr(eggroll, "generation_step", failing_at(0, nan_params))
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
-    assert code == 2 and err.count("\n") == 1, err
-    assert ("training went non-finite at step 1 (a parameter became NaN or inf); there is no checkpoint: "
-            "lower --lr or --sigma") in err
-    assert not (out / run_folder.CHECKPOINT).exists()
+    assert code == 2 and err == ("error: training went non-finite at step 1 (a parameter became NaN or inf); nothing "
+                                 "of the run was kept: lower --lr or --sigma and train again\n"), err
+    assert not out.exists()
 
 
 def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
