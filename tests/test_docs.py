@@ -1,0 +1,115 @@
+"""The documentation keeps its own rules: README.md stays a short front door that names the paper it
+reproduces, and every relative link and #anchor in README.md and docs/*.md leads somewhere."""
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+README_MAX_CHARS = 12_000
+
+FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1[ \t]*$", re.M | re.S)
+CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$", re.M)
+
+
+def without_code(text):
+    """The text with fenced blocks, indented blocks and code spans blanked, so links shown as code
+    (and brackets inside code) are not read as links."""
+    text = FENCE.sub("", text)
+    text = "\n".join("" if line.startswith(("    ", "\t")) else line for line in text.split("\n"))
+    return CODE_SPAN.sub(" ", text)
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: its text without markup, lowercased, every character but
+    letters, digits, spaces, '-' and '_' dropped, spaces turned into '-'."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text only
+    text = re.sub(r"<[^>]+>", "", text)                          # inline HTML
+    text = text.replace("`", "").strip().lower()
+    text = "".join(c for c in text if c.isalnum() or c in " -_")
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    """Every anchor a markdown file's headings give, repeats numbered as GitHub numbers them."""
+    seen, result = {}, set()
+    for match in HEADING.finditer(FENCE.sub("", path.read_text(encoding="utf-8"))):
+        base = slug(match.group(2))
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        result.add(base if count == 0 else f"{base}-{count}")
+    return result
+
+
+def broken_links(path):
+    """The relative links and #anchors of a markdown file that lead nowhere, each as a line saying
+    why. Links to other sites (a scheme such as https: or mailto:) are not followed."""
+    problems = []
+    for target in LINK.findall(without_code(path.read_text(encoding="utf-8"))):
+        if not target or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        linked = path if not file_part else (path.parent / unquote(file_part)).resolve()
+        if not linked.exists():
+            problems.append(f"{path.name}: {target}: no file {linked}")
+        elif anchor and linked.suffix == ".md" and unquote(anchor).lower() not in anchors(linked):
+            problems.append(f"{path.name}: {target}: no heading '#{anchor}' in {linked.name}")
+    return problems
+
+
+def documentation_files():
+    return [README] + sorted((ROOT / "docs").glob("*.md"))
+
+
+def test_readme_is_a_short_front_door():
+    text = README.read_text(encoding="utf-8")
+    assert len(text) <= README_MAX_CHARS, f"README.md has {len(text)} characters, over {README_MAX_CHARS}: move detail into docs/"
+
+
+def test_readme_names_the_reproduced_paper_and_eggroll():
+    text = README.read_text(encoding="utf-8")
+    for reference in ("arXiv:2605.30361", "arXiv:2511.16652"):
+        assert reference in text, f"README.md does not cite {reference}"
+
+
+def test_every_relative_link_and_anchor_resolves():
+    files = documentation_files()
+    assert len(files) > 1, "docs/*.md is missing"
+    problems = [problem for path in files for problem in broken_links(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_link_checker_catches_what_it_should(tmp_path):
+    """The checker itself: on a page with one good and several bad links, it reports exactly the
+    bad ones, and passes over links shown as code and links to other sites."""
+    (tmp_path / "other.md").write_text("# A title\n\n## Spikes and energy: do ES-trained networks spike less?\n"
+                                       "## Results of the `best` preset\n## Twice\n## Twice\n")
+    (tmp_path / "figure.png").write_bytes(b"")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Page\n\n"
+        "[good](other.md) [good anchor](other.md#spikes-and-energy-do-es-trained-networks-spike-less)\n"
+        "[code anchor](other.md#results-of-the-best-preset) [repeat](other.md#twice-1) [here](#page)\n"
+        "![figure](figure.png) [site](https://example.org/missing.md) `[as code](missing.md)`\n\n"
+        "```\n[in a fence](missing.md)\n```\n\n"
+        "[missing file](missing.md)\n"
+        "![missing image](figure.svg)\n"
+        "[missing anchor](other.md#no-such-heading)\n"
+        "[missing local anchor](#nowhere)\n")
+    problems = broken_links(page)
+    assert len(problems) == 4, problems
+    for target in ("missing.md:", "figure.svg", "#no-such-heading", "#nowhere"):
+        assert any(target in problem for problem in problems), (target, problems)
+    assert broken_links(tmp_path / "other.md") == []
+
+
+def test_slugs_follow_githubs_rules():
+    assert slug("Spikes and energy: do ES-trained networks spike less?") == \
+        "spikes-and-energy-do-es-trained-networks-spike-less"
+    assert slug("Results of the `best` preset") == "results-of-the-best-preset"
+    assert slug("Speed and memory (`make bench`)") == "speed-and-memory-make-bench"
+    assert slug("On a CPU (`make bench`)") == "on-a-cpu-make-bench"
+    assert slug("Bit for bit, at a fixed BLAS thread count") == "bit-for-bit-at-a-fixed-blas-thread-count"
+    assert slug("snake_case and [a link](x.md)") == "snake_case-and-a-link"
