@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
-.PHONY: install test reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
+.PHONY: install test lesson reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
 
 install: $(VENV)/.installed
 
@@ -19,6 +19,11 @@ $(VENV)/.installed: pyproject.toml
 
 test: install
 	$(PY) -m pytest -q
+
+# The lesson on the recordings of nmnist-sample/ (about two minutes on 2 cores): its figures into
+# docs/lesson/ and its text, printed numbers and figures as the page docs/lesson.md.
+lesson: install
+	$(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
 reproduce: install
 	$(PY) run.py reproduce --config paper --download $(REAL_ROOT_OPTION)

@@ -1,27 +1,45 @@
 # %% [markdown]
 # # EGGROLL in five claims
 #
-# EGGROLL (Sarkar et al., "Evolution Strategies at the Hyperscale", arXiv:2511.16652) is
-# evolution strategies whose perturbations are low-rank. This lesson shows five of its claims with
-# the project's own functions, on the 2312 → 64 LIF → 10 LIF network and the real N-MNIST
-# recordings. Each claim draws one figure (PNG, into `--out`), prints one line of numbers and
-# asserts what it shows, so a run that contradicts a claim fails loudly. Equations are numbered as
-# in `eggroll.py`:
+# Evolution strategies (ES) train a network without its gradient: perturb the weights θ by σε in a
+# population of random directions, score every perturbed network (its fitness), and move θ along
+# the directions that scored well. EGGROLL (Sarkar et al., "Evolution Strategies at the Hyperscale",
+# arXiv:2511.16652) makes each perturbation of a weight matrix low-rank. This lesson checks five of
+# its claims on the spiking network of Patankar & Gowda (arXiv:2605.30361), 2312 inputs → 64 LIF →
+# 10 LIF neurons on N-MNIST, with the project's own functions. Each claim derives what it states,
+# draws one figure, prints one line of numbers and asserts what it shows, so a run that
+# contradicts a claim fails loudly. The equations, numbered as in `eggroll.py`:
 #
-#     (5)  E_p = A_p B_pᵀ / √r                     A_p (m × r), B_p (n × r), entries N(0, 1)
+#     (5)  E_p = A_p B_pᵀ / √r                 A_p (m × r), B_p (n × r), entries N(0, 1)
 #     (6)  x (W ± σE_p)ᵀ = x Wᵀ ± σ/√r (x B_p) A_pᵀ
-#     (7)  g_W = Σ_p f_p E_p / (2Pσ) = (diag(f) A)ᵀ B / (2Pσ√r)     f_p = F(θ + σε_p) − F(θ − σε_p)
-#     (8)  g_b = Σ_p f_p δ_p / (2Pσ)                δ_p ~ N(0, I), the bias noise
-#     (9)  Adam, ascending g
-#     (10) vanilla ES: Eq. (7) with full-rank E_p, every entry N(0, 1)
+#     (7)  g_W = Σ_p f_p E_p / (2Pσ) = (diag(f) A)ᵀ B / (2Pσ√r)
+#     (8)  g_b = Σ_p f_p δ_p / (2Pσ)            δ_p ~ N(0, I), the noise of a bias b
+#     (9)  Adam, climbing g
+#     (10) vanilla ES: Eq. (7) with a full-rank E_p, every entry N(0, 1)
 #
-# Run it as a script, `.venv/bin/python lesson.py [--out DIR] [--data-root DIR]` (about a minute
-# on 2 cores), or open it as a notebook (Jupyter with jupytext, or VS Code): `# %%` starts a cell.
+# The population is 2P members in antithetic pairs, θ + σε_p and θ − σε_p. Their 2P fitnesses
+# (−cross-entropy on a minibatch) are replaced by centred ranks: the ranks scaled to [−½, ½]
+# (`eggroll.centred_ranks`), so a step does not depend on the scale of the fitness or on its
+# outliers. Then
+#
+#     f_p = c(θ + σε_p) − c(θ − σε_p),          c = the centred rank of a member's fitness,
+#
+# the difference of the pair's centred ranks, weighs direction ε_p in Eqs. (7), (8) and (10).
+#
+# Run it: `python lesson.py` (one to two minutes on 2 CPU cores) writes the figures into
+# `lesson/`; `--out DIR` puts them elsewhere, `--page FILE` also writes this text with the numbers
+# and figures as a markdown page (`make lesson` renders [docs/lesson.md](docs/lesson.md) so),
+# `--claims 1,3` runs some claims only. Claims 1–4 need no data. Claim 5 trains on real N-MNIST
+# recordings: those of `--data-root DIR`, else of `$NMNIST_ROOT`, else the 280 of
+# `nmnist-sample/` that come with the repository. It opens as a notebook too (Jupyter with
+# jupytext, or VS Code): `# %%` starts a cell.
 
 # %%
 import argparse
+import io
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,35 +48,88 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import baselines
-import bench
 import data
 import eggroll
 import noise
 import optim
-import resources
-import run
 import snn
-from run_folder import UsageError
 
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()  # a notebook has no __file__
-parser = argparse.ArgumentParser(description="EGGROLL's claims, each drawn as a figure and checked.")
-parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
-parser.add_argument("--data-root", type=Path,
-                    default=Path(os.environ.get("EGGROLL_TEST_NMNIST") or HERE.parent / "shared/data/nmnist-raw"),
-                    help="the real N-MNIST recordings (default: $EGGROLL_TEST_NMNIST, else "
-                         "../shared/data/nmnist-raw beside the repository)")
-args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
-try:
-    resources.nmnist_recordings(args.data_root, "--data-root")  # before any work: the data is there
-except UsageError as error:
-    print(f"error: {error}", file=sys.stderr)
+SAMPLE = HERE / "nmnist-sample"
+CLAIMS = (1, 2, 3, 4, 5)
+FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
+           4: "4_memory_time.png", 5: "5_training.png"}
+INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
+
+
+def fail(message):
+    """A user's error: one line on stderr, exit status 2, nothing written."""
+    print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
-args.out.mkdir(parents=True, exist_ok=True)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # a mistyped option: one line, not the usage text
+        fail(f"{message}; see lesson.py --help")
+
+
+def claim_numbers(text):
+    """--claims 1,3 → [1, 3]."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
+        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
+    return sorted({int(part) for part in parts})
+
+
+parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
+parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
+parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
+                                              "markdown page FILE (the figures linked from it)")
+parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
+                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
+                                                   "beside lesson.py)")
+parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
+                                                                               "(default: all five)")
+parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
+                                                                 "method (default: 20)")
+args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
+if not 0 < args.seconds <= 86_400:
+    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
+
+
+def writable_folder_above(path, option):
+    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"{option} {path}: {existing} is not a folder; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
+    return existing
+
+
+# Everything the lesson will write is checked before any work: it writes all of it at the end.
+if args.out.exists() and not args.out.is_dir():
+    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
+writable_folder_above(args.out, "--out")
+if args.page is not None:
+    if args.page.is_dir():
+        fail(f"--page {args.page} is a folder; give the path of a markdown file")
+    writable_folder_above(args.page.parent, "--page")
 began = time.perf_counter()
+figures, printed = {}, {}  # per claim: the PNG's bytes, the printed line
 
 
-def save(figure, name):
-    figure.savefig(args.out / name, dpi=120, bbox_inches="tight")
+def report(claim, figure, line):
+    """Keep a claim's figure (written at the end) and print its line of numbers."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    figures[claim], printed[claim] = buffer.getvalue(), f"claim {claim}: {line}"
+    print(printed[claim], flush=True)
+    if "ipykernel" in sys.modules:  # in a notebook, show it
+        from IPython.display import display
+        display(figure)
 
 
 def standard_error(samples):
@@ -66,333 +137,607 @@ def standard_error(samples):
 
 
 # %% [markdown]
-# ## 1. Why E = A Bᵀ/√r, Eq. (5)
+# ## 1. E = A Bᵀ/√r is as long a step as full-rank noise, at every rank, Eq. (5)
 #
-# Full-rank noise for the 64 × 2312 first layer (Eq. 10) is 147,968 numbers per pair; the factors
-# of Eq. (5) are r (64 + 2312). An entry E_ij = (1/√r) Σ_k a_ik b_jk sums r independent products of
-# two N(0, 1) numbers, each of variance 1: the sum has variance r, and the 1/√r brings it back to 1
-# at every rank. So ‖E‖_F ≈ √(mn) whatever r is, and σ is the same step length at every rank and in
-# full-rank ES; without the 1/√r it would grow as √r. What the rank changes is the shape of the
-# entries: products of Gaussians are heavy-tailed (excess kurtosis 6/r), Gaussian only as r → ∞.
+# Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
+# Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? An entry of E is a sum of r
+# independent products of two independent N(0, 1) numbers, each product of mean 0 and variance
+# E[a²] E[b²] = 1:
+#
+#     E_ij = (1/√r) Σ_k a_ik b_jk
+#     Var(E_ij) = (1/√r)² · (r · 1) = 1.
+#
+# The 1/√r brings the variance back to 1 at every rank, so ‖E‖²_F = Σ_ij E_ij² ≈ mn: a step σE has
+# the length σ√(mn) of full-rank ES at every rank, and one σ means the same at every rank (without
+# the 1/√r the step would grow as √r). What the rank does change is the shape of an entry. Its
+# fourth moment counts the terms of (Σ_k a_k b_k)⁴ whose factors pair up: r terms a_k⁴ b_k⁴ of
+# mean 3 · 3 = 9 and 3 r (r − 1) terms a_k² b_k² a_l² b_l² of mean 1, so
+#
+#     E[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
+#
+# against 3 for a Gaussian: heavy tails at low rank (excess kurtosis 6/r), Gaussian only as r → ∞.
+# The check: the E_p of 32 pairs at each rank from 1 to 64 and at full rank (`eggroll.lowrank_factors`,
+# `baselines.full_rank_noise`); their mean entry variance within 5 standard errors of 1, their
+# mean excess kurtosis within 5 of 6/r (0 at full rank).
 
 # %%
-m, n = snn.SIZES[1], snn.SIZES[0]
-pairs = np.arange(32)
-ranks = [1, 2, 4, 8, 16, 32, 64]
-variance, excess_kurtosis, entries = {}, {}, {}  # per pair: mean E_ij², mean E_ij⁴ - 3; pair 0's entries
-for rank in ranks + ["full"]:
-    if rank == "full":
-        E = baselines.full_rank_noise(0, 0, pairs, "W1", (m, n), np).astype(np.float64)
-    else:
-        a, b = eggroll.lowrank_factors(0, 0, pairs, "W1", (m, n), rank)
-        E = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
-    variance[rank] = (E ** 2).mean(axis=(1, 2))
-    excess_kurtosis[rank] = (E ** 4).mean(axis=(1, 2)) - 3
-    entries[rank] = E[0].ravel()
-    # The entries of each E_p have variance 1 (mean 0), Gaussian or low-rank; their excess kurtosis
-    # is 6/r, 0 for full rank. Tolerance: 5 standard errors over the 32 independent pairs.
-    assert abs(variance[rank].mean() - 1) <= 5 * standard_error(variance[rank]), rank
-    expected = 0 if rank == "full" else 6 / rank
-    assert abs(excess_kurtosis[rank].mean() - expected) <= 5 * standard_error(excess_kurtosis[rank]), rank
-norms = {rank: np.sqrt(m * n * variance[rank]) for rank in variance}  # ‖E_p‖_F
-
-figure = Figure(figsize=(14, 3.8), layout="constrained")
-variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
-variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks], marker="o",
-                     capsize=3, label="A Bᵀ/√r (Eq. 5)")
-variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without 1/√r")
-variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian (Eq. 10)")
-variance_ax.set(xscale="log", yscale="log", xlabel="rank r", ylabel="variance of an entry",
-                title="entry variance: 1 at every rank")
-for rank in ranks:
-    norm_ax.scatter(np.full(len(pairs), rank), norms[rank], s=6, color="C0", alpha=0.5)
-norm_ax.scatter(np.full(len(pairs), 128), norms["full"], s=6, color="gray", alpha=0.5)
-norm_ax.axhline(math.sqrt(m * n), color="k", linewidth=0.8, label=f"√(mn) = {math.sqrt(m * n):.1f}")
-norm_ax.set_xscale("log", base=2)
-norm_ax.set_xticks(ranks + [128], [str(r) for r in ranks] + ["full"])
-norm_ax.set(xlabel="rank r", ylabel="‖E_p‖_F, 32 pairs", title="Frobenius norm: the same step length")
-bins = np.linspace(-8, 8, 81)
-for rank in (1, 4, 64, "full"):
-    density, _ = np.histogram(entries[rank], bins, density=True)
-    shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
-shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
-shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="entry of E_p", ylabel="density",
-             title="but heavy tails at low rank: kurtosis 3 + 6/r")
-for ax in (variance_ax, norm_ax, shape_ax):
-    ax.legend(fontsize=8)
-save(figure, "1_lowrank_scale.png")
-print("claim 1: entry variance at r = " + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks)
-      + f", full rank: {variance['full'].mean():.3f}; mean ‖E‖_F {norms[1].mean():.1f} (r = 1), "
-      f"{norms[64].mean():.1f} (r = 64), {norms['full'].mean():.1f} (full), √(mn) = {math.sqrt(m * n):.1f}; "
-      f"excess kurtosis {excess_kurtosis[1].mean():.2f} (r = 1, 6/r = 6), {excess_kurtosis[64].mean():.3f} "
-      f"(r = 64), {excess_kurtosis['full'].mean():.3f} (full)")
-
-# %% [markdown]
-# ## 2. The forward trick, Eq. (6), on real recordings
-#
-# EGGROLL never forms E. For input x, x (W ± σE)ᵀ = x Wᵀ ± σ/√r (x B) Aᵀ: x Wᵀ is shared by every
-# member, and x [B_1 … B_P] is one matrix product for the whole population
-# (`eggroll.population_product`). A bias is a weight on a constant input 1, so its noise σδ rides
-# along. Here: 4 pairs at r = 4 and σ = 0.2 on 32 real validation recordings, in float64. First the
-# layer-1 currents of Eq. (6) against those of W + σE materialised; then `eggroll.perturbed_forward`
-# against `snn.forward` of every member with its weights materialised: the same spikes.
-
-# %%
-splits = data.load_nmnist(args.data_root, progress=False)
-frames = splits.val.frames(np.arange(32)).astype(np.float64)  # (T, B, 2312)
-n_steps, batch, _ = frames.shape
-params = {name: value.astype(np.float64) for name, value in snn.init_params(seed=1).items()}
-config = eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
-pairs, sigma, generation = np.arange(config.pairs), config.sigma, 0
-
-factors = {name: [f.astype(np.float64) for f in eggroll.lowrank_factors(config.seed, generation, pairs, name,
-                                                                        params[name].shape, config.rank)]
-           for name in ("W1", "W2")}                                # A_p (P, r, m) and B_p (P, r, n)
-perturbation = {name: eggroll.materialise(*factors[name]) for name in factors}  # E_p, for comparison only
-perturbation.update({name: noise.normals(config.seed, generation, pairs, name, params[name].shape[0]).astype(np.float64)
-                     for name in ("b1", "b2")})                     # δ_p
-
-x = frames.reshape(n_steps * batch, n)
-xb = eggroll.population_product(x, factors["W1"][1]).transpose(1, 0, 2)  # x [B_1 … B_P]: (P, T B, r)
-lowrank_current = (x @ params["W1"].T + params["b1"]) + sigma / math.sqrt(config.rank) * (xb @ factors["W1"][0]) \
-    + sigma * perturbation["b1"][:, None, :]
-materialised_current = x @ (params["W1"] + sigma * perturbation["W1"]).transpose(0, 2, 1) \
-    + (params["b1"] + sigma * perturbation["b1"])[:, None, :]
-current_gap = np.abs(lowrank_current - materialised_current).max()
-assert current_gap <= 1e-10, current_gap
-
-lowrank_counts, _ = eggroll.perturbed_forward(params, frames, config, generation)  # (2P, B, 10)
-materialised_counts = np.empty_like(lowrank_counts)
-for member in range(config.population):
-    pair, sign = member // 2, (1, -1)[member % 2]  # member 2p is pair p's + side, 2p + 1 its - side
-    weights = {name: value + sign * sigma * perturbation[name][pair] for name, value in params.items()}
-    materialised_counts[member] = snn.forward(weights, frames)[0][0]
-unperturbed_counts = snn.forward(params, frames)[0][0]
-assert np.array_equal(lowrank_counts, materialised_counts)  # the same spikes, exactly
-changed = (lowrank_counts != unperturbed_counts).mean()
-assert changed > 0.1, changed  # ... and not because the perturbation did nothing
-
-
-def joint_histogram(along_x, along_y):
-    """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), y first."""
-    table = np.zeros((n_steps + 1, n_steps + 1))
-    np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
-    return table
-
-
-figure = Figure(figsize=(14, 4), layout="constrained")
-current_ax, same_ax, changed_ax = figure.subplots(1, 3)
-current_ax.scatter(materialised_current[0].ravel()[::7], lowrank_current[0].ravel()[::7], s=2, alpha=0.3)
-current_ax.set(xlabel="x (W + σE)ᵀ + b + σδ, E materialised", ylabel="x Wᵀ + b + σ/√r (x B) Aᵀ + σδ, Eq. (6)",
-               title=f"layer-1 currents, pair 0 +: max |Δ| {current_gap:.1e}")
-for ax, (along_x, along_y), title, label in (
-        (same_ax, (materialised_counts, lowrank_counts), "output spike counts: identical",
-         "eggroll.perturbed_forward"),
-        (changed_ax, (np.broadcast_to(unperturbed_counts, lowrank_counts.shape), lowrank_counts),
-         f"against the unperturbed W: {100 * changed:.0f} % differ", "perturbed member")):
-    image = ax.imshow(np.log10(1 + joint_histogram(along_x, along_y)), origin="lower", cmap="viridis")
-    ax.set(xlabel="snn.forward, W + σE materialised" if ax is same_ax else "snn.forward, unperturbed W",
-           ylabel=label, title=title)
-    figure.colorbar(image, ax=ax, label="log10(1 + count)")
-save(figure, "2_forward_trick.png")
-print(f"claim 2: {lowrank_counts.size} output spike counts of {config.population} members on {batch} real "
-      f"recordings: {int((lowrank_counts != materialised_counts).sum())} differ between Eq. (6) and W ± σE "
-      f"materialised, {int((lowrank_counts != unperturbed_counts).sum())} from the unperturbed network; "
-      f"max |layer-1 current difference| {current_gap:.1e}")
-
-# %% [markdown]
-# ## 3. The estimate against the population, Eqs. (7), (8), (10)
-#
-# ES estimates the gradient of the smoothed objective J(θ) = E_ε F(θ + σε). To know that gradient
-# exactly we take a fitness whose smoothing is known in closed form: F(θ) = −½ ‖θ − θ*‖² over
-# the parameters of a small 32 → 16 → 4 network (d = 596; θ and the target θ* from
-# `snn.init_params`). For any noise whose entries have mean 0, variance 1 and no correlation —
-# Gaussian, or low-rank (claim 1) — J(θ) = F(θ) − σ²d/2, so the reference is ∇J = θ* − θ. The
-# estimators are the project's own, fed raw antithetic differences f_p (no rank shaping, which
-# would change the objective): `eggroll.gradient` at r = 1 and r = 4 and
-# `baselines.full_rank_gradient`, each regenerating its noise from the keys.
-#
-# Each pair contributes ⟨G, ε⟩ ε, so P ‖g − G‖² / ‖G‖² has mean d + 1 for Gaussian noise at every P
-# (the error shrinks as 1/P), plus (2/r)(m + n + 1) ‖G_W‖² / ‖G‖² per weight matrix for low-rank
-# noise: its kurtosis term, the O(1/r) gap to full rank (tests/test_es.py checks it per direction).
-# Here it adds 15 % at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it is 4754/r against
-# d + 1 = 147,969, 3 % at r = 1.
-
-# %%
-sizes = (32, 16, 4)
-theta = {name: value.astype(np.float64) for name, value in snn.init_params(seed=2, sizes=sizes).items()}
-target = {name: value.astype(np.float64) for name, value in snn.init_params(seed=3, sizes=sizes).items()}
-true_gradient = np.concatenate([(target[name] - theta[name]).ravel() for name in theta])  # G = ∇J
-
-
-def fitness(members):
-    """F = −½ ‖θ − θ*‖² of members whose parameters have a leading pair axis."""
-    return -0.5 * sum(((members[name] - target[name]) ** 2).reshape(len(members[name]), -1).sum(axis=1)
-                      for name in members)
-
-
-def drawn_noise(config, generation):
-    """Every pair's ε, materialised from the Philox streams that the estimator regenerates."""
-    pairs, drawn = np.arange(config.pairs), {}
-    for name, value in theta.items():
-        if not name.startswith("W"):
-            drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0])
-        elif isinstance(config, eggroll.Config):
-            drawn[name] = eggroll.materialise(*(f.astype(np.float64) for f in eggroll.lowrank_factors(
-                config.seed, generation, pairs, name, value.shape, config.rank)))
+def lowrank_scale():
+    m, n = snn.SIZES[1], snn.SIZES[0]
+    pairs, ranks = np.arange(32), [1, 2, 4, 8, 16, 32, 64]
+    variance, excess_kurtosis, entries = {}, {}, {}  # per pair: mean E_ij², mean E_ij⁴ − 3; pair 0's entries
+    for rank in ranks + ["full"]:
+        if rank == "full":
+            E = baselines.full_rank_noise(0, 0, pairs, "W1", (m, n), np).astype(np.float64)
         else:
-            drawn[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np)
-    return {name: value.astype(np.float64) for name, value in drawn.items()}
+            a, b = eggroll.lowrank_factors(0, 0, pairs, "W1", (m, n), rank)
+            E = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
+        variance[rank] = (E ** 2).mean(axis=(1, 2))
+        excess_kurtosis[rank] = (E ** 4).mean(axis=(1, 2)) - 3
+        entries[rank] = E[0].ravel()
+        assert abs(variance[rank].mean() - 1) <= 5 * standard_error(variance[rank]), rank
+        expected = 0 if rank == "full" else 6 / rank
+        assert abs(excess_kurtosis[rank].mean() - expected) <= 5 * standard_error(excess_kurtosis[rank]), rank
+    norms = {rank: np.sqrt(m * n * variance[rank]) for rank in variance}  # ‖E_p‖_F
+
+    figure = Figure(figsize=(14, 4.3), layout="constrained")
+    figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so every rank "
+                    "takes a step as long as full-rank noise;\nonly the tails differ (heavier at low rank)")
+    variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
+    variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks],
+                         marker="o", capsize=3, label="A Bᵀ/√r, Eq. (5)")
+    variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without the 1/√r")
+    variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian, Eq. (10)")
+    variance_ax.set(xscale="log", yscale="log", xlabel="rank r of the perturbation",
+                    ylabel="variance of an entry of E (mean ± std over 32 pairs)", title="variance: 1 at every rank")
+    for rank in ranks:
+        norm_ax.scatter(np.full(len(pairs), rank), norms[rank], s=6, color="C0", alpha=0.5)
+    norm_ax.scatter(np.full(len(pairs), 128), norms["full"], s=6, color="gray", alpha=0.5)
+    norm_ax.axhline(math.sqrt(m * n), color="k", linewidth=0.8, label=f"√(mn) = {math.sqrt(m * n):.1f}")
+    norm_ax.set_xscale("log", base=2)
+    norm_ax.set_xticks(ranks + [128], [str(r) for r in ranks] + ["full"])
+    norm_ax.set(xlabel="rank r of the perturbation", ylabel="length of the step, ‖E‖_F (one dot per pair)",
+                title="length: √(mn) at every rank")
+    bins = np.linspace(-8, 8, 81)
+    for rank in (1, 4, 64, "full"):
+        density, _ = np.histogram(entries[rank], bins, density=True)
+        shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
+    shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
+    shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="value of an entry of E (one pair's 147,968)",
+                 ylabel="probability density", title="shape: kurtosis 3 + 6/r, heavy tails at low rank")
+    for ax in (variance_ax, norm_ax, shape_ax):
+        ax.legend(fontsize=8)
+    report(1, figure, "entry variance at r = " + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks)
+           + f", full rank: {variance['full'].mean():.3f}; mean ‖E‖_F {norms[1].mean():.1f} (r = 1), "
+           f"{norms[64].mean():.1f} (r = 64), {norms['full'].mean():.1f} (full rank), √(mn) = {math.sqrt(m * n):.1f}; "
+           f"excess kurtosis {excess_kurtosis[1].mean():.2f} (r = 1, 6/r = 6), {excess_kurtosis[64].mean():.3f} "
+           f"(r = 64, 6/r = 0.094), {excess_kurtosis['full'].mean():.3f} (full rank)")
 
 
-def predicted_error(rank):
-    """E[P ‖g − G‖²] / ‖G‖²: d + 1, plus the low-rank kurtosis term of each weight matrix."""
-    gradient = {name: target[name] - theta[name] for name in theta}
-    excess = sum(2 / rank * (sum(g.shape) + 1) * (g ** 2).sum() for name, g in gradient.items()
-                 if rank and name.startswith("W"))
-    return true_gradient.size + 1 + excess / (true_gradient ** 2).sum()
-
-
-estimators = {"EGGROLL r = 1": (1, eggroll.gradient), "EGGROLL r = 4": (4, eggroll.gradient),
-              "full-rank ES": (None, baselines.full_rank_gradient)}
-populations = [2 ** k for k in range(4, 15)]
-repeats, sigma = 8, 0.1
-cosine, error = {}, {}  # per estimator: (population, repeat)
-for seed, (label, (rank, estimate)) in enumerate(estimators.items(), start=1):
-    cosine[label], error[label] = np.empty((len(populations), repeats)), np.empty((len(populations), repeats))
-    for i, population in enumerate(populations):
-        for repeat in range(repeats):
-            generation = repeats * i + repeat  # a fresh, independent draw for every estimate
-            config = eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
-                baselines.ESConfig(population, sigma, seed, 1.0)
-            eps = drawn_noise(config, generation)
-            f = fitness({k: theta[k] + sigma * eps[k] for k in theta}) - \
-                fitness({k: theta[k] - sigma * eps[k] for k in theta})
-            g = np.concatenate([v.ravel() for v in estimate(f, theta, config, generation).values()])
-            cosine[label][i, repeat] = g @ true_gradient / (np.linalg.norm(g) * np.linalg.norm(true_gradient))
-            error[label][i, repeat] = config.pairs * ((g - true_gradient) ** 2).sum() / (true_gradient ** 2).sum()
-    # The error follows its prediction (5 standard errors over all estimates) and the estimate
-    # turns towards the true gradient as the population grows.
-    assert abs(error[label].mean() - predicted_error(rank)) <= 5 * standard_error(error[label].ravel()), label
-    assert cosine[label][0].mean() < 0.3 and cosine[label][-1].mean() > 0.95, label
-
-figure = Figure(figsize=(11, 4), layout="constrained")
-cosine_ax, error_ax = figure.subplots(1, 2)
-for colour, (label, (rank, _)) in enumerate(estimators.items()):
-    style = dict(color=f"C{colour}")
-    cosine_ax.errorbar(populations, cosine[label].mean(axis=1), cosine[label].std(axis=1), marker="o", capsize=3,
-                       label=label, **style)
-    cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (p // 2)) for p in populations], ":",
-                   **style)
-    error_ax.errorbar(populations, error[label].mean(axis=1), error[label].std(axis=1) / math.sqrt(repeats),
-                      marker="o", capsize=3, label=label, **style)
-    error_ax.axhline(predicted_error(rank), linestyle=":", **style)
-cosine_ax.set(xlabel="population 2P", ylabel="cosine(g, θ* − θ)",
-              title=f"mean ± std of {repeats} estimates; dotted: 1/√(1 + error/P)")
-error_ax.set(xlabel="population 2P", ylabel="P ‖g − G‖² / ‖G‖²",
-             title="mean ± standard error; dotted: d + 1 (+ the low-rank term)")
-for ax in (cosine_ax, error_ax):
-    ax.set_xscale("log", base=2)
-    ax.legend(fontsize=8)
-save(figure, "3_gradient_cosine.png")
-print("claim 3: mean cosine with θ* − θ at population " + "; ".join(
-    f"{label} {cosine[label][0].mean():.3f} → {cosine[label][-1].mean():.3f}" for label in estimators)
-    + f" ({populations[0]} → {populations[-1]}); P‖g − G‖²/‖G‖² measured (predicted) " + "; ".join(
-    f"{label} {error[label].mean():.0f} ± {standard_error(error[label].ravel()):.0f} "
-    f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
+if 1 in args.claims:
+    lowrank_scale()
 
 # %% [markdown]
-# ## 4. Memory and time per generation
+# ## 2. The population is evaluated without ever forming E, Eq. (6)
 #
-# The noise alive at once in a generation is r (m + n) numbers per pair and layer for EGGROLL
-# against m n for vanilla ES (`resources.noise_bytes`, the bench's column): 1/15 at r = 4. Time is
-# `bench.time_calls` (the median of 5 generations after a warm-up) of `eggroll.generation_step` and
-# batched `baselines.es_generation_step` on the bench's inputs (random binary frames at N-MNIST's
-# input density), here at B = 32 rather than the bench's 256 to stay short. Vanilla ES draws and
-# multiplies all of E_p; EGGROLL draws r (m + n) numbers and multiplies x by B_p.
+# A member's first layer multiplies its input x (one row per sample and time step, n = 2312 wide)
+# by (W ± σE)ᵀ. Transposing Eq. (5) gives Eᵀ = (A Bᵀ)ᵀ/√r = B Aᵀ/√r, and a product of matrices can be
+# grouped either way, so
+#
+#     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B) Aᵀ.
+#
+# x Wᵀ is the same for every member: computed once. (x B) Aᵀ costs n r + r m multiply-adds per row
+# where x Eᵀ costs n m: 16 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] is one matrix
+# product for the whole population (`eggroll.population_product`), and the two members of a pair
+# reuse it with opposite signs. A bias is a weight on a constant input 1, so its noise σδ rides
+# along as one more column; the second layer does the same with each member's hidden spikes as x.
+#
+# The check, in float64 so that rounding is not the question: 4 pairs at r = 4 and σ = 0.2, and as
+# input 32 samples of 10 random binary frames with 8.2 % of the inputs active, the density of the
+# real recordings (the identity holds for any x; real recordings come in claim 5). First the
+# layer-1 currents of Eq. (6) against x (W + σE)ᵀ with E formed; then the output spike counts of
+# `eggroll.perturbed_forward` (Eq. (6) in both layers, all members at once) against `snn.forward`
+# run on each member's weights W ± σE, formed: the same counts, exactly — and different from the
+# unperturbed network's, so the noise is there.
 
 # %%
-params, frames, labels = bench.bench_inputs(np)
-frames, labels = frames[:, :32], labels[:32]
-state, adam, lif = optim.init(params), optim.Adam(lr=0.01), snn.LIF()
-populations = [16, 32, 64, 128, 256, 512]
-methods = {"EGGROLL r = 1": ("eggroll", 1), "EGGROLL r = 4": ("eggroll", 4), "vanilla ES": ("es-batched", None)}
-noise_megabytes = {label: [resources.noise_bytes(method, rank, p // 2) / 1e6 for p in populations]
-                   for label, (method, rank) in methods.items()}
-seconds = {label: [] for label in methods}
-for population in populations:
-    for label, (method, rank) in methods.items():
-        if method == "eggroll":
-            config = eggroll.Config(population, rank, sigma=0.1, seed=0, logit_scale=1.0)
-            step = lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif)
-        else:
-            config = baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)
-            step = lambda: baselines.es_generation_step(params, state, frames, labels, 0, config, adam, lif)
-        seconds[label].append(bench.time_calls(step, 5, np))
-memory_ratio = [es / egg for es, egg in zip(noise_megabytes["vanilla ES"], noise_megabytes["EGGROLL r = 4"])]
-speedup = seconds["vanilla ES"][-1] / seconds["EGGROLL r = 4"][-1]
-assert min(memory_ratio) > 10, memory_ratio
-assert speedup > 2, speedup
+def forward_trick():
+    rng = np.random.default_rng(0)
+    frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float64)  # (T, B, 2312)
+    n_steps, batch, n = frames.shape
+    params = {name: value.astype(np.float64) for name, value in snn.init_params(seed=1).items()}
+    config = eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
+    pairs, sigma, generation = np.arange(config.pairs), config.sigma, 0
 
-figure = Figure(figsize=(11, 4), layout="constrained")
-memory_ax, time_ax = figure.subplots(1, 2)
-for label in methods:
-    memory_ax.plot(populations, noise_megabytes[label], marker="o", label=label)
-    time_ax.plot(populations, seconds[label], marker="o", label=label)
-memory_ax.set(ylabel="noise MB per generation", title=f"noise memory: ES / EGGROLL r = 4 = {memory_ratio[0]:.1f}")
-time_ax.set(ylabel="seconds per generation", title=f"time at B = 32: ES / EGGROLL r = 4 = {speedup:.1f} at "
-                                                   f"{populations[-1]}")
-for ax in (memory_ax, time_ax):
-    ax.set(yscale="log", xlabel="population 2P")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(populations, [str(p) for p in populations])
-    ax.legend(fontsize=8)
-save(figure, "4_memory_time.png")
-print(f"claim 4: at population {populations[-1]}, noise MB " + ", ".join(
-    f"{label} {noise_megabytes[label][-1]:.2f}" for label in methods) + "; seconds per generation (B = 32) "
-    + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
-    + f"; ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
+    factors = {name: [f.astype(np.float64) for f in eggroll.lowrank_factors(
+        config.seed, generation, pairs, name, params[name].shape, config.rank)]
+        for name in ("W1", "W2")}                                                 # A_p (P, r, m) and B_p (P, r, n)
+    perturbation = {name: eggroll.materialise(*factors[name]) for name in factors}  # E_p, for comparison only
+    perturbation.update({name: noise.normals(config.seed, generation, pairs, name, params[name].shape[0])
+                         .astype(np.float64) for name in ("b1", "b2")})          # δ_p
+
+    x = frames.reshape(n_steps * batch, n)
+    xb = eggroll.population_product(x, factors["W1"][1]).transpose(1, 0, 2)     # x [B_1 … B_P]: (P, T B, r)
+    lowrank_current = (x @ params["W1"].T + params["b1"]) \
+        + sigma / math.sqrt(config.rank) * (xb @ factors["W1"][0]) + sigma * perturbation["b1"][:, None, :]
+    formed_current = x @ (params["W1"] + sigma * perturbation["W1"]).transpose(0, 2, 1) \
+        + (params["b1"] + sigma * perturbation["b1"])[:, None, :]
+    current_gap = np.abs(lowrank_current - formed_current).max()
+    assert current_gap <= 1e-10, current_gap
+
+    lowrank_counts, _ = eggroll.perturbed_forward(params, frames, config, generation)  # (2P, B, 10)
+    formed_counts = np.empty_like(lowrank_counts)
+    for member in range(config.population):
+        pair, sign = member // 2, (1, -1)[member % 2]  # member 2p is pair p's + side, 2p + 1 its − side
+        weights = {name: value + sign * sigma * perturbation[name][pair] for name, value in params.items()}
+        formed_counts[member] = snn.forward(weights, frames)[0][0]
+    unperturbed_counts = snn.forward(params, frames)[0][0]
+    assert np.array_equal(lowrank_counts, formed_counts)  # the same spikes, exactly
+    changed = (lowrank_counts != unperturbed_counts).mean()
+    assert changed > 0.1, changed  # ... and not because the noise did nothing
+
+    def joint_histogram(along_x, along_y):
+        """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), y first."""
+        table = np.zeros((n_steps + 1, n_steps + 1))
+        np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
+        return table
+
+    figure = Figure(figsize=(14, 4.6), layout="constrained")
+    figure.suptitle(f"Claim 2: Eq. (6) gives the currents of W ± σE to {current_gap:.0e} and exactly the same "
+                    f"spikes without forming E, while the noise\nchanges {100 * changed:.0f} % of the spike counts "
+                    f"(8 members × 32 samples × 10 outputs)")
+    current_ax, same_ax, changed_ax = figure.subplots(1, 3)
+    current_ax.scatter(formed_current[0].ravel()[::7], lowrank_current[0].ravel()[::7], s=2, alpha=0.3)
+    current_ax.set(xlabel="layer-1 current, x (W + σE)ᵀ + b + σδ with E formed",
+                   ylabel="layer-1 current by Eq. (6), E never formed",
+                   title=f"currents agree: largest difference {current_gap:.1e}")
+    for ax, (along_x, along_y), title, xlabel in (
+            (same_ax, (formed_counts, lowrank_counts), "spike counts: identical (all on the diagonal)",
+             "output spikes of a member, E formed"),
+            (changed_ax, (np.broadcast_to(unperturbed_counts, lowrank_counts.shape), lowrank_counts),
+             f"against the network without noise: {100 * changed:.0f} % differ",
+             "output spikes of the network without noise")):
+        image = ax.imshow(np.log10(1 + joint_histogram(along_x, along_y)), origin="lower", cmap="viridis")
+        ax.set(xlabel=xlabel, ylabel="output spikes of the member by Eq. (6)", title=title)
+        figure.colorbar(image, ax=ax, label="how often: log10(1 + count)")
+    report(2, figure, f"{lowrank_counts.size} output spike counts of {config.population} members on {batch} "
+           f"samples: {int((lowrank_counts != formed_counts).sum())} differ between Eq. (6) and W ± σE formed, "
+           f"{int((lowrank_counts != unperturbed_counts).sum())} from the network without noise; largest "
+           f"layer-1 current difference {current_gap:.1e}")
+
+
+if 2 in args.claims:
+    forward_trick()
 
 # %% [markdown]
-# ## 5. Training on the real recordings
+# ## 3. The estimate's error falls as 1/P, and low rank adds little to it, Eqs. (7), (8), (10)
 #
-# The loop of README's "One generation, from Python": each generation draws a minibatch, evaluates
-# the population with Eq. (6), shapes fitnesses into centred ranks, forms Eqs. (7)–(8) and takes an
-# Adam step, Eq. (9). EGGROLL r = 4, population 256, B = 64, with the settings the README's tuning
-# chose (lr 0.1, σ 0.2, logit scale 1), on the 900 training recordings; every 10 generations
-# `run.evaluate` scores the unperturbed network on the 100 validation recordings (one recording is
-# one point of accuracy, so the curve is noisy).
+# ES follows the gradient of the smoothed fitness J(θ) = E_ε F(θ + σε). To know that gradient
+# exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
+# of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
+# G = θ* − θ. For a quadratic the antithetic difference is exact, the even terms cancelling:
+#
+#     F(θ + σε) − F(θ − σε) = 2σ ⟨G, ε⟩.
+#
+# Fed these raw differences as f_p (not their centred ranks: Eqs. (7), (8) and (10) are linear in
+# f, and ranks would change the objective), each estimator returns g = (1/P) Σ_p ⟨G, ε_p⟩ ε_p. Its
+# mean is E[ε εᵀ] G = G for any noise whose entries are uncorrelated with variance 1: Gaussian, or
+# low-rank (claim 1). Its error, over P independent pairs:
+#
+#     E ‖g − G‖² = (E[⟨G, ε⟩² ‖ε‖²] − ‖G‖²) / P = (d + 1) ‖G‖² / P       for Gaussian ε,
+#
+# since E[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖² (⟨G, ε⟩² times each of the d terms ε_i² has mean ‖G‖², plus
+# 2 G_i² for the term of ε_i itself, its fourth moment 3 against 1). So the measure of the right
+# panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the number of pairs — stays
+# at d + 1 = 597 at every population exactly when the error falls as 1/P. Low-rank noise's heavy
+# tails add to E[⟨G, E⟩² ‖E‖²]. At r = 1, E = a bᵀ, ⟨G, E⟩ = aᵀ (G b) and ‖E‖² = ‖a‖² ‖b‖². Average
+# first over a, a Gaussian vector of m entries (the count above, with G b for G), then over b:
+#
+#     E[(aᵀ G b)² ‖a‖² ‖b‖²] = (m + 2) E[‖G b‖² ‖b‖²] = (m + 2)(n + 2) ‖G‖²,
+#
+# 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
+# independent such terms; only the fourth moments within one term exceed the Gaussian's, r terms
+# weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix (tests/test_es.py
+# checks it at every rank). Here that is 15 % more error at r = 1 and 4 % at r = 4; for the
+# 64 × 2312 layer it would be at most 4,754/r against d + 1 = 148,683, 3 % at r = 1.
+#
+# The check: `eggroll.gradient` at r = 1 and r = 4 and `baselines.full_rank_gradient`, each
+# regenerating its noise from its keys, 8 independent estimates at each population from 16 to
+# 16,384 members; the mean error within 5 standard errors of its prediction, and the cosine between
+# g and G rising from below 0.3 to above 0.95.
 
 # %%
-generations, eval_every = 300, 10
-params = snn.init_params(seed=1)
-state, adam, lif = optim.init(params), optim.Adam(lr=0.1), snn.LIF()
-config = eggroll.Config(population=256, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
-evaluated, accuracy, mean_fitness = [0], [run.evaluate(params, splits.val, lif, np)[0]], []
-training_began = time.perf_counter()
-for generation in range(generations):
-    frames, labels = data.minibatch(splits.train, 64, np, seed=1, step=generation)
-    params, state, stats = eggroll.generation_step(params, state, frames, labels, generation, config, adam, lif)
-    mean_fitness.append(stats["mean_fitness"])
-    if (generation + 1) % eval_every == 0:
-        evaluated.append(generation + 1)
-        accuracy.append(run.evaluate(params, splits.val, lif, np)[0])
-training_seconds = time.perf_counter() - training_began
-test_accuracy = run.evaluate(params, splits.test, lif, np)[0]
-assert accuracy[-1] >= 0.5 and accuracy[-1] >= accuracy[0] + 0.3, accuracy  # chance is 0.1
+def gradient_estimate():
+    sizes = (32, 16, 4)
+    theta = {name: value.astype(np.float64) for name, value in snn.init_params(seed=2, sizes=sizes).items()}
+    target = {name: value.astype(np.float64) for name, value in snn.init_params(seed=3, sizes=sizes).items()}
+    true_gradient = np.concatenate([(target[name] - theta[name]).ravel() for name in theta])  # G = θ* − θ
 
-figure = Figure(figsize=(11, 4), layout="constrained")
-accuracy_ax, fitness_ax = figure.subplots(1, 2)
-accuracy_ax.plot(evaluated, 100 * np.array(accuracy), marker=".")
-accuracy_ax.axhline(10, color="gray", linestyle=":", label="chance")
-accuracy_ax.set(xlabel="generation", ylabel="validation accuracy (%)", ylim=(0, 100),
-                title=f"EGGROLL r = 4, 256 members: test {100 * test_accuracy:.0f} % at the end")
-accuracy_ax.legend(fontsize=8)
-fitness_ax.plot(np.arange(1, generations + 1), mean_fitness, linewidth=0.8)
-fitness_ax.set(xlabel="generation", ylabel="mean fitness (−cross-entropy)", title="population's mean fitness")
-save(figure, "5_training.png")
-every_hundred = [(g, a) for g, a in zip(evaluated, accuracy) if g % 100 == 0]
-print("claim 5: validation accuracy " + ", ".join(f"{100 * a:.0f} % at generation {g}" for g, a in every_hundred)
-      + f"; test {100 * test_accuracy:.0f} % ({len(splits.test)} recordings); "
-      f"{training_seconds / generations:.3f} s per generation")
-print(f"figures in {args.out}; {time.perf_counter() - began:.0f} s in all")
+    def fitness(members):
+        """F = −½ ‖θ − θ*‖² of members whose parameters have a leading pair axis."""
+        return -0.5 * sum(((members[name] - target[name]) ** 2).reshape(len(members[name]), -1).sum(axis=1)
+                          for name in members)
+
+    def drawn_noise(config, generation):
+        """Every pair's ε, formed from the Philox streams that the estimators regenerate."""
+        pairs, drawn = np.arange(config.pairs), {}
+        for name, value in theta.items():
+            if not name.startswith("W"):
+                drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0])
+            elif isinstance(config, eggroll.Config):
+                drawn[name] = eggroll.materialise(*(f.astype(np.float64) for f in eggroll.lowrank_factors(
+                    config.seed, generation, pairs, name, value.shape, config.rank)))
+            else:
+                drawn[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np)
+        return {name: value.astype(np.float64) for name, value in drawn.items()}
+
+    def predicted_error(rank):
+        """E[P ‖g − G‖²] / ‖G‖²: d + 1, plus the low-rank term of each weight matrix."""
+        excess = sum(2 / rank * (sum(g.shape) + 1) * (g ** 2).sum() for name, g in
+                     ((name, target[name] - theta[name]) for name in theta) if rank and name.startswith("W"))
+        return true_gradient.size + 1 + excess / (true_gradient ** 2).sum()
+
+    estimators = {"EGGROLL r = 1": (1, eggroll.gradient), "EGGROLL r = 4": (4, eggroll.gradient),
+                  "full-rank ES": (None, baselines.full_rank_gradient)}
+    populations = [2 ** k for k in range(4, 15)]
+    repeats, sigma = 8, 0.1
+    cosine, error = {}, {}  # per estimator: (population, repeat)
+    for seed, (label, (rank, estimate)) in enumerate(estimators.items(), start=1):
+        cosine[label], error[label] = np.empty((len(populations), repeats)), np.empty((len(populations), repeats))
+        for i, population in enumerate(populations):
+            for repeat in range(repeats):
+                generation = repeats * i + repeat  # a fresh, independent draw for every estimate
+                config = eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
+                    baselines.ESConfig(population, sigma, seed, 1.0)
+                eps = drawn_noise(config, generation)
+                f = fitness({k: theta[k] + sigma * eps[k] for k in theta}) - \
+                    fitness({k: theta[k] - sigma * eps[k] for k in theta})
+                g = np.concatenate([v.ravel() for v in estimate(f, theta, config, generation).values()])
+                cosine[label][i, repeat] = g @ true_gradient / (np.linalg.norm(g) * np.linalg.norm(true_gradient))
+                error[label][i, repeat] = config.pairs * ((g - true_gradient) ** 2).sum() / (true_gradient ** 2).sum()
+        assert abs(error[label].mean() - predicted_error(rank)) <= 5 * standard_error(error[label].ravel()), label
+        assert cosine[label][0].mean() < 0.3 and cosine[label][-1].mean() > 0.95, label
+
+    extra = {rank: 100 * (predicted_error(rank) / predicted_error(None) - 1) for rank in (1, 4)}
+    figure = Figure(figsize=(13, 5), layout="constrained")
+    figure.suptitle(f"Claim 3: the error of the gradient estimate falls as 1/P at every rank, as predicted; "
+                    f"low rank adds only {extra[1]:.0f} % (r = 1)\nand {extra[4]:.0f} % (r = 4) to the error of "
+                    f"full-rank ES, so the cosine with the true gradient rises alike")
+    cosine_ax, error_ax = figure.subplots(1, 2)
+    for colour, (label, (rank, _)) in enumerate(estimators.items()):
+        style = dict(color=f"C{colour}")
+        cosine_ax.errorbar(populations, cosine[label].mean(axis=1), cosine[label].std(axis=1), marker="o",
+                           capsize=3, label=label, **style)
+        cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (p // 2)) for p in populations],
+                       ":", **style)
+        error_ax.errorbar(populations, error[label].mean(axis=1), error[label].std(axis=1) / math.sqrt(repeats),
+                          marker="o", capsize=3, label=label, **style)
+        error_ax.axhline(predicted_error(rank), linestyle=":", **style)
+    cosine_ax.set(xlabel="population 2P (members)", ylabel="cosine(estimate g, true gradient G)",
+                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, 1/√(1 + error/P)")
+    error_ax.set(xlabel="population 2P (members)",
+                 ylabel="P ‖g − G‖² / ‖G‖²\n(squared error relative to ‖G‖², times the pairs P)",
+                 title="error: flat means it falls as 1/P; mean ± standard error\n"
+                       "dotted: predicted, d + 1 (+ the low-rank term)")
+    for ax in (cosine_ax, error_ax):
+        ax.set_xscale("log", base=2)
+        ax.legend(fontsize=8)
+    report(3, figure, "mean cosine with G at population " + "; ".join(
+        f"{label} {cosine[label][0].mean():.3f} → {cosine[label][-1].mean():.3f}" for label in estimators)
+        + f" ({populations[0]} → {populations[-1]}); P ‖g − G‖² / ‖G‖² measured (predicted) " + "; ".join(
+        f"{label} {error[label].mean():.0f} ± {standard_error(error[label].ravel()):.0f} "
+        f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
+
+
+if 3 in args.claims:
+    gradient_estimate()
+
+# %% [markdown]
+# ## 4. A generation of low-rank noise takes far less memory and time, Eqs. (5)–(7)
+#
+# Memory: the noise alive at once in a generation is, per pair and layer, r (m + n) numbers of
+# factors plus the m of the bias noise for EGGROLL, against m n + m for vanilla ES, which forms
+# every E_p (for the update of Eq. (10), if not before). For both layers at r = 4:
+#
+#     ES / EGGROLL = (64·2312 + 64 + 10·64 + 10) / (4 (64 + 2312) + 64 + 4 (10 + 64) + 10)
+#                  = 148,682 / 9,874 ≈ 15.
+#
+# Time: the largest product of a generation is layer 1's per-pair term, x [B_1 … B_P] with
+# T B n r P multiply-adds for EGGROLL (claim 2) against x [E_1ᵀ … E_Pᵀ] with T B n m P for vanilla
+# ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
+# The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
+# 16. Measured here: `eggroll.generation_step` and the batched `baselines.es_generation_step` (one
+# whole generation: forward, ranks, estimate and Adam step), the median of 5 calls after one
+# warm-up, on 32 samples of random binary frames at the real recordings' input density. Time is
+# the process's CPU time, summed over its threads: unlike the wall clock, it is not stretched by
+# other programs running on the machine.
+
+# %%
+def noise_megabytes(rank, pairs):
+    """float32 noise held at once in one generation: factors and bias noise of both layers for
+    EGGROLL at rank r, the full E_p and bias noise for vanilla ES (rank None)."""
+    (n, m1, m2) = snn.SIZES
+    numbers = sum((m * k if rank is None else rank * (m + k)) + m for m, k in ((m1, n), (m2, m1)))
+    return 4 * pairs * numbers / 1e6
+
+
+def median_seconds(call, repeats=5):
+    """Median CPU seconds (this process's, all its threads) of `repeats` calls after one warm-up
+    call: unlike the wall clock, not stretched by other programs on the machine."""
+    call()
+    seconds = []
+    for _ in range(repeats):
+        started = time.process_time()
+        call()
+        seconds.append(time.process_time() - started)
+    return float(np.median(seconds))
+
+
+def memory_and_time():
+    rng = np.random.default_rng(0)
+    frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float32)
+    labels = rng.integers(0, snn.SIZES[-1], 32)
+    params = snn.init_params(seed=0)
+    state, adam, lif = optim.init(params), optim.Adam(lr=0.01), snn.LIF()
+    populations = [16, 32, 64, 128, 256, 512]
+    methods = {"EGGROLL r = 1": 1, "EGGROLL r = 4": 4, "vanilla ES": None}
+    megabytes = {label: [noise_megabytes(rank, p // 2) for p in populations] for label, rank in methods.items()}
+    seconds = {label: [] for label in methods}
+    for population in populations:
+        for label, rank in methods.items():
+            if rank:
+                config = eggroll.Config(population, rank, sigma=0.1, seed=0, logit_scale=1.0)
+                step = lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif)
+            else:
+                config = baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)
+                step = lambda: baselines.es_generation_step(params, state, frames, labels, 0, config, adam, lif)
+            seconds[label].append(median_seconds(step))
+    memory_ratio = [es / egg for es, egg in zip(megabytes["vanilla ES"], megabytes["EGGROLL r = 4"])]
+    speedup = seconds["vanilla ES"][-1] / seconds["EGGROLL r = 4"][-1]
+    assert min(memory_ratio) > 10, memory_ratio
+    assert speedup > 2, speedup
+
+    figure = Figure(figsize=(12, 4.4), layout="constrained")
+    figure.suptitle(f"Claim 4: at {populations[-1]} members, a generation of EGGROLL r = 4 holds "
+                    f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and runs {speedup:.0f}× faster")
+    memory_ax, time_ax = figure.subplots(1, 2)
+    for label in methods:
+        memory_ax.plot(populations, megabytes[label], marker="o", label=label)
+        time_ax.plot(populations, seconds[label], marker="o", label=label)
+    memory_ax.set(ylabel="noise held at once in a generation (MB)", title="memory: r (m + n) against m n per pair")
+    time_ax.set(ylabel=f"CPU seconds per generation (B = 32, {os.cpu_count()} cores)",
+                title="time: median of 5 generations")
+    for ax in (memory_ax, time_ax):
+        ax.set(yscale="log", xlabel="population 2P (members)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(populations, [str(p) for p in populations])
+        ax.legend(fontsize=8)
+    report(4, figure, f"at population {populations[-1]}, noise MB " + ", ".join(
+        f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (B = 32) "
+        + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
+        + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
+
+
+if 4 in args.claims:
+    memory_and_time()
+
+# %% [markdown]
+# ## 5. In the same time, EGGROLL trains further than vanilla ES, on real recordings
+#
+# Claims 1–4 say that a low-rank generation takes as long a step as a full-rank one, estimates the
+# gradient nearly as well, and costs far less. So in equal time EGGROLL should get further. Three
+# methods train the same network from the same initial weights on the same real recordings, each
+# for the same CPU time (20 seconds by default, `--seconds`; the process's CPU time over all its
+# threads, as in claim 4, the evaluations not counted). The budget is time, not a count of network
+# evaluations: a generation of 256 members runs 256 networks on its minibatch where a BPTT step
+# runs one and its backward pass, and what a user pays for is time.
+#
+# - EGGROLL r = 4 (`eggroll.generation_step`) and vanilla ES (`baselines.es_generation_step`, all
+#   members at once): 256 members, minibatches of 64, σ = 0.2, Adam at lr 0.1, logit scale 1, the
+#   settings chosen for both on validation accuracy ([docs/results.md](docs/results.md)). A
+#   generation: draw a minibatch, evaluate the population by Eq. (6), shape the fitnesses into
+#   centred ranks, take the f_p, form Eqs. (7)–(8) (or (10)) and climb by Adam, Eq. (9).
+# - BPTT (`baselines.bptt_step`): backpropagation through the 10 time steps, with the fast-sigmoid
+#   surrogate slope k = 2 for the spike's derivative, minibatches of 64, Adam at lr 0.02, logit
+#   scale 10 (the paper preset's settings, the learning rate held constant: in a time budget the
+#   number of steps is not known in advance).
+#
+# Accuracy is the most-spiking output's on the test recordings (at most the first 1,000), after
+# geometrically spaced numbers of updates; nothing is chosen by it. The data: `--data-root`, else
+# `$NMNIST_ROOT`, else the 280 recordings of `nmnist-sample/` (180 training, split 162 / 18 into
+# training and validation by `data.load_nmnist`, the 18 unused here; 100 test).
+
+# %%
+def data_root():
+    """Where the real recordings are: --data-root, else $NMNIST_ROOT, else the sample; and which it is."""
+    if args.data_root is not None:
+        return args.data_root, "--data-root"
+    if os.environ.get("NMNIST_ROOT"):
+        return Path(os.environ["NMNIST_ROOT"]), "$NMNIST_ROOT"
+    return SAMPLE, "the sample"
+
+
+def shown(path):
+    """A path as the reader should see it: relative to the repository when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(HERE)) or "."
+    except ValueError:
+        return str(path)
+
+
+def load_recordings():
+    """The real recordings' splits, or one line and exit status 2 when they are missing or damaged."""
+    root, named = data_root()
+    if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
+        fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
+             f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
+             f"unset for the recordings of nmnist-sample/")
+    try:
+        return data.load_nmnist(root, progress=False), root
+    except (data.BadDataError, OSError) as error:  # a damaged recording, a missing digit, an unwritable cache
+        fail(str(error))
+
+
+def accuracy(params, split):
+    """The fraction of `split` whose most-spiking output (ties: the lowest) is its label."""
+    hits = 0
+    for start in range(0, len(split), 500):
+        chosen = np.arange(start, min(start + 500, len(split)))
+        counts = snn.forward(params, split.frames(chosen))[0][0]
+        hits += int((counts.argmax(axis=-1) == split.labels[chosen]).sum())
+    return hits / len(split)
+
+
+def train_for(seconds, step, train, test, also=()):
+    """Updates of `step` from the same initial weights until `seconds` of CPU time are spent: the
+    curve (updates, seconds, test accuracy) after 0, 1, 2, 3, 5, 7, 10, 15, 20, 30, … updates, after
+    the numbers in `also`, and at the end."""
+    params = snn.init_params(seed=1)
+    state, spent, updates = optim.init(params), 0.0, 0
+    curve = [(0, 0.0, accuracy(params, test))]
+    checkpoints = {round(mantissa * 10 ** decade) for decade in range(6) for mantissa in (1, 1.5, 2, 3, 5, 7)}
+    checkpoints.update(also)
+    while spent < seconds:
+        started = time.process_time()
+        frames, labels = data.minibatch(train, 64, np, seed=1, step=updates)
+        params, state = step(params, state, frames, labels, updates)
+        spent += time.process_time() - started
+        updates += 1
+        if updates in checkpoints:
+            curve.append((updates, spent, accuracy(params, test)))
+    if curve[-1][0] != updates:
+        curve.append((updates, spent, accuracy(params, test)))
+    return np.array(curve)
+
+
+def training_race():
+    splits, root = load_recordings()
+    test = data.Split(splits.test.packed[:1000], splits.test.labels[:1000], splits.test.n_time_bins)
+    lif = snn.LIF()
+    es_adam, bptt_adam = optim.Adam(lr=0.1), optim.Adam(lr=0.02)
+    lowrank = eggroll.Config(population=256, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
+    full_rank = baselines.ESConfig(population=256, sigma=0.2, seed=1, logit_scale=1.0)
+    surrogate = baselines.BPTTConfig(slope=2.0, logit_scale=10.0)
+    methods = {
+        "EGGROLL r = 4": lambda p, s, x, y, g: eggroll.generation_step(p, s, x, y, g, lowrank, es_adam, lif)[:2],
+        "vanilla ES": lambda p, s, x, y, g: baselines.es_generation_step(p, s, x, y, g, full_rank, es_adam, lif)[:2],
+        "BPTT": lambda p, s, x, y, g: baselines.bptt_step(p, s, x, y, surrogate, bptt_adam, lif)[:2]}
+    es_curve = train_for(args.seconds, methods["vanilla ES"], splits.train, test)
+    at = int(es_curve[-1, 0])  # vanilla ES's last generation: EGGROLL is scored after as many too
+    curves = {label: es_curve if label == "vanilla ES" else
+              train_for(args.seconds, step, splits.train, test, also=[at] if label == "EGGROLL r = 4" else [])
+              for label, step in methods.items()}
+    final = {label: curve[-1, 2] for label, curve in curves.items()}
+    updates = {label: int(curve[-1, 0]) for label, curve in curves.items()}
+    ratio = updates["EGGROLL r = 4"] / updates["vanilla ES"]
+    # The cheaper generation (claim 4) goes further: in the same time, at least 3 times as many
+    # generations, well above chance, and ahead of vanilla ES.
+    assert ratio >= 3, f"generations in {args.seconds:g} CPU seconds: {updates}"
+    assert final["EGGROLL r = 4"] >= 0.4 and final["EGGROLL r = 4"] > final["vanilla ES"], \
+        f"test accuracy after {args.seconds:g} CPU seconds: {final}"
+    egg_at = float(curves["EGGROLL r = 4"][curves["EGGROLL r = 4"][:, 0] == at, 2][0])
+    gap = 100 * (egg_at - final["vanilla ES"])
+    pace = "about alike" if abs(gap) <= 10 else f"EGGROLL {'ahead' if gap > 0 else 'behind'}"
+
+    figure = Figure(figsize=(13, 5), layout="constrained")
+    figure.suptitle(f"Claim 5: in the same {args.seconds:g} CPU seconds on real recordings, EGGROLL makes {ratio:.0f}× "
+                    f"the generations of vanilla ES and reaches\n{100 * final['EGGROLL r = 4']:.0f} % test accuracy "
+                    f"against {100 * final['vanilla ES']:.0f} %; BPTT, with gradients through time, reaches "
+                    f"{100 * final['BPTT']:.0f} % (chance: 10 %)")
+    time_ax, update_ax = figure.subplots(1, 2)
+    for label, curve in curves.items():
+        time_ax.plot(curve[1:, 1], 100 * curve[1:, 2], marker=".", label=f"{label}: {updates[label]} updates")
+        update_ax.plot(curve[1:, 0], 100 * curve[1:, 2], marker=".", label=label)
+    for ax in (time_ax, update_ax):
+        ax.axhline(10, color="gray", linestyle=":", label="chance")
+        ax.set(xscale="log", ylim=(0, 100), ylabel=f"test accuracy (%), {len(test)} recordings")
+        ax.legend(fontsize=8)
+    time_ax.set(xlabel="CPU seconds of training (log scale)",
+                title=f"the same time for each: EGGROLL's generations are {ratio:.0f}× cheaper")
+    update_ax.set(xlabel="updates made (log scale; ES: generations, BPTT: steps)",
+                  title=f"per update {pace}: after {at} generations,\nEGGROLL {100 * egg_at:.0f} %, "
+                        f"vanilla ES {100 * final['vanilla ES']:.0f} %")
+    report(5, figure, f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
+           f"in {args.seconds:g} CPU seconds of training each: " + "; ".join(
+               f"{label} {updates[label]} {'steps' if label == 'BPTT' else 'generations'} "
+               f"({args.seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
+               for label in methods)
+           + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
+
+
+if 5 in args.claims:
+    training_race()
+
+# %% [markdown]
+# ## What to read next
+#
+# [nano_eggroll.py](nano_eggroll.py): the whole method on one page of NumPy — the network, the
+# factors of Eq. (5), the forward pass of Eq. (6), centred ranks, Eqs. (7)–(8) and Adam — trained on
+# `nmnist-sample/`, drawing the same noise and taking the same steps as `eggroll.py`. Then
+# `eggroll.py` top to bottom (the same method, fast and checked), `snn.py` (the LIF network),
+# `noise.py` (the Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and
+# BPTT) and the tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py).
+
+# %%
+def markdown_cells(source):
+    """The text of the `# %% [markdown]` cells of a percent-format script, without the `# `."""
+    cells, current = [], None
+    for line in source.splitlines() + ["# %%"]:
+        if line.startswith("# %%"):
+            if current is not None:
+                cells.append("\n".join(current).strip())
+            current = [] if line.strip() == "# %% [markdown]" else None
+        elif current is not None:
+            current.append(line[2:] if line.startswith("# ") else line.lstrip("#"))
+    return cells
+
+
+def linked(path, folder):
+    """How a page in `folder` links to a file of the repository: relatively from inside it, else by
+    the whole path."""
+    return os.path.relpath(path, folder) if folder.is_relative_to(HERE) else str(path)
+
+
+def page(seconds):
+    """The lesson as markdown: its prose, and after each claim's text its figure and printed line."""
+    folder = args.page.resolve().parent
+    prose = markdown_cells(Path(__file__).read_text(encoding="utf-8"))
+    parts = []
+    for index, cell in enumerate(prose):
+        # links in the prose are relative to the repository; the page may live elsewhere
+        parts.append(re.sub(r"\]\((?!https?:)([^)]+)\)", lambda link: f"]({linked(HERE / link[1], folder)})", cell))
+        if index == 0:
+            command = " ".join(["python", shown(Path(sys.argv[0])), *sys.argv[1:]])
+            parts.append(f"*This page is `lesson.py` as `{command}` ran it, on {os.cpu_count()} CPU cores in "
+                         f"{seconds:.0f} s: its text, and after each claim the figure it drew and the line it "
+                         f"printed. Timings are this machine's.*")
+        claim = re.match(r"## (\d)\. ", cell)
+        if claim and int(claim[1]) in printed:
+            number = int(claim[1])
+            figure = os.path.relpath(args.out.resolve() / FIGURES[number], folder)  # written together
+            lines = printed[number].replace("; ", ";\n    ")
+            parts.append(f"![Claim {number}]({figure})\n\n```text\n{lines}\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+def write_whole(path, content):
+    """Write `content` to `path` whole: a temporary file in the same folder, then renamed over it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(content)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+seconds = time.perf_counter() - began
+try:
+    args.out.mkdir(parents=True, exist_ok=True)
+    for number, content in figures.items():
+        write_whole(args.out / FIGURES[number], content)
+    if args.page is not None and "__file__" in globals():
+        args.page.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(args.page, page(seconds).encode())
+except OSError as error:
+    fail(f"cannot write the lesson's output: {error}")
+print(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
+      + f"; {seconds:.0f} s in all")

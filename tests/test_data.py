@@ -1,5 +1,6 @@
 """Tests of data.py on synthetic recordings in the N-MNIST format, and on real recordings if present."""
 
+import hashlib
 import json
 import os
 import socket
@@ -433,8 +434,10 @@ SUBSET_SIZES = {"Train": 1000, "Test": 100}  # the project's subset of real reco
 
 @needs_real
 def test_real_recordings(tmp_path):
-    """Checks that hold for any copy, and for the project's 1,100-recording subset also its sizes,
-    event counts and SLAYER label lists."""
+    """Checks that hold for any copy: the recordings decode and lie in their digit's folders, the
+    copy's SHA256SUMS (the sample's and the 1,100-recording subset's have one) lists exactly its
+    recordings with their contents, and the splits have their sizes. For the project's
+    1,100-recording subset also its sizes, event counts and SLAYER label lists."""
     recordings = {split: data.list_recordings(REAL_ROOT / split) for split in SUBSET_SIZES}
     is_subset = {split: len(files) for split, files in recordings.items()} == SUBSET_SIZES
     for split, offset in (("Train", 0), ("Test", 60_000)):
@@ -447,6 +450,16 @@ def test_real_recordings(tmp_path):
             if slayer_list.exists():  # labels listed independently of the folders
                 listed = dict(np.loadtxt(slayer_list, dtype=int, skiprows=1))
                 assert all(listed[int(path.stem) + offset] == label for path, label in files)
+    checksums = REAL_DIR / "SHA256SUMS"
+    if checksums.exists():  # "<sha256>  ./Train/<digit>/<name>.bin" per line, as sha256sum writes it
+        listed = {}
+        for line in checksums.read_text().splitlines():
+            digest, name = line.split(maxsplit=1)
+            if name.endswith(".bin"):
+                listed[(REAL_DIR / name.lstrip("*")).resolve()] = digest
+        files = {path.resolve() for split in recordings.values() for path, _ in split}
+        assert set(listed) == files
+        assert all(hashlib.sha256(path.read_bytes()).hexdigest() == digest for path, digest in listed.items())
     nmnist = load(REAL_ROOT, tmp_path / "cache")
     n_train, n_val = len(recordings["Train"]), round(len(recordings["Train"]) / 10)
     assert (len(nmnist.train), len(nmnist.val), len(nmnist.test)) == (n_train - n_val, n_val, len(recordings["Test"]))

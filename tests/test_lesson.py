@@ -1,44 +1,159 @@
-"""lesson.py runs headless as a script: on the real recordings it checks its five claims, prints one
-line of numbers for each and writes one figure for each; without them it stops at once, exit status 2."""
+"""lesson.py runs anywhere: from a copy of the repository with nothing beside it and no settings it
+checks its five claims on the recordings of nmnist-sample/, prints one line of numbers for each and
+writes one figure for each and the markdown page. A user's error is one line on stderr, exit
+status 2, and nothing written."""
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from nmnist_files import REAL_DIR, needs_real
+import pytest
 
-LESSON = Path(__file__).resolve().parents[1] / "lesson.py"
-FIGURES = ["1_lowrank_scale.png", "2_forward_trick.png", "3_gradient_cosine.png", "4_memory_time.png",
+from nmnist_files import write_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ["1_lowrank_scale.png", "2_forward_trick.png", "3_gradient_estimate.png", "4_memory_time.png",
            "5_training.png"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SETTINGS = ("NMNIST_ROOT", "EGGROLL_TEST_NMNIST", "EGGROLL_CACHE", "PYTHONPATH")  # none of them is needed
 
 
-def run_lesson(*options, cache):
-    """The lesson in a fresh process, its frame cache in `cache` (not the user's)."""
-    return subprocess.run([sys.executable, str(LESSON), *options], cwd=LESSON.parent, capture_output=True,
-                          text=True, timeout=900, env=dict(os.environ, EGGROLL_CACHE=str(cache)))
+def run_lesson(*options, cwd, cache, lesson=ROOT / "lesson.py", prefix=(), env=None, timeout=120):
+    """The lesson in a fresh process, in `cwd`, as a user with none of the project's settings: its
+    frame cache under `cache` (the default place, ~/.cache, moved by XDG_CACHE_HOME)."""
+    clean = {key: value for key, value in os.environ.items() if key not in SETTINGS}
+    clean.update(XDG_CACHE_HOME=str(cache), MPLCONFIGDIR=matplotlib_config())  # matplotlib's font list: made
+    return subprocess.run([*prefix, sys.executable, str(lesson), *options], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**clean, **(env or {})})
 
 
-@needs_real
-def test_lesson_checks_every_claim_and_writes_every_figure(tmp_path):
-    """Exit status 0 (every claim's assert held), one printed line per claim, and each figure a
-    non-empty PNG in --out, nothing else there."""
-    out = tmp_path / "figures"
-    result = run_lesson("--out", str(out), "--data-root", str(REAL_DIR), cache=tmp_path / "cache")
+def one_line_error(result, *fragments):
+    """Exit status 2, no traceback, and one line on stderr holding every fragment."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert all(fragment in result.stderr for fragment in fragments), result.stderr
+
+
+def test_the_lesson_runs_from_a_clone_with_nothing_beside_it(tmp_path):
+    """The tracked files copied alone, run from another folder with no settings and no option but
+    --page: exit status 0 (every claim's asserts held), one line per claim (the fifth on the
+    committed sample), each figure a PNG in ./lesson and nothing else there, and a page with the
+    lesson's text, every printed line and links to every figure that resolve."""
+    clone, elsewhere = tmp_path / "clone", tmp_path / "elsewhere"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    elsewhere.mkdir()
+    result = run_lesson("--page", "page/lesson.md", cwd=elsewhere, cache=tmp_path / "cache",
+                        lesson=clone / "lesson.py", timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr
     claims = [line for line in result.stdout.splitlines() if line.startswith("claim ")]
     assert [line.split(":")[0] for line in claims] == [f"claim {k}" for k in range(1, 6)], result.stdout
-    assert sorted(path.name for path in out.iterdir()) == FIGURES
+    assert "recordings of nmnist-sample;" in claims[4], claims[4]
+    assert (clone / "__pycache__").is_dir() or os.environ.get("PYTHONDONTWRITEBYTECODE")  # the clone's modules ran
+    assert sorted(path.name for path in (elsewhere / "lesson").iterdir()) == FIGURES
     for name in FIGURES:
-        content = (out / name).read_bytes()
+        content = (elsewhere / "lesson" / name).read_bytes()
         assert content.startswith(PNG_SIGNATURE) and len(content) > 10_000, name
+    page = (elsewhere / "page" / "lesson.md").read_text(encoding="utf-8")
+    assert page.startswith("# EGGROLL in five claims\n") and "\n# %%" not in page
+    assert page.count("\n## ") == 6  # five claims and what to read next
+    for line in claims:
+        assert line.split(";")[0] in page, line
+    figures = re.findall(r"!\[Claim \d\]\(([^)]+)\)", page)
+    assert [Path(link).name for link in figures] == FIGURES
+    assert all((elsewhere / "page" / link).resolve().is_file() for link in figures)
+    assert not (tmp_path / "shared").exists() and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["cache", "clone", "elsewhere"]
 
 
-def test_lesson_without_the_recordings_stops_at_once(tmp_path):
-    """A --data-root with no N-MNIST: one line on stderr naming it, exit status 2, no figure."""
+@pytest.fixture
+def damaged(tmp_path):
+    """Recordings in the N-MNIST layout, one of them truncated."""
+    base = write_dataset(tmp_path / "damaged", n_train=2, n_test=1)
+    victim = sorted((base / "Train" / "3").iterdir())[0]
+    victim.write_bytes(victim.read_bytes()[:-2])
+    return base, victim
+
+
+def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
+    """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT), a
+    truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
+    figure and no page; the file --out named is as it was."""
+    out, page = tmp_path / "figures", tmp_path / "page.md"
+    existing = tmp_path / "a-file"
+    existing.write_text("keep me")
+    missing_digit = write_dataset(tmp_path / "no-seven", n_train=2, n_test=1)
+    shutil.rmtree(missing_digit / "Test" / "7")
     absent = tmp_path / "absent"
-    result = run_lesson("--out", str(tmp_path / "figures"), "--data-root", str(absent), cache=tmp_path / "cache")
-    assert result.returncode == 2
-    assert result.stderr.startswith(f"error: --data-root {absent} holds no N-MNIST") \
-        and result.stderr.count("\n") == 1, result.stderr
-    assert result.stdout == "" and not (tmp_path / "figures").exists()
+    cases = [
+        (["--out", str(existing)], {}, [f"--out {existing} is a file, not a folder"]),
+        (["--out", str(existing / "figures")], {}, [f"{existing} is not a folder"]),
+        (["--claims", "5", "--data-root", str(absent)], {}, [f"--data-root {absent} holds no N-MNIST"]),
+        (["--claims", "5"], {"NMNIST_ROOT": str(absent)}, [f"$NMNIST_ROOT {absent} holds no N-MNIST"]),
+        (["--claims", "5", "--data-root", str(damaged[0])], {}, [str(damaged[1]), "not a multiple of 5"]),
+        (["--claims", "5", "--data-root", str(missing_digit)], {}, [str(missing_digit / "Test" / "7"), "missing"]),
+        (["--claims", "6"], {}, ["--claims", "see lesson.py --help"]),
+        (["--page", str(tmp_path)], {}, [f"--page {tmp_path} is a folder"]),
+    ]
+    for options, env, fragments in cases:
+        options = [*([] if "--out" in options else ["--out", str(out)]), *options,
+                   *([] if "--page" in options else ["--page", str(page)])]
+        result = run_lesson(*options, cwd=tmp_path, cache=tmp_path / "cache", env=env)
+        one_line_error(result, *fragments)
+        assert not out.exists() and not page.exists(), options
+        assert existing.read_text() == "keep me"
+
+
+def test_claims_that_need_no_data_run_before_the_data_is_read(tmp_path):
+    """Claim 1 needs no data: it runs and prints its line before claim 5 finds no recordings; the
+    run then stops with one line, exit status 2, and writes nothing."""
+    absent, out = tmp_path / "absent", tmp_path / "figures"
+    result = run_lesson("--claims", "1,5", "--data-root", str(absent), "--out", str(out), cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    one_line_error(result, f"--data-root {absent} holds no N-MNIST")
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["claim 1"]
+    assert not out.exists()
+
+
+def test_an_unwritable_out_folder_is_one_line(tmp_path):
+    """--out below a read-only folder: one line, exit status 2, before any claim runs. Root may
+    write into a read-only folder, so as root the lesson runs as the unprivileged user nobody."""
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("as root a read-only folder is writable, and setpriv is not there to drop root")
+        prefix = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+    base = Path(tempfile.mkdtemp())  # not below tmp_path, which only its owner may enter
+    try:
+        base.chmod(0o755)
+        matplotlib_home = base / "matplotlib"  # a writable one, with the font list already made
+        shutil.copytree(matplotlib_config(), matplotlib_home)
+        for path in [matplotlib_home, *matplotlib_home.rglob("*")]:
+            path.chmod(0o777 if path.is_dir() else 0o666)
+        locked = base / "read-only"
+        locked.mkdir(mode=0o555)
+        locked.chmod(0o555)
+        out = locked / "figures"
+        result = run_lesson("--out", str(out), cwd=base, cache=base / "cache", prefix=prefix,
+                            env={"MPLCONFIGDIR": str(matplotlib_home)})
+        one_line_error(result, f"--out {out}: the folder {locked} is not writable")
+        assert result.stdout == "" and not out.exists()
+    finally:
+        for path in (base, *base.rglob("*")):
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def matplotlib_config():
+    """This user's matplotlib cache folder, its font list made (else a first run would say so on stderr)."""
+    import matplotlib
+    from matplotlib import font_manager  # noqa: F401  makes the font list if it is not there yet
+    return matplotlib.get_cachedir()
