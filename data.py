@@ -55,12 +55,18 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
+from run_folder import os_problem
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
 CACHE_VERSION = 2
 DIGITS = tuple("0123456789")  # class folder names
 EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # tonic's NMNIST dtype
+# The largest file a recording may be, checked before it is read: 100 times the largest of the
+# 1,100 real recordings (35,760 bytes, 7,152 events), so any real N-MNIST recording fits with room
+# to spare, while decoding (about 15 bytes of memory per byte of file) stays under 60 MB. A file of
+# gigabytes in a digit folder (a disk image, a misplaced archive) is refused, not allocated.
+MAX_RECORDING_BYTES = 100 * 35_760
 
 
 class MissingDataError(FileNotFoundError):
@@ -138,9 +144,44 @@ def _download(root):
             f"--data-root (root=...) or NMNIST_ROOT at a copy") from error
 
 
+def _entries(folder):
+    """The entries of a folder; MissingDataError naming it and what to do if it cannot be read."""
+    try:
+        return list(os.scandir(folder))
+    except OSError as error:
+        raise MissingDataError(os_problem(error, "read the folder", folder)) from None
+
+
+def _kind(entry):
+    """"file", "folder", "special file" or, where it cannot be followed (a link that leads nowhere
+    or back to itself), the OSError that says why."""
+    try:
+        if entry.is_file():
+            return "file"
+        if entry.is_dir():
+            return "folder"
+        os.stat(entry.path)
+        return "special file"
+    except OSError as error:
+        return error
+
+
+def _unreadable(entry, error, what):
+    """The BadDataError of an entry that cannot be followed."""
+    if isinstance(error, FileNotFoundError) and entry.is_symlink():
+        return BadDataError(f"{entry.path} is a link to {os.readlink(entry.path)}, which does not exist; "
+                            f"replace it with the {what} or remove it")
+    return BadDataError(os_problem(error, f"read the {what}", Path(entry.path)))
+
+
 def list_recordings(folder):
-    """Sorted (path, label) pairs of <folder>/<digit>/*.bin, in tonic's order; all ten digits needed."""
-    class_dirs = sorted(e.name for e in os.scandir(folder) if e.is_dir() and e.name in DIGITS)
+    """Sorted (path, label) pairs of <folder>/<digit>/*.bin, in tonic's order; all ten digits needed.
+    A digit or a recording that is not a folder or a file as it should be (a link that leads
+    nowhere or back to itself, a folder named *.bin) is a BadDataError naming it."""
+    for entry in _entries(folder):
+        if entry.name in DIGITS and isinstance(_kind(entry), OSError):
+            raise _unreadable(entry, _kind(entry), "class folder")
+    class_dirs = sorted(e.name for e in _entries(folder) if e.name in DIGITS and _kind(e) == "folder")
     if not class_dirs:
         raise MissingDataError(f"no class folders 0..9 in {folder}; expected {folder}/<digit>/*.bin")
     missing = [str(folder / name) for name in DIGITS if name not in class_dirs]
@@ -149,11 +190,20 @@ def list_recordings(folder):
                                f"needed); restore them from {folder.name.lower()}.zip of N-MNIST")
     recordings = []
     for name in class_dirs:
-        files = sorted(e.name for e in os.scandir(folder / name) if e.name.endswith(".bin"))
+        files = []
+        for entry in _entries(folder / name):
+            if not entry.name.endswith(".bin"):
+                continue
+            kind = _kind(entry)
+            if isinstance(kind, OSError):
+                raise _unreadable(entry, kind, "recording")
+            if kind != "file":
+                raise BadDataError(f"{entry.path} is a {kind}, not a recording; move it out of {folder / name}")
+            files.append(entry.name)
         if not files:
             raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; restore "
                                    f"them from {folder.name.lower()}.zip of N-MNIST")
-        recordings += [(folder / name / f, int(name)) for f in files]
+        recordings += [(folder / name / f, int(name)) for f in sorted(files)]
     return recordings
 
 
@@ -164,7 +214,16 @@ def read_events(path):
     timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
     and are rejected with all other x/y outside the sensor, as are timestamps that go backwards.
     """
-    raw = np.fromfile(path, dtype=np.uint8)
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > MAX_RECORDING_BYTES:
+                raise BadDataError(f"{path}: {size:,} bytes, more than any N-MNIST recording (at most "
+                                   f"{MAX_RECORDING_BYTES:,} bytes are read); it is not a recording, move it "
+                                   f"away or replace it")
+            raw = np.fromfile(file, dtype=np.uint8)
+    except OSError as error:
+        raise BadDataError(os_problem(error, "read the recording", path)) from None
     if raw.size % 5:
         raise BadDataError(f"{path}: size {raw.size} bytes is not a multiple of 5; the file is "
                            f"truncated or not N-MNIST, replace it")
@@ -207,18 +266,29 @@ def frames_from_events(events, n_time_bins):
 # -----------------------------------------------------------------------------
 # the on-disk cache of packed frames
 
-def _digest(recordings):
-    """sha256 over <digit>/<name>, byte size and modification time (ns) of each recording."""
+def _stats(recordings):
+    """os.stat of each recording; BadDataError naming one that cannot be read."""
+    stats = []
+    for path, _ in recordings:
+        try:
+            stats.append(os.stat(path))
+        except OSError as error:
+            raise BadDataError(os_problem(error, "read the recording", path)) from None
+    return stats
+
+
+def _digest(recordings, stats=None):
+    """sha256 over <digit>/<name> (its bytes as the file system holds them), byte size and
+    modification time (ns) of each recording."""
     h = hashlib.sha256()
-    for path, label in recordings:
-        stat = os.stat(path)
-        h.update(f"{label}/{path.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    for (path, label), stat in zip(recordings, stats or _stats(recordings)):
+        h.update(f"{label}/".encode() + os.fsencode(path.name) + f" {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def _header(recordings, n_time_bins):
+def _header(recordings, n_time_bins, stats=None):
     return {"version": CACHE_VERSION, "n_time_bins": n_time_bins, "sensor_size": list(SENSOR_SIZE),
-            "files_digest": _digest(recordings), "n_samples": len(recordings)}
+            "files_digest": _digest(recordings, stats), "n_samples": len(recordings)}
 
 
 def _cache_path(cache_dir, split_name, header):
@@ -335,10 +405,14 @@ class NMNIST:
                 for name, split in (("train", self.train), ("val", self.val), ("test", self.test))}
 
 
-def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False):
-    """Split of all recordings in one folder, from the cache (built first if needed)."""
-    recordings = list_recordings(folder)
-    header = _header(recordings, n_time_bins)
+def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False, listed=None):
+    """Split of all recordings in one folder, from the cache (built first if needed). `listed`:
+    its recordings and their os.stat, if known already."""
+    if listed is None:
+        recordings = list_recordings(folder)
+        listed = recordings, _stats(recordings)
+    recordings, stats = listed
+    header = _header(recordings, n_time_bins, stats)
     path = _cache_path(cache_dir, folder.name, header)
     digits = np.array([label for _, label in recordings], dtype=np.int64)
     cached = None if rebuild else _load_cache(path, header, digits)
@@ -346,6 +420,10 @@ def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False):
         _build_cache(path, recordings, digits, header, progress)
         cached = _load_cache(path, header, digits)
     packed, labels, meta = cached
+    if meta["n_short"] == len(labels):
+        raise BadDataError(f"every one of the {len(labels)} recordings in {folder} is empty or shorter than "
+                           f"{n_time_bins} us, so its frames hold no event; they are not N-MNIST recordings: "
+                           f"restore them from {folder.name.lower()}.zip of N-MNIST")
     if meta["n_short"]:
         _warn(f"{meta['n_short']} of {len(labels)} recordings in {folder} are empty or "
               f"shorter than {n_time_bins} us; their frames are all zero")
@@ -366,12 +444,29 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     """
     dirs = _split_dirs(resolve_root(root), download)
     cache_dir = Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
-    full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild)
-    test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild)
+    listed = {}
+    for name, folder in dirs.items():
+        recordings = list_recordings(folder)
+        listed[name] = recordings, _stats(recordings)
+    _check_apart(dirs, listed)
+    full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild, listed["Train"])
+    test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild, listed["Test"])
     train_idx, val_idx = split_indices(len(full))
     train = Split(full.packed[train_idx], full.labels[train_idx], n_time_bins)
     val = Split(full.packed[val_idx], full.labels[val_idx], n_time_bins)
     return NMNIST(train, val, test, {"Train": train_info, "Test": test_info})
+
+
+def _check_apart(dirs, listed):
+    """BadDataError if the Train and Test folders share a recording (the same file reached through a
+    link, or one folder a link to the other): the test split must be unseen in training."""
+    same = lambda stat: (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    train = {same(stat): path for (path, _), stat in zip(*listed["Train"]) if stat.st_ino}
+    for (path, _), stat in zip(*listed["Test"]):
+        seen = train.get(same(stat))
+        if seen is not None:
+            raise BadDataError(f"{dirs['Test']} and {dirs['Train']} share recordings ({path} is {seen}); the test "
+                               f"split must hold its own: restore {dirs['Test']} from test.zip of N-MNIST")
 
 
 def epoch_order(n, seed, epoch):
