@@ -18,7 +18,7 @@ import resources
 import run
 import run_folder
 import training
-from nmnist_files import REAL_DIR, needs_real, write_dataset
+from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, write_dataset
 from test_report import write_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -381,9 +381,12 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert "| eggroll-r1 |" not in (part / "table.md").read_text()
 
     assert run.main(args + ["--real-root", str(REAL_DIR)]) == 0
+    n_train, n_test = (len(data.list_recordings(REAL_ROOT / split)) for split in ("Train", "Test"))
+    n_val = round(n_train / 10)  # the validation share of data.py's split
     for out in (eggroll_run, es_run):
         assert json.loads((out / "final.json").read_text())["generations"] == 3
-        assert json.loads((out / "real.json").read_text())["samples"] == {"train": 900, "val": 100, "test": 100}
+        assert json.loads((out / "real.json").read_text())["samples"] == {"train": n_train - n_val, "val": n_val,
+                                                                          "test": n_test}
     assert [json.loads(line)["generation"] for line in (eggroll_run / "metrics.jsonl").read_text().splitlines()] == \
         [2, 3]
     table = (part / "table.md").read_text()
