@@ -1,0 +1,245 @@
+"""One population shared out over K processes, in one process: distributed.Team around the
+simulated communicator of simulated_team.py (K threads), running eggroll.generation_step and
+baselines.es_generation_step as an MPI job would, without mpiexec.
+
+Every process must end with the parameters, Adam state and stats of a single-process run: bit for
+bit with update "seeds", within float32 rounding with update "allreduce". The populations cover
+pair counts that fill whole 64-pair blocks (128 pairs) and that do not (30 and 165 pairs, more
+than one block), and shares in which a process holds no pair (30 pairs on 2 or 3 processes, 128
+pairs on 3). The real MPI jobs are in test_distributed.py; this file runs in about ten seconds.
+"""
+import functools
+import threading
+
+import numpy as np
+import pytest
+
+import baselines
+import distributed
+import eggroll
+import optim
+import snn
+from simulated_team import Abandoned, CollectiveError, LocalComm, World, make_team, run_team
+
+SIZES = (12, 8, 4)            # inputs, hidden, outputs: small, so each case takes milliseconds
+STEPS, BATCH = 4, 6
+GENERATIONS = 2
+POPULATIONS = (60, 256, 2 * (64 * 2 + 37))   # 30 pairs, 128 (2 whole blocks), 165 (3 blocks, the last part-filled)
+METHODS = ("eggroll", "es batched", "es sequential")
+ADAM = optim.Adam(lr=0.05)
+
+
+def config_of(method, population):
+    if method == "eggroll":
+        return eggroll.Config(population, rank=2, sigma=0.5, seed=11, logit_scale=2.0)
+    return baselines.ESConfig(population, sigma=0.5, seed=11, logit_scale=2.0, mode=method.split()[1])
+
+
+def minibatches():
+    """GENERATIONS minibatches of frames (T, B, n_in) and labels (B,), the same on every process."""
+    rng = np.random.default_rng(7)
+    frames = (rng.random((GENERATIONS, STEPS, BATCH, SIZES[0])) < 0.4).astype(np.float32)
+    labels = rng.integers(0, SIZES[2], (GENERATIONS, BATCH))
+    return frames, labels
+
+
+def train(method, population, team=distributed.ALONE):
+    """GENERATIONS generations from the same start: final parameters, Adam state and every stats."""
+    step = eggroll.generation_step if method == "eggroll" else baselines.es_generation_step
+    config = config_of(method, population)
+    params = snn.init_params(5, SIZES)
+    state = optim.init(params)
+    frames, labels = minibatches()
+    history = []
+    for generation in range(GENERATIONS):
+        params, state, stats = step(params, state, frames[generation], labels[generation], generation, config,
+                                    ADAM, team=team)
+        history.append(stats)
+    return {"params": params, "m": state["m"], "v": state["v"], "t": state["t"], "stats": history}
+
+
+@functools.lru_cache(maxsize=None)
+def alone(method, population):
+    """The single-process run (distributed.ALONE) every team must reproduce."""
+    return train(method, population)
+
+
+def arrays(run):
+    """The run's arrays by name: params/..., m/..., v/..."""
+    return {f"{part}/{name}": value for part in ("params", "m", "v") for name, value in run[part].items()}
+
+
+def holders(population, processes):
+    """How many processes hold at least one pair."""
+    shares = [distributed.share(population // 2, eggroll.PAIRS_PER_BLOCK, rank, processes)
+              for rank in range(processes)]
+    return sum(s.stop > s.start for s in shares)
+
+
+def test_the_cases_cover_what_they_claim():
+    """More than one block of pairs (whole and part-filled), and processes that hold no pair; and
+    the single-process runs really learn something (fitnesses differ, every parameter moves), so a
+    share-out that loses or repeats pairs cannot hide behind a zero update."""
+    assert [p // 2 % eggroll.PAIRS_PER_BLOCK for p in POPULATIONS] == [30, 0, 37]
+    assert [p // 2 > eggroll.PAIRS_PER_BLOCK for p in POPULATIONS] == [False, True, True]
+    assert [holders(p, 2) for p in POPULATIONS] == [1, 2, 2]
+    assert [holders(p, 3) for p in POPULATIONS] == [1, 2, 3]
+    start = snn.init_params(5, SIZES)
+    for method in METHODS:
+        for population in POPULATIONS:
+            run = alone(method, population)
+            assert all(stats["shaped_std"] > 0.2 for stats in run["stats"]), (method, population)
+            for name, value in run["params"].items():
+                assert (value != start[name]).all(), (method, population, name)
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+@pytest.mark.parametrize("population", POPULATIONS)
+@pytest.mark.parametrize("method", METHODS)
+def test_seeds_update_gives_every_process_the_single_process_run_bit_for_bit(method, population, processes):
+    """Update "seeds": each process evaluates its share, one Allgatherv per generation brings every
+    fitness to every process, and each forms the whole update itself: parameters, Adam's moments
+    and the stats equal the single-process run's exactly, on every process."""
+    expected = alone(method, population)
+    results, teams = run_team(processes, functools.partial(train, method, population), "seeds")
+    for rank, (got, team) in enumerate(zip(results, teams)):
+        assert team.rank == rank and team.size == processes and team.update == "seeds"
+        assert team.comm.log == ["Allgatherv"] * GENERATIONS, rank  # only fitnesses travel
+        assert got["t"] == GENERATIONS and got["stats"] == expected["stats"], rank
+        want = arrays(expected)
+        for name, value in arrays(got).items():
+            assert value.dtype == want[name].dtype, (rank, name)
+            np.testing.assert_array_equal(value, want[name], err_msg=f"process {rank}: {name}")
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+@pytest.mark.parametrize("population", POPULATIONS)
+@pytest.mark.parametrize("method", ["eggroll", "es batched"])
+def test_allreduce_update_gives_every_process_the_same_weights_within_float32_rounding(method, population,
+                                                                                        processes):
+    """Update "allreduce": each process forms the gradient of its own pairs and one Allreduce sums
+    them. Every process ends with the same bits as every other, and within float32 rounding of the
+    single-process run: Adam's moments within 1e-5 of their largest entry (measured: below 1e-6),
+    the parameters within 1e-5 (measured: at most 6e-8), the first generation's stats exactly (its
+    members are the same) and the second's within 1e-6 (measured: exact)."""
+    expected = alone(method, population)
+    results, teams = run_team(processes, functools.partial(train, method, population), "allreduce")
+    want = arrays(expected)
+    for rank, (got, team) in enumerate(zip(results, teams)):
+        assert team.comm.log == ["Allgatherv", "Allreduce SUM"] * GENERATIONS, rank
+        assert got["t"] == GENERATIONS
+        assert got["stats"][0] == expected["stats"][0], rank
+        for key, value in expected["stats"][1].items():
+            assert got["stats"][1][key] == pytest.approx(value, abs=1e-6), (rank, key)
+        for name, value in arrays(got).items():
+            np.testing.assert_array_equal(value, arrays(results[0])[name], err_msg=f"process {rank}: {name}")
+            assert value.dtype == want[name].dtype, name
+            tolerance = 1e-5 if name.startswith("params/") else 1e-5 * np.abs(want[name]).max()
+            np.testing.assert_allclose(value, want[name], rtol=0, atol=tolerance, err_msg=f"process {rank}: {name}")
+
+
+@pytest.mark.parametrize("update", distributed.UPDATES)
+def test_a_spike_cost_travels_with_the_fitnesses(update):
+    """With a price on hidden spikes each process counts its own members' hidden spikes; 165 pairs
+    on 2 processes end with the single-process weights (exactly with "seeds")."""
+    config = eggroll.Config(2 * 165, rank=2, sigma=0.5, seed=11, logit_scale=2.0, spike_cost=0.02)
+    params = snn.init_params(5, SIZES)
+    frames, labels = minibatches()
+
+    def one_generation(team):
+        return eggroll.generation_step(params, optim.init(params), frames[0], labels[0], 0, config, ADAM,
+                                       team=team)[0]
+
+    expected = one_generation(distributed.ALONE)
+    results, _ = run_team(2, one_generation, update)
+    for got in results:
+        for name in params:
+            if update == "seeds":
+                np.testing.assert_array_equal(got[name], expected[name])
+            else:
+                np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The simulated communicator itself: it fails where MPI would fail, hang or garble
+
+def test_the_simulated_team_is_built_by_teams_own_constructor():
+    """Team's constructor reads rank, size and the processes on this machine from the communicator."""
+    world = World(3)
+    teams = [make_team(LocalComm(world, rank), "allreduce") for rank in range(3)]
+    assert [(t.rank, t.size, t.local_rank, t.local_size, t.update) for t in teams] == \
+        [(r, 3, r, 3, "allreduce") for r in range(3)]
+    assert all(t.seconds == 0.0 and t.bytes_sent == 0 and t.signal == 0 for t in teams)
+
+
+def test_gather_total_broadcast_problems_and_signals_over_the_simulated_team():
+    """Team's other collectives over 3 processes: gather puts shares in pair order (a process with
+    no pair sends nothing), total adds counts, broadcast gives rank 0's value, problems lists every
+    process's, and a signal received by one process stops all of them at the same call."""
+    def body(team):
+        mine = team.my_pairs(100, 64)
+        values = np.arange(2 * mine.start, 2 * mine.stop, dtype=np.float64)
+        gathered = team.gather(values, 100, 64)
+        total = team.total(np.array([team.rank, 1.0]))
+        told = team.broadcast({"from": team.rank})
+        problems = team.problems(None if team.rank != 1 else "rank 1 cannot read")
+        if team.rank == 2:
+            team.on_signal(15)
+        try:
+            team.stop_if_signalled()
+        except distributed.Stopped as stopped:
+            return gathered, total, told, problems, (stopped.signum, stopped.everywhere), mine
+        return None
+
+    results, teams = run_team(3, body)
+    for rank, (gathered, total, told, problems, stopped, mine) in enumerate(results):
+        np.testing.assert_array_equal(gathered, np.arange(200.0))
+        np.testing.assert_array_equal(total, [3.0, 3.0])
+        assert told == {"from": 0} and problems == [None, "rank 1 cannot read", None]
+        assert stopped == (15, True)
+        assert mine == [slice(0, 0), slice(0, 64), slice(64, 100)][rank]
+    assert [t.bytes_sent for t in teams] == [0, 128 * 8 * 2, 72 * 8 * 2]
+
+
+def test_a_process_that_fails_is_reported_and_the_others_do_not_hang():
+    """One process raises before a collective call: its exception (not the others' abandoned
+    waits) comes out, at once."""
+    def body(team):
+        if team.rank == 1:
+            raise ZeroDivisionError("process 1 fails")
+        return team.problems("fine")
+
+    with pytest.raises(ZeroDivisionError, match="process 1 fails"):
+        run_team(3, body, timeout=30)
+
+
+def test_a_process_that_skips_a_collective_call_is_an_error_not_a_hang():
+    """A process that finishes while the others wait in a collective call, and collective calls
+    that do not match, fail at once; a process that never comes fails after the timeout."""
+    with pytest.raises(Abandoned, match="never made by process"):
+        run_team(2, lambda team: team.problems("x") if team.rank == 0 else None, timeout=30)
+    with pytest.raises(CollectiveError, match="does not match"):
+        run_team(2, lambda team: team.problems("x") if team.rank == 0 else team.broadcast("x"), timeout=30)
+    late = threading.Event()
+    try:
+        with pytest.raises(Abandoned, match="waited 0.5 s"):
+            run_team(2, lambda team: team.problems("x") if team.rank == 0 else late.wait(30), timeout=0.5)
+    finally:
+        late.set()
+
+
+def test_a_share_that_disagrees_with_the_counts_is_refused():
+    """Allgatherv refuses a process that sends more or fewer values than the counts say (MPI
+    truncates, or fills the rest with garbage), and a send of another dtype."""
+    def too_many(team):
+        return team.gather(np.zeros(2 * 30 + 2), 30, 64)
+
+    with pytest.raises(CollectiveError, match="sends 62 values"):
+        run_team(2, too_many, timeout=30)
+
+    def other_dtype(team):
+        everyone = np.empty(2)
+        team.comm.Allgatherv(np.zeros(1, dtype=np.float32 if team.rank else np.float64), [everyone, [1, 1]])
+
+    with pytest.raises(CollectiveError, match="sends float32"):
+        run_team(2, other_dtype, timeout=30)
