@@ -179,9 +179,6 @@ def test_noise_for_no_pair_is_empty(xp, count):
     assert noise.normals(3, 1, xp.arange(0), "W1", count, xp).shape == (0, count)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="off NumPy, standard_normals draws all pairs in one pass, and for no pair that "
-                          "pass is range(0, 0, 0): CuPy with gpu.KERNELS off fails as the stand-in does")
 def test_noise_for_no_pair_is_empty_on_the_numpy_expressions_of_a_device():
     """The same on the NumPy expressions run on device arrays (strict_array's, as CuPy's with
     gpu.KERNELS off): a process of a GPU job that holds no pair."""
