@@ -1,12 +1,30 @@
-"""Shared test set-up: the project root on sys.path and a derandomized hypothesis profile."""
+"""Shared test set-up: the project root on sys.path, a derandomized hypothesis profile, and the
+fixtures of the data tests (a small synthetic N-MNIST copy; downloads forbidden)."""
 import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import data  # noqa: E402  (after the path)
+from nmnist_files import write_dataset  # noqa: E402
+
 # Every run draws the same examples, so statistical tests with fixed seeds never flake.
 settings.register_profile("deterministic", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A small copy in the official layout: 10 train and 2 test recordings per class."""
+    return write_dataset(tmp_path / "data" / "NMNIST", n_train=10, n_test=2).parent
+
+
+@pytest.fixture
+def no_download(monkeypatch):
+    def fail(root):
+        raise AssertionError("download attempted")
+    monkeypatch.setattr(data, "_download", fail)

@@ -27,19 +27,6 @@ def load(root, cache, **kwargs):
     return data.load_nmnist(root, cache_dir=cache, progress=False, **kwargs)
 
 
-@pytest.fixture
-def root(tmp_path):
-    """A small copy in the official layout: 10 train and 2 test recordings per class."""
-    return write_dataset(tmp_path / "data" / "NMNIST", n_train=10, n_test=2).parent
-
-
-@pytest.fixture
-def no_download(monkeypatch):
-    def fail(root):
-        raise AssertionError("download attempted")
-    monkeypatch.setattr(data, "_download", fail)
-
-
 # -----------------------------------------------------------------------------
 # decoding and frames
 

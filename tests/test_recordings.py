@@ -7,24 +7,11 @@ import numpy as np
 import pytest
 
 import data
-from nmnist_files import encode_events, random_events, write_dataset
+from nmnist_files import encode_events, random_events
 
 
 def load(root, cache):
     return data.load_nmnist(root, cache_dir=cache, progress=False)
-
-
-@pytest.fixture
-def root(tmp_path):
-    """A small copy in the official layout: 10 train and 2 test recordings per class."""
-    return write_dataset(tmp_path / "data" / "NMNIST", n_train=10, n_test=2).parent
-
-
-@pytest.fixture
-def no_download(monkeypatch):
-    def fail(root):
-        raise AssertionError("download attempted")
-    monkeypatch.setattr(data, "_download", fail)
 
 
 def test_an_entry_that_is_not_what_it_should_be_is_named_before_anything_is_read(root, tmp_path, no_download):
