@@ -8,7 +8,7 @@
 # its claims on the spiking network of Patankar & Gowda (arXiv:2605.30361), 2312 inputs → 64 LIF →
 # 10 LIF neurons on N-MNIST, with the project's own functions. Each claim derives what it states,
 # draws one figure, prints one line of numbers and asserts what it shows, so a run that
-# contradicts a claim fails loudly. The equations, numbered as in `eggroll.py`:
+# contradicts a claim fails loudly. The equations, numbered as in `eggroll.py` ((10) as in `baselines.py`):
 #
 #     (5)  E_p = A_p B_pᵀ / √r                 A_p (m × r), B_p (n × r), entries N(0, 1)
 #     (6)  x (W ± σE_p)ᵀ = x Wᵀ ± σ/√r (x B_p) A_pᵀ

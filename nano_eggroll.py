@@ -1,7 +1,8 @@
 """nano EGGROLL: evolution strategies with low-rank perturbations, training a spiking network, on one page.
 
 The same method as eggroll.py, without what makes that one fast or safe (member chunks, blocks of
-pairs, a GPU, several processes, input checks), and with the equations numbered as there:
+pairs, a GPU, several processes, input checks), with the equations numbered as in snn.py
+((1)-(4)) and eggroll.py ((5)-(9)):
 
   the network (snn.py)  2312 inputs -> 64 LIF -> 10 LIF, for T steps:
         V_t = beta V_{t-1} + W s_t + b,   spike o_t = [V_t >= V_th], then V_t <- 0 where o_t   (1)-(2)
