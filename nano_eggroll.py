@@ -39,6 +39,8 @@ import noise  # Philox4x32-10: noise.normals(seed, generation, pairs, name, coun
 
 @dataclass(frozen=True)
 class Settings:
+    """The `best` preset's sigma, learning rate and readout (config.py), the learning rate held
+    constant; the paper's protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
     population: int = 256      # 2P members, P antithetic pairs
     rank: int = 1              # r
     sigma: float = 0.2         # the scale of a perturbation
@@ -111,7 +113,8 @@ def draw_noise(params, generation, s):
 
 def population_forward(params, eps, x, s):
     """Output spike counts (2, P, B, 10) of every member on frames x (T, B, n_in), Eq. (6):
-    [0, p] is theta + sigma E_p, [1, p] is theta - sigma E_p. A bias's noise sigma delta_p joins
+    [0, p] is theta + sigma E_p, [1, p] is theta - sigma E_p (eggroll.py interleaves them instead:
+    member 2p is pair p's +, 2p + 1 its -). A bias's noise sigma delta_p joins
     the same per-pair term, so the two members of a pair differ only in its sign."""
     A1, B1 = (e.astype(x.dtype) for e in eps["W1"])  # the noise in the frames' type (float32 or 64)
     A2, B2 = (e.astype(x.dtype) for e in eps["W2"])
@@ -215,6 +218,7 @@ def train(splits, s, generations, batch_size, log_every=0):
 
 if __name__ == "__main__":
     began = time.perf_counter()
+    # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
     settings = Settings()
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
