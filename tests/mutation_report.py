@@ -42,6 +42,9 @@ NEP18 = ("array module: every xp.f it calls on a CuPy array is a NumPy function 
 PHILOX_WORDS = ("uint32: philox4x32 converts every counter word to uint32 itself, and these words (block and "
                 "pair numbers) are < 2^32, so the input's dtype changes no bit")
 SILENT_SPIKES = "float64 is the default dtype of numpy.zeros and cupy.zeros, the one it restates"
+SIGN = "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"
+FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
+                 "bptt_step's forward spikes with the Heaviside step, which ignores k")
 CLASS_AXIS = ("counts are (B, n_out) by contract (its one caller passes counts[0] of one member): axis 1 is "
               "the last axis, -1")
 
@@ -71,10 +74,8 @@ EQUIVALENT = {
     "noise.x_standard_normals__mutmut_23": ("xp.arange(n_blocks, )", PHILOX_WORDS),
     "noise.x_standard_normals__mutmut_26": ("xp.asarray(pairs, dtype=None)", PHILOX_WORDS),
     "noise.x_standard_normals__mutmut_28": ("xp.asarray(pairs, )", PHILOX_WORDS),
-    "baselines.x_batched_forward__mutmut_95": (
-        "sigma / sign[None, :, None, None]", "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"),
-    "baselines.x_batched_forward__mutmut_124": (
-        "sigma / sign[None, :, None]", "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"),
+    "baselines.x_batched_forward__mutmut_95": ("sigma / sign[None, :, None, None]", SIGN),
+    "baselines.x_batched_forward__mutmut_124": ("sigma / sign[None, :, None]", SIGN),
     "baselines.x_bptt_backward__mutmut_5": (
         "array_module_of(None)", NEP18 + "; its one host array, arange(batch) as an index, CuPy copies over"),
     "baselines.x_bptt_backward__mutmut_83": ("grad_current2.reshape(n_steps * batch, -2)", NEGATIVE_RESHAPE),
@@ -82,12 +83,8 @@ EQUIVALENT = {
     "baselines.x_bptt_backward__mutmut_115": ('cache["o1"].reshape(n_steps * batch, -2)', NEGATIVE_RESHAPE),
     "baselines.x_bptt_forward__mutmut_33": ("current1.reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_step__mutmut_13": (
-        "k=None", "k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
-                  "bptt_step's forward spikes with the Heaviside step, which ignores k"),
-    "baselines.x_bptt_step__mutmut_17": (
-        "bptt_forward(params, frames, lif, )", "k only shapes the surrogate derivative, which bptt_backward "
-                                               "takes from config.slope; the Heaviside forward ignores it"),
+    "baselines.x_bptt_step__mutmut_13": ("k=None", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_17": ("bptt_forward(params, frames, lif, )", FORWARD_SLOPE),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_lif_forward__mutmut_2": ("array_module_of(None)", NEP18),
