@@ -21,8 +21,10 @@ generation (`stop_if_signalled`), so that none is left waiting in a collective c
 run, the processes compare what defines it (`disagreement`): a job whose processes were given
 different settings, data or code stops before its first generation.
 
-No collective call can hold a process beyond the reach of a signal: each is started
-non-blocking and waited for in Python (`Team.wait`), where a signal is noted. A process that
+No collective call that can wait on a late peer holds a process beyond the reach of a signal:
+each is started non-blocking and waited for in Python (`Team.wait`), where a signal is noted. (The
+gradients' all-reduce stays blocking, so its float sums keep the MPI's order; every process comes
+to it straight from the fitnesses' gather.) A process that
 received one keeps waiting PATIENCE seconds for the others (who stop with it at the next
 generation); if they never come, it raises Stopped alone, and the caller ends the job.
 """
@@ -170,7 +172,9 @@ class Team(Alone):
         flat = numpy.concatenate([to_numpy(g).ravel() for g in grads.values()])
         total = numpy.empty_like(flat)
         began = time.perf_counter()
-        self.wait(self.comm.Iallreduce(flat, total))
+        # Blocking, unlike the other calls: an MPI may sum in another order in its non-blocking
+        # all-reduce, and these sums are floats. Every process comes here straight from gather.
+        self.comm.Allreduce(flat, total)
         self.seconds += time.perf_counter() - began
         self.bytes_sent += 2 * flat.nbytes * (self.size - 1) // self.size  # a ring all-reduce
         summed, start = {}, 0
