@@ -277,16 +277,16 @@ def _stats(recordings):
     return stats
 
 
-def _digest(recordings, stats=None):
+def _digest(recordings, stats):
     """sha256 over <digit>/<name> (its bytes as the file system holds them), byte size and
     modification time (ns) of each recording."""
     h = hashlib.sha256()
-    for (path, label), stat in zip(recordings, stats or _stats(recordings)):
+    for (path, label), stat in zip(recordings, stats):
         h.update(f"{label}/".encode() + os.fsencode(path.name) + f" {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def _header(recordings, n_time_bins, stats=None):
+def _header(recordings, n_time_bins, stats):
     return {"version": CACHE_VERSION, "n_time_bins": n_time_bins, "sensor_size": list(SENSOR_SIZE),
             "files_digest": _digest(recordings, stats), "n_samples": len(recordings)}
 
@@ -405,12 +405,9 @@ class NMNIST:
                 for name, split in (("train", self.train), ("val", self.val), ("test", self.test))}
 
 
-def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild=False, listed=None):
+def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild, listed):
     """Split of all recordings in one folder, from the cache (built first if needed). `listed`:
-    its recordings and their os.stat, if known already."""
-    if listed is None:
-        recordings = list_recordings(folder)
-        listed = recordings, _stats(recordings)
+    its recordings and their os.stat."""
     recordings, stats = listed
     header = _header(recordings, n_time_bins, stats)
     path = _cache_path(cache_dir, folder.name, header)
