@@ -155,7 +155,7 @@ def test_philox_words_are_uint32_after_any_number_of_rounds(rounds):
 def test_philox_refuses_a_counter_word_beyond_32_bits(word):
     """A counter word of 2^32 + 5 (generation 2^32 + 5, say) raises OverflowError instead of
     wrapping round to word 5's numbers; 2^32 - 1 is the last word accepted. Through
-    standard_normals too, for the generation."""
+    standard_normals too, for the generation and for a pair given as a Python int."""
     counter = [0, 0, 0, 0]
     counter[word] = 2 ** 32 + 5
     with pytest.raises(OverflowError):
@@ -164,7 +164,8 @@ def test_philox_refuses_a_counter_word_beyond_32_bits(word):
     assert all(w.dtype == np.uint32 for w in noise.philox4x32(counter, (1, 2)))
     with pytest.raises(OverflowError):
         noise.standard_normals(1, 2 ** 32 + 5, [0], 0, 4)
-    assert not np.array_equal(noise.standard_normals(1, 2 ** 32 - 1, [0], 0, 4), noise.standard_normals(1, 5, [0], 0, 4))
+    with pytest.raises(OverflowError):
+        noise.standard_normals(1, 0, [2 ** 32 + 5], 0, 4)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -88,6 +88,8 @@ def test_the_stand_in_refuses_host_arrays_as_cupy_does():
         with pytest.raises(TypeError):
             mix()
     assert isinstance(np.exp(x) + np.float32(1) + 1, xp.StrictArray)  # dispatched to the device, as CuPy does
+    for dispatched in (np.concatenate([x, x]), np.empty_like(x), np.take_along_axis(x, xp.zeros((2, 1), int), -1)):
+        assert isinstance(dispatched, xp.StrictArray)  # NumPy functions too (__array_function__)
 
 
 def test_noise_on_the_device():

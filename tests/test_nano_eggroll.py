@@ -1,7 +1,6 @@
 """nano_eggroll.py against the reference: the same noise, ranks and Adam steps as eggroll.py,
 noise.py and optim.py, the same parameters after a few generations of eggroll.generation_step, and
 a short training run on the real recordings of nmnist-sample/ that learns."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +11,8 @@ import nano_eggroll as nano
 import noise
 import optim
 import snn
+from nmnist_files import SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "nmnist-sample"
 
 
 @pytest.fixture(scope="module")
