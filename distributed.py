@@ -33,6 +33,7 @@ import json
 import os
 import pickle
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from backend import array_module_of, to_numpy
 
 UPDATES = ("seeds", "allreduce")
 PATIENCE = 10.0  # seconds a signalled process waits in a collective call for the others before it gives up
+FORWARD = 0.5    # seconds given to mpiexec to pass on a process's last lines before it ends the job
 SPIN = 0.05      # seconds a collective call is polled without pause before the polls back off to 1 ms
 
 
@@ -227,7 +229,15 @@ class Team(Alone):
             raise Stopped(int(signum[0]), everywhere=True)
 
     def abort(self, code):
-        """End every process of the job at once (when one process failed alone)."""
+        """End every process of the job at once (when one process failed alone). The lines this
+        process printed last are first given FORWARD seconds to reach mpiexec, which drops what it
+        has not yet passed on when it ends the job."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed, or a full disk: nothing more can be said
+                pass
+        time.sleep(FORWARD)
         self.comm.Abort(code)
 
 
