@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -346,10 +347,25 @@ def test_processes_given_different_runs_stop_before_anything_is_written(tmp_path
         assert not out.exists()
 
 
+def lines_within(stream, count, seconds):
+    """The next `count` lines of `stream`, or those that came within `seconds`."""
+    lines = []
+
+    def read():
+        for _ in range(count):
+            lines.append(stream.readline())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(seconds)
+    return list(lines)
+
+
 @needs_mpi
 def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
     """Process 0 waits in a collective call that process 1 never makes: SIGTERM (to mpiexec, which
-    passes it on) still ends the job, once process 0 has waited its patience for the other."""
+    passes it on) still ends the job, once process 0 has waited its patience for the other, and the
+    line process 0 printed last reaches mpiexec's output before the job is torn down."""
     script = tmp_path / "never_comes.py"
     script.write_text(f"import signal, sys, time\n"
                       f"sys.path.insert(0, {str(ROOT)!r})\n"
@@ -369,7 +385,8 @@ def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
     process = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, str(script)], cwd=ROOT, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        assert sorted(process.stdout.readline().split()[-1] for _ in range(2)) == ["0", "1"]
+        ready = lines_within(process.stdout, 2, seconds=120)
+        assert sorted(line.split()[-1] for line in ready) == ["0", "1"], ready
         time.sleep(0.5)
         os.kill(process.pid, signal.SIGTERM)
         said = process.communicate(timeout=60)[0]
