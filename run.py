@@ -198,9 +198,8 @@ def main(argv=None):
         return fail(f"out of memory{detail}, more than the estimate checked before the start; "
                     f"{LESS_MEMORY.get(opts.command, 'free memory')}", team)
     except OSError as error:
-        message = run_folder.os_problem(error, "use") if error.filename and str(error).startswith("[Errno") \
-            else str(error)
-        return fail(message, team)
+        # one with a file name is the system's own (say what to do); one without, the project's line
+        return fail(run_folder.os_problem(error, "use") if error.filename else str(error), team)
     except (UsageError, ValueError, RuntimeError) as error:
         return fail(str(error), team, everywhere=isinstance(error, training.JobError))
     except BaseException:

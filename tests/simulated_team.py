@@ -1,9 +1,9 @@
 """A team of K processes simulated in one: K threads whose collective calls meet in memory.
 
 distributed.Team is built, by its own constructor, around `LocalComm`: a stand-in for mpi4py's
-communicator with the calls a Team makes, blocking (Allgatherv, Allreduce, allgather, bcast,
-allreduce) and non-blocking (Iallgather, Iallgatherv, Iallreduce, Ibcast, Ibarrier, whose requests
-answer Test and Wait), with SUM or MAX, and Split_type, Get_rank, Get_size, Abort. So Team's own
+communicator with the calls a Team makes: non-blocking Iallgather, Iallgatherv, Iallreduce, Ibcast
+and Ibarrier (whose requests answer Test and Wait), the blocking Allreduce of the gradients, with
+SUM or MAX, and Split_type, Get_rank, Get_size, Abort. So Team's own
 share-out, gather and sum run unchanged, without MPI:
 
     results, teams = run_team(3, lambda team: eggroll.generation_step(..., team=team), "seeds")
@@ -16,7 +16,6 @@ counts, a process waiting for one that has failed or has finished, and a wait lo
 Not collected by pytest (its name does not start with test_).
 """
 import contextlib
-import pickle
 import sys
 import threading
 import time
@@ -151,11 +150,6 @@ class Request:
             self._finish(self.comm.world.wait(self.comm.rank, self.index, self.began))
 
 
-def copy(value):
-    """What arrives after MPI sends a Python object: a pickled copy."""
-    return pickle.loads(pickle.dumps(value))
-
-
 def contiguous_numpy(buffer, what):
     if not isinstance(buffer, numpy.ndarray) or not buffer.flags.c_contiguous:
         raise CollectiveError(f"{what} must be a C-contiguous NumPy array (a buffer MPI can read), "
@@ -263,42 +257,9 @@ class LocalComm:
     def Ibarrier(self):
         return self._start("Barrier", None, lambda everyone: None)
 
-    def Allgatherv(self, sendbuf, recvbuf):
-        self.Iallgatherv(sendbuf, recvbuf).Wait()
-
-    def Allgather(self, sendbuf, recvbuf):
-        self.Iallgather(sendbuf, recvbuf).Wait()
-
     def Allreduce(self, sendbuf, recvbuf, op=SUM):
+        """Blocking, as Team.sum calls it."""
         self.Iallreduce(sendbuf, recvbuf, op).Wait()
-
-    def Bcast(self, buf, root=0):
-        self.Ibcast(buf, root).Wait()
-
-    def Barrier(self):
-        self.Ibarrier().Wait()
-
-    # Python objects (pickled by mpi4py) --------------------------------------------------------
-
-    def _objects(self, kind, value, complete):
-        request = self._start(kind, value, complete)
-        request.Wait()
-        return request.result
-
-    def allgather(self, value):
-        return self._objects("allgather", value, lambda everyone: [copy(v) for v in everyone])
-
-    def bcast(self, value, root=0):
-        return self._objects(f"bcast from {root}", value, lambda everyone: copy(everyone[root]))
-
-    def allreduce(self, value, op=SUM):
-        def complete(everyone):
-            if op == SUM:
-                return sum(everyone[1:], everyone[0])
-            if op == MAX:
-                return max(everyone)
-            raise CollectiveError(f"allreduce: operation {op!r} is not simulated")
-        return self._objects(f"allreduce {op}", value, complete)
 
     def Abort(self, code):
         error = SystemExit(code)

@@ -239,7 +239,7 @@ def test_a_share_that_disagrees_with_the_counts_is_refused():
 
     def other_dtype(team):
         everyone = np.empty(2)
-        team.comm.Allgatherv(np.zeros(1, dtype=np.float32 if team.rank else np.float64), [everyone, [1, 1]])
+        team.comm.Iallgatherv(np.zeros(1, dtype=np.float32 if team.rank else np.float64), [everyone, [1, 1]]).Wait()
 
     with pytest.raises(CollectiveError, match="sends float32"):
         run_team(2, other_dtype, timeout=30)
