@@ -3,6 +3,7 @@ metrics, final.json, resume, deadline, signals), the evaluation of a network on 
 scoring of a trained run on another N-MNIST copy.
 """
 import contextlib
+import dataclasses
 import json
 import signal
 import statistics
@@ -165,6 +166,29 @@ def check_agreement(team, values):
                        f"the same settings, code and data")
 
 
+@dataclasses.dataclass
+class Run:
+    """A run that passed every check (`set_up`): what its generations need, and how far it is."""
+    config: object
+    out: Path
+    team: object
+    xp: object
+    splits: object
+    lif: object
+    step: object         # method_step's update
+    total_steps: int
+    per_epoch: int
+    eval_every: int
+    identity: dict       # what its checkpoints belong to (run_folder.identity)
+    command: str         # train or reproduce, for the advice that works for it
+    fresh: bool = False  # a run folder made by this call
+    saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
+
+    @property
+    def leader(self):
+        return self.team.rank == 0
+
+
 def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE, deadline=None,
           command="train"):
     """One training run as `config` describes it, in folder `out`; returns the contents of final.json.
@@ -179,9 +203,29 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     before its first checkpoint leaves nothing behind (run_folder.discard). `command` (train or
     reproduce) picks the advice that works for it.
     """
-    # Settings, memory and data: every check before the run folder is touched, on every process of
-    # a job, which then learn what failed where (one process may lack its data).
-    out, leader = Path(out), team.rank == 0
+    run, params = set_up(config, Path(out), team, progress, command)
+    existed = run.out.exists()
+    with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
+        try:
+            run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
+            # Start, or continue from the last checkpoint, which the first process reads for all.
+            begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity) if run.leader \
+                else None
+            params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
+            run.saved = start
+            params, validation = generations(run, params, state, start, step_seconds, progress and run.leader,
+                                             deadline)
+            return finish(run, params, validation, step_seconds)
+        except BaseException as error:
+            if run.leader and (run.fresh or not existed) and run.saved == 0 \
+                    and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
+                run_folder.discard(run.out, folder_too=not existed)  # a failed run leaves nothing; a stopped one resumes
+            raise
+
+
+def set_up(config, out, team, progress, command):
+    """Every check before the run folder is touched (settings, memory, data), on every process of a
+    job, which then learn what failed where (one process may lack its data): (Run, initial params)."""
     if team.size > 1:
         check_agreement(team, settings_of_job(config, team))
     with checked_together(team):
@@ -196,116 +240,125 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             eggroll.check_config(config.eggroll(), params)
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)
-        if leader:
+        if team.rank == 0:
             resources.check_writable(out, "--out", folder=True)
         splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
-                                  progress and leader)
+                                  progress and team.rank == 0)
         if not len(splits.train):
             raise UsageError("the training split is empty: check --data-root")
         lif = config.lif()
         step = method_step(config, {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method](),
                            lif, team)
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
-        identity = run_folder.identity(config, splits.fingerprint())  # what the run's checkpoints belong to
+        identity = run_folder.identity(config, splits.fingerprint())
     if team.size > 1:
         splits_held = {f"the {split} split": fingerprint for split, fingerprint in identity["data"].items()}
         check_agreement(team, {"--device": "cpu" if xp is numpy else "gpu", **splits_held})
+    return Run(config, out, team, xp, splits, lif, step, total_steps, per_epoch, eval_every, identity,
+               command), params
 
-    existed = out.exists()
-    with run_folder.owned(out) if leader else contextlib.nullcontext():
-        fresh, saved = False, 0  # saved: the step of the last checkpoint, 0 until a fresh run writes its first
+
+def generations(run, params, state, start, step_seconds, show, deadline):
+    """The run's updates from step `start` to the end, evaluated and checkpointed every eval_every
+    steps and at the last: (params, the last validation)."""
+    validation = None  # the last step is always evaluated, so after the loop this is the final one
+    generation = start
+    with progress_bar(run.total_steps, start, run.config.name, show) as bar:
         try:
-            fresh = leader and run_folder.prepare(out, config, resume, force, command)
-            # Start, or continue from the last checkpoint, which the first process reads for all.
-            begin = resume_point(out, resume, params, xp, total_steps, identity) if leader else None
-            params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
-            saved, metrics_path = start, out / "metrics.jsonl"
-            validation = None  # the last step is always evaluated, so after the loop this is the final one
+            for generation in range(start, run.total_steps):
+                run.team.stop_if_signalled()  # a job's processes stop together, none left waiting
+                if deadline is not None and time.monotonic() >= deadline:
+                    if generation > run.saved:
+                        save(run, params, state, generation, step_seconds)
+                    raise DeadlineReached(f"{run.out} stopped by --deadline at step {generation} of "
+                                          f"{run.total_steps}; the next reproduce resumes it")
+                frames, labels = data.minibatch(run.splits.train, run.config.batch_size, run.xp, run.config.seed,
+                                                generation, run.config.max_shift)
+                began = time.perf_counter()
+                params, state, stats = update(run, params, state, frames, labels, generation, step_seconds)
+                step_seconds.append(time.perf_counter() - began)
+                bar.update(1)
+                done = generation + 1
+                if done % run.eval_every == 0 or done == run.total_steps:
+                    validation = evaluate_and_save(run, params, state, done, stats, step_seconds)
+                    bar.set_postfix(val_acc=f"{validation[0]:.3f}")
+        except KeyboardInterrupt as stop:
+            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; its checkpoint holds "
+                              f"step {run.saved}", stop) from None
+    return params, validation
 
-            with progress_bar(total_steps, start, config.name, progress and leader) as bar:
-                generation = start
-                try:
-                    for generation in range(start, total_steps):
-                        team.stop_if_signalled()  # a job's processes stop together, none left waiting
-                        if deadline is not None and time.monotonic() >= deadline:
-                            if generation > saved:
-                                run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
-                            raise DeadlineReached(f"{out} stopped by --deadline at step {generation} of "
-                                                  f"{total_steps}; the next reproduce resumes it")
-                        # One update: the generation-th minibatch, then the method's step with this step's lr.
-                        frames, labels = data.minibatch(splits.train, config.batch_size, xp, config.seed, generation,
-                                                        config.max_shift)
-                        began = time.perf_counter()
-                        try:
-                            update = step(params, state, frames, labels, generation,
-                                          config.adam(generation, total_steps))
-                            if not all(bool(xp.isfinite(value).all()) for value in update[0].values()):
-                                raise ValueError("a parameter became NaN or inf")
-                        except ValueError as error:  # non-finite fitness, loss or parameters
-                            if leader and generation > saved:
-                                run_folder.save_checkpoint(out, params, state, generation, step_seconds, identity)
-                                saved = generation
-                            raise JobError(f"training went non-finite at step {generation + 1} ({error}); "
-                                           f"{diverged(out, saved, fresh, command)}") from None
-                        params, state, stats = update
-                        if xp is not numpy:
-                            xp.cuda.Stream.null.synchronize()
-                        step_seconds.append(time.perf_counter() - began)
-                        bar.update(1)
 
-                        # Every eval_every updates: validation accuracy, a metrics record and a checkpoint.
-                        done = generation + 1
-                        if done % eval_every == 0 or done == total_steps:
-                            validation = val_acc, spikes, _, _ = evaluate(params, splits.val, lif, xp, team)
-                            if leader:
-                                record = {"generation": done, "epoch": done / per_epoch,
-                                          "wall_seconds": sum(step_seconds), "val_acc": val_acc,
-                                          "spikes_per_sample": spikes, **stats}
-                                run_folder.append_line(metrics_path, json.dumps(record))
-                                bar.set_postfix(val_acc=f"{val_acc:.3f}")
-                                try:
-                                    run_folder.save_checkpoint(out, params, state, done, step_seconds, identity)
-                                except run_folder.NotFinite as error:
-                                    raise run_folder.NotFinite(f"{error}; {diverged(out, saved, fresh, command)}") \
-                                        from None
-                            saved = done
-                except KeyboardInterrupt as stop:
-                    raise Interrupted(f"{out} stopped at step {generation} of {total_steps}; its checkpoint holds "
-                                      f"step {saved}", stop) from None
-            # The end: validation and test accuracy, timings and versions in final.json.
-            try:
-                val_acc, spikes, val_per_digit, _ = validation or evaluate(params, splits.val, lif, xp, team)
-                test_acc, _, test_per_digit, test_sparsity = evaluate(params, splits.test, lif, xp, team)
-            except KeyboardInterrupt as stop:
-                raise Interrupted(f"{out} stopped in its final evaluation; its checkpoint holds step {saved} of "
-                                  f"{total_steps}", stop) from None
-            if not leader:
-                return {}
-            final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
-                     "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
-                     "median_seconds_per_generation": statistics.median(step_seconds),
-                     "total_seconds": sum(step_seconds), "generations": total_steps,
-                     "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
-                     "test_sparsity": test_sparsity, "config": run_config.stored(config),
-                     "versions": package_versions(), "device": device_name(xp), "processes": team.size}
-            run_folder.write_atomically(out / "final.json", json.dumps(final, indent=1))
-        except BaseException as error:
-            if leader and (fresh or not existed) and saved == 0 \
-                    and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
-                run_folder.discard(out, folder_too=not existed)  # a failed run leaves nothing; a stopped one resumes
-            raise
+def update(run, params, state, frames, labels, generation, step_seconds):
+    """The method's step on the generation-th minibatch with this step's learning rate: (params,
+    state, stats). A non-finite fitness, loss or parameter: the step before is checkpointed, and
+    a JobError says what is kept."""
+    try:
+        new_params, new_state, stats = run.step(params, state, frames, labels, generation,
+                                                run.config.adam(generation, run.total_steps))
+        if not all(bool(run.xp.isfinite(value).all()) for value in new_params.values()):
+            raise ValueError("a parameter became NaN or inf")
+    except ValueError as error:
+        if generation > run.saved:
+            save(run, params, state, generation, step_seconds)
+        raise JobError(f"training went non-finite at step {generation + 1} ({error}); {diverged(run)}") from None
+    if run.xp is not numpy:
+        run.xp.cuda.Stream.null.synchronize()
+    return new_params, new_state, stats
+
+
+def evaluate_and_save(run, params, state, done, stats, step_seconds):
+    """Validation after `done` steps, its metrics record and a checkpoint; the validation."""
+    validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team)
+    if run.leader:
+        record = {"generation": done, "epoch": done / run.per_epoch, "wall_seconds": sum(step_seconds),
+                  "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
+        run_folder.append_line(run.out / "metrics.jsonl", json.dumps(record))
+    try:
+        save(run, params, state, done, step_seconds)
+    except run_folder.NotFinite as error:
+        raise run_folder.NotFinite(f"{error}; {diverged(run)}") from None
+    return validation
+
+
+def save(run, params, state, step, step_seconds):
+    """Checkpoint the run at `step` (the first process writes it; every process notes it)."""
+    if run.leader:
+        run_folder.save_checkpoint(run.out, params, state, step, step_seconds, run.identity)
+    run.saved = step
+
+
+def finish(run, params, validation, step_seconds):
+    """The end: validation and test accuracy, timings and versions in final.json (its contents; {}
+    on the other processes of a job)."""
+    try:
+        val_acc, spikes, val_per_digit, _ = validation or evaluate(params, run.splits.val, run.lif, run.xp, run.team)
+        test_acc, _, test_per_digit, test_sparsity = evaluate(params, run.splits.test, run.lif, run.xp, run.team)
+    except KeyboardInterrupt as stop:
+        raise Interrupted(f"{run.out} stopped in its final evaluation; its checkpoint holds step {run.saved} of "
+                          f"{run.total_steps}", stop) from None
+    if not run.leader:
+        return {}
+    splits, xp = run.splits, run.xp
+    final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
+             "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
+             "median_seconds_per_generation": statistics.median(step_seconds),
+             "total_seconds": sum(step_seconds), "generations": run.total_steps,
+             "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
+             "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
+             "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
+    run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1))
     return final
 
 
-def diverged(out, saved, fresh, command):
-    """What is kept of a run that went non-finite, and the advice that works for `command`."""
-    if saved:
-        kept = f"{out / CHECKPOINT} holds the run until step {saved}"
+def diverged(run):
+    """What is kept of a run that went non-finite, and the advice that works for its command."""
+    if run.saved:
+        kept = f"{run.out / CHECKPOINT} holds the run until step {run.saved}"
         again = "lower --lr or --sigma and train again: use another --out, or --force to replace this run"
     else:
-        kept = "nothing of the run was kept" if fresh else "there is no checkpoint"
-        again = "lower --lr or --sigma and train again" + ("" if fresh else " (--force replaces this run)")
-    if command == "reproduce":
+        kept = "nothing of the run was kept" if run.fresh else "there is no checkpoint"
+        again = "lower --lr or --sigma and train again" + ("" if run.fresh else " (--force replaces this run)")
+    if run.command == "reproduce":
         again = "the preset's settings diverge on this copy of N-MNIST"
     return f"{kept}: {again}"
 
@@ -313,7 +366,6 @@ def diverged(out, saved, fresh, command):
 def progress_bar(total, initial, description, enabled):
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=description, disable=not enabled, dynamic_ncols=True)
-
 
 
 def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
