@@ -27,6 +27,7 @@ On cores busy with other work, `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` k
 count changes float32 rounding.
 """
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,7 +220,11 @@ def train(splits, s, generations, batch_size, log_every=0):
 if __name__ == "__main__":
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
-    splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
+    try:
+        splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
+    except (data.BadDataError, OSError) as error:  # a damaged recording, a cache that cannot be written
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     settings = Settings()
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
     print(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "

@@ -2,6 +2,10 @@
 noise.py and optim.py, the same parameters after a few generations of eggroll.generation_step, and
 a short training run on the real recordings of nmnist-sample/ that learns."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -123,3 +127,12 @@ def test_a_short_training_run_on_the_real_sample_learns(sample):
     fitness = [nano.fitness(nano.forward(p, frames, s), labels, len(frames), s.logit_scale) for p in (start, params)]
     assert fitness[1] > fitness[0] + 0.5
     assert nano.accuracy(params, sample.train, s) > nano.accuracy(start, sample.train, s) + 0.08
+
+
+def test_its_command_says_one_line_when_the_frames_cannot_be_cached(tmp_path):
+    """`python nano_eggroll.py` with a frame cache that cannot be written: one line, exit status 2."""
+    (tmp_path / "file").write_text("")
+    done = subprocess.run([sys.executable, nano.__file__], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, EGGROLL_CACHE=str(tmp_path / "file" / "cache")))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: cannot write the frame cache {tmp_path / 'file' / 'cache'}")
