@@ -248,7 +248,15 @@ def team(update):
     except ImportError:
         raise RuntimeError("--distributed needs mpi4py and an MPI library: pip install -e \".[mpi]\" "
                            "(or pip install mpi4py built against your cluster's MPI)") from None
-    return Team(update)
+    # MPI's start waits, beyond the reach of Python's signal handlers, for every process of the job:
+    # if one never comes (given another command line), SIGINT, SIGTERM and SIGHUP must still end it.
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in stopping}
+    try:
+        return Team(update)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
 
 
 def code_version(folder=Path(__file__).resolve().parent):

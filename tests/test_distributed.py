@@ -395,3 +395,23 @@ def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert "stopped waiting SIGTERM" in said and process.returncode != 0
+
+
+@needs_mpi
+def test_a_signal_ends_a_job_whose_other_process_never_starts_mpi(tmp_path):
+    """A process given another command line (here one that never starts MPI) leaves the other
+    waiting in MPI's start, beyond Python's signal handlers: SIGTERM to mpiexec still ends the job."""
+    command = [MPIEXEC, "-n", "1", sys.executable, str(ROOT / "run.py"), "train", "--distributed", "--quiet",
+               "--out", str(tmp_path / "run"), ":", "-n", "1", sys.executable, "-c", "pass"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        time.sleep(4)  # the first process is waiting for the second by now
+        assert process.poll() is None
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)  # raises TimeoutExpired if the signal was held back
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode != 0 and not (tmp_path / "run").exists()
