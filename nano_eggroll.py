@@ -27,6 +27,7 @@ On cores busy with other work, `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` k
 count changes float32 rounding.
 """
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -217,15 +218,35 @@ def train(splits, s, generations, batch_size, log_every=0):
     return params, history
 
 
-if __name__ == "__main__":
+def main():
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
-    try:
-        splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
-    except (data.BadDataError, OSError) as error:  # a damaged recording, a cache that cannot be written
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
     settings = Settings()
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
     print(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "
-          f"recordings, {time.perf_counter() - began:.0f} s")
+          f"recordings, {time.perf_counter() - began:.0f} s", flush=True)
+
+
+def fail(message, status):
+    """One line on stderr (if it can still be written), then exit with `status`."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:]:
+        fail(f"nano_eggroll.py takes no options (got {' '.join(sys.argv[1:])}); its settings are the "
+             f"Settings class and main()", 2)
+    try:
+        main()
+    except KeyboardInterrupt:
+        fail("interrupted; nothing was written, run it again to start over", 130)
+    except BrokenPipeError:
+        fail("standard output was closed", 141)
+    except (data.BadDataError, OSError) as error:  # a damaged recording, an unwritable cache
+        fail(str(error) if error.errno is None else f"cannot write standard output: {error.strerror}", 2)

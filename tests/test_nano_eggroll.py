@@ -136,3 +136,21 @@ def test_its_command_says_one_line_when_the_frames_cannot_be_cached(tmp_path):
                           env=dict(os.environ, EGGROLL_CACHE=str(tmp_path / "file" / "cache")))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"error: cannot write the frame cache {tmp_path / 'file' / 'cache'}")
+
+
+def test_its_command_takes_no_options_and_ends_quietly_when_its_reader_goes(tmp_path):
+    """An option is refused in one line (exit status 2); a closed stdout (`| head -c 20`) ends the
+    run at its next line with one line on stderr, exit status 141, no traceback."""
+    done = subprocess.run([sys.executable, nano.__file__, "--generations", "5"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes no options"), done.stderr
+    process = subprocess.Popen([sys.executable, nano.__file__], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    try:
+        process.stdout.read(20)
+        process.stdout.close()
+        err = process.communicate(timeout=300)[1].decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 141 and err == "error: standard output was closed\n", err
