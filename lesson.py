@@ -36,10 +36,12 @@
 
 # %%
 import argparse
+import errno
 import io
 import math
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -95,6 +97,43 @@ parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU se
 args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
 if not 0 < args.seconds <= 86_400:
     fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
+
+    def __init__(self, signum):
+        super().__init__()
+        self.signum = signum
+
+
+def stopped(kind, error, trace):
+    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
+    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
+    if issubclass(kind, KeyboardInterrupt):
+        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
+    elif issubclass(kind, BrokenPipeError):
+        status, message = 141, "standard output was closed"
+    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
+        status, message = 2, f"cannot write standard output: {error.strerror}"
+    else:
+        return sys.__excepthook__(kind, error, trace)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    os._exit(status)
+
+
+def on_signal(signum, frame):
+    raise Signalled(signum)
+
+
+if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
+    sys.excepthook = stopped
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
 
 
 def writable_folder_above(path, option):
@@ -721,6 +760,9 @@ def page(seconds):
 
 def write_whole(path, content):
     """Write `content` to `path` whole: a temporary file in the same folder, then renamed over it."""
+    path = path.resolve() if path.is_symlink() else path  # a link: the file it names
+    if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         temporary.write_bytes(content)
@@ -738,6 +780,7 @@ try:
         args.page.parent.mkdir(parents=True, exist_ok=True)
         write_whole(args.page, page(seconds).encode())
 except OSError as error:
-    fail(f"cannot write the lesson's output: {error}")
+    fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
+         f"another --out or --page")
 print(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
       + f"; {seconds:.0f} s in all")

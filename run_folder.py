@@ -115,7 +115,9 @@ def writing(path):
     `path` holds its old contents or the new ones in full. If the writing fails, the temporary file
     is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
     `path` and what to do."""
-    path = Path(path)
+    path = Path(path).resolve() if Path(path).is_symlink() else Path(path)  # a link: the file it names
+    if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
+        raise UsageError(f"cannot write {path}: it is not a regular file; choose another path")
     temporary = path.with_name(path.name + ".tmp")
     try:
         yield temporary

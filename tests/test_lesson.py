@@ -157,3 +157,29 @@ def matplotlib_config():
     import matplotlib
     from matplotlib import font_manager  # noqa: F401  makes the font list if it is not there yet
     return matplotlib.get_cachedir()
+
+
+def test_a_closed_stdout_and_a_signal_are_one_line_with_their_exit_status(tmp_path):
+    """`lesson.py | head -c 20` ends with one line and exit status 141; SIGTERM with one line and 143;
+    neither leaves a figure."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    command = [sys.executable, str(ROOT / "lesson.py"), "--claims", "1,3", "--out", str(tmp_path / "figures")]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        process.stdout.read(20)
+        process.stdout.close()
+        err = process.communicate(timeout=300)[1].decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 141 and err == "error: standard output was closed\n", err
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        process.stdout.readline()  # the lesson has started its work
+        process.terminate()
+        err = process.communicate(timeout=300)[1].decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 143 and err == "error: interrupted; run it again\n", err
+    assert not (tmp_path / "figures").exists()

@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import types
@@ -14,6 +15,7 @@ import pytest
 
 import eggroll
 import report
+import resources
 import run
 import run_folder
 from nmnist_files import write_dataset
@@ -432,3 +434,21 @@ def test_ctrl_c_during_reproduce_says_how_to_continue_and_the_rerun_says_what_it
     assert code == 0
     assert "eggroll-r1 seed 1: finished in" in err and "skipped" in err
     assert f"results written to {tmp_path / 'quick'}" in err
+
+
+def test_a_link_is_written_through_and_a_device_is_never_replaced(tmp_path):
+    """Writing a file whole never replaces what is not a regular file: a link gets its target
+    written (the link stays), a device file or a pipe is refused in one UsageError, untouched."""
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    run_folder.write_atomically(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(run_folder.UsageError, match=f"cannot write {pipe}: it is not a regular file"):
+        run_folder.write_atomically(pipe, "new")
+    with pytest.raises(run_folder.UsageError, match="is not a regular file"):
+        resources.check_writable(pipe, "--json")
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
