@@ -17,7 +17,9 @@ pairs, a GPU, several processes, input checks), with the equations numbered as i
      5. Adam climbs g                                                                        (9)
 
 The noise comes from the project's Philox streams (noise.py), so this file and eggroll.py draw the
-same numbers and take the same steps (tests/test_nano_eggroll.py holds them to it).
+same numbers and take the same steps (tests/test_nano_eggroll.py holds them to it). This file keeps
+a generation's factors from the forward pass to the update; eggroll.py draws them again from their
+keys, so that no more than a block of them is held at once.
 
 Measured: `python nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of
 64 of the 162 training recordings of nmnist-sample/) in about 30 s on 2 idle CPU cores, to 98 % on
