@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nmnist_files import write_dataset
+from processes import stopped
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ["1_lowrank_scale.png", "2_forward_trick.png", "3_gradient_estimate.png", "4_memory_time.png",
@@ -164,22 +165,8 @@ def test_a_closed_stdout_and_a_signal_are_one_line_with_their_exit_status(tmp_pa
     neither leaves a figure."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     command = [sys.executable, str(ROOT / "lesson.py"), "--claims", "1,3", "--out", str(tmp_path / "figures")]
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        process.stdout.read(20)
-        process.stdout.close()
-        err = process.communicate(timeout=300)[1].decode()
-    finally:
-        process.kill()
-        process.wait()
-    assert process.returncode == 141 and err == "error: standard output was closed\n", err
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        process.stdout.readline()  # the lesson has started its work
-        process.terminate()
-        err = process.communicate(timeout=300)[1].decode()
-    finally:
-        process.kill()
-        process.wait()
-    assert process.returncode == 143 and err == "error: interrupted; run it again\n", err
+    status, err = stopped(command, "reader gone", cwd=tmp_path, env=env)
+    assert status == 141 and err == "error: standard output was closed\n", err
+    status, err = stopped(command, "terminated", cwd=tmp_path, env=env)  # once claim 1 is printed
+    assert status == 143 and err == "error: interrupted; run it again\n", err
     assert not (tmp_path / "figures").exists()

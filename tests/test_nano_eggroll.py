@@ -16,6 +16,7 @@ import noise
 import optim
 import snn
 from nmnist_files import SAMPLE
+from processes import stopped
 
 
 
@@ -144,13 +145,6 @@ def test_its_command_takes_no_options_and_ends_quietly_when_its_reader_goes(tmp_
     done = subprocess.run([sys.executable, nano.__file__, "--generations", "5"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes no options"), done.stderr
-    process = subprocess.Popen([sys.executable, nano.__file__], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
-    try:
-        process.stdout.read(20)
-        process.stdout.close()
-        err = process.communicate(timeout=300)[1].decode()
-    finally:
-        process.kill()
-        process.wait()
-    assert process.returncode == 141 and err == "error: standard output was closed\n", err
+    one_thread = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    status, err = stopped([sys.executable, nano.__file__], "reader gone", env=one_thread)
+    assert status == 141 and err == "error: standard output was closed\n", err
