@@ -150,9 +150,12 @@ def cgroup_free_bytes(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup"):
     return min(free, default=None)
 
 
+BLAS_BUFFERS = 32 * 2**20  # address space OpenBLAS maps at its first product, beyond the run's arrays
+
+
 def address_space_free_bytes(status="/proc/self/status"):
     """What the limit on this process's address space (ulimit -v, RLIMIT_AS) leaves beyond what it
-    has mapped already (VmSize), or None where there is no limit."""
+    has mapped already (VmSize) and BLAS_BUFFERS, or None where there is no limit."""
     import resource
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit == resource.RLIM_INFINITY:
@@ -162,7 +165,7 @@ def address_space_free_bytes(status="/proc/self/status"):
             mapped = next(int(line.split()[1]) * 1024 for line in lines if line.startswith("VmSize:"))
     except (OSError, StopIteration, ValueError, IndexError):
         mapped = 0
-    return max(0, limit - mapped)
+    return max(0, limit - mapped - BLAS_BUFFERS)
 
 
 def available_bytes(xp):

@@ -682,3 +682,20 @@ def test_memory_left_by_a_cgroup_limit_counts_as_free(tmp_path, monkeypatch, ver
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", tmp_path / "cgroup") is None
     monkeypatch.setattr(resources, "cgroup_free_bytes", lambda: 10**6)
     assert resources.available_bytes(np)[0] == 10**6
+
+
+def test_the_address_space_left_keeps_room_for_blas_buffers(tmp_path, monkeypatch):
+    """Under ulimit -v, what a run may use is the limit less what the process has mapped (VmSize)
+    and less the buffers OpenBLAS maps at its first product (without them a run that passed the
+    check ended in OpenBLAS's own allocation failure); no limit, no bound."""
+    import resource
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmSize:\t  100000 kB\nVmRSS:\t 50000 kB\n")
+    limit = 100000 * 1024 + 50 * 2**20
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (limit, resource.RLIM_INFINITY))
+    assert resources.address_space_free_bytes(str(status)) == 50 * 2**20 - resources.BLAS_BUFFERS
+    assert resources.BLAS_BUFFERS >= 32 * 2**20
+    limit = 100000 * 1024 + 10 * 2**20
+    assert resources.address_space_free_bytes(str(status)) == 0
+    limit = resource.RLIM_INFINITY
+    assert resources.address_space_free_bytes(str(status)) is None
