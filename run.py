@@ -154,6 +154,10 @@ def main(argv=None):
     opts, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser, whose --help lists its options
         commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
+    if empty:
+        named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
+        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
     defaults = run_config.RunConfig()
     for name in where + ("download",):
         if getattr(opts, name, False) is None:

@@ -699,3 +699,14 @@ def test_the_address_space_left_keeps_room_for_blas_buffers(tmp_path, monkeypatc
     assert resources.address_space_free_bytes(str(status)) == 0
     limit = resource.RLIM_INFINITY
     assert resources.address_space_free_bytes(str(status)) is None
+
+
+@pytest.mark.parametrize("args, named", [(["train", "--out", ""], "--out"), (["evaluate", ""], "run_dir"),
+                                         (["bench", "--json", ""], "--json"),
+                                         (["reproduce", "--results", ""], "--results")])
+def test_an_empty_path_is_refused_rather_than_taken_as_the_current_folder(tmp_path, monkeypatch, args, named):
+    """`--out ''` would otherwise train into the current folder: one line, exit status 2, nothing made."""
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {named} is empty: give a path"), done.stderr
+    assert done.stderr.count("\n") == 1 and not any(tmp_path.iterdir())
