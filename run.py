@@ -170,6 +170,10 @@ def main(argv=None):
     try:
         if getattr(opts, "distributed", False):
             team = distributed.team(getattr(opts, "update", "seeds"))
+            # first of all, the processes compare their command (and what a benchmark measures)
+            training.check_agreement(team, {"the command": opts.command, **({
+                f"--{name}": getattr(opts, name) for name in ("pairs", "methods", "repeats", "device")
+            } if opts.command == "bench" else {})})
         if opts.command == "train":
             final = training.train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
             if team.rank == 0:

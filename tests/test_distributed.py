@@ -415,3 +415,19 @@ def test_a_signal_ends_a_job_whose_other_process_never_starts_mpi(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert process.returncode != 0 and not (tmp_path / "run").exists()
+
+
+@needs_mpi
+def test_processes_given_different_commands_stop_before_anything_is_written(tmp_path):
+    """mpiexec's MPMD form with a training run on one process and a benchmark on the other, or two
+    benchmarks of different sizes: one line naming what differs and the ranks, exit status 2."""
+    run_py = [sys.executable, str(ROOT / "run.py")]
+    bench = [*run_py, "bench", "--distributed", "--repeats", "1", "--pairs"]
+    cases = [([*run_py, "train", "--distributed", "--quiet", "--out", str(tmp_path / "run")], [*bench, "4"],
+              "the command (rank 0: train; rank 1: bench)"),
+             ([*bench, "4"], [*bench, "8"], "--pairs (rank 0: 4; rank 1: 8)")]
+    for first, second, named in cases:
+        status, err = job([MPIEXEC, "-n", "1", *first, ":", "-n", "1", *second], tmp_path, timeout=120)
+        assert status == 2 and err.count("error:") == 1, err
+        assert f"error: the processes of this job were given different runs: {named}" in err, err
+        assert not (tmp_path / "run").exists()
