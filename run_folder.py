@@ -115,7 +115,9 @@ def writing(path):
     `path` holds its old contents or the new ones in full. If the writing fails, the temporary file
     is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
     `path` and what to do."""
-    path = Path(path).resolve() if Path(path).is_symlink() else Path(path)  # a link: the file it names
+    path = Path(path)
+    if path.is_symlink():  # a link: the file it names is written, the link kept
+        path = path.resolve()
     if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
         raise UsageError(f"cannot write {path}: it is not a regular file; choose another path")
     temporary = path.with_name(path.name + ".tmp")
