@@ -42,6 +42,7 @@ Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDat
 ValueError), each one line naming the fix.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -369,7 +370,9 @@ def _warn(message):
 
 @dataclass
 class Split:
-    """Bit-packed binary frames (N, ceil(T * 2312 / 8)) uint8 and labels (N,) int64."""
+    """Bit-packed binary frames (N, T * 2312 / 8) uint8 and labels (N,) int64 on the host. The
+    packed frames may be moved to a device once (`on`), so that every minibatch is gathered and
+    unpacked there."""
     packed: np.ndarray
     labels: np.ndarray
     n_time_bins: int
@@ -377,11 +380,22 @@ class Split:
     def __len__(self):
         return len(self.labels)
 
-    def frames(self, indices, xp=np):
-        """Frames of samples `indices` as xp float32 (T, len(indices), 2312)."""
-        bits = np.unpackbits(self.packed[indices], axis=1, count=self.n_time_bins * N_INPUTS)
-        x = np.ascontiguousarray(bits.reshape(len(bits), self.n_time_bins, N_INPUTS).transpose(1, 0, 2))
-        return xp.asarray(x).astype(xp.float32)
+    def on(self, xp):
+        """This split with its packed frames on xp's device (its labels stay on the host)."""
+        return Split(xp.asarray(self.packed), self.labels, self.n_time_bins)
+
+    def frames(self, indices, xp=np, shifts=None):
+        """Frames of samples `indices` (a NumPy integer array) as xp float32 (T, len(indices), 2312),
+        made where the packed frames are: each frame is 289 whole bytes (2312 = 8 x 289), so the
+        bytes are put in frame order first and unpacked straight into (T, B, 2312). `shifts`: each
+        sample moved by translate() while its frames are still bits."""
+        rows = self.packed[indices]
+        where = array_module_of(rows)
+        by_frame = where.ascontiguousarray(rows.reshape(len(indices), self.n_time_bins, -1).transpose(1, 0, 2))
+        bits = where.unpackbits(by_frame).reshape(self.n_time_bins, len(indices), N_INPUTS)
+        if shifts is not None:
+            bits = translate(bits, shifts)
+        return xp.asarray(bits).astype(xp.float32)
 
     def digest(self):
         """The first 16 hex digits of a sha256 of the frames and labels: what identifies the samples."""
@@ -397,6 +411,10 @@ class NMNIST:
     val: Split
     test: Split
     info: dict
+
+    def on(self, xp):
+        """The splits with their packed frames on xp's device (Split.on)."""
+        return NMNIST(self.train.on(xp), self.val.on(xp), self.test.on(xp), self.info)
 
     def fingerprint(self):
         """What identifies the data a run sees: each split's size and digest of its frames and labels.
@@ -466,9 +484,13 @@ def _check_apart(dirs, listed):
                                f"split must hold its own: restore {dirs['Test']} from test.zip of N-MNIST")
 
 
+@functools.lru_cache(maxsize=1)
 def epoch_order(n, seed, epoch):
-    """The shuffled order of n samples in one epoch, seeded by (seed, epoch)."""
-    return np.random.default_rng([seed, epoch]).permutation(n)
+    """The shuffled order of n samples in one epoch, seeded by (seed, epoch); read-only, and kept
+    for the epoch's next minibatch."""
+    order = np.random.default_rng([seed, epoch]).permutation(n)
+    order.flags.writeable = False
+    return order
 
 
 def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
@@ -498,24 +520,31 @@ def minibatch(split, batch_size, xp, seed, step, max_shift=0):
     per_epoch = max(len(split) // batch_size, 1)
     epoch, index = divmod(step, per_epoch)
     idx = epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
-    frames = split.frames(idx, xp)
+    shifts = None
     if max_shift:
         shifts = np.random.default_rng([seed, step, max_shift]).integers(-max_shift, max_shift + 1, (len(idx), 2))
-        frames = translate(frames, shifts)
-    return frames, xp.asarray(split.labels[idx])
+    return split.frames(idx, xp, shifts), xp.asarray(split.labels[idx])
 
 
 def translate(frames, shifts):
-    """Frames (T, B, 2312), NumPy or CuPy, with sample b's events moved by shifts[b] = (dy, dx)
-    pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events moved
-    off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (B, 2)."""
+    """Frames (T, B, 2312), NumPy or CuPy, of any dtype, with sample b's events moved by shifts[b] =
+    (dy, dx) pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events
+    moved off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (B, 2).
+
+    Input i = (polarity * 34 + y) * 34 + x, so a move by (dy, dx) moves every index by dy * 34 + dx:
+    the samples of one shift are moved together by one slice of their frames, and the inputs whose
+    source is not (y - dy, x - dx) of the same image (it is off the sensor) are blanked."""
     xp = array_module_of(frames)
-    width, height, polarities = SENSOR_SIZE
-    n_steps, batch, _ = frames.shape
-    polarity, y, x = np.unravel_index(np.arange(N_INPUTS), (polarities, height, width))
-    source_y, source_x = y - shifts[:, :1], x - shifts[:, 1:]  # (B, 2312): where each input's event comes from
-    on_sensor = (0 <= source_y) & (source_y < height) & (0 <= source_x) & (source_x < width)
-    source = np.where(on_sensor, (polarity * height + source_y) * width + source_x, N_INPUTS)
-    with_blank = xp.concatenate([frames, xp.zeros((n_steps, batch, 1), frames.dtype)], axis=2)  # input 2312: no event
-    flat_source = (np.arange(batch)[:, None] * (N_INPUTS + 1) + source).ravel()
-    return xp.take(with_blank.reshape(n_steps, -1), xp.asarray(flat_source), axis=1).reshape(frames.shape)
+    width, height, _ = SENSOR_SIZE
+    inputs = xp.arange(N_INPUTS)
+    y, x = inputs // width % height, inputs % width
+    moved = xp.zeros_like(frames)
+    for dy, dx in np.unique(shifts, axis=0).tolist():
+        if not abs(dy) < height or not abs(dx) < width:
+            continue  # every event leaves the sensor
+        on_sensor = (0 <= y - dy) & (y - dy < height) & (0 <= x - dx) & (x - dx < width)
+        chosen = np.flatnonzero((shifts == (dy, dx)).all(axis=1))
+        offset = dy * width + dx
+        start, stop = max(offset, 0), N_INPUTS + min(offset, 0)
+        moved[:, chosen, start:stop] = frames[:, chosen, start - offset:stop - offset] * on_sensor[start:stop]
+    return moved

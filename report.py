@@ -15,6 +15,9 @@ import run_folder
 RETRAIN = "delete that run folder and rerun reproduce to train it again"
 RESCORE = "delete it and rerun reproduce with --real-root to score the run again"
 METRICS_KEYS = ("generation", "val_acc", "wall_seconds")  # what the report reads from each metrics record
+TIME_NOTE = ("s / generation, step s: the update steps alone, summed (total_seconds of final.json); end-to-end s: "
+             "from the first step to the last checkpoint, minibatches, validation and checkpoints included "
+             "(end_to_end_seconds), – where a run was trained before it was measured.")
 REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
              "– where a run was not scored.")
 # Energy per operation in 45 nm CMOS, 32-bit floating point (M. Horowitz, "Computing's energy
@@ -155,8 +158,9 @@ def write_report(results_dir, preset):
              f"(per_seed.md shows which ran)",
              "", data_line(runs, names), "",
              "| method | test acc % (mean ± std) | s / generation | speedup vs vanilla ES (same device) | "
-             "s to 75 % val acc | spikes / sample | hidden spikes | energy nJ | real recordings % |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "step s to 75 % val acc | end-to-end s | spikes / sample | hidden spikes | energy nJ | "
+             "real recordings % |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         finals = [f for f, _ in runs[name]]
         seconds = statistics.median(f["median_seconds_per_generation"] for f in finals)
@@ -167,10 +171,12 @@ def write_report(results_dir, preset):
         unit = " (per step)" if name == "bptt" else ""
         lines.append(f"| {name} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{seconds:.3f}{unit} | {speedup} | {reach} | "
+                     f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
                      f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} | "
                      f"{' | '.join(hidden_and_energy(finals))} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
-    lines += ["", REAL_NOTE, ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
+    lines += ["", TIME_NOTE, REAL_NOTE,
+              ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
     written = [results_dir / "table.md", results_dir / "per_seed.md"]
     run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
 
@@ -301,13 +307,20 @@ def convergence_figure(runs, names, preset):
 
 
 def wallclock_figure(runs, names, preset):
-    """Total training seconds of each method."""
+    """Training seconds of each method: its summed update steps, and beside them its end-to-end
+    time where its runs recorded one."""
     fig = new_figure(figsize=(6.5, 4))
     ax = fig.subplots()
-    totals = [mean_std([f["total_seconds"] for f, _ in runs[n]]) for n in names]
-    ax.bar(names, [t for t, _ in totals], yerr=[s for _, s in totals], capsize=3)
-    ax.set_title(f"Training wall-clock per method ({preset})\nbars: {spread(runs, names)}", fontsize=10)
-    ax.set_ylabel("training wall-clock (s)")
+    where = numpy.arange(len(names))
+    for offset, key, label in ((-0.2, "total_seconds", "summed update steps"),
+                               (0.2, "end_to_end_seconds", "end to end (data, validation, checkpoints too)")):
+        times = [mean_std([f.get(key) for f, _ in runs[n]]) for n in names]
+        ax.bar(where + offset, [numpy.nan if t is None else t for t, _ in times], width=0.4, label=label,
+               yerr=[0 if s is None else s for _, s in times], capsize=3)
+    ax.set_xticks(where, names)
+    ax.set_title(f"Training time per method ({preset})\nbars: {spread(runs, names)}", fontsize=10)
+    ax.set_ylabel("seconds")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -431,8 +444,8 @@ def protocol_figure(runs, grid):
 
 def budget_table(grid):
     """Accuracy and time of each run at each population."""
-    lines = ["| run | members | test % | val % | s / generation | total s | hidden spikes | energy nJ |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| run | members | test % | val % | s / generation | step s | end-to-end s | hidden spikes | energy nJ |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, by_members in grid.items():
         for members, seeds in by_members.items():
             finals = [f for f, _ in seeds]
@@ -440,8 +453,10 @@ def budget_table(grid):
                          f"{format_seeds([f['val_acc'] for f in finals], 1)} | "
                          f"{format_seeds([f['median_seconds_per_generation'] for f in finals], 1, 1, 3)} | "
                          f"{format_seeds([f['total_seconds'] for f in finals], 1, 1, 0)} | "
+                         f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
                          f"{' | '.join(hidden_and_energy(finals, present(1)))} |")
-    return "a fixed budget of generations (the best preset's recipe) against population", lines + ["", ENERGY_NOTE]
+    return "a fixed budget of generations (the best preset's recipe) against population", \
+        lines + ["", TIME_NOTE, ENERGY_NOTE]
 
 
 def budget_figures(runs, grid):
@@ -472,8 +487,8 @@ def budget_figure(runs, grid, key, scale, label, title, log_y=False):
 
 def headline_table(grid):
     """Every seed of each run, and their mean ± std."""
-    lines = ["| run | seed | test % | real recordings % | lowest digit % | training s | hidden spikes | energy nJ | "
-             "device |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| run | seed | test % | real recordings % | lowest digit % | step s | end-to-end s | hidden spikes | "
+             "energy nJ | device |", "|---|---|---|---|---|---|---|---|---|---|"]
     percent = lambda value: "–" if value is None else f"{100 * value:.2f}"
     for name, by_members in grid.items():
         for members, seeds in by_members.items():
@@ -483,16 +498,23 @@ def headline_table(grid):
                 lines.append(f"| {name}, {members} members | {final['config']['seed']} | "
                              f"{percent(final['test_acc'])} | {percent(final.get('real_acc'))} | "
                              f"{'–' if low is None else f'{percent(low[0])} (digit {low[1]})'} | "
-                             f"{final['total_seconds']:.0f} | {' | '.join(hidden_and_energy([final], present(1)))} | "
+                             f"{final['total_seconds']:.0f} | {seconds_or_dash(final.get('end_to_end_seconds'))} | "
+                             f"{' | '.join(hidden_and_energy([final], present(1)))} | "
                              f"{final.get('device', '?')} |")
             lines.append(f"| {name}, {members} members | mean ± std | "
                          f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
                          f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
                          f"{format_some([low[0] if low else None for low in lowest], '–', 100)} | "
                          f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} | "
+                         f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
                          f"{' | '.join(hidden_and_energy(finals))} | |")
-    lines += ["", REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst.", ENERGY_NOTE]
+    lines += ["", TIME_NOTE, REAL_NOTE, "lowest digit %: test accuracy on the digit the run recognises worst.",
+              ENERGY_NOTE]
     return "EGGROLL at its largest population beside vanilla ES", lines
+
+
+def seconds_or_dash(seconds):
+    return "–" if seconds is None else f"{seconds:.0f}"
 
 
 def headline_figures(runs, grid):

@@ -78,7 +78,7 @@ def run_bytes(config, gpu, recordings=None):
     """(RAM, GPU memory) bytes a training run needs at most, for a data set of `recordings`
     (training, test; None: the whole of N-MNIST): the packed frames (the training split twice
     while it loads), a minibatch being unpacked, and a generation or an evaluation batch,
-    whichever is larger (on a GPU, in its memory)."""
+    whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking)."""
     n_recorded, n_test = recordings or NMNIST_SIZE
     n_val = round(n_recorded / 10)
     batch = max(1, min(config.batch_size, n_recorded - n_val))  # a split smaller than a batch is one batch
@@ -88,8 +88,10 @@ def run_bytes(config, gpu, recordings=None):
     shift = 8 * frames * batch if config.max_shift else 0  # data.translate's copies
     work = max(generation_bytes(method, config.rank, config.population // 2, batch, config.time_bins, gpu)
                + shift, generation_bytes("inference", None, 1, evaluated, config.time_bins, gpu))
-    host = (2 * n_recorded + n_test) * -(-frames // 8) + 2 * frames * max(batch, evaluated)
-    return (host, work) if gpu else (host + work, 0)
+    packed = (n_recorded + n_test) * -(-frames // 8)
+    unpacking = 2 * frames * max(batch, evaluated)
+    host = packed + n_recorded * -(-frames // 8) + unpacking
+    return (host, work + packed + unpacking) if gpu else (host + work, 0)
 
 
 def meminfo_available():

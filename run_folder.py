@@ -33,7 +33,7 @@ import snn
 from backend import to_numpy
 
 CHECKPOINT = "checkpoint.npz"
-CHECKPOINT_VERSION = 2  # 2 added the identity; version 1 checkpoints are still read
+CHECKPOINT_VERSION = 3  # 2 added the identity, 3 the end-to-end time; versions 1 and 2 are still read
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "metrics.jsonl", "final.json", "final.json.tmp",
              "config.json", "real.json")
@@ -173,8 +173,9 @@ def identity(config, data=None):
     return {"config": run_config.stored(config), "sizes": list(snn.SIZES), "data": data}
 
 
-def save_checkpoint(out, params, state, step, step_seconds, identity):
-    """Write params, Adam state, progress and the run's `identity` atomically: a temporary file,
+def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end_seconds):
+    """Write params, Adam state, progress (the steps' seconds, and the run's end-to-end seconds
+    until this checkpoint, None if unknown) and the run's `identity` atomically: a temporary file,
     synced, then a rename. What a resume would refuse (NaN or inf, a negative second moment) is
     not written: a UsageError, and the checkpoint there stays as it was."""
     arrays = {f"param/{k}": to_numpy(v) for k, v in params.items()}
@@ -183,6 +184,10 @@ def save_checkpoint(out, params, state, step, step_seconds, identity):
     arrays.update(adam_t=numpy.int64(state["t"]), step=numpy.int64(step),
                   step_seconds=numpy.asarray(step_seconds, dtype=numpy.float64),
                   version=numpy.int64(CHECKPOINT_VERSION), identity=numpy.array(json.dumps(identity)))
+    if end_to_end_seconds is not None:
+        arrays.update(end_to_end_seconds=numpy.float64(end_to_end_seconds))
+    else:  # resumed from a checkpoint that did not record it: a version 2 checkpoint, as that one
+        arrays.update(version=numpy.int64(2))
     problem = checkpoint_problem(arrays, {k: arrays[f"param/{k}"] for k in params})
     if problem:
         raise NotFinite(f"training went non-finite by step {step} ({problem}), so {out / CHECKPOINT} was not "
@@ -197,17 +202,19 @@ def save_checkpoint(out, params, state, step, step_seconds, identity):
 def checkpoint_problem(arrays, like):
     """What is wrong with a checkpoint's arrays on their own and for parameters shaped `like`, or
     None: every array there and no other, integer scalars, parameters and Adam's moments of the
-    parameters' shapes and dtypes, finite, second moments >= 0, one duration >= 0 per step done."""
+    parameters' shapes and dtypes, finite, second moments >= 0, one duration >= 0 per step done,
+    and from version 3 an end-to-end time >= 0."""
     for name in ("version", "step", "adam_t"):
         if name not in arrays:
             return f"{name} is missing"
         if arrays[name].shape != () or arrays[name].dtype.kind not in "iu":
             return f"{name} is {arrays[name].dtype} {arrays[name].shape}, expected an integer"
     version = int(arrays["version"])
-    if version not in (1, CHECKPOINT_VERSION):
-        return f"version {version}, expected 1 or {CHECKPOINT_VERSION}"
+    if version not in range(1, CHECKPOINT_VERSION + 1):
+        return f"version {version}, expected 1 to {CHECKPOINT_VERSION}"
     tensors = [f"{group}/{k}" for group in ("param", "adam_m", "adam_v") for k in like]
-    expected = tensors + ["adam_t", "step", "step_seconds", "version"] + (["identity"] if version > 1 else [])
+    expected = tensors + ["adam_t", "step", "step_seconds", "version"] + (["identity"] if version > 1 else []) \
+        + (["end_to_end_seconds"] if version > 2 else [])
     for name in expected:
         if name not in arrays:
             return f"{name} is missing"
@@ -228,6 +235,11 @@ def checkpoint_problem(arrays, like):
         return f"step_seconds is {seconds.dtype} {seconds.shape}, expected float64 (step,)"
     if not (numpy.isfinite(seconds) & (seconds >= 0)).all():
         return "step_seconds holds a negative, NaN or inf duration"
+    if version > 2:
+        end_to_end = arrays["end_to_end_seconds"]
+        if end_to_end.shape != () or end_to_end.dtype != numpy.float64 or not 0 <= end_to_end < numpy.inf:
+            return f"end_to_end_seconds is {end_to_end.dtype} {end_to_end.shape} {end_to_end}, expected one " \
+                   f"float64 >= 0"
     if step < 1 or int(arrays["adam_t"]) != step or len(seconds) != step:
         return f"its step {step}, adam_t {int(arrays['adam_t'])} and {len(seconds)} step_seconds disagree"
     return None
@@ -282,10 +294,11 @@ def read_arrays(path):
 
 
 def load_checkpoint(path, xp, like, identity, total_steps=None):
-    """(params, Adam state, step, step seconds) from a checkpoint of parameters shaped like `like`
-    (a params dict) and at most `total_steps` steps; a UsageError if it is damaged, or belongs to
-    another run than `identity` (see `identity`; its data is compared unless None). A version 1
-    checkpoint has no identity: it is taken to belong to the run."""
+    """(params, Adam state, step, step seconds, end-to-end seconds) from a checkpoint of parameters
+    shaped like `like` (a params dict) and at most `total_steps` steps; a UsageError if it is
+    damaged, or belongs to another run than `identity` (see `identity`; its data is compared unless
+    None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
+    2 have no end-to-end time (None)."""
     damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it to train the run "
                                          f"again from the start")
     arrays = read_arrays(path)
@@ -308,7 +321,8 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     group = lambda prefix: {k.split("/", 1)[1]: xp.asarray(v) for k, v in arrays.items()
                             if k.startswith(prefix + "/")}
     state = {"m": group("adam_m"), "v": group("adam_v"), "t": int(arrays["adam_t"])}
-    return group("param"), state, step, list(arrays["step_seconds"])
+    end_to_end = float(arrays["end_to_end_seconds"]) if "end_to_end_seconds" in arrays else None
+    return group("param"), state, step, list(arrays["step_seconds"]), end_to_end
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,11 +451,13 @@ COUNT = (lambda v: is_count(v, 1), "an integer >= 1")
 SIZE = (lambda v: is_count(v, 0), "an integer >= 0")
 PER_DIGIT = (lambda v: isinstance(v, list) and len(v) == snn.SIZES[-1] and all(x is None or FRACTION[0](x) for x in v),
              f"a list of {snn.SIZES[-1]} numbers in [0, 1] or null")
-METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": AMOUNT, "val_acc": FRACTION,
+METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": AMOUNT, "end_to_end_seconds": AMOUNT,
+                 "val_acc": FRACTION,
                  "spikes_per_sample": AMOUNT, "mean_fitness": FINITE, "max_fitness": FINITE, "shaped_std": AMOUNT,
                  "loss": FINITE}
 FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": AMOUNT,
-               "median_seconds_per_generation": AMOUNT, "total_seconds": AMOUNT, "generations": COUNT,
+               "median_seconds_per_generation": AMOUNT, "total_seconds": AMOUNT, "end_to_end_seconds": AMOUNT,
+               "generations": COUNT,
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
                "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),

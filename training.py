@@ -138,17 +138,17 @@ def method_step(config, method, lif, team):
 
 
 def resume_point(out, resume, params, xp, total_steps, identity):
-    """(params, Adam state, first step, seconds of the steps done): a fresh start, or the
-    checkpoint in `out`, which must belong to the run `identity` (run_folder.identity); metrics
-    past it are dropped."""
-    start, step_seconds, state = 0, [], optim.init(params)
+    """(params, Adam state, first step, seconds of the steps done, end-to-end seconds so far): a
+    fresh start, or the checkpoint in `out`, which must belong to the run `identity`
+    (run_folder.identity); metrics past it are dropped."""
+    start, step_seconds, end_to_end, state = 0, [], 0.0, optim.init(params)
     if resume and (out / CHECKPOINT).exists():
-        params, state, start, step_seconds = run_folder.load_checkpoint(out / CHECKPOINT, xp, params, identity,
-                                                                        total_steps)
+        params, state, start, step_seconds, end_to_end = run_folder.load_checkpoint(out / CHECKPOINT, xp, params,
+                                                                                    identity, total_steps)
     metrics_path = out / "metrics.jsonl"
     run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
                                                       for r in run_folder.metrics_until(metrics_path, start)))
-    return params, state, start, step_seconds
+    return params, state, start, step_seconds, end_to_end
 
 
 def settings_of_job(config, team):
@@ -183,10 +183,20 @@ class Run:
     command: str         # train or reproduce, for the advice that works for it
     fresh: bool = False  # a run folder made by this call
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
+    earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
+    stretch_began: float = 0.0    # time.perf_counter() at this stretch's first step
 
     @property
     def leader(self):
         return self.team.rank == 0
+
+    def end_to_end_seconds(self):
+        """Seconds from the run's first step until now, as a user waits for them (minibatches,
+        validation and checkpoints included), summed over the stretches of a resumed run; None
+        where a checkpoint from before this was measured began the stretch."""
+        if self.earlier_seconds is None:
+            return None
+        return self.earlier_seconds + time.perf_counter() - self.stretch_began
 
 
 def train(config, out, resume=False, force=False, progress=True, team=distributed.ALONE, deadline=None,
@@ -211,7 +221,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity) if run.leader \
                 else None
-            params, state, start, step_seconds = team.broadcast(begin) if team.size > 1 else begin
+            params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
+                else begin
             run.saved = start
             params, validation = generations(run, params, state, start, step_seconds, progress and run.leader,
                                              deadline)
@@ -251,6 +262,7 @@ def set_up(config, out, team, progress, command):
                            lif, team)
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         identity = run_folder.identity(config, splits.fingerprint())
+        splits = splits.on(xp)  # minibatches are then gathered and unpacked on the device
     if team.size > 1:
         splits_held = {f"the {split} split": fingerprint for split, fingerprint in identity["data"].items()}
         check_agreement(team, {"--device": "cpu" if xp is numpy else "gpu", **splits_held})
@@ -263,6 +275,7 @@ def generations(run, params, state, start, step_seconds, show, deadline):
     steps and at the last: (params, the last validation)."""
     validation = None  # the last step is always evaluated, so after the loop this is the final one
     generation = start
+    run.stretch_began = time.perf_counter()
     with progress_bar(run.total_steps, start, run.config.name, show) as bar:
         try:
             for generation in range(start, run.total_steps):
@@ -311,7 +324,7 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
     validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team)
     if run.leader:
         record = {"generation": done, "epoch": done / run.per_epoch, "wall_seconds": sum(step_seconds),
-                  "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
+                  **timed(run), "val_acc": val_acc, "spikes_per_sample": spikes, **stats}
         run_folder.append_line(run.out / "metrics.jsonl", json.dumps(record))
     try:
         save(run, params, state, done, step_seconds)
@@ -323,13 +336,22 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
 def save(run, params, state, step, step_seconds):
     """Checkpoint the run at `step` (the first process writes it; every process notes it)."""
     if run.leader:
-        run_folder.save_checkpoint(run.out, params, state, step, step_seconds, run.identity)
+        run_folder.save_checkpoint(run.out, params, state, step, step_seconds, run.identity,
+                                   run.end_to_end_seconds())
     run.saved = step
+
+
+def timed(run):
+    """{"end_to_end_seconds": the run's end-to-end time so far}, or {} where it is not known."""
+    seconds = run.end_to_end_seconds()
+    return {} if seconds is None else {"end_to_end_seconds": seconds}
 
 
 def finish(run, params, validation, step_seconds):
     """The end: validation and test accuracy, timings and versions in final.json (its contents; {}
-    on the other processes of a job)."""
+    on the other processes of a job). total_seconds sums the update steps alone; end_to_end_seconds
+    runs from the first step to the last checkpoint."""
+    waited = timed(run)
     try:
         val_acc, spikes, val_per_digit, _ = validation or evaluate(params, run.splits.val, run.lif, run.xp, run.team)
         test_acc, _, test_per_digit, test_sparsity = evaluate(params, run.splits.test, run.lif, run.xp, run.team)
@@ -342,7 +364,7 @@ def finish(run, params, validation, step_seconds):
     final = {"test_acc": test_acc, "val_acc": val_acc, "spikes_per_sample": spikes,
              "test_acc_per_digit": test_per_digit, "val_acc_per_digit": val_per_digit,
              "median_seconds_per_generation": statistics.median(step_seconds),
-             "total_seconds": sum(step_seconds), "generations": run.total_steps,
+             "total_seconds": sum(step_seconds), **waited, "generations": run.total_steps,
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
              "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
              "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
@@ -378,7 +400,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     config = run_folder.read_config(run_dir)
     xp = array_module(device)
     like = snn.init_params(config.seed, std=config.init_std, xp=xp)
-    params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
+    params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
     scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
     accuracies = {name: score[0] for name, score in scores.items()}

@@ -16,6 +16,7 @@ import pytest
 
 import backend
 import baselines
+import data
 import eggroll
 import gpu
 import noise
@@ -105,6 +106,21 @@ def test_noise_on_the_device():
                 eggroll.lowrank_factors(*key, host_pairs, "W1", (8, 20), 2))
     assert_same(baselines.full_rank_noise(*key, device_pairs, "W2", (4, 8), xp),
                 baselines.full_rank_noise(*key, host_pairs, "W2", (4, 8), np))
+
+
+@pytest.mark.parametrize("max_shift", [0, 2])
+def test_minibatches_are_made_on_the_device(max_shift):
+    """A split whose packed frames are on the device (Split.on) gives the host's minibatches, made
+    there: gathered, unpacked and shifted without the frames leaving the device."""
+    rng = np.random.default_rng(1)
+    n_time_bins, n = 3, 10
+    packed = rng.integers(0, 256, (n, n_time_bins * data.N_INPUTS // 8), dtype=np.uint8)
+    host = data.Split(packed, rng.integers(0, 10, n), n_time_bins)
+    device = host.on(xp)
+    assert isinstance(device.packed, xp.StrictArray) and isinstance(device.labels, np.ndarray)
+    for step in (0, 3):
+        assert_same(data.minibatch(device, 4, xp, 5, step, max_shift), data.minibatch(host, 4, np, 5, step, max_shift))
+    assert_same(device.frames(np.arange(n), xp), host.frames(np.arange(n)))
 
 
 def test_network_on_the_device():

@@ -2,8 +2,10 @@
 on the same device, one table layout whether or not runs were scored on real recordings, figures
 that say what they show, and one-line errors for damaged run files."""
 import json
+import math
 from pathlib import Path
 
+import matplotlib.container
 import matplotlib.figure
 import pytest
 
@@ -57,6 +59,23 @@ def test_speedup_is_only_against_vanilla_es_on_the_same_device(tmp_path, monkeyp
     report.write_report(tmp_path / "best", "best")
     rows = table_rows(tmp_path / "best")
     assert rows["| eggroll-r1"][3] == "3.00×" and rows["| eggroll-r4"][3] == "–" and rows["| es"][3] == "1.00×"
+
+
+def test_times_are_the_summed_steps_and_end_to_end_each_named_in_the_table_and_the_figure(tmp_path, saved):
+    """Table 1's end-to-end column and the time figure's second bars come from end_to_end_seconds;
+    a method whose runs lack it shows – and no bar, and the note says which time is which."""
+    for seed, end_to_end in ((1, 30.0), (2, 40.0)):
+        write_run(tmp_path, "bptt", seed, total_seconds=10.0, end_to_end_seconds=end_to_end)
+    write_run(tmp_path, "es", 1, total_seconds=20.0)
+    report.write_report(tmp_path, "quick")
+    rows = table_rows(tmp_path)
+    assert rows["| method"][5] == "end-to-end s" and rows["| bptt"][5] == "35 ± 7" and rows["| es"][5] == "–"
+    assert report.TIME_NOTE in (tmp_path / "table.md").read_text()
+    steps, end_to_end = [c for c in saved["wallclock.png"].axes[0].containers
+                         if isinstance(c, matplotlib.container.BarContainer)]
+    assert [bar.get_height() for bar in steps] == [10.0, 20.0]
+    assert end_to_end[0].get_height() == 35.0 and math.isnan(end_to_end[1].get_height())
+    assert end_to_end.get_label().startswith("end to end") and steps.get_label() == "summed update steps"
 
 
 def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tmp_path, monkeypatch):
@@ -230,19 +249,22 @@ def test_protocol_figure_marks_the_paper_left_of_the_populations(tmp_path, saved
 def test_budget_table_and_figures_show_each_run_at_each_population(tmp_path, saved):
     write_hyperscale_runs(tmp_path, [("eggroll-r1", 512, 1, 0.80), ("eggroll-r4", 512, 1, 0.81), ("es", 512, 1, 0.75),
                                      ("es", 8192, 1, 0.78)], total_seconds=123.4)
-    write_hyperscale_runs(tmp_path, [("eggroll-r1", 65536, 1, 0.93)], total_seconds=123.4,
+    write_hyperscale_runs(tmp_path, [("eggroll-r1", 65536, 1, 0.93)], total_seconds=123.4, end_to_end_seconds=150.6,
                           test_sparsity=dict(SPARSITY, hidden_spikes_per_sample=80.0,
                                              synaptic_ops_per_sample=64 * 1800.0 + 10 * 80.0))
     written = report.write_hyperscale_report(tmp_path, "budget")
     assert [p.name for p in written] == ["table.md", "budget_accuracy.png", "budget_speed.png"]
     rows = [line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
-    assert rows[0] == "| run | members | test % | val % | s / generation | total s | hidden spikes | energy nJ |"
-    assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 | – | – |",
-                        "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 | – | – |",
-                        "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 | – | – |",
-                        f"| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 | 80.0 | {0.9 * 116000 / 1e3:.1f} |",
-                        "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 | – | – |"]
+    assert rows[0] == ("| run | members | test % | val % | s / generation | step s | end-to-end s | hidden spikes | "
+                       "energy nJ |")
+    assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 | – | – | – |",
+                        "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 | – | – | – |",
+                        "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 | – | – | – |",
+                        f"| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 | 151 ± 0 | 80.0 | "
+                        f"{0.9 * 116000 / 1e3:.1f} |",
+                        "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 | – | – | – |"]
     assert report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
+    assert report.TIME_NOTE in (tmp_path / "table.md").read_text()
     accuracy, speed = saved["budget_accuracy.png"].axes[0], saved["budget_speed.png"].axes[0]
     assert (accuracy.get_xscale(), accuracy.get_yscale()) == ("log", "linear")
     assert (speed.get_xscale(), speed.get_yscale()) == ("log", "log")
@@ -256,17 +278,19 @@ def test_headline_table_shows_every_seed_its_weakest_digit_and_the_mean(tmp_path
     digits = lambda worst: [0.99, None, worst] + [0.95] * 7
     for seed, test_acc, worst in [(1, 0.93, 0.81), (2, 0.94, 0.85), (3, 0.92, 0.83)]:
         write_run(tmp_path, "eggroll-r1-m65536", seed, test_acc=test_acc, test_acc_per_digit=digits(worst),
-                  real_acc=0.9 if seed == 1 else None, device="gpu (NVIDIA H200)", total_seconds=3600.0)
+                  real_acc=0.9 if seed == 1 else None, device="gpu (NVIDIA H200)", total_seconds=3600.0,
+                  **({"end_to_end_seconds": 4000.0 + seed} if seed > 1 else {}))
     write_run(tmp_path, "es-m4096", 1, test_acc=0.8, device="gpu (NVIDIA H200)")  # final.json without per digit
     written = report.write_hyperscale_report(tmp_path, "headline")
     assert [p.name for p in written] == ["table.md", "convergence.png"]
     rows = {tuple(line.split(" | ")[:2]): line for line in (tmp_path / "table.md").read_text().splitlines()}
     assert rows["| eggroll-r1, 65536 members", "1"] == \
-        "| eggroll-r1, 65536 members | 1 | 93.00 | 90.00 | 81.00 (digit 2) | 3600 | – | – | gpu (NVIDIA H200) |"
+        "| eggroll-r1, 65536 members | 1 | 93.00 | 90.00 | 81.00 (digit 2) | 3600 | – | – | – | gpu (NVIDIA H200) |"
+    assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[6] == "4002"
     assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[3] == "–"
     assert rows["| eggroll-r1, 65536 members", "mean ± std"] == ("| eggroll-r1, 65536 members | mean ± std | "
                                                                  "93.00 ± 1.00 | 90.00 ± 0.00 (1/3 seeds) | "
-                                                                 "83.00 ± 2.00 | 3600 ± 0 | – | – | |")
+                                                                 "83.00 ± 2.00 | 3600 ± 0 | 4002 ± 1 (2/3 seeds) | – | – | |")
     assert rows["| es, 4096 members", "1"].split(" | ")[4] == "–"
     assert "Device: gpu (NVIDIA H200)" in (tmp_path / "table.md").read_text()
     assert [line.get_label() for line in saved["convergence.png"].axes[0].get_lines()] == ["es-m4096",
@@ -319,8 +343,8 @@ def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_
     assert cells[7].startswith(f"{energy:.1f}")
     assert cells[8] == f"{148608 * 4.6 / 1e3 / energy:.1f} |"
     table = table_rows(tmp_path)  # Table 1 gives the hidden spikes and energy too, before the real recordings
-    assert table["| eggroll-r4"][6:8] == ["200.0 ± 70.7", f"{energy:.1f} ± {0.9 * 707.1 / 1e3:.1f}"]
-    assert table["| es"][6:8] == ["–", "–"] and report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
+    assert table["| eggroll-r4"][7:9] == ["200.0 ± 70.7", f"{energy:.1f} ± {0.9 * 707.1 / 1e3:.1f}"]
+    assert table["| es"][7:9] == ["–", "–"] and report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
     damaged = write_run(tmp_path, "eggroll-r1", 1, test_sparsity=dict(measured, silent_hidden_fraction=2.0))
     with pytest.raises(ValueError, match="test_sparsity.silent_hidden_fraction must be a number in"):
         report.write_report(tmp_path, "quick")

@@ -8,11 +8,13 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
 import pytest
 
+import data
 import eggroll
 import report
 import resources
@@ -92,8 +94,15 @@ def rewrite_checkpoint(out, change):
 
 def as_version_1(arrays):
     """A checkpoint as written before checkpoints recorded their run: version 1, no identity."""
+    as_version_2(arrays)
     del arrays["identity"]
     arrays["version"] = np.int64(1)
+
+
+def as_version_2(arrays):
+    """A checkpoint as written before checkpoints recorded the end-to-end time: version 2."""
+    del arrays["end_to_end_seconds"]
+    arrays["version"] = np.int64(2)
 
 
 def write_npy(out):
@@ -119,6 +128,9 @@ def write_npy(out):
      "step_seconds is float64 (10, 1), expected float64 (step,)"),
     (lambda out: rewrite_checkpoint(out, lambda a: a["step_seconds"].__setitem__(3, -1.0)),
      "step_seconds holds a negative, NaN or inf duration"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(end_to_end_seconds=np.float64(np.nan))),
+     "end_to_end_seconds is float64 () nan, expected one float64 >= 0"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.pop("end_to_end_seconds")), "end_to_end_seconds is missing"),
     (lambda out: rewrite_checkpoint(out, lambda a: a["adam_v/W1"].__setitem__((0, 0), -1.0)),
      "adam_v/W1 holds negative values"),
     (lambda out: rewrite_checkpoint(out, lambda a: a["adam_m/b1"].__setitem__(0, np.inf)),
@@ -375,6 +387,56 @@ def test_a_checkpoint_from_before_checkpoints_named_their_run_still_resumes_to_t
     expected, resumed = stored_params(whole), stored_params(out)
     for name in expected:
         np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
+
+
+def test_a_checkpoint_from_before_the_end_to_end_time_resumes_to_the_same_weights_without_one(
+        tmp_path, dataset, capsys, monkeypatch):
+    """A version 2 checkpoint has no end-to-end time: the resumed run trains to the same weights,
+    and neither its later records nor final.json claim a time they did not measure."""
+    whole = tmp_path / "whole"
+    assert run.main(train_args(whole, dataset)) == 0
+    out = tmp_path / "old"
+    with monkeypatch.context() as patch:
+        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
+        assert run_main(train_args(out, dataset), capsys)[0] == 2
+    rewrite_checkpoint(out, as_version_2)
+    assert run.main(train_args(out, dataset, "--resume")) == 0
+    expected, resumed = stored_params(whole), stored_params(out)
+    for name in expected:
+        np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [("end_to_end_seconds" in r) for r in records] == [True, False]
+    assert "end_to_end_seconds" not in json.loads((out / "final.json").read_text())
+    with np.load(out / run_folder.CHECKPOINT) as stored:
+        assert int(stored["version"]) == 2 and "end_to_end_seconds" not in stored.files
+
+
+def test_the_end_to_end_time_counts_what_the_steps_do_not_and_adds_up_over_a_resume(
+        tmp_path, dataset, capsys, monkeypatch):
+    """Each minibatch is made 20 ms slower: the summed step time does not see it, the end-to-end
+    time does (10 steps: at least 0.2 s more). A run stopped at step 7 and resumed adds its second
+    stretch to the first: the end-to-end time of its final.json exceeds its checkpoint's at step 7."""
+    real_minibatch = data.minibatch
+
+    def slow_minibatch(*args, **kwargs):
+        time.sleep(0.02)
+        return real_minibatch(*args, **kwargs)
+    monkeypatch.setattr(data, "minibatch", slow_minibatch)
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
+        assert run_main(train_args(out, dataset), capsys)[0] == 2
+    with np.load(out / run_folder.CHECKPOINT) as stored:
+        first_stretch = float(stored["end_to_end_seconds"])
+    assert first_stretch >= 7 * 0.02
+    assert run.main(train_args(out, dataset, "--resume")) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["end_to_end_seconds"] - final["total_seconds"] >= 10 * 0.02
+    assert final["end_to_end_seconds"] >= first_stretch + 3 * 0.02
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["generation"] for r in records] == [5, 10]
+    assert records[0]["end_to_end_seconds"] - records[0]["wall_seconds"] >= 5 * 0.02
+    assert records[0]["end_to_end_seconds"] < records[1]["end_to_end_seconds"] <= final["end_to_end_seconds"]
 
 
 def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train_again(tmp_path, dataset, capsys,
