@@ -7,7 +7,10 @@ baselines.ESConfig, baselines.BPTTConfig, optim.Adam) are made from it. A field 
 methods it applies to; the others ignore it, and the command line refuses it for them.
 """
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
+
+import numpy
 
 import backend
 import baselines
@@ -17,13 +20,16 @@ import snn
 
 METHODS = ("eggroll", "es", "bptt")
 ES_METHODS = ("eggroll", "es")
+SIGMA_SCHEDULES = ("constant", "cosine", "exponential")
 
 
-def setting(default, help, methods=METHODS, choices=None, result=True, check=None):
+def setting(default, help, methods=METHODS, choices=None, result=True, check=None, lever=False):
     """A RunConfig field. result=False: a setting that says where or how a run happens, not what it
-    computes (not stored in config.json). check = (predicate, requirement, valid example)."""
+    computes (not stored in config.json). check = (predicate, requirement, valid example).
+    lever=True: a recipe setting added later, which changes nothing at its default and is stored
+    only away from it, so that the runs trained before it keep their config.json."""
     return field(default=default, metadata=dict(help=help, methods=methods, choices=choices,
-                                                result=result, check=check))
+                                                result=result, check=check, lever=lever))
 
 
 def at_least(low, example):
@@ -56,7 +62,19 @@ class RunConfig:
                               check=(lambda v: v >= 2 and v % 2 == 0, "must be an even number >= 2 "
                                                                      "(P antithetic pairs)", "512"))
     batch_size: int = setting(256, "samples per minibatch", check=at_least(1, "256"))
-    sigma: float = setting(0.1, "ES noise scale sigma", ES_METHODS, check=between(0, 10, "0.1", open_low=True))
+    sigma: float = setting(0.1, "ES noise scale sigma (with --sigma-schedule: at the first generation)", ES_METHODS,
+                           check=between(0, 10, "0.1", open_low=True))
+    sigma_schedule: str = setting("constant", "constant; cosine: sigma falls to --sigma-min along (1 + cos(pi g / G)) "
+                                              "/ 2; exponential: sigma x (sigma-min / sigma)^(g / G), generation g "
+                                              "of G", ES_METHODS, choices=SIGMA_SCHEDULES, lever=True)
+    sigma_min: float = setting(0.02, "where --sigma-schedule takes sigma by the end", ES_METHODS,
+                               check=between(0, 10, "0.02", open_low=True), lever=True)
+    output_sigma_scale: float = setting(1.0, "sigma of the output layer (W2, b2) as a multiple of the hidden "
+                                             "layer's (W1, b1)", ("eggroll",),
+                                        check=between(0, 100, "0.5", open_low=True), lever=True)
+    batch_growth: int = setting(1, "the minibatch grows from --batch-size at the first generation to this many "
+                                   "times it at the last, in whole minibatches", ES_METHODS,
+                                check=between(1, 64, "4"), lever=True)
     lr: float = setting(0.01, "Adam learning rate", check=between(0, 1, "0.01", open_low=True))
     lr_schedule: str = setting("constant", "constant, or cosine: lr * (1 + cos(pi * step / steps)) / 2, "
                                            "decaying to 0 at the end", choices=optim.SCHEDULES)
@@ -88,12 +106,33 @@ class RunConfig:
 
     # --- the method configurations made from it ---
 
-    def eggroll(self):
-        return eggroll.Config(self.population, self.rank, self.sigma, self.seed, self.logit_scale, self.spike_cost)
+    def eggroll(self, step=0, total_steps=1):
+        """EGGROLL's settings at generation `step` of `total_steps` (its sigma scheduled)."""
+        return eggroll.Config(self.population, self.rank, self.sigma_at(step, total_steps), self.seed,
+                              self.logit_scale, self.spike_cost, self.output_sigma_scale)
 
-    def es(self):
-        return baselines.ESConfig(self.population, self.sigma, self.seed, self.logit_scale, self.es_mode,
-                                  self.spike_cost)
+    def es(self, step=0, total_steps=1):
+        return baselines.ESConfig(self.population, self.sigma_at(step, total_steps), self.seed, self.logit_scale,
+                                  self.es_mode, self.spike_cost)
+
+    def sigma_at(self, step, total_steps):
+        """sigma at generation `step` (0-based) of `total_steps`: --sigma, falling to --sigma-min by
+        the end along --sigma-schedule. Each pair's update uses the sigma it was drawn with."""
+        progress = step / total_steps
+        if self.sigma_schedule == "cosine":
+            return self.sigma_min + (self.sigma - self.sigma_min) * (1 + math.cos(math.pi * progress)) / 2
+        if self.sigma_schedule == "exponential":
+            return self.sigma * (self.sigma_min / self.sigma) ** progress
+        return self.sigma
+
+    def minibatches(self, step, total_steps):
+        """(first, count): update `step` of `total_steps` trains on minibatches first .. first +
+        count - 1 of --batch-size, count rising linearly from 1 at the first update to
+        --batch-growth at the last (BPTT: one each, first = step)."""
+        if self.method == "bptt":
+            return step, 1
+        counts = 1 + (self.batch_growth - 1) * numpy.arange(step + 1) // max(total_steps - 1, 1)
+        return int(counts[:-1].sum()), int(counts[-1])
 
     def bptt(self):
         return baselines.BPTTConfig(self.slope, self.logit_scale, spike_cost=self.spike_cost)
@@ -126,12 +165,17 @@ def check(config):
         value = getattr(config, spec.name)
         if rule and applies(spec, config.method) and not rule[0](value):
             raise ValueError(f"{option(spec.name)} {rule[1]}, got {value}: use e.g. {option(spec.name)} {rule[2]}")
+    if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
+        raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
+                         f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")
 
 
 def stored(config):
-    """What defines a run's result: the fields config.json holds, those its method uses."""
+    """What defines a run's result: the fields config.json holds, those its method uses (a lever
+    only away from its default)."""
     return {spec.name: getattr(config, spec.name) for spec in fields(RunConfig)
-            if spec.metadata["result"] and applies(spec, config.method)}
+            if spec.metadata["result"] and applies(spec, config.method)
+            and not (spec.metadata["lever"] and getattr(config, spec.name) == spec.default)}
 
 
 TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}

@@ -484,10 +484,10 @@ def _check_apart(dirs, listed):
                                f"split must hold its own: restore {dirs['Test']} from test.zip of N-MNIST")
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
     """The shuffled order of n samples in one epoch, seeded by (seed, epoch); read-only, and kept
-    for the epoch's next minibatch."""
+    for the next minibatches (two epochs: a minibatch of several may span them)."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
@@ -509,20 +509,24 @@ def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
         yield split.frames(idx, xp), xp.asarray(split.labels[idx])
 
 
-def minibatch(split, batch_size, xp, seed, step, max_shift=0):
+def minibatch(split, batch_size, xp, seed, step, count=1, max_shift=0):
     """The `step`-th shuffled minibatch of a training run, counting across epochs: the same
     batches as `batches(..., seed, epoch)` yields in turn, reachable directly so a resumed run
-    continues exactly where it stopped. A split smaller than batch_size gives all of it.
+    continues exactly where it stopped. A split smaller than batch_size gives all of it. count > 1:
+    minibatches step .. step + count - 1 as one.
 
     max_shift > 0 augments the batch: each sample moves by its own (dy, dx), both uniform in
     -max_shift..max_shift pixels, drawn from (seed, step, max_shift) so that a resumed run sees
     the same."""
     per_epoch = max(len(split) // batch_size, 1)
-    epoch, index = divmod(step, per_epoch)
-    idx = epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
+    parts = [divmod(number, per_epoch) for number in range(step, step + count)]
+    idx = np.concatenate([epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
+                          for epoch, index in parts])
     shifts = None
     if max_shift:
-        shifts = np.random.default_rng([seed, step, max_shift]).integers(-max_shift, max_shift + 1, (len(idx), 2))
+        part_size = len(idx) // count
+        shifts = np.concatenate([np.random.default_rng([seed, number, max_shift]).integers(
+            -max_shift, max_shift + 1, (part_size, 2)) for number in range(step, step + count)])
     return split.frames(idx, xp, shifts), xp.asarray(split.labels[idx])
 
 

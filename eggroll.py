@@ -37,18 +37,24 @@ PAIRS_PER_BLOCK = 64  # pairs per matrix product of the population (see populati
 @dataclass(frozen=True)
 class Config:
     """What one EGGROLL population needs: population = 2P members as P antithetic pairs, the
-    rank r and scale sigma of the perturbations, the seed of the noise, the readout scale of
-    the fitness (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it."""
+    rank r and scale sigma of the perturbations (the output layer's: output_sigma_scale x sigma),
+    the seed of the noise, the readout scale of the fitness (softmax(logit_scale * rate), Eq. (3))
+    and the price of a hidden spike in it."""
     population: int
     rank: int
     sigma: float
     seed: int
     logit_scale: float
     spike_cost: float = 0.0
+    output_sigma_scale: float = 1.0
 
     @property
     def pairs(self):
         return self.population // 2
+
+    def layer_sigma(self, name):
+        """sigma of parameter `name` (W1, b1, W2, b2): a layer's bias shares its weights' sigma."""
+        return self.sigma * self.output_sigma_scale if name.endswith("2") else self.sigma
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,14 +135,14 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
     pairs = xp.arange(config.pairs)[pairs]
     n_pairs = pairs.shape[0]
-    scale = config.sigma / math.sqrt(config.rank)
 
     def layer_noise(layer, m, n):
         """rows = [sigma/sqrt(r) A_p^T ; sigma delta_p] (P, r + 1, m) and the factors B_p (P, r, n)."""
         a, b = lowrank_factors(config.seed, generation, pairs, f"W{layer}", (m, n), config.rank, xp)
         delta = noise.normals(config.seed, generation, pairs, f"b{layer}", m, xp)
         a, b, delta = (v.astype(frames.dtype, copy=False) for v in (a, b, delta))  # float64 stays float64
-        return xp.concatenate([scale * a, config.sigma * delta[:, None, :]], axis=1), b
+        sigma = config.layer_sigma(f"W{layer}")
+        return xp.concatenate([sigma / math.sqrt(config.rank) * a, sigma * delta[:, None, :]], axis=1), b
 
     rows1, factors_b1 = layer_noise(1, n_hidden, n_in)
     rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
@@ -240,10 +246,10 @@ def gradient(f, params, config, generation, pairs=slice(None)):
     for name, value in params.items():
         if name.startswith("W"):
             a, b = lowrank_factors(config.seed, generation, chosen, name, value.shape, config.rank, xp)
-            grads[name] = lowrank_gradient(f, a, b, config.sigma, config.pairs)
+            grads[name] = lowrank_gradient(f, a, b, config.layer_sigma(name), config.pairs)
         else:
             delta = noise.normals(config.seed, generation, chosen, name, value.shape[0], xp)
-            grads[name] = bias_gradient(f, delta, config.sigma, config.pairs)
+            grads[name] = bias_gradient(f, delta, config.layer_sigma(name), config.pairs)
     return grads
 
 
@@ -285,6 +291,8 @@ def check_population(population, sigma):
 def check_config(config, params):
     """ValueError naming the problem and the fix, for settings EGGROLL cannot run with."""
     check_population(config.population, config.sigma)
+    if not config.output_sigma_scale > 0:
+        raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
     for name in ("W1", "W2"):
         limit = min(params[name].shape)
         if not 1 <= config.rank <= limit:

@@ -81,7 +81,8 @@ def run_bytes(config, gpu, recordings=None):
     whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking)."""
     n_recorded, n_test = recordings or NMNIST_SIZE
     n_val = round(n_recorded / 10)
-    batch = max(1, min(config.batch_size, n_recorded - n_val))  # a split smaller than a batch is one batch
+    growth = config.batch_growth if config.method != "bptt" else 1  # the largest minibatch, at the last generation
+    batch = max(1, min(config.batch_size, n_recorded - n_val)) * growth  # a split smaller than a batch is one batch
     evaluated = max(1, min(EVAL_BATCH, max(n_val, n_test)))
     method = {"eggroll": "eggroll", "es": f"es-{config.es_mode}", "bptt": "bptt"}[config.method]
     frames = config.time_bins * snn.SIZES[0]

@@ -125,16 +125,18 @@ class DeadlineReached(Exception):
     """The run stopped at reproduce's --deadline, its checkpoint at the step it reached."""
 
 
-def method_step(config, method, lif, team):
-    """The update of config.method as step(params, state, frames, labels, generation, adam)."""
+def method_step(config, lif, team, total_steps):
+    """The update of config.method as step(params, state, frames, labels, generation, adam); an ES
+    generation is drawn, and updated, with the sigma of its generation (config.sigma_at)."""
     if config.method == "eggroll":
         return lambda params, state, frames, labels, generation, adam: eggroll.generation_step(
-            params, state, frames, labels, generation, method, adam, lif, team)
+            params, state, frames, labels, generation, config.eggroll(generation, total_steps), adam, lif, team)
     if config.method == "es":
         return lambda params, state, frames, labels, generation, adam: baselines.es_generation_step(
-            params, state, frames, labels, generation, method, adam, lif, team)
+            params, state, frames, labels, generation, config.es(generation, total_steps), adam, lif, team)
+    bptt = config.bptt()
     return lambda params, state, frames, labels, generation, adam: baselines.bptt_step(
-        params, state, frames, labels, method, adam, lif)
+        params, state, frames, labels, bptt, adam, lif)
 
 
 def resume_point(out, resume, params, xp, total_steps, identity):
@@ -258,9 +260,8 @@ def set_up(config, out, team, progress, command):
         if not len(splits.train):
             raise UsageError("the training split is empty: check --data-root")
         lif = config.lif()
-        step = method_step(config, {"eggroll": config.eggroll, "es": config.es, "bptt": config.bptt}[config.method](),
-                           lif, team)
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
+        step = method_step(config, lif, team, total_steps)
         identity = run_folder.identity(config, splits.fingerprint())
         splits = splits.on(xp)  # minibatches are then gathered and unpacked on the device
     if team.size > 1:
@@ -286,7 +287,8 @@ def generations(run, params, state, start, step_seconds, show, deadline):
                     raise DeadlineReached(f"{run.out} stopped by --deadline at step {generation} of "
                                           f"{run.total_steps}; the next reproduce resumes it")
                 frames, labels = data.minibatch(run.splits.train, run.config.batch_size, run.xp, run.config.seed,
-                                                generation, run.config.max_shift)
+                                                *run.config.minibatches(generation, run.total_steps),
+                                                max_shift=run.config.max_shift)
                 began = time.perf_counter()
                 params, state, stats = update(run, params, state, frames, labels, generation, step_seconds)
                 step_seconds.append(time.perf_counter() - began)

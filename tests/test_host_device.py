@@ -119,7 +119,8 @@ def test_minibatches_are_made_on_the_device(max_shift):
     device = host.on(xp)
     assert isinstance(device.packed, xp.StrictArray) and isinstance(device.labels, np.ndarray)
     for step in (0, 3):
-        assert_same(data.minibatch(device, 4, xp, 5, step, max_shift), data.minibatch(host, 4, np, 5, step, max_shift))
+        assert_same(data.minibatch(device, 4, xp, 5, step, max_shift=max_shift),
+                    data.minibatch(host, 4, np, 5, step, max_shift=max_shift))
     assert_same(device.frames(np.arange(n), xp), host.frames(np.arange(n)))
 
 

@@ -1,0 +1,108 @@
+"""The recipe's levers (config.py): a sigma schedule, the output layer's own sigma and a growing
+minibatch. Each changes nothing at its default (config.json included) and, when set, does what its
+help says: known answers for the schedules and the per-layer sigma, and a training run that
+records the sigma and the minibatch size of every generation."""
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+import config
+import data
+import eggroll
+import run
+import snn
+from test_eggroll import draw_network, member_noise
+from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
+
+LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3}
+
+
+def test_sigma_schedules_start_at_sigma_and_fall_to_sigma_min():
+    """constant: sigma itself at every generation; cosine: sigma_min + (sigma - sigma_min)(1 +
+    cos(pi g / G)) / 2; exponential: sigma (sigma_min / sigma)^(g / G): at g = 0 sigma, halfway the
+    arithmetic (cosine) or geometric (exponential) mean, falling all the way."""
+    base = config.RunConfig(sigma=0.2, sigma_min=0.02)
+    assert [base.sigma_at(g, 10) for g in range(10)] == [0.2] * 10
+    cosine = dataclasses.replace(base, sigma_schedule="cosine")
+    exponential = dataclasses.replace(base, sigma_schedule="exponential")
+    for schedule, middle in ((cosine, (0.2 + 0.02) / 2), (exponential, math.sqrt(0.2 * 0.02))):
+        values = [schedule.sigma_at(g, 10) for g in range(10)]
+        assert values[0] == pytest.approx(0.2, abs=1e-15) and values[5] == pytest.approx(middle, rel=1e-12)
+        assert all(a > b > 0.02 for a, b in zip(values, values[1:]))
+        assert schedule.sigma_at(10, 10) == pytest.approx(0.02, rel=1e-12)
+
+
+def test_a_growing_minibatch_takes_whole_minibatches_one_after_another():
+    """batch_growth K: update g of G takes 1 + (K - 1) g // (G - 1) minibatches, following on
+    from the last update's; K = 1 is one minibatch, the g-th; BPTT ignores it."""
+    grown = config.RunConfig(batch_growth=4)
+    assert [grown.minibatches(g, 4) for g in range(4)] == [(0, 1), (1, 2), (3, 3), (6, 4)]
+    assert [grown.minibatches(g, 7) for g in range(7)] == [(0, 1), (1, 1), (2, 2), (4, 2), (6, 3), (9, 3), (12, 4)]
+    assert [config.RunConfig().minibatches(g, 5) for g in range(5)] == [(g, 1) for g in range(5)]
+    assert dataclasses.replace(grown, method="bptt").minibatches(3, 10) == (3, 1)
+
+
+@pytest.mark.parametrize("max_shift", [0, 2])
+def test_a_minibatch_of_several_is_those_minibatches_in_turn(max_shift):
+    """minibatch(count=3) is minibatches step, step + 1, step + 2 side by side (their shifts
+    too), across the end of an epoch as well."""
+    rng = np.random.default_rng(2)
+    split = data.Split(rng.integers(0, 256, (40, 2 * data.N_INPUTS // 8), dtype=np.uint8), rng.integers(0, 10, 40), 2)
+    for step in (0, 3):  # 4 minibatches of 8 an epoch: steps 3, 4, 5 span two epochs
+        frames, labels = data.minibatch(split, 8, np, 7, step, count=3, max_shift=max_shift)
+        parts = [data.minibatch(split, 8, np, 7, s, max_shift=max_shift) for s in range(step, step + 3)]
+        np.testing.assert_array_equal(frames, np.concatenate([f for f, _ in parts], axis=1))
+        np.testing.assert_array_equal(labels, np.concatenate([y for _, y in parts]))
+
+
+def test_the_output_layer_is_perturbed_and_updated_with_its_own_sigma():
+    """output_sigma_scale s: members are theta +- sigma (E1, delta1) +- s sigma (E2, delta2), each
+    materialised here (spike counts exactly equal), and the update's W2, b2 use s sigma, so for
+    the same pair differences they are those of s = 1 divided by s; W1, b1 are unchanged."""
+    params, frames, plain = draw_network((7, 6, 4, 3, 4, 3, 2, 99))
+    scaled = dataclasses.replace(plain, output_sigma_scale=0.25)
+    counts, _ = eggroll.perturbed_forward(params, frames, scaled, 3)
+    noise = member_noise(scaled, 3, params)
+    for member in range(scaled.population):
+        sign, p = 1 - 2 * (member % 2), member // 2
+        sigma = {"W1": 0.5, "b1": 0.5, "W2": 0.125, "b2": 0.125}
+        perturbed = {name: value + sign * sigma[name] * noise[name][p] for name, value in params.items()}
+        np.testing.assert_array_equal(counts[member], snn.forward(perturbed, frames)[0][0])
+    f = np.random.default_rng(3).standard_normal(scaled.pairs).astype(np.float32)
+    grads, reference = eggroll.gradient(f, params, scaled, 3), eggroll.gradient(f, params, plain, 3)
+    for name in params:
+        np.testing.assert_allclose(grads[name], reference[name] / (0.25 if name.endswith("2") else 1), rtol=1e-6)
+
+
+def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
+    """config.json of a run without levers holds what it held before they existed; a set lever is
+    stored and read back; a schedule's sigma_min must lie below sigma."""
+    plain = config.RunConfig()
+    assert not set(LEVERS) & set(config.stored(plain))
+    levered = dataclasses.replace(plain, **LEVERS)
+    assert {k: config.stored(levered)[k] for k in LEVERS} == LEVERS
+    assert config.from_stored(json.loads(json.dumps(config.stored(levered)))) == levered
+    assert "output_sigma_scale" not in config.stored(dataclasses.replace(levered, method="es"))
+    with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.1\)"):
+        config.check(dataclasses.replace(plain, sigma_schedule="exponential", sigma_min=0.1))
+
+
+def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, dataset, monkeypatch):
+    """Through `run.py train`: each generation's population is drawn with sigma_at(g, G) (the
+    update uses the same config, so the same sigma) on a minibatch of minibatches(g, G)[1] x B."""
+    seen = []
+    real_step = eggroll.generation_step
+
+    def recording_step(params, state, frames, labels, generation, method, *args):
+        seen.append((generation, method.sigma, method.output_sigma_scale, frames.shape[1]))
+        return real_step(params, state, frames, labels, generation, method, *args)
+    monkeypatch.setattr(eggroll, "generation_step", recording_step)
+    options = ["--sigma", "0.3", "--sigma-schedule", "cosine", "--sigma-min", "0.05", "--output-sigma-scale", "0.5",
+               "--batch-growth", "3", "--generations", "6"]
+    assert run.main(["train", "--out", str(tmp_path / "run"), *SMALL, *dataset, *options]) == 0
+    stored = config.from_stored(json.loads((tmp_path / "run" / "config.json").read_text()))
+    assert seen == [(g, stored.sigma_at(g, 6), 0.5, 16 * stored.minibatches(g, 6)[1]) for g in range(6)]
+    assert [size for *_, size in seen] == [16, 16, 16, 32, 32, 48]  # 1 + 2 g // 5 minibatches
