@@ -369,6 +369,7 @@ def finish(run, params, validation, step_seconds):
              "total_seconds": sum(step_seconds), **waited, "generations": run.total_steps,
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
              "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
+             "data": {"fingerprint": run.identity["data"]},
              "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
     run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1))
     return final

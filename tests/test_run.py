@@ -594,6 +594,7 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
         64 * measured["input_events_per_sample"] + 10 * measured["hidden_spikes_per_sample"], rel=1e-12)
     assert measured["hidden_spikes_per_sample"] > 0 and json.loads((tmp_path / "run" / "final.json").read_text())[
         "test_sparsity"] == measured
+    assert final["data"] == {"fingerprint": splits.fingerprint()}  # the data it trained on, split by split
 
 
 def test_a_closed_pipe_ends_a_run_quietly_and_a_full_stdout_is_one_line(tmp_path, dataset):
