@@ -5,6 +5,7 @@ import gzip
 import hashlib
 import http.server
 import shutil
+import socket
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 import data
 import mnist
+import run
 
 DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
 SHA256 = {name: hashlib.sha256(gzip.decompress((DIGITS / f"{name}.gz").read_bytes())).hexdigest()
@@ -47,6 +49,12 @@ def serve():
 def official(monkeypatch):
     """The committed digits stand for the official files: their SHA256 is the one checked."""
     monkeypatch.setattr(mnist, "OFFICIAL_SHA256", SHA256)
+
+
+def closed_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_gzipped_and_plain_files_read_the_same(tmp_path, official):
@@ -110,3 +118,25 @@ def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_p
     monkeypatch.setattr(mnist, "MIRRORS", (bad_url, good_url))
     mnist.fetch(cache, progress=False)
     assert mnist.load(cache)[1] == SHA256 and not list(cache.glob("*.tmp"))
+
+
+def test_offline_the_command_says_what_to_fetch_and_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(mnist, "MIRRORS", (f"http://127.0.0.1:{closed_port()}/mnist/",))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert run.main(["emulate", "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MNIST could not be downloaded" in err and "refused" in err.lower()
+    assert f"into {tmp_path / 'cache' / 'eggroll-snn' / 'mnist'} by hand" in err and "--mnist" in err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_without_mnist_the_command_downloads_it_into_the_cache_and_emulates(tmp_path, serve, official,
+                                                                            monkeypatch, capsys):
+    url, _ = serve(DIGITS)
+    monkeypatch.setattr(mnist, "MIRRORS", (url,))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert run.main(["emulate", "--out", str(tmp_path / "out"), "--split", "test", "--quiet"]) == 0
+    assert sorted(p.name for p in (tmp_path / "cache" / "eggroll-snn" / "mnist").iterdir()) == \
+        sorted(f"{name}.gz" for name in mnist.NAMES)
+    assert len(list((tmp_path / "out" / "NMNIST" / "Test").glob("*/*.bin"))) == 21
+    assert not list((tmp_path / "out" / "NMNIST" / "Train").glob("*/*.bin"))
