@@ -113,10 +113,12 @@ class Emulator:
 
     def __init__(self, seed=0):
         self.seed = int(seed)
-        g = np.random.Generator(np.random.Philox(np.random.SeedSequence([self.seed, 0x5E4502])))
+        g = np.random.Generator(np.random.Philox(np.random.SeedSequence([self.seed, 0x5E4502])))  # the sensor's key
         shape = (SENSOR, SENSOR)
-        self.threshold_on = np.maximum(THRESHOLD_ON + THRESHOLD_SIGMA * g.standard_normal(shape), 0.05).astype(np.float32)
-        self.threshold_off = np.maximum(THRESHOLD_OFF + THRESHOLD_SIGMA * g.standard_normal(shape), 0.05).astype(np.float32)
+        # the mismatch is drawn even at THRESHOLD_SIGMA = 0: the draws after it follow it in the stream
+        on_mismatch, off_mismatch = g.standard_normal(shape), g.standard_normal(shape)
+        self.threshold_on = np.maximum(THRESHOLD_ON + THRESHOLD_SIGMA * on_mismatch, 0.05).astype(np.float32)
+        self.threshold_off = np.maximum(THRESHOLD_OFF + THRESHOLD_SIGMA * off_mismatch, 0.05).astype(np.float32)
         refractory = REFRACTORY_MS * np.exp(REFRACTORY_SIGMA * g.standard_normal(shape))
         self.refractory = np.maximum(refractory, DT_MS).astype(np.float32)
         rate = np.exp(NOISE_SIGMA * g.standard_normal(shape) - 0.5 * NOISE_SIGMA * NOISE_SIGMA) * NOISE_HZ

@@ -93,8 +93,9 @@ def load(folder):
     of the four uncompressed files). Files that are not the official ones are read with a warning."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
-        raise data.MissingDataError(f"MNIST folder {folder} does not exist; give --mnist the folder that "
-                                    f"holds the four MNIST IDX files, or leave it out to download them")
+        state = "is not a folder" if folder.exists() else "does not exist"
+        raise data.MissingDataError(f"MNIST folder {folder} {state}; give --mnist the folder that holds the "
+                                    f"four MNIST IDX files, or leave it out to download them")
     splits, sha256 = {}, {}
     for split, names in FILES.items():
         arrays = []

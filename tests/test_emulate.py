@@ -140,7 +140,8 @@ def test_numpy_without_avx2_gives_the_same_counts_and_99_percent_of_the_events(r
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
                           cwd=Path(emulate.__file__).parent, timeout=300)
     assert done.returncode == 0, done.stderr
-    baseline = {(key.split()[0], int(key.split()[1])): bytes.fromhex(blob) for key, blob in json.loads(done.stdout).items()}
+    baseline = {(split, int(index)): bytes.fromhex(blob)
+                for (split, index), blob in ((key.split(), blob) for key, blob in json.loads(done.stdout).items())}
     assert baseline.keys() == recordings.keys()
     assert sum(baseline[key] != recordings[key] for key in recordings) > 0  # the variable took effect
     for key, blob in recordings.items():
@@ -168,7 +169,8 @@ def emulate_command(out, *extra):
 
 
 def files_of(out):
-    return {path.relative_to(out).as_posix(): path.read_bytes() for path in sorted(Path(out).rglob("*")) if path.is_file()}
+    return {path.relative_to(out).as_posix(): path.read_bytes()
+            for path in sorted(Path(out).rglob("*")) if path.is_file()}
 
 
 def test_the_command_writes_tonics_layout_the_same_whatever_the_workers(tmp_path, capsys):
@@ -181,8 +183,8 @@ def test_the_command_writes_tonics_layout_the_same_whatever_the_workers(tmp_path
     assert one == two
     recordings = sorted(name for name in one if name.endswith(".bin"))
     labels = {split: labels for split, (_, labels) in read_digits().items()}
-    assert recordings == sorted(f"NMNIST/{folder}/{label}/{i + 1:05d}.bin" for split, folder in emulate.SPLIT_FOLDER.items()
-                                for i, label in enumerate(labels[split]))
+    assert recordings == sorted(f"NMNIST/{emulate.SPLIT_FOLDER[split]}/{label}/{i + 1:05d}.bin"
+                                for split in labels for i, label in enumerate(labels[split]))
     assert one["NMNIST/train.zip"] == one["NMNIST/test.zip"] == b""
     assert sum(len(one[name]) // 5 for name in recordings) == said[0]["events"]
     assert emulate.provenance(tmp_path / "one") == {
@@ -235,7 +237,9 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
     raw.mkdir()
     (raw / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01" + b"\x00" * 20)  # an IDX file of nothing MNIST
     out = tmp_path / "out"
-    for mnist_folder, expected in ((tmp_path / "absent", "does not exist"), (damaged, "not a whole gzip file"),
+    (tmp_path / "a-file").write_text("")
+    for mnist_folder, expected in ((tmp_path / "absent", "does not exist"), (tmp_path / "a-file", "is not a folder"),
+                                   (damaged, "not a whole gzip file"),
                                    (raw, "train-images-idx3-ubyte.gz (or train-images-idx3-ubyte) is missing")):
         code, err = run.main(["emulate", "--mnist", str(mnist_folder), "--out", str(out), "--quiet"]), \
             capsys.readouterr().err
