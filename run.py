@@ -6,6 +6,7 @@
     python run.py reproduce --config hyperscale --part budget --device gpu
     python run.py reproduce --config spike-cost     # accuracy against a price on hidden spikes
     python run.py bench --json bench.json           # see bench.py
+    python run.py emulate --mnist path/to/mnist --out path/to/emulated   # N-MNIST from MNIST, emulate.py
 
 Every error a user can cause (bad option, missing data, a foreign checkpoint, a run too large
 for the machine's memory, an OS error naming its path) ends the program with one line on stderr
@@ -24,6 +25,7 @@ from dataclasses import fields
 import bench
 import config as run_config
 import distributed
+import emulate
 import snn
 import reproduce
 import training
@@ -84,6 +86,19 @@ def integers(text):
         return [int(item) for item in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,2, got {text!r}") from None
+
+
+def at_least(low):
+    """argparse type: an integer >= low."""
+    def number(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+    return number
 
 
 def main(argv=None):
@@ -151,6 +166,21 @@ def main(argv=None):
                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     bench.add_options(bench_parser)
 
+    emulate_parser = commands.add_parser("emulate", help="N-MNIST-format recordings emulated from MNIST")
+    emulate_parser.add_argument("--out", required=True,
+                                help="folder of the recordings, <out>/NMNIST/{Train,Test}/<digit>/*.bin: the "
+                                     "--data-root of the other commands")
+    emulate_parser.add_argument("--mnist", help="folder of the four MNIST IDX files, gzipped or not (default: "
+                                                "downloaded into the cache folder, ~/.cache/eggroll-snn/mnist)")
+    emulate_parser.add_argument("--split", choices=("train", "test", "both"), default="both",
+                                help="which MNIST digits (default: both)")
+    emulate_parser.add_argument("--workers", type=at_least(1), default=min(2, os.cpu_count() or 1),
+                                help="processes; the recordings do not depend on it (default: %(default)s)")
+    emulate_parser.add_argument("--seed", type=at_least(0), default=0,
+                                help="the emulated sensor's and every recording's noise (default: 0, the "
+                                     "project's emulated N-MNIST)")
+    emulate_parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
     opts, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser, whose --help lists its options
         commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -165,7 +195,8 @@ def main(argv=None):
     team = distributed.ALONE
     handlers = {signum: signal.signal(signum, lambda signum, frame: team.on_signal(signum)) for signum in SIGNALS}
     again = {"train": "rerun with --resume to continue",
-             "reproduce": "rerun the same command to continue (finished runs are skipped)"}.get(
+             "reproduce": "rerun the same command to continue (finished runs are skipped)",
+             "emulate": "rerun the same command to continue (finished recordings are kept)"}.get(
         opts.command, "nothing was written, rerun to start again")
     try:
         if getattr(opts, "distributed", False):
@@ -181,6 +212,10 @@ def main(argv=None):
                     f"the run finished: its results are in {os.path.join(opts.out, 'final.json')}")
         elif opts.command == "reproduce":
             reproduce.reproduce(opts)
+        elif opts.command == "emulate":
+            splits = ("train", "test") if opts.split == "both" else (opts.split,)
+            done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
+            say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
         elif opts.command == "evaluate":
             say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
                 "rerun with standard output where it can be written")

@@ -1,0 +1,185 @@
+"""
+MNIST (LeCun, Cortes and Burges; CC BY-SA 3.0), the digits that emulate.py turns into recordings:
+the four IDX files read from a folder, gzipped or not (`load`), or downloaded into the cache
+folder (`fetch`).
+
+A download takes each file from the first of MIRRORS that serves it whole: its uncompressed bytes
+must have the SHA256 published for the official file (OFFICIAL_SHA256; the gzip streams differ
+between copies, their contents do not). A file that fails the check is refused and nothing of it
+is kept; a file that passes is written whole or not at all, so a download interrupted or failed
+halfway keeps the files it finished and fetches only the others next time.
+
+Errors a user can cause are a data.MissingDataError (no MNIST where it should be, or no download)
+or a data.BadDataError (a file that is not an MNIST IDX file), each one line naming the fix.
+"""
+import gzip
+import hashlib
+import shutil
+import struct
+import urllib.request
+import warnings
+import zlib
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+import data
+from run_folder import os_problem, writing
+
+FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+         "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+NAMES = FILES["train"] + FILES["test"]
+# The SHA256 of the official uncompressed files, as published for them.
+OFFICIAL_SHA256 = {
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/")
+MAX_DOWNLOAD_BYTES = 20_000_000  # the largest file, train-images-idx3-ubyte.gz, is 9.9 MB
+IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049
+
+
+def default_folder():
+    """Where a download goes: <cache home>/eggroll-snn/mnist."""
+    return data._cache_home() / "mnist"
+
+
+def path_of(folder, name):
+    """The file of IDX file `name` in `folder`: name.gz, else name; MissingDataError if neither."""
+    for path in (folder / f"{name}.gz", folder / name):
+        if path.is_file():
+            return path
+    raise data.MissingDataError(
+        f"MNIST not found in {folder}: {name}.gz (or {name}) is missing; put the four MNIST IDX files "
+        f"({', '.join(f'{n}.gz' for n in NAMES)}) there, or leave out --mnist to download them")
+
+
+def read(path):
+    """The uncompressed bytes of an IDX file, gzipped (.gz) or not."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise data.BadDataError(os_problem(error, "read the MNIST file", path)) from None
+    if path.suffix != ".gz":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as error:
+        raise data.BadDataError(f"{path}: not a whole gzip file ({error}); replace it with the official "
+                                f"MNIST file") from None
+
+
+def parse(raw, path):
+    """An IDX file's array: images (n, 28, 28) uint8 or labels (n,) uint8; BadDataError naming
+    `path` if the bytes are not that."""
+    magic, n = struct.unpack(">II", raw[:8]) if len(raw) >= 8 else (None, 0)
+    if magic == IMAGE_MAGIC and len(raw) >= 16:
+        rows, columns = struct.unpack(">II", raw[8:16])
+        if (rows, columns) == (28, 28) and len(raw) == 16 + n * rows * columns:
+            return np.frombuffer(raw, np.uint8, offset=16).reshape(n, rows, columns)
+    if magic == LABEL_MAGIC and len(raw) == 8 + n:
+        labels = np.frombuffer(raw, np.uint8, offset=8)
+        if labels.size == 0 or labels.max() <= 9:
+            return labels
+    raise data.BadDataError(f"{path}: not an MNIST IDX file of 28 x 28 images or digit labels (truncated or "
+                            f"damaged); replace it with the official MNIST file")
+
+
+def load(folder):
+    """MNIST from `folder`: ({"train": (images, labels), "test": (images, labels)}, the SHA256 of each
+    of the four uncompressed files). Files that are not the official ones are read with a warning."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        state = "is not a folder" if folder.exists() else "does not exist"
+        raise data.MissingDataError(f"MNIST folder {folder} {state}; give --mnist the folder that holds the "
+                                    f"four MNIST IDX files, or leave it out to download them")
+    splits, sha256 = {}, {}
+    for split, names in FILES.items():
+        arrays = []
+        for name in names:
+            path = path_of(folder, name)
+            raw = read(path)
+            sha256[name] = hashlib.sha256(raw).hexdigest()
+            arrays.append(parse(raw, path))
+        images, labels = arrays
+        if len(images) != len(labels):
+            raise data.BadDataError(f"{folder}: {names[0]} holds {len(images)} images but {names[1]} "
+                                    f"{len(labels)} labels; replace them with the official MNIST files")
+        splits[split] = images, labels
+    unofficial = [name for name in NAMES if sha256[name] != OFFICIAL_SHA256[name]]
+    if unofficial:
+        warnings.warn_explicit(f"{', '.join(unofficial)} in {folder} differ from the official MNIST files "
+                               f"(SHA256); their recordings are not the project's emulated N-MNIST",
+                               UserWarning, __file__, 0)
+    return splits, sha256
+
+
+def fetch(folder=None, progress=True):
+    """Make sure `folder` (default_folder() if None) holds the four MNIST files, each checked by
+    the SHA256 of its contents (OFFICIAL_SHA256), downloading from MIRRORS those it lacks or holds
+    damaged. Returns the folder; MissingDataError, one line, if a file could not be had."""
+    folder = Path(folder).expanduser() if folder is not None else default_folder()
+    mirrors, expected = MIRRORS, OFFICIAL_SHA256
+    first_new = next((f for f in (*reversed(folder.parents), folder) if not f.exists()), None)
+    for name in NAMES:
+        path = folder / f"{name}.gz"
+        if path.is_file() and verified(path, expected[name]):
+            continue
+        problems = []
+        for mirror in mirrors:
+            problem = download(mirror + name + ".gz", path, expected[name], progress)
+            if problem is None:
+                break
+            problems.append(f"{mirror}: {problem}")
+        else:
+            if first_new is not None and not any(first_new.rglob("*.gz")):
+                shutil.rmtree(first_new, ignore_errors=True)  # made by this call, and nothing in it
+            raise data.MissingDataError(
+                f"MNIST could not be downloaded ({name}.gz from {'; '.join(problems)}); fetch "
+                f"{', '.join(f'{n}.gz' for n in NAMES)} from {mirrors[0]} into "
+                f"{folder} by hand, or give --mnist a folder that holds them")
+    return folder
+
+
+def verified(path, sha256):
+    """Whether the gzipped file at `path` decompresses to contents of SHA256 `sha256`."""
+    try:
+        return hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == sha256
+    except (OSError, EOFError, zlib.error):
+        return False
+
+
+def download(url, path, sha256, progress):
+    """Download `url` (a gzipped IDX file) to `path` if its contents have SHA256 `sha256`, written
+    whole or not at all. None on success, else why not, in a few words."""
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            with tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=True,
+                      desc=f"downloading {path.name}", disable=not progress, leave=False) as bar:
+                chunks, size = [], 0
+                while size <= MAX_DOWNLOAD_BYTES:
+                    chunk = response.read(1 << 16)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    bar.update(len(chunk))
+    except OSError as error:  # a URLError, an HTTPError, a timeout, a connection reset
+        reason = getattr(error, "reason", None) or error
+        return " ".join(str(getattr(reason, "strerror", None) or reason).split())
+    if size > MAX_DOWNLOAD_BYTES:
+        return f"more than {MAX_DOWNLOAD_BYTES:,} bytes, not an MNIST file"
+    blob = b"".join(chunks)
+    try:
+        contents = hashlib.sha256(gzip.decompress(blob)).hexdigest()
+    except (OSError, EOFError, zlib.error):
+        return "not a whole gzip file"
+    if contents != sha256:
+        return f"its contents have SHA256 {contents[:12]}..., not the official {sha256[:12]}..."
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with writing(path) as temporary:
+        temporary.write_bytes(blob)
+    return None

@@ -1,0 +1,271 @@
+"""The emulator (emulate.py, `run.py emulate`): the bytes of the recordings it was made to give,
+the tolerance where NumPy's exp and log round otherwise, determinism whatever the batch or the
+number of workers, resuming an interrupted emulation, and bad input as one line and exit status 2.
+Everything runs on the 40 MNIST digits of tests/data/mnist-digits (README.md there)."""
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import data
+import emulate
+import mnist
+import run
+
+DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
+REFERENCE_RECORDINGS = Path(__file__).resolve().parent / "data" / "emulated-reference"
+INDICES = json.loads((DIGITS / "indices.json").read_text())
+# (split, 1-based MNIST index): (SHA256, events) of the recording that the emulator the project's
+# emulated N-MNIST was made with wrote for that digit at seed 0, on x86-64 with AVX-512.
+REFERENCE = {
+    ("test", 1): ("95e319ffc696f015728b79cb404ea79a9f641d2ba001ef52311de35fefd92f88", 3159),
+    ("test", 2): ("1a39bb3b1f201081b57de0b7168b1768e13b96b737d2070f15a0301613b0f230", 4682),
+    ("test", 3): ("cfe9eed6cac9d66b1b55f08bbeed16521911cef991f801dbcc3e2a5627eb09e1", 1769),
+    ("test", 4): ("16e22cd4b00e2c6639bd873d436033e68b176ced0c5092366be3cc0dd593ce6d", 5191),
+    ("test", 5): ("a2f1cfe56ffb08cbd02e9afe71a84edd2f09f49fdc5fd9c47ddd4fdb1a29cd71", 3385),
+    ("test", 6): ("69685ae2d84c759ab36661a91c5ec5e40f4163589e521d4fdff27ec3544e0501", 2346),
+    ("test", 7): ("f89e064e4e94aaeeef47685942822814e92b9f830f81cc5cb433940ce4d09be8", 3493),
+    ("test", 8): ("0721c8752a814ac30fee38c67caa5f2b2906ae928e7e09a3093d127cefd2d9c2", 3573),
+    ("test", 9): ("4b4f64c0fde3e78985c82105f176502e0ec2e9fbe5fef2b2b7e2a939149330b4", 4626),
+    ("test", 10): ("15057177cc6ed1106f3e86bc1f55777b435993fe15afe874f7f0c6c7a6973bb5", 4521),
+    ("test", 11): ("97d1dcb9fd7453dc7d7e58b0bbc3a00bba767dbf48f000ae50ec612dd4e506d7", 5167),
+    ("test", 12): ("e4d9683aaf23a9eff2baf0d53f878cb5f26ecef95fd56dcc43105eff8d08e316", 4770),
+    ("test", 13): ("011a31699f18d50fe0f93a41e8531eb8f16363a5433962d0cfd92f592127c737", 3772),
+    ("test", 14): ("eafbe2d40dd36238a500f7e4de192ac4c4e0caeaebed124721d67ce2618dd28e", 4995),
+    ("test", 15): ("22ed425adbc7b0c289b579850822892b93b0a9e80d1f9f17e060ce11f75ffb77", 2669),
+    ("test", 16): ("318f0261d1de35c14b52618ae44b82a5ffaebe6c5777d09c8e44c8f2491b088b", 3977),
+    ("test", 100): ("fd3014cf6eeb6a5e18fb078c8dc9c80a289323e6bd190772289ded131968c355", 4653),
+    ("test", 2024): ("4141c28228d338f6ac4886728f48442cdc8d0d163cc713cae023a8e466ba7aea", 3949),
+    ("test", 5000): ("ea1a86c97fff63785ce7f838fb2198ddd201e9730584045f9cd62762b21da6cb", 6707),
+    ("test", 9999): ("97e97e9d1f54d5e472a35d6d576337cf293e91f0f23231b905bd152067f25857", 4033),
+    ("test", 10000): ("fe77705254fa13a287851a3479b848229a597d1a14dde1dc5a640d8d641f7076", 5377),
+    ("train", 1): ("eed568f6f9c94e90bcca50ee9584be720f74a8e6f49b3a6437236b05f5e61d31", 4570),
+    ("train", 2): ("128ef8828ba1f9cc9b3ebbe374c77dba98048f0f588745f157b7eeb7a772aa84", 5006),
+    ("train", 3): ("0958a6c3c7902e0d117682021628f75b2cc287b3eef3d9604ae3c1d06f475327", 3499),
+    ("train", 4): ("344cd2d027cca34dc07d48bf94a156fc7bd4aaccccae5c670037638fc6ee7b34", 2695),
+    ("train", 5): ("510c2c70e86a465488b93e84cfb64f4ea0a38fb9015ec8b1d4be63561a9596b1", 3770),
+    ("train", 6): ("376a50c53fdd0d5cbe1c59b9d60e43e36d59364bac74ac27db56b96133799f7b", 4667),
+    ("train", 7): ("38525e81678fc49d70b48d2c31d643d065e4af2db7a871f747428da970acee33", 2837),
+    ("train", 8): ("7bdc40d9fa5ad9ce09591f9bb604f7b092615ae23fa10753c37511f26386c026", 5263),
+    ("train", 9): ("563bd77522c7d538f68a5ca1e1ea2dbf1edf6a7fc666e61cad33d80b721fea28", 1995),
+    ("train", 10): ("0c7b49549bb34e369aaa1dc1fa8b4336083a9e6bc7436119e089a615fcdf8c8c", 3575),
+    ("train", 11): ("d75804f9a921d173fb4d1359eb1ddf0ce2d432961f1bbca9afb5c92e2b515cb8", 3972),
+    ("train", 12): ("1cab6081ac366e770872d784bccea25224770f035aa2372eb44d883b9f2077df", 2596),
+    ("train", 1000): ("2441092408eb79ca0bf355cecfb6cd8547a0a891677e920f7bc4af4a17a40d9c", 3635),
+    ("train", 7777): ("a556522a84670931bb0584fb1578c8631822ff187e3f1c7c22f3f8932aa1bce0", 3860),
+    ("train", 15000): ("81488f96b488c1d0bcce2ea5b2ddd002d2f11048e97e7fe23f754ccac9cd99c4", 3255),
+    ("train", 30000): ("e4f4c65a9d3c46255bcfb2dc7d9bda0bedef3bcc57b2daadb9480a2c28285169", 2594),
+    ("train", 42424): ("1bac1968cf4478ce6c415baab752c8de609b723a7189cc287bcfa06da251c4d6", 4402),
+    ("train", 59999): ("5d2044b7d01fa5d4a5ec06d0a1b0dc572240e032a67724122e90f690c9b525ac", 3473),
+    ("train", 60000): ("92aac01f1cc25fadd9a5c380d2cc607b3b3e8496bb9c49361a48ffe3babb4fce", 3554),
+}
+# At most this fraction of a recording's events may differ where NumPy rounds exp and log otherwise.
+TOLERANCE = 0.01
+same_bytes = pytest.mark.skipif(not emulate.bytes_as_made(),
+                                reason="NumPy here does not compute exp and log as the reference machines did")
+
+
+@pytest.fixture(scope="module")
+def recordings():
+    """The bytes of the 40 digits' recordings, by (split, index), emulated in this process."""
+    return emulated_bytes()
+
+
+def read_digits():
+    """{split: (images, labels)} of the 40 digits, in the order of INDICES."""
+    return {split: tuple(mnist.parse(mnist.read(DIGITS / f"{name}.gz"), name) for name in names)
+            for split, names in mnist.FILES.items()}
+
+
+def emulated_bytes(batch=None):
+    """{(split, index): bytes} of the 40 digits at seed 0, `batch` digits at a time (all by default)."""
+    digits = read_digits()
+    emulator = emulate.Emulator(0)
+    result = {}
+    for split, (images, _) in digits.items():
+        indices = INDICES[split]
+        step = batch or len(indices)
+        for start in range(0, len(indices), step):
+            chosen = indices[start:start + step]
+            for index, events in zip(chosen, emulator.recordings(images[start:start + step], split, chosen)):
+                result[split, index] = emulate.encode(*events)
+    return result
+
+
+def events_of(blob):
+    return np.frombuffer(blob, np.uint8).reshape(-1, 5)
+
+
+def test_the_committed_digits_are_the_40_of_the_reference():
+    digits = read_digits()
+    assert {split: len(images) for split, (images, _) in digits.items()} == {"train": 19, "test": 21}
+    assert sorted(REFERENCE) == sorted((split, index) for split in INDICES for index in INDICES[split])
+    assert INDICES["test"][:16] == list(range(1, 17))  # the first test digits
+    assert [int(label) for label in digits["test"][1][:4]] == [7, 2, 1, 0]  # MNIST's first test labels
+
+
+@same_bytes
+def test_every_recording_is_the_reference_bytes(recordings):
+    wrong = [key for key, blob in recordings.items() if hashlib.sha256(blob).hexdigest() != REFERENCE[key][0]]
+    assert wrong == []
+
+
+def test_every_recording_has_the_reference_events_within_the_tolerance(recordings):
+    """On every platform: each recording has the reference's number of events, and of the three
+    committed reference recordings at most 1 % of the events differ."""
+    assert {key: len(blob) // 5 for key, blob in recordings.items()} == {key: n for key, (_, n) in REFERENCE.items()}
+    for path in sorted(REFERENCE_RECORDINGS.glob("*/*/*.bin")):
+        key = ("train" if path.parts[-3] == "Train" else "test", int(path.stem))
+        reference = events_of(path.read_bytes())
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == REFERENCE[key][0]
+        assert (events_of(recordings[key]) == reference).all(axis=1).mean() >= 1 - TOLERANCE
+
+
+@same_bytes
+def test_numpy_without_avx2_gives_the_same_counts_and_99_percent_of_the_events(recordings, tmp_path):
+    """NumPy's SIMD limited to the x86-64 baseline rounds exp and log otherwise: every recording
+    keeps its number of events and at least 99 % of them, though not all its bytes."""
+    script = ("import json, sys, emulate; sys.path.insert(0, 'tests'); import test_emulate as t; "
+              "assert not emulate.bytes_as_made(); "
+              "json.dump({f'{s} {i}': b.hex() for (s, i), b in t.emulated_bytes().items()}, sys.stdout)")
+    environment = dict(os.environ, NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL",
+                       PYTHONPATH=str(Path(emulate.__file__).parent), OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                          cwd=Path(emulate.__file__).parent, timeout=300)
+    assert done.returncode == 0, done.stderr
+    baseline = {(split, int(index)): bytes.fromhex(blob)
+                for (split, index), blob in ((key.split(), blob) for key, blob in json.loads(done.stdout).items())}
+    assert baseline.keys() == recordings.keys()
+    assert sum(baseline[key] != recordings[key] for key in recordings) > 0  # the variable took effect
+    for key, blob in recordings.items():
+        assert len(baseline[key]) == len(blob)
+        assert (events_of(baseline[key]) == events_of(blob)).all(axis=1).mean() >= 1 - TOLERANCE
+
+
+def test_a_recording_does_not_depend_on_its_batch(recordings):
+    assert emulated_bytes(batch=3) == recordings
+
+
+def test_recordings_are_valid_n_mnist_and_their_seed_matters(tmp_path, recordings):
+    path = tmp_path / "00001.bin"
+    path.write_bytes(recordings["test", 1])
+    events = data.read_events(path)  # within the sensor, time never going backwards
+    assert len(events) == REFERENCE["test", 1][1] and 0 < events["t"][-1] < 320_000
+    assert 0.4 < events["p"].mean() < 0.6
+    images, _ = read_digits()["test"]
+    other = emulate.encode(*emulate.Emulator(1).recordings(images[:1], "test", [1])[0])
+    assert other != recordings["test", 1]
+
+
+def emulate_command(out, *extra):
+    return ["emulate", "--mnist", str(DIGITS), "--out", str(out), "--quiet", *extra]
+
+
+def files_of(out):
+    return {path.relative_to(out).as_posix(): path.read_bytes()
+            for path in sorted(Path(out).rglob("*")) if path.is_file()}
+
+
+def test_the_command_writes_tonics_layout_the_same_whatever_the_workers(tmp_path, capsys):
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        assert run.main(emulate_command(tmp_path / "one", "--workers", "1")) == 0
+        assert run.main(emulate_command(tmp_path / "two", "--workers", "2", "--split", "both")) == 0
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert said[0] == said[1] and said[0]["recordings"] == 40 and said[0]["kept"] == 0
+    one, two = files_of(tmp_path / "one"), files_of(tmp_path / "two")
+    assert one == two
+    recordings = sorted(name for name in one if name.endswith(".bin"))
+    labels = {split: labels for split, (_, labels) in read_digits().items()}
+    assert recordings == sorted(f"NMNIST/{emulate.SPLIT_FOLDER[split]}/{label}/{i + 1:05d}.bin"
+                                for split in labels for i, label in enumerate(labels[split]))
+    assert one["NMNIST/train.zip"] == one["NMNIST/test.zip"] == b""
+    assert sum(len(one[name]) // 5 for name in recordings) == said[0]["events"]
+    assert emulate.provenance(tmp_path / "one") == {
+        "emulator": "eggroll-snn emulate.py", "version": emulate.VERSION, "seed": 0,
+        "mnist_sha256": {name: hashlib.sha256(gzip.decompress((DIGITS / f"{name}.gz").read_bytes())).hexdigest()
+                         for name in mnist.NAMES}}
+    assert emulate.provenance(tmp_path / "one" / "NMNIST") == emulate.provenance(tmp_path / "one")
+
+
+def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_path, monkeypatch, capsys):
+    """Stopped by Ctrl-C after 6 recordings (and a half-written file left by a killed worker), the
+    same command finishes the others; no file is ever left half written."""
+    monkeypatch.setattr(emulate, "BATCH", 4)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path / "whole", "--workers", "1")) == 0
+    whole = files_of(tmp_path / "whole")
+    encode, calls = emulate.encode, []
+
+    def stopping_encode(*events):
+        calls.append(1)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+        return encode(*events)
+
+    monkeypatch.setattr(emulate, "encode", stopping_encode)
+    out = tmp_path / "stopped"
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rerun the same command to continue (finished recordings are kept)" in err
+    kept = {name: blob for name, blob in files_of(out).items() if name.endswith(".bin")}
+    assert len(kept) == 6 and all(whole[name] == blob for name, blob in kept.items())
+    assert not list(out.rglob("*.tmp"))
+    half = out / "NMNIST" / "Test" / "7" / "00001.bin.tmp"
+    half.write_bytes(whole["NMNIST/Test/7/00001.bin"][:12])
+    monkeypatch.setattr(emulate, "encode", encode)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["kept"] == 6
+    assert files_of(out) == whole
+
+
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(DIGITS, damaged)
+    blob = (damaged / "t10k-images-idx3-ubyte.gz").read_bytes()
+    (damaged / "t10k-images-idx3-ubyte.gz").write_bytes(blob[:len(blob) // 2])
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01" + b"\x00" * 20)  # an IDX file of nothing MNIST
+    out = tmp_path / "out"
+    (tmp_path / "a-file").write_text("")
+    for mnist_folder, expected in ((tmp_path / "absent", "does not exist"), (tmp_path / "a-file", "is not a folder"),
+                                   (damaged, "not a whole gzip file"),
+                                   (raw, "train-images-idx3-ubyte.gz (or train-images-idx3-ubyte) is missing")):
+        code, err = run.main(["emulate", "--mnist", str(mnist_folder), "--out", str(out), "--quiet"]), \
+            capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and expected in err, err
+    for extra in (["--workers", "0"], ["--seed", "-1"], ["--split", "all"], ["--mnist", ""]):
+        with pytest.raises(SystemExit) as stop:
+            run.main(["emulate", "--out", str(out), *extra])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.count("\n") == 1 and extra[0] in err, err
+    assert not out.exists()
+
+
+def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path / "seed0")) == 0
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path / "seed0", "--seed", "1")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "emulated with another seed" in err
+    real = tmp_path / "real"
+    shutil.copytree(Path(data.__file__).parent / "nmnist-sample", real)  # <root>/{Train,Test}: not emulated
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(real)) == 2
+    assert "not emulated here" in capsys.readouterr().err
+    assert emulate.provenance(real) is None
+    (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
+    with pytest.raises(data.BadDataError, match="cannot be read"):
+        emulate.provenance(tmp_path / "seed0")

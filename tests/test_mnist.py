@@ -1,0 +1,142 @@
+"""MNIST from where a user has it (mnist.py): the four IDX files gzipped or not, and the download,
+against HTTP servers on this machine that serve the committed digits whole or damaged."""
+import functools
+import gzip
+import hashlib
+import http.server
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import data
+import mnist
+import run
+
+DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
+SHA256 = {name: hashlib.sha256(gzip.decompress((DIGITS / f"{name}.gz").read_bytes())).hexdigest()
+          for name in mnist.NAMES}
+
+
+@pytest.fixture
+def serve():
+    """serve(folder): the URL of an HTTP server on 127.0.0.1 that serves `folder`, and the list of
+    the paths it was asked for."""
+    servers = []
+
+    def start(folder):
+        asked = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                asked.append(self.path)
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/", asked
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def official(monkeypatch):
+    """The committed digits stand for the official files: their SHA256 is the one checked."""
+    monkeypatch.setattr(mnist, "OFFICIAL_SHA256", SHA256)
+
+
+def closed_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_gzipped_and_plain_files_read_the_same(tmp_path, official):
+    for name in mnist.NAMES:
+        (tmp_path / name).write_bytes(gzip.decompress((DIGITS / f"{name}.gz").read_bytes()))
+    gzipped, plain = mnist.load(DIGITS), mnist.load(tmp_path)
+    assert gzipped[1] == plain[1] == SHA256
+    for split in ("train", "test"):
+        images, labels = gzipped[0][split]
+        assert images.shape == (len(labels), 28, 28) and images.dtype == np.uint8 and labels.max() <= 9
+        assert all(np.array_equal(a, b) for a, b in zip(gzipped[0][split], plain[0][split]))
+
+
+def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path):
+    images = gzip.decompress((DIGITS / "t10k-images-idx3-ubyte.gz").read_bytes())
+    labels = gzip.decompress((DIGITS / "t10k-labels-idx1-ubyte.gz").read_bytes())
+    for raw in (images[:-1], images[:7], labels[:8] + bytes([10]) + labels[9:], b"\x00\x00\x08\x02" + images[4:]):
+        with pytest.raises(data.BadDataError, match="not an MNIST IDX file") as error:
+            mnist.parse(raw, "f")
+        assert "\n" not in str(error.value)
+    assert mnist.parse(images, "f").shape == (21, 28, 28)
+    for name in mnist.NAMES:
+        shutil.copyfile(DIGITS / f"{name}.gz", tmp_path / f"{name}.gz")
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels[:4] + (20).to_bytes(4, "big")
+                                                                       + labels[8:28], mtime=0))
+    with pytest.raises(data.BadDataError, match="21 images but t10k-labels-idx1-ubyte 20 labels"):
+        mnist.load(tmp_path)
+
+
+def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch):
+    url, asked = serve(DIGITS)
+    monkeypatch.setattr(mnist, "MIRRORS", (url,))
+    cache = tmp_path / "cache" / "mnist"
+    assert mnist.fetch(cache, progress=False) == cache
+    assert sorted(asked) == sorted(f"/{name}.gz" for name in mnist.NAMES)
+    assert all((cache / f"{name}.gz").read_bytes() == (DIGITS / f"{name}.gz").read_bytes() for name in mnist.NAMES)
+    assert mnist.load(cache)[1] == SHA256
+    asked.clear()
+    (cache / "t10k-labels-idx1-ubyte.gz").write_bytes(b"damaged")
+    mnist.fetch(cache, progress=False)
+    assert asked == ["/t10k-labels-idx1-ubyte.gz"] and mnist.load(cache)[1] == SHA256
+
+
+def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_path, serve, official,
+                                                                          monkeypatch):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(DIGITS, damaged)
+    images = bytearray(gzip.decompress((damaged / "train-images-idx3-ubyte.gz").read_bytes()))
+    images[1000] ^= 1  # one bit of one pixel
+    (damaged / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(bytes(images)))
+    bad_url, _ = serve(damaged)
+    monkeypatch.setattr(mnist, "MIRRORS", (bad_url,))
+    cache = tmp_path / "cache" / "mnist"
+    with pytest.raises(data.MissingDataError) as error:
+        mnist.fetch(cache, progress=False)
+    message = str(error.value)
+    assert "\n" not in message and "train-images-idx3-ubyte.gz" in message and "not the official" in message
+    assert f"into {cache} by hand" in message
+    assert not (tmp_path / "cache").exists()
+    good_url, _ = serve(DIGITS)  # a second mirror that serves it whole is used instead
+    monkeypatch.setattr(mnist, "MIRRORS", (bad_url, good_url))
+    mnist.fetch(cache, progress=False)
+    assert mnist.load(cache)[1] == SHA256 and not list(cache.glob("*.tmp"))
+
+
+def test_offline_the_command_says_what_to_fetch_and_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(mnist, "MIRRORS", (f"http://127.0.0.1:{closed_port()}/mnist/",))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert run.main(["emulate", "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MNIST could not be downloaded" in err and "refused" in err.lower()
+    assert f"into {tmp_path / 'cache' / 'eggroll-snn' / 'mnist'} by hand" in err and "--mnist" in err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_without_mnist_the_command_downloads_it_into_the_cache_and_emulates(tmp_path, serve, official,
+                                                                            monkeypatch, capsys):
+    url, _ = serve(DIGITS)
+    monkeypatch.setattr(mnist, "MIRRORS", (url,))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert run.main(["emulate", "--out", str(tmp_path / "out"), "--split", "test", "--quiet"]) == 0
+    assert sorted(p.name for p in (tmp_path / "cache" / "eggroll-snn" / "mnist").iterdir()) == \
+        sorted(f"{name}.gz" for name in mnist.NAMES)
+    assert len(list((tmp_path / "out" / "NMNIST" / "Test").glob("*/*.bin"))) == 21
+    assert not list((tmp_path / "out" / "NMNIST" / "Train").glob("*/*.bin"))
