@@ -16,9 +16,17 @@ import data
 import mnist
 import run
 
-DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
-SHA256 = {name: hashlib.sha256(gzip.decompress((DIGITS / f"{name}.gz").read_bytes())).hexdigest()
-          for name in mnist.NAMES}
+PLAIN = Path(__file__).resolve().parent / "data" / "mnist-digits"  # the committed digits, uncompressed
+SHA256 = {name: hashlib.sha256((PLAIN / name).read_bytes()).hexdigest() for name in mnist.NAMES}
+
+
+@pytest.fixture(scope="module")
+def gzipped(tmp_path_factory):
+    """The committed digits as the mirrors serve MNIST: each file gzipped (name.gz)."""
+    folder = tmp_path_factory.mktemp("mnist-gz")
+    for name in mnist.NAMES:
+        (folder / f"{name}.gz").write_bytes(gzip.compress((PLAIN / name).read_bytes(), mtime=0))
+    return folder
 
 
 @pytest.fixture
@@ -57,10 +65,8 @@ def closed_port():
         return probe.getsockname()[1]
 
 
-def test_gzipped_and_plain_files_read_the_same(tmp_path, official):
-    for name in mnist.NAMES:
-        (tmp_path / name).write_bytes(gzip.decompress((DIGITS / f"{name}.gz").read_bytes()))
-    gzipped, plain = mnist.load(DIGITS), mnist.load(tmp_path)
+def test_gzipped_and_plain_files_read_the_same(gzipped, official):
+    gzipped, plain = mnist.load(gzipped), mnist.load(PLAIN)
     assert gzipped[1] == plain[1] == SHA256
     for split in ("train", "test"):
         images, labels = gzipped[0][split]
@@ -68,29 +74,30 @@ def test_gzipped_and_plain_files_read_the_same(tmp_path, official):
         assert all(np.array_equal(a, b) for a, b in zip(gzipped[0][split], plain[0][split]))
 
 
-def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path):
-    images = gzip.decompress((DIGITS / "t10k-images-idx3-ubyte.gz").read_bytes())
-    labels = gzip.decompress((DIGITS / "t10k-labels-idx1-ubyte.gz").read_bytes())
+def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path, gzipped):
+    images = (PLAIN / "t10k-images-idx3-ubyte").read_bytes()
+    labels = (PLAIN / "t10k-labels-idx1-ubyte").read_bytes()
     for raw in (images[:-1], images[:7], labels[:8] + bytes([10]) + labels[9:], b"\x00\x00\x08\x02" + images[4:]):
         with pytest.raises(data.BadDataError, match="not an MNIST IDX file") as error:
             mnist.parse(raw, "f")
         assert "\n" not in str(error.value)
     assert mnist.parse(images, "f").shape == (21, 28, 28)
     for name in mnist.NAMES:
-        shutil.copyfile(DIGITS / f"{name}.gz", tmp_path / f"{name}.gz")
+        shutil.copyfile(gzipped / f"{name}.gz", tmp_path / f"{name}.gz")
     (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels[:4] + (20).to_bytes(4, "big")
                                                                        + labels[8:28], mtime=0))
     with pytest.raises(data.BadDataError, match="21 images but t10k-labels-idx1-ubyte 20 labels"):
         mnist.load(tmp_path)
 
 
-def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch):
-    url, asked = serve(DIGITS)
+def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch,
+                                                                        gzipped):
+    url, asked = serve(gzipped)
     monkeypatch.setattr(mnist, "MIRRORS", (url,))
     cache = tmp_path / "cache" / "mnist"
     assert mnist.fetch(cache, progress=False) == cache
     assert sorted(asked) == sorted(f"/{name}.gz" for name in mnist.NAMES)
-    assert all((cache / f"{name}.gz").read_bytes() == (DIGITS / f"{name}.gz").read_bytes() for name in mnist.NAMES)
+    assert all((cache / f"{name}.gz").read_bytes() == (gzipped / f"{name}.gz").read_bytes() for name in mnist.NAMES)
     assert mnist.load(cache)[1] == SHA256
     asked.clear()
     (cache / "t10k-labels-idx1-ubyte.gz").write_bytes(b"damaged")
@@ -99,9 +106,9 @@ def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path
 
 
 def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_path, serve, official,
-                                                                          monkeypatch):
+                                                                          monkeypatch, gzipped):
     damaged = tmp_path / "damaged"
-    shutil.copytree(DIGITS, damaged)
+    shutil.copytree(gzipped, damaged)
     images = bytearray(gzip.decompress((damaged / "train-images-idx3-ubyte.gz").read_bytes()))
     images[1000] ^= 1  # one bit of one pixel
     (damaged / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(bytes(images)))
@@ -114,7 +121,7 @@ def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_p
     assert "\n" not in message and "train-images-idx3-ubyte.gz" in message and "not the official" in message
     assert f"into {cache} by hand" in message
     assert not (tmp_path / "cache").exists()
-    good_url, _ = serve(DIGITS)  # a second mirror that serves it whole is used instead
+    good_url, _ = serve(gzipped)  # a second mirror that serves it whole is used instead
     monkeypatch.setattr(mnist, "MIRRORS", (bad_url, good_url))
     mnist.fetch(cache, progress=False)
     assert mnist.load(cache)[1] == SHA256 and not list(cache.glob("*.tmp"))
@@ -131,8 +138,8 @@ def test_offline_the_command_says_what_to_fetch_and_where(tmp_path, monkeypatch,
 
 
 def test_without_mnist_the_command_downloads_it_into_the_cache_and_emulates(tmp_path, serve, official,
-                                                                            monkeypatch, capsys):
-    url, _ = serve(DIGITS)
+                                                                            monkeypatch, capsys, gzipped):
+    url, _ = serve(gzipped)
     monkeypatch.setattr(mnist, "MIRRORS", (url,))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert run.main(["emulate", "--out", str(tmp_path / "out"), "--split", "test", "--quiet"]) == 0
