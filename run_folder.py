@@ -461,9 +461,11 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
                "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
-               # the data it trained on: each split's size and the sha256 of its frames and labels
+               # the data it trained on: each split's size and the sha256 of its frames and labels, and
+               # for emulated N-MNIST the emulator's version, seed and MNIST files (emulate.provenance)
                "data.fingerprint": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                                     "a JSON object of strings"),
+               "data.emulated": (lambda v: isinstance(v, dict), "a JSON object"),
                # training.evaluate on the test split (runs trained before it was measured lack it)
                **{f"test_sparsity.{key}": AMOUNT for key in ("input_events_per_sample", "hidden_spikes_per_sample",
                                                              "output_spikes_per_sample", "synaptic_ops_per_sample")},

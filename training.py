@@ -18,6 +18,7 @@ import config as run_config
 import data
 import distributed
 import eggroll
+import emulate
 import optim
 import resources
 import run_folder
@@ -183,6 +184,7 @@ class Run:
     eval_every: int
     identity: dict       # what its checkpoints belong to (run_folder.identity)
     command: str         # train or reproduce, for the advice that works for it
+    data: dict           # what the data is: its fingerprint, and how it was emulated (if it was)
     fresh: bool = False  # a run folder made by this call
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
     earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
@@ -263,12 +265,14 @@ def set_up(config, out, team, progress, command):
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         step = method_step(config, lif, team, total_steps)
         identity = run_folder.identity(config, splits.fingerprint())
+        emulated = emulate.provenance(config.data_root)
+        data_record = {"fingerprint": identity["data"], **({"emulated": emulated} if emulated else {})}
         splits = splits.on(xp)  # minibatches are then gathered and unpacked on the device
     if team.size > 1:
         splits_held = {f"the {split} split": fingerprint for split, fingerprint in identity["data"].items()}
         check_agreement(team, {"--device": "cpu" if xp is numpy else "gpu", **splits_held})
     return Run(config, out, team, xp, splits, lif, step, total_steps, per_epoch, eval_every, identity,
-               command), params
+               command, data_record), params
 
 
 def generations(run, params, state, start, step_seconds, show, deadline):
@@ -369,7 +373,7 @@ def finish(run, params, validation, step_seconds):
              "total_seconds": sum(step_seconds), **waited, "generations": run.total_steps,
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
              "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
-             "data": {"fingerprint": run.identity["data"]},
+             "data": run.data,
              "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
     run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1))
     return final

@@ -597,6 +597,19 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
     assert final["data"] == {"fingerprint": splits.fingerprint()}  # the data it trained on, split by split
 
 
+def test_final_json_says_how_emulated_data_was_made(tmp_path):
+    """A run on recordings made by `run.py emulate` records the emulator's version, seed and MNIST
+    files (the EMULATED.json beside them) with the data's fingerprint; other data records none."""
+    import emulate
+    write_dataset(tmp_path / "NMNIST", n_train=3, n_test=1, n_events=300)
+    made = {"emulator": "eggroll-snn emulate.py", "version": emulate.VERSION, "seed": 0, "mnist_sha256": {"x": "0"}}
+    settings = dataclasses.replace(config.RunConfig(), generations=2, population=4, batch_size=4, eval_every=2,
+                                   data_root=str(tmp_path), cache_dir=str(tmp_path / "cache"))
+    assert "emulated" not in training.train(settings, tmp_path / "plain", progress=False)["data"]
+    (tmp_path / "NMNIST" / emulate.PROVENANCE).write_text(json.dumps(made))
+    assert training.train(settings, tmp_path / "emulated", progress=False)["data"]["emulated"] == made
+
+
 def test_a_closed_pipe_ends_a_run_quietly_and_a_full_stdout_is_one_line(tmp_path, dataset):
     """The reader of the progress bar goes away (`run.py train ... 2>&1 | head -c 50`): the run ends
     quietly, exit status 141, its checkpoint whole. Standard output that cannot be written
