@@ -43,6 +43,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -62,113 +63,26 @@ CLAIMS = (1, 2, 3, 4, 5)
 FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
            4: "4_memory_time.png", 5: "5_training.png"}
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
-
-
-def fail(message):
-    """A user's error: one line on stderr, exit status 2, nothing written."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # a mistyped option: one line, not the usage text
-        fail(f"{message}; see lesson.py --help")
-
-
-def claim_numbers(text):
-    """--claims 1,3 → [1, 3]."""
-    parts = [part.strip() for part in text.split(",")]
-    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
-        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
-    return sorted({int(part) for part in parts})
-
-
-parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
-parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
-parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
-                                              "markdown page FILE (the figures linked from it)")
-parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
-                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
-                                                   "beside lesson.py)")
-parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
-                                                                               "(default: all five)")
-parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
-                                                                 "method (default: 20)")
-args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
-if not 0 < args.seconds <= 86_400:
-    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
-
-
-class Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
-
-    def __init__(self, signum):
-        super().__init__()
-        self.signum = signum
-
-
-def stopped(kind, error, trace):
-    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
-    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
-    if issubclass(kind, KeyboardInterrupt):
-        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
-    elif issubclass(kind, BrokenPipeError):
-        status, message = 141, "standard output was closed"
-    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
-        status, message = 2, f"cannot write standard output: {error.strerror}"
-    else:
-        return sys.__excepthook__(kind, error, trace)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-    os._exit(status)
-
-
-def on_signal(signum, frame):
-    raise Signalled(signum)
-
-
-if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
-    sys.excepthook = stopped
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, on_signal)
-
-
-def writable_folder_above(path, option):
-    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        fail(f"{option} {path}: {existing} is not a folder; choose another path")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
-    return existing
-
-
-# Everything the lesson will write is checked before any work: it writes all of it at the end.
-if args.out.exists() and not args.out.is_dir():
-    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
-writable_folder_above(args.out, "--out")
-if args.page is not None:
-    if args.page.is_dir():
-        fail(f"--page {args.page} is a folder; give the path of a markdown file")
-    writable_folder_above(args.page.parent, "--page")
-began = time.perf_counter()
-figures, printed = {}, {}  # per claim: the PNG's bytes, the printed line
+figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
 
 
 def report(claim, figure, line):
     """Keep a claim's figure (written at the end) and print its line of numbers."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    figures[claim], printed[claim] = buffer.getvalue(), f"claim {claim}: {line}"
+    figures[claim], printed[claim] = buffer.getvalue(), wrapped(f"claim {claim}: {line}")
     print(printed[claim], flush=True)
     if "ipykernel" in sys.modules:  # in a notebook, show it
         from IPython.display import display
         display(figure)
+
+
+def wrapped(line, width=100):
+    """A line of numbers folded for a terminal `width` columns wide: each of its '; '-separated
+    parts on a line of its own, continued lines indented."""
+    return ";\n".join(textwrap.fill(part, width, initial_indent="    " if index else "", subsequent_indent="    ",
+                                     break_long_words=False, break_on_hyphens=False)
+                       for index, part in enumerate(line.split("; ")))
 
 
 def standard_error(samples):
@@ -251,9 +165,6 @@ def lowrank_scale():
            f"excess kurtosis {excess_kurtosis[1].mean():.2f} (r = 1, 6/r = 6), {excess_kurtosis[64].mean():.3f} "
            f"(r = 64, 6/r = 0.094), {excess_kurtosis['full'].mean():.3f} (full rank)")
 
-
-if 1 in args.claims:
-    lowrank_scale()
 
 # %% [markdown]
 # ## 2. The population is evaluated without ever forming E, Eq. (6)
@@ -343,9 +254,6 @@ def forward_trick():
            f"{int((lowrank_counts != unperturbed_counts).sum())} from the network without noise; largest "
            f"layer-1 current difference {current_gap:.1e}")
 
-
-if 2 in args.claims:
-    forward_trick()
 
 # %% [markdown]
 # ## 3. The estimate's error falls as 1/P, and low rank adds little to it, Eqs. (7), (8), (10)
@@ -467,9 +375,6 @@ def gradient_estimate():
         f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
 
 
-if 3 in args.claims:
-    gradient_estimate()
-
 # %% [markdown]
 # ## 4. A generation of low-rank noise takes far less memory and time, Eqs. (5)–(7)
 #
@@ -555,9 +460,6 @@ def memory_and_time():
         + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
         + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
 
-
-if 4 in args.claims:
-    memory_and_time()
 
 # %% [markdown]
 # ## 5. In the same time, EGGROLL trains further than vanilla ES, on real recordings
@@ -703,9 +605,6 @@ def training_race():
            + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
 
 
-if 5 in args.claims:
-    training_race()
-
 # %% [markdown]
 # ## What to read next
 #
@@ -753,8 +652,7 @@ def page(seconds):
         if claim and int(claim[1]) in printed:
             number = int(claim[1])
             figure = os.path.relpath(args.out.resolve() / FIGURES[number], folder)  # written together
-            lines = printed[number].replace("; ", ";\n    ")
-            parts.append(f"![Claim {number}]({figure})\n\n```text\n{lines}\n```")
+            parts.append(f"![Claim {number}]({figure})\n\n```text\n{printed[number]}\n```")
     return "\n\n".join(parts) + "\n"
 
 
@@ -771,6 +669,109 @@ def write_whole(path, content):
         temporary.unlink(missing_ok=True)
 
 
+# %%
+# ---------------------------------------------------------------------------------------------
+# How the lesson runs: its options, checked before any work; Ctrl-C, other signals and a closed
+# standard output as one line; the claims in order; the files, all written at the end.
+
+
+def fail(message):
+    """A user's error: one line on stderr, exit status 2, nothing written."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # a mistyped option: one line, not the usage text
+        fail(f"{message}; see lesson.py --help")
+
+
+def claim_numbers(text):
+    """--claims 1,3 → [1, 3]."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
+        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
+    return sorted({int(part) for part in parts})
+
+
+parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
+parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
+parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
+                                              "markdown page FILE (the figures linked from it)")
+parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
+                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
+                                                   "beside lesson.py)")
+parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
+                                                                               "(default: all five)")
+parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
+                                                                 "method (default: 20)")
+args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
+if not 0 < args.seconds <= 86_400:
+    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
+
+    def __init__(self, signum):
+        super().__init__()
+        self.signum = signum
+
+
+def stopped(kind, error, trace):
+    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
+    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
+    if issubclass(kind, KeyboardInterrupt):
+        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
+    elif issubclass(kind, BrokenPipeError):
+        status, message = 141, "standard output was closed"
+    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
+        status, message = 2, f"cannot write standard output: {error.strerror}"
+    else:
+        return sys.__excepthook__(kind, error, trace)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    os._exit(status)
+
+
+def on_signal(signum, frame):
+    raise Signalled(signum)
+
+
+if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
+    sys.excepthook = stopped
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+
+
+def writable_folder_above(path, option):
+    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"{option} {path}: {existing} is not a folder; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
+    return existing
+
+
+# Everything the lesson will write is checked before any work: it writes all of it at the end.
+if args.out.exists() and not args.out.is_dir():
+    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
+writable_folder_above(args.out, "--out")
+if args.page is not None:
+    if args.page.is_dir():
+        fail(f"--page {args.page} is a folder; give the path of a markdown file")
+    writable_folder_above(args.page.parent, "--page")
+
+LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
+began = time.perf_counter()
+for claim in args.claims:
+    LESSON[claim]()
 seconds = time.perf_counter() - began
 try:
     args.out.mkdir(parents=True, exist_ok=True)
