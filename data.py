@@ -473,7 +473,7 @@ def epoch_order(n, seed, epoch):
 
 def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
     """
-    Minibatches (x (T, B, 2312) float32, y (B,) int64) as xp arrays. shuffle=True: in
+    Minibatches (x (T, N, 2312) float32, y (N,) int64) as xp arrays. shuffle=True: in
     epoch_order(seed, epoch), full batches only; shuffle=False: in order, last partial batch included.
     """
     n = len(split)
@@ -506,14 +506,14 @@ def minibatch(split, batch_size, xp, seed, step, max_shift=0):
 
 
 def translate(frames, shifts):
-    """Frames (T, B, 2312), NumPy or CuPy, with sample b's events moved by shifts[b] = (dy, dx)
+    """Frames (T, N, 2312), NumPy or CuPy, with sample b's events moved by shifts[b] = (dy, dx)
     pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events moved
-    off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (B, 2)."""
+    off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (N, 2)."""
     xp = array_module_of(frames)
     width, height, polarities = SENSOR_SIZE
     n_steps, batch, _ = frames.shape
     polarity, y, x = np.unravel_index(np.arange(N_INPUTS), (polarities, height, width))
-    source_y, source_x = y - shifts[:, :1], x - shifts[:, 1:]  # (B, 2312): where each input's event comes from
+    source_y, source_x = y - shifts[:, :1], x - shifts[:, 1:]  # (N, 2312): where each input's event comes from
     on_sensor = (0 <= source_y) & (source_y < height) & (0 <= source_x) & (source_x < width)
     source = np.where(on_sensor, (polarity * height + source_y) * width + source_x, N_INPUTS)
     with_blank = xp.concatenate([frames, xp.zeros((n_steps, batch, 1), frames.dtype)], axis=2)  # input 2312: no event

@@ -343,7 +343,7 @@ def test_es_checks_sigma_population_and_frames():
         baselines.es_forward(params, frames, replace(config, sigma=0.0), 0)
     with pytest.raises(ValueError, match="population must be an even number"):
         baselines.es_forward(params, frames, replace(config, population=7), 0)
-    with pytest.raises(ValueError, match=r"frames must have shape \(T, B, 9\)"):
+    with pytest.raises(ValueError, match=r"frames must have shape \(T, N, 9\)"):
         baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config, optim.Adam(lr=0.01))
     counts, _ = baselines.es_forward(params, frames, replace(config, population=4), 0)
     assert counts.shape == (4, 3, 3)
