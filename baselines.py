@@ -162,8 +162,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 # (Zenke & Ganguli, "SuperSpike", 2018):
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
-#     L = CE + spike_cost * sum_t sum_j o1_tj / B                                          (12)
-# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / B on every o1_tj reaches
+#     L = CE + spike_cost * sum_t sum_j o1_tj / N                                          (12)
+# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
 # the weights through Eq. (11), the usual differentiable firing-rate penalty.
 
 SLOPE = 25.0  # k of Eq. (11)
@@ -257,7 +257,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     """
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape
-    # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / B; logits = logit_scale * counts / T.
+    # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / N; logits = logit_scale * counts / T.
     grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1
     grad_counts = grad_logits * (logit_scale / (n_steps * batch))

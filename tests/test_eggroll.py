@@ -475,7 +475,7 @@ def test_generation_step_is_its_stages_by_hand():
 
 def test_a_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness():
     """With spike_cost 0.05 a generation's fitness of member theta +- sigma E_p is its mean log
-    softmax(counts / T)[label] less 0.05 x its hidden spikes / B, the member materialised and run by
+    softmax(counts / T)[label] less 0.05 x its hidden spikes / N, the member materialised and run by
     snn.forward, computed with scipy (T (5) != B (3), to 1e-12); the update is that of the centred
     ranks of those fitnesses, bit for bit. The cost reorders the members here, so the test can tell
     a priced generation from a free one."""

@@ -412,7 +412,7 @@ def test_es_generation_fitness_is_the_cross_entropy_of_the_rates():
 @pytest.mark.parametrize("mode", baselines.ES_MODES)
 def test_es_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness(mode):
     """With spike_cost 0.05, in either mode, an ES generation's fitnesses are -cross-entropy less
-    0.05 x each materialised member's hidden spikes (snn.forward) / B, T (5) != B (3), to 1e-12; the
+    0.05 x each materialised member's hidden spikes (snn.forward) / N, T (5) != N (3), to 1e-12; the
     members differ in their spikes, so the price is not a constant shift."""
     from scipy.special import log_softmax
     params, frames, labels, config = es_problem(4, np.float64)
