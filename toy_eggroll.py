@@ -19,6 +19,7 @@ derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
 """
 import argparse
 import math
+import os
 import sys
 from dataclasses import dataclass, replace
 
@@ -203,7 +204,7 @@ def main(argv=None):
             figure.savefig(temporary, format="png", dpi=72)
     except UsageError as error:
         fail(str(error))
-    print("\n".join(lines + [f"figure: {args.out}"]))
+    print("\n".join(lines + [f"figure: {args.out}"]), flush=True)
 
 
 def fail(message, status=2):
@@ -217,3 +218,6 @@ if __name__ == "__main__":
         main()
     except KeyboardInterrupt:
         fail("interrupted; nothing was written", 130)
+    except BrokenPipeError:  # the figure is written; what stdout still holds is dropped
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fail("standard output was closed", 141)

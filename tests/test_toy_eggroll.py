@@ -72,3 +72,15 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
             result.stderr
         assert fragment in result.stderr and "Traceback" not in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "toy.png"]
+
+
+def test_a_closed_standard_output_is_one_line_and_the_figure_stays_whole(tmp_path):
+    """`toy_eggroll.py | true`: the reader gone before the toy prints; exit status 141, one line."""
+    clean = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    process = subprocess.Popen([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", "toy.png"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**clean, "MPLCONFIGDIR": str(tmp_path / ".matplotlib")})
+    process.stdout.close()
+    err = process.communicate(timeout=300)[1].decode()
+    assert process.returncode == 141 and err == "error: standard output was closed\n", err
+    assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
