@@ -57,23 +57,25 @@ def fitness(members, target):
 
 
 def noise_of(toy, generation):
-    """E_p of every pair, (P, m, n) float64, and the factors (A, B) it was formed from (None at full rank)."""
+    """E_p of every pair, (P, m, n) float64, and the factors (A, B) it was formed from (None at full
+    rank)."""
     pairs = np.arange(toy.pairs)
     if toy.rank is None:
         return baselines.full_rank_noise(toy.seed, generation, pairs, STREAM, SHAPE, np).astype(np.float64), None
-    a, b = (f.astype(np.float64) for f in eggroll.lowrank_factors(toy.seed, generation, pairs, STREAM, SHAPE, toy.rank))
+    factors = eggroll.lowrank_factors(toy.seed, generation, pairs, STREAM, SHAPE, toy.rank)
+    a, b = (f.astype(np.float64) for f in factors)
     return eggroll.materialise(a, b), (a, b)
 
 
 def members_of(theta, perturbation, sigma):
-    """The population in eggroll.py's order: member 2p is W + sigma E_p, member 2p + 1 is W - sigma E_p."""
+    """The population in eggroll.py's order: member 2p is W + sigma E_p, 2p + 1 is W - sigma E_p."""
     return np.stack([theta + sigma * perturbation, theta - sigma * perturbation], axis=1).reshape(-1, *SHAPE)
 
 
 def step(theta, target, toy, generation, ranked=True):
     """One generation's estimate g at W (m, n), Eq. (7) (Eq. (10) at full rank), from the pairs'
     differences of centred ranks, or of raw fitnesses if not `ranked`. Returns g and the population:
-    its noise E (P, m, n), members (2P, m, n), fitnesses (2P,) and centred ranks (2P,)."""
+    its noise E (P, m, n), members (2P, m, n) and their centred ranks (2P,)."""
     perturbation, factors = noise_of(toy, generation)
     members = members_of(theta, perturbation, toy.sigma)
     scores = fitness(members, target)
@@ -84,11 +86,12 @@ def step(theta, target, toy, generation, ranked=True):
         g = baselines.full_rank_gradient(f, {STREAM: theta}, config, generation)[STREAM]
     else:
         g = eggroll.lowrank_gradient(f, *factors, toy.sigma, toy.pairs)
-    return g, {"noise": perturbation, "members": members, "fitness": scores, "shaped": shaped}
+    return g, {"noise": perturbation, "members": members, "shaped": shaped}
 
 
 def train(toy, generations=300):
-    """Adam up the centred-rank step from W = 0: the final W and ||W - W*||^2 before each generation and after the last."""
+    """Adam up the centred-rank step from W = 0: the final W, and ||W - W*||^2 before each
+    generation and after the last."""
     target, theta = optimum(toy.seed), np.zeros(SHAPE)
     params, state, adam = {STREAM: theta}, optim.init({STREAM: theta}), optim.Adam(lr=toy.lr)
     distances = []
@@ -101,13 +104,14 @@ def train(toy, generations=300):
 
 
 def mean_step(theta, target, toy, generations, ranked=True):
-    """The mean of `generations` independent estimates at W (each a fresh draw), and its standard error per entry."""
+    """The mean of `generations` independent estimates at W (each a fresh draw), and its standard
+    error per entry."""
     steps = np.stack([step(theta, target, toy, generation, ranked)[0] for generation in range(generations)])
     return steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
 
 
 def ranked_step_length(pairs, sigma):
-    """||E[g]|| of the centred-rank step with Gaussian noise where F is linear near W (||G|| large
+    """||𝔼[g]|| of the centred-rank step with Gaussian noise where F is linear near W (||G|| large
     against sigma): kappa_P / (2 sigma), kappa_P = (2 (P - 1)/sqrt(pi) + sqrt(2/pi)) / (2P - 1),
     1/sqrt(pi) for a large population (docs/derivation.md). It does not depend on ||G||."""
     kappa = (2 * (pairs - 1) / math.sqrt(math.pi) + math.sqrt(2 / math.pi)) / (2 * pairs - 1)
@@ -132,8 +136,8 @@ def draw(toy=Toy(), generations=300, draws=2000):
     fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
 
     figure = Figure(figsize=(13, 8.4), layout="constrained")
-    figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy give a step "
-                    f"of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
+    figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
+                    f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
                     f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
                     f"{fall['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
                     f"{fall['full-rank ES']:.0f}-fold)")
@@ -143,7 +147,8 @@ def draw(toy=Toy(), generations=300, draws=2000):
     for ax, matrix, title in (
             (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
             (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
-            (heat[2], lowrank_g, f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
+            (heat[2], lowrank_g,
+             f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
             (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
         limit = scale if ax in heat[:2] else np.abs(matrix).max()
         image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
@@ -167,14 +172,15 @@ def draw(toy=Toy(), generations=300, draws=2000):
     dots = plane_ax.scatter(x, y, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
     bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
     arrow = 2.5 * toy.sigma
-    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5), (lowrank_g, "C2", "this generation's step g", 2),
+    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
+                                         (lowrank_g, "C2", "this generation's step g", 2),
                                          (mean_g["rank 1"], "C1", f"mean of {draws} steps", 2)):
         direction = np.array([(vector * along).sum(), (vector * across).sum()])
         direction *= arrow / np.linalg.norm(direction)
         plane_ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
         plane_ax.plot([], [], color=colour, linewidth=width, label=label)
-    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span), xlabel="along G (the fitness rises to the right)",
-                 ylabel="across G, towards g",
+    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
+                 xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
                  title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
                        f"pairs joined, coloured by centred rank; contours of F")
     plane_ax.legend(fontsize=8, loc="lower left")
