@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
-.PHONY: install test lesson reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
+.PHONY: install test lesson derivation reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
 
 install: $(VENV)/.installed
 
@@ -24,6 +24,10 @@ test: install
 # docs/lesson/ and its text, printed numbers and figures as the page docs/lesson.md.
 lesson: install
 	$(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
+
+# The toy of docs/derivation.md (a few seconds): EGGROLL on an 8 x 6 quadratic, its figure redrawn in place.
+derivation: install
+	$(PY) toy_eggroll.py --out docs/derivation.png
 
 reproduce: install
 	$(PY) run.py reproduce --config paper --download $(REAL_ROOT_OPTION)

@@ -59,7 +59,7 @@ def pair_noise(params, config, generation, pair):
 
 
 def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
-    """Output spike counts (2p, B, n_out) of the pairs in the slice `pairs`, one member at a time
+    """Output spike counts (2p, N, n_out) of the pairs in the slice `pairs`, one member at a time
     (member 2p = +, 2p + 1 = -)."""
     xp = array_module_of(frames)
     chosen = range(config.pairs)[pairs]
@@ -77,7 +77,7 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
 
 
 def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
-    """Output spike counts (2p, B, n_out) of the pairs in the slice `pairs`, all members at once,
+    """Output spike counts (2p, N, n_out) of the pairs in the slice `pairs`, all members at once,
     layer 1 as the population product x [E_1^T ... E_P^T]."""
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
@@ -105,7 +105,7 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
         return eggroll.antithetic(base[t], perturbation)
 
     def output_current(spikes, start, stop):
-        return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, B, O)
+        return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, N, O)
 
     return snn.simulate(hidden_current, output_current, members, n_steps, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
@@ -162,8 +162,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 # (Zenke & Ganguli, "SuperSpike", 2018):
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
-#     L = CE + spike_cost * sum_t sum_j o1_tj / B                                          (12)
-# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / B on every o1_tj reaches
+#     L = CE + spike_cost * sum_t sum_j o1_tj / N                                          (12)
+# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
 # the weights through Eq. (11), the usual differentiable firing-rate penalty.
 
 SLOPE = 25.0  # k of Eq. (11)
@@ -201,7 +201,7 @@ def surrogate(v, lif, k):
 
 
 def lif_forward(current, lif, spike, k):
-    """One layer over all steps from its currents I (T, B, n): pre-reset potentials V and spikes o."""
+    """One layer over all steps from its currents I (T, N, n): pre-reset potentials V and spikes o."""
     xp = array_module_of(current)
     v, spikes = xp.empty_like(current), xp.empty_like(current)
     u = xp.zeros_like(current[0])
@@ -213,11 +213,11 @@ def lif_forward(current, lif, spike, k):
 
 
 def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE):
-    """The network on frames (T, B, n_in), keeping what `bptt_backward` needs.
+    """The network on frames (T, N, n_in), keeping what `bptt_backward` needs.
 
     Layer 1's current W1 s_t + b1 is one matrix product for all steps, as in snn.forward; layer 2's
     follows once all hidden spikes are known. smooth=True spikes with `smooth_spike` instead of H.
-    Returns a dict: frames, v1, o1, v2, o2 (each (T, B, n)) and counts (B, n_out), the sum of o2.
+    Returns a dict: frames, v1, o1, v2, o2 (each (T, N, n)) and counts (N, n_out), the sum of o2.
     """
     n_steps, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
@@ -229,7 +229,7 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE):
 
 
 def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
-    """dL/dI (T, B, n) of one layer from dL/do (T, B, n), backwards through time.
+    """dL/dI (T, N, n) of one layer from dL/do (T, N, n), backwards through time.
 
         dL/dV_t = dL/do_t S'(V_t) + dL/dU_t dU_t/dV_t,   dL/dU_t = beta dL/dV_{t+1},   dL/dI_t = dL/dV_t
         dU_t/dV_t = 1 - o_t - V_t S'(V_t),  or  1 - o_t with the reset detached.
@@ -257,7 +257,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     """
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape
-    # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / B; logits = logit_scale * counts / T.
+    # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / N; logits = logit_scale * counts / T.
     grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1
     grad_counts = grad_logits * (logit_scale / (n_steps * batch))

@@ -283,7 +283,7 @@ def format_bench(summary):
     lines = [f"Machine: {summary['machine']}; float32 GEMM peak {summary['gemm_peak_gflops']:.1f} GFLOP/s "
              f"(best of m x k x n products, GFLOP/s: {speeds})",
              f"Size: 2312-64-10, {2 * reference['pairs']} members ({reference['pairs']} pairs), "
-             f"B = {reference['batch']}, T = {reference['time_bins']}, input density {INPUT_DENSITY}", "",
+             f"minibatch N = {reference['batch']}, T = {reference['time_bins']} frames, input density {INPUT_DENSITY}", "",
              "| method | rank | s / generation | GFLOP / gen | GFLOP/s | efficiency | noise MB | peak RSS MB "
              "| peak GPU MB " + "".join(f"| × vs {name.replace('_', ' ').replace('es ', 'ES ')} "
                                         for name in baselines_measured) + "|",

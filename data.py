@@ -387,7 +387,7 @@ class Split:
     def frames(self, indices, xp=np, shifts=None):
         """Frames of samples `indices` (a NumPy integer array) as xp float32 (T, len(indices), 2312),
         made where the packed frames are: each frame is 289 whole bytes (2312 = 8 x 289), so the
-        bytes are put in frame order first and unpacked straight into (T, B, 2312). `shifts`: each
+        bytes are put in frame order first and unpacked straight into (T, N, 2312). `shifts`: each
         sample moved by translate() while its frames are still bits."""
         rows = self.packed[indices]
         where = array_module_of(rows)
@@ -495,7 +495,7 @@ def epoch_order(n, seed, epoch):
 
 def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
     """
-    Minibatches (x (T, B, 2312) float32, y (B,) int64) as xp arrays. shuffle=True: in
+    Minibatches (x (T, N, 2312) float32, y (N,) int64) as xp arrays. shuffle=True: in
     epoch_order(seed, epoch), full batches only; shuffle=False: in order, last partial batch included.
     """
     n = len(split)
@@ -531,9 +531,9 @@ def minibatch(split, batch_size, xp, seed, step, count=1, max_shift=0):
 
 
 def translate(frames, shifts):
-    """Frames (T, B, 2312), NumPy or CuPy, of any dtype, with sample b's events moved by shifts[b] =
+    """Frames (T, N, 2312), NumPy or CuPy, of any dtype, with sample b's events moved by shifts[b] =
     (dy, dx) pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events
-    moved off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (B, 2).
+    moved off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (N, 2).
 
     Input i = (polarity * 34 + y) * 34 + x, so a move by (dy, dx) moves every index by dy * 34 + dx:
     the samples of one shift are moved together by one slice of their frames, and the inputs whose

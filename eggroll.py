@@ -1,20 +1,16 @@
 """EGGROLL: evolution strategies with low-rank perturbations, for the LIF network of snn.py.
 
-Read top to bottom; one generation is `generation_step` at the end.
-  1. A weight matrix W (m x n) is perturbed by E = A B^T / sqrt(r), A (m x r), B (n x r)     (5)
-     and a bias b (m) by a Gaussian vector delta. Members come in antithetic pairs theta +- sigma E.
-     The factors are regenerated from their keys (noise.py) whenever they are needed.
-  2. E is never materialised. For input x,  x (W + sigma E)^T = x W^T + sigma/sqrt(r) (x B) A^T  (6)
-     Layer 1 sees the same frames at every member, so x W^T is computed once and x [B_1 ... B_P]
-     is ONE matrix product for the whole population; the two members of a pair reuse it with
-     opposite signs.
-  3. Fitness = -cross-entropy (less a price per hidden spike, if one is set); fitnesses are
-     replaced by centred ranks in [-0.5, 0.5].
-  4. The gradient estimate, with f_p = rank(theta_p+) - rank(theta_p-) over P pairs,
-         g_W = 1/(2 P sigma) sum_p f_p E_p = (diag(f) A)^T B / (2 P sigma sqrt(r))       (7)
-         g_b = 1/(2 P sigma) sum_p f_p delta_p                                            (8)
-     is one matrix product, with A and B regenerated from their keys.
-  5. Adam ascends g (optim.py).                                                          (9)
+The method's equations are stated in README.md ("The method in equations") and derived in
+docs/derivation.md; each function below holds the line of the equation it computes. Read top to
+bottom; one generation is `generation_step` at the end:
+  1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
+     their keys (noise.py) whenever they are needed                                        (5)
+  2. the population's forward pass, E_p never formed: x W^T once, x [B_1 ... B_P] for the whole
+     population in blocks of PAIRS_PER_BLOCK pairs, each pair's two members sharing it      (6)
+  3. the fitness (-cross-entropy, less a price per hidden spike if one is set), replaced by
+     centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p)   (3)-(4)
+  4. the step g, one matrix product per weight                                          (7)-(8)
+  5. Adam climbs g (optim.py)                                                              (9)
 
 Factor layout: `a` has shape (pairs, r, m) and `b` shape (pairs, r, n); row k of a[p] is the k-th
 column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T.
@@ -31,7 +27,7 @@ import noise
 import optim
 import snn
 
-PAIRS_PER_BLOCK = 64  # pairs per matrix product of the population (see population_product)
+PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,8 @@ class Config:
 # 1. The perturbations of Eq. (5)
 
 def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
-    """A_p and B_p of Eq. (5) for weight `name` of shape (m, n): arrays (P, r, m) and (P, r, n)."""
+    """A_p and B_p of Eq. (5), E_p = A_p B_p^T / sqrt(r), for weight `name` of shape (m, n): arrays
+    (P, r, m) and (P, r, n), entries N(0, 1)."""
     m, n = shape
     normals = noise.normals(seed, generation, pairs, name, rank * (m + n), xp)
     a = normals[:, :rank * m].reshape(-1, rank, m)
@@ -86,8 +83,8 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (B, m) is shared by all members; perturbation (c, B, m) is one per pair. Returns
-    (2c, B, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    base (N, m) is shared by all members; perturbation (c, N, m) is one per pair. Returns
+    (2c, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
     """
     xp = array_module_of(perturbation)
     pairs, batch, m = perturbation.shape
@@ -120,7 +117,7 @@ def population_product(x, factors):
 
 def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False,
                       pairs=slice(None)):
-    """Output spike counts (2p, B, n_out) of the members theta_p +- sigma E_p, Eq. (6), of the
+    """Output spike counts (2p, N, n_out) of the members theta_p +- sigma E_p, Eq. (6), of the
     pairs in the slice `pairs` (all P by default), and the hidden spike count of each member if
     count_hidden (else None).
 
@@ -148,15 +145,15 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
-    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P], (T B, P, r)
+    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P], (T N, P, r)
     readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (n_pairs, n_hidden, n_out)),
                               factors_b2.transpose(0, 2, 1)], axis=2)              # [W2^T | B_p], (P, H, O+r)
     if gpu.enabled(xp):  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows1, readout, rows2, params["b2"], lif)
         return counts, (hidden if count_hidden else None)
     xb = xb.reshape(n_steps, batch, n_pairs, config.rank).transpose(0, 2, 1, 3)
-    xb = with_ones(xb)                                                             # (T, P, B, r+1)
-    # (2B, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
+    xb = with_ones(xb)                                                             # (T, P, N, r+1)
+    # (2N, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
     # which carries the bias noise.
     sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
 
@@ -167,9 +164,9 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     def output_current(spikes, start, stop):
         """Each member has its own hidden spikes s, so s W2^T and s B_p are one product per pair."""
         chunk = slice(start // 2, stop // 2)
-        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_hidden)                # (T, c, 2B, H)
-        projected = by_pair @ readout[chunk]                                       # (T, c, 2B, O+r)
-        perturbation = (sign * with_ones(projected[..., n_out:])) @ rows2[chunk]   # (T, c, 2B, O)
+        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_hidden)                # (T, c, 2N, H)
+        projected = by_pair @ readout[chunk]                                       # (T, c, 2N, O+r)
+        perturbation = (sign * with_ones(projected[..., n_out:])) @ rows2[chunk]   # (T, c, 2N, O)
         current = projected[..., :n_out] + params["b2"] + perturbation
         return current.reshape(n_steps, stop - start, batch, n_out)
 
@@ -193,7 +190,8 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
 
 
 def centred_ranks(values):
-    """Ranks scaled to [-0.5, 0.5] with sum 0; tied values share their mean rank."""
+    """The centred ranks c of `values`: ranks (0 for the lowest) / (count - 1) - 0.5, in [-0.5, 0.5]
+    with sum 0; tied values share their mean rank."""
     xp = array_module_of(values)
     if not bool(xp.isfinite(values).all()):
         raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
@@ -207,7 +205,8 @@ def centred_ranks(values):
 
 
 def pair_differences(shaped):
-    """f_p = shaped(theta_p+) - shaped(theta_p-) for members ordered (+, -) by pair, as float32."""
+    """f_p = c(theta + sigma E_p) - c(theta - sigma E_p), c the shaped fitness, for members ordered
+    (+, -) by pair, as float32."""
     xp = array_module_of(shaped)
     return (shaped[0::2] - shaped[1::2]).astype(xp.float32)
 
@@ -257,7 +256,7 @@ def gradient(f, params, config, generation, pairs=slice(None)):
 # One generation
 
 def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
-    """One EGGROLL generation on a minibatch, frames (T, B, n_in) and labels (B,).
+    """One EGGROLL generation on a minibatch, frames (T, N, n_in) and labels (N,).
 
     Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
     and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
@@ -301,10 +300,10 @@ def check_config(config, params):
 
 
 def check_frames(params, frames, labels):
-    """ValueError unless frames is (T, B, n_in) for W1 and labels is (B,) of class indices."""
+    """ValueError unless frames is (T, N, n_in) for W1 and labels is (N,) of class indices."""
     n_in = params["W1"].shape[1]
     if frames.ndim != 3 or frames.shape[2] != n_in:
-        raise ValueError(f"frames must have shape (T, B, {n_in}), got {tuple(frames.shape)}: "
+        raise ValueError(f"frames must have shape (T, N, {n_in}), got {tuple(frames.shape)}: "
                          f"bin events into T frames of {n_in} inputs")
     if labels.shape != (frames.shape[1],):
         raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "

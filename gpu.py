@@ -227,15 +227,15 @@ LOWRANK_LIF_SOURCE = r"""
 //     hidden:  x W1^T + b1  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]
 //     output:  o W2^T + b2  +-  [o B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p]   (layer 2's factors)
 extern "C" __global__ void lowrank_lif_network(
-        const REAL* base,     // (T, N_HIDDEN, B): x W1^T + b1, samples last (neighbouring threads, neighbouring samples)
-        const REAL* xb,       // (T, P, RANK, B): x B_p, samples last
+        const REAL* base,     // (T, N_HIDDEN, N): x W1^T + b1, samples last (neighbouring threads, neighbouring samples)
+        const REAL* xb,       // (T, P, RANK, N): x B_p, samples last
         const REAL* rows1,    // (P, RANK + 1, N_HIDDEN): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 1
         const REAL* readout,  // (P, N_HIDDEN, N_OUT + RANK): [W2^T | B_p^T], layer 2
         const REAL* rows2,    // (P, RANK + 1, N_OUT): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 2
         const REAL* b2,       // (N_OUT,)
         REAL beta, REAL threshold, int n_steps, int batch, int n_pairs,
-        REAL* counts,         // out (2P, B, N_OUT): output spikes over the T steps
-        REAL* hidden_counts)  // out (2P, B): hidden spikes over the T steps
+        REAL* counts,         // out (2P, N, N_OUT): output spikes over the T steps
+        REAL* hidden_counts)  // out (2P, N): hidden spikes over the T steps
 {
     for (long long index = blockIdx.x * (long long)blockDim.x + threadIdx.x; index < 2LL * n_pairs * batch;
          index += (long long)blockDim.x * gridDim.x) {
@@ -284,8 +284,8 @@ def lowrank_lif_options(dtype, n_hidden, n_out, rank):
 
 
 def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
-    """The arrays eggroll.perturbed_forward forms, base (T, B, n_hidden), xb (T B, P, r) and the
-    rest as in LOWRANK_LIF_SOURCE, through both LIF layers: output spike counts (2P, B, n_out) and
+    """The arrays eggroll.perturbed_forward forms, base (T, N, n_hidden), xb (T N, P, r) and the
+    rest as in LOWRANK_LIF_SOURCE, through both LIF layers: output spike counts (2P, N, n_out) and
     hidden spike counts per member (2P,) float64. base and xb are copied samples-last first, so
     that the threads of a warp (neighbouring samples) read neighbouring numbers."""
     xp = array_module_of(base)
@@ -306,8 +306,8 @@ def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
 
 def population_lif_network(base, w2, b2, n_members, lif):
     """snn.forward of a population (n_members copies of one network) as lowrank_lif_network at
-    rank 0, its perturbations all zero: output spike counts (n_members, B, n_out) and hidden spike
-    counts per member (n_members,) float64, from base (T, B, n_hidden) = x W1^T + b1."""
+    rank 0, its perturbations all zero: output spike counts (n_members, N, n_out) and hidden spike
+    counts per member (n_members,) float64, from base (T, N, n_hidden) = x W1^T + b1."""
     xp = array_module_of(base)
     n_steps, batch, n_hidden = base.shape
     n_out, pairs = b2.shape[0], -(-n_members // 2)
@@ -378,11 +378,11 @@ def lif_step(v, current, lif, spikes):
 def _adam_kernel():
     import cupy
     return cupy.ElementwiseKernel(
-        "T value, T grad, T m_old, T v_old, T lr, T lr_decay, T b1, T one_minus_b1, T b2, T one_minus_b2, "
-        "T correction1, T correction2, T eps",
+        "T value, T grad, T m_old, T v_old, T lr, T lr_decay, T beta1, T one_minus_beta1, T beta2, "
+        "T one_minus_beta2, T correction1, T correction2, T eps",
         "T new_value, T m, T v",
-        "m = b1 * m_old + one_minus_b1 * grad; "
-        "v = b2 * v_old + one_minus_b2 * (grad * grad); "
+        "m = beta1 * m_old + one_minus_beta1 * grad; "
+        "v = beta2 * v_old + one_minus_beta2 * (grad * grad); "
         "new_value = value + lr * ((m / correction1) / (sqrt(v / correction2) + eps)) - lr_decay * value",
         "eggroll_adam_update")
 
@@ -390,7 +390,7 @@ def _adam_kernel():
 def adam_update(value, grad, m, v, t, adam):
     """optim.adam_update in one launch; the constants are rounded from Python floats as NumPy does."""
     real = value.dtype.type
-    constants = (adam.lr, adam.lr * adam.weight_decay, adam.b1, 1 - adam.b1, adam.b2, 1 - adam.b2,
-                 1 - adam.b1 ** t, 1 - adam.b2 ** t, adam.eps)
+    constants = (adam.lr, adam.lr * adam.weight_decay, adam.beta1, 1 - adam.beta1, adam.beta2, 1 - adam.beta2,
+                 1 - adam.beta1 ** t, 1 - adam.beta2 ** t, adam.eps)
     return _adam_kernel()(value, grad.astype(value.dtype, copy=False), m, v, *(real(c) for c in constants))
 

@@ -5,26 +5,18 @@
 # population of random directions, score every perturbed network (its fitness), and move θ along
 # the directions that scored well. EGGROLL (Sarkar et al., "Evolution Strategies at the Hyperscale",
 # arXiv:2511.16652) makes each perturbation of a weight matrix low-rank. This lesson checks five of
-# its claims on the spiking network of Patankar & Gowda (arXiv:2605.30361), 2312 inputs → 64 LIF →
-# 10 LIF neurons on N-MNIST, with the project's own functions. Each claim derives what it states,
-# draws one figure, prints one line of numbers and asserts what it shows, so a run that
-# contradicts a claim fails loudly. The equations, numbered as in `eggroll.py` ((10) as in `baselines.py`):
+# its claims on the spiking network of Patankar & Gowda (arXiv:2605.30361) — N-MNIST recordings
+# binned into T = 10 frames of 2312 inputs (34 × 34 pixels × 2 polarities), then 64 and 10 LIF
+# (leaky integrate-and-fire) neurons — with the project's own functions. Each claim derives what
+# it states, draws one figure, prints its numbers and asserts what it shows, so a run that
+# contradicts a claim fails loudly.
 #
-#     (5)  E_p = A_p B_pᵀ / √r                 A_p (m × r), B_p (n × r), entries N(0, 1)
-#     (6)  x (W ± σE_p)ᵀ = x Wᵀ ± σ/√r (x B_p) A_pᵀ
-#     (7)  g_W = Σ_p f_p E_p / (2Pσ) = (diag(f) A)ᵀ B / (2Pσ√r)
-#     (8)  g_b = Σ_p f_p δ_p / (2Pσ)            δ_p ~ N(0, I), the noise of a bias b
-#     (9)  Adam, climbing g
-#     (10) vanilla ES: Eq. (7) with a full-rank E_p, every entry N(0, 1)
-#
-# The population is 2P members in antithetic pairs, θ + σε_p and θ − σε_p. Their 2P fitnesses
-# (−cross-entropy on a minibatch) are replaced by centred ranks: the ranks scaled to [−½, ½]
-# (`eggroll.centred_ranks`), so a step does not depend on the scale of the fitness or on its
-# outliers. Then
-#
-#     f_p = c(θ + σε_p) − c(θ − σε_p),          c = the centred rank of a member's fitness,
-#
-# the difference of the pair's centred ranks, weighs direction ε_p in Eqs. (7), (8) and (10).
+# It assumes the method as [docs/derivation.md](docs/derivation.md) derives it, and numbers the
+# equations as the [README's table](README.md#the-method-in-equations) does: E_p = A_p B_pᵀ/√r is
+# the low-rank noise of a weight matrix W (m × n), Eq. (5); Eq. (6) runs the population without
+# forming it; Eqs. (7)–(8) are the step, weighing each pair's noise by f_p = c(θ + σε_p) − c(θ − σε_p),
+# c the centred rank of a member's fitness; Eq. (9) is Adam; Eq. (10) is vanilla ES, Eq. (7) with
+# full-rank noise. 𝔼 is an expectation over the noise.
 #
 # Run it: `python lesson.py` (one to two minutes on 2 CPU cores) writes the figures into
 # `lesson/`; `--out DIR` puts them elsewhere, `--page FILE` also writes this text with the numbers
@@ -43,6 +35,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -62,113 +55,26 @@ CLAIMS = (1, 2, 3, 4, 5)
 FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
            4: "4_memory_time.png", 5: "5_training.png"}
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
-
-
-def fail(message):
-    """A user's error: one line on stderr, exit status 2, nothing written."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # a mistyped option: one line, not the usage text
-        fail(f"{message}; see lesson.py --help")
-
-
-def claim_numbers(text):
-    """--claims 1,3 → [1, 3]."""
-    parts = [part.strip() for part in text.split(",")]
-    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
-        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
-    return sorted({int(part) for part in parts})
-
-
-parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
-parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
-parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
-                                              "markdown page FILE (the figures linked from it)")
-parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
-                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
-                                                   "beside lesson.py)")
-parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
-                                                                               "(default: all five)")
-parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
-                                                                 "method (default: 20)")
-args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
-if not 0 < args.seconds <= 86_400:
-    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
-
-
-class Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
-
-    def __init__(self, signum):
-        super().__init__()
-        self.signum = signum
-
-
-def stopped(kind, error, trace):
-    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
-    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
-    if issubclass(kind, KeyboardInterrupt):
-        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
-    elif issubclass(kind, BrokenPipeError):
-        status, message = 141, "standard output was closed"
-    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
-        status, message = 2, f"cannot write standard output: {error.strerror}"
-    else:
-        return sys.__excepthook__(kind, error, trace)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-    os._exit(status)
-
-
-def on_signal(signum, frame):
-    raise Signalled(signum)
-
-
-if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
-    sys.excepthook = stopped
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, on_signal)
-
-
-def writable_folder_above(path, option):
-    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        fail(f"{option} {path}: {existing} is not a folder; choose another path")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
-    return existing
-
-
-# Everything the lesson will write is checked before any work: it writes all of it at the end.
-if args.out.exists() and not args.out.is_dir():
-    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
-writable_folder_above(args.out, "--out")
-if args.page is not None:
-    if args.page.is_dir():
-        fail(f"--page {args.page} is a folder; give the path of a markdown file")
-    writable_folder_above(args.page.parent, "--page")
-began = time.perf_counter()
-figures, printed = {}, {}  # per claim: the PNG's bytes, the printed line
+figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
 
 
 def report(claim, figure, line):
     """Keep a claim's figure (written at the end) and print its line of numbers."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    figures[claim], printed[claim] = buffer.getvalue(), f"claim {claim}: {line}"
+    figures[claim], printed[claim] = buffer.getvalue(), wrapped(f"claim {claim}: {line}")
     print(printed[claim], flush=True)
     if "ipykernel" in sys.modules:  # in a notebook, show it
         from IPython.display import display
         display(figure)
+
+
+def wrapped(line, width=100):
+    """A line of numbers folded for a terminal `width` columns wide: each of its '; '-separated
+    parts on a line of its own, continued lines indented."""
+    return ";\n".join(textwrap.fill(part, width, initial_indent="    " if index else "", subsequent_indent="    ",
+                                     break_long_words=False, break_on_hyphens=False)
+                       for index, part in enumerate(line.split("; ")))
 
 
 def standard_error(samples):
@@ -181,7 +87,7 @@ def standard_error(samples):
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
 # Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? An entry of E is a sum of r
 # independent products of two independent N(0, 1) numbers, each product of mean 0 and variance
-# E[a²] E[b²] = 1:
+# 𝔼[a²] 𝔼[b²] = 1:
 #
 #     E_ij = (1/√r) Σ_k a_ik b_jk
 #     Var(E_ij) = (1/√r)² · (r · 1) = 1.
@@ -192,7 +98,7 @@ def standard_error(samples):
 # fourth moment counts the terms of (Σ_k a_k b_k)⁴ whose factors pair up: r terms a_k⁴ b_k⁴ of
 # mean 3 · 3 = 9 and 3 r (r − 1) terms a_k² b_k² a_l² b_l² of mean 1, so
 #
-#     E[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
+#     𝔼[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
 #
 # against 3 for a Gaussian: heavy tails at low rank (excess kurtosis 6/r), Gaussian only as r → ∞.
 # The check: the E_p of 32 pairs at each rank from 1 to 64 and at full rank (`eggroll.lowrank_factors`,
@@ -252,9 +158,6 @@ def lowrank_scale():
            f"(r = 64, 6/r = 0.094), {excess_kurtosis['full'].mean():.3f} (full rank)")
 
 
-if 1 in args.claims:
-    lowrank_scale()
-
 # %% [markdown]
 # ## 2. The population is evaluated without ever forming E, Eq. (6)
 #
@@ -265,9 +168,9 @@ if 1 in args.claims:
 #     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B) Aᵀ.
 #
 # x Wᵀ is the same for every member: computed once. (x B) Aᵀ costs n r + r m multiply-adds per row
-# where x Eᵀ costs n m: 16 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] is one matrix
-# product for the whole population (`eggroll.population_product`), and the two members of a pair
-# reuse it with opposite signs. A bias is a weight on a constant input 1, so its noise σδ rides
+# where x Eᵀ costs n m: 16 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] serves the whole
+# population (`eggroll.population_product` makes it one product per block of 64 pairs, so that
+# every BLAS call has one shape), and the two members of a pair reuse it with opposite signs. A bias is a weight on a constant input 1, so its noise σδ rides
 # along as one more column; the second layer does the same with each member's hidden spikes as x.
 #
 # The check, in float64 so that rounding is not the question: 4 pairs at r = 4 and σ = 0.2, and as
@@ -281,7 +184,7 @@ if 1 in args.claims:
 # %%
 def forward_trick():
     rng = np.random.default_rng(0)
-    frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float64)  # (T, B, 2312)
+    frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float64)  # (T, N, 2312)
     n_steps, batch, n = frames.shape
     params = {name: value.astype(np.float64) for name, value in snn.init_params(seed=1).items()}
     config = eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
@@ -295,7 +198,7 @@ def forward_trick():
                          .astype(np.float64) for name in ("b1", "b2")})          # δ_p
 
     x = frames.reshape(n_steps * batch, n)
-    xb = eggroll.population_product(x, factors["W1"][1]).transpose(1, 0, 2)     # x [B_1 … B_P]: (P, T B, r)
+    xb = eggroll.population_product(x, factors["W1"][1]).transpose(1, 0, 2)     # x [B_1 … B_P]: (P, T N, r)
     lowrank_current = (x @ params["W1"].T + params["b1"]) \
         + sigma / math.sqrt(config.rank) * (xb @ factors["W1"][0]) + sigma * perturbation["b1"][:, None, :]
     formed_current = x @ (params["W1"] + sigma * perturbation["W1"]).transpose(0, 2, 1) \
@@ -303,7 +206,7 @@ def forward_trick():
     current_gap = np.abs(lowrank_current - formed_current).max()
     assert current_gap <= 1e-10, current_gap
 
-    lowrank_counts, _ = eggroll.perturbed_forward(params, frames, config, generation)  # (2P, B, 10)
+    lowrank_counts, _ = eggroll.perturbed_forward(params, frames, config, generation)  # (2P, N, 10)
     formed_counts = np.empty_like(lowrank_counts)
     for member in range(config.population):
         pair, sign = member // 2, (1, -1)[member % 2]  # member 2p is pair p's + side, 2p + 1 its − side
@@ -344,13 +247,10 @@ def forward_trick():
            f"layer-1 current difference {current_gap:.1e}")
 
 
-if 2 in args.claims:
-    forward_trick()
-
 # %% [markdown]
 # ## 3. The estimate's error falls as 1/P, and low rank adds little to it, Eqs. (7), (8), (10)
 #
-# ES follows the gradient of the smoothed fitness J(θ) = E_ε F(θ + σε). To know that gradient
+# ES follows the gradient of the smoothed fitness J(θ) = 𝔼_ε[F(θ + σε)]. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
 # G = θ* − θ. For a quadratic the antithetic difference is exact, the even terms cancelling:
@@ -359,19 +259,19 @@ if 2 in args.claims:
 #
 # Fed these raw differences as f_p (not their centred ranks: Eqs. (7), (8) and (10) are linear in
 # f, and ranks would change the objective), each estimator returns g = (1/P) Σ_p ⟨G, ε_p⟩ ε_p. Its
-# mean is E[ε εᵀ] G = G for any noise whose entries are uncorrelated with variance 1: Gaussian, or
+# mean is 𝔼[ε εᵀ] G = G for any noise whose entries are uncorrelated with variance 1: Gaussian, or
 # low-rank (claim 1). Its error, over P independent pairs:
 #
-#     E ‖g − G‖² = (E[⟨G, ε⟩² ‖ε‖²] − ‖G‖²) / P = (d + 1) ‖G‖² / P       for Gaussian ε,
+#     𝔼‖g − G‖² = (𝔼[⟨G, ε⟩² ‖ε‖²] − ‖G‖²) / P = (d + 1) ‖G‖² / P       for Gaussian ε,
 #
-# since E[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖² (⟨G, ε⟩² times each of the d terms ε_i² has mean ‖G‖², plus
+# since 𝔼[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖² (⟨G, ε⟩² times each of the d terms ε_i² has mean ‖G‖², plus
 # 2 G_i² for the term of ε_i itself, its fourth moment 3 against 1). So the measure of the right
 # panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the number of pairs — stays
 # at d + 1 = 597 at every population exactly when the error falls as 1/P. Low-rank noise's heavy
-# tails add to E[⟨G, E⟩² ‖E‖²]. At r = 1, E = a bᵀ, ⟨G, E⟩ = aᵀ (G b) and ‖E‖² = ‖a‖² ‖b‖². Average
+# tails add to 𝔼[⟨G, E⟩² ‖E‖²]. At r = 1, E = a bᵀ, ⟨G, E⟩ = aᵀ (G b) and ‖E‖² = ‖a‖² ‖b‖². Average
 # first over a, a Gaussian vector of m entries (the count above, with G b for G), then over b:
 #
-#     E[(aᵀ G b)² ‖a‖² ‖b‖²] = (m + 2) E[‖G b‖² ‖b‖²] = (m + 2)(n + 2) ‖G‖²,
+#     𝔼[(aᵀ G b)² ‖a‖² ‖b‖²] = (m + 2) 𝔼[‖G b‖² ‖b‖²] = (m + 2)(n + 2) ‖G‖²,
 #
 # 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
 # independent such terms; only the fourth moments within one term exceed the Gaussian's, r terms
@@ -410,7 +310,7 @@ def gradient_estimate():
         return {name: value.astype(np.float64) for name, value in drawn.items()}
 
     def predicted_error(rank):
-        """E[P ‖g − G‖²] / ‖G‖²: d + 1, plus the low-rank term of each weight matrix."""
+        """𝔼[P ‖g − G‖²] / ‖G‖²: d + 1, plus the low-rank term of each weight matrix."""
         excess = sum(2 / rank * (sum(g.shape) + 1) * (g ** 2).sum() for name, g in
                      ((name, target[name] - theta[name]) for name in theta) if rank and name.startswith("W"))
         return true_gradient.size + 1 + excess / (true_gradient ** 2).sum()
@@ -467,9 +367,6 @@ def gradient_estimate():
         f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
 
 
-if 3 in args.claims:
-    gradient_estimate()
-
 # %% [markdown]
 # ## 4. A generation of low-rank noise takes far less memory and time, Eqs. (5)–(7)
 #
@@ -481,7 +378,7 @@ if 3 in args.claims:
 #                  = 148,682 / 9,874 ≈ 15.
 #
 # Time: the largest product of a generation is layer 1's per-pair term, x [B_1 … B_P] with
-# T B n r P multiply-adds for EGGROLL (claim 2) against x [E_1ᵀ … E_Pᵀ] with T B n m P for vanilla
+# T N n r P multiply-adds for EGGROLL (claim 2) against x [E_1ᵀ … E_Pᵀ] with T N n m P for vanilla
 # ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
 # The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
 # 16. Measured here: `eggroll.generation_step` and the batched `baselines.es_generation_step` (one
@@ -543,7 +440,7 @@ def memory_and_time():
         memory_ax.plot(populations, megabytes[label], marker="o", label=label)
         time_ax.plot(populations, seconds[label], marker="o", label=label)
     memory_ax.set(ylabel="noise held at once in a generation (MB)", title="memory: r (m + n) against m n per pair")
-    time_ax.set(ylabel=f"CPU seconds per generation (B = 32, {os.cpu_count()} cores)",
+    time_ax.set(ylabel=f"CPU seconds per generation (N = 32, {os.cpu_count()} cores)",
                 title="time: median of 5 generations")
     for ax in (memory_ax, time_ax):
         ax.set(yscale="log", xlabel="population 2P (members)")
@@ -551,13 +448,10 @@ def memory_and_time():
         ax.set_xticks(populations, [str(p) for p in populations])
         ax.legend(fontsize=8)
     report(4, figure, f"at population {populations[-1]}, noise MB " + ", ".join(
-        f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (B = 32) "
+        f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (N = 32) "
         + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
         + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
 
-
-if 4 in args.claims:
-    memory_and_time()
 
 # %% [markdown]
 # ## 5. In the same time, EGGROLL trains further than vanilla ES, on real recordings
@@ -703,18 +597,14 @@ def training_race():
            + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
 
 
-if 5 in args.claims:
-    training_race()
-
 # %% [markdown]
 # ## What to read next
 #
-# [nano_eggroll.py](nano_eggroll.py): the whole method on one page of NumPy — the network, the
-# factors of Eq. (5), the forward pass of Eq. (6), centred ranks, Eqs. (7)–(8) and Adam — trained on
-# `nmnist-sample/`, drawing the same noise and taking the same steps as `eggroll.py`. Then
-# `eggroll.py` top to bottom (the same method, fast and checked), `snn.py` (the LIF network),
-# `noise.py` (the Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and
-# BPTT) and the tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py).
+# `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
+# pairs, member chunks, the GPU, several processes). Then `snn.py` (the LIF network), `noise.py` (the
+# Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and BPTT), and the
+# tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py). Every file and
+# equation has its place in [docs/code.md](docs/code.md).
 
 # %%
 def markdown_cells(source):
@@ -753,8 +643,7 @@ def page(seconds):
         if claim and int(claim[1]) in printed:
             number = int(claim[1])
             figure = os.path.relpath(args.out.resolve() / FIGURES[number], folder)  # written together
-            lines = printed[number].replace("; ", ";\n    ")
-            parts.append(f"![Claim {number}]({figure})\n\n```text\n{lines}\n```")
+            parts.append(f"![Claim {number}]({figure})\n\n```text\n{printed[number]}\n```")
     return "\n\n".join(parts) + "\n"
 
 
@@ -771,6 +660,109 @@ def write_whole(path, content):
         temporary.unlink(missing_ok=True)
 
 
+# %%
+# ---------------------------------------------------------------------------------------------
+# How the lesson runs: its options, checked before any work; Ctrl-C, other signals and a closed
+# standard output as one line; the claims in order; the files, all written at the end.
+
+
+def fail(message):
+    """A user's error: one line on stderr, exit status 2, nothing written."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # a mistyped option: one line, not the usage text
+        fail(f"{message}; see lesson.py --help")
+
+
+def claim_numbers(text):
+    """--claims 1,3 → [1, 3]."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
+        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
+    return sorted({int(part) for part in parts})
+
+
+parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
+parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
+parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
+                                              "markdown page FILE (the figures linked from it)")
+parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
+                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
+                                                   "beside lesson.py)")
+parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
+                                                                               "(default: all five)")
+parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
+                                                                 "method (default: 20)")
+args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
+if not 0 < args.seconds <= 86_400:
+    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
+
+    def __init__(self, signum):
+        super().__init__()
+        self.signum = signum
+
+
+def stopped(kind, error, trace):
+    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
+    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
+    if issubclass(kind, KeyboardInterrupt):
+        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
+    elif issubclass(kind, BrokenPipeError):
+        status, message = 141, "standard output was closed"
+    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
+        status, message = 2, f"cannot write standard output: {error.strerror}"
+    else:
+        return sys.__excepthook__(kind, error, trace)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    os._exit(status)
+
+
+def on_signal(signum, frame):
+    raise Signalled(signum)
+
+
+if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
+    sys.excepthook = stopped
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+
+
+def writable_folder_above(path, option):
+    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"{option} {path}: {existing} is not a folder; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
+    return existing
+
+
+# Everything the lesson will write is checked before any work: it writes all of it at the end.
+if args.out.exists() and not args.out.is_dir():
+    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
+writable_folder_above(args.out, "--out")
+if args.page is not None:
+    if args.page.is_dir():
+        fail(f"--page {args.page} is a folder; give the path of a markdown file")
+    writable_folder_above(args.page.parent, "--page")
+
+LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
+began = time.perf_counter()
+for claim in args.claims:
+    LESSON[claim]()
 seconds = time.perf_counter() - began
 try:
     args.out.mkdir(parents=True, exist_ok=True)

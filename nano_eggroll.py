@@ -1,23 +1,23 @@
 """nano EGGROLL: evolution strategies with low-rank perturbations, training a spiking network, on one page.
 
 The same method as eggroll.py, without what makes that one fast or safe (member chunks, blocks of
-pairs, a GPU, several processes, input checks), with the equations numbered as in snn.py
-((1)-(4)) and eggroll.py ((5)-(9)):
+pairs, a GPU, several processes, input checks). The equations are numbered as in README.md ("The
+method in equations") and derived in docs/derivation.md; each function holds the line it computes.
 
-  the network (snn.py)  2312 inputs -> 64 LIF -> 10 LIF, for T steps:
-        V_t = beta V_{t-1} + W s_t + b,   spike o_t = [V_t >= V_th], then V_t <- 0 where o_t   (1)-(2)
-        output = spike counts / T;  p = softmax(logit_scale * output);  fitness = log p(label) (3)-(4)
-  one generation
-     1. every pair p draws E_p = A_p B_p^T / sqrt(r), A_p (m x r), B_p (n x r), for each W,
-        and delta_p for each b; the members are theta + sigma E_p and theta - sigma E_p      (5)
-     2. no E_p is ever formed: x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T   (6)
-     3. the fitness of every member, replaced by its centred rank in [-0.5, 0.5]         (3)-(4)
-     4. f_p = rank(theta_p+) - rank(theta_p-);  g_W = (diag(f) A)^T B / (2 P sigma sqrt(r)),
-        g_b = f^T delta / (2 P sigma)                                                    (7)-(8)
-     5. Adam climbs g                                                                        (9)
+The network: an N-MNIST recording binned into T = 10 frames of 2312 inputs (34 x 34 pixels x 2
+polarities: brightness going up or down), into 64 and then 10 LIF (leaky integrate-and-fire)
+neurons. A LIF neuron adds its input current to a potential that decays by beta each step, and
+spikes and resets to 0 when the potential reaches its threshold. The output neuron that spikes
+most names the digit.
 
-The noise comes from the project's Philox streams (noise.py), so this file and eggroll.py draw the
-same numbers and take the same steps (tests/test_nano_eggroll.py holds them to it). This file keeps
+One generation: draw every pair's noise (5), run the 2P members theta +- sigma E_p without ever
+forming E_p (6), score them (3)-(4), replace the scores by their centred ranks c, weigh pair p by
+f_p = c(theta + sigma E_p) - c(theta - sigma E_p), form the step g (7)-(8) and climb it by Adam (9).
+
+The noise comes from the project's Philox streams (noise.py: Philox4x32-10, a counter-based
+generator, makes every number a function of seed, generation, pair, parameter and position), so
+this file and eggroll.py draw the same numbers and take the same steps (tests/test_nano_eggroll.py
+holds them to it). This file keeps
 a generation's factors from the forward pass to the update; eggroll.py draws them again from their
 keys, so that no more than a block of them is held at once.
 
@@ -69,7 +69,8 @@ def init_params(seed, sizes=(2312, 64, 10), std=0.3):
 
 
 def lif(currents, beta, threshold):
-    """Eqs. (1)-(2) for every neuron: input currents (T, ...) -> output spikes (T, ...), 0 or 1."""
+    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + I_t and o_t = [V_t >= V_th], then V_t <- 0
+    where o_t: input currents I (T, ...) -> output spikes o (T, ...), 0 or 1."""
     v = np.zeros_like(currents[0])
     spikes = np.empty_like(currents)
     for t in range(len(currents)):
@@ -80,13 +81,13 @@ def lif(currents, beta, threshold):
 
 
 def forward(params, x, s):
-    """The network itself on frames x (T, B, n_in): output spike counts (B, 10)."""
+    """The network itself on frames x (T, N, n_in): output spike counts (N, 10)."""
     hidden = lif(x @ params["W1"].T + params["b1"], s.beta, s.threshold)
     return lif(hidden @ params["W2"].T + params["b2"], s.beta, s.threshold).sum(axis=0)
 
 
 def fitness(counts, labels, n_steps, logit_scale):
-    """-cross-entropy of softmax(logit_scale * counts / T), Eqs. (3)-(4): counts (..., B, 10) ->
+    """-cross-entropy of softmax(logit_scale * counts / T), Eqs. (3)-(4): counts (..., N, 10) ->
     (...), the mean over the batch. Sums in the order of snn.cross_entropy, to the last bit."""
     logits = counts * (logit_scale / n_steps)
     logits = logits - logits.max(axis=-1, keepdims=True)
@@ -116,10 +117,11 @@ def draw_noise(params, generation, s):
 
 
 def population_forward(params, eps, x, s):
-    """Output spike counts (2, P, B, 10) of every member on frames x (T, B, n_in), Eq. (6):
-    [0, p] is theta + sigma E_p, [1, p] is theta - sigma E_p (eggroll.py interleaves them instead:
-    member 2p is pair p's +, 2p + 1 its -). A bias's noise sigma delta_p joins
-    the same per-pair term, so the two members of a pair differ only in its sign."""
+    """Output spike counts (2, P, N, 10) of every member on frames x (T, N, n_in) by Eq. (6),
+    x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T. [0, p] is theta + sigma E_p and
+    [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
+    2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
+    of a pair differ only in its sign."""
     A1, B1 = (e.astype(x.dtype) for e in eps["W1"])  # the noise in the frames' type (float32 or 64)
     A2, B2 = (e.astype(x.dtype) for e in eps["W2"])
     d1, d2 = eps["b1"].astype(x.dtype), eps["b2"].astype(x.dtype)
@@ -130,12 +132,12 @@ def population_forward(params, eps, x, s):
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
     # A1[p] is A_p^T (r x m) and B1[p] is B_p^T (r x n), so x B_p = x @ B1[p].T.
-    base = x @ params["W1"].T + params["b1"]                                    # (T, B, 64)
-    xB = (x @ B1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, B, r)
-    pair_term = (scale * xB) @ A1 + s.sigma * d1[:, None, :]                    # (T, P, B, 64)
-    hidden = lif(base[:, None, None] + sign * pair_term[:, None], s.beta, s.threshold)  # (T, 2, P, B, 64)
+    base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
+    xB = (x @ B1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
+    pair_term = (scale * xB) @ A1 + s.sigma * d1[:, None, :]                    # (T, P, N, 64)
+    hidden = lif(base[:, None, None] + sign * pair_term[:, None], s.beta, s.threshold)  # (T, 2, P, N, 64)
     # Layer 2: each member has its own hidden spikes h, so h B_p is a product per member.
-    pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + s.sigma * d2[:, None, :]  # (T, 2, P, B, 10)
+    pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + s.sigma * d2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, s.beta, s.threshold)
     return out.sum(axis=0)
 
@@ -166,15 +168,15 @@ def gradient(f, eps, sigma):
     return grads
 
 
-def adam(params, grads, state, lr, b1=0.9, b2=0.999, eps=1e-8):
+def adam(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     """Eq. (9): one Adam step UP the gradient, as optim.adam_update (bias-corrected moments, eps
     added to the root of the second one). state = {"m": ..., "v": ..., "t": steps so far}."""
     t = state["t"] + 1
     new, m, v = {}, {}, {}
     for k in params:
-        m[k] = b1 * state["m"][k] + (1 - b1) * grads[k]
-        v[k] = b2 * state["v"][k] + (1 - b2) * grads[k] ** 2
-        step = (m[k] / (1 - b1 ** t)) / (np.sqrt(v[k] / (1 - b2 ** t)) + eps)
+        m[k] = beta1 * state["m"][k] + (1 - beta1) * grads[k]
+        v[k] = beta2 * state["v"][k] + (1 - beta2) * grads[k] ** 2
+        step = (m[k] / (1 - beta1 ** t)) / (np.sqrt(v[k] / (1 - beta2 ** t)) + eps)
         new[k] = (params[k] + lr * step).astype(params[k].dtype)
     return new, {"m": m, "v": v, "t": t}
 
@@ -185,7 +187,7 @@ def adam_init(params):
 
 
 def generation_step(params, state, x, labels, generation, s):
-    """One EGGROLL generation on the minibatch x (T, B, n_in), labels (B,). Returns the new
+    """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
     parameters, Adam's new state and the fitness of every member (2, P)."""
     eps = draw_noise(params, generation, s)                                  # (5)
     counts = population_forward(params, eps, x, s)                           # (6)

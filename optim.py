@@ -18,8 +18,8 @@ class Adam:
     """Adam's settings; lr is the rate of the current step (see `scheduled_lr`)."""
     lr: float
     weight_decay: float = 0.0
-    b1: float = 0.9      # Kingma & Ba's constants
-    b2: float = 0.999
+    beta1: float = 0.9      # β₁, β₂: Kingma & Ba's constants
+    beta2: float = 0.999
     eps: float = 1e-8
 
 
@@ -42,9 +42,9 @@ def ascend(params, grads, state, adam):
 def adam_update(value, grad, m, v, t, adam):
     """Step t of Adam for one parameter: theta += lr m_hat / (sqrt(v_hat) + eps), and the
     decoupled decay; returns the new theta, m and v."""
-    m = adam.b1 * m + (1 - adam.b1) * grad
-    v = adam.b2 * v + (1 - adam.b2) * grad ** 2
-    step = (m / (1 - adam.b1 ** t)) / ((v / (1 - adam.b2 ** t)) ** 0.5 + adam.eps)
+    m = adam.beta1 * m + (1 - adam.beta1) * grad
+    v = adam.beta2 * v + (1 - adam.beta2) * grad ** 2
+    step = (m / (1 - adam.beta1 ** t)) / ((v / (1 - adam.beta2 ** t)) ** 0.5 + adam.eps)
     return (value + adam.lr * step - adam.lr * adam.weight_decay * value).astype(value.dtype), m, v
 
 

@@ -7,8 +7,8 @@ The memory of one generation (bytes of float32) is the sum of its dominant array
              and the layer-1 factors B_p counted twice: on a GPU the sparse product copies them
              whole, on a CPU it is a margin) or the full matrices E_p (vanilla ES, both modes: the
              update regenerates every E_p at once, Eq. (10));
-  product    x [B_1 ... B_P] (T B x P r) and a copy of it (with a ones column on a CPU, samples
-             last on a GPU), or x [E_1^T ... E_P^T] (T B x P H), and on a CPU one block of 64
+  product    x [B_1 ... B_P] (T N x P r) and a copy of it (with a ones column on a CPU, samples
+             last on a GPU), or x [E_1^T ... E_P^T] (T N x P H), and on a CPU one block of 64
              pairs' factors and products;
   LIF        potentials, spikes and currents of one chunk of members (snn.members_per_chunk: a
              cache-sized chunk on a CPU, all members on a GPU, where EGGROLL and inference run

@@ -101,7 +101,7 @@ def simulate(hidden_current, output_current, n_members, n_steps, batch, sizes=SI
 
 
 def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False):
-    """The unperturbed network on frames (T, B, n_in): output spike counts (n_members, B, n_out).
+    """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
     the yardstick for what perturbations cost (on a GPU, one kernel: gpu.population_lif_network).
@@ -130,7 +130,7 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 
 
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
-    """Eq. (4): mean over the batch of -log p(label), for every member; counts (..., B, n_out)."""
+    """Eq. (4): mean over the batch of -log p(label), for every member; counts (..., N, n_out)."""
     xp = array_module_of(counts)
     log_p = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_p, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
@@ -139,7 +139,7 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
 
 def correct_per_class(counts, labels):
     """For each class c, how many samples of class c the most-spiking output neuron classifies
-    right (ties: lowest class); a NumPy array of length n_out. counts (B, n_out), labels (B,)."""
+    right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
     hits = to_numpy(counts.argmax(axis=-1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
 

@@ -230,7 +230,7 @@ def test_bptt_step_passes_its_readout_scale_and_reset_to_the_backward_pass(detac
 def test_spike_cost_gradient_is_exact_in_smooth_mode(data, spike_cost, k, logit_scale):
     """L = CE + spike_cost x (hidden spikes per sample), the smooth spikes S(V) counted: bptt_backward
     with the cost equals finite differences of that loss (reset differentiated), and the cost moves
-    the gradient (its part alone, spike_cost / B per hidden spike, is not zero)."""
+    the gradient (its part alone, spike_cost / N per hidden spike, is not zero)."""
     params, frames, labels, lif = small_problem(data)
 
     def loss(p):
@@ -248,7 +248,7 @@ def test_spike_cost_gradient_is_exact_in_smooth_mode(data, spike_cost, k, logit_
 
 
 def test_bptt_step_with_a_spike_cost_reports_and_descends_the_priced_loss():
-    """bptt_step with spike_cost 0.05 reports CE + 0.05 x hidden spikes / B (T (4) != B (5)) and
+    """bptt_step with spike_cost 0.05 reports CE + 0.05 x hidden spikes / N (T (4) != N (5)) and
     takes bptt_backward's step with that cost, bit for bit; without it, the step differs."""
     params = snn.init_params(1, (12, 6, 3), std=1.0)
     rng = np.random.default_rng(1)

@@ -211,7 +211,7 @@ def test_noise_of_more_blocks_than_one_pass_is_the_definition():
 def test_cross_entropy_names_the_class_axis(monkeypatch):
     """NumPy before 2.3 and CuPy have no default axis in take_along_axis (NumPy >= 2.3 takes -1):
     with such a take_along_axis the cross-entropy still picks each sample's label along the class
-    axis, for one member (B, n_out) and for many (P, B, n_out)."""
+    axis, for one member (N, n_out) and for many (P, N, n_out)."""
     original = np.take_along_axis
 
     def take_along_axis(arr, indices, axis):  # no default: the signature of NumPy < 2.3 and CuPy

@@ -475,7 +475,7 @@ def test_generation_step_is_its_stages_by_hand():
 
 def test_a_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness():
     """With spike_cost 0.05 a generation's fitness of member theta +- sigma E_p is its mean log
-    softmax(counts / T)[label] less 0.05 x its hidden spikes / B, the member materialised and run by
+    softmax(counts / T)[label] less 0.05 x its hidden spikes / N, the member materialised and run by
     snn.forward, computed with scipy (T (5) != B (3), to 1e-12); the update is that of the centred
     ranks of those fitnesses, bit for bit. The cost reorders the members here, so the test can tell
     a priced generation from a free one."""
@@ -577,14 +577,14 @@ def small_problem():
 
 
 @pytest.mark.parametrize("frames_shape, labels_shape, message", [
-    ((5, 6), (5,), r"frames must have shape \(T, B, 6\), got \(5, 6\)"),
-    ((2, 5, 7), (5,), r"frames must have shape \(T, B, 6\), got \(2, 5, 7\)"),
+    ((5, 6), (5,), r"frames must have shape \(T, N, 6\), got \(5, 6\)"),
+    ((2, 5, 7), (5,), r"frames must have shape \(T, N, 6\), got \(2, 5, 7\)"),
     ((2, 1, 5, 6), (5,), r"frames must have shape"),
     ((2, 5, 6), (4,), r"labels must have shape \(5,\).*got \(4,\)"),
     ((2, 5, 6), (5, 1), r"labels must have shape \(5,\).*got \(5, 1\)"),
 ])
 def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message):
-    """Frames that are not (T, B, n_in) for W1, or labels that are not (B,), raise ValueError naming
+    """Frames that are not (T, N, n_in) for W1, or labels that are not (N,), raise ValueError naming
     the expected and the given shapes, before any work is done."""
     params, state, _, _ = small_problem()
     with pytest.raises(ValueError, match=message):
@@ -645,7 +645,7 @@ def test_centred_ranks_rejects_non_finite_fitness(bad):
 # 8. End to end: EGGROLL learns a small spiking classification task
 
 def synthetic_task(rng, n_samples, n_classes=4, n_in=24, n_steps=6, p_on=0.4, p_off=0.1):
-    """Binary event frames (T, B, n_in): class c lights its own n_in / n_classes pixels with
+    """Binary event frames (T, N, n_in): class c lights its own n_in / n_classes pixels with
     probability p_on in every frame, all other pixels fire with p_off."""
     labels = rng.integers(0, n_classes, n_samples)
     prob = np.full((n_samples, n_in), p_off)

@@ -343,7 +343,7 @@ def test_es_checks_sigma_population_and_frames():
         baselines.es_forward(params, frames, replace(config, sigma=0.0), 0)
     with pytest.raises(ValueError, match="population must be an even number"):
         baselines.es_forward(params, frames, replace(config, population=7), 0)
-    with pytest.raises(ValueError, match=r"frames must have shape \(T, B, 9\)"):
+    with pytest.raises(ValueError, match=r"frames must have shape \(T, N, 9\)"):
         baselines.es_generation_step(params, state, frames[..., :8], labels, 0, config, optim.Adam(lr=0.01))
     counts, _ = baselines.es_forward(params, frames, replace(config, population=4), 0)
     assert counts.shape == (4, 3, 3)
@@ -412,7 +412,7 @@ def test_es_generation_fitness_is_the_cross_entropy_of_the_rates():
 @pytest.mark.parametrize("mode", baselines.ES_MODES)
 def test_es_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness(mode):
     """With spike_cost 0.05, in either mode, an ES generation's fitnesses are -cross-entropy less
-    0.05 x each materialised member's hidden spikes (snn.forward) / B, T (5) != B (3), to 1e-12; the
+    0.05 x each materialised member's hidden spikes (snn.forward) / N, T (5) != N (3), to 1e-12; the
     members differ in their spikes, so the price is not a constant shift."""
     from scipy.special import log_softmax
     params, frames, labels, config = es_problem(4, np.float64)

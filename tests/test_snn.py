@@ -20,7 +20,7 @@ def step(v, current, lif):
 def reference_forward(params, frames, lif=snn.LIF()):
     """Eqs. (1)-(2) written out plainly, one step and one layer at a time, float64.
 
-    Returns the output spike counts (B, n_out) and the total number of hidden spikes.
+    Returns the output spike counts (N, n_out) and the total number of hidden spikes.
     """
     n_steps, batch, _ = frames.shape
     v1 = np.zeros((batch, params["W1"].shape[0]))

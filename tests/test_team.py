@@ -36,7 +36,7 @@ def config_of(method, population):
 
 
 def minibatches():
-    """GENERATIONS minibatches of frames (T, B, n_in) and labels (B,), the same on every process."""
+    """GENERATIONS minibatches of frames (T, N, n_in) and labels (N,), the same on every process."""
     rng = np.random.default_rng(7)
     frames = (rng.random((GENERATIONS, STEPS, BATCH, SIZES[0])) < 0.4).astype(np.float32)
     labels = rng.integers(0, SIZES[2], (GENERATIONS, BATCH))

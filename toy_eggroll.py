@@ -1,0 +1,229 @@
+"""EGGROLL on a toy you can see: an 8 x 6 matrix W climbing a quadratic whose optimum is known.
+
+The companion of docs/derivation.md, which derives the step this file takes. The fitness is
+
+    F(W) = -1/2 ||W - W*||_F^2,   its gradient G = W* - W,   its optimum W*,
+
+and a generation is eggroll.generation_step's, with the project's own functions and F in place of
+the spiking network: draw the factors of P pairs (eggroll.lowrank_factors, Eq. (5)), score the 2P
+members W + sigma E_p and W - sigma E_p, replace the scores by their centred ranks
+(eggroll.centred_ranks), take each pair's difference f_p (eggroll.pair_differences), form the step
+g (eggroll.lowrank_gradient, Eq. (7)) and climb it with Adam (optim.ascend, Eq. (9)). With rank None
+the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient, Eq. (10)). E_p is
+formed here (eggroll.materialise) because the members are scored as matrices; the spiking network
+never forms it.
+
+`python toy_eggroll.py` trains with both kinds of noise (a few seconds on one CPU core), prints
+how far each got and draws the figure into toy_eggroll.png (`--out FILE` elsewhere; `make
+derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
+"""
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass, replace
+
+import numpy as np
+from matplotlib.figure import Figure
+
+import baselines
+import eggroll
+import optim
+from run_folder import UsageError, writing
+
+SHAPE = (8, 6)   # m x n
+STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from
+
+
+@dataclass(frozen=True)
+class Toy:
+    """The toy's settings: P pairs (2P members), rank r of the noise (None: full rank), sigma,
+    Adam's learning rate, and one seed for the optimum W* and the noise."""
+    pairs: int = 8
+    rank: int | None = 1
+    sigma: float = 0.1
+    lr: float = 0.05
+    seed: int = 1
+
+
+def optimum(seed):
+    """W*: an 8 x 6 matrix of N(0, 1) entries, float64."""
+    return np.random.default_rng(seed).normal(size=SHAPE)
+
+
+def fitness(members, target):
+    """F = -1/2 ||W - W*||_F^2 of each matrix in `members` (..., m, n)."""
+    return -0.5 * ((members - target) ** 2).sum(axis=(-2, -1))
+
+
+def noise_of(toy, generation):
+    """E_p of every pair, (P, m, n) float64, and the factors (A, B) it was formed from (None at full
+    rank)."""
+    pairs = np.arange(toy.pairs)
+    if toy.rank is None:
+        return baselines.full_rank_noise(toy.seed, generation, pairs, STREAM, SHAPE, np).astype(np.float64), None
+    factors = eggroll.lowrank_factors(toy.seed, generation, pairs, STREAM, SHAPE, toy.rank)
+    a, b = (f.astype(np.float64) for f in factors)
+    return eggroll.materialise(a, b), (a, b)
+
+
+def members_of(theta, perturbation, sigma):
+    """The population in eggroll.py's order: member 2p is W + sigma E_p, 2p + 1 is W - sigma E_p."""
+    return np.stack([theta + sigma * perturbation, theta - sigma * perturbation], axis=1).reshape(-1, *SHAPE)
+
+
+def step(theta, target, toy, generation, ranked=True):
+    """One generation's estimate g at W (m, n), Eq. (7) (Eq. (10) at full rank), from the pairs'
+    differences of centred ranks, or of raw fitnesses if not `ranked`. Returns g and the population:
+    its noise E (P, m, n), members (2P, m, n) and their centred ranks (2P,)."""
+    perturbation, factors = noise_of(toy, generation)
+    members = members_of(theta, perturbation, toy.sigma)
+    scores = fitness(members, target)
+    shaped = eggroll.centred_ranks(scores)
+    f = eggroll.pair_differences(shaped if ranked else scores).astype(np.float64)
+    if factors is None:
+        config = baselines.ESConfig(2 * toy.pairs, toy.sigma, toy.seed, logit_scale=1.0)
+        g = baselines.full_rank_gradient(f, {STREAM: theta}, config, generation)[STREAM]
+    else:
+        g = eggroll.lowrank_gradient(f, *factors, toy.sigma, toy.pairs)
+    return g, {"noise": perturbation, "members": members, "shaped": shaped}
+
+
+def train(toy, generations=300):
+    """Adam up the centred-rank step from W = 0: the final W, and ||W - W*||^2 before each
+    generation and after the last."""
+    target, theta = optimum(toy.seed), np.zeros(SHAPE)
+    params, state, adam = {STREAM: theta}, optim.init({STREAM: theta}), optim.Adam(lr=toy.lr)
+    distances = []
+    for generation in range(generations):
+        distances.append(float(((params[STREAM] - target) ** 2).sum()))
+        g, _ = step(params[STREAM], target, toy, generation)
+        params, state = optim.ascend(params, {STREAM: g}, state, adam)
+    distances.append(float(((params[STREAM] - target) ** 2).sum()))
+    return params[STREAM], np.array(distances)
+
+
+def mean_step(theta, target, toy, generations, ranked=True):
+    """The mean of `generations` independent estimates at W (each a fresh draw), and its standard
+    error per entry."""
+    steps = np.stack([step(theta, target, toy, generation, ranked)[0] for generation in range(generations)])
+    return steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
+
+
+def ranked_step_length(pairs, sigma):
+    """||𝔼[g]|| of the centred-rank step with Gaussian noise where F is linear near W (||G|| large
+    against sigma): kappa_P / (2 sigma), kappa_P = (2 (P - 1)/sqrt(pi) + sqrt(2/pi)) / (2P - 1),
+    1/sqrt(pi) for a large population (docs/derivation.md). It does not depend on ||G||."""
+    kappa = (2 * (pairs - 1) / math.sqrt(math.pi) + math.sqrt(2 / math.pi)) / (2 * pairs - 1)
+    return kappa / (2 * sigma)
+
+
+def cosine(x, y):
+    return float((x * y).sum() / (np.linalg.norm(x) * np.linalg.norm(y)))
+
+
+def draw(toy=Toy(), generations=300, draws=2000):
+    """The figure of docs/derivation.md, and the lines of numbers it shows: one generation at W = 0,
+    the mean of `draws` steps there, and `generations` of training with each kind of noise."""
+    target = optimum(toy.seed)
+    theta = np.zeros(SHAPE)
+    gradient = target - theta
+    lowrank_g, population = step(theta, target, toy, 0)
+    full_g, full_population = step(theta, target, replace(toy, rank=None), 0)
+    mean_g = {label: mean_step(theta, target, setting, draws)[0]
+              for label, setting in (("rank 1", toy), ("full rank", replace(toy, rank=None)))}
+    runs = {"EGGROLL r = 1": train(toy, generations)[1], "full-rank ES": train(replace(toy, rank=None), generations)[1]}
+    fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
+
+    figure = Figure(figsize=(13, 8.4), layout="constrained")
+    figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
+                    f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
+                    f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
+                    f"{fall['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
+                    f"{fall['full-rank ES']:.0f}-fold)")
+    top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
+    heat = top.subplots(1, 4)
+    scale = np.abs(np.concatenate([population["noise"][0].ravel(), full_population["noise"][0].ravel()])).max()
+    for ax, matrix, title in (
+            (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
+            (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
+            (heat[2], lowrank_g,
+             f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
+            (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
+        limit = scale if ax in heat[:2] else np.abs(matrix).max()
+        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(title, fontsize=10)
+        ax.set(xticks=[], yticks=[])
+        top.colorbar(image, ax=ax, shrink=0.8)
+    plane_ax, curve_ax = bottom.subplots(1, 2)
+
+    # The population in the plane of G and of g's part across G, with F's contours in that plane.
+    along = gradient / np.linalg.norm(gradient)
+    across = lowrank_g - (lowrank_g * along).sum() * along
+    across /= np.linalg.norm(across)
+    offsets = population["members"] - theta
+    x, y = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
+    span = 3.5 * toy.sigma
+    grid_x, grid_y = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
+    plane_fitness = -0.5 * ((grid_x - np.linalg.norm(gradient)) ** 2 + grid_y ** 2)
+    plane_ax.contour(grid_x, grid_y, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
+    for p in range(toy.pairs):
+        plane_ax.plot(x[2 * p:2 * p + 2], y[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
+    dots = plane_ax.scatter(x, y, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
+    bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
+    arrow = 2.5 * toy.sigma
+    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
+                                         (lowrank_g, "C2", "this generation's step g", 2),
+                                         (mean_g["rank 1"], "C1", f"mean of {draws} steps", 2)):
+        direction = np.array([(vector * along).sum(), (vector * across).sum()])
+        direction *= arrow / np.linalg.norm(direction)
+        plane_ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
+        plane_ax.plot([], [], color=colour, linewidth=width, label=label)
+    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
+                 xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
+                 title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
+                       f"pairs joined, coloured by centred rank; contours of F")
+    plane_ax.legend(fontsize=8, loc="lower left")
+    for label, distances in runs.items():
+        curve_ax.plot(distances, label=label)
+    curve_ax.set(yscale="log", xlabel="generation", ylabel="‖W − W*‖²  (= −2F)",
+                 title=f"training: Adam (lr {toy.lr}) up the centred-rank step,\n{toy.pairs} pairs a generation")
+    curve_ax.legend(fontsize=8)
+    lines = [f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
+             f"{cosine(lowrank_g, gradient):.3f} (rank-1 noise), {cosine(full_g, gradient):.3f} (full-rank noise)",
+             f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
+                 f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
+             + f" (Gaussian prediction {ranked_step_length(toy.pairs, toy.sigma):.2f})"]
+    lines += [f"{label}: ||W - W*||^2 from {d[0]:.2f} to {d[-1]:.4f} in {generations} generations "
+              f"({d[0] / d[-1]:.0f}-fold)" for label, d in runs.items()]
+    return figure, lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
+    parser.add_argument("--out", default="toy_eggroll.png", help="the figure's file (default: toy_eggroll.png)")
+    parser.error = lambda message: fail(f"{message}; see toy_eggroll.py --help")
+    args = parser.parse_args(argv)
+    figure, lines = draw()
+    try:
+        with writing(args.out) as temporary:
+            figure.savefig(temporary, format="png", dpi=72)
+    except UsageError as error:
+        fail(str(error))
+    print("\n".join(lines + [f"figure: {args.out}"]), flush=True)
+
+
+def fail(message, status=2):
+    """One line on stderr, then exit with `status` (2: a user's error)."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        fail("interrupted; nothing was written", 130)
+    except BrokenPipeError:  # the figure is written; what stdout still holds is dropped
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fail("standard output was closed", 141)
