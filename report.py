@@ -527,6 +527,40 @@ PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budge
 
 
 # ---------------------------------------------------------------------------------------------
+# The screen: one lever at a time against the best recipe, chosen on validation accuracy
+
+def write_screen_report(results_dir):
+    """table.md and convergence.png of the screen (config.SCREEN_LEVERS): per lever its settings,
+    validation accuracy (what the recipe is chosen on, highest first), test accuracy beside it,
+    and its time; returns the paths written."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    runs = collect(results_dir)
+    levers = {f"eggroll-r1-{lever}": lever for lever in config.SCREEN_LEVERS}
+    names = sorted((n for n in levers if n in runs), key=lambda n: -mean_std([f["val_acc"] for f, _ in runs[n]])[0])
+    lines = [f"# The screen: one lever at a time against EGGROLL r = 1 of the best recipe, "
+             f"{config.SCREEN_BASE['population']} members, {config.SCREEN_BASE['generations']} generations", "",
+             data_line(runs, names), "",
+             "Ordered by validation accuracy, on which the recipe is chosen; test accuracy beside it.", "",
+             "| lever | settings | seeds | val % | test % | real recordings % | end-to-end s | step s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        finals = [f for f, _ in runs[name]]
+        settings = ", ".join(f"{k} {v}" for k, v in config.SCREEN_LEVERS[levers[name]].items()) or "the recipe"
+        lines.append(f"| {levers[name]} | {settings} | {len(finals)} | {format_mean_std([f['val_acc'] for f in finals], 100)} | "
+                     f"{format_mean_std([f['test_acc'] for f in finals], 100)} | "
+                     f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
+                     f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
+                     f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} |")
+    lines += ["", TIME_NOTE, REAL_NOTE]
+    written = [results_dir / "table.md"]
+    run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
+    if names:
+        run_folder.save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
+        written.append(results_dir / "convergence.png")
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
 # The spike-cost preset: accuracy against spikes, a curve per method over the price of a spike
 
 def by_spike_cost(runs):

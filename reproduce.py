@@ -39,6 +39,8 @@ def reproduce(opts):
                  for part in ([opts.part] if opts.part else run_config.HYPERSCALE)]
     elif opts.config == "spike-cost":
         grids = [(Path(opts.results) / opts.config, run_config.spike_cost_runs(), report.write_spike_cost_report)]
+    elif opts.config == "screen":
+        grids = [(Path(opts.results) / opts.config, run_config.screen_runs(), report.write_screen_report)]
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]

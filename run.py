@@ -123,12 +123,13 @@ def main(argv=None):
                                    "all-reduce (default: seeds)")
 
     reproduce_parser = commands.add_parser("reproduce", help="every run of the paper's protocol, tables, figures")
-    reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale", "spike-cost"]),
+    reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale", "spike-cost",
+                                                              "screen"]),
                                   default="paper",
                                   help="paper: 100 generations; quick: under 10 minutes on 2 CPU cores; "
                                        "best: the tuned recipe; hyperscale: populations up to 65,536, for a GPU; "
-                                       "spike-cost: EGGROLL r=4 and BPTT at each price of a hidden spike "
-                                       "(default: paper)")
+                                       "spike-cost: EGGROLL r=4 and BPTT at each price of a hidden spike; "
+                                       "screen: one lever of the recipe at a time (default: paper)")
     reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
                                   help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "
                                        "(default: every part, one after another)")

@@ -106,3 +106,35 @@ def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, data
     stored = config.from_stored(json.loads((tmp_path / "run" / "config.json").read_text()))
     assert seen == [(g, stored.sigma_at(g, 6), 0.5, 16 * stored.minibatches(g, 6)[1]) for g in range(6)]
     assert [size for *_, size in seen] == [16, 16, 16, 32, 32, 48]  # 1 + 2 g // 5 minibatches
+
+
+# ---------------------------------------------------------------------------------------------
+# The screen: one lever at a time
+
+def test_each_screen_run_pulls_one_lever_of_the_recipe_and_is_named_by_it():
+    """Every run of the screen is the best recipe's EGGROLL r = 1 (1,024 members, 2,000
+    generations) with exactly its lever's settings changed; its folder names the lever."""
+    runs = config.screen_runs()
+    base = config.stored(runs[0])
+    assert base["population"] == 1024 and base["generations"] == 2000 and base["rank"] == 1
+    assert [config.screen_lever(run) for run in runs[:len(config.SCREEN_LEVERS)]] == list(config.SCREEN_LEVERS)
+    for run in runs:
+        changed = {k: v for k, v in config.stored(run).items() if base.get(k) != v}
+        assert changed == config.SCREEN_LEVERS[config.screen_lever(run)]
+    folders = [config.run_folder_name(run, "screen") for run in runs]
+    assert len(set(folders)) == len(runs) and folders[1] == "eggroll-r1-sigma-cosine-seed1"
+    with pytest.raises(ValueError, match="no run of the screen"):
+        config.screen_lever(dataclasses.replace(runs[0], lr=0.5))
+
+
+def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_path):
+    from test_report import write_run
+    import report
+    for lever, val, test in (("base", 0.90, 0.91), ("sigma-cosine", 0.93, 0.90), ("shift-1", 0.92, 0.95)):
+        write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_acc=val, test_acc=test, end_to_end_seconds=700.0)
+    written = report.write_screen_report(tmp_path)
+    assert [path.name for path in written] == ["table.md", "convergence.png"]
+    rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
+    assert [row[0] for row in rows[1:]] == ["| sigma-cosine", "| shift-1", "| base"]
+    assert rows[1][1:5] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00 ± 0.00", "90.00 ± 0.00"]
+    assert rows[3][1] == "the recipe" and rows[3][6] == "700 ± 0"
