@@ -15,7 +15,8 @@ import run_folder
 RETRAIN = "delete that run folder and rerun reproduce to train it again"
 RESCORE = "delete it and rerun reproduce with --real-root to score the run again"
 METRICS_KEYS = ("generation", "val_acc", "wall_seconds")  # what the report reads from each metrics record
-TIME_NOTE = ("s / generation, step s: the update steps alone, summed (total_seconds of final.json); end-to-end s: "
+TIME_NOTE = ("s / generation, step s: the update steps alone (the median per generation; summed, total_seconds of "
+             "final.json); end-to-end s: "
              "from the first step to the last checkpoint, minibatches, validation and checkpoints included "
              "(end_to_end_seconds), – where a run was trained before it was measured.")
 REAL_NOTE = ("real recordings %: accuracy on the recordings given with --real-root, over all their splits; "
@@ -230,9 +231,11 @@ def sparsity_table(runs, names, preset):
 
 
 def plot_figures(results_dir, runs, names, preset):
-    """rank_ablation.png (where EGGROLL runs exist), convergence.png and wallclock.png; returns their paths."""
+    """rank_ablation.png (where EGGROLL runs exist), convergence.png, wallclock.png and
+    accuracy_time.png; returns their paths."""
     figures = {"convergence.png": convergence_figure(runs, names, preset),
-               "wallclock.png": wallclock_figure(runs, names, preset)}
+               "wallclock.png": wallclock_figure(runs, names, preset),
+               "accuracy_time.png": accuracy_time_figure(runs, names, preset)}
     if any(f"eggroll-r{r}" in runs for r in config.RANKS):
         figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
     for file_name, figure in figures.items():
@@ -323,6 +326,47 @@ def wallclock_figure(runs, names, preset):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def accuracy_time_figure(runs, names, preset):
+    """Test accuracy against training time, a point per method (mean ± std over its seeds), the
+    time its end-to-end seconds where every run has them, else its summed update steps; the title
+    states the finding: how close the best gradient-free method comes to vanilla ES and BPTT, and
+    in what time."""
+    fig = new_figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    end_to_end = all("end_to_end_seconds" in f for n in names for f, _ in runs[n])
+    key, label = ("end_to_end_seconds", "end to end") if end_to_end else ("total_seconds", "summed update steps")
+    points = {}
+    for name in names:
+        (time, time_std), (acc, acc_std) = (mean_std([f[k] for f, _ in runs[name]]) for k in (key, "test_acc"))
+        points[name] = (time, 100 * acc)
+        ax.errorbar(time, 100 * acc, xerr=time_std, yerr=100 * acc_std, fmt="o", capsize=3, label=name)
+    from matplotlib.ticker import NullFormatter
+    ax.set_xscale("log")
+    times = [time for time, _ in points.values()]
+    ticks = [v for v in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
+             if min(times) / 2 <= v <= max(times) * 2]
+    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(f"training time, s ({label}, log scale)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    ax.set_title(f"{time_finding(points)}\n({preset}) points: {spread(runs, names)}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def time_finding(points):
+    """One line of what the accuracy-time points show: the most accurate EGGROLL rank against
+    vanilla ES and BPTT, each with its accuracy and time."""
+    said = lambda name: f"{name} {points[name][1]:.1f} % in {points[name][0]:.0f} s"
+    ranks = [n for n in points if n.startswith("eggroll")]
+    if not ranks:
+        return ", ".join(said(n) for n in points)
+    best = max(ranks, key=lambda n: points[n][1])
+    others = [said(n) for n in ("es", "bptt") if n in points]
+    return f"Gradient-free {said(best)}" + (f"; {', '.join(others)}" if others else "")
 
 
 # ---------------------------------------------------------------------------------------------

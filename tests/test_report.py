@@ -78,6 +78,26 @@ def test_times_are_the_summed_steps_and_end_to_end_each_named_in_the_table_and_t
     assert end_to_end.get_label().startswith("end to end") and steps.get_label() == "summed update steps"
 
 
+def test_the_accuracy_time_figure_states_its_finding_and_names_the_time_it_plots(tmp_path, saved):
+    """A point per method at (mean time, mean test accuracy); the title names the most accurate
+    EGGROLL rank beside vanilla ES and BPTT; end-to-end time once every run has it, else the
+    summed update steps, and the axis says which."""
+    for seed in (1, 2):
+        write_run(tmp_path, "bptt", seed, test_acc=0.94, total_seconds=10.0)
+        write_run(tmp_path, "es", seed, test_acc=0.76, total_seconds=200.0 + seed)
+        write_run(tmp_path, "eggroll-r1", seed, test_acc=0.78, total_seconds=20.0)
+        write_run(tmp_path, "eggroll-r4", seed, test_acc=0.70 + 0.1 * seed, total_seconds=30.0)
+    report.write_report(tmp_path, "paper")
+    ax = saved["accuracy_time.png"].axes[0]
+    assert ax.get_title().splitlines()[0] == "Gradient-free eggroll-r4 85.0 % in 30 s; es 76.0 % in 202 s, bptt 94.0 % in 10 s"
+    assert ax.get_xlabel() == "training time, s (summed update steps, log scale)"
+    for path in (tmp_path / "runs").glob("*/final.json"):
+        path.write_text(json.dumps(dict(json.loads(path.read_text()), end_to_end_seconds=50.0)))
+    report.write_report(tmp_path, "paper")
+    ax = saved["accuracy_time.png"].axes[0]
+    assert "es 76.0 % in 50 s" in ax.get_title() and ax.get_xlabel().startswith("training time, s (end to end")
+
+
 def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "plot_figures", lambda *args: [])
     write_run(tmp_path / "unscored", "es", 1)
@@ -99,8 +119,8 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
     write_run(tmp_path, "es", 1)
     write_run(tmp_path, "eggroll-r2", 1)
     written = report.write_report(tmp_path, "quick")
-    assert sorted(p.name for p in written) == ["convergence.png", "per_seed.md", "rank_ablation.png", "sparsity.md",
-                                              "table.md", "wallclock.png"]
+    assert sorted(p.name for p in written) == ["accuracy_time.png", "convergence.png", "per_seed.md",
+                                              "rank_ablation.png", "sparsity.md", "table.md", "wallclock.png"]
     assert all(p.parent == tmp_path and p.stat().st_size > 0 for p in written)
 
 
@@ -128,7 +148,7 @@ def texts(fig):
 
 
 def test_every_figure_has_a_title_naming_the_preset_and_explains_its_spread(figures):
-    assert sorted(figures) == ["convergence.png", "rank_ablation.png", "wallclock.png"]
+    assert sorted(figures) == ["accuracy_time.png", "convergence.png", "rank_ablation.png", "wallclock.png"]
     for fig in figures.values():
         titles = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
         assert any("(paper)" in title for title in titles)

@@ -157,7 +157,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
         assert f"| {name} |" in table
     per_seed = (report / "per_seed.md").read_text()
     assert "seed 1" in per_seed and "seed 2" in per_seed
-    for figure in ("rank_ablation.png", "convergence.png", "wallclock.png"):
+    for figure in ("rank_ablation.png", "convergence.png", "wallclock.png", "accuracy_time.png"):
         assert (report / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     finals = sorted(report.glob("runs/*/final.json"))
     assert len(finals) == 8
