@@ -45,6 +45,9 @@ reproduce-hyperscale: install
 reproduce-spike-cost: install
 	$(PY) run.py reproduce --config spike-cost --download $(REAL_ROOT_OPTION)
 
+reproduce-screen: install
+	$(PY) run.py reproduce --config screen --download $(REAL_ROOT_OPTION)
+
 bench: install
 	$(PY) run.py bench --json bench.json
 
