@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
 
-.PHONY: install test lesson derivation reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost bench mutation
+.PHONY: install test lesson derivation reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen bench mutation
 
 install: $(VENV)/.installed
 
