@@ -314,9 +314,8 @@ def _build_cache(path, recordings, labels, header, progress):
             np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
         os.replace(tmp, path)
     except OSError as error:
-        raise OSError(f"cannot write the frame cache {path}: {error.strerror or error}; free disk "
-                      f"space there or point --cache-dir (cache_dir=...) or EGGROLL_CACHE at a "
-                      f"writable folder") from error
+        raise OSError(f"{os_problem(error, 'write the frame cache', path)}, or point $EGGROLL_CACHE (run.py: "
+                      f"--cache-dir) at a writable folder") from error
     finally:
         if tmp.parent.is_dir():  # not where the folder could not be made (a file in its place)
             tmp.unlink(missing_ok=True)

@@ -134,7 +134,7 @@ class Team(Alone):
         seconds, then every millisecond) so that a signal reaches this process: noted, as ever.
         Once signalled, a process waits PATIENCE seconds more for the others (who stop at the next
         generation); if they have not come, it raises Stopped alone (not `everywhere`), and its
-        caller ends the job (run.fail), rather than wait for ever on a process that never comes."""
+        caller ends the job (exits.fail), rather than wait for ever on a process that never comes."""
         began, signalled, pause = time.monotonic(), None, 1e-5
         while not request.Test():
             now = time.monotonic()

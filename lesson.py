@@ -41,7 +41,6 @@ import io
 import math
 import os
 import re
-import signal
 import sys
 import time
 from pathlib import Path
@@ -52,6 +51,7 @@ from matplotlib.figure import Figure
 import baselines
 import data
 import eggroll
+import exits
 import noise
 import optim
 import snn
@@ -66,8 +66,7 @@ INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the re
 
 def fail(message):
     """A user's error: one line on stderr, exit status 2, nothing written."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(exits.fail(message))
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,41 +98,10 @@ if not 0 < args.seconds <= 86_400:
     fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
 
 
-class Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
-
-    def __init__(self, signum):
-        super().__init__()
-        self.signum = signum
-
-
-def stopped(kind, error, trace):
-    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
-    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
-    if issubclass(kind, KeyboardInterrupt):
-        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
-    elif issubclass(kind, BrokenPipeError):
-        status, message = 141, "standard output was closed"
-    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
-        status, message = 2, f"cannot write standard output: {error.strerror}"
-    else:
-        return sys.__excepthook__(kind, error, trace)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-    os._exit(status)
-
-
-def on_signal(signum, frame):
-    raise Signalled(signum)
-
-
 if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
-    sys.excepthook = stopped
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, on_signal)
+    # Ctrl-C, SIGTERM or SIGHUP, standard output gone (a closed pipe, a full disk), damaged data:
+    # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
+    sys.excepthook = exits.excepthook("run it again")
 
 
 def writable_folder_above(path, option):
@@ -610,10 +578,7 @@ def load_recordings():
         fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
              f"unset for the recordings of nmnist-sample/")
-    try:
-        return data.load_nmnist(root, progress=False), root
-    except (data.BadDataError, OSError) as error:  # a damaged recording, a missing digit, an unwritable cache
-        fail(str(error))
+    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
 
 
 def accuracy(params, split):

@@ -11,26 +11,24 @@ Every error a user can cause (bad option, missing data, a foreign checkpoint, a 
 for the machine's memory, an OS error naming its path) ends the program with one line on stderr
 and exit status 2, and overwrites nothing; in an MPI job the first process says which processes
 failed. Ctrl-C, SIGTERM and SIGHUP say where the run stopped and how to continue, exit status 130,
-143 and 129. A closed stdout or stderr pipe (`run.py train ... | head`) ends the program quietly,
-exit status 141, the run's checkpoint intact. Every command shares this handling (main).
+143 and 129. A closed stdout or stderr pipe (`run.py train ... | head`) ends the program with one
+line if stderr still takes it, exit status 141, the run's checkpoint intact; standard output that
+cannot take a result (`evaluate`'s scores) is exit status 2. Every command shares this handling (exits.handled).
 """
 import argparse
 import json
 import os
-import signal
 import sys
 from dataclasses import fields
 
 import bench
 import config as run_config
 import distributed
+import exits
 import snn
 import reproduce
 import training
-import run_folder
 from run_folder import UsageError
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a command where it can resume
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
 # smaller side of each weight matrix (eggroll.check_config), and memory bounds the sizes.
@@ -163,11 +161,12 @@ def main(argv=None):
         if getattr(opts, name, False) is None:
             setattr(opts, name, getattr(defaults, name))
     team = distributed.ALONE
-    handlers = {signum: signal.signal(signum, lambda signum, frame: team.on_signal(signum)) for signum in SIGNALS}
     again = {"train": "rerun with --resume to continue",
              "reproduce": "rerun the same command to continue (finished runs are skipped)"}.get(
         opts.command, "nothing was written, rerun to start again")
-    try:
+
+    def command():
+        nonlocal team
         if getattr(opts, "distributed", False):
             team = distributed.team(getattr(opts, "update", "seeds"))
             # first of all, the processes compare their command (and what a benchmark measures)
@@ -177,13 +176,13 @@ def main(argv=None):
         if opts.command == "train":
             final = training.train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
             if team.rank == 0:
-                say(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}),
-                    f"the run finished: its results are in {os.path.join(opts.out, 'final.json')}")
+                exits.say(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}),
+                          f"the run finished: its results are in {os.path.join(opts.out, 'final.json')}")
         elif opts.command == "reproduce":
             reproduce.reproduce(opts)
         elif opts.command == "evaluate":
-            say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
-                "rerun with standard output where it can be written")
+            exits.say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
+                      "rerun with standard output where it can be written")
         else:
             with training.checked_together(team):
                 bench.check_request(opts, team)
@@ -191,84 +190,14 @@ def main(argv=None):
                 bench.bench_distributed(opts, team)
             else:
                 bench.bench(opts)
-    except training.Interrupted as error:
-        return fail(f"interrupted: {error}; {again}", team, 128 + error.signum, error.everywhere)
-    except KeyboardInterrupt as stop:  # before a run started, or outside one
-        return fail(f"interrupted{' before training started' * (opts.command == 'train')}; {again}", team,
-                    128 + getattr(stop, "signum", signal.SIGINT), getattr(stop, "everywhere", False))
-    except BrokenPipeError:  # whoever read stdout or stderr has gone: nothing more can be said
-        silence()
-        if team.size > 1:
-            team.abort(128 + signal.SIGPIPE)
-        return 128 + signal.SIGPIPE
-    except MemoryError as error:
-        detail = f" ({error})" if str(error) else ""
-        return fail(f"out of memory{detail}, more than the estimate checked before the start; "
-                    f"{LESS_MEMORY.get(opts.command, 'free memory')}", team)
-    except OSError as error:
-        # one with a file name is the system's own (say what to do); one without, the project's line
-        return fail(run_folder.os_problem(error, "use") if error.filename else str(error), team)
-    except (UsageError, ValueError, RuntimeError) as error:
-        return fail(str(error), team, everywhere=isinstance(error, training.JobError))
-    except BaseException:
-        if team.size > 1:  # a bug: show it, and end every process of the job rather than leave them waiting
-            import traceback
-            traceback.print_exc()
-            team.abort(1)
-        raise
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    return 0
+
+    return exits.handled(command, again, lambda: team, LESS_MEMORY.get(opts.command, "free memory"),
+                         "interrupted before training started" if opts.command == "train" else "interrupted")
 
 
 LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --time-bins",
                "reproduce": "free memory, or leave the largest runs out (--runs, --populations)",
                "bench": "free memory, or lower --pairs"}
-
-
-def say(text, otherwise):
-    """Print `text` on stdout now; if stdout cannot take it (a full disk, /dev/full), a UsageError
-    ending with `otherwise`, and stdout is closed for the rest of the program."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        silence(stderr=False)
-        raise UsageError(f"cannot write to standard output: {error.strerror or error}; {otherwise}") from None
-
-
-def silence(stderr=True):
-    """Point stdout (and stderr) at /dev/null, so that what they still hold is dropped quietly."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr) if stderr else (sys.stdout,):
-        try:
-            os.dup2(null, stream.fileno())
-        except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture)
-            pass
-    os.close(null)
-
-
-def fail(message, team, status=2, everywhere=False):
-    """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
-    error that every process met (`everywhere`) is printed by the first; one a process met alone
-    is printed by it with its rank, and ends the job, whose other processes may be waiting for it."""
-    if team.size == 1 or everywhere:
-        if team.rank == 0:
-            tell(f"error: {message}")
-        return status
-    tell(f"error: rank {team.rank} of {team.size}: {message}")
-    team.abort(status)
-    return status
-
-
-def tell(line):
-    """Print a line on stderr, quietly dropped if stderr is a closed pipe or cannot be written."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:
-        silence()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ scoring of a trained run on another N-MNIST copy.
 import contextlib
 import dataclasses
 import json
+import math
 import signal
 import statistics
 import sys
@@ -183,6 +184,7 @@ class Run:
     command: str         # train or reproduce, for the advice that works for it
     fresh: bool = False  # a run folder made by this call
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
+    silent_seen: bool = False  # a generation found the network silent (said once)
 
     @property
     def leader(self):
@@ -288,6 +290,9 @@ def generations(run, params, state, start, step_seconds, show, deadline):
     return params, validation
 
 
+NOT_FINITE = "NaN or inf"  # in the ValueError of a step that went non-finite (eggroll.centred_ranks, bptt_step)
+
+
 def update(run, params, state, frames, labels, generation, step_seconds):
     """The method's step on the generation-th minibatch with this step's learning rate: (params,
     state, stats). A non-finite fitness, loss or parameter: the step before is checkpointed, and
@@ -296,14 +301,28 @@ def update(run, params, state, frames, labels, generation, step_seconds):
         new_params, new_state, stats = run.step(params, state, frames, labels, generation,
                                                 run.config.adam(generation, run.total_steps))
         if not all(bool(run.xp.isfinite(value).all()) for value in new_params.values()):
-            raise ValueError("a parameter became NaN or inf")
+            raise ValueError(f"a parameter became {NOT_FINITE}")
     except ValueError as error:
+        if NOT_FINITE not in str(error):  # another fault (a shape, a setting) is not a divergence
+            raise
         if generation > run.saved:
             save(run, params, state, generation, step_seconds)
         raise JobError(f"training went non-finite at step {generation + 1} ({error}); {diverged(run)}") from None
     if run.xp is not numpy:
         run.xp.cuda.Stream.null.synchronize()
+    if run.leader and not run.silent_seen and silent(stats):
+        run.silent_seen = True
+        from tqdm import tqdm
+        tqdm.write(f"warning: {run.out}: at step {generation + 1} every member's output neurons were silent (or all "
+                   f"fired alike) on the whole minibatch, so the step learned nothing; lower --threshold or raise "
+                   f"--init-std if it goes on", file=sys.stderr)
     return new_params, new_state, stats
+
+
+def silent(stats):
+    """Whether an ES generation's members all scored -ln(outputs), the fitness of a network whose
+    outputs never fire (or fire alike): no member differs from another, so the update is zero."""
+    return stats.get("shaped_std") == 0 and abs(stats["max_fitness"] + math.log(snn.SIZES[-1])) < 1e-6
 
 
 def evaluate_and_save(run, params, state, done, stats, step_seconds):
