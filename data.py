@@ -47,7 +47,6 @@ import json
 import os
 import shutil
 import warnings
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import os_problem
+from run_folder import load_npz, os_problem, read_bytes
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -214,16 +213,8 @@ def read_events(path):
     timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
     and are rejected with all other x/y outside the sensor, as are timestamps that go backwards.
     """
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size > MAX_RECORDING_BYTES:
-                raise BadDataError(f"{path}: {size:,} bytes, more than any N-MNIST recording (at most "
-                                   f"{MAX_RECORDING_BYTES:,} bytes are read); it is not a recording, move it "
-                                   f"away or replace it")
-            raw = np.fromfile(file, dtype=np.uint8)
-    except OSError as error:
-        raise BadDataError(os_problem(error, "read the recording", path)) from None
+    raw = np.frombuffer(read_bytes(path, MAX_RECORDING_BYTES, BadDataError, "any N-MNIST recording",
+                                   "read the recording"), dtype=np.uint8)
     if raw.size % 5:
         raise BadDataError(f"{path}: size {raw.size} bytes is not a multiple of 5; the file is "
                            f"truncated or not N-MNIST, replace it")
@@ -327,15 +318,18 @@ def _load_cache(path, header, labels):
     unreadable or not what its metadata and the recordings' `labels` say (then with a warning):
     the caller rebuilds it.
     """
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
+    largest = header["n_samples"] * -(-header["n_time_bins"] * N_INPUTS // 8) + 2**20  # packed frames, and room
     try:
-        with np.load(path) as f:  # a .npy instead of an .npz has no `with`: TypeError
-            meta = json.loads(str(f["meta"]))
-            if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
-                return None
-            cached = f["packed"], f["labels"], meta
-    except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        stored = load_npz(path, largest, BadDataError)
+        if stored is None:
+            raise BadDataError("it is not an .npz archive of arrays")
+        meta = json.loads(str(stored["meta"]))
+        if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
+            return None
+        cached = stored["packed"], stored["labels"], meta
+    except (BadDataError, KeyError, ValueError, RecursionError) as error:  # BadDataError: not a regular file
         _warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
         return None
     problem = _cache_problem(*cached, labels)

@@ -3,7 +3,6 @@
 under results/<preset>/runs; for the hyperscale preset a table.md and figures per part, from
 results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_cost.png.
 """
-import json
 import statistics
 
 import numpy
@@ -36,10 +35,7 @@ PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 
 def read_record(path, problem_of, fix):
     """The JSON object in path, checked by `problem_of` (run_folder.final_problem or real_problem);
     else ValueError naming the path, the field and `fix`."""
-    try:
-        record = json.loads(path.read_bytes())
-    except ValueError:  # not JSON, or not text
-        raise ValueError(f"{path} is not valid JSON: {fix}") from None
+    record = run_folder.read_json(path, fix, ValueError)  # a regular file of JSON, or one line
     problem = problem_of(record)
     if problem:
         raise ValueError(f"{path} is damaged ({problem}): {fix}")
@@ -50,11 +46,11 @@ def read_metrics(path):
     """The records of a metrics.jsonl; a last line cut short by a kill is skipped, as in training."""
     if not path.exists():
         raise ValueError(f"{path} is missing: {RETRAIN}")
-    lines = path.read_bytes().decode(errors="replace").splitlines()
+    lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
     records = []
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
+            record = run_folder.parse_json(line, ValueError)
         except ValueError:
             if number == len(lines):
                 break

@@ -23,6 +23,7 @@ import fcntl
 import json
 import math
 import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -109,6 +110,105 @@ def os_problem(error, action, path=None):
     return f"cannot {action} {path}: {reason}; {fix}"
 
 
+# How large a file the project reads may be, checked before it is read: far above what the project
+# writes (config.json and final.json hold a few kB, metrics.jsonl some 300 bytes a generation, a
+# checkpoint's largest array is W1 in float64), so that a stray disk image is refused, not allocated.
+MAX_JSON_BYTES = 2**24
+MAX_METRICS_BYTES = 2**28
+MAX_CHECKPOINT_ARRAY_BYTES = max(8 * snn.SIZES[i] * snn.SIZES[i + 1] for i in range(len(snn.SIZES) - 1)) + 2**23
+FILE_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+              stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def open_regular(path, limit=None, error=UsageError, largest="such a file holds", action="read"):
+    """`path` opened for reading (binary), the one way the project opens a file it reads: what is
+    not a regular file (a folder, a FIFO, a device, a socket) is refused before it can block, and
+    a file of more than `limit` bytes (more than `largest`) before it is read; each an `error`
+    naming the path, an OS error as `os_problem` says it (`action`: the words for the reading)."""
+    refused = lambda info: error(f"cannot {action} {path}: it is "
+                                 f"{FILE_KINDS.get(stat.S_IFMT(info.st_mode), 'not a file')}, not a regular file; "
+                                 f"move it away and put the file back")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise refused(os.stat(path))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)  # a FIFO: no wait
+    except OSError as problem:
+        raise error(os_problem(problem, action, path)) from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):  # put there since the look
+            raise refused(info)
+        if limit is not None and info.st_size > limit:
+            raise error(f"{path}: {info.st_size:,} bytes, more than {largest} (at most {limit:,} bytes are read); "
+                        f"it is not what it should be: move it away or replace it")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_bytes(path, limit, error=UsageError, largest="such a file holds", action="read"):
+    """The contents of the regular file `path`, at most `limit` bytes (`open_regular`)."""
+    with open_regular(path, limit, error, largest, action) as file:
+        try:
+            return file.read()
+        except OSError as problem:
+            raise error(os_problem(problem, action, path)) from None
+
+
+def read_json(path, fix, error=UsageError, limit=MAX_JSON_BYTES):
+    """The JSON value in the regular file `path`; an `error` naming it and ending with `fix` if it is
+    not one (not UTF-8 or not JSON, a number of thousands of digits, arrays nested thousands deep)."""
+    refused = lambda detail: error(f"{path} is not valid JSON ({detail}); {fix}")
+    return parse_json(read_bytes(path, limit, error), refused)
+
+
+def parse_json(text, refused):
+    """json.loads(text), or the exception refused(what is wrong) raised."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise refused("arrays or objects nested too deep") from None
+    except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError, and an integer of too many digits
+        raise refused(str(problem).split("; ")[0]) from None
+
+
+def load_npz(path, limit, error=UsageError):
+    """{name: array} of the .npz archive at `path` (a regular file, `open_regular`), or None if it is
+    not one (empty, cut short, an .npy, pickled objects); an `error` naming an array whose header
+    declares more than `limit` bytes, checked before any array is read."""
+    with open_regular(path, None, error) as file:
+        try:
+            sizes = {name: (shape, dtype, math.prod(shape) * dtype.itemsize)
+                     for name, (shape, dtype) in declared_arrays(file).items()}
+            too_large = [(name, *declared) for name, declared in sizes.items() if declared[2] > limit]
+            if not too_large:
+                file.seek(0)
+                with numpy.load(file) as stored:  # an .npy loads as an array, which has no `with`: TypeError
+                    return {name: stored[name] for name in stored.files}
+        except (OSError, EOFError, ValueError, TypeError, zipfile.BadZipFile):
+            return None
+    name, shape, dtype, size = too_large[0]
+    raise error(f"{path} declares an array {name} of {dtype} {shape}, {size:,} bytes, more than any it should hold "
+                f"(at most {limit:,}); it is not what it should be: move it away or replace it")
+
+
+def declared_arrays(file):
+    """{name: (shape, dtype)} as the headers of the .npy members of the zip archive `file` declare
+    them, read without reading the arrays; ValueError or BadZipFile if it is not such an archive."""
+    declared = {}
+    with zipfile.ZipFile(file) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as npy:
+                version = numpy.lib.format.read_magic(npy)
+                read = numpy.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    numpy.lib.format.read_array_header_2_0
+                shape, _, dtype = read(npy)
+            declared[member.filename.removesuffix(".npy")] = shape, dtype
+    return declared
+
+
 @contextlib.contextmanager
 def writing(path):
     """Write `path` through path.tmp, a file in the same folder, and a rename: whatever happens,
@@ -145,10 +245,7 @@ def append_line(path, text):
     """Add a line to `path`, written as a whole new file (`write_atomically`): a failed write leaves
     the lines before it as they were."""
     path = Path(path)
-    try:
-        before = path.read_bytes().decode(errors="surrogateescape") if path.exists() else ""
-    except OSError as error:
-        raise UsageError(os_problem(error, "read", path)) from None
+    before = read_bytes(path, MAX_METRICS_BYTES).decode(errors="surrogateescape") if path.exists() else ""
     if before and not before.endswith("\n"):
         before += "\n"
     with writing(path) as temporary:
@@ -238,10 +335,7 @@ def read_identity(array):
     config.json's; ValueError saying what is wrong with it."""
     if array.shape != () or array.dtype.kind != "U":
         raise ValueError(f"identity is {array.dtype} {array.shape}, expected a JSON text")
-    try:
-        stored = json.loads(str(array))
-    except json.JSONDecodeError:
-        raise ValueError("identity is not valid JSON") from None
+    stored = parse_json(str(array), lambda detail: ValueError(f"identity is not valid JSON ({detail})"))
     data = stored.get("data") if isinstance(stored, dict) else None
     if not (isinstance(stored, dict) and isinstance(stored.get("config"), dict)
             and isinstance(stored.get("sizes"), list) and all(type(n) is int for n in stored["sizes"])
@@ -273,12 +367,10 @@ def foreign_problem(stored, wanted):
 
 
 def read_arrays(path):
-    """The arrays of an .npz archive, or None if it is not one (empty, cut short, an .npy)."""
-    try:
-        with numpy.load(path) as stored:  # an .npy loads as an array, which has no `with`: TypeError
-            return {name: stored[name] for name in stored.files}
-    except (OSError, EOFError, ValueError, TypeError, zipfile.BadZipFile):
-        return None
+    """The arrays of a checkpoint, or None if it is not an .npz archive (empty, cut short, an .npy);
+    a UsageError naming it if it is not a regular file or declares an array larger than this
+    network's largest (`load_npz`)."""
+    return load_npz(path, MAX_CHECKPOINT_ARRAY_BYTES)
 
 
 def load_checkpoint(path, xp, like, identity, total_steps=None):
@@ -319,12 +411,7 @@ def read_config(out):
     UsageError naming the setting if it is damaged or foreign."""
     path = out / "config.json"
     fix = f"restore it, or delete {out} to train the run again"
-    try:
-        values = json.loads(path.read_bytes())
-    except OSError as error:
-        raise UsageError(os_problem(error, "read", path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path} is not valid JSON ({error}); {fix}") from None
+    values = read_json(path, fix)
     if not isinstance(values, dict) or values.get("method") not in run_config.METHODS:
         raise UsageError(f"{path} does not hold a run's settings (a JSON object with a method); {fix}")
     try:
@@ -399,12 +486,12 @@ def metrics_until(path, step):
     """The metrics records of generations <= step. A last line cut short by a kill is dropped;
     any other damaged line (not JSON, or a value of another type or range) is a UsageError naming
     the file, the line and the field."""
-    lines = path.read_bytes().decode(errors="replace").splitlines() if path.exists() else []
+    lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines() if path.exists() else []
     records, previous = [], 0
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(line, ValueError)
+        except ValueError:
             if number == len(lines):
                 continue
             problem = "it is not JSON"
