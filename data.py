@@ -54,7 +54,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import load_npz, os_problem, read_bytes
+from run_folder import create_new, load_npz, os_problem, read_bytes
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -298,9 +298,10 @@ def _build_cache(path, recordings, labels, header, progress):
     for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
         packed[i] = _pack_recording(file, header["n_time_bins"])
     meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = create_new(path)  # a new file of its own, never one planted under its name
         with open(tmp, "wb") as f:
             np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
         os.replace(tmp, path)
@@ -308,7 +309,7 @@ def _build_cache(path, recordings, labels, header, progress):
         raise OSError(f"{os_problem(error, 'write the frame cache', path)}, or point $EGGROLL_CACHE (run.py: "
                       f"--cache-dir) at a writable folder") from error
     finally:
-        if tmp.parent.is_dir():  # not where the folder could not be made (a file in its place)
+        if tmp is not None:
             tmp.unlink(missing_ok=True)
 
 

@@ -724,13 +724,19 @@ def page(seconds):
 
 
 def write_whole(path, content):
-    """Write `content` to `path` whole: a temporary file in the same folder, then renamed over it."""
-    path = path.resolve() if path.is_symlink() else path  # a link: the file it names
+    """Write `content` to `path` whole: a new temporary file in the same folder (created exclusively,
+    never through a link planted under its name), then renamed over it. A link at `path` or what is
+    not a regular file there is refused: nothing is written through a link."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "it is a symbolic link, and the lesson writes no file through one: remove it",
+                      str(path))
     if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
         raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    file = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
-        temporary.write_bytes(content)
+        with os.fdopen(file, "wb") as opened:
+            opened.write(content)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

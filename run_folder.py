@@ -12,10 +12,12 @@ Every value read from these files is checked (type, shape, range: settings by th
 options); a damaged or foreign file is reported in one line naming it, the field and the fix.
 
 Every file the project writes (here, and the tables, figures, caches and bench output elsewhere)
-is written to a temporary file in the same folder and renamed into place (`writing`), so a kill,
-a full disk or a limit on file size leaves the old file whole; a failed write removes its
-temporary file and names the file and what to do (`os_problem`). The one exception is .lock,
-whose lock belongs to the file itself.
+is written to a new temporary file in the same folder, created exclusively (`create_new`), and
+renamed into place (`writing`), so a kill, a full disk or a limit on file size leaves the old file
+whole; a failed write removes its temporary file and names the file and what to do
+(`os_problem`). The one exception is .lock, whose lock belongs to the file itself. Nothing is
+written through a link (`refuse_link`), and every file read is opened one way (`open_regular`):
+a regular file, of a bounded size.
 """
 import contextlib
 import errno
@@ -23,6 +25,8 @@ import fcntl
 import json
 import math
 import os
+import re
+import secrets
 import stat
 import zipfile
 from pathlib import Path
@@ -36,8 +40,7 @@ from backend import to_numpy
 CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_VERSION = 2  # 2 added the identity; version 1 checkpoints are still read
 LOCK = ".lock"
-RUN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "metrics.jsonl", "final.json", "final.json.tmp",
-             "config.json", "real.json")
+RUN_FILES = (CHECKPOINT, "metrics.jsonl", "final.json", "config.json", "real.json")
 
 
 class UsageError(Exception):
@@ -59,10 +62,16 @@ def owned(folder):
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", folder)) from None
-    try:
-        file = open(folder / LOCK, "a+")
+    refuse_link(folder / LOCK)
+    try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
+        descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             0o666)
     except OSError as error:
         raise UsageError(os_problem(error, "write", folder / LOCK)) from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is not a regular file; remove it")
+    file = os.fdopen(descriptor, "r+")
     try:
         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -209,24 +218,47 @@ def declared_arrays(file):
     return declared
 
 
+def create_new(path):
+    """A new, empty regular file beside `path`, named <name>.<random>.tmp, made as mkstemp makes
+    one (O_CREAT | O_EXCL: never an existing file, nor through a link planted under its name), with
+    the permissions the umask gives; its Path. An OSError if the folder refuses it."""
+    while True:
+        temporary = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+            return temporary
+        except FileExistsError:
+            continue
+
+
+def refuse_link(path):
+    """A UsageError if `path` is a symbolic link: the project writes no file through one."""
+    if os.path.islink(path):
+        raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)}), and the project reads and writes "
+                         f"its own files only, never through a link: replace the link by a copy of the file it "
+                         f"names, or remove it")
+
+
 @contextlib.contextmanager
 def writing(path):
-    """Write `path` through path.tmp, a file in the same folder, and a rename: whatever happens,
-    `path` holds its old contents or the new ones in full. If the writing fails, the temporary file
+    """Write `path` through a new temporary file beside it (`create_new`) and a rename: whatever
+    happens, `path` holds its old contents or the new ones in full, and nothing is written through
+    a link (a link at `path` is refused: `refuse_link`). If the writing fails, the temporary file
     is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
     `path` and what to do."""
     path = Path(path)
-    if path.is_symlink():  # a link: the file it names is written, the link kept
-        path = path.resolve()
+    refuse_link(path)
     if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
         raise UsageError(f"cannot write {path}: it is not a regular file; choose another path")
-    temporary = path.with_name(path.name + ".tmp")
+    temporary = None
     try:
+        temporary = create_new(path)
         yield temporary
         os.replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
         if isinstance(error, OSError):
             raise UsageError(os_problem(error, "write", path)) from None
         raise
@@ -431,6 +463,8 @@ def prepare(out, config, resume, force, command="train"):
              "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
                            "other": "rerun with --force to train it again with the preset's settings (deletes it)",
                            "finished": f"delete {out} to train the run again"}}[command]
+    for name in RUN_FILES:
+        refuse_link(out / name)
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         if not resume:
@@ -446,15 +480,15 @@ def prepare(out, config, resume, force, command="train"):
         if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
     if force:
-        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir() and not (out / name).is_symlink()]
+        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir()]
         if in_the_way:
             raise UsageError(f"--force cannot delete {in_the_way[0]}: it is a folder, not a file of a run; move it "
                              f"away or use another --out")
-        for name in RUN_FILES:
+        for path in run_files(out):
             try:
-                (out / name).unlink(missing_ok=True)
+                path.unlink(missing_ok=True)
             except OSError as error:
-                raise UsageError(os_problem(error, "delete", out / name)) from None
+                raise UsageError(os_problem(error, "delete", path)) from None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -463,13 +497,24 @@ def prepare(out, config, resume, force, command="train"):
     return force or not holds_run
 
 
+def run_files(out):
+    """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
+    makes for them (<name>.<8 hex digits>.tmp; <name>.tmp, as they were named before)."""
+    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + r")(\.[0-9a-f]{8})?\.tmp")
+    try:
+        names = [entry.name for entry in os.scandir(out)] if out.is_dir() else []
+    except OSError as error:
+        raise UsageError(os_problem(error, "read the folder", out)) from None
+    return [out / name for name in names if name in RUN_FILES or temporary.fullmatch(name)]
+
+
 def discard(out, folder_too):
     """Remove what a run that failed before its first checkpoint wrote in `out` (its settings and
     metrics, temporary files), and `out` itself if `folder_too` and nothing else is in it; a
     failure to remove is ignored (the error being reported is the one that matters)."""
-    for name in RUN_FILES:
+    for path in run_files(out):
         with contextlib.suppress(OSError):
-            (out / name).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
     if folder_too:
         with contextlib.suppress(OSError):
             (out / LOCK).unlink(missing_ok=True)

@@ -391,6 +391,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
     (e.g. the real recordings, for a model trained on emulated ones), frames made as in training."""
     run_dir = Path(run_dir)
+    for name in ("config.json", CHECKPOINT):
+        run_folder.refuse_link(run_dir / name)
     if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")

@@ -31,10 +31,10 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **fin
 
 def keep_figure(figures):
     """A stand-in for Figure.savefig that keeps the figure in `figures` under the name of the file it
-    was to become (it is written to <name>.tmp, then renamed), and writes that file empty."""
+    was to become (it is written to <name>.<8 hex digits>.tmp, then renamed), and writes that file empty."""
     def savefig(fig, path, **_):
         Path(path).write_bytes(b"")
-        figures[Path(path).name.removesuffix(".tmp")] = fig
+        figures[Path(path).name.rsplit(".", 2)[0]] = fig
     return savefig
 
 

@@ -436,15 +436,16 @@ def test_ctrl_c_during_reproduce_says_how_to_continue_and_the_rerun_says_what_it
     assert f"results written to {tmp_path / 'quick'}" in err
 
 
-def test_a_link_is_written_through_and_a_device_is_never_replaced(tmp_path):
-    """Writing a file whole never replaces what is not a regular file: a link gets its target
-    written (the link stays), a device file or a pipe is refused in one UsageError, untouched."""
+def test_a_link_is_refused_and_a_device_is_never_replaced(tmp_path):
+    """Writing a file whole never writes through a link nor replaces what is not a regular file: a
+    link, a device file or a pipe is refused in one UsageError naming it, untouched."""
     target = tmp_path / "real.json"
     target.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    run_folder.write_atomically(link, "new")
-    assert link.is_symlink() and target.read_text() == "new"
+    with pytest.raises(run_folder.UsageError, match=f"{link} is a symbolic link \\(to {target}\\)"):
+        run_folder.write_atomically(link, "new")
+    assert link.is_symlink() and target.read_text() == "old" and sorted(tmp_path.iterdir()) == [link, target]
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
     with pytest.raises(run_folder.UsageError, match=f"cannot write {pipe}: it is not a regular file"):
