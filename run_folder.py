@@ -7,6 +7,8 @@
     final.json      test and validation accuracy and timings, written when the run ends
     real.json       the run scored on another N-MNIST copy (`run.py evaluate`, reproduce --real-root)
     .lock           held (an OS lock) by the one process working in the folder, which wrote its PID
+    .eggroll-run    the mark, written first: the folder is one of the project's runs, and the project
+                    deletes or replaces only the files above (`refuse_foreign`, `run_files`)
 
 Every value read from these files is checked (type, shape, range: settings by the rules of their
 options); a damaged or foreign file is reported in one line naming it, the field and the fix.
@@ -41,6 +43,9 @@ CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_VERSION = 2  # 2 added the identity; version 1 checkpoints are still read
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, "metrics.jsonl", "final.json", "config.json", "real.json")
+RUN_MARK = ".eggroll-run"  # written first into every run folder: what makes a folder one of the project's runs
+MARK_TEXT = ("A training run of eggroll-snn (run.py train, run.py reproduce). The project deletes or replaces only "
+             "its own files here: " + ", ".join(RUN_FILES) + " and their temporary files.\n")
 
 
 class UsageError(Exception):
@@ -63,6 +68,7 @@ def owned(folder):
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", folder)) from None
     refuse_link(folder / LOCK)
+    created = not os.path.lexists(folder / LOCK)
     try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
         descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                              0o666)
@@ -89,6 +95,11 @@ def owned(folder):
         except OSError as error:
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         yield
+    except BaseException:
+        if created and not (folder / RUN_MARK).exists():  # refused, or failed before it was a run's: no trace
+            with contextlib.suppress(OSError):
+                (folder / LOCK).unlink()
+        raise
     finally:
         file.close()
 
@@ -463,8 +474,11 @@ def prepare(out, config, resume, force, command="train"):
              "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
                            "other": "rerun with --force to train it again with the preset's settings (deletes it)",
                            "finished": f"delete {out} to train the run again"}}[command]
-    for name in RUN_FILES:
+    for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
+    marked = is_run_folder(out)
+    if not marked:
+        refuse_foreign(out, force)
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         if not resume:
@@ -493,8 +507,30 @@ def prepare(out, config, resume, force, command="train"):
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", out)) from None
+    if not marked:
+        write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
     write_atomically(out / "config.json", json.dumps(wanted, indent=1))
     return force or not holds_run
+
+
+def refuse_foreign(out, force):
+    """A UsageError if `out`, a folder without the project's mark, holds a file of a run's names
+    (the project did not write it), or, with `force`, anything at all (--force deletes only a run's
+    own files). A run this project trained before it marked its folders is marked by hand."""
+    theirs = run_files(out)
+    others = [] if not force or not out.is_dir() else sorted(entry.name for entry in os.scandir(out)
+                                                                if entry.name != LOCK)
+    if theirs or others:
+        name = theirs[0].name if theirs else others[0]
+        raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
+                         f"the project did not write{', so --force deletes nothing there' * force}; use another "
+                         f"--out (a run this project trained before it marked its folders: mark it with "
+                         f"`touch {out / RUN_MARK}`)")
+
+
+def is_run_folder(out):
+    """Whether `out` is one of the project's run folders: it holds the mark, a regular file."""
+    return not os.path.islink(out / RUN_MARK) and (out / RUN_MARK).is_file()
 
 
 def run_files(out):
@@ -505,14 +541,15 @@ def run_files(out):
         names = [entry.name for entry in os.scandir(out)] if out.is_dir() else []
     except OSError as error:
         raise UsageError(os_problem(error, "read the folder", out)) from None
-    return [out / name for name in names if name in RUN_FILES or temporary.fullmatch(name)]
+    return [out / name for name in sorted(names) if name in RUN_FILES or temporary.fullmatch(name)]
 
 
-def discard(out, folder_too):
+def discard(out, folder_too, mark_too=True):
     """Remove what a run that failed before its first checkpoint wrote in `out` (its settings and
-    metrics, temporary files), and `out` itself if `folder_too` and nothing else is in it; a
-    failure to remove is ignored (the error being reported is the one that matters)."""
-    for path in run_files(out):
+    metrics, temporary files; the mark if `mark_too`, as this run wrote it), and `out` itself if
+    `folder_too` and nothing else is in it; a failure to remove is ignored (the error being
+    reported is the one that matters)."""
+    for path in run_files(out) + [out / RUN_MARK] * mark_too:
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
     if folder_too:
@@ -523,7 +560,7 @@ def discard(out, folder_too):
 
 def is_finished(out, config):
     """Whether `out` holds the finished run `config`."""
-    return ((out / "final.json").exists() and (out / "config.json").exists()
+    return (is_run_folder(out) and (out / "final.json").exists() and (out / "config.json").exists()
             and run_config.stored(read_config(out)) == run_config.stored(config))
 
 

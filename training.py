@@ -206,7 +206,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     reproduce) picks the advice that works for it.
     """
     run, params = set_up(config, Path(out), team, progress, command)
-    existed = run.out.exists()
+    existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
@@ -221,7 +221,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
         except BaseException as error:
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
-                run_folder.discard(run.out, folder_too=not existed)  # a failed run leaves nothing; a stopped one resumes
+                run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
             raise
 
 
