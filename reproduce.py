@@ -42,6 +42,9 @@ def reproduce(opts):
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]
+    # the report reads only the preset's runs, each as its folder's name says (report.stray_problem)
+    expected = {results_dir: {run_config.run_folder_name(config, opts.config): config for config in runs}
+                for results_dir, runs, _ in grids}
     grids = selected_runs(opts, grids)
     check_reproduce(opts, grids)
     for results_dir, runs, write_report in grids:
@@ -50,7 +53,7 @@ def reproduce(opts):
             continue
         with run_folder.owned(results_dir):
             reproduce_runs(opts, results_dir, runs, deadline)
-            written = write_report(results_dir)
+            written = write_report(results_dir, expected=expected[results_dir])
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
 
 

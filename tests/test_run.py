@@ -217,7 +217,10 @@ def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
     assert list(tmp_path.iterdir()) == []
-    write_run(tmp_path / "quick", "es", 1)
+    es = next(c for c in config.preset_runs("quick") if c.name == "es" and c.seed == 1)
+    out = write_run(tmp_path / "quick", "es", 1, config=config.stored(es))  # the preset's run, as its name says
+    (out / "config.json").write_text(json.dumps(config.stored(es)))
+    (out / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     assert run.main(args) == 0
     assert [p.name for p in (tmp_path / "quick" / "runs").iterdir()] == ["es-seed1"]
     assert "| es |" in (tmp_path / "quick" / "table.md").read_text()
