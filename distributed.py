@@ -280,3 +280,13 @@ def launched_rank():
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return 0
+
+
+def launched_size():
+    """How many processes the MPI job of this process has, from the launcher's environment (MPICH
+    and Intel MPI, Open MPI), before MPI is started; 1 outside a job."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+

@@ -126,9 +126,11 @@ def fail(message, team=distributed.ALONE, status=2, everywhere=False):
 
 
 def tell(line):
-    """Print a line on stderr, quietly dropped if stderr is closed or cannot be written."""
+    """Print a line on stderr in one write (mpiexec interleaves the processes' output write by write),
+    quietly dropped if stderr is closed or cannot be written."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
     except (OSError, AttributeError):
         silence()
 

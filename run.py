@@ -32,6 +32,7 @@ from run_folder import UsageError
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
 # smaller side of each weight matrix (eggroll.check_config), and memory bounds the sizes.
+WHERE = ("device", "data_root", "cache_dir")  # options of where things are, defaulted as RunConfig's
 HELP_RANGES = {"rank": f"must lie in 1..{min(snn.SIZES)}",
                "population": "must be an even number >= 2 (P antithetic pairs), as many as fit in memory",
                "batch_size": "must be >= 1, as many as fit in memory"}
@@ -67,12 +68,19 @@ def config_from_options(opts):
         raise UsageError(f"--epochs is for bptt; {config.method}'s length is --generations, e.g. --generations 100")
     return config
 
+class Refused(Exception):
+    """A command line refused in one process of an MPI job, which says so with the others (`main`)."""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, a usage error in one line: the problem and where to read more (once per MPI job)."""
+    """argparse, a usage error in one line: the problem and where to read more. In an MPI job, a
+    Refused that `main` shares with the job's other processes, which would otherwise wait for it."""
 
     def error(self, message):
-        if distributed.launched_rank() == 0:
-            print(f"error: {message}; see {self.prog} --help", file=sys.stderr)
+        line = f"{message}; see {self.prog} --help"
+        if distributed.launched_size() > 1:
+            raise Refused(line)
+        exits.tell(f"error: {line}")
         sys.exit(2)
 
 
@@ -87,7 +95,6 @@ def integers(text):
 def main(argv=None):
     parser = Parser(prog="run.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    where = ("device", "data_root", "cache_dir")
 
     train_parser = commands.add_parser("train", help="train one network")
     add_config_options(train_parser)
@@ -117,7 +124,7 @@ def main(argv=None):
                                        "(default: every part, one after another)")
     reproduce_parser.add_argument("--results", default="results", help="folder for results/<config>/ "
                                                                        "(default: results)")
-    add_config_options(reproduce_parser, where + ("download",))
+    add_config_options(reproduce_parser, WHERE + ("download",))
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
     populations = sorted({p for part in run_config.HYPERSCALE.values() for ps in part["populations"].values()
                           for p in ps})
@@ -143,33 +150,29 @@ def main(argv=None):
 
     evaluate_parser = commands.add_parser("evaluate", help="accuracy of a trained run on another N-MNIST copy")
     evaluate_parser.add_argument("run_dir", help="the --out folder of a training run")
-    add_config_options(evaluate_parser, where)
+    add_config_options(evaluate_parser, WHERE)
 
     bench_parser = commands.add_parser("bench", help="speed, FLOPs and memory at the reference configuration",
                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     bench.add_options(bench_parser)
 
-    opts, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the command's parser, whose --help lists its options
-        commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-    empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
-    if empty:
-        named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
-        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
-    defaults = run_config.RunConfig()
-    for name in where + ("download",):
-        if getattr(opts, name, False) is None:
-            setattr(opts, name, getattr(defaults, name))
+    try:
+        opts, problem = checked_options(parser, commands, argv), None
+    except Refused as refused:  # in an MPI job: said by the first process, once every process has heard
+        opts, problem = None, str(refused)
     team = distributed.ALONE
     again = {"train": "rerun with --resume to continue",
              "reproduce": "rerun the same command to continue (finished runs are skipped)"}.get(
-        opts.command, "nothing was written, rerun to start again")
+        getattr(opts, "command", None), "nothing was written, rerun to start again")
 
     def command():
         nonlocal team
-        if getattr(opts, "distributed", False):
+        if problem is not None or opts.distributed:
             team = distributed.team(getattr(opts, "update", "seeds"))
-            # first of all, the processes compare their command (and what a benchmark measures)
+            with training.checked_together(team):  # first, a command line a process refused
+                if problem is not None:
+                    raise UsageError(problem)
+            # then the processes compare their command (and what a benchmark measures)
             training.check_agreement(team, {"the command": opts.command, **({
                 f"--{name}": getattr(opts, name) for name in ("pairs", "methods", "repeats", "device")
             } if opts.command == "bench" else {})})
@@ -191,8 +194,33 @@ def main(argv=None):
             else:
                 bench.bench(opts)
 
-    return exits.handled(command, again, lambda: team, LESS_MEMORY.get(opts.command, "free memory"),
-                         "interrupted before training started" if opts.command == "train" else "interrupted")
+    command_name = getattr(opts, "command", None)
+    return exits.handled(command, again, lambda: team, LESS_MEMORY.get(command_name, "free memory"),
+                         "interrupted before training started" if command_name == "train" else "interrupted")
+
+
+def checked_options(parser, commands, argv):
+    """The options of `argv`, with the where-to-find-things ones defaulted; an unknown or empty
+    option, or a process of an MPI job without --distributed, is the parser's error."""
+    opts, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser, whose --help lists its options
+        commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    if distributed.launched_size() > 1 and not getattr(opts, "distributed", False):
+        commands.choices[opts.command].error(
+            f"this process is one of an MPI job's, but {opts.command} was not given --distributed: give every "
+            f"process `{opts.command} --distributed`" if opts.command in ("train", "bench") else
+            f"{opts.command} runs in one process: run it without mpiexec")
+    empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
+    if empty:
+        named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
+        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
+    defaults = run_config.RunConfig()
+    for name in WHERE + ("download",):
+        if getattr(opts, name, False) is None:
+            setattr(opts, name, getattr(defaults, name))
+    if not hasattr(opts, "distributed"):
+        opts.distributed = False
+    return opts
 
 
 LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --time-bins",
