@@ -652,9 +652,13 @@ def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_i
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: --population 512: the run needs about ") and "ulimit -v" in done.stderr
     assert not out.exists()
-    # 100 MB of address space beyond what the loaded modules (and BLAS's threads) hold: ES's noise
-    # for 512 members (300 MB) cannot fit, however many threads BLAS started
-    estimating_nothing = ["-c", "import resource, sys, resources, run; "
+    # 100 MB of address space beyond what the loaded modules and BLAS hold: ES's noise for 512 members
+    # (300 MB) cannot fit. BLAS maps its buffers (32 MB a thread) at its first product: made before the
+    # limit, with one thread, so that numpy's allocation is what fails, not BLAS's own (which prints
+    # its own message and ends the process: 1 run in 12 when its first product came under the limit)
+    estimating_nothing = ["-c", "import resource, sys, numpy, resources, run; "
+                                "warm = numpy.ones((512, 512)); warm @ warm; "
+                                "warm = warm.astype(numpy.float32); warm @ warm; "
                                 "resources.run_bytes = lambda *args, **kwargs: (0, 0); "
                                 "size = next(int(line.split()[1]) * 1024 for line in open('/proc/self/status') "
                                 "if line.startswith('VmSize:')); "
@@ -662,7 +666,7 @@ def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_i
                                 "resource.setrlimit(resource.RLIMIT_AS, (size + 100 * 10**6, hard)); "
                                 "sys.exit(run.main(sys.argv[1:]))"]
     done = subprocess.run([sys.executable, *estimating_nothing, *command[2:]], cwd=ROOT, capture_output=True,
-                          text=True)
+                          text=True, env=one_thread)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: out of memory (") and "lower --population" in done.stderr
     assert not out.exists()
