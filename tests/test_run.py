@@ -20,7 +20,7 @@ import run
 import run_folder
 import training
 from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, write_dataset
-from test_report import write_run
+from test_report import write_preset_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
@@ -217,10 +217,7 @@ def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
     assert list(tmp_path.iterdir()) == []
-    es = next(c for c in config.preset_runs("quick") if c.name == "es" and c.seed == 1)
-    out = write_run(tmp_path / "quick", "es", 1, config=config.stored(es))  # the preset's run, as its name says
-    (out / "config.json").write_text(json.dumps(config.stored(es)))
-    (out / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    write_preset_run(tmp_path / "quick", "quick", "es", 1)
     assert run.main(args) == 0
     assert [p.name for p in (tmp_path / "quick" / "runs").iterdir()] == ["es-seed1"]
     assert "| es |" in (tmp_path / "quick" / "table.md").read_text()
