@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import config
+import resources
 import run
 import run_folder
 from nmnist_files import write_dataset
@@ -105,3 +106,12 @@ def test_the_folder_given_may_itself_be_a_link(tmp_path, dataset, capsys):
     (tmp_path / "link").symlink_to(real)
     assert train(tmp_path / "link", dataset) == 0
     assert (real / "final.json").is_file() and train(tmp_path / "link", dataset, "--force") == 0
+
+
+def test_bench_json_that_is_a_link_is_refused_before_the_benchmark(tmp_path):
+    """`bench --json LINK` is refused when its paths are checked, before any timing, not after it."""
+    outside = outside_files(tmp_path, ["bench.json"])
+    (tmp_path / "link.json").symlink_to(outside / "bench.json")
+    with pytest.raises(run_folder.UsageError, match=f"--json {tmp_path / 'link.json'} is a symbolic link"):
+        resources.check_writable(tmp_path / "link.json", "--json")
+    assert unchanged(outside)
