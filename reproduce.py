@@ -127,7 +127,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             continue
         else:
             print(label, file=sys.stderr)
-            stored = run_folder.read_config(out) if (out / "config.json").exists() else None
+            stored = run_folder.read_config(out) if run_folder.is_run_folder(out) and (out / "config.json").exists() \
+                else None  # in a folder that is not a run's, config.json is not the project's to read
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
             try:
                 training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline,

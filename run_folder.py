@@ -478,7 +478,7 @@ def prepare(out, config, resume, force, command="train"):
         refuse_link(out / name)
     marked = is_run_folder(out)
     if not marked:
-        refuse_foreign(out, force)
+        refuse_foreign(out, force, "use another --out" if command == "train" else f"move {out} away")
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         if not resume:
@@ -513,18 +513,19 @@ def prepare(out, config, resume, force, command="train"):
     return force or not holds_run
 
 
-def refuse_foreign(out, force):
-    """A UsageError if `out`, a folder without the project's mark, holds a file of a run's names
-    (the project did not write it), or, with `force`, anything at all (--force deletes only a run's
-    own files). A run this project trained before it marked its folders is marked by hand."""
+def refuse_foreign(out, force, instead):
+    """A UsageError ending with what to do `instead` if `out`, a folder without the project's mark,
+    holds a file of a run's names (the project did not write it), or, with `force`, anything at all
+    (--force deletes only a run's own files). A run this project trained before it marked its
+    folders is marked by hand."""
     theirs = run_files(out)
     others = [] if not force or not out.is_dir() else sorted(entry.name for entry in os.scandir(out)
                                                                 if entry.name != LOCK)
     if theirs or others:
         name = theirs[0].name if theirs else others[0]
         raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
-                         f"the project did not write{', so --force deletes nothing there' * force}; use another "
-                         f"--out (a run this project trained before it marked its folders: mark it with "
+                         f"the project did not write{', so --force deletes nothing there' * force}; {instead} (a "
+                         f"run this project trained before it marked its folders: mark it with "
                          f"`touch {out / RUN_MARK}`)")
 
 

@@ -126,3 +126,17 @@ def test_every_committed_run_folder_is_marked():
     assert len(folders) > 100
     assert all(run_folder.is_run_folder(folder) for folder in folders), \
         sorted(folder for folder in folders if not run_folder.is_run_folder(folder))[:3]
+
+
+def test_reproduce_refuses_a_run_folder_that_is_not_its_own(tmp_path, dataset, capsys):
+    """A preset's run folder holding a config.json the project did not write: reproduce says so, and
+    that the folder is to be moved away (not deleted), and leaves it as it was."""
+    folder = tmp_path / "results" / "quick" / "runs" / "es-seed1"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"theme": "dark"}')
+    before = snapshot(folder)
+    assert run.main(["reproduce", "--config", "quick", "--runs", "es", "--seeds", "1", "--results",
+                     str(tmp_path / "results"), "--quiet", *dataset]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"error: {folder} is not a run folder of this project") and f"; move {folder} away" in err
+    assert snapshot(folder) == before
