@@ -401,7 +401,12 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     like = snn.init_params(config.seed, std=config.init_std, xp=xp)
     params, _, step, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
-    scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
+    try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
+        with numpy.errstate(over="raise", invalid="raise"):
+            scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
+    except FloatingPointError as error:
+        raise UsageError(f"checkpoint {run_dir / CHECKPOINT} holds weights too large for the network ({error} in its "
+                         f"membrane potentials): they are no trained run's; train the run again with --force") from None
     accuracies = {name: score[0] for name, score in scores.items()}
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)

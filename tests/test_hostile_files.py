@@ -133,3 +133,19 @@ def test_open_regular_bounds_the_size_and_refuses_what_is_not_a_file(tmp_path):
     for path, kind in ((tmp_path, "a folder"), (tmp_path / "pipe", "a named pipe")):
         with pytest.raises(ValueError, match=f"cannot read {path}: it is {kind}"):
             run_folder.read_bytes(path, 100, ValueError)
+
+
+def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_path, trained, dataset, capsys):
+    """A checkpoint whose weights are finite but near float32's largest: `evaluate` overflowed the
+    membrane potentials into NaN with only RuntimeWarnings, and printed scores; now one line."""
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    with np.load(out / "checkpoint.npz") as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["param/W1"] = np.full_like(arrays["param/W1"], 3e38)
+    np.savez(out / "checkpoint.npz", **arrays)
+    assert run.main(["evaluate", str(out), *dataset]) == 2
+    captured = capsys.readouterr()
+    one_line(2, captured.err, f"checkpoint {out / 'checkpoint.npz'} holds weights too large for the network",
+             "overflow")
+    assert captured.out == ""
