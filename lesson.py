@@ -124,6 +124,10 @@ if args.page is not None:
     if args.page.is_dir():
         fail(f"--page {args.page} is a folder; give the path of a markdown file")
     writable_folder_above(args.page.parent, "--page")
+for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] * (args.page is not None):
+    if path.is_symlink():  # nothing is written through a link (write_whole)
+        fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it or "
+             f"choose another --out or --page")
 began = time.perf_counter()
 figures, printed = {}, {}  # per claim: the PNG's bytes, the printed line
 

@@ -4,6 +4,8 @@ by name or left alone, and the files they point at stay as they were. The folder
 be a link."""
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,18 @@ def test_bench_json_that_is_a_link_is_refused_before_the_benchmark(tmp_path):
     with pytest.raises(run_folder.UsageError, match=f"--json {tmp_path / 'link.json'} is a symbolic link"):
         resources.check_writable(tmp_path / "link.json", "--json")
     assert unchanged(outside)
+
+
+def test_the_lessons_figure_that_is_a_link_is_refused(tmp_path):
+    """lesson.py writes no figure through a link planted under its name: one line, exit status 2,
+    before any claim runs, the file it points at unchanged."""
+    outside = outside_files(tmp_path, ["figure.png"])
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "1_lowrank_scale.png").symlink_to(outside / "figure.png")
+    done = subprocess.run([sys.executable, str(Path(run.__file__).parent / "lesson.py"), "--claims", "1", "--out",
+                           str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
+    assert f"cannot write {out / '1_lowrank_scale.png'}: it is a symbolic link" in done.stderr
+    assert unchanged(outside) and (out / "1_lowrank_scale.png").is_symlink()
