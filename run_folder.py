@@ -421,8 +421,9 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     (a params dict) and at most `total_steps` steps; a UsageError if it is damaged, or belongs to
     another run than `identity` (see `identity`; its data is compared unless None). A version 1
     checkpoint has no identity: it is taken to belong to the run."""
-    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it to train the run "
-                                         f"again from the start")
+    again = "train the run again with --force" if (path.parent / "final.json").exists() else \
+        "delete it to train the run again from the start"  # a finished run is not resumed without one
+    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); {again}")
     arrays = read_arrays(path)
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
