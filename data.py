@@ -48,7 +48,6 @@ import json
 import os
 import shutil
 import warnings
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +55,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import os_problem
+from run_folder import create_new, load_npz, os_problem, read_bytes
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -215,16 +214,8 @@ def read_events(path):
     timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
     and are rejected with all other x/y outside the sensor, as are timestamps that go backwards.
     """
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size > MAX_RECORDING_BYTES:
-                raise BadDataError(f"{path}: {size:,} bytes, more than any N-MNIST recording (at most "
-                                   f"{MAX_RECORDING_BYTES:,} bytes are read); it is not a recording, move it "
-                                   f"away or replace it")
-            raw = np.fromfile(file, dtype=np.uint8)
-    except OSError as error:
-        raise BadDataError(os_problem(error, "read the recording", path)) from None
+    raw = np.frombuffer(read_bytes(path, MAX_RECORDING_BYTES, BadDataError, "any N-MNIST recording",
+                                   "read the recording"), dtype=np.uint8)
     if raw.size % 5:
         raise BadDataError(f"{path}: size {raw.size} bytes is not a multiple of 5; the file is "
                            f"truncated or not N-MNIST, replace it")
@@ -308,18 +299,18 @@ def _build_cache(path, recordings, labels, header, progress):
     for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
         packed[i] = _pack_recording(file, header["n_time_bins"])
     meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = create_new(path)  # a new file of its own, never one planted under its name
         with open(tmp, "wb") as f:
             np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
         os.replace(tmp, path)
     except OSError as error:
-        raise OSError(f"cannot write the frame cache {path}: {error.strerror or error}; free disk "
-                      f"space there or point --cache-dir (cache_dir=...) or EGGROLL_CACHE at a "
-                      f"writable folder") from error
+        raise OSError(f"{os_problem(error, 'write the frame cache', path)}, or point $EGGROLL_CACHE (run.py: "
+                      f"--cache-dir) at a writable folder") from error
     finally:
-        if tmp.parent.is_dir():  # not where the folder could not be made (a file in its place)
+        if tmp is not None:
             tmp.unlink(missing_ok=True)
 
 
@@ -329,15 +320,18 @@ def _load_cache(path, header, labels):
     unreadable or not what its metadata and the recordings' `labels` say (then with a warning):
     the caller rebuilds it.
     """
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
+    largest = header["n_samples"] * -(-header["n_time_bins"] * N_INPUTS // 8) + 2**20  # packed frames, and room
     try:
-        with np.load(path) as f:  # a .npy instead of an .npz has no `with`: TypeError
-            meta = json.loads(str(f["meta"]))
-            if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
-                return None
-            cached = f["packed"], f["labels"], meta
-    except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        stored = load_npz(path, largest, BadDataError)
+        if stored is None:
+            raise BadDataError("it is not an .npz archive of arrays")
+        meta = json.loads(str(stored["meta"]))
+        if not isinstance(meta, dict) or {k: meta.get(k) for k in header} != header:
+            return None
+        cached = stored["packed"], stored["labels"], meta
+    except (BadDataError, KeyError, ValueError, RecursionError) as error:  # BadDataError: not a regular file
         _warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
         return None
     problem = _cache_problem(*cached, labels)

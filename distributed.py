@@ -134,7 +134,7 @@ class Team(Alone):
         seconds, then every millisecond) so that a signal reaches this process: noted, as ever.
         Once signalled, a process waits PATIENCE seconds more for the others (who stop at the next
         generation); if they have not come, it raises Stopped alone (not `everywhere`), and its
-        caller ends the job (run.fail), rather than wait for ever on a process that never comes."""
+        caller ends the job (exits.fail), rather than wait for ever on a process that never comes."""
         began, signalled, pause = time.monotonic(), None, 1e-5
         while not request.Test():
             now = time.monotonic()
@@ -280,3 +280,13 @@ def launched_rank():
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return 0
+
+
+def launched_size():
+    """How many processes the MPI job of this process has, from the launcher's environment (MPICH
+    and Intel MPI, Open MPI), before MPI is started; 1 outside a job."""
+    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 1
+

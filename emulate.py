@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 import data
 import mnist
-from run_folder import UsageError, os_problem, write_atomically, writing
+from run_folder import UsageError, os_problem, read_json, write_atomically, writing
 
 VERSION = 1  # of the emulator's bytes: a change to any recording's bytes is a new version
 SENSOR = 34  # pixels per side of the sensor's field
@@ -365,7 +365,7 @@ def prepare(root, fingerprint):
 
 def remove_partial_files(root):
     """Remove the temporary files of recordings whose writing was cut short (a killed worker)."""
-    for partial in root.glob("*/*/*.bin.tmp"):
+    for partial in root.glob("*/*/*.bin.*.tmp"):  # run_folder.writing's <name>.<8 hex digits>.tmp
         partial.unlink(missing_ok=True)
 
 
@@ -411,12 +411,8 @@ def provenance(root=None):
     there were not emulated (no EMULATED.json)."""
     root = data.resolve_root(root)
     for path in (root / "NMNIST" / PROVENANCE, root / PROVENANCE):
-        if path.is_file():
-            try:
-                stored = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as error:
-                raise data.BadDataError(f"{path} cannot be read ({error}); delete it and emulate the data "
-                                        f"again (python run.py emulate)") from None
+        if path.exists() or path.is_symlink():
+            stored = read_json(path, "delete it and emulate the data again (python run.py emulate)", data.BadDataError)
             if not isinstance(stored, dict) or not {"version", "seed", "mnist_sha256"} <= set(stored):
                 raise data.BadDataError(f"{path} is not an emulation's record (no version, seed or mnist_sha256); "
                                         f"delete it and emulate the data again (python run.py emulate)")

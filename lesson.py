@@ -33,7 +33,6 @@ import io
 import math
 import os
 import re
-import signal
 import sys
 import textwrap
 import time
@@ -45,6 +44,7 @@ from matplotlib.figure import Figure
 import baselines
 import data
 import eggroll
+import exits
 import noise
 import optim
 import snn
@@ -504,10 +504,7 @@ def load_recordings():
         fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
              f"unset for the recordings of nmnist-sample/")
-    try:
-        return data.load_nmnist(root, progress=False), root
-    except (data.BadDataError, OSError) as error:  # a damaged recording, a missing digit, an unwritable cache
-        fail(str(error))
+    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
 
 
 def accuracy(params, split):
@@ -648,13 +645,19 @@ def page(seconds):
 
 
 def write_whole(path, content):
-    """Write `content` to `path` whole: a temporary file in the same folder, then renamed over it."""
-    path = path.resolve() if path.is_symlink() else path  # a link: the file it names
+    """Write `content` to `path` whole: a new temporary file in the same folder (created exclusively,
+    never through a link planted under its name), then renamed over it. A link at `path` or what is
+    not a regular file there is refused: nothing is written through a link."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "it is a symbolic link, and the lesson writes no file through one: remove it",
+                      str(path))
     if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
         raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    file = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
-        temporary.write_bytes(content)
+        with os.fdopen(file, "wb") as opened:
+            opened.write(content)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
@@ -668,8 +671,7 @@ def write_whole(path, content):
 
 def fail(message):
     """A user's error: one line on stderr, exit status 2, nothing written."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(exits.fail(message))
 
 
 class Parser(argparse.ArgumentParser):
@@ -701,41 +703,10 @@ if not 0 < args.seconds <= 86_400:
     fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
 
 
-class Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, stopping the lesson as Ctrl-C does."""
-
-    def __init__(self, signum):
-        super().__init__()
-        self.signum = signum
-
-
-def stopped(kind, error, trace):
-    """Ctrl-C, SIGTERM or SIGHUP, or standard output gone (a closed pipe, a full disk): one line and
-    the cause's exit status, not a traceback. Nothing is left: the files are written at the end."""
-    if issubclass(kind, KeyboardInterrupt):
-        status, message = 128 + getattr(error, "signum", signal.SIGINT), "interrupted; run it again"
-    elif issubclass(kind, BrokenPipeError):
-        status, message = 141, "standard output was closed"
-    elif issubclass(kind, OSError) and error.filename is None and error.errno in (errno.ENOSPC, errno.EIO):
-        status, message = 2, f"cannot write standard output: {error.strerror}"
-    else:
-        return sys.__excepthook__(kind, error, trace)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-    os._exit(status)
-
-
-def on_signal(signum, frame):
-    raise Signalled(signum)
-
-
 if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
-    sys.excepthook = stopped
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, on_signal)
+    # Ctrl-C, SIGTERM or SIGHUP, standard output gone (a closed pipe, a full disk), damaged data:
+    # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
+    sys.excepthook = exits.excepthook("run it again")
 
 
 def writable_folder_above(path, option):
@@ -758,6 +729,10 @@ if args.page is not None:
     if args.page.is_dir():
         fail(f"--page {args.page} is a folder; give the path of a markdown file")
     writable_folder_above(args.page.parent, "--page")
+for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] * (args.page is not None):
+    if path.is_symlink():  # nothing is written through a link (write_whole)
+        fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it or "
+             f"choose another --out or --page")
 
 LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
 began = time.perf_counter()

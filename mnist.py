@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 import data
-from run_folder import os_problem, writing
+from run_folder import read_bytes, writing
 
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
@@ -39,6 +39,7 @@ OFFICIAL_SHA256 = {
 }
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/")
 MAX_DOWNLOAD_BYTES = 20_000_000  # the largest file, train-images-idx3-ubyte.gz, is 9.9 MB
+MAX_FILE_BYTES = 50_000_000  # the largest file, train-images-idx3-ubyte, is 47,040,016 bytes uncompressed
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049
 
 
@@ -59,10 +60,7 @@ def path_of(folder, name):
 
 def read(path):
     """The uncompressed bytes of an IDX file, gzipped (.gz) or not."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise data.BadDataError(os_problem(error, "read the MNIST file", path)) from None
+    raw = read_bytes(path, MAX_FILE_BYTES, data.BadDataError, "an MNIST file holds", "read the MNIST file")
     if path.suffix != ".gz":
         return raw
     try:

@@ -29,7 +29,6 @@ On cores busy with other work, `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` k
 count changes float32 rounding.
 """
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import data   # the project's N-MNIST loader, for the training loop only
+import exits  # how the command ends: one line and an exit status for every error
 import noise  # Philox4x32-10: noise.normals(seed, generation, pairs, name, count), float32
 
 
@@ -223,6 +223,9 @@ def train(splits, s, generations, batch_size, log_every=0):
 
 
 def main():
+    if sys.argv[1:]:
+        raise exits.UsageError(f"nano_eggroll.py takes no options (got {' '.join(sys.argv[1:])}); its settings "
+                               f"are the Settings class and main()")
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
@@ -232,25 +235,5 @@ def main():
           f"recordings, {time.perf_counter() - began:.0f} s", flush=True)
 
 
-def fail(message, status):
-    """One line on stderr (if it can still be written), then exit with `status`."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # drop what stdout still holds
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-    sys.exit(status)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:]:
-        fail(f"nano_eggroll.py takes no options (got {' '.join(sys.argv[1:])}); its settings are the "
-             f"Settings class and main()", 2)
-    try:
-        main()
-    except KeyboardInterrupt:
-        fail("interrupted; nothing was written, run it again to start over", 130)
-    except BrokenPipeError:
-        fail("standard output was closed", 141)
-    except (data.BadDataError, OSError) as error:  # a damaged recording, an unwritable cache
-        fail(str(error) if error.errno is None else f"cannot write standard output: {error.strerror}", 2)
+if __name__ == "__main__":  # a damaged recording, an unwritable cache, Ctrl-C: one line (exits.py)
+    sys.exit(exits.handled(main, "nothing was written, run it again to start over"))

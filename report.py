@@ -5,6 +5,7 @@ results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_c
 """
 import json
 import statistics
+import sys
 
 import numpy
 
@@ -40,10 +41,7 @@ PAPER_TABLE_1 = {"bptt": 94.03, "es": 76.17, "eggroll-r1": 78.75, "eggroll-r2": 
 def read_record(path, problem_of, fix):
     """The JSON object in path, checked by `problem_of` (run_folder.final_problem or real_problem);
     else ValueError naming the path, the field and `fix`."""
-    try:
-        record = json.loads(path.read_bytes())
-    except ValueError:  # not JSON, or not text
-        raise ValueError(f"{path} is not valid JSON: {fix}") from None
+    record = run_folder.read_json(path, fix, ValueError)  # a regular file of JSON, or one line
     problem = problem_of(record)
     if problem:
         raise ValueError(f"{path} is damaged ({problem}): {fix}")
@@ -54,11 +52,11 @@ def read_metrics(path):
     """The records of a metrics.jsonl; a last line cut short by a kill is skipped, as in training."""
     if not path.exists():
         raise ValueError(f"{path} is missing: {RETRAIN}")
-    lines = path.read_bytes().decode(errors="replace").splitlines()
+    lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
     records = []
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
+            record = run_folder.parse_json(line, ValueError)
         except ValueError:
             if number == len(lines):
                 break
@@ -70,19 +68,45 @@ def read_metrics(path):
     return records
 
 
-def collect(results_dir):
+def collect(results_dir, expected=None):
     """{run name: [(final, metrics) per seed]} from the runs under results_dir/runs; final gets
     "real_acc" where the run was scored on other recordings (real.json). ValueError, naming the file
-    and the fix, for a damaged or foreign file."""
+    and the fix, for a damaged or foreign file. `expected` ({folder name: RunConfig}, the preset's
+    runs, as reproduce passes it): a folder that is not one of them is named in a warning line and
+    left out (`stray_problem`)."""
     runs = {}
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
         final = read_record(final_path, run_folder.final_problem, RETRAIN)
+        problem = expected is not None and stray_problem(final_path.parent, final, expected)
+        if problem:
+            print(f"warning: {final_path.parent} is left out of the report: {problem}", file=sys.stderr)
+            continue
         real_path = final_path.parent / "real.json"
         if real_path.exists():
             final["real_acc"] = read_record(real_path, run_folder.real_problem, RESCORE)["accuracy"]["all"]
         runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
     return runs
+
+
+def stray_problem(folder, final, expected):
+    """Why the run folder `folder` (its final.json read as `final`) is not the run of `expected`
+    ({folder name: RunConfig}) its name says, or None: its name, mark, config.json and final.json's
+    settings must agree with each other and with the preset's, as reproduce checks before training."""
+    if folder.name not in expected:
+        return "its name is that of no run of this preset (a copy or a backup?); move it out of the runs folder"
+    if not run_folder.is_run_folder(folder) or not (folder / "config.json").is_file():
+        return f"it is not a run folder of this project (no {run_folder.RUN_MARK} or no config.json)"
+    wanted = config.stored(expected[folder.name])
+    for source, settings in (("config.json", config.stored(run_folder.read_config(folder))),
+                             ("final.json", config.stored(config.from_stored(final["config"])))):
+        differing = sorted(key for key in set(wanted) | set(settings) if settings.get(key) != wanted.get(key))
+        if differing:
+            shown = "; ".join(f"{key} {json.dumps(settings.get(key))}, not {json.dumps(wanted.get(key))}"
+                              for key in differing)
+            return (f"its {source} says other settings than the preset's run of its name ({shown}); retrain it "
+                    f"with reproduce --force, or move it out of the runs folder")
+    return None
 
 
 def measured(finals, key, scale=1.0):
@@ -148,11 +172,11 @@ def data_line(runs, names):
     return f"{devices_line(runs, names)}; train/val/test = {splits} recordings."
 
 
-def write_report(results_dir, preset):
+def write_report(results_dir, preset, expected=None):
     """table.md (Table 1), per_seed.md (Table 2), sparsity.md and the PNG figures of a reproduce run;
-    returns the paths written."""
+    returns the paths written. `expected`: the preset's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    runs = collect(results_dir)
+    runs = collect(results_dir, expected)
     names = [n for n in METHOD_ORDER if n in runs]
     es_finals = [f for f, _ in runs.get("es", [])]
     lines = [f"# Table 1 ({preset}): N-MNIST test accuracy over seeds {', '.join(map(str, config.SEEDS))} "
@@ -409,10 +433,11 @@ def lowest_digit(final):
     return min(scored, default=None)
 
 
-def write_hyperscale_report(results_dir, part):
-    """table.md and the PNG figures of a hyperscale part (config.HYPERSCALE); returns the paths written."""
+def write_hyperscale_report(results_dir, part, expected=None):
+    """table.md and the PNG figures of a hyperscale part (config.HYPERSCALE); returns the paths written.
+    `expected`: the part's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    runs = collect(results_dir)
+    runs = collect(results_dir, expected)
     grid = by_population(runs, results_dir)
     table, figures = PART_REPORTS[part]
     title, lines = table(grid)
@@ -624,10 +649,11 @@ def by_spike_cost(runs):
     return {label: dict(sorted(grid[label].items())) for label in sorted(grid, key=order.get)}
 
 
-def write_spike_cost_report(results_dir):
-    """table.md and spike_cost.png of the spike-cost preset (config.SPIKE_COSTS); returns the paths written."""
+def write_spike_cost_report(results_dir, expected=None):
+    """table.md and spike_cost.png of the spike-cost preset (config.SPIKE_COSTS); returns the paths written.
+    `expected`: the preset's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    runs = collect(results_dir)
+    runs = collect(results_dir, expected)
     grid = by_spike_cost(runs)
     lines = ["# The price of a spike: test accuracy and activity (the test split, per sample; mean ± std over seeds)",
              "", data_line(runs, list(runs)), "",

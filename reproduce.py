@@ -44,6 +44,9 @@ def reproduce(opts):
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]
+    # the report reads only the preset's runs, each as its folder's name says (report.stray_problem)
+    expected = {results_dir: {run_config.run_folder_name(config, opts.config): config for config in runs}
+                for results_dir, runs, _ in grids}
     grids = selected_runs(opts, grids)
     check_reproduce(opts, grids)
     for results_dir, runs, write_report in grids:
@@ -52,7 +55,7 @@ def reproduce(opts):
             continue
         with run_folder.owned(results_dir):
             reproduce_runs(opts, results_dir, runs, deadline)
-            written = write_report(results_dir)
+            written = write_report(results_dir, expected=expected[results_dir])
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
 
 
@@ -126,7 +129,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             continue
         else:
             print(label, file=sys.stderr)
-            stored = run_folder.read_config(out) if (out / "config.json").exists() else None
+            stored = run_folder.read_config(out) if run_folder.is_run_folder(out) and (out / "config.json").exists() \
+                else None  # in a folder that is not a run's, config.json is not the project's to read
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
             try:
                 training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline,

@@ -256,12 +256,14 @@ def check_writable(path, option, folder=False):
     """UsageError naming `option` unless `path` can be written without creating anything first:
     a file in an existing folder, or with folder=True a folder or one below a writable folder."""
     path = Path(path)
+    if not folder and path.is_symlink():  # nothing is written through a link (run_folder.writing)
+        raise UsageError(f"{option} {path} is a symbolic link (to {os.readlink(path)}), and the project writes no "
+                         f"file through one: give the path of the file itself")
     if path.exists() and path.is_dir() != folder:
         raise UsageError(f"{option} {path} is {'not ' if folder else ''}a folder; give a "
                          f"{'folder' if folder else 'file'} path")
     if not folder and path.exists() and not path.is_file():  # a device (/dev/null), a pipe: never replaced
         raise UsageError(f"{option} {path} is not a regular file; give a file path")
-    path = path.resolve() if not folder and path.is_symlink() else path  # a link: the file it names
     existing = path if folder and path.exists() else path.parent  # a file is replaced through its folder
     while folder and not existing.exists():
         existing = existing.parent

@@ -12,13 +12,13 @@ Every error a user can cause (bad option, missing data, a foreign checkpoint, a 
 for the machine's memory, an OS error naming its path) ends the program with one line on stderr
 and exit status 2, and overwrites nothing; in an MPI job the first process says which processes
 failed. Ctrl-C, SIGTERM and SIGHUP say where the run stopped and how to continue, exit status 130,
-143 and 129. A closed stdout or stderr pipe (`run.py train ... | head`) ends the program quietly,
-exit status 141, the run's checkpoint intact. Every command shares this handling (main).
+143 and 129. A closed stdout or stderr pipe (`run.py train ... | head`) ends the program with one
+line if stderr still takes it, exit status 141, the run's checkpoint intact; standard output that
+cannot take a result (`evaluate`'s scores) is exit status 2. Every command shares this handling (exits.handled).
 """
 import argparse
 import json
 import os
-import signal
 import sys
 from dataclasses import fields
 
@@ -26,16 +26,15 @@ import bench
 import config as run_config
 import distributed
 import emulate
+import exits
 import snn
 import reproduce
 import training
-import run_folder
 from run_folder import UsageError
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a command where it can resume
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
 # smaller side of each weight matrix (eggroll.check_config), and memory bounds the sizes.
+WHERE = ("device", "data_root", "cache_dir")  # options of where things are, defaulted as RunConfig's
 HELP_RANGES = {"rank": f"must lie in 1..{min(snn.SIZES)}",
                "population": "must be an even number >= 2 (P antithetic pairs), as many as fit in memory",
                "batch_size": "must be >= 1, as many as fit in memory"}
@@ -71,12 +70,19 @@ def config_from_options(opts):
         raise UsageError(f"--epochs is for bptt; {config.method}'s length is --generations, e.g. --generations 100")
     return config
 
+class Refused(Exception):
+    """A command line refused in one process of an MPI job, which says so with the others (`main`)."""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, a usage error in one line: the problem and where to read more (once per MPI job)."""
+    """argparse, a usage error in one line: the problem and where to read more. In an MPI job, a
+    Refused that `main` shares with the job's other processes, which would otherwise wait for it."""
 
     def error(self, message):
-        if distributed.launched_rank() == 0:
-            print(f"error: {message}; see {self.prog} --help", file=sys.stderr)
+        line = f"{message}; see {self.prog} --help"
+        if distributed.launched_size() > 1:
+            raise Refused(line)
+        exits.tell(f"error: {line}")
         sys.exit(2)
 
 
@@ -104,7 +110,6 @@ def at_least(low):
 def main(argv=None):
     parser = Parser(prog="run.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    where = ("device", "data_root", "cache_dir")
 
     train_parser = commands.add_parser("train", help="train one network")
     add_config_options(train_parser)
@@ -135,7 +140,7 @@ def main(argv=None):
                                        "(default: every part, one after another)")
     reproduce_parser.add_argument("--results", default="results", help="folder for results/<config>/ "
                                                                        "(default: results)")
-    add_config_options(reproduce_parser, where + ("download",))
+    add_config_options(reproduce_parser, WHERE + ("download",))
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
     populations = sorted({p for part in run_config.HYPERSCALE.values() for ps in part["populations"].values()
                           for p in ps})
@@ -161,7 +166,7 @@ def main(argv=None):
 
     evaluate_parser = commands.add_parser("evaluate", help="accuracy of a trained run on another N-MNIST copy")
     evaluate_parser.add_argument("run_dir", help="the --out folder of a training run")
-    add_config_options(evaluate_parser, where)
+    add_config_options(evaluate_parser, WHERE)
 
     bench_parser = commands.add_parser("bench", help="speed, FLOPs and memory at the reference configuration",
                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -182,44 +187,41 @@ def main(argv=None):
                                      "project's emulated N-MNIST)")
     emulate_parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    opts, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the command's parser, whose --help lists its options
-        commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-    empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
-    if empty:
-        named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
-        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
-    defaults = run_config.RunConfig()
-    for name in where + ("download",):
-        if getattr(opts, name, False) is None:
-            setattr(opts, name, getattr(defaults, name))
+    try:
+        opts, problem = checked_options(parser, commands, argv), None
+    except Refused as refused:  # in an MPI job: said by the first process, once every process has heard
+        opts, problem = None, str(refused)
     team = distributed.ALONE
-    handlers = {signum: signal.signal(signum, lambda signum, frame: team.on_signal(signum)) for signum in SIGNALS}
     again = {"train": "rerun with --resume to continue",
              "reproduce": "rerun the same command to continue (finished runs are skipped)",
              "emulate": "rerun the same command to continue (finished recordings are kept)"}.get(
-        opts.command, "nothing was written, rerun to start again")
-    try:
-        if getattr(opts, "distributed", False):
+        getattr(opts, "command", None), "nothing was written, rerun to start again")
+
+    def command():
+        nonlocal team
+        if problem is not None or opts.distributed:
             team = distributed.team(getattr(opts, "update", "seeds"))
-            # first of all, the processes compare their command (and what a benchmark measures)
+            with training.checked_together(team):  # first, a command line a process refused
+                if problem is not None:
+                    raise UsageError(problem)
+            # then the processes compare their command (and what a benchmark measures)
             training.check_agreement(team, {"the command": opts.command, **({
                 f"--{name}": getattr(opts, name) for name in ("pairs", "methods", "repeats", "device")
             } if opts.command == "bench" else {})})
         if opts.command == "train":
             final = training.train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
             if team.rank == 0:
-                say(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}),
-                    f"the run finished: its results are in {os.path.join(opts.out, 'final.json')}")
+                exits.say(json.dumps({k: final[k] for k in ("test_acc", "val_acc", "median_seconds_per_generation")}),
+                          f"the run finished: its results are in {os.path.join(opts.out, 'final.json')}")
         elif opts.command == "reproduce":
             reproduce.reproduce(opts)
         elif opts.command == "emulate":
             splits = ("train", "test") if opts.split == "both" else (opts.split,)
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
-            say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
+            exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
         elif opts.command == "evaluate":
-            say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
-                "rerun with standard output where it can be written")
+            exits.say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
+                      "rerun with standard output where it can be written")
         else:
             with training.checked_together(team):
                 bench.check_request(opts, team)
@@ -227,84 +229,39 @@ def main(argv=None):
                 bench.bench_distributed(opts, team)
             else:
                 bench.bench(opts)
-    except training.Interrupted as error:
-        return fail(f"interrupted: {error}; {again}", team, 128 + error.signum, error.everywhere)
-    except KeyboardInterrupt as stop:  # before a run started, or outside one
-        return fail(f"interrupted{' before training started' * (opts.command == 'train')}; {again}", team,
-                    128 + getattr(stop, "signum", signal.SIGINT), getattr(stop, "everywhere", False))
-    except BrokenPipeError:  # whoever read stdout or stderr has gone: nothing more can be said
-        silence()
-        if team.size > 1:
-            team.abort(128 + signal.SIGPIPE)
-        return 128 + signal.SIGPIPE
-    except MemoryError as error:
-        detail = f" ({error})" if str(error) else ""
-        return fail(f"out of memory{detail}, more than the estimate checked before the start; "
-                    f"{LESS_MEMORY.get(opts.command, 'free memory')}", team)
-    except OSError as error:
-        # one with a file name is the system's own (say what to do); one without, the project's line
-        return fail(run_folder.os_problem(error, "use") if error.filename else str(error), team)
-    except (UsageError, ValueError, RuntimeError) as error:
-        return fail(str(error), team, everywhere=isinstance(error, training.JobError))
-    except BaseException:
-        if team.size > 1:  # a bug: show it, and end every process of the job rather than leave them waiting
-            import traceback
-            traceback.print_exc()
-            team.abort(1)
-        raise
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    return 0
+
+    command_name = getattr(opts, "command", None)
+    return exits.handled(command, again, lambda: team, LESS_MEMORY.get(command_name, "free memory"),
+                         "interrupted before training started" if command_name == "train" else "interrupted")
+
+
+def checked_options(parser, commands, argv):
+    """The options of `argv`, with the where-to-find-things ones defaulted; an unknown or empty
+    option, or a process of an MPI job without --distributed, is the parser's error."""
+    opts, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser, whose --help lists its options
+        commands.choices[opts.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    if distributed.launched_size() > 1 and not getattr(opts, "distributed", False):
+        commands.choices[opts.command].error(
+            f"this process is one of an MPI job's, but {opts.command} was not given --distributed: give every "
+            f"process `{opts.command} --distributed`" if opts.command in ("train", "bench") else
+            f"{opts.command} runs in one process: run it without mpiexec")
+    empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
+    if empty:
+        named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
+        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
+    defaults = run_config.RunConfig()
+    for name in WHERE + ("download",):
+        if getattr(opts, name, False) is None:
+            setattr(opts, name, getattr(defaults, name))
+    if not hasattr(opts, "distributed"):
+        opts.distributed = False
+    return opts
 
 
 LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --time-bins",
                "reproduce": "free memory, or leave the largest runs out (--runs, --populations)",
                "bench": "free memory, or lower --pairs"}
-
-
-def say(text, otherwise):
-    """Print `text` on stdout now; if stdout cannot take it (a full disk, /dev/full), a UsageError
-    ending with `otherwise`, and stdout is closed for the rest of the program."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        silence(stderr=False)
-        raise UsageError(f"cannot write to standard output: {error.strerror or error}; {otherwise}") from None
-
-
-def silence(stderr=True):
-    """Point stdout (and stderr) at /dev/null, so that what they still hold is dropped quietly."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr) if stderr else (sys.stdout,):
-        try:
-            os.dup2(null, stream.fileno())
-        except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture)
-            pass
-    os.close(null)
-
-
-def fail(message, team, status=2, everywhere=False):
-    """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
-    error that every process met (`everywhere`) is printed by the first; one a process met alone
-    is printed by it with its rank, and ends the job, whose other processes may be waiting for it."""
-    if team.size == 1 or everywhere:
-        if team.rank == 0:
-            tell(f"error: {message}")
-        return status
-    tell(f"error: rank {team.rank} of {team.size}: {message}")
-    team.abort(status)
-    return status
-
-
-def tell(line):
-    """Print a line on stderr, quietly dropped if stderr is a closed pipe or cannot be written."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:
-        silence()
 
 
 if __name__ == "__main__":

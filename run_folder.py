@@ -7,15 +7,19 @@
     final.json      test and validation accuracy and timings, written when the run ends
     real.json       the run scored on another N-MNIST copy (`run.py evaluate`, reproduce --real-root)
     .lock           held (an OS lock) by the one process working in the folder, which wrote its PID
+    .eggroll-run    the mark, written first: the folder is one of the project's runs, and the project
+                    deletes or replaces only the files above (`refuse_foreign`, `run_files`)
 
 Every value read from these files is checked (type, shape, range: settings by the rules of their
 options); a damaged or foreign file is reported in one line naming it, the field and the fix.
 
 Every file the project writes (here, and the tables, figures, caches and bench output elsewhere)
-is written to a temporary file in the same folder and renamed into place (`writing`), so a kill,
-a full disk or a limit on file size leaves the old file whole; a failed write removes its
-temporary file and names the file and what to do (`os_problem`). The one exception is .lock,
-whose lock belongs to the file itself.
+is written to a new temporary file in the same folder, created exclusively (`create_new`), and
+renamed into place (`writing`), so a kill, a full disk or a limit on file size leaves the old file
+whole; a failed write removes its temporary file and names the file and what to do
+(`os_problem`). The one exception is .lock, whose lock belongs to the file itself. Nothing is
+written through a link (`refuse_link`), and every file read is opened one way (`open_regular`):
+a regular file, of a bounded size.
 """
 import contextlib
 import errno
@@ -23,6 +27,9 @@ import fcntl
 import json
 import math
 import os
+import re
+import secrets
+import stat
 import zipfile
 from pathlib import Path
 
@@ -35,8 +42,10 @@ from backend import to_numpy
 CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_VERSION = 3  # 2 added the identity, 3 the end-to-end time; versions 1 and 2 are still read
 LOCK = ".lock"
-RUN_FILES = (CHECKPOINT, CHECKPOINT + ".tmp", "metrics.jsonl", "final.json", "final.json.tmp",
-             "config.json", "real.json")
+RUN_FILES = (CHECKPOINT, "metrics.jsonl", "final.json", "config.json", "real.json")
+RUN_MARK = ".eggroll-run"  # written first into every run folder: what makes a folder one of the project's runs
+MARK_TEXT = ("A training run of eggroll-snn (run.py train, run.py reproduce). The project deletes or replaces only "
+             "its own files here: " + ", ".join(RUN_FILES) + " and their temporary files.\n")
 
 
 class UsageError(Exception):
@@ -58,10 +67,17 @@ def owned(folder):
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", folder)) from None
-    try:
-        file = open(folder / LOCK, "a+")
+    refuse_link(folder / LOCK)
+    created = not os.path.lexists(folder / LOCK)
+    try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
+        descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             0o666)
     except OSError as error:
         raise UsageError(os_problem(error, "write", folder / LOCK)) from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is not a regular file; remove it")
+    file = os.fdopen(descriptor, "r+")
     try:
         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -79,6 +95,11 @@ def owned(folder):
         except OSError as error:
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         yield
+    except BaseException:
+        if created and not (folder / RUN_MARK).exists():  # refused, or failed before it was a run's: no trace
+            with contextlib.suppress(OSError):
+                (folder / LOCK).unlink()
+        raise
     finally:
         file.close()
 
@@ -109,24 +130,146 @@ def os_problem(error, action, path=None):
     return f"cannot {action} {path}: {reason}; {fix}"
 
 
+# How large a file the project reads may be, checked before it is read: far above what the project
+# writes (config.json and final.json hold a few kB, metrics.jsonl some 300 bytes a generation, a
+# checkpoint's largest array is W1 in float64), so that a stray disk image is refused, not allocated.
+MAX_JSON_BYTES = 2**24
+MAX_METRICS_BYTES = 2**28
+MAX_CHECKPOINT_ARRAY_BYTES = max(8 * snn.SIZES[i] * snn.SIZES[i + 1] for i in range(len(snn.SIZES) - 1)) + 2**23
+FILE_KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+              stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def open_regular(path, limit=None, error=UsageError, largest="such a file holds", action="read"):
+    """`path` opened for reading (binary), the one way the project opens a file it reads: what is
+    not a regular file (a folder, a FIFO, a device, a socket) is refused before it can block, and
+    a file of more than `limit` bytes (more than `largest`) before it is read; each an `error`
+    naming the path, an OS error as `os_problem` says it (`action`: the words for the reading)."""
+    refused = lambda info: error(f"cannot {action} {path}: it is "
+                                 f"{FILE_KINDS.get(stat.S_IFMT(info.st_mode), 'not a file')}, not a regular file; "
+                                 f"move it away and put the file back")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise refused(os.stat(path))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)  # a FIFO: no wait
+    except OSError as problem:
+        raise error(os_problem(problem, action, path)) from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):  # put there since the look
+            raise refused(info)
+        if limit is not None and info.st_size > limit:
+            raise error(f"{path}: {info.st_size:,} bytes, more than {largest} (at most {limit:,} bytes are read); "
+                        f"it is not what it should be: move it away or replace it")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_bytes(path, limit, error=UsageError, largest="such a file holds", action="read"):
+    """The contents of the regular file `path`, at most `limit` bytes (`open_regular`)."""
+    with open_regular(path, limit, error, largest, action) as file:
+        try:
+            return file.read()
+        except OSError as problem:
+            raise error(os_problem(problem, action, path)) from None
+
+
+def read_json(path, fix, error=UsageError, limit=MAX_JSON_BYTES):
+    """The JSON value in the regular file `path`; an `error` naming it and ending with `fix` if it is
+    not one (not UTF-8 or not JSON, a number of thousands of digits, arrays nested thousands deep)."""
+    refused = lambda detail: error(f"{path} is not valid JSON ({detail}); {fix}")
+    return parse_json(read_bytes(path, limit, error), refused)
+
+
+def parse_json(text, refused):
+    """json.loads(text), or the exception refused(what is wrong) raised."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise refused("arrays or objects nested too deep") from None
+    except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError, and an integer of too many digits
+        raise refused(str(problem).split("; ")[0]) from None
+
+
+def load_npz(path, limit, error=UsageError):
+    """{name: array} of the .npz archive at `path` (a regular file, `open_regular`), or None if it is
+    not one (empty, cut short, an .npy, pickled objects); an `error` naming an array whose header
+    declares more than `limit` bytes, checked before any array is read."""
+    with open_regular(path, None, error) as file:
+        try:
+            sizes = {name: (shape, dtype, math.prod(shape) * dtype.itemsize)
+                     for name, (shape, dtype) in declared_arrays(file).items()}
+            too_large = [(name, *declared) for name, declared in sizes.items() if declared[2] > limit]
+            if not too_large:
+                file.seek(0)
+                with numpy.load(file) as stored:  # an .npy loads as an array, which has no `with`: TypeError
+                    return {name: stored[name] for name in stored.files}
+        except (OSError, EOFError, ValueError, TypeError, zipfile.BadZipFile):
+            return None
+    name, shape, dtype, size = too_large[0]
+    raise error(f"{path} declares an array {name} of {dtype} {shape}, {size:,} bytes, more than any it should hold "
+                f"(at most {limit:,}); it is not what it should be: move it away or replace it")
+
+
+def declared_arrays(file):
+    """{name: (shape, dtype)} as the headers of the .npy members of the zip archive `file` declare
+    them, read without reading the arrays; ValueError or BadZipFile if it is not such an archive."""
+    declared = {}
+    with zipfile.ZipFile(file) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as npy:
+                version = numpy.lib.format.read_magic(npy)
+                read = numpy.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    numpy.lib.format.read_array_header_2_0
+                shape, _, dtype = read(npy)
+            declared[member.filename.removesuffix(".npy")] = shape, dtype
+    return declared
+
+
+def create_new(path):
+    """A new, empty regular file beside `path`, named <name>.<random>.tmp, made as mkstemp makes
+    one (O_CREAT | O_EXCL: never an existing file, nor through a link planted under its name), with
+    the permissions the umask gives; its Path. An OSError if the folder refuses it."""
+    while True:
+        temporary = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+            return temporary
+        except FileExistsError:
+            continue
+
+
+def refuse_link(path):
+    """A UsageError if `path` is a symbolic link: the project writes no file through one."""
+    if os.path.islink(path):
+        raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)}), and the project reads and writes "
+                         f"its own files only, never through a link: replace the link by a copy of the file it "
+                         f"names, or remove it")
+
+
 @contextlib.contextmanager
 def writing(path):
-    """Write `path` through path.tmp, a file in the same folder, and a rename: whatever happens,
-    `path` holds its old contents or the new ones in full. If the writing fails, the temporary file
+    """Write `path` through a new temporary file beside it (`create_new`) and a rename: whatever
+    happens, `path` holds its old contents or the new ones in full, and nothing is written through
+    a link (a link at `path` is refused: `refuse_link`). If the writing fails, the temporary file
     is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
     `path` and what to do."""
     path = Path(path)
-    if path.is_symlink():  # a link: the file it names is written, the link kept
-        path = path.resolve()
+    refuse_link(path)
     if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
         raise UsageError(f"cannot write {path}: it is not a regular file; choose another path")
-    temporary = path.with_name(path.name + ".tmp")
+    temporary = None
     try:
+        temporary = create_new(path)
         yield temporary
         os.replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
         if isinstance(error, OSError):
             raise UsageError(os_problem(error, "write", path)) from None
         raise
@@ -145,10 +288,7 @@ def append_line(path, text):
     """Add a line to `path`, written as a whole new file (`write_atomically`): a failed write leaves
     the lines before it as they were."""
     path = Path(path)
-    try:
-        before = path.read_bytes().decode(errors="surrogateescape") if path.exists() else ""
-    except OSError as error:
-        raise UsageError(os_problem(error, "read", path)) from None
+    before = read_bytes(path, MAX_METRICS_BYTES).decode(errors="surrogateescape") if path.exists() else ""
     if before and not before.endswith("\n"):
         before += "\n"
     with writing(path) as temporary:
@@ -250,10 +390,7 @@ def read_identity(array):
     config.json's; ValueError saying what is wrong with it."""
     if array.shape != () or array.dtype.kind != "U":
         raise ValueError(f"identity is {array.dtype} {array.shape}, expected a JSON text")
-    try:
-        stored = json.loads(str(array))
-    except json.JSONDecodeError:
-        raise ValueError("identity is not valid JSON") from None
+    stored = parse_json(str(array), lambda detail: ValueError(f"identity is not valid JSON ({detail})"))
     data = stored.get("data") if isinstance(stored, dict) else None
     if not (isinstance(stored, dict) and isinstance(stored.get("config"), dict)
             and isinstance(stored.get("sizes"), list) and all(type(n) is int for n in stored["sizes"])
@@ -285,12 +422,10 @@ def foreign_problem(stored, wanted):
 
 
 def read_arrays(path):
-    """The arrays of an .npz archive, or None if it is not one (empty, cut short, an .npy)."""
-    try:
-        with numpy.load(path) as stored:  # an .npy loads as an array, which has no `with`: TypeError
-            return {name: stored[name] for name in stored.files}
-    except (OSError, EOFError, ValueError, TypeError, zipfile.BadZipFile):
-        return None
+    """The arrays of a checkpoint, or None if it is not an .npz archive (empty, cut short, an .npy);
+    a UsageError naming it if it is not a regular file or declares an array larger than this
+    network's largest (`load_npz`)."""
+    return load_npz(path, MAX_CHECKPOINT_ARRAY_BYTES)
 
 
 def load_checkpoint(path, xp, like, identity, total_steps=None):
@@ -299,8 +434,9 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     damaged, or belongs to another run than `identity` (see `identity`; its data is compared unless
     None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
     2 have no end-to-end time (None)."""
-    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); delete it to train the run "
-                                         f"again from the start")
+    again = "train the run again with --force" if (path.parent / "final.json").exists() else \
+        "delete it to train the run again from the start"  # a finished run is not resumed without one
+    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); {again}")
     arrays = read_arrays(path)
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
@@ -333,12 +469,7 @@ def read_config(out):
     UsageError naming the setting if it is damaged or foreign."""
     path = out / "config.json"
     fix = f"restore it, or delete {out} to train the run again"
-    try:
-        values = json.loads(path.read_bytes())
-    except OSError as error:
-        raise UsageError(os_problem(error, "read", path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path} is not valid JSON ({error}); {fix}") from None
+    values = read_json(path, fix)
     if not isinstance(values, dict) or values.get("method") not in run_config.METHODS:
         raise UsageError(f"{path} does not hold a run's settings (a JSON object with a method); {fix}")
     try:
@@ -358,6 +489,11 @@ def prepare(out, config, resume, force, command="train"):
              "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
                            "other": "rerun with --force to train it again with the preset's settings (deletes it)",
                            "finished": f"delete {out} to train the run again"}}[command]
+    for name in (RUN_MARK, *RUN_FILES):
+        refuse_link(out / name)
+    marked = is_run_folder(out)
+    if not marked:
+        refuse_foreign(out, force, "use another --out" if command == "train" else f"move {out} away")
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
         if not resume:
@@ -373,30 +509,65 @@ def prepare(out, config, resume, force, command="train"):
         if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
     if force:
-        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir() and not (out / name).is_symlink()]
+        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir()]
         if in_the_way:
             raise UsageError(f"--force cannot delete {in_the_way[0]}: it is a folder, not a file of a run; move it "
                              f"away or use another --out")
-        for name in RUN_FILES:
+        for path in run_files(out):
             try:
-                (out / name).unlink(missing_ok=True)
+                path.unlink(missing_ok=True)
             except OSError as error:
-                raise UsageError(os_problem(error, "delete", out / name)) from None
+                raise UsageError(os_problem(error, "delete", path)) from None
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", out)) from None
+    if not marked:
+        write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
     write_atomically(out / "config.json", json.dumps(wanted, indent=1))
     return force or not holds_run
 
 
-def discard(out, folder_too):
+def refuse_foreign(out, force, instead):
+    """A UsageError ending with what to do `instead` if `out`, a folder without the project's mark,
+    holds a file of a run's names (the project did not write it), or, with `force`, anything at all
+    (--force deletes only a run's own files). A run this project trained before it marked its
+    folders is marked by hand."""
+    theirs = run_files(out)
+    others = [] if not force or not out.is_dir() else sorted(entry.name for entry in os.scandir(out)
+                                                                if entry.name != LOCK)
+    if theirs or others:
+        name = theirs[0].name if theirs else others[0]
+        raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
+                         f"the project did not write{', so --force deletes nothing there' * force}; {instead} (a "
+                         f"run this project trained before it marked its folders: mark it with "
+                         f"`touch {out / RUN_MARK}`)")
+
+
+def is_run_folder(out):
+    """Whether `out` is one of the project's run folders: it holds the mark, a regular file."""
+    return not os.path.islink(out / RUN_MARK) and (out / RUN_MARK).is_file()
+
+
+def run_files(out):
+    """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
+    makes for them (<name>.<8 hex digits>.tmp; <name>.tmp, as they were named before)."""
+    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + r")(\.[0-9a-f]{8})?\.tmp")
+    try:
+        names = [entry.name for entry in os.scandir(out)] if out.is_dir() else []
+    except OSError as error:
+        raise UsageError(os_problem(error, "read the folder", out)) from None
+    return [out / name for name in sorted(names) if name in RUN_FILES or temporary.fullmatch(name)]
+
+
+def discard(out, folder_too, mark_too=True):
     """Remove what a run that failed before its first checkpoint wrote in `out` (its settings and
-    metrics, temporary files), and `out` itself if `folder_too` and nothing else is in it; a
-    failure to remove is ignored (the error being reported is the one that matters)."""
-    for name in RUN_FILES:
+    metrics, temporary files; the mark if `mark_too`, as this run wrote it), and `out` itself if
+    `folder_too` and nothing else is in it; a failure to remove is ignored (the error being
+    reported is the one that matters)."""
+    for path in run_files(out) + [out / RUN_MARK] * mark_too:
         with contextlib.suppress(OSError):
-            (out / name).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
     if folder_too:
         with contextlib.suppress(OSError):
             (out / LOCK).unlink(missing_ok=True)
@@ -405,7 +576,7 @@ def discard(out, folder_too):
 
 def is_finished(out, config):
     """Whether `out` holds the finished run `config`."""
-    return ((out / "final.json").exists() and (out / "config.json").exists()
+    return (is_run_folder(out) and (out / "final.json").exists() and (out / "config.json").exists()
             and run_config.stored(read_config(out)) == run_config.stored(config))
 
 
@@ -413,12 +584,12 @@ def metrics_until(path, step):
     """The metrics records of generations <= step. A last line cut short by a kill is dropped;
     any other damaged line (not JSON, or a value of another type or range) is a UsageError naming
     the file, the line and the field."""
-    lines = path.read_bytes().decode(errors="replace").splitlines() if path.exists() else []
+    lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines() if path.exists() else []
     records, previous = [], 0
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(line, ValueError)
+        except ValueError:
             if number == len(lines):
                 continue
             problem = "it is not JSON"

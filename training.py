@@ -5,6 +5,7 @@ scoring of a trained run on another N-MNIST copy.
 import contextlib
 import dataclasses
 import json
+import math
 import signal
 import statistics
 import sys
@@ -189,6 +190,7 @@ class Run:
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
     earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
     stretch_began: float = 0.0    # time.perf_counter() at this stretch's first step
+    silent_seen: bool = False  # a generation found the network silent (said once)
 
     @property
     def leader(self):
@@ -218,7 +220,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     reproduce) picks the advice that works for it.
     """
     run, params = set_up(config, Path(out), team, progress, command)
-    existed = run.out.exists()
+    existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
@@ -234,7 +236,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
         except BaseException as error:
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
-                run_folder.discard(run.out, folder_too=not existed)  # a failed run leaves nothing; a stopped one resumes
+                run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
             raise
 
 
@@ -307,6 +309,9 @@ def generations(run, params, state, start, step_seconds, show, deadline):
     return params, validation
 
 
+NOT_FINITE = "NaN or inf"  # in the ValueError of a step that went non-finite (eggroll.centred_ranks, bptt_step)
+
+
 def update(run, params, state, frames, labels, generation, step_seconds):
     """The method's step on the generation-th minibatch with this step's learning rate: (params,
     state, stats). A non-finite fitness, loss or parameter: the step before is checkpointed, and
@@ -315,14 +320,28 @@ def update(run, params, state, frames, labels, generation, step_seconds):
         new_params, new_state, stats = run.step(params, state, frames, labels, generation,
                                                 run.config.adam(generation, run.total_steps))
         if not all(bool(run.xp.isfinite(value).all()) for value in new_params.values()):
-            raise ValueError("a parameter became NaN or inf")
+            raise ValueError(f"a parameter became {NOT_FINITE}")
     except ValueError as error:
+        if NOT_FINITE not in str(error):  # another fault (a shape, a setting) is not a divergence
+            raise
         if generation > run.saved:
             save(run, params, state, generation, step_seconds)
         raise JobError(f"training went non-finite at step {generation + 1} ({error}); {diverged(run)}") from None
     if run.xp is not numpy:
         run.xp.cuda.Stream.null.synchronize()
+    if run.leader and not run.silent_seen and silent(stats):
+        run.silent_seen = True
+        from tqdm import tqdm
+        tqdm.write(f"warning: {run.out}: at step {generation + 1} every member's output neurons were silent (or all "
+                   f"fired alike) on the whole minibatch, so the step learned nothing; lower --threshold or raise "
+                   f"--init-std if it goes on", file=sys.stderr)
     return new_params, new_state, stats
+
+
+def silent(stats):
+    """Whether an ES generation's members all scored -ln(outputs), the fitness of a network whose
+    outputs never fire (or fire alike): no member differs from another, so the update is zero."""
+    return stats.get("shaped_std") == 0 and abs(stats["max_fitness"] + math.log(snn.SIZES[-1])) < 1e-6
 
 
 def evaluate_and_save(run, params, state, done, stats, step_seconds):
@@ -401,6 +420,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
     (e.g. the real recordings, for a model trained on emulated ones), frames made as in training."""
     run_dir = Path(run_dir)
+    for name in ("config.json", CHECKPOINT):
+        run_folder.refuse_link(run_dir / name)
     if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")
@@ -409,7 +430,12 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     like = snn.init_params(config.seed, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
-    scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
+    try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
+        with numpy.errstate(over="raise", invalid="raise"):
+            scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
+    except FloatingPointError as error:
+        raise UsageError(f"checkpoint {run_dir / CHECKPOINT} holds weights too large for the network ({error} in its "
+                         f"membrane potentials): they are no trained run's; train the run again with --force") from None
     accuracies = {name: score[0] for name, score in scores.items()}
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)

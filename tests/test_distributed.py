@@ -365,7 +365,9 @@ def lines_within(stream, count, seconds):
 def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
     """Process 0 waits in a collective call that process 1 never makes: SIGTERM (to mpiexec, which
     passes it on) still ends the job, once process 0 has waited its patience for the other, and the
-    line process 0 printed last reaches mpiexec's output before the job is torn down."""
+    line process 0 printed last reaches mpiexec's output before the job is torn down. Each line is
+    one write: mpiexec passes on the processes' output write by write, so print's several writes
+    (unbuffered, as under PYTHONUNBUFFERED) of two processes could interleave into a blank line."""
     script = tmp_path / "never_comes.py"
     script.write_text(f"import signal, sys, time\n"
                       f"sys.path.insert(0, {str(ROOT)!r})\n"
@@ -373,17 +375,19 @@ def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
                       f"team = distributed.team('seeds')\n"
                       f"team.patience = 1.0\n"
                       f"signal.signal(signal.SIGTERM, lambda signum, frame: team.on_signal(signum))\n"
-                      f"print('ready', team.rank, flush=True)\n"
+                      f"say = lambda line: (sys.stdout.write(line + '\\n'), sys.stdout.flush())\n"
+                      f"say(f'ready {{team.rank}}')\n"
                       f"if team.rank == 0:\n"
                       f"    try:\n"
                       f"        team.problems(None)\n"
                       f"    except distributed.Stopped as stop:\n"
-                      f"        print('stopped waiting', stop, flush=True)\n"
+                      f"        say(f'stopped waiting {{stop}}')\n"
                       f"        team.abort(143)\n"
                       f"while True:\n"
                       f"    time.sleep(0.1)  # process 1: the signal is noted, and it never comes\n")
     process = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, str(script)], cwd=ROOT, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         ready = lines_within(process.stdout, 2, seconds=120)
         assert sorted(line.split()[-1] for line in ready) == ["0", "1"], ready
@@ -395,6 +399,24 @@ def test_a_signal_reaches_a_process_waiting_for_one_that_never_comes(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert "stopped waiting SIGTERM" in said and process.returncode != 0
+
+
+@needs_mpi
+@pytest.mark.parametrize("second, said", [
+    (["--bogus"], "error: rank 1 of 2: unrecognized arguments: --bogus; see run.py train --help"),
+    (["--rank", "x"], "error: rank 1 of 2: argument --rank: invalid int value: 'x'; see run.py train --help"),
+    ([], "error: rank 1 of 2: this process is one of an MPI job's, but train was not given --distributed: give "
+         "every process `train --distributed`; see run.py train --help")])
+def test_a_command_line_refused_on_one_process_ends_every_process_with_its_rank(tmp_path, second, said):
+    """A mistyped option on the second process only, or no --distributed there (mpiexec's MPMD
+    form): not silence and a hang until SIGTERM, but one line naming the rank and the error, exit
+    status 2 from the job, and no run folder."""
+    train = [sys.executable, str(ROOT / "run.py"), "train", "--out", str(tmp_path / "run"), "--quiet"]
+    first = [MPIEXEC, "-n", "1", *train, "--distributed"]
+    code, err = job([*first, ":", "-n", "1", *train, *second, *(["--distributed"] if second else [])], tmp_path,
+                    timeout=120)
+    assert code == 2 and err == said + "\n", err
+    assert not (tmp_path / "run").exists()
 
 
 @needs_mpi

@@ -118,10 +118,10 @@ def test_each_screen_run_pulls_one_lever_of_the_recipe_and_is_named_by_it():
     base = config.stored(runs[0])
     assert base["population"] == 1024 and base["generations"] == 2000 and base["rank"] == 1
     assert [config.screen_lever(run) for run in runs[:len(config.SCREEN_LEVERS)]] == list(config.SCREEN_LEVERS)
-    for run in runs:
-        changed = {k: v for k, v in config.stored(run).items() if base.get(k) != v}
-        assert changed == config.SCREEN_LEVERS[config.screen_lever(run)]
-    folders = [config.run_folder_name(run, "screen") for run in runs]
+    for screen_run in runs:
+        changed = {k: v for k, v in config.stored(screen_run).items() if base.get(k) != v}
+        assert changed == config.SCREEN_LEVERS[config.screen_lever(screen_run)]
+    folders = [config.run_folder_name(screen_run, "screen") for screen_run in runs]
     assert len(set(folders)) == len(runs) and folders[1] == "eggroll-r1-sigma-cosine-seed1"
     with pytest.raises(ValueError, match="no run of the screen"):
         config.screen_lever(dataclasses.replace(runs[0], lr=0.5))

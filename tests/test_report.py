@@ -11,6 +11,7 @@ import pytest
 
 import config
 import report
+import run_folder
 
 
 FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
@@ -31,12 +32,22 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **fin
     return out
 
 
+def write_preset_run(results_dir, preset, name, seed, **final):
+    """A finished run of `preset` as `reproduce` leaves it, which its report reads: write_run's
+    files with the preset's settings in final.json and config.json, and the run folder's mark."""
+    wanted = next(c for c in config.preset_runs(preset) if c.name == name and c.seed == seed)
+    out = write_run(results_dir, name, seed, config=config.stored(wanted), **final)
+    (out / "config.json").write_text(json.dumps(config.stored(wanted)))
+    (out / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    return out
+
+
 def keep_figure(figures):
     """A stand-in for Figure.savefig that keeps the figure in `figures` under the name of the file it
-    was to become (it is written to <name>.tmp, then renamed), and writes that file empty."""
+    was to become (it is written to <name>.<8 hex digits>.tmp, then renamed), and writes that file empty."""
     def savefig(fig, path, **_):
         Path(path).write_bytes(b"")
-        figures[Path(path).name.removesuffix(".tmp")] = fig
+        figures[Path(path).name.rsplit(".", 2)[0]] = fig
     return savefig
 
 

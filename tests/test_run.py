@@ -20,7 +20,7 @@ import run
 import run_folder
 import training
 from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, write_dataset
-from test_report import write_run
+from test_report import write_preset_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
@@ -217,7 +217,7 @@ def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
     assert list(tmp_path.iterdir()) == []
-    write_run(tmp_path / "quick", "es", 1)
+    write_preset_run(tmp_path / "quick", "quick", "es", 1)
     assert run.main(args) == 0
     assert [p.name for p in (tmp_path / "quick" / "runs").iterdir()] == ["es-seed1"]
     assert "| es |" in (tmp_path / "quick" / "table.md").read_text()
@@ -663,9 +663,13 @@ def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_i
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: --population 512: the run needs about ") and "ulimit -v" in done.stderr
     assert not out.exists()
-    # 100 MB of address space beyond what the loaded modules (and BLAS's threads) hold: ES's noise
-    # for 512 members (300 MB) cannot fit, however many threads BLAS started
-    estimating_nothing = ["-c", "import resource, sys, resources, run; "
+    # 100 MB of address space beyond what the loaded modules and BLAS hold: ES's noise for 512 members
+    # (300 MB) cannot fit. BLAS maps its buffers (32 MB a thread) at its first product: made before the
+    # limit, with one thread, so that numpy's allocation is what fails, not BLAS's own (which prints
+    # its own message and ends the process: 1 run in 12 when its first product came under the limit)
+    estimating_nothing = ["-c", "import resource, sys, numpy, resources, run; "
+                                "warm = numpy.ones((512, 512)); warm @ warm; "
+                                "warm = warm.astype(numpy.float32); warm @ warm; "
                                 "resources.run_bytes = lambda *args, **kwargs: (0, 0); "
                                 "size = next(int(line.split()[1]) * 1024 for line in open('/proc/self/status') "
                                 "if line.startswith('VmSize:')); "
@@ -673,7 +677,7 @@ def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_i
                                 "resource.setrlimit(resource.RLIMIT_AS, (size + 100 * 10**6, hard)); "
                                 "sys.exit(run.main(sys.argv[1:]))"]
     done = subprocess.run([sys.executable, *estimating_nothing, *command[2:]], cwd=ROOT, capture_output=True,
-                          text=True)
+                          text=True, env=one_thread)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: out of memory (") and "lower --population" in done.stderr
     assert not out.exists()

@@ -281,3 +281,12 @@ def test_correct_per_class_counts_argmax_with_lowest_class_on_ties():
     counts, labels = np.array([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]]), np.array([1, 2, 2, 2])
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [0, 1, 2])
     np.testing.assert_array_equal(snn.correct_per_class(np.array([[0, 1]]), np.array([0])), [0, 0])
+
+
+def test_the_network_sizes_are_the_sensors_and_the_digits():
+    """snn.SIZES, a module-level table: the input layer is the sensor's pixels times its two
+    polarities, as the frames are laid out (data.N_INPUTS), and the output layer one neuron a digit."""
+    import data
+    assert snn.SIZES[0] == data.N_INPUTS == 34 * 34 * 2 and snn.SIZES[-1] == len(data.DIGITS) == 10
+    params = snn.init_params(1)
+    assert [params[f"W{layer}"].shape for layer in (1, 2)] == [(snn.SIZES[1], snn.SIZES[0]), (snn.SIZES[2], snn.SIZES[1])]

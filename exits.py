@@ -1,0 +1,154 @@
+"""How a command ends, for every entry point (run.py, nano_eggroll.py, lesson.py): whatever stops
+it becomes one line on stderr and an exit status, never a traceback for what a user or the machine
+can cause.
+
+    a user's error: a bad option or file, damaged data, an OS error naming its path     2
+    out of memory, or standard output that cannot take the result                        2
+    Ctrl-C, SIGTERM, SIGHUP: where it stopped and how to go on                 130, 143, 129
+    a closed pipe on stdout or stderr (`... | head`): the line only if stderr takes it   141
+
+In an MPI job (run.py --distributed) an error every process met is printed by the first; one a
+process met alone is printed by it, with its rank, and ends the job. A bug keeps its traceback.
+"""
+import contextlib
+import errno
+import os
+import signal
+import sys
+
+import distributed
+from run_folder import UsageError, os_problem
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a command where it can resume
+STDOUT_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)  # a write with no file name: stdout's
+
+
+def ending(error, again, less_memory="free memory", interrupted="interrupted"):
+    """(line, exit status, whether every process of a job met it) for an exception that ends a
+    command, or None for a bug. `again`: how to go on after a signal; `less_memory`: what to do when
+    memory runs out; `interrupted`: the words for a signal that arrives outside a run."""
+    everywhere = getattr(error, "everywhere", False)
+    if isinstance(error, (KeyboardInterrupt, UsageError)) and hasattr(error, "signum"):  # a run stopped by one
+        words = f"interrupted: {error}" if isinstance(error, UsageError) else interrupted
+        return f"{words}; {again}", 128 + error.signum, everywhere
+    if isinstance(error, KeyboardInterrupt):  # Ctrl-C under Python's own handler
+        return f"{interrupted}; {again}", 128 + signal.SIGINT, everywhere
+    if isinstance(error, BrokenPipeError):
+        return "standard output was closed", 128 + signal.SIGPIPE, everywhere
+    if isinstance(error, MemoryError):
+        detail = f" ({error})" if str(error) else ""
+        return f"out of memory{detail}, more than the estimate checked before the start; {less_memory}", 2, False
+    if isinstance(error, OSError):
+        # one with a file name is the system's own (say what to do); one without, the project's line
+        if error.filename:
+            return os_problem(error, "use"), 2, False
+        if error.errno in STDOUT_ERRORS:
+            return f"cannot write standard output: {error.strerror}; free space where it goes, or send it " \
+                   f"elsewhere", 2, False
+        return str(error), 2, False
+    if isinstance(error, (UsageError, ValueError, RuntimeError)):  # data.BadDataError is a ValueError
+        return str(error), 2, everywhere
+    return None
+
+
+def handled(command, again, team=lambda: distributed.ALONE, less_memory="free memory", interrupted="interrupted"):
+    """Run command() with SIGINT, SIGTERM and SIGHUP raising distributed.Stopped; its exit status:
+    0, or as `ending` says, after the line. `team()`: the job's team at that moment (an MPI job's
+    is made inside `command`)."""
+    handlers = {signum: signal.signal(signum, lambda signum, frame: team().on_signal(signum)) for signum in SIGNALS}
+    try:
+        command()
+    except BaseException as error:
+        ended = ending(error, again, less_memory, interrupted)
+        if ended is None:
+            if team().size > 1:  # a bug: show it, and end every process of the job rather than leave them waiting
+                import traceback
+                traceback.print_exc()
+                team().abort(1)
+            raise
+        line, status, everywhere = ended
+        if lost_stdout(error):
+            silence(stderr=False)  # what it still holds is dropped, not tried again at exit
+        if isinstance(error, BrokenPipeError):
+            tell(f"error: {line}")
+            if team().size > 1:
+                team().abort(status)
+            return status
+        return fail(line, team(), status, everywhere)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    return 0
+
+
+def lost_stdout(error):
+    """Whether `error` is a write to standard output that failed (a closed pipe, a full disk)."""
+    return isinstance(error, BrokenPipeError) or isinstance(error, OSError) and not error.filename \
+        and error.errno in STDOUT_ERRORS
+
+
+def say(text, otherwise):
+    """Print `text` on stdout now; if stdout cannot take it (closed, a full disk, /dev/full), a
+    UsageError ending with `otherwise`, and stdout is closed for the rest of the program."""
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise UsageError(f"cannot write to standard output: it is closed; {otherwise}")
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        silence(stderr=False)
+        raise UsageError(f"cannot write to standard output: {error.strerror or error}; {otherwise}") from None
+
+
+def silence(stderr=True):
+    """Point stdout (and stderr) at /dev/null, so that what they still hold is dropped quietly."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr) if stderr else (sys.stdout,):
+        try:
+            os.dup2(null, stream.fileno())
+        except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture), or closed
+            pass
+    os.close(null)
+
+
+def fail(message, team=distributed.ALONE, status=2, everywhere=False):
+    """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
+    error that every process met (`everywhere`) is printed by the first; one a process met alone
+    is printed by it with its rank, and ends the job, whose other processes may be waiting for it."""
+    if team.size == 1 or everywhere:
+        if team.rank == 0:
+            tell(f"error: {message}")
+        return status
+    tell(f"error: rank {team.rank} of {team.size}: {message}")
+    team.abort(status)
+    return status
+
+
+def tell(line):
+    """Print a line on stderr in one write (mpiexec interleaves the processes' output write by write),
+    quietly dropped if stderr is closed or cannot be written."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, AttributeError):
+        silence()
+
+
+def excepthook(again, less_memory="free memory"):
+    """A sys.excepthook for a script whose code runs at its top level (lesson.py): what `handled`
+    does for a function, and SIGTERM and SIGHUP stop it as Ctrl-C does."""
+    def hook(kind, error, trace):
+        ended = ending(error, again, less_memory)
+        if ended is None:
+            return sys.__excepthook__(kind, error, trace)
+        if lost_stdout(error):
+            silence(stderr=False)  # what it still holds is dropped
+        else:
+            with contextlib.suppress(OSError, AttributeError):
+                sys.stdout.flush()
+        tell(f"error: {ended[0]}")
+        os._exit(ended[1])
+    for signum in SIGNALS[1:]:
+        signal.signal(signum, lambda signum, frame: distributed.ALONE.on_signal(signum))
+    return hook

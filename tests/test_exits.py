@@ -1,0 +1,126 @@
+"""How the entry points end (exits.py): nano_eggroll.py, lesson.py and run.py end every data fault
+in one line and exit status 2; a result standard output cannot take is exit status 2; a network
+silent at every member is said; a fault in a step that is not a divergence is not called one."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import exits
+import run
+import training
+from nmnist_files import write_dataset, write_recording
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """100 training and 10 test recordings of random events, and a cache folder."""
+    base = tmp_path_factory.mktemp("nmnist")
+    write_dataset(base, n_train=10, n_test=1, n_events=300)
+    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
+
+
+def damage(base, fault):
+    """Put `fault` into the copy of N-MNIST at `base`; the path it names."""
+    victim = base / "Train" / "3" / "00004.bin"
+    if fault == "x out of range":
+        write_recording(victim, [40], [3], [10], [1])
+    elif fault == "a size not a multiple of 5":
+        victim.write_bytes(victim.read_bytes()[:-2])
+    elif fault == "timestamps backwards":
+        write_recording(victim, [1, 2], [3, 3], [500, 10], [1, 0])
+    elif fault == "a folder named *.bin":
+        victim.unlink()
+        victim.mkdir()
+    elif fault == "an all-empty split":
+        for path in (base / "Test").rglob("*.bin"):
+            path.write_bytes(b"")
+        return base / "Test"
+    elif fault == "an unreadable recording":
+        victim.unlink()
+        victim.symlink_to(base / "nowhere.bin")
+    return victim
+
+
+FAULTS = ["x out of range", "a size not a multiple of 5", "timestamps backwards", "a folder named *.bin",
+          "an all-empty split", "an unreadable recording"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_nano_ends_every_data_fault_in_one_line(tmp_path, fault):
+    """nano_eggroll.py beside a copy of nmnist-sample/ with one fault: one line naming the file or
+    folder, exit status 2 (not an AttributeError of its handler, exit status 1)."""
+    shutil.copy(ROOT / "nano_eggroll.py", tmp_path)
+    named = damage(write_dataset(tmp_path / "nmnist-sample", n_train=2, n_test=1), fault)
+    done = subprocess.run([sys.executable, str(tmp_path / "nano_eggroll.py")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), EGGROLL_CACHE=str(tmp_path / "cache")))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and str(named) in done.stderr, \
+        done.stderr
+
+
+def test_a_lost_result_is_exit_status_2(tmp_path, dataset):
+    """`run.py evaluate` with its standard output closed (`>&-`) loses its scores: one line, exit
+    status 2, not 0."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset]) == 0
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out), *dataset[:2]],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                          preexec_fn=lambda: os.close(1))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == ("error: cannot write to standard output: it is closed; rerun with standard output "
+                           "where it can be written\n")
+
+
+def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
+    """At --threshold 100 no neuron ever fires: every member scores -ln 10 and the run learns
+    nothing; one warning line says so, once. At the default threshold the run says nothing."""
+    for threshold, warnings in (("100", 1), ("1.0", 0)):
+        out = tmp_path / f"threshold-{threshold}"
+        assert run.main(["train", "--out", str(out), "--generations", "10", "--threshold", threshold, *SMALL,
+                         *dataset]) == 0
+        err = capsys.readouterr().err
+        assert err.count("warning: ") == warnings and err.count("\n") == warnings, err
+    assert "every member's output neurons were silent" in err or warnings == 0
+
+
+def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys, monkeypatch):
+    """A ValueError of the wrong shape inside a step is its own line, not 'training went non-finite
+    ... lower --lr or --sigma'; one that is non-finite still is."""
+    real_step = training.method_step
+
+    def failing(message):
+        def step(config, method, lif, team):
+            def broken(*args):
+                raise ValueError(message)
+            return broken
+        return step
+    for message, expected in (("matmul: mismatch in its core dimension 0", "error: matmul: mismatch"),
+                              ("fitness holds NaN or inf: lower the learning rate", "training went non-finite")):
+        monkeypatch.setattr(training, "method_step", failing(message))
+        code = run.main(["train", "--out", str(tmp_path / message[:6]), "--generations", "5", *SMALL, *dataset])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and expected in err, err
+        assert ("lower --lr or --sigma" in err) == (expected == "training went non-finite"), err
+    monkeypatch.setattr(training, "method_step", real_step)
+
+
+@pytest.mark.parametrize("error, line, status", [
+    (BrokenPipeError(32, "Broken pipe"), "standard output was closed", 141),
+    (OSError(28, "No space left on device"), "cannot write standard output: No space left on device", 2),
+    (FileNotFoundError(2, "No such file or directory", "/x/y"), "cannot use /x/y: No such file", 2),
+    (ValueError("recording damaged; replace it"), "recording damaged; replace it", 2),
+    (MemoryError(), "out of memory, more than the estimate", 2),
+    (KeyboardInterrupt(), "interrupted; go on", 130)])
+def test_every_ending_is_one_line_and_its_status(error, line, status):
+    """exits.ending, which every entry point shares; a bug (here a TypeError) is none of them."""
+    said, got, _ = exits.ending(error, "go on")
+    assert said.startswith(line) and "\n" not in said and got == status
+    assert exits.ending(TypeError("a bug"), "go on") is None

@@ -1,0 +1,169 @@
+"""Files the project reads that are not what they should be: a named pipe, a device, a checkpoint
+declaring an array of gigabytes, JSON of a number of thousands of digits or nested thousands deep.
+Each is one line naming the file, exit status 2; none hangs, none allocates what it declares."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import run
+import run_folder
+from nmnist_files import write_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    base = tmp_path_factory.mktemp("nmnist")
+    write_dataset(base, n_train=10, n_test=1, n_events=300)
+    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, dataset):
+    """A run of 5 generations, its final.json removed (so that --resume reads its checkpoint), to copy
+    and damage."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset]) == 0
+    (out / "final.json").unlink()
+    return out
+
+
+def command(*args, timeout=60):
+    """run.py in a fresh process, which must end (a hang is a failure): (exit status, stderr)."""
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL)
+    return done.returncode, done.stderr
+
+
+def one_line(status, err, *fragments):
+    assert status == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert all(fragment in err for fragment in fragments), err
+
+
+@pytest.mark.parametrize("name, commands", [("checkpoint.npz", ("resume", "evaluate")),
+                                            ("config.json", ("resume", "evaluate")),
+                                            ("metrics.jsonl", ("resume",))])
+def test_a_named_pipe_in_a_run_folder_is_refused_not_waited_on(tmp_path, trained, dataset, name, commands):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / name).unlink()
+    os.mkfifo(out / name)
+    for which in commands:
+        args = (["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"] if which == "resume"
+                else ["evaluate", str(out), *dataset])
+        one_line(*command(*args), f"cannot read {out / name}: it is a named pipe (FIFO), not a regular file")
+    assert (out / name).is_fifo()
+
+
+def test_a_named_pipe_as_the_frame_cache_is_rebuilt_not_waited_on(tmp_path, dataset):
+    """The cache is the project's own: a FIFO in its place is warned about and replaced."""
+    cache = tmp_path / "cache"
+    assert run.main(["train", "--out", str(tmp_path / "first"), "--generations", "1", *SMALL, dataset[0],
+                     dataset[1], "--cache-dir", str(cache)]) == 0
+    victim = sorted(cache.glob("nmnist-train-*.npz"))[0]
+    victim.unlink()
+    os.mkfifo(victim)
+    status, err = command("train", "--out", str(tmp_path / "second"), "--generations", "1", *SMALL, dataset[0],
+                          dataset[1], "--cache-dir", str(cache))
+    assert status == 0 and f"frame cache {victim} is unreadable" in err and "named pipe" in err, err
+    assert victim.is_file()
+
+
+def test_a_device_as_a_checkpoint_is_named_as_one(tmp_path, trained, dataset, capsys):
+    """A checkpoint that is /dev/zero (copied as the device itself) is not 'empty': it is a device."""
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / "checkpoint.npz").unlink()
+    os.mknod(out / "checkpoint.npz", 0o600 | 0o020000, os.makedev(1, 5)) if os.geteuid() == 0 else \
+        pytest.skip("making a device node needs root")
+    assert run.main(["evaluate", str(out), *dataset]) == 2
+    one_line(2, capsys.readouterr().err, f"cannot read {out / 'checkpoint.npz'}: it is a character device")
+
+
+def test_a_checkpoint_declaring_a_huge_array_is_refused_by_name_before_it_is_allocated(tmp_path, trained,
+                                                                                         dataset, capsys):
+    """A 149 GiB array declared in a small archive: one line naming the file and the array, not an
+    out-of-memory error that blames --population."""
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    path = out / "checkpoint.npz"
+    with zipfile.ZipFile(trained / "checkpoint.npz") as original, zipfile.ZipFile(path, "w") as archive:
+        for member in original.namelist():
+            if member != "param/W1.npy":
+                archive.writestr(member, original.read(member))
+        with archive.open("param/W1.npy", "w") as member:
+            header = {"descr": "<f4", "fortran_order": False, "shape": (200_000, 200_000)}
+            np.lib.format.write_array_header_1_0(member, header)
+    for args in (["evaluate", str(out), *dataset],
+                 ["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]):
+        assert run.main(args) == 2
+        one_line(2, capsys.readouterr().err, str(path), "param/W1", "160,000,000,000 bytes")
+
+
+@pytest.mark.parametrize("text, problem", [('{"method": "eggroll", "seed": 1' + "0" * 5000 + "}", "digits"),
+                                           ('{"method": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested")])
+def test_json_of_a_huge_number_or_deep_nesting_is_one_line_naming_the_file(tmp_path, trained, dataset, capsys,
+                                                                          text, problem):
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / "config.json").write_text(text)
+    assert run.main(["evaluate", str(out), *dataset]) == 2
+    one_line(2, capsys.readouterr().err, f"{out / 'config.json'} is not valid JSON", problem)
+
+
+def test_open_regular_bounds_the_size_and_refuses_what_is_not_a_file(tmp_path):
+    """The one way files are read: a file over its limit, a folder and a FIFO are refused with
+    the path named; a file within it is read."""
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text(json.dumps({"a": 1}))
+    large.write_bytes(b" " * 101)
+    assert run_folder.read_json(small, "fix it", limit=100) == {"a": 1}
+    with pytest.raises(run_folder.UsageError, match=f"{large}: 101 bytes, more than such a file holds"):
+        run_folder.read_json(large, "fix it", limit=100)
+    os.mkfifo(tmp_path / "pipe")
+    for path, kind in ((tmp_path, "a folder"), (tmp_path / "pipe", "a named pipe")):
+        with pytest.raises(ValueError, match=f"cannot read {path}: it is {kind}"):
+            run_folder.read_bytes(path, 100, ValueError)
+
+
+def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_path, trained, dataset, capsys):
+    """A checkpoint whose weights are finite but near float32's largest: `evaluate` overflowed the
+    membrane potentials into NaN with only RuntimeWarnings, and printed scores; now one line."""
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    with np.load(out / "checkpoint.npz") as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["param/W1"] = np.full_like(arrays["param/W1"], 3e38)
+    np.savez(out / "checkpoint.npz", **arrays)
+    assert run.main(["evaluate", str(out), *dataset]) == 2
+    captured = capsys.readouterr()
+    one_line(2, captured.err, f"checkpoint {out / 'checkpoint.npz'} holds weights too large for the network",
+             "overflow")
+    assert captured.out == ""
+
+
+def test_a_finished_runs_damaged_checkpoint_is_advised_what_trains_it_again(tmp_path, trained, dataset, capsys):
+    """`evaluate` on a finished run whose checkpoint is damaged: deleting it would train nothing
+    (a finished run without a checkpoint is not resumed), so the advice is --force; an unfinished
+    run's advice, to delete it, does train it again."""
+    out = tmp_path / "run"
+    shutil.copytree(trained, out)
+    (out / "checkpoint.npz").write_bytes(b"not an archive")
+    (out / "final.json").write_text("{}")
+    assert run.main(["evaluate", str(out), *dataset]) == 2
+    assert capsys.readouterr().err.endswith("is damaged (it is not a checkpoint.npz archive); train the run again "
+                                            "with --force\n")
+    (out / "final.json").unlink()
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 2
+    assert capsys.readouterr().err.endswith("delete it to train the run again from the start\n")
+    (out / "checkpoint.npz").unlink()
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 0

@@ -1,0 +1,134 @@
+"""Nothing is written through a link, nothing outside the folder given: links planted in a run
+folder or a results folder, under the names of its files or of their temporary files, are refused
+by name or left alone, and the files they point at stay as they were. The folder given may itself
+be a link."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import config
+import resources
+import run
+import run_folder
+from nmnist_files import write_dataset
+
+SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    base = tmp_path_factory.mktemp("nmnist")
+    write_dataset(base, n_train=10, n_test=1, n_events=300)
+    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
+
+
+def train(out, dataset, *extra):
+    return run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, *extra])
+
+
+def outside_files(tmp_path, names):
+    """A folder of files outside the run folder, one per name, each holding its own text."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in names:
+        (outside / name).write_text(f"the user's {name}")
+    return outside
+
+
+def unchanged(outside):
+    return all(path.read_text() == f"the user's {path.name}" for path in outside.iterdir())
+
+
+def test_links_planted_as_temporary_files_are_never_written_through(tmp_path, dataset, capsys):
+    """Links named as the temporary files of checkpoint.npz, metrics.jsonl and config.json once were
+    (<name>.tmp), or as they are now but for their random part: a fresh run writes none of them."""
+    names = ["checkpoint.npz.tmp", "metrics.jsonl.tmp", "config.json.tmp", "final.json.0123abcd.tmp"]
+    outside = outside_files(tmp_path, names)
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in names:
+        (out / name).symlink_to(outside / name)
+    train(out, dataset)
+    capsys.readouterr()
+    assert unchanged(outside) and len(list(outside.iterdir())) == len(names)
+
+
+@pytest.mark.parametrize("name, args", [("metrics.jsonl", ["--resume"]), ("final.json", ["--force"]),
+                                        ("config.json", ["--resume"]), ("checkpoint.npz", ["--resume"]),
+                                        ("real.json", ["--force"])])
+def test_a_file_of_a_run_folder_that_is_a_link_is_refused_by_name(tmp_path, dataset, capsys, name, args):
+    out = tmp_path / "run"
+    assert train(out, dataset) == 0
+    outside = outside_files(tmp_path, [name])
+    (out / name).unlink(missing_ok=True)
+    (out / name).symlink_to(outside / name)
+    assert train(out, dataset, *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{out / name} is a symbolic link (to {outside / name})" in err, err
+    assert unchanged(outside) and (out / name).is_symlink() and not (out / ".lock").is_symlink()
+
+
+def test_a_dangling_checkpoint_link_is_refused_not_taken_for_a_fresh_start(tmp_path, dataset, capsys):
+    """--resume with checkpoint.npz a link to a file that does not exist: refused by name, and no
+    file is created where the link points (it once trained from step 0 and wrote 1.8 MB there)."""
+    out = tmp_path / "run"
+    assert train(out, dataset) == 0
+    (out / "final.json").unlink()
+    (out / "checkpoint.npz").unlink()
+    (out / "checkpoint.npz").symlink_to(tmp_path / "elsewhere.npz")
+    assert train(out, dataset, "--resume") == 2
+    assert f"{out / 'checkpoint.npz'} is a symbolic link" in capsys.readouterr().err
+    assert not (tmp_path / "elsewhere.npz").exists()
+
+
+def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path, dataset, capsys, monkeypatch):
+    outside = outside_files(tmp_path, ["lock-target"])
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".lock").symlink_to(outside / "lock-target")
+    assert train(out, dataset) == 2
+    assert f"{out / '.lock'} is a symbolic link" in capsys.readouterr().err
+    results = tmp_path / "results"
+    paper = results / "paper"
+    shutil.copytree(Path(config.__file__).parent / "results" / "paper", paper)
+    (paper / ".lock").unlink(missing_ok=True)
+    (paper / ".lock").symlink_to(outside / "lock-target")
+    assert run.main(["reproduce", "--config", "paper", "--report-only", "--results", str(results), "--quiet"]) == 2
+    assert f"{paper / '.lock'} is a symbolic link" in capsys.readouterr().err
+    assert unchanged(outside)
+
+
+def test_the_folder_given_may_itself_be_a_link(tmp_path, dataset, capsys):
+    real = tmp_path / "real-folder"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    assert train(tmp_path / "link", dataset) == 0
+    assert (real / "final.json").is_file() and train(tmp_path / "link", dataset, "--force") == 0
+
+
+def test_bench_json_that_is_a_link_is_refused_before_the_benchmark(tmp_path):
+    """`bench --json LINK` is refused when its paths are checked, before any timing, not after it."""
+    outside = outside_files(tmp_path, ["bench.json"])
+    (tmp_path / "link.json").symlink_to(outside / "bench.json")
+    with pytest.raises(run_folder.UsageError, match=f"--json {tmp_path / 'link.json'} is a symbolic link"):
+        resources.check_writable(tmp_path / "link.json", "--json")
+    assert unchanged(outside)
+
+
+def test_the_lessons_figure_that_is_a_link_is_refused(tmp_path):
+    """lesson.py writes no figure through a link planted under its name: one line, exit status 2,
+    before any claim runs, the file it points at unchanged."""
+    outside = outside_files(tmp_path, ["figure.png"])
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "1_lowrank_scale.png").symlink_to(outside / "figure.png")
+    done = subprocess.run([sys.executable, str(Path(run.__file__).parent / "lesson.py"), "--claims", "1", "--out",
+                           str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
+    assert f"cannot write {out / '1_lowrank_scale.png'}: it is a symbolic link" in done.stderr
+    assert unchanged(outside) and (out / "1_lowrank_scale.png").is_symlink()

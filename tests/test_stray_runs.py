@@ -1,0 +1,83 @@
+"""`reproduce --report-only` reads a run only if its folder's name, its config.json and its
+final.json say the same run of the preset: a backup, a copy under another seed's name or a run
+trained with other settings is named in one warning line and left out of every table."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import run
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = ("table.md", "per_seed.md", "sparsity.md")
+
+
+@pytest.fixture
+def paper(tmp_path):
+    """A copy of the committed results of the paper preset, and its report as written from them."""
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "paper" / "runs", results / "paper" / "runs")
+    assert report_only(results)[0] == 0
+    return results, {name: (results / "paper" / name).read_text() for name in TABLES}
+
+
+def report_only(results):
+    """`run.py reproduce --config paper --report-only` on `results`: its exit status and warning lines."""
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "reproduce", "--config", "paper", "--report-only",
+                           "--results", str(results), "--quiet"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    return done.returncode, [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+
+
+def tables(results):
+    return {name: (results / "paper" / name).read_text() for name in TABLES}
+
+
+def test_a_backup_of_a_run_is_left_out(paper):
+    results, before = paper
+    runs = results / "paper" / "runs"
+    shutil.copytree(runs / "eggroll-r4-seed1", runs / "eggroll-r4-seed1.bak")
+    status, warnings = report_only(results)
+    assert status == 0 and warnings == [f"warning: {runs / 'eggroll-r4-seed1.bak'} is left out of the report: its name "
+                                        f"is that of no run of this preset (a copy or a backup?); move it out of the "
+                                        f"runs folder"]
+    assert tables(results) == before
+
+
+def test_a_run_under_another_seeds_name_is_left_out_not_moved_into_that_seeds_column(paper):
+    results, before = paper
+    runs = results / "paper" / "runs"
+    shutil.rmtree(runs / "eggroll-r4-seed2")
+    shutil.copytree(runs / "eggroll-r4-seed1", runs / "eggroll-r4-seed2")
+    status, warnings = report_only(results)
+    assert status == 0 and len(warnings) == 1, warnings
+    assert f"{runs / 'eggroll-r4-seed2'} is left out of the report: its config.json says other settings" in warnings[0]
+    assert "seed 1, not 2" in warnings[0]
+    row = [line for line in tables(results)["per_seed.md"].splitlines() if line.startswith("| eggroll-r4 |")]
+    assert row[0].split(" | ")[2] == "–" and row != [line for line in before["per_seed.md"].splitlines()
+                                                     if line.startswith("| eggroll-r4 |")]
+
+
+def test_a_run_trained_with_other_settings_is_left_out(paper):
+    """As `train --force` with its defaults into a preset's folder leaves it: config.json and
+    final.json agree with each other, not with the preset; or final.json alone says another seed."""
+    results, before = paper
+    runs = results / "paper" / "runs"
+    for name in ("config.json", "final.json"):
+        path = runs / "es-seed3" / name
+        stored = json.loads(path.read_text())
+        (stored["config"] if name == "final.json" else stored)["generations"] = 5
+        path.write_text(json.dumps(stored))
+    path = runs / "bptt-seed1" / "final.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), config=dict(
+        json.loads(path.read_text())["config"], seed=2))))
+    status, warnings = report_only(results)
+    assert status == 0 and len(warnings) == 2, warnings
+    assert "bptt-seed1 is left out of the report: its final.json says other settings" in warnings[0]
+    assert "es-seed3 is left out of the report: its config.json says other settings" in warnings[1]
+    assert "generations 5, not 100" in warnings[1]
+    assert tables(results)["table.md"] != before["table.md"]
