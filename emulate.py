@@ -365,7 +365,7 @@ def prepare(root, fingerprint):
 
 def remove_partial_files(root):
     """Remove the temporary files of recordings whose writing was cut short (a killed worker)."""
-    for partial in root.glob("*/*/*.bin.*.tmp"):  # run_folder.writing's <name>.<8 hex digits>.tmp
+    for partial in root.glob("*/*/*.bin*.tmp"):  # run_folder.writing's <name>.<8 hex digits>.tmp, or <name>.tmp
         partial.unlink(missing_ok=True)
 
 

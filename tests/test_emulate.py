@@ -219,7 +219,7 @@ def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_pa
     kept = {name: blob for name, blob in files_of(out).items() if name.endswith(".bin")}
     assert len(kept) == 6 and all(whole[name] == blob for name, blob in kept.items())
     assert not list(out.rglob("*.tmp"))
-    half = out / "NMNIST" / "Test" / "7" / "00001.bin.tmp"
+    half = out / "NMNIST" / "Test" / "7" / "00001.bin.0f3a9c1e.tmp"  # as run_folder.writing names it
     half.write_bytes(whole["NMNIST/Test/7/00001.bin"][:12])
     monkeypatch.setattr(emulate, "encode", encode)
     with pytest.warns(UserWarning):
