@@ -268,5 +268,5 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     assert "not emulated here" in capsys.readouterr().err
     assert emulate.provenance(real) is None
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
-    with pytest.raises(data.BadDataError, match="cannot be read"):
+    with pytest.raises(data.BadDataError, match="is not valid JSON.*delete it and emulate the data again"):
         emulate.provenance(tmp_path / "seed0")
