@@ -1,13 +1,22 @@
-# Every target works as the first command on a fresh machine: it builds .venv first, and the
-# reproduce targets fetch N-MNIST with tonic unless $NMNIST_ROOT (or the default folder) holds a copy.
+# Every target works as the first command on a fresh machine: it builds .venv first. `make reproduce`
+# and `make reproduce-quick` train on this machine into results/local/$(DATA)/ (not committed) and
+# compare with the paper and the committed runs; the other reproduce targets fetch N-MNIST with tonic
+# unless $NMNIST_ROOT (or the default folder) holds a copy.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 # REAL_ROOT=path/to/nmnist: the reproduce targets also score every run on that N-MNIST copy (--real-root).
 REAL_ROOT ?=
 REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
+# DATA=emulated: the project's emulated N-MNIST, made from MNIST first (MNIST_ROOT=DIR: the four MNIST
+# files there, else downloaded, 11 MB); DATA=nmnist: the real N-MNIST, downloaded by tonic (1.4 GB).
+DATA ?= emulated
+MNIST_ROOT ?=
+DATA_OPTIONS = --data $(DATA) $(if $(MNIST_ROOT),--mnist $(MNIST_ROOT))
+# one BLAS thread per run, as the committed runs were trained
+ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
-.PHONY: install test lesson derivation reproduce reproduce-quick reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen bench mutation
+.PHONY: install test lesson derivation reproduce reproduce-quick report reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen bench mutation
 
 install: $(VENV)/.installed
 
@@ -30,10 +39,14 @@ derivation: install
 	$(PY) toy_eggroll.py --out docs/derivation.png
 
 reproduce: install
-	$(PY) run.py reproduce --config paper --download $(REAL_ROOT_OPTION)
+	$(ONE_THREAD) $(PY) run.py reproduce --config paper $(DATA_OPTIONS) $(REAL_ROOT_OPTION)
 
 reproduce-quick: install
-	$(PY) run.py reproduce --config quick --download $(REAL_ROOT_OPTION)
+	$(ONE_THREAD) $(PY) run.py reproduce --config quick $(DATA_OPTIONS) $(REAL_ROOT_OPTION)
+
+# The committed report of results/paper/ rewritten from its run records, training nothing.
+report: install
+	$(PY) run.py reproduce --config paper --report-only
 
 reproduce-best: install
 	$(PY) run.py reproduce --config best --download $(REAL_ROOT_OPTION)

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import comparison
 import config as run_config
 import report
 import resources
@@ -28,6 +29,8 @@ def reproduce(opts):
     if opts.deadline is not None and not opts.deadline >= 0:
         raise UsageError(f"--deadline must be >= 0 seconds, got {opts.deadline}: use e.g. --deadline 3600")
     deadline = None if opts.deadline is None else time.monotonic() + opts.deadline
+    if opts.data or opts.mnist:
+        comparison.prepare(opts)  # the data and results/local/<data>
     hyperscale = opts.config == "hyperscale"
     for name in ("part", "populations"):
         if getattr(opts, name) is not None and not hyperscale:
@@ -48,7 +51,11 @@ def reproduce(opts):
     expected = {results_dir: {run_config.run_folder_name(config, opts.config): config for config in runs}
                 for results_dir, runs, _ in grids}
     grids = selected_runs(opts, grids)
+    if opts.data:
+        comparison.make_data(opts)  # emulated first, if that is the data
     check_reproduce(opts, grids)
+    if opts.data:
+        comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
     for results_dir, runs, write_report in grids:
         if opts.report_only and not has_finished_run(results_dir):
             print(f"{results_dir}: no run has finished, no report written", file=sys.stderr)
@@ -57,6 +64,9 @@ def reproduce(opts):
             reproduce_runs(opts, results_dir, runs, deadline)
             written = write_report(results_dir, expected=expected[results_dir])
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
+        if opts.data:
+            print(comparison.write(results_dir, opts.config), end="")
+            print(f"comparison written to {results_dir / 'comparison.md'}", file=sys.stderr)
 
 
 SELECTORS = {"runs": lambda config: config.name, "seeds": lambda config: config.seed,

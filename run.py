@@ -23,6 +23,7 @@ import sys
 from dataclasses import fields
 
 import bench
+import comparison
 import config as run_config
 import distributed
 import emulate
@@ -161,6 +162,13 @@ def main(argv=None):
                                   help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",
                                   help="train nothing: write the tables and figures of the runs finished so far")
+    reproduce_parser.add_argument("--data", choices=comparison.DATA_SOURCES,
+                                  help="train on this machine into <results>/local/<data>/<config>/ and compare "
+                                       "with the paper and the committed runs (comparison.md): emulated, the "
+                                       "project's emulated N-MNIST, made from MNIST first; nmnist, the real one, "
+                                       "downloaded by tonic (default: neither, the runs of <results>/<config>/)")
+    reproduce_parser.add_argument("--mnist", help="with --data emulated: folder of the four MNIST IDX files "
+                                                  "(default: downloaded into the cache folder)")
     reproduce_parser.add_argument("--real-root", help="also score every run on this N-MNIST copy, e.g. real "
                                                       "recordings for models trained on emulated ones")
 

@@ -1,0 +1,128 @@
+"""`reproduce --data`: the comparison with the paper and the committed runs (each row within
+max(2 x the committed seeds' std, 1 point) or not), runs trained on other data never counted, and
+the whole path on the emulator's 40 test digits."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import comparison
+import config
+import data
+import emulate
+import report
+import run
+from nmnist_files import write_dataset
+from test_report import write_run
+
+DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
+
+
+def write_seeds(results_dir, name, accuracies, **final):
+    for seed, accuracy in enumerate(accuracies, start=1):
+        write_run(results_dir, name, seed, test_acc=accuracy, **final)
+
+
+def test_each_row_lies_within_twice_the_committed_std_or_one_point(tmp_path):
+    committed, local = tmp_path / "committed", tmp_path / "local"
+    write_seeds(committed, "es", [0.70, 0.72, 0.74])        # std 2 points: tolerance 4
+    write_seeds(local, "es", [0.75, 0.75, 0.75])            # +3: within
+    write_seeds(committed, "bptt", [0.95, 0.95, 0.95])      # std 0: tolerance 1 point
+    write_seeds(local, "bptt", [0.93, 0.93, 0.93])          # -2: not within
+    write_seeds(committed, "eggroll-r4", [0.80, 0.80])      # two seeds
+    write_seeds(local, "eggroll-r4", [0.809, 0.809, 0.809])  # +0.9: within the 1-point floor
+    write_seeds(local, "eggroll-r1", [0.5])                 # nothing to compare with
+    text = comparison.comparison(local, committed, "paper")
+    assert "| method | the paper | committed runs | this machine | difference | tolerance | within |" in text
+    assert "| bptt | 94.03 | 95.00 ± 0.00 | 93.00 ± 0.00 | -2.00 | 1.00 | no |" in text
+    assert "| es | 76.17 | 72.00 ± 2.00 | 75.00 ± 0.00 | +3.00 | 4.00 | yes |" in text
+    assert "| eggroll-r1 | 78.75 | – | 50.00 ± 0.00 (1 seeds) | – | – | – |" in text
+    assert "| eggroll-r4 | 79.21 | 80.00 ± 0.00 (2 seeds) | 80.90 ± 0.00 | +0.90 | 1.00 | yes |" in text
+    assert [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "---" not in line] == \
+        ["| method", "| bptt", "| es", "| eggroll-r1", "| eggroll-r4"]
+    assert "2 of 3 rows compared lie within it." in text
+    assert "trained before runs recorded their data" in text  # the fabricated runs carry no data record
+    assert "no committed run to compare with" in comparison.comparison(local, tmp_path / "none", "paper")
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A small N-MNIST copy and its fingerprint at T = 10."""
+    root = write_dataset(tmp_path / "copy" / "NMNIST", n_train=2, n_test=1).parent
+    cache = tmp_path / "cache"
+    return root, cache, data.load_nmnist(root, 10, cache, progress=False).fingerprint()
+
+
+def test_a_run_counts_only_where_it_trained_on_this_data(tmp_path, copy):
+    root, cache, fingerprint = copy
+    results = tmp_path / "results"
+    same = write_run(results, "es", 1, data={"fingerprint": fingerprint})
+    other = write_run(results, "es", 2, data={"fingerprint": {**fingerprint, "test": "10 samples, sha256 0"}})
+    before = write_run(results, "es", 3)  # final.json from before the record: the project's emulated copy
+    found = dict(comparison.foreign_runs(results, root, cache))
+    assert sorted(found) == [other, before] and same not in found
+    assert found[other] == f"its test split was 10 samples, sha256 0, here {fingerprint['test']}"
+
+    made = root / "NMNIST" / emulate.PROVENANCE
+    made.write_text(json.dumps(comparison.PROJECT_EMULATION))
+    assert [out for out, _ in comparison.foreign_runs(results, root, cache)] == [other]
+    made.write_text(json.dumps({**comparison.PROJECT_EMULATION, "seed": 1}))
+    assert [out for out, _ in comparison.foreign_runs(results, root, cache)] == [other, before]
+
+
+@pytest.fixture
+def emulated(tmp_path):
+    """The 40 digits emulated, a copy of a training recording in the two test classes they lack."""
+    root = tmp_path / "emulated"
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        assert run.main(["emulate", "--mnist", str(DIGITS), "--out", str(root), "--quiet"]) == 0
+    for label in (3, 8):
+        if not any((root / "NMNIST" / "Test" / str(label)).glob("*.bin")):
+            shutil.copy(next((root / "NMNIST" / "Train" / str(label)).glob("*.bin")),
+                        root / "NMNIST" / "Test" / str(label) / "99999.bin")
+    return root
+
+
+def test_reproduce_data_trains_compares_and_refuses_runs_of_other_data(tmp_path, emulated, monkeypatch, capsys):
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=8,
+                                                                 eval_every=1), "bptt": dict(epochs=1, lr=1e-3)})
+    monkeypatch.setattr(config, "SEEDS", (1, 2))
+    monkeypatch.setattr(config, "RANKS", (1,))
+    monkeypatch.setattr(report, "METHOD_ORDER", ["bptt", "es", "eggroll-r1"])
+    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(DIGITS), "--data-root",
+            str(emulated), "--cache-dir", str(tmp_path / "cache"), "--results", str(tmp_path), "--quiet"]
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        assert run.main(args) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / "local" / "emulated" / "quick"
+    assert printed == (folder / "comparison.md").read_text()
+    assert "| eggroll-r1 | 78.75 |" in printed and "6 runs" in printed
+    finals = sorted(folder.glob("runs/*/final.json"))
+    assert len(finals) == 6 and (folder / "table.md").exists()
+    made = json.loads(finals[0].read_text())["data"]["emulated"]
+    assert made == emulate.provenance(emulated) and made["seed"] == 0
+
+    final = json.loads(finals[0].read_text())
+    final["data"]["fingerprint"]["train"] = "17 samples, sha256 0"
+    finals[0].write_text(json.dumps(final))
+    with pytest.warns(UserWarning):
+        assert run.main(args) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said[-1].startswith(f"error: {finals[0].parent} was trained on other data than {emulated} (its train "
+                               f"split was 17 samples, sha256 0, here ") and said[-1].endswith(comparison.RENAME)
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--config", "hyperscale", "--data", "emulated"], "--data is for --config paper, quick, best; drop it"),
+    (["--mnist", "somewhere"], "--mnist is for --data emulated, which makes the data from MNIST"),
+    (["--data", "nmnist", "--mnist", "somewhere"], "--mnist is for --data emulated (real N-MNIST is downloaded"),
+    (["--data", "nmnist"], "holds emulated recordings; give --data-root a copy of the real N-MNIST")])
+def test_bad_data_options_are_one_line_and_exit_2(tmp_path, capsys, extra, said):
+    root = tmp_path / "copy" / "NMNIST"
+    root.mkdir(parents=True)
+    (root / emulate.PROVENANCE).write_text(json.dumps(comparison.PROJECT_EMULATION))
+    assert run.main(["reproduce", "--results", str(tmp_path), "--data-root", str(root.parent), *extra]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and said in err
+    assert not (tmp_path / "local").exists()
