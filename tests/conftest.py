@@ -28,3 +28,16 @@ def no_download(monkeypatch):
     def fail(root):
         raise AssertionError("download attempted")
     monkeypatch.setattr(data, "_download", fail)
+
+
+# The runs of the command-line tests: a few generations of a tiny population, quietly.
+SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """The options of a small synthetic copy (10 training and 1 test recording of random events per
+    class) and a cache folder; test_run.py has a larger one of its own."""
+    base = tmp_path_factory.mktemp("nmnist")
+    write_dataset(base, n_train=10, n_test=1, n_events=300)
+    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]

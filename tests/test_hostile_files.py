@@ -14,17 +14,9 @@ import pytest
 
 import run
 import run_folder
-from nmnist_files import write_dataset
+from conftest import SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    base = tmp_path_factory.mktemp("nmnist")
-    write_dataset(base, n_train=10, n_test=1, n_events=300)
-    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
 
 
 @pytest.fixture(scope="module")

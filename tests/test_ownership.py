@@ -9,21 +9,9 @@ import pytest
 
 import run
 import run_folder
-from nmnist_files import write_dataset
+from test_links import train
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--population", "8", "--batch-size", "16", "--eval-every", "5", "--quiet"]
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    base = tmp_path_factory.mktemp("nmnist")
-    write_dataset(base, n_train=10, n_test=1, n_events=300)
-    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
-
-
-def train(out, dataset, *extra):
-    return run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, *extra])
 
 
 def snapshot(folder):

@@ -372,38 +372,35 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
     assert records == [5, 10]
 
 
-def test_a_checkpoint_from_before_checkpoints_named_their_run_still_resumes_to_the_same_weights(
-        tmp_path, dataset, capsys, monkeypatch):
-    """Version 1 checkpoints (without the run's identity) are in users' folders: --resume takes them
-    as the run's own."""
+def resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_older):
+    """A run stopped at step 7, its checkpoint rewritten as an older version wrote it (`as_older`),
+    then resumed: it must end in the weights of the run trained in one go. Returns its folder."""
     whole = tmp_path / "whole"
     assert run.main(train_args(whole, dataset)) == 0
     out = tmp_path / "old"
     with monkeypatch.context() as patch:
         patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
         assert run_main(train_args(out, dataset), capsys)[0] == 2
-    rewrite_checkpoint(out, as_version_1)
+    rewrite_checkpoint(out, as_older)
     assert run.main(train_args(out, dataset, "--resume")) == 0
     expected, resumed = stored_params(whole), stored_params(out)
     for name in expected:
         np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
+    return out
+
+
+def test_a_checkpoint_from_before_checkpoints_named_their_run_still_resumes_to_the_same_weights(
+        tmp_path, dataset, capsys, monkeypatch):
+    """Version 1 checkpoints (without the run's identity) are in users' folders: --resume takes them
+    as the run's own."""
+    resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_version_1)
 
 
 def test_a_checkpoint_from_before_the_end_to_end_time_resumes_to_the_same_weights_without_one(
         tmp_path, dataset, capsys, monkeypatch):
     """A version 2 checkpoint has no end-to-end time: the resumed run trains to the same weights,
     and neither its later records nor final.json claim a time they did not measure."""
-    whole = tmp_path / "whole"
-    assert run.main(train_args(whole, dataset)) == 0
-    out = tmp_path / "old"
-    with monkeypatch.context() as patch:
-        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
-        assert run_main(train_args(out, dataset), capsys)[0] == 2
-    rewrite_checkpoint(out, as_version_2)
-    assert run.main(train_args(out, dataset, "--resume")) == 0
-    expected, resumed = stored_params(whole), stored_params(out)
-    for name in expected:
-        np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
+    out = resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_version_2)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [("end_to_end_seconds" in r) for r in records] == [True, False]
     assert "end_to_end_seconds" not in json.loads((out / "final.json").read_text())
