@@ -537,7 +537,7 @@ def translate(frames, shifts):
     inputs = xp.arange(N_INPUTS)
     y, x = inputs // width % height, inputs % width
     moved = xp.zeros_like(frames)
-    for dy, dx in np.unique(shifts, axis=0).tolist():
+    for dy, dx in sorted(set(map(tuple, shifts.tolist()))):  # each distinct shift
         if not abs(dy) < height or not abs(dx) < width:
             continue  # every event leaves the sensor
         on_sensor = (0 <= y - dy) & (y - dy < height) & (0 <= x - dx) & (x - dx < width)
