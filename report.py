@@ -598,12 +598,12 @@ PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budge
 # ---------------------------------------------------------------------------------------------
 # The screen: one lever at a time against the best recipe, chosen on validation accuracy
 
-def write_screen_report(results_dir):
+def write_screen_report(results_dir, expected=None):
     """table.md and convergence.png of the screen (config.SCREEN_LEVERS): per lever its settings,
     validation accuracy (what the recipe is chosen on, highest first), test accuracy beside it,
-    and its time; returns the paths written."""
+    and its time; returns the paths written. `expected`: the screen's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    runs = collect(results_dir)
+    runs = collect(results_dir, expected)
     levers = {f"eggroll-r1-{lever}": lever for lever in config.SCREEN_LEVERS}
     names = sorted((n for n in levers if n in runs), key=lambda n: -mean_std([f["val_acc"] for f, _ in runs[n]])[0])
     lines = [f"# The screen: one lever at a time against EGGROLL r = 1 of the best recipe, "
