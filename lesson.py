@@ -18,7 +18,7 @@
 # c the centred rank of a member's fitness; Eq. (9) is Adam; Eq. (10) is vanilla ES, Eq. (7) with
 # full-rank noise. 𝔼 is an expectation over the noise.
 #
-# Run it: `python lesson.py` (one to two minutes on 2 CPU cores) writes the figures into
+# Run it: `python lesson.py` (about a minute on 2 idle CPU cores) writes the figures into
 # `lesson/`; `--out DIR` puts them elsewhere, `--page FILE` also writes this text with the numbers
 # and figures as a markdown page (`make lesson` renders [docs/lesson.md](docs/lesson.md) so),
 # `--claims 1,3` runs some claims only. Claims 1–4 need no data. Claim 5 trains on real N-MNIST

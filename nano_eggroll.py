@@ -22,8 +22,9 @@ a generation's factors from the forward pass to the update; eggroll.py draws the
 keys, so that no more than a block of them is held at once.
 
 Measured: `python nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of
-64 of the 162 training recordings of nmnist-sample/) in about 30 s on 2 idle CPU cores, to 98 % on
-the training recordings and 71 % test accuracy on the 100 real test recordings (chance: 10 %).
+64 of the 162 training recordings of nmnist-sample/) in 22–25 s on 2 idle CPU cores, to 98 % on
+the training recordings and 71 % test accuracy on the 100 real test recordings (chance: 10 %;
+seeds 1–3 give 56–71 %: results/reproductions/nano-and-lesson-times.md).
 On cores busy with other work, `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` keeps it to ~25 s
 (BLAS threads otherwise wait for each other: 260 s measured); it gives 70 %, as the BLAS thread
 count changes float32 rounding.
