@@ -168,6 +168,9 @@ def check(config):
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
         raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
                          f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")
+    if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
+        raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
+                         f"--sigma-schedule cosine or exponential, or drop --sigma-min")
 
 
 def stored(config):

@@ -88,6 +88,8 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
     assert "output_sigma_scale" not in config.stored(dataclasses.replace(levered, method="es"))
     with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.1\)"):
         config.check(dataclasses.replace(plain, sigma_schedule="exponential", sigma_min=0.1))
+    with pytest.raises(ValueError, match="--sigma-min 0.05 changes nothing with a constant sigma"):
+        config.check(dataclasses.replace(plain, sigma_min=0.05))  # it would make another run of the same
 
 
 def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, dataset, monkeypatch):
