@@ -199,12 +199,31 @@ def draw(toy=Toy(), generations=300, draws=2000):
     return figure, lines
 
 
+def checks(toy=Toy(), draws=2000):
+    """The lines of docs/derivation.md's sections 2 and 4 that the figure does not show: the mean of
+    `draws` steps of raw differences against G, in standard errors, and the step's length with
+    centred ranks and with raw differences (full-rank noise) as W* is tripled."""
+    theta, full_rank = np.zeros(SHAPE), replace(toy, rank=None)
+    worst = []
+    for label, setting in (("rank 1", toy), ("rank 2", replace(toy, rank=2)), ("full rank", full_rank)):
+        mean, error = mean_step(theta, optimum(toy.seed), setting, draws, ranked=False)
+        worst.append(f"{(np.abs(mean - optimum(toy.seed)) / error).max():.1f} ({label})")
+    lengths = {(scale, ranked): float(np.linalg.norm(mean_step(theta, scale * optimum(toy.seed), full_rank, draws,
+                                                               ranked)[0]))
+               for scale in (1, 3) for ranked in (True, False)}
+    return [f"raw differences, mean of {draws} steps at W = 0: at most " + ", ".join(worst)
+            + " standard errors from G at any entry",
+            f"W* tripled, full-rank noise: step length {lengths[1, True]:.2f} -> {lengths[3, True]:.2f} with centred "
+            f"ranks, {lengths[1, False]:.1f} -> {lengths[3, False]:.1f} with raw differences"]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", default="toy_eggroll.png", help="the figure's file (default: toy_eggroll.png)")
     parser.error = lambda message: fail(f"{message}; see toy_eggroll.py --help")
     args = parser.parse_args(argv)
     figure, lines = draw()
+    lines += checks()
     try:
         with writing(args.out) as temporary:
             figure.savefig(temporary, format="png", dpi=72)

@@ -65,6 +65,9 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     result = run_toy("--out", "toy.png", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "EGGROLL r = 1: ||W - W*||^2 from 37.74" in result.stdout, result.stdout
+    page = (ROOT / "docs" / "derivation.md").read_text()
+    for line in result.stdout.splitlines()[:-1]:  # docs/derivation.md quotes what the toy prints
+        assert f"\n    {line}\n" in page, line
     assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"), (["--out", "."], "not a regular file")):
         result = run_toy(*options, cwd=tmp_path)
