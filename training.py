@@ -2,6 +2,7 @@
 metrics, final.json, resume, deadline, signals), the evaluation of a network on a split, and the
 scoring of a trained run on another N-MNIST copy.
 """
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
@@ -283,7 +284,8 @@ def generations(run, params, state, start, step_seconds, show, deadline):
     validation = None  # the last step is always evaluated, so after the loop this is the final one
     generation = start
     run.stretch_began = time.perf_counter()
-    with progress_bar(run.total_steps, start, run.config.name, show) as bar:
+    with progress_bar(run.total_steps, start, run.config.name, show) as bar, \
+            contextlib.closing(minibatches(run, start)) as upcoming:
         try:
             for generation in range(start, run.total_steps):
                 run.team.stop_if_signalled()  # a job's processes stop together, none left waiting
@@ -292,9 +294,7 @@ def generations(run, params, state, start, step_seconds, show, deadline):
                         save(run, params, state, generation, step_seconds)
                     raise DeadlineReached(f"{run.out} stopped by --deadline at step {generation} of "
                                           f"{run.total_steps}; the next reproduce resumes it")
-                frames, labels = data.minibatch(run.splits.train, run.config.batch_size, run.xp, run.config.seed,
-                                                *run.config.minibatches(generation, run.total_steps),
-                                                max_shift=run.config.max_shift)
+                frames, labels = next(upcoming)
                 began = time.perf_counter()
                 params, state, stats = update(run, params, state, frames, labels, generation, step_seconds)
                 step_seconds.append(time.perf_counter() - began)
@@ -307,6 +307,32 @@ def generations(run, params, state, start, step_seconds, show, deadline):
             raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; its checkpoint holds "
                               f"step {run.saved}", stop) from None
     return params, validation
+
+
+def minibatches(run, start):
+    """The run's minibatches (data.minibatch) for steps `start` to the last, in order, each complete
+    before its step's clock starts. On the CPU one worker thread makes the next minibatch while a
+    step runs (NumPy lets go of the interpreter while it gathers, unpacks and converts), so with a
+    core to spare it costs no end-to-end time; on a GPU its kernels are queued, then waited for."""
+    def make(step):
+        return data.minibatch(run.splits.train, run.config.batch_size, run.xp, run.config.seed,
+                              *run.config.minibatches(step, run.total_steps), max_shift=run.config.max_shift)
+
+    if run.xp is not numpy:
+        for step in range(start, run.total_steps):
+            batch = make(step)
+            run.xp.cuda.Stream.null.synchronize()
+            yield batch
+        return
+    if start >= run.total_steps:
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as worker:
+        upcoming = worker.submit(make, start)
+        for step in range(start, run.total_steps):
+            batch = upcoming.result()
+            if step + 1 < run.total_steps:
+                upcoming = worker.submit(make, step + 1)
+            yield batch
 
 
 NOT_FINITE = "NaN or inf"  # in the ValueError of a step that went non-finite (eggroll.centred_ranks, bptt_step)
