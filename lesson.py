@@ -11,12 +11,10 @@
 # it states, draws one figure, prints its numbers and asserts what it shows, so a run that
 # contradicts a claim fails loudly.
 #
-# It assumes the method as [docs/derivation.md](docs/derivation.md) derives it, and numbers the
-# equations as the [README's table](README.md#the-method-in-equations) does: E_p = A_p B_pᵀ/√r is
-# the low-rank noise of a weight matrix W (m × n), Eq. (5); Eq. (6) runs the population without
-# forming it; Eqs. (7)–(8) are the step, weighing each pair's noise by f_p = c(θ + σε_p) − c(θ − σε_p),
-# c the centred rank of a member's fitness; Eq. (9) is Adam; Eq. (10) is vanilla ES, Eq. (7) with
-# full-rank noise. 𝔼 is an expectation over the noise.
+# It assumes the method as [docs/derivation.md](docs/derivation.md) derives it, with the symbols
+# and equation numbers of the [README's table](README.md#the-method-in-equations): E = A Bᵀ/√r is
+# one pair's low-rank noise of a weight matrix W (m × n), Eq. (5), and 𝔼 an expectation over the
+# noise. Each claim says which part of the derivation it puts to the test.
 #
 # Run it: `python lesson.py` (about a minute on 2 idle CPU cores) writes the figures into
 # `lesson/`; `--out DIR` puts them elsewhere, `--page FILE` also writes this text with the numbers
@@ -85,7 +83,8 @@ def standard_error(samples):
 # ## 1. E = A Bᵀ/√r is as long a step as full-rank noise, at every rank, Eq. (5)
 #
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
-# Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? An entry of E is a sum of r
+# Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? The derivation (section 5)
+# gives an entry's variance; this claim adds its length and its shape. An entry of E is a sum of r
 # independent products of two independent N(0, 1) numbers, each product of mean 0 and variance
 # 𝔼[a²] 𝔼[b²] = 1:
 #
@@ -162,8 +161,9 @@ def lowrank_scale():
 # ## 2. The population is evaluated without ever forming E, Eq. (6)
 #
 # A member's first layer multiplies its input x (one row per sample and time step, n = 2312 wide)
-# by (W ± σE)ᵀ. Transposing Eq. (5) gives Eᵀ = (A Bᵀ)ᵀ/√r = B Aᵀ/√r, and a product of matrices can be
-# grouped either way, so
+# by (W ± σE)ᵀ, E = A Bᵀ/√r of one pair (A m × r, B n × r). Transposing Eq. (5) gives
+# Eᵀ = (A Bᵀ)ᵀ/√r = B Aᵀ/√r, and a product of matrices can be grouped either way (the derivation's
+# section 5; here it is checked), so
 #
 #     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B) Aᵀ.
 #
@@ -250,7 +250,9 @@ def forward_trick():
 # %% [markdown]
 # ## 3. The estimate's error falls as 1/P, and low rank adds little to it, Eqs. (7), (8), (10)
 #
-# ES follows the gradient of the smoothed fitness J(θ) = 𝔼_ε[F(θ + σε)]. To know that gradient
+# ES follows the gradient of the smoothed fitness J(θ) = 𝔼_ε[F(θ + σε)], and the derivation
+# (sections 1 and 2) shows the estimate's mean is that gradient; this claim measures its error,
+# at full and at low rank. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
 # G = θ* − θ. For a quadratic the antithetic difference is exact, the even terms cancelling:

@@ -106,26 +106,26 @@ def draw_noise(params, generation, s):
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
     pairs, r = np.arange(s.population // 2), s.rank
-    eps = {}
+    perturbations = {}
     for name, value in params.items():
         if name.startswith("W"):
             m, n = value.shape
             normals = noise.normals(s.seed, generation, pairs, name, r * (m + n))
-            eps[name] = (normals[:, :r * m].reshape(-1, r, m), normals[:, r * m:].reshape(-1, r, n))
+            perturbations[name] = (normals[:, :r * m].reshape(-1, r, m), normals[:, r * m:].reshape(-1, r, n))
         else:
-            eps[name] = noise.normals(s.seed, generation, pairs, name, value.shape[0])
-    return eps
+            perturbations[name] = noise.normals(s.seed, generation, pairs, name, value.shape[0])
+    return perturbations
 
 
-def population_forward(params, eps, x, s):
+def population_forward(params, perturbations, x, s):
     """Output spike counts (2, P, N, 10) of every member on frames x (T, N, n_in) by Eq. (6),
     x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
     of a pair differ only in its sign."""
-    A1, B1 = (e.astype(x.dtype) for e in eps["W1"])  # the noise in the frames' type (float32 or 64)
-    A2, B2 = (e.astype(x.dtype) for e in eps["W2"])
-    d1, d2 = eps["b1"].astype(x.dtype), eps["b2"].astype(x.dtype)
+    A1, B1 = (e.astype(x.dtype) for e in perturbations["W1"])  # the noise in the frames' type (float32 or 64)
+    A2, B2 = (e.astype(x.dtype) for e in perturbations["W2"])
+    d1, d2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
     T, batch, n_in = x.shape
     P, r, _ = A1.shape
     scale = s.sigma / math.sqrt(r)
@@ -153,12 +153,12 @@ def centred_ranks(values):
     return (rank / (v.size - 1) - 0.5).reshape(values.shape)
 
 
-def gradient(f, eps, sigma):
+def gradient(f, perturbations, sigma):
     """Eqs. (7)-(8) from the pair differences f (P,):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)^T B / (2 P sigma sqrt(r)), one product;
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
-    for name, e in eps.items():
+    for name, e in perturbations.items():
         if name.startswith("W"):
             A, B = e
             P, r, m = A.shape
@@ -190,12 +190,12 @@ def adam_init(params):
 def generation_step(params, state, x, labels, generation, s):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
     parameters, Adam's new state and the fitness of every member (2, P)."""
-    eps = draw_noise(params, generation, s)                                  # (5)
-    counts = population_forward(params, eps, x, s)                           # (6)
-    fit = fitness(counts, labels, len(x), s.logit_scale)                     # (3)-(4)
-    ranks = centred_ranks(fit)                                               # of all 2P members
-    f = (ranks[0] - ranks[1]).astype(np.float32)                             # f_p, pair by pair
-    params, state = adam(params, gradient(f, eps, s.sigma), state, s.lr)     # (7)-(9)
+    perturbations = draw_noise(params, generation, s)                               # (5)
+    counts = population_forward(params, perturbations, x, s)                        # (6)
+    fit = fitness(counts, labels, len(x), s.logit_scale)                            # (3)-(4)
+    ranks = centred_ranks(fit)                                                      # of all 2P members
+    f = (ranks[0] - ranks[1]).astype(np.float32)                                    # f_p, pair by pair
+    params, state = adam(params, gradient(f, perturbations, s.sigma), state, s.lr)  # (7)-(9)
     return params, state, fit
 
 
@@ -213,12 +213,12 @@ def train(splits, s, generations, batch_size, log_every=0):
     draws it. Returns the parameters and the mean fitness of the population, generation by generation."""
     params = init_params(s.seed)
     state, history = adam_init(params), []
-    for g in range(generations):
-        x, labels = data.minibatch(splits.train, batch_size, np, s.seed, g)
-        params, state, fit = generation_step(params, state, x, labels, g, s)
+    for generation in range(generations):
+        x, labels = data.minibatch(splits.train, batch_size, np, s.seed, generation)
+        params, state, fit = generation_step(params, state, x, labels, generation, s)
         history.append(float(fit.mean()))
-        if log_every and (g % log_every == 0 or g == generations - 1):
-            print(f"generation {g:4d}  mean fitness {history[-1]:7.3f}  "
+        if log_every and (generation % log_every == 0 or generation == generations - 1):
+            print(f"generation {generation:4d}  mean fitness {history[-1]:7.3f}  "
                   f"train accuracy {accuracy(params, splits.train, s):6.1%}")
     return params, history
 
