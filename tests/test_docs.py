@@ -1,5 +1,6 @@
 """The documentation keeps its own rules: README.md stays a short front door that names the paper it
 reproduces, and every relative link and #anchor in README.md and docs/*.md leads somewhere."""
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -113,3 +114,23 @@ def test_slugs_follow_githubs_rules():
     assert slug("On a CPU (`make bench`)") == "on-a-cpu-make-bench"
     assert slug("Bit for bit, at a fixed BLAS thread count") == "bit-for-bit-at-a-fixed-blas-thread-count"
     assert slug("snake_case and [a link](x.md)") == "snake_case-and-a-link"
+
+
+def test_the_readme_quotes_its_bench_record():
+    """README's table of one generation is results/bench/cpu-2core.json (`make bench`'s --json),
+    row by row, as the bench prints it (MB of 10^6 bytes)."""
+    record = json.loads((ROOT / "results" / "bench" / "cpu-2core.json").read_text())
+    rows = {(row["method"], row["rank"]): row for row in record["rows"]}
+    es, r4, r1 = rows["es-batched", None], rows["eggroll", 4], rows["eggroll", 1]
+    text = README.read_text(encoding="utf-8")
+    noise = [row["noise_bytes"] / 1e6 for row in (es, r4, r1)]
+    expected = [
+        f"| noise memory | {noise[0]:.2f} MB | {noise[1]:.2f} MB (1/{noise[0] / noise[1]:.0f}) | "
+        f"{noise[2]:.2f} MB (1/{noise[0] / noise[2]:.0f}) |",
+        "| matrix products | " + " | ".join(f"{row['gflop_per_generation']:.1f} GFLOP" for row in (es, r4, r1)) + " |",
+        f"| time | {es['seconds_per_generation']:.3f} s | {r4['seconds_per_generation']:.3f} s "
+        f"({r4['speedup_vs_es_batched']:.1f}× faster) | {r1['seconds_per_generation']:.3f} s "
+        f"({r1['speedup_vs_es_batched']:.1f}× faster) |",
+        "| peak memory | " + " | ".join(f"{row['peak_rss_bytes'] / 1e6:.0f} MB" for row in (es, r4, r1)) + " |"]
+    for line in expected:
+        assert line in text, line
