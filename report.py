@@ -138,8 +138,12 @@ def mean_std(values):
 
 
 def format_mean_std(values, scale=1.0, digits=2):
+    """mean ± std over the values given (None skipped); one value alone, with no spread to show."""
     mean, std = mean_std(values)
-    return "n/a" if mean is None else f"{mean * scale:.{digits}f} ± {std * scale:.{digits}f}"
+    if mean is None:
+        return "n/a"
+    present = sum(v is not None for v in values)
+    return f"{mean * scale:.{digits}f}" + (f" ± {std * scale:.{digits}f}" if present > 1 else "")
 
 
 def format_some(values, absent, scale=1.0, digits=2):

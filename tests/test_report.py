@@ -122,7 +122,7 @@ def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tm
     assert header(unscored) == header(scored) and header(scored).endswith("| real recordings % |")
     assert table_rows(tmp_path / "unscored")["| es"][-1] == "– |"
     assert table_rows(tmp_path / "scored")["| es"][-1] == "– |"
-    assert table_rows(tmp_path / "scored")["| eggroll-r4"][-1] == "80.00 ± 0.00 (1/2 seeds) |"
+    assert table_rows(tmp_path / "scored")["| eggroll-r4"][-1] == "80.00 (1/2 seeds) |"
     assert report.REAL_NOTE in unscored.splitlines() and report.REAL_NOTE in scored.splitlines()
 
 
@@ -258,7 +258,7 @@ def test_protocol_table_is_method_by_population_beside_the_paper(tmp_path, saved
     assert "Device: gpu (NVIDIA H100)" in table
     assert "| method | 512 members | 2048 members | the paper |" in table
     assert "| es | 72.00 ± 2.00 | – | 76.17 |" in table
-    assert "| eggroll-r4 | 80.00 ± 0.00 (1 seed) | 86.00 ± 1.41 (2 seeds) | 79.21 |" in table
+    assert "| eggroll-r4 | 80.00 (1 seed) | 86.00 ± 1.41 (2 seeds) | 79.21 |" in table
     assert "| eggroll-r4 | 0.512 | 2.048 |" in table  # seconds per generation, median over seeds
     assert "| es | – | – |" in table  # hidden spikes / energy, not measured by these runs
 
@@ -291,7 +291,7 @@ def test_budget_table_and_figures_show_each_run_at_each_population(tmp_path, sav
     assert rows[1:] == ["| es | 512 | 75.00 | 90.00 | 0.512 | 123 | – | – | – |",
                         "| es | 8192 | 78.00 | 90.00 | 8.192 | 123 | – | – | – |",
                         "| eggroll-r1 | 512 | 80.00 | 90.00 | 0.512 | 123 | – | – | – |",
-                        f"| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 | 151 ± 0 | 80.0 | "
+                        f"| eggroll-r1 | 65536 | 93.00 | 90.00 | 65.536 | 123 | 151 | 80.0 | "
                         f"{0.9 * 116000 / 1e3:.1f} |",
                         "| eggroll-r4 | 512 | 81.00 | 90.00 | 0.512 | 123 | – | – | – |"]
     assert report.ENERGY_NOTE in (tmp_path / "table.md").read_text()
@@ -320,7 +320,7 @@ def test_headline_table_shows_every_seed_its_weakest_digit_and_the_mean(tmp_path
     assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[6] == "4002"
     assert rows["| eggroll-r1, 65536 members", "2"].split(" | ")[3] == "–"
     assert rows["| eggroll-r1, 65536 members", "mean ± std"] == ("| eggroll-r1, 65536 members | mean ± std | "
-                                                                 "93.00 ± 1.00 | 90.00 ± 0.00 (1/3 seeds) | "
+                                                                 "93.00 ± 1.00 | 90.00 (1/3 seeds) | "
                                                                  "83.00 ± 2.00 | 3600 ± 0 | 4002 ± 1 (2/3 seeds) | – | – | |")
     assert rows["| es, 4096 members", "1"].split(" | ")[4] == "–"
     assert "Device: gpu (NVIDIA H200)" in (tmp_path / "table.md").read_text()
