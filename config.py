@@ -228,8 +228,8 @@ PRESETS = {
     "paper": {"common": dict(generations=100, population=512, batch_size=256, eval_every=10, lr=0.1,
                              lr_schedule="constant", logit_scale=1.0, sigma=0.2),
               "bptt": dict(epochs=5, lr=2e-2, lr_schedule="cosine", logit_scale=10.0, slope=2.0)},
-    # The recipe of docs/accuracy.md. Each EGGROLL rank gets the generations that took
-    # 20-30 minutes on 2 CPU cores; vanilla ES keeps sigma 0.1, which suits it better.
+    # The recipe of docs/accuracy.md. Each EGGROLL rank gets about the same CPU time, so fewer
+    # generations at a higher rank; vanilla ES keeps sigma 0.1, which suits it better.
     "best": {"common": dict(population=512, batch_size=256, eval_every=100, lr=0.03, lr_schedule="cosine",
                             logit_scale=5.0),
              "eggroll": dict(sigma=0.2),
