@@ -117,7 +117,7 @@ def population_product(x, factors):
 
 def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False,
                       pairs=slice(None)):
-    """Output spike counts (2p, N, n_out) of the members theta_p +- sigma E_p, Eq. (6), of the
+    """Output spike counts (2p, N, n_out) of the members theta +- sigma E_p, Eq. (6), of the
     pairs in the slice `pairs` (all P by default), and the hidden spike count of each member if
     count_hidden (else None).
 

@@ -170,8 +170,10 @@ def lowrank_scale():
 # x Wᵀ is the same for every member: computed once. (x B) Aᵀ costs n r + r m multiply-adds per row
 # where x Eᵀ costs n m: 16 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] serves the whole
 # population (`eggroll.population_product` makes it one product per block of 64 pairs, so that
-# every BLAS call has one shape), and the two members of a pair reuse it with opposite signs. A bias is a weight on a constant input 1, so its noise σδ rides
-# along as one more column; the second layer does the same with each member's hidden spikes as x.
+# every BLAS call has one shape), and the two members of a pair reuse it with opposite signs. A
+# bias is a weight on a constant input 1, so its noise σδ rides along as one more column. The
+# second layer applies Eq. (6) to each member's own hidden spikes: there no product is shared
+# across the population.
 #
 # The check, in float64 so that rounding is not the question: 4 pairs at r = 4 and σ = 0.2, and as
 # input 32 samples of 10 random binary frames with 8.2 % of the inputs active, the density of the

@@ -6,7 +6,7 @@ method in equations") and derived in docs/derivation.md; each function holds the
 
 The network: an N-MNIST recording binned into T = 10 frames of 2312 inputs (34 x 34 pixels x 2
 polarities: brightness going up or down), into 64 and then 10 LIF (leaky integrate-and-fire)
-neurons. A LIF neuron adds its input current to a potential that decays by beta each step, and
+neurons. A LIF neuron adds its input current to a potential that is multiplied by beta each step, and
 spikes and resets to 0 when the potential reaches its threshold. The output neuron that spikes
 most names the digit.
 
@@ -177,8 +177,8 @@ def adam(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     for k in params:
         m[k] = beta1 * state["m"][k] + (1 - beta1) * grads[k]
         v[k] = beta2 * state["v"][k] + (1 - beta2) * grads[k] ** 2
-        step = (m[k] / (1 - beta1 ** t)) / (np.sqrt(v[k] / (1 - beta2 ** t)) + eps)
-        new[k] = (params[k] + lr * step).astype(params[k].dtype)
+        update = (m[k] / (1 - beta1 ** t)) / (np.sqrt(v[k] / (1 - beta2 ** t)) + eps)
+        new[k] = (params[k] + lr * update).astype(params[k].dtype)
     return new, {"m": m, "v": v, "t": t}
 
 

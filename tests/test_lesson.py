@@ -170,3 +170,16 @@ def test_a_closed_stdout_and_a_signal_are_one_line_with_their_exit_status(tmp_pa
     status, err = stopped(command, "terminated", cwd=tmp_path, env=env)  # once claim 1 is printed
     assert status == 143 and err == "error: interrupted; run it again\n", err
     assert not (tmp_path / "figures").exists()
+
+
+def test_the_committed_page_carries_the_lessons_text():
+    """docs/lesson.md (`make lesson`) holds every prose cell of lesson.py as it is now, links made
+    relative to docs/: a change to the lesson's text shows on the page."""
+    source = (ROOT / "lesson.py").read_text(encoding="utf-8")  # a script: importing it would run it
+    cells = [re.sub(r"^# ?", "", cell.strip(), flags=re.M).strip()
+             for cell in re.findall(r"^# %% \[markdown\]\n(.*?)(?=^# %%|^[^#\n])", source, flags=re.M | re.S)]
+    assert len(cells) == 7
+    page = (ROOT / "docs" / "lesson.md").read_text(encoding="utf-8")
+    for cell in cells:
+        relative = re.sub(r"\]\((?!https?:)docs/", "](", re.sub(r"\]\((?!https?:|docs/)([^)]+)\)", r"](../\1)", cell))
+        assert relative in page, cell[:200]
