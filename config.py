@@ -380,6 +380,24 @@ def screen_lever(config):
     raise ValueError(f"{config} is no run of the screen")
 
 
+# ---------------------------------------------------------------------------------------------
+# Parity: gradient-free against backprop on one GPU (docs/screen.md). EGGROLL r = 1 with the
+# headline's settings at 65,536 members and the levers the screen chose (PARITY_LEVERS, set once
+# the screen has chosen them on validation accuracy: none yet), beside BPTT's `best` recipe, seed
+# by seed, each seed's pair one comparison of accuracy and end-to-end time on the same card.
+
+PARITY_LEVERS = {}
+PARITY_GOAL = dict(test=0.98, real=0.975, time_ratio=1.5)  # EGGROLL's mean test and real accuracy,
+# and its end-to-end time over BPTT's at most
+
+
+def parity_runs():
+    """The RunConfig of every run of the parity preset: BPTT then EGGROLL, seed by seed."""
+    bptt = replace(named_run("bptt"), **settings_of(PRESETS["best"], named_run("bptt")))
+    eggroll = replace(named_run("eggroll-r1"), **HYPERSCALE["headline"]["common"], population=65536, **PARITY_LEVERS)
+    return [replace(run, seed=seed) for seed in SEEDS for run in (bptt, eggroll)]
+
+
 def run_length(config):
     """"5 epochs" or "100 generations": how long a run trains."""
     return f"{config.epochs} epochs" if config.method == "bptt" else f"{config.generations} generations"

@@ -204,6 +204,8 @@ def write_report(results_dir, preset, expected=None):
                      f"{format_mean_std([f['spikes_per_sample'] for f in finals], digits=0)} | "
                      f"{' | '.join(hidden_and_energy(finals))} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} |")
+    if preset == "parity":
+        lines += ["", parity_verdict(runs)]
     lines += ["", TIME_NOTE, REAL_NOTE,
               ENERGY_NOTE + " sparsity.md has where the spikes are and a non-spiking network beside."]
     written = [results_dir / "table.md", results_dir / "per_seed.md"]
@@ -221,6 +223,33 @@ def write_report(results_dir, preset, expected=None):
     if names:
         written += plot_figures(results_dir, runs, names, preset)
     return written
+
+
+def parity_verdict(runs):
+    """The parity preset's goal (config.PARITY_GOAL) against its runs: EGGROLL's mean test and real
+    accuracy over the seeds, and its mean end-to-end time over BPTT's on the same device; each
+    "met", "not met", or not judged until every seed of both has its number."""
+    goal, seeds = config.PARITY_GOAL, len(config.SEEDS)
+    eggroll, bptt = ([f for f, _ in runs.get(name, [])] for name in ("eggroll-r1", "bptt"))
+
+    def judged(values, bound, shown, at_most=False):
+        if len(values) < seeds or None in values:
+            return f"not judged until all {seeds} seeds have it"
+        value = statistics.mean(values)
+        return f"{shown(value)}, {'met' if (value <= bound if at_most else value >= bound) else 'not met'}"
+    devices = {f.get("device") for f in eggroll + bptt}
+    times = ([f.get("end_to_end_seconds") for f in eggroll], [f.get("end_to_end_seconds") for f in bptt])
+    if len(devices) > 1:
+        ratio = f"not judged: the runs trained on {', '.join(sorted(map(str, devices)))}"
+    elif len(times[1]) < seeds or None in times[0] + times[1]:
+        ratio = f"not judged until all {seeds} seeds of both have it"
+    else:
+        ratio = judged([statistics.mean(times[0]) / statistics.mean(times[1])] * seeds, goal["time_ratio"],
+                       lambda value: f"{value:.2f}×", at_most=True)
+    return (f"Parity goal, EGGROLL r = 1 over seeds {', '.join(map(str, config.SEEDS))}: test ≥ {100 * goal['test']:.1f} %: "
+            f"{judged([f['test_acc'] for f in eggroll], goal['test'], lambda v: f'{100 * v:.2f} %')}; real recordings "
+            f"≥ {100 * goal['real']:.1f} %: {judged([f.get('real_acc') for f in eggroll], goal['real'], lambda v: f'{100 * v:.2f} %')}; "
+            f"end-to-end time ≤ {goal['time_ratio']}× BPTT's on the same device: {ratio}.")
 
 
 def sparsity_table(runs, names, preset):

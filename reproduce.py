@@ -44,6 +44,9 @@ def reproduce(opts):
         grids = [(Path(opts.results) / opts.config, run_config.spike_cost_runs(), report.write_spike_cost_report)]
     elif opts.config == "screen":
         grids = [(Path(opts.results) / opts.config, run_config.screen_runs(), report.write_screen_report)]
+    elif opts.config == "parity":
+        grids = [(Path(opts.results) / opts.config, run_config.parity_runs(),
+                  functools.partial(report.write_report, preset=opts.config))]
     else:
         grids = [(Path(opts.results) / opts.config, run_config.preset_runs(opts.config),
                   functools.partial(report.write_report, preset=opts.config))]

@@ -5,6 +5,7 @@
     python run.py reproduce --config quick          # or paper, best
     python run.py reproduce --config hyperscale --part budget --device gpu
     python run.py reproduce --config spike-cost     # accuracy against a price on hidden spikes
+    python run.py reproduce --config parity --device gpu   # EGGROLL beside BPTT on one GPU
     python run.py bench --json bench.json           # see bench.py
     python run.py emulate --mnist path/to/mnist --out path/to/emulated   # N-MNIST from MNIST, emulate.py
 
@@ -130,12 +131,13 @@ def main(argv=None):
 
     reproduce_parser = commands.add_parser("reproduce", help="every run of the paper's protocol, tables, figures")
     reproduce_parser.add_argument("--config", choices=sorted([*run_config.PRESETS, "hyperscale", "spike-cost",
-                                                              "screen"]),
+                                                              "screen", "parity"]),
                                   default="paper",
                                   help="paper: 100 generations; quick: under 10 minutes on 2 CPU cores; "
                                        "best: the tuned recipe; hyperscale: populations up to 65,536, for a GPU; "
                                        "spike-cost: EGGROLL r=4 and BPTT at each price of a hidden spike; "
-                                       "screen: one lever of the recipe at a time (default: paper)")
+                                       "screen: one lever of the recipe at a time; parity: EGGROLL r=1 at 65,536 "
+                                       "members beside BPTT's best recipe, for a GPU (default: paper)")
     reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
                                   help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "
                                        "(default: every part, one after another)")

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 import config
+import report
 import data
 import eggroll
 import run
 import snn
 from test_eggroll import draw_network, member_noise
+from test_report import write_run
 from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
 
 LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3}
@@ -130,8 +132,6 @@ def test_each_screen_run_pulls_one_lever_of_the_recipe_and_is_named_by_it():
 
 
 def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_path):
-    from test_report import write_run
-    import report
     for lever, val, test in (("base", 0.90, 0.91), ("sigma-cosine", 0.93, 0.90), ("shift-1", 0.92, 0.95)):
         write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_acc=val, test_acc=test, end_to_end_seconds=700.0)
     written = report.write_screen_report(tmp_path)
@@ -140,3 +140,43 @@ def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_
     assert [row[0] for row in rows[1:]] == ["| sigma-cosine", "| shift-1", "| base"]
     assert rows[1][1:5] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00", "90.00"]
     assert rows[3][1] == "the recipe" and rows[3][6] == "700"
+
+
+def test_the_parity_preset_pairs_bptt_with_eggroll_at_65536_members_seed_by_seed(monkeypatch):
+    """BPTT with the `best` preset's recipe, then EGGROLL r = 1 with the headline's settings at 65,536
+    members and the levers the screen chose, seed by seed; a lever set in PARITY_LEVERS reaches
+    every EGGROLL run and no BPTT run."""
+    runs = config.parity_runs()
+    assert [(run.name, run.seed) for run in runs] == [(name, seed) for seed in (1, 2, 3)
+                                                      for name in ("bptt", "eggroll-r1")]
+    best_bptt = next(run for run in config.preset_runs("best") if run.name == "bptt" and run.seed == 1)
+    assert runs[0] == best_bptt
+    eggroll = runs[1]
+    assert eggroll.population == 65536 and eggroll.rank == 1
+    assert all(getattr(eggroll, key) == value for key, value in config.HYPERSCALE["headline"]["common"].items())
+    monkeypatch.setattr(config, "PARITY_LEVERS", {"sigma_schedule": "cosine", "sigma_min": 0.05})
+    chosen = config.parity_runs()
+    assert [run.sigma_schedule for run in chosen] == ["constant", "cosine"] * 3
+    assert [dataclasses.replace(run, sigma_schedule="constant", sigma_min=eggroll.sigma_min) for run in chosen] == runs
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("met", "test ≥ 98.0 %: 98.20 %, met; real recordings ≥ 97.5 %: 97.60 %, met; "
+            "end-to-end time ≤ 1.5× BPTT's on the same device: 1.20×, met."),
+    ("short", "test ≥ 98.0 %: 97.20 %, not met; real recordings ≥ 97.5 %: 97.60 %, met; "
+              "end-to-end time ≤ 1.5× BPTT's on the same device: 1.60×, not met."),
+    ("seed missing", "test ≥ 98.0 %: not judged until all 3 seeds have it; real recordings ≥ 97.5 %: not judged "
+                     "until all 3 seeds have it; end-to-end time ≤ 1.5× BPTT's on the same device: not judged "
+                     "until all 3 seeds of both have it."),
+    ("two cards", "end-to-end time ≤ 1.5× BPTT's on the same device: not judged: the runs trained on "
+                  "gpu (NVIDIA H100), gpu (NVIDIA H200).")])
+def test_the_parity_table_judges_its_goal_only_on_every_seed_of_one_card(tmp_path, monkeypatch, case, expected):
+    monkeypatch.setattr(report, "plot_figures", lambda *args: [])
+    test, seconds = {"met": (0.982, 120.0), "short": (0.972, 160.0)}.get(case, (0.982, 120.0))
+    for seed in (1, 2, 3) if case != "seed missing" else (1, 2):
+        card = "gpu (NVIDIA H100)" if case == "two cards" and seed == 3 else "gpu (NVIDIA H200)"
+        write_run(tmp_path, "bptt", seed, real_acc=0.976, device=card, test_acc=0.981, end_to_end_seconds=100.0)
+        write_run(tmp_path, "eggroll-r1", seed, real_acc=0.976, device=card, test_acc=test, end_to_end_seconds=seconds)
+    report.write_report(tmp_path, "parity")
+    verdict = next(line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("Parity goal"))
+    assert verdict.endswith(expected), verdict
