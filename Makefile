@@ -16,7 +16,7 @@ DATA_OPTIONS = --data $(DATA) $(if $(MNIST_ROOT),--mnist $(MNIST_ROOT))
 # one BLAS thread per run, as the committed runs were trained
 ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
-.PHONY: install test lesson derivation reproduce reproduce-quick report reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen bench mutation
+.PHONY: install test lesson derivation reproduce reproduce-quick report reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen reproduce-parity bench mutation
 
 install: $(VENV)/.installed
 
@@ -60,6 +60,10 @@ reproduce-spike-cost: install
 
 reproduce-screen: install
 	$(PY) run.py reproduce --config screen --download $(REAL_ROOT_OPTION)
+
+# Needs an NVIDIA GPU and CuPy: EGGROLL r = 1 at 65,536 members beside BPTT's best recipe.
+reproduce-parity: install
+	$(PY) run.py reproduce --config parity --device gpu --download $(REAL_ROOT_OPTION)
 
 bench: install
 	$(PY) run.py bench --json bench.json
