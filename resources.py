@@ -78,7 +78,8 @@ def run_bytes(config, gpu, recordings=None):
     """(RAM, GPU memory) bytes a training run needs at most, for a data set of `recordings`
     (training, test; None: the whole of N-MNIST): the packed frames (the training split twice
     while it loads), a minibatch being unpacked, and a generation or an evaluation batch,
-    whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking)."""
+    whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking); on
+    the CPU also the next minibatch, made while a step runs (training.minibatches)."""
     n_recorded, n_test = recordings or NMNIST_SIZE
     n_val = round(n_recorded / 10)
     growth = config.batch_growth if config.method != "bptt" else 1  # the largest minibatch, at the last generation
@@ -92,7 +93,8 @@ def run_bytes(config, gpu, recordings=None):
     packed = (n_recorded + n_test) * -(-frames // 8)
     unpacking = 2 * frames * max(batch, evaluated)
     host = packed + n_recorded * -(-frames // 8) + unpacking
-    return (host, work + packed + unpacking) if gpu else (host + work, 0)
+    next_minibatch = 4 * frames * batch + shift  # float32, and its shifted copy
+    return (host, work + packed + unpacking) if gpu else (host + work + next_minibatch, 0)
 
 
 def meminfo_available():
