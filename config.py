@@ -384,7 +384,9 @@ def screen_lever(config):
 # Parity: gradient-free against backprop on one GPU (docs/screen.md). EGGROLL r = 1 with the
 # headline's settings at 65,536 members and the levers the screen chose (PARITY_LEVERS, set once
 # the screen has chosen them on validation accuracy: none yet), beside BPTT's `best` recipe, seed
-# by seed, each seed's pair one comparison of accuracy and end-to-end time on the same card.
+# by seed, compared over the three seeds on one card: EGGROLL's mean accuracy, and its mean
+# end-to-end time over BPTT's. Setting PARITY_LEVERS makes other runs: reproduce refuses the
+# EGGROLL folders trained without them (move them aside first).
 
 PARITY_LEVERS = {}
 PARITY_GOAL = dict(test=0.98, real=0.975, time_ratio=1.5)  # EGGROLL's mean test and real accuracy,

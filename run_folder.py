@@ -485,10 +485,12 @@ def prepare(out, config, resume, force, command="train"):
     wanted = run_config.stored(config)
     again = {"train": {"unknown": "use another --out, or --force to replace it",
                        "other": "use another --out, or --force to replace it",
-                       "finished": "use --force to train it again"},
+                       "finished": "use --force to train it again",
+                       "lost": "put it back to continue, or use --force to train afresh"},
              "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
                            "other": "rerun with --force to train it again with the preset's settings (deletes it)",
-                           "finished": f"delete {out} to train the run again"}}[command]
+                           "finished": f"delete {out} to train the run again",
+                           "lost": f"put it back to continue, or delete {out} to train the run afresh"}}[command]
     for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
     marked = is_run_folder(out)
@@ -508,6 +510,10 @@ def prepare(out, config, resume, force, command="train"):
             raise UsageError(f"{out} holds a run with other settings ({', '.join(differing)}); {again['other']}")
         if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
+        metrics = out / "metrics.jsonl"
+        if not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
+            raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
+                             f"{CHECKPOINT}; {again['lost']}")
     if force:
         in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir()]
         if in_the_way:

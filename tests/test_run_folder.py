@@ -439,6 +439,24 @@ def test_the_end_to_end_time_counts_what_the_steps_do_not_and_adds_up_over_a_res
     assert records[0]["end_to_end_seconds"] < records[1]["end_to_end_seconds"] <= final["end_to_end_seconds"]
 
 
+def test_a_run_that_lost_its_checkpoint_is_not_restarted_from_scratch_by_resume(tmp_path, dataset, capsys,
+                                                                                monkeypatch):
+    """A run that trained (metrics.jsonl has records) whose checkpoint.npz is gone, as when a
+    folder is copied without its ignored files: --resume refuses in one line and keeps its metrics,
+    rather than starting again from step 0 and dropping them; --force trains it afresh."""
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(eggroll, "generation_step", failing_at(7, interrupt))
+        assert run_main(train_args(out, dataset), capsys)[0] == 130
+    (out / run_folder.CHECKPOINT).unlink()
+    metrics = (out / "metrics.jsonl").read_bytes()
+    assert metrics
+    code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+    assert code == 2 and err.count("\n") == 1 and "holds a run that has trained" in err and "--force" in err, err
+    assert (out / "metrics.jsonl").read_bytes() == metrics and not (out / run_folder.CHECKPOINT).exists()
+    assert run_main(train_args(out, dataset, "--force"), capsys)[0] == 0
+
+
 @pytest.mark.parametrize("start, batch_growth, max_shift", [(0, 1, 0), (3, 1, 2), (2, 3, 1), (7, 1, 0)])
 def test_the_minibatches_made_ahead_are_each_steps_own_in_order(start, batch_growth, max_shift):
     """training.minibatches, which makes the next minibatch in a worker thread while a step runs,
