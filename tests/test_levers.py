@@ -132,14 +132,20 @@ def test_each_screen_run_pulls_one_lever_of_the_recipe_and_is_named_by_it():
 
 
 def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_path):
-    for lever, val, test in (("base", 0.90, 0.91), ("sigma-cosine", 0.93, 0.90), ("shift-1", 0.92, 0.95)):
-        write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_acc=val, test_acc=test, end_to_end_seconds=700.0)
+    """Levers ordered by their final validation accuracy; beside it the best validation accuracy of
+    any checkpoint (what a validation-chosen stopping point keeps), test accuracy and the times."""
+    for lever, val, test, curve in (("base", 0.90, 0.91, (0.5, 0.6)), ("sigma-cosine", 0.93, 0.90, (0.94, 0.93)),
+                                    ("shift-1", 0.92, 0.95, (0.7, 0.92))):
+        write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_accs=curve, val_acc=val, test_acc=test,
+                  end_to_end_seconds=700.0)
     written = report.write_screen_report(tmp_path)
     assert [path.name for path in written] == ["table.md", "convergence.png"]
     rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
+    assert rows[0][4] == "best val %"
     assert [row[0] for row in rows[1:]] == ["| sigma-cosine", "| shift-1", "| base"]
-    assert rows[1][1:5] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00", "90.00"]
-    assert rows[3][1] == "the recipe" and rows[3][6] == "700"
+    assert rows[1][1:6] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00", "94.00", "90.00"]
+    assert rows[2][4] == "92.00" and rows[3][4] == "60.00"
+    assert rows[3][1] == "the recipe" and rows[3][7] == "700"
 
 
 def test_the_parity_preset_pairs_bptt_with_eggroll_at_65536_members_seed_by_seed(monkeypatch):
