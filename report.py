@@ -4,6 +4,7 @@ under results/<preset>/runs; for the hyperscale preset a table.md and figures pe
 results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_cost.png.
 """
 import json
+import math
 import statistics
 import sys
 
@@ -657,18 +658,28 @@ def write_screen_report(results_dir, expected=None):
              f"val %: the highest validation accuracy of any checkpoint (every {config.SCREEN_BASE['eval_every']} "
              "generations), what stopping "
              "at the checkpoint validation prefers would keep instead of the last.", "",
-             "| lever | settings | seeds | val % | best val % | test % | real recordings % | end-to-end s | "
-             "step s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| lever | settings | seeds | val % | vs the recipe | best val % | test % | real recordings % | "
+             "end-to-end s | step s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    base = mean_std([f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])])[0]
     for name in names:
         finals = [f for f, _ in runs[name]]
         settings = ", ".join(f"{k} {v}" for k, v in config.SCREEN_LEVERS[levers[name]].items()) or "the recipe"
         best = [max(r["val_acc"] for r in metrics if "val_acc" in r) for _, metrics in runs[name]]
+        val = mean_std([f["val_acc"] for f in finals])[0]
+        change = "–" if base is None or levers[name] == "base" else f"{100 * (val - base):+.2f}"
         lines.append(f"| {levers[name]} | {settings} | {len(finals)} | {format_mean_std([f['val_acc'] for f in finals], 100)} | "
-                     f"{format_mean_std(best, 100)} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
+                     f"{change} | {format_mean_std(best, 100)} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
                      f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
                      f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} |")
+    if base is not None:
+        n_val = runs["eggroll-r1-base"][0][0]["n_val"]
+        error = 100 * math.sqrt(base * (1 - base) / n_val)
+        lines += ["", f"vs the recipe: validation points above (+) or below (-) the recipe's. A validation accuracy "
+                      f"of {100 * base:.1f} % on {n_val:,} samples has a standard error of {error:.2f} points, so "
+                      f"between two single runs a difference under {2 * math.sqrt(2) * error:.1f} points (two "
+                      f"standard errors of a difference) is within the noise of the validation split alone."]
     lines += ["", TIME_NOTE, REAL_NOTE]
     written = [results_dir / "table.md"]
     run_folder.write_atomically(written[0], "\n".join(lines) + "\n")

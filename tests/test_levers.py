@@ -137,15 +137,17 @@ def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_
     for lever, val, test, curve in (("base", 0.90, 0.91, (0.5, 0.6)), ("sigma-cosine", 0.93, 0.90, (0.94, 0.93)),
                                     ("shift-1", 0.92, 0.95, (0.7, 0.92))):
         write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_accs=curve, val_acc=val, test_acc=test,
-                  end_to_end_seconds=700.0)
+                  end_to_end_seconds=700.0, n_val=10)
     written = report.write_screen_report(tmp_path)
     assert [path.name for path in written] == ["table.md", "convergence.png"]
     rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
-    assert rows[0][4] == "best val %"
+    assert rows[0][4:6] == ["vs the recipe", "best val %"]
     assert [row[0] for row in rows[1:]] == ["| sigma-cosine", "| shift-1", "| base"]
-    assert rows[1][1:6] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00", "94.00", "90.00"]
-    assert rows[2][4] == "92.00" and rows[3][4] == "60.00"
-    assert rows[3][1] == "the recipe" and rows[3][7] == "700"
+    assert rows[1][1:7] == ["sigma_schedule cosine, sigma_min 0.05", "1", "93.00", "+3.00", "94.00", "90.00"]
+    assert rows[2][4:6] == ["+2.00", "92.00"] and rows[3][4:6] == ["–", "60.00"]
+    assert rows[3][1] == "the recipe" and rows[3][8] == "700"
+    noise = next(line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("vs the recipe"))
+    assert "90.0 % on 10 samples has a standard error of 9.49 points" in noise, noise  # sqrt(0.9 0.1 / 10)
 
 
 def test_the_parity_preset_pairs_bptt_with_eggroll_at_65536_members_seed_by_seed(monkeypatch):
