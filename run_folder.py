@@ -411,8 +411,8 @@ def foreign_problem(stored, wanted):
     if stored["sizes"] != wanted["sizes"]:
         differences.append(f"sizes {'-'.join(map(str, stored['sizes']))}, not {'-'.join(map(str, wanted['sizes']))}")
     if differences:
-        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or move "
-                f"this one away to train the run again from the start")
+        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or "
+                f"train the run again from the start with --force")
     for split, fingerprint in (wanted["data"] or {}).items():
         if stored["data"] is not None and stored["data"].get(split) != fingerprint:
             return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); resume "
@@ -434,9 +434,8 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     damaged, or belongs to another run than `identity` (see `identity`; its data is compared unless
     None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
     2 have no end-to-end time (None)."""
-    again = "train the run again with --force" if (path.parent / "final.json").exists() else \
-        "delete it to train the run again from the start"  # a finished run is not resumed without one
-    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); {again}")
+    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); train the run again with "
+                                         f"--force")  # without it the run is not resumed (run_folder.prepare)
     arrays = read_arrays(path)
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0

@@ -144,9 +144,9 @@ def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_
 
 
 def test_a_finished_runs_damaged_checkpoint_is_advised_what_trains_it_again(tmp_path, trained, dataset, capsys):
-    """`evaluate` on a finished run whose checkpoint is damaged: deleting it would train nothing
-    (a finished run without a checkpoint is not resumed), so the advice is --force; an unfinished
-    run's advice, to delete it, does train it again."""
+    """A damaged checkpoint, of a finished run (`evaluate`) or an unfinished one (`--resume`): deleting
+    it would train nothing (a run that has trained is not resumed without its checkpoint), so the
+    advice is --force, which does train it again."""
     out = tmp_path / "run"
     shutil.copytree(trained, out)
     (out / "checkpoint.npz").write_bytes(b"not an archive")
@@ -156,6 +156,9 @@ def test_a_finished_runs_damaged_checkpoint_is_advised_what_trains_it_again(tmp_
                                             "with --force\n")
     (out / "final.json").unlink()
     assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 2
-    assert capsys.readouterr().err.endswith("delete it to train the run again from the start\n")
+    assert capsys.readouterr().err.endswith("is damaged (it is not a checkpoint.npz archive); train the run again "
+                                            "with --force\n")
     (out / "checkpoint.npz").unlink()
-    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 0
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--force"]) == 0
