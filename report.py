@@ -645,8 +645,9 @@ PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budge
 
 def write_screen_report(results_dir, expected=None):
     """table.md and convergence.png of the screen (config.SCREEN_LEVERS): per lever its settings,
-    validation accuracy (what the recipe is chosen on, highest first) and the best of its
-    checkpoints', test accuracy beside it, and its time; returns the paths written. `expected`: the screen's runs, as `collect` takes them."""
+    validation accuracy (what the recipe is chosen on, highest first), its distance from the
+    recipe's and the best of its checkpoints', test accuracy beside it, and its time; returns the
+    paths written. `expected`: the screen's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
     runs = collect(results_dir, expected)
     levers = {f"eggroll-r1-{lever}": lever for lever in config.SCREEN_LEVERS}
@@ -654,10 +655,9 @@ def write_screen_report(results_dir, expected=None):
     lines = [f"# The screen: one lever at a time against EGGROLL r = 1 of the best recipe, "
              f"{config.SCREEN_BASE['population']} members, {config.SCREEN_BASE['generations']} generations", "",
              data_line(runs, names), "",
-             "Ordered by validation accuracy, on which the recipe is chosen; test accuracy beside it. Best "
-             f"val %: the highest validation accuracy of any checkpoint (every {config.SCREEN_BASE['eval_every']} "
-             "generations), what stopping "
-             "at the checkpoint validation prefers would keep instead of the last.", "",
+             "Ordered by validation accuracy, on which the recipe is chosen; test accuracy beside it. Best val "
+             f"%: the highest validation accuracy of any checkpoint (every {config.SCREEN_BASE['eval_every']} "
+             "generations), what stopping at the checkpoint validation prefers would keep instead of the last.", "",
              "| lever | settings | seeds | val % | vs the recipe | best val % | test % | real recordings % | "
              "end-to-end s | step s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
