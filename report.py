@@ -147,6 +147,12 @@ def format_mean_std(values, scale=1.0, digits=2):
     return f"{mean * scale:.{digits}f}" + (f" ± {std * scale:.{digits}f}" if present > 1 else "")
 
 
+def signed_mean_std(values, scale=1.0):
+    """format_mean_std with the mean's sign always written: "+0.90", "-0.28 ± 0.10"."""
+    text = format_mean_std(values, scale)
+    return text if text.startswith("-") else "+" + text
+
+
 def format_some(values, absent, scale=1.0, digits=2):
     """mean ± std of the seeds with a value, "(k/n seeds)" where some have None, `absent` where all do."""
     present = [v for v in values if v is not None]
@@ -661,13 +667,15 @@ def write_screen_report(results_dir, expected=None):
              "| lever | settings | seeds | val % | vs the recipe | best val % | test % | real recordings % | "
              "end-to-end s | step s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    base = mean_std([f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])])[0]
+    base_by_seed = {f["config"]["seed"]: f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])}
+    base = mean_std(list(base_by_seed.values()))[0]
     for name in names:
         finals = [f for f, _ in runs[name]]
         settings = ", ".join(f"{k} {v}" for k, v in config.SCREEN_LEVERS[levers[name]].items()) or "the recipe"
         best = [max(r["val_acc"] for r in metrics if "val_acc" in r) for _, metrics in runs[name]]
         val = mean_std([f["val_acc"] for f in finals])[0]
-        change = "–" if base is None or levers[name] == "base" else f"{100 * (val - base):+.2f}"
+        paired = [f["val_acc"] - base_by_seed[f["config"]["seed"]] for f in finals if f["config"]["seed"] in base_by_seed]
+        change = "–" if not paired or levers[name] == "base" else signed_mean_std(paired, 100)
         lines.append(f"| {levers[name]} | {settings} | {len(finals)} | {format_mean_std([f['val_acc'] for f in finals], 100)} | "
                      f"{change} | {format_mean_std(best, 100)} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
@@ -676,7 +684,8 @@ def write_screen_report(results_dir, expected=None):
     if base is not None:
         n_val = runs["eggroll-r1-base"][0][0]["n_val"]
         error = 100 * math.sqrt(base * (1 - base) / n_val)
-        lines += ["", f"vs the recipe: validation points above (+) or below (-) the recipe's. A validation accuracy "
+        lines += ["", f"vs the recipe: validation points above (+) or below (-) the recipe's on the same seed, "
+                      f"mean ± std over the seeds both ran. A validation accuracy "
                       f"of {100 * base:.1f} % on {n_val:,} samples has a standard error of {error:.2f} points, so "
                       f"between two single runs a difference under {2 * math.sqrt(2) * error:.1f} points (two "
                       f"standard errors of a difference) is within the noise of the validation split alone."]

@@ -150,6 +150,31 @@ def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_
     assert "90.0 % on 10 samples has a standard error of 9.49 points" in noise, noise  # sqrt(0.9 0.1 / 10)
 
 
+def test_vs_the_recipe_is_the_mean_difference_on_the_seeds_both_ran(tmp_path):
+    """With seeds 2 and 3, a lever is compared with the recipe seed by seed: the mean and spread of
+    its differences on the seeds both have, never its mean against another set of seeds' mean."""
+    for seed, val in ((1, 0.90), (2, 0.80), (3, 0.50)):
+        write_run(tmp_path, "eggroll-r1-base", seed, val_acc=val, n_val=10)
+    for seed, val in ((1, 0.92), (2, 0.86)):
+        write_run(tmp_path, "eggroll-r1-batch-512", seed, val_acc=val, n_val=10)
+    write_run(tmp_path, "eggroll-r1-shift-1", 1, val_acc=0.88, n_val=10)
+    report.write_screen_report(tmp_path)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines()
+            if line.startswith("| ")}
+    assert rows["| batch-512"][2:5] == ["2", "89.00 ± 4.24", "+4.00 ± 2.83"]  # +2 and +6 points
+    assert rows["| shift-1"][4] == "-2.00" and rows["| base"][4] == "–"
+
+
+def test_confirming_levers_trains_the_recipe_again_too(monkeypatch):
+    """Naming levers in SCREEN_CONFIRMED adds seeds 2 and 3 of the recipe and of each of them."""
+    first = config.screen_runs()
+    assert {run.seed for run in first} == {1}
+    monkeypatch.setattr(config, "SCREEN_CONFIRMED", ("batch-512", "output-sigma-0.5"))
+    again = config.screen_runs()[len(first):]
+    assert [(config.screen_lever(run), run.seed) for run in again] == [
+        (lever, seed) for seed in (2, 3) for lever in ("base", "batch-512", "output-sigma-0.5")]
+
+
 def test_the_parity_preset_pairs_bptt_with_eggroll_at_65536_members_seed_by_seed(monkeypatch):
     """BPTT with the `best` preset's recipe, then EGGROLL r = 1 with the headline's settings at 65,536
     members and the levers the screen chose, seed by seed; a lever set in PARITY_LEVERS reaches
