@@ -681,13 +681,15 @@ def write_screen_report(results_dir, expected=None):
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
                      f"{format_some([f.get('end_to_end_seconds') for f in finals], '–', digits=0)} | "
                      f"{format_mean_std([f['total_seconds'] for f in finals], digits=0)} |")
+    noise = None
     if base is not None:
         n_val = runs["eggroll-r1-base"][0][0]["n_val"]
         error = 100 * math.sqrt(base * (1 - base) / n_val)
+        noise = 2 * math.sqrt(2) * error
         lines += ["", f"vs the recipe: validation points above (+) or below (-) the recipe's on the same seed, "
                       f"mean ± std over the seeds both ran. A validation accuracy "
                       f"of {100 * base:.1f} % on {n_val:,} samples has a standard error of {error:.2f} points, so "
-                      f"between two single runs a difference under {2 * math.sqrt(2) * error:.1f} points (two "
+                      f"between two single runs a difference under {noise:.1f} points (two "
                       f"standard errors of a difference) is within the noise of the validation split alone."]
     lines += ["", TIME_NOTE, REAL_NOTE]
     written = [results_dir / "table.md"]
@@ -695,7 +697,45 @@ def write_screen_report(results_dir, expected=None):
     if names:
         run_folder.save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
         written.append(results_dir / "convergence.png")
+    compared = [name for name in names if levers[name] != "base" and base_by_seed]
+    if compared:
+        run_folder.save_figure(levers_figure(runs, compared, levers, base_by_seed, noise), results_dir / "levers.png")
+        written.append(results_dir / "levers.png")
     return written
+
+
+def samples_per_generation(stored):
+    """The training samples a member is scored on per generation, averaged over the run (batch
+    size times minibatches: a batch-size schedule raises it)."""
+    run = config.from_stored(stored)
+    return run.batch_size * sum(run.minibatches(run.generations - 1, run.generations)) / run.generations
+
+
+def levers_figure(runs, names, levers, base_by_seed, noise):
+    """Each lever's validation points over the recipe's on the same seed (mean ± std over seeds),
+    labelled with the samples a member is scored on per generation relative to the recipe's; the
+    grey band: differences within `noise` points, the validation split's noise between two runs."""
+    fig = new_figure(figsize=(7, 0.5 * len(names) + 1.5))
+    ax = fig.subplots()
+    base_samples = samples_per_generation(runs["eggroll-r1-base"][0][0]["config"])
+    for row, name in enumerate(reversed(names)):
+        finals = [f for f, _ in runs[name] if f["config"]["seed"] in base_by_seed]
+        gains = [100 * (f["val_acc"] - base_by_seed[f["config"]["seed"]]) for f in finals]
+        mean, std = mean_std(gains)
+        ax.barh(row, mean, xerr=std if len(gains) > 1 else None, capsize=3,
+                color="tab:green" if mean > 0 else "tab:red")
+        cost = samples_per_generation(finals[0]["config"]) / base_samples
+        ax.annotate(f" {cost:.2g}× samples, {len(gains)} seed{'s' if len(gains) > 1 else ''}", (0, row),
+                    xytext=(4 if mean <= 0 else -4, 0), textcoords="offset points", va="center", fontsize=8,
+                    ha="left" if mean <= 0 else "right")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.axvspan(-noise, noise, color="grey", alpha=0.15, label=f"within ±{noise:.1f}: a single run's noise")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_yticks(range(len(names)), [levers[name] for name in reversed(names)])
+    ax.set_xlabel("validation accuracy minus the recipe's on the same seed (points)")
+    ax.set_title("What each lever buys (screen, EGGROLL r = 1); bars: mean ± std over seeds", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 
+import matplotlib.figure
 import numpy as np
 import pytest
 
@@ -16,7 +17,7 @@ import eggroll
 import run
 import snn
 from test_eggroll import draw_network, member_noise
-from test_report import write_run
+from test_report import keep_figure, write_run
 from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
 
 LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3}
@@ -139,7 +140,7 @@ def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_
         write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_accs=curve, val_acc=val, test_acc=test,
                   end_to_end_seconds=700.0, n_val=10)
     written = report.write_screen_report(tmp_path)
-    assert [path.name for path in written] == ["table.md", "convergence.png"]
+    assert [path.name for path in written] == ["table.md", "convergence.png", "levers.png"]
     rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
     assert rows[0][4:6] == ["vs the recipe", "best val %"]
     assert [row[0] for row in rows[1:]] == ["| sigma-cosine", "| shift-1", "| base"]
@@ -150,19 +151,35 @@ def test_the_screen_table_orders_levers_by_validation_and_shows_test_beside(tmp_
     assert "90.0 % on 10 samples has a standard error of 9.49 points" in noise, noise  # sqrt(0.9 0.1 / 10)
 
 
-def test_vs_the_recipe_is_the_mean_difference_on_the_seeds_both_ran(tmp_path):
+def write_screen_run(results_dir, lever, seed, val_acc):
+    """A finished screen run of `lever` on `seed` with its real settings in final.json."""
+    base = dataclasses.replace(config.named_run("eggroll-r1"), **config.SCREEN_BASE)
+    settings = config.stored(dataclasses.replace(base, **config.SCREEN_LEVERS[lever], seed=seed))
+    write_run(results_dir, f"eggroll-r1-{lever}", seed, val_acc=val_acc, n_val=10, config=settings)
+
+
+def test_vs_the_recipe_is_the_mean_difference_on_the_seeds_both_ran(tmp_path, monkeypatch):
     """With seeds 2 and 3, a lever is compared with the recipe seed by seed: the mean and spread of
-    its differences on the seeds both have, never its mean against another set of seeds' mean."""
+    its differences on the seeds both have, never its mean against another set of seeds' mean; the
+    figure draws the same differences, each lever labelled with the samples it scores a member on."""
     for seed, val in ((1, 0.90), (2, 0.80), (3, 0.50)):
-        write_run(tmp_path, "eggroll-r1-base", seed, val_acc=val, n_val=10)
+        write_screen_run(tmp_path, "base", seed, val)
     for seed, val in ((1, 0.92), (2, 0.86)):
-        write_run(tmp_path, "eggroll-r1-batch-512", seed, val_acc=val, n_val=10)
-    write_run(tmp_path, "eggroll-r1-shift-1", 1, val_acc=0.88, n_val=10)
+        write_screen_run(tmp_path, "batch-growth-4", seed, val)
+    write_screen_run(tmp_path, "shift-1", 1, 0.88)
+    figures = {}
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep_figure(figures))
     report.write_screen_report(tmp_path)
     rows = {line.split(" | ")[0]: line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines()
             if line.startswith("| ")}
-    assert rows["| batch-512"][2:5] == ["2", "89.00 ± 4.24", "+4.00 ± 2.83"]  # +2 and +6 points
+    assert rows["| batch-growth-4"][2:5] == ["2", "89.00 ± 4.24", "+4.00 ± 2.83"]  # +2 and +6 points
     assert rows["| shift-1"][4] == "-2.00" and rows["| base"][4] == "–"
+
+    ax = figures["levers.png"].axes[0]
+    bars = {label.get_text(): patch.get_width() for label, patch in zip(ax.get_yticklabels(), ax.patches)}
+    assert bars == pytest.approx({"batch-growth-4": 4.0, "shift-1": -2.0})
+    labels = sorted(text.get_text().strip() for text in ax.texts)
+    assert labels == ["1× samples, 1 seed", "2× samples, 2 seeds"]  # 1, 2, 3 then 4 minibatches: 2 on average
 
 
 def test_confirming_levers_trains_the_recipe_again_too(monkeypatch):
