@@ -669,13 +669,14 @@ def write_screen_report(results_dir, expected=None):
              "|---|---|---|---|---|---|---|---|---|---|"]
     base_by_seed = {f["config"]["seed"]: f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])}
     base = mean_std(list(base_by_seed.values()))[0]
+    gains = {name: [100 * (f["val_acc"] - base_by_seed[f["config"]["seed"]]) for f, _ in runs[name]
+                    if f["config"]["seed"] in base_by_seed] for name in names if levers[name] != "base"}
+    gains = {name: points for name, points in gains.items() if points}  # a lever with a seed the recipe has
     for name in names:
         finals = [f for f, _ in runs[name]]
         settings = ", ".join(f"{k} {v}" for k, v in config.SCREEN_LEVERS[levers[name]].items()) or "the recipe"
         best = [max(r["val_acc"] for r in metrics if "val_acc" in r) for _, metrics in runs[name]]
-        val = mean_std([f["val_acc"] for f in finals])[0]
-        paired = [f["val_acc"] - base_by_seed[f["config"]["seed"]] for f in finals if f["config"]["seed"] in base_by_seed]
-        change = "–" if not paired or levers[name] == "base" else signed_mean_std(paired, 100)
+        change = signed_mean_std(gains[name]) if name in gains else "–"
         lines.append(f"| {levers[name]} | {settings} | {len(finals)} | {format_mean_std([f['val_acc'] for f in finals], 100)} | "
                      f"{change} | {format_mean_std(best, 100)} | {format_mean_std([f['test_acc'] for f in finals], 100)} | "
                      f"{format_some([f.get('real_acc') for f in finals], '–', 100)} | "
@@ -697,9 +698,12 @@ def write_screen_report(results_dir, expected=None):
     if names:
         run_folder.save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
         written.append(results_dir / "convergence.png")
-    compared = [name for name in names if levers[name] != "base" and base_by_seed]
-    if compared:
-        run_folder.save_figure(levers_figure(runs, compared, levers, base_by_seed, noise), results_dir / "levers.png")
+    if gains:
+        samples = {name: samples_per_generation(runs[name][0][0]["config"])
+                   / samples_per_generation(runs["eggroll-r1-base"][0][0]["config"]) for name in gains}
+        figure = levers_figure({levers[name]: points for name, points in gains.items()},
+                               {levers[name]: times for name, times in samples.items()}, noise)
+        run_folder.save_figure(figure, results_dir / "levers.png")
         written.append(results_dir / "levers.png")
     return written
 
@@ -711,27 +715,25 @@ def samples_per_generation(stored):
     return run.batch_size * sum(run.minibatches(run.generations - 1, run.generations)) / run.generations
 
 
-def levers_figure(runs, names, levers, base_by_seed, noise):
-    """Each lever's validation points over the recipe's on the same seed (mean ± std over seeds),
-    labelled with the samples a member is scored on per generation relative to the recipe's; the
-    grey band: differences within `noise` points, the validation split's noise between two runs."""
-    fig = new_figure(figsize=(7, 0.5 * len(names) + 1.5))
+def levers_figure(gains, samples, noise):
+    """Each lever's validation points over the recipe's on the same seed (`gains`: {lever: points
+    per seed}, drawn as mean ± std, in the order given from the top), labelled with the samples a
+    member is scored on per generation relative to the recipe (`samples`); the grey band:
+    differences within `noise` points, the validation split's noise between two runs."""
+    fig = new_figure(figsize=(7, 0.5 * len(gains) + 1.5))
     ax = fig.subplots()
-    base_samples = samples_per_generation(runs["eggroll-r1-base"][0][0]["config"])
-    for row, name in enumerate(reversed(names)):
-        finals = [f for f, _ in runs[name] if f["config"]["seed"] in base_by_seed]
-        gains = [100 * (f["val_acc"] - base_by_seed[f["config"]["seed"]]) for f in finals]
-        mean, std = mean_std(gains)
-        ax.barh(row, mean, xerr=std if len(gains) > 1 else None, capsize=3,
-                color="tab:green" if mean > 0 else "tab:red")
-        cost = samples_per_generation(finals[0]["config"]) / base_samples
-        ax.annotate(f" {cost:.2g}× samples, {len(gains)} seed{'s' if len(gains) > 1 else ''}", (0, row),
+    levers = list(reversed(gains))  # barh draws row 0 at the bottom
+    for row, lever in enumerate(levers):
+        mean, std = mean_std(gains[lever])
+        seeds = len(gains[lever])
+        ax.barh(row, mean, xerr=std if seeds > 1 else None, capsize=3, color="tab:green" if mean > 0 else "tab:red")
+        ax.annotate(f" {samples[lever]:.2g}× samples, {seeds} seed{'s' if seeds > 1 else ''}", (0, row),
                     xytext=(4 if mean <= 0 else -4, 0), textcoords="offset points", va="center", fontsize=8,
                     ha="left" if mean <= 0 else "right")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.axvspan(-noise, noise, color="grey", alpha=0.15, label=f"within ±{noise:.1f}: a single run's noise")
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_yticks(range(len(names)), [levers[name] for name in reversed(names)])
+    ax.set_yticks(range(len(levers)), levers)
     ax.set_xlabel("validation accuracy minus the recipe's on the same seed (points)")
     ax.set_title("What each lever buys (screen, EGGROLL r = 1); bars: mean ± std over seeds", fontsize=10)
     fig.tight_layout()
