@@ -181,6 +181,12 @@ def test_vs_the_recipe_is_the_mean_difference_on_the_seeds_both_ran(tmp_path, mo
     labels = sorted(text.get_text().strip() for text in ax.texts)
     assert labels == ["1× samples, 1 seed", "2× samples, 2 seeds"]  # 1, 2, 3 then 4 minibatches: 2 on average
 
+    unpaired = tmp_path / "unpaired"  # a lever whose seeds the recipe has not run: no difference to show
+    write_screen_run(unpaired, "base", 1, 0.90)
+    write_screen_run(unpaired, "shift-1", 2, 0.95)
+    assert [path.name for path in report.write_screen_report(unpaired)] == ["table.md", "convergence.png"]
+    assert "| shift-1 | max_shift 1 | 1 | 95.00 | – |" in (unpaired / "table.md").read_text()
+
 
 def test_confirming_levers_trains_the_recipe_again_too(monkeypatch):
     """Naming levers in SCREEN_CONFIRMED adds seeds 2 and 3 of the recipe and of each of them."""
