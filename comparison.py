@@ -9,7 +9,8 @@ downloads. A finished run counts only where it trained on that data: its final.j
 fingerprint must be the data's (runs whose final.json predates the record, the committed ones,
 trained on the project's emulated N-MNIST, PROJECT_EMULATION). A row of the comparison lies within
 the tolerance when |this machine's mean - the committed mean| <= max(2 x the committed seeds'
-standard deviation, 1 point).
+standard deviation, 1 point). check_runs also keeps any reproduce from training new runs into a
+grid whose finished runs trained on other data.
 """
 import os
 import platform
@@ -20,6 +21,7 @@ import data
 import emulate
 import mnist
 import report
+import resources
 import run_folder
 from run_folder import UsageError
 
@@ -31,6 +33,8 @@ PROJECT_EMULATION = {"emulator": "eggroll-snn emulate.py", "version": 1, "seed":
                      "mnist_sha256": mnist.OFFICIAL_SHA256}
 MIN_TOLERANCE = 1.0  # points of test accuracy
 RENAME = "move it out of that folder (or delete it) to train the run on this data"
+OWN_FOLDER = ("to train this grid on that data, give it a folder of its own (--results DIR), or give --data-root "
+              "the copy that run trained on")
 
 
 def prepare(opts):
@@ -75,24 +79,31 @@ def description(record):
             f"train split: {train})")
 
 
-def foreign_runs(results_dir, data_root, cache_dir=None, progress=False):
+def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, download=False):
     """(run folder, why) of each finished run under results_dir/runs trained on other data than
     the N-MNIST copy at data_root: its final.json's data fingerprint is not the copy's (the frames
-    are loaded, from their cache, once per time-bin count), or it predates the record and the copy
-    is not the project's emulated N-MNIST."""
+    are loaded, from their cache, once per time-bin count; downloaded first with `download`, unless
+    the run's data was emulated: the download is not), or it predates the record and the copy is
+    not the project's emulated N-MNIST."""
     foreign, fingerprints = [], {}
+    made = emulate.provenance(data_root)
+    absent = resources.nmnist_recordings(data_root, "--data-root", required=False) is None  # to be downloaded
     for final_path in sorted((Path(results_dir) / "runs").glob("*/final.json")):
         final = report.read_record(final_path, run_folder.final_problem, report.RETRAIN)
         record = final.get("data")
         if record is None:
-            made = emulate.provenance(data_root)
             if made is None or any(made.get(key) != value for key, value in PROJECT_EMULATION.items()):
                 foreign.append((final_path.parent, "it trained on the project's emulated N-MNIST before runs "
                                                    "recorded their data"))
             continue
+        if record.get("emulated") is not None and absent:
+            foreign.append((final_path.parent, f"it trained on {description(record)}; a download is the real "
+                                               f"N-MNIST"))
+            continue
         time_bins = run_config.from_stored(final["config"]).time_bins
         if time_bins not in fingerprints:
-            fingerprints[time_bins] = data.load_nmnist(data_root, time_bins, cache_dir, progress=progress).fingerprint()
+            fingerprints[time_bins] = data.load_nmnist(data_root, time_bins, cache_dir, download=download,
+                                                       progress=progress).fingerprint()
         differing = [split for split, value in fingerprints[time_bins].items()
                      if record["fingerprint"].get(split) != value]
         if differing:
@@ -102,14 +113,16 @@ def foreign_runs(results_dir, data_root, cache_dir=None, progress=False):
     return foreign
 
 
-def check_runs(opts, results_dirs):
-    """A UsageError naming the first finished run in `results_dirs` trained on other data than opts's."""
+def check_runs(opts, results_dirs, fix=RENAME):
+    """A UsageError naming the first finished run in `results_dirs` trained on other data than
+    opts's, ending with `fix`."""
     for results_dir in results_dirs:
-        foreign = foreign_runs(results_dir, opts.data_root, opts.cache_dir, progress=not opts.quiet)
+        foreign = foreign_runs(results_dir, opts.data_root, opts.cache_dir, progress=not opts.quiet,
+                               download=opts.download)
         if foreign:
             out, why = foreign[0]
             raise UsageError(f"{out} was trained on other data than {data.resolve_root(opts.data_root)} ({why}); "
-                             f"{RENAME}")
+                             f"{fix}")
 
 
 def rows(local, committed):

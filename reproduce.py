@@ -1,6 +1,7 @@
 """`run.py reproduce`: every run of a preset (the paper's protocol, the hyperscale parts, the spike
 cost), trained one after another into results/<config>/runs/ skipping the finished ones, each
-scored on --real-root if given, then the tables and figures of report.py.
+scored on --real-root if given, then the tables and figures of report.py. New runs join a grid
+only if its finished runs trained on the same data (comparison.check_runs).
 """
 import functools
 import json
@@ -59,6 +60,10 @@ def reproduce(opts):
     check_reproduce(opts, grids)
     if opts.data:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
+    elif not opts.report_only:  # a grid's new runs train on the data its finished runs trained on
+        growing = {results_dir for results_dir, _ in unfinished(opts, grids)}
+        comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in growing],
+                              fix=comparison.OWN_FOLDER)
     for results_dir, runs, write_report in grids:
         if opts.report_only and not has_finished_run(results_dir):
             print(f"{results_dir}: no run has finished, no report written", file=sys.stderr)
@@ -113,15 +118,20 @@ def check_reproduce(opts, grids):
                          f"--report-only to train the runs first")
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
-    left = [] if opts.report_only else [
-        config for results_dir, runs, _ in grids for config in runs
-        if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, opts.config), config)]
+    left = [] if opts.report_only else [config for _, config in unfinished(opts, grids)]
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
         for config in left:
             resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, opts.config))
+
+
+def unfinished(opts, grids):
+    """(results_dir, config) of each run of the grids that has not finished."""
+    return [(results_dir, config) for results_dir, runs, _ in grids for config in runs
+            if not run_folder.is_finished(results_dir / "runs" / run_config.run_folder_name(config, opts.config),
+                                          config)]
 
 
 def reproduce_runs(opts, results_dir, runs, deadline):

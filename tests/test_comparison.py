@@ -14,7 +14,8 @@ import emulate
 import report
 import run
 from nmnist_files import write_dataset
-from test_report import write_run
+from test_report import write_preset_run, write_run
+from test_run import run_main
 
 DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
 
@@ -126,3 +127,33 @@ def test_bad_data_options_are_one_line_and_exit_2(tmp_path, capsys, extra, said)
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and said in err
     assert not (tmp_path / "local").exists()
+
+
+def test_a_grid_trains_no_run_beside_finished_runs_of_other_data(tmp_path, dataset, monkeypatch, capsys):
+    """reproduce without --data: where a grid's finished runs trained on other data than --data-root
+    (the committed ones on emulated N-MNIST, a user's copy real), no run is trained into that folder:
+    one line names the run, before anything is downloaded. On their data, the grid goes on."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=16,
+                                                                 eval_every=1), "bptt": dict(epochs=1)})
+    monkeypatch.setattr(config, "SEEDS", (1,))
+    monkeypatch.setattr(config, "RANKS", (1,))
+    monkeypatch.setattr(report, "METHOD_ORDER", ["bptt", "es", "eggroll-r1"])
+    root, cache = Path(dataset[1]), Path(dataset[3])
+    fingerprint = data.load_nmnist(root, 10, cache, progress=False).fingerprint()
+    grid = tmp_path / "results" / "quick"
+    finished = write_preset_run(grid, "quick", "es", 1, data={"fingerprint": {**fingerprint, "train": "9 samples, "
+                                                                              "sha256 0"},
+                                                              "emulated": comparison.PROJECT_EMULATION})
+    monkeypatch.setattr(data, "_download", lambda root: pytest.fail("downloaded"))
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--cache-dir", str(cache),
+            "--quiet"]
+    for where in (["--data-root", str(root)], ["--data-root", str(tmp_path / "absent"), "--download"]):
+        code, err = run_main(args + where, capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{finished} was trained on other data" in err and err.strip().endswith(comparison.OWN_FOLDER)
+    assert [path.name for path in (grid / "runs").iterdir()] == [finished.name]
+
+    final = json.loads((finished / "final.json").read_text())
+    (finished / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": fingerprint}}))
+    assert run.main(args + ["--data-root", str(root)]) == 0
+    assert sorted(path.name for path in (grid / "runs").iterdir()) == ["bptt-seed1", "eggroll-r1-seed1", "es-seed1"]
