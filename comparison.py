@@ -65,20 +65,6 @@ def make_data(opts):
         emulate.emulate(opts.data_root, opts.mnist, workers=min(2, os.cpu_count() or 1), progress=not opts.quiet)
 
 
-def description(record):
-    """In words, the data a final.json's `data` record names (None: a run from before the record)."""
-    if record is None:
-        return "emulated N-MNIST (trained before runs recorded their data; the committed tables' copy)"
-    made = record.get("emulated")
-    train = record["fingerprint"].get("train", "?")
-    if made is None:
-        return f"N-MNIST recordings that were not emulated (train split: {train})"
-    official = "the official MNIST files" if made.get("mnist_sha256") == mnist.OFFICIAL_SHA256 else \
-        "MNIST files other than the official ones"
-    return (f"emulated N-MNIST (emulator version {made.get('version')}, seed {made.get('seed')}, from {official}; "
-            f"train split: {train})")
-
-
 def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, download=False):
     """(run folder, why) of each finished run under results_dir/runs trained on other data than
     the N-MNIST copy at data_root: its final.json's data fingerprint is not the copy's (the frames
@@ -97,8 +83,8 @@ def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, downloa
                                                    "recorded their data"))
             continue
         if record.get("emulated") is not None and absent:
-            foreign.append((final_path.parent, f"it trained on {description(record)}; a download is the real "
-                                               f"N-MNIST"))
+            foreign.append((final_path.parent, f"it trained on {report.data_description(record)}; a download "
+                                               f"is the real N-MNIST"))
             continue
         time_bins = run_config.from_stored(final["config"]).time_bins
         if time_bins not in fingerprints:
@@ -179,7 +165,7 @@ def sides_line(runs, subject):
     if not runs:
         return "no run has finished"
     finals = [final for seeds in runs.values() for final, _ in seeds]
-    trained_on = sorted({description(final.get("data")) for final in finals})
+    trained_on = sorted({report.data_description(final.get("data")) for final in finals})
     devices = report.devices_line(runs, list(runs)).split(": ", 1)[1]
     return f"{devices}; {len(finals)} runs; {subject} trained on {' and on '.join(trained_on)}"
 

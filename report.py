@@ -11,6 +11,7 @@ import sys
 import numpy
 
 import config
+import mnist
 import snn
 import run_folder
 
@@ -174,13 +175,29 @@ def devices_line(runs, names):
                                    for device, runs_on in by_device.items())
 
 
+def data_description(record):
+    """In words, the data a final.json's `data` record names (None: a run from before the record)."""
+    if record is None:
+        return "emulated N-MNIST (the committed tables' copy, from before runs recorded their data)"
+    made = record.get("emulated")
+    train = record["fingerprint"].get("train", "?")
+    if made is None:
+        return f"N-MNIST recordings that were not emulated (train split: {train})"
+    official = "the official MNIST files" if made.get("mnist_sha256") == mnist.OFFICIAL_SHA256 else \
+        "MNIST files other than the official ones"
+    return (f"emulated N-MNIST (emulator version {made.get('version')}, seed {made.get('seed')}, from {official}; "
+            f"train split: {train})")
+
+
 def data_line(runs, names):
-    """The devices and the recordings in each split ("No run has finished yet." where none has)."""
+    """The devices, the recordings in each split and the data the runs trained on ("No run has
+    finished yet." where none has)."""
     if not names:
         return "No run has finished yet."
     first = runs[names[0]][0][0]
     splits = "/".join("?" if first.get(key) is None else str(first[key]) for key in ("n_train", "n_val", "n_test"))
-    return f"{devices_line(runs, names)}; train/val/test = {splits} recordings."
+    trained_on = sorted({data_description(final.get("data")) for name in names for final, _ in runs[name]})
+    return f"{devices_line(runs, names)}; train/val/test = {splits} recordings; trained on {' and on '.join(trained_on)}."
 
 
 def write_report(results_dir, preset, expected=None):

@@ -10,6 +10,7 @@ import matplotlib.figure
 import pytest
 
 import config
+import mnist
 import report
 import run_folder
 
@@ -61,6 +62,23 @@ def test_report_names_the_device_of_every_run():
     assert report.devices_line(one, ["es", "eggroll-r4"]) == "Device: cpu"
     two = {"bptt": finals("cpu"), "es": finals("gpu"), "eggroll-r4": finals("gpu")}
     assert report.devices_line(two, ["bptt", "es", "eggroll-r4"]) == "Devices: cpu for bptt; gpu for es, eggroll-r4"
+
+
+def test_every_table_names_the_data_its_runs_trained_on():
+    """Emulated (by whom, from which MNIST) or recorded N-MNIST, from each run's data record; runs from
+    before the record trained on the committed tables' emulated copy; two kinds are both named."""
+    emulated = {"fingerprint": {"train": "9 samples, sha256 1"},
+                "emulated": {"version": 1, "seed": 0, "mnist_sha256": mnist.OFFICIAL_SHA256}}
+    recorded = {"fingerprint": {"train": "9 samples, sha256 2"}}
+    run = lambda record: [({**FINAL, "data": record}, [])] if record else [(FINAL, [])]
+    assert report.data_line({"es": run(emulated)}, ["es"]) == (
+        "Device: cpu; train/val/test = 1/1/1 recordings; trained on emulated N-MNIST (emulator version 1, seed 0, from the "
+        "official MNIST files; train split: 9 samples, sha256 1).")
+    assert report.data_line({"es": run(None)}, ["es"]).endswith(
+        "recordings; trained on emulated N-MNIST (the committed tables' copy, from before runs recorded their data).")
+    both = report.data_line({"es": run(recorded), "bptt": run(emulated)}, ["es", "bptt"])
+    assert "trained on N-MNIST recordings that were not emulated (train split: 9 samples, sha256 2)" in both
+    assert " and on emulated N-MNIST (emulator version 1" in both
 
 
 def test_speedup_is_only_against_vanilla_es_on_the_same_device(tmp_path, monkeypatch):
