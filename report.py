@@ -667,28 +667,32 @@ PART_REPORTS = {"protocol": (protocol_table, protocol_figures), "budget": (budge
 # The screen: one lever at a time against the best recipe, chosen on validation accuracy
 
 def write_screen_report(results_dir, expected=None):
-    """table.md and convergence.png of the screen (config.SCREEN_LEVERS): per lever its settings,
-    validation accuracy (what the recipe is chosen on, highest first), its distance from the
-    recipe's and the best of its checkpoints', test accuracy beside it, and its time; returns the
-    paths written. `expected`: the screen's runs, as `collect` takes them."""
+    """table.md, convergence.png and levers.png of the screen (config.SCREEN_LEVERS): per lever its
+    settings, validation accuracy (what the recipe is chosen on), its gain over the recipe's on
+    the same seeds (largest first), the best of its checkpoints', test accuracy beside it, and its
+    time; returns the paths written. `expected`: the screen's runs, as `collect` takes them."""
     results_dir.mkdir(parents=True, exist_ok=True)
     runs = collect(results_dir, expected)
     levers = {f"eggroll-r1-{lever}": lever for lever in config.SCREEN_LEVERS}
-    names = sorted((n for n in levers if n in runs), key=lambda n: -mean_std([f["val_acc"] for f, _ in runs[n]])[0])
+    base_by_seed = {f["config"]["seed"]: f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])}
+    base = mean_std(list(base_by_seed.values()))[0]
+    gains = {name: [100 * (f["val_acc"] - base_by_seed[f["config"]["seed"]]) for f, _ in runs[name]
+                    if f["config"]["seed"] in base_by_seed] for name in levers if name in runs and levers[name] != "base"}
+    gains = {name: points for name, points in gains.items() if points}  # a lever with a seed the recipe has
+    order = lambda name: (-mean_std(gains[name])[0] if name in gains else 0 if levers[name] == "base"
+                          else math.inf)  # the recipe at 0, a lever without a seed the recipe ran last
+    names = sorted((name for name in levers if name in runs), key=order)
+    gains = {name: gains[name] for name in names if name in gains}
     lines = [f"# The screen: one lever at a time against EGGROLL r = 1 of the best recipe, "
              f"{config.SCREEN_BASE['population']} members, {config.SCREEN_BASE['generations']} generations", "",
              data_line(runs, names), "",
-             "Ordered by validation accuracy, on which the recipe is chosen; test accuracy beside it. Best val "
+             "Ordered by the gain in validation accuracy over the recipe on the same seeds (vs the recipe), on "
+             "which the recipe is chosen; test accuracy beside it. Best val "
              f"%: the highest validation accuracy of any checkpoint (every {config.SCREEN_BASE['eval_every']} "
              "generations), what stopping at the checkpoint validation prefers would keep instead of the last.", "",
              "| lever | settings | seeds | val % | vs the recipe | best val % | test % | real recordings % | "
              "end-to-end s | step s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    base_by_seed = {f["config"]["seed"]: f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])}
-    base = mean_std(list(base_by_seed.values()))[0]
-    gains = {name: [100 * (f["val_acc"] - base_by_seed[f["config"]["seed"]]) for f, _ in runs[name]
-                    if f["config"]["seed"] in base_by_seed] for name in names if levers[name] != "base"}
-    gains = {name: points for name, points in gains.items() if points}  # a lever with a seed the recipe has
     for name in names:
         finals = [f for f, _ in runs[name]]
         settings = ", ".join(f"{k} {v}" for k, v in config.SCREEN_LEVERS[levers[name]].items()) or "the recipe"
