@@ -212,6 +212,11 @@ def test_the_parity_preset_pairs_bptt_with_eggroll_at_65536_members_seed_by_seed
     assert runs[0] == best_bptt
     eggroll = runs[1]
     assert eggroll.population == 65536 and eggroll.rank == 1
+    chosen = {**config.HYPERSCALE["headline"]["common"], **config.PARITY_LEVERS}
+    assert all(getattr(eggroll, key) == value for key, value in chosen.items())
+    monkeypatch.setattr(config, "PARITY_LEVERS", {})
+    runs = config.parity_runs()
+    eggroll = runs[1]
     assert all(getattr(eggroll, key) == value for key, value in config.HYPERSCALE["headline"]["common"].items())
     monkeypatch.setattr(config, "PARITY_LEVERS", {"sigma_schedule": "cosine", "sigma_min": 0.05})
     chosen = config.parity_runs()
