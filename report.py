@@ -720,10 +720,9 @@ def write_screen_report(results_dir, expected=None):
         run_folder.save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
         written.append(results_dir / "convergence.png")
     if gains:
-        samples = {name: samples_per_generation(runs[name][0][0]["config"])
-                   / samples_per_generation(runs["eggroll-r1-base"][0][0]["config"]) for name in gains}
-        figure = levers_figure({levers[name]: points for name, points in gains.items()},
-                               {levers[name]: times for name, times in samples.items()}, noise)
+        recipe = samples_per_generation(runs["eggroll-r1-base"][0][0]["config"])
+        samples = {levers[name]: samples_per_generation(runs[name][0][0]["config"]) / recipe for name in gains}
+        figure = levers_figure({levers[name]: points for name, points in gains.items()}, samples, noise)
         run_folder.save_figure(figure, results_dir / "levers.png")
         written.append(results_dir / "levers.png")
     return written

@@ -57,11 +57,11 @@ def reproduce(opts):
     grids = selected_runs(opts, grids)
     if opts.data:
         comparison.make_data(opts)  # emulated first, if that is the data
-    check_reproduce(opts, grids)
+    left = check_reproduce(opts, grids)
     if opts.data:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
-    elif not opts.report_only:  # a grid's new runs train on the data its finished runs trained on
-        growing = {results_dir for results_dir, _ in unfinished(opts, grids)}
+    elif left:  # a grid's new runs train on the data its finished runs trained on
+        growing = {results_dir for results_dir, _ in left}
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in growing],
                               fix=comparison.OWN_FOLDER)
     for results_dir, runs, write_report in grids:
@@ -110,7 +110,8 @@ def has_finished_run(results_dir):
 def check_reproduce(opts, grids):
     """What reproduce will use, checked before the first run trains: the --results folder (with
     --report-only, that it holds a finished run), the N-MNIST copies of --real-root and (if a run
-    is left to train) --data-root, the device, and the memory of every run left to train."""
+    is left to train) --data-root, the device, and the memory of every run left to train; returns
+    those runs, (results_dir, config) each (none with --report-only)."""
     resources.check_writable(opts.results, "--results", folder=True)
     if opts.report_only and not any(has_finished_run(results_dir) for results_dir, _, _ in grids):
         folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
@@ -118,13 +119,14 @@ def check_reproduce(opts, grids):
                          f"--report-only to train the runs first")
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
-    left = [] if opts.report_only else [config for _, config in unfinished(opts, grids)]
+    left = [] if opts.report_only else unfinished(opts, grids)
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
-        for config in left:
+        for _, config in left:
             resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, opts.config))
+    return left
 
 
 def unfinished(opts, grids):
