@@ -104,7 +104,7 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
         perturbation = sigma * (xe[t, :, chunk].transpose(1, 0, 2) + delta1[chunk, None, :])
         return eggroll.antithetic(base[t], perturbation)
 
-    def output_current(spikes, start, stop):
+    def output_current(layer, spikes, start, stop):
         return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, N, O)
 
     return snn.simulate(hidden_current, output_current, members, n_steps, batch,
@@ -128,8 +128,18 @@ def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
     return grads
 
 
+def check_two_layers(params, method):
+    """ValueError naming the fix unless params are a network of two LIF layers, the only depth
+    `method` (vanilla ES, BPTT) runs here."""
+    snn.check_params(params)
+    if snn.n_layers(params) != 2:
+        raise ValueError(f"{method} runs networks of two LIF layers (one hidden), got {snn.n_layers(params)}: "
+                         f"use one hidden size, or EGGROLL for a deeper network")
+
+
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
+    check_two_layers(params, "vanilla ES")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     eggroll.check_population(config.population, config.sigma)
@@ -279,6 +289,7 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF()):
     Returns new parameters, new Adam state and stats = {"loss": L before the step}.
     """
     xp = array_module_of(frames)
+    check_two_layers(params, "BPTT")
     eggroll.check_frames(params, frames, labels)
     cache = bptt_forward(params, frames, lif, k=config.slope)
     loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)

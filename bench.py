@@ -142,7 +142,7 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
         "population product x [B_1 ... B_P], r=4": lambda: eggroll.population_product(x, factors_b1),
         "eggroll r=4 forward (noise, products, LIF)": lambda: eggroll.perturbed_forward(params, frames, configs[4], 0, lif),
         "centred ranks of the fitnesses": lambda: eggroll.centred_ranks(fitnesses),
-        "gradient, Eqs. (7)-(8), r=4": lambda: eggroll.gradient(f, params, configs[4], 0),
+        "gradient, Eqs. (7)-(8), r=4": lambda: eggroll.gradient(f, configs[4].members(params, 0), configs[4].pairs),
         "adam: every parameter": lambda: optim.ascend(params, params, state, adam),
         "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[4], adam, lif),
         "eggroll r=1 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[1], adam, lif),

@@ -1,22 +1,35 @@
-"""EGGROLL: evolution strategies with low-rank perturbations, for the LIF network of snn.py.
+"""EGGROLL: evolution strategies with low-rank perturbations, for any dict of named 1-D and 2-D arrays.
 
 The method's equations are stated in README.md ("The method in equations") and derived in
-docs/derivation.md; each function below holds the line of the equation it computes. Read top to
-bottom; one generation is `generation_step` at the end:
+docs/derivation.md; each function below holds the line of the equation it computes. The interface
+is evosax's and pycma's, ask and tell (docs/your-network.md):
+
+    es = Eggroll(population=512, rank=4, sigma=0.1, seed=1, lr=0.01)
+    state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
+    for generation in range(G):
+        pop = es.ask(state)                                   # keys only: no noise array is stored
+        h = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
+        state, stats = es.tell(state, fitness(pop.linear("out.w", h, bias="out.b"), y))
+
+Read top to bottom:
   1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
      their keys (noise.py) whenever they are needed                                        (5)
-  2. the population's forward pass, E_p never formed: x W^T once, x [B_1 ... B_P] for the whole
-     population in blocks of PAIRS_PER_BLOCK pairs, each pair's two members sharing it      (6)
-  3. the fitness (-cross-entropy, less a price per hidden spike if one is set), replaced by
-     centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p)   (3)-(4)
+  2. the population, `ask`'s answer: x (theta + sigma E_p)^T of every member, E_p never formed:
+     x W^T once, x [B_1 ... B_P] for the whole population in blocks of PAIRS_PER_BLOCK pairs,
+     each pair's two members sharing it                                                    (6)
+  3. fitness shaping: centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p)
   4. the step g, one matrix product per weight                                          (7)-(8)
-  5. Adam climbs g (optim.py)                                                              (9)
+  5. `tell`: shape, form g from the keys, and let Adam climb it (optim.py)                  (9)
+  6. the spiking network of snn.py, the first client: its population forward and fitness
+     (-cross-entropy, less a price per hidden spike if one is set, Eqs. (3)-(4)), and
+     `generation_step`, one generation of it as ask -> forward -> tell.
 
 Factor layout: `a` has shape (pairs, r, m) and `b` shape (pairs, r, n); row k of a[p] is the k-th
-column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T.
+column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T. Member 2p is pair p's
++ side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy
 
@@ -28,29 +41,7 @@ import optim
 import snn
 
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
-
-
-@dataclass(frozen=True)
-class Config:
-    """What one EGGROLL population needs: population = 2P members as P antithetic pairs, the
-    rank r and scale sigma of the perturbations (the output layer's: output_sigma_scale x sigma),
-    the seed of the noise, the readout scale of the fitness (softmax(logit_scale * rate), Eq. (3))
-    and the price of a hidden spike in it."""
-    population: int
-    rank: int
-    sigma: float
-    seed: int
-    logit_scale: float
-    spike_cost: float = 0.0
-    output_sigma_scale: float = 1.0
-
-    @property
-    def pairs(self):
-        return self.population // 2
-
-    def layer_sigma(self, name):
-        """sigma of parameter `name` (W1, b1, W2, b2): a layer's bias shares its weights' sigma."""
-        return self.sigma * self.output_sigma_scale if name.endswith("2") else self.sigma
+SHAPINGS = ("centred_ranks", "raw")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,79 +106,87 @@ def population_product(x, factors):
     return out
 
 
-def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False,
-                      pairs=slice(None)):
-    """Output spike counts (2p, N, n_out) of the members theta +- sigma E_p, Eq. (6), of the
-    pairs in the slice `pairs` (all P by default), and the hidden spike count of each member if
-    count_hidden (else None).
+@dataclass(frozen=True)
+class Population:
+    """`ask`'s answer: the members theta +- sigma E_p of the pairs `pairs` at one generation, as keys.
 
-    Member 2p is pair p's + side, member 2p + 1 its - side. A bias is a weight on a constant input
-    1, so its noise sigma delta_p rides in the same per-pair product as one extra rank:
-        current_p = x W^T + b  +-  [x B_p, 1] [sigma/sqrt(r) A_p^T ; sigma delta_p].
-    On a GPU, the LIF layers of every member and step run as one kernel (gpu.lowrank_lif_network).
-    """
-    xp = array_module_of(frames)
-    check_config(config, params)
-    n_steps, batch, n_in = frames.shape
-    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
-    pairs = xp.arange(config.pairs)[pairs]
-    n_pairs = pairs.shape[0]
+    Nothing random is stored: every factor is regenerated from (seed, generation, pair, name)
+    when a product needs it. Member 2k is pair pairs[k]'s + side, member 2k + 1 its - side."""
+    params: dict
+    sigma: dict          # {name: sigma}
+    rank: int
+    seed: int
+    generation: int
+    pairs: object        # the indices of the pairs, an integer array
 
-    def layer_noise(layer, m, n):
-        """rows = [sigma/sqrt(r) A_p^T ; sigma delta_p] (P, r + 1, m) and the factors B_p (P, r, n)."""
-        a, b = lowrank_factors(config.seed, generation, pairs, f"W{layer}", (m, n), config.rank, xp)
-        delta = noise.normals(config.seed, generation, pairs, f"b{layer}", m, xp)
-        a, b, delta = (v.astype(frames.dtype, copy=False) for v in (a, b, delta))  # float64 stays float64
-        sigma = config.layer_sigma(f"W{layer}")
-        return xp.concatenate([sigma / math.sqrt(config.rank) * a, sigma * delta[:, None, :]], axis=1), b
+    @property
+    def members(self):
+        return 2 * self.pairs.shape[0]
 
-    rows1, factors_b1 = layer_noise(1, n_hidden, n_in)
-    rows2, factors_b2 = layer_noise(2, n_out, n_hidden)
-    x = frames.reshape(n_steps * batch, n_in)
-    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)   # x W^T, once
-    xb = population_product(x, factors_b1)                                        # x [B_1 ... B_P], (T N, P, r)
-    readout = xp.concatenate([xp.broadcast_to(params["W2"].T, (n_pairs, n_hidden, n_out)),
-                              factors_b2.transpose(0, 2, 1)], axis=2)              # [W2^T | B_p], (P, H, O+r)
-    if gpu.enabled(xp):  # what follows, as one kernel
-        counts, hidden = gpu.lowrank_lif_network(base, xb, rows1, readout, rows2, params["b2"], lif)
-        return counts, (hidden if count_hidden else None)
-    xb = xb.reshape(n_steps, batch, n_pairs, config.rank).transpose(0, 2, 1, 3)
-    xb = with_ones(xb)                                                             # (T, P, N, r+1)
-    # (2N, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
-    # which carries the bias noise.
-    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
+    def factors(self, name):
+        """A_p, B_p (p, r, m), (p, r, n) of weight `name` (Eq. 5), or delta_p (p, m) of a 1-D parameter."""
+        value = self.params[name]
+        xp = array_module_of(value)
+        if value.ndim == 2:
+            return lowrank_factors(self.seed, self.generation, self.pairs, name, value.shape, self.rank, xp)
+        return noise.normals(self.seed, self.generation, self.pairs, name, value.shape[0], xp)
 
-    def hidden_current(t, start, stop):
-        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1 (chunks are even)
-        return antithetic(base[t], xb[t, chunk] @ rows1[chunk])
+    def rows(self, weight, bias, dtype):
+        """[sigma/sqrt(r) A_p^T ; sigma delta_p] (p, r + 1, m) and B_p (p, r, n), in `dtype`: a bias is
+        a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
+            x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
+        a, b = (f.astype(dtype, copy=False) for f in self.factors(weight))  # float64 stays float64
+        xp = array_module_of(a)
+        if bias is None:
+            delta = xp.zeros((a.shape[0], a.shape[2]), dtype=dtype)
+        else:
+            delta = self.factors(bias).astype(dtype, copy=False)
+        sigma = self.sigma[weight]
+        bias_sigma = self.sigma[bias] if bias is not None else sigma
+        return xp.concatenate([sigma / math.sqrt(self.rank) * a, bias_sigma * delta[:, None, :]], axis=1), b
 
-    def output_current(spikes, start, stop):
-        """Each member has its own hidden spikes s, so s W2^T and s B_p are one product per pair."""
-        chunk = slice(start // 2, stop // 2)
-        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_hidden)                # (T, c, 2N, H)
-        projected = by_pair @ readout[chunk]                                       # (T, c, 2N, O+r)
-        perturbation = (sign * with_ones(projected[..., n_out:])) @ rows2[chunk]   # (T, c, 2N, O)
-        current = projected[..., :n_out] + params["b2"] + perturbation
-        return current.reshape(n_steps, stop - start, batch, n_out)
+    def linear(self, name, x, bias=None):
+        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2p, N, m).
 
-    return snn.simulate(hidden_current, output_current, 2 * n_pairs, n_steps, batch,
-                        (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
+        x is (N, n), shared by all members, or (2p, N, n), one per member (a hidden layer's output).
+        E_p is never formed: x W^T once, and x B_p for all pairs in one product per block."""
+        check_known(self.params, name, bias)
+        w = self.params[name]
+        if w.ndim != 2 or x.shape[-1] != w.shape[1]:
+            raise ValueError(f"linear needs a 2-D weight and x of shape (..., {w.shape[-1]}), got "
+                             f"{name} {tuple(w.shape)} and x {tuple(x.shape)}")
+        xp = array_module_of(x)
+        rows, b = self.rows(name, bias, x.dtype)
+        base = x @ w.T + (self.params[bias] if bias is not None else 0)
+        if x.ndim == 2:                                                       # one x for every member
+            xb = with_ones(population_product(x, b).transpose(1, 0, 2))       # (p, N, r + 1)
+            return antithetic(base, xb @ rows)
+        if x.shape[0] != self.members:
+            raise ValueError(f"x of shape (2p, N, n) needs 2p = {self.members} members, got {x.shape[0]}")
+        by_pair = x.reshape(self.pairs.shape[0], 2, -1, x.shape[-1])          # (p, 2, N, n)
+        xb = with_ones(by_pair @ b.transpose(0, 2, 1)[:, None])               # (p, 2, N, r + 1)
+        sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
+        return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
+
+    def member(self, i):
+        """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
+        if not 0 <= i < self.members:
+            raise ValueError(f"member must lie in 0..{self.members - 1}, got {i}")
+        pair, sign = i // 2, 1 - 2 * (i % 2)
+        one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
+        drawn = {}
+        for name, value in self.params.items():
+            factors = one.factors(name)
+            if value.ndim == 2:  # E_p = A_p B_p^T / sqrt(r), in the parameter's float type as `linear` forms it
+                drawn_noise = materialise(*(f.astype(value.dtype, copy=False) for f in factors))[0]
+            else:
+                drawn_noise = factors[0].astype(value.dtype, copy=False)
+            drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
+        return drawn
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. Fitness and its shaping (vanilla ES shares these)
-
-def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
-    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
-    spike_cost x its hidden spikes per sample; hidden_spikes: each member's over the batch.
-
-    The spike count is not differentiable, but ES needs no gradient of it: the price goes
-    straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
-    loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
-    if spike_cost:
-        loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
-    return -loss
-
+# 3. Fitness shaping (vanilla ES shares these)
 
 def centred_ranks(values):
     """The centred ranks c of `values`: ranks (0 for the lowest) / (count - 1) - 0.5, in [-0.5, 0.5]
@@ -233,46 +232,257 @@ def bias_gradient(f, delta, sigma, n_pairs):
     return f @ delta / (2 * n_pairs * sigma)
 
 
-def gradient(f, params, config, generation, pairs=slice(None)):
-    """g for every parameter, Eqs. (7)-(8), summed over the pairs in the slice `pairs` (all by
-    default), from their pair differences f float32.
+def gradient(f, population, n_pairs):
+    """g for every parameter, Eqs. (7)-(8), summed over the population's pairs from their pair
+    differences f float32; n_pairs = P, the whole population's pairs.
 
     Every factor is regenerated from its key: nothing was stored since the forward pass.
     """
-    xp = array_module_of(f)
-    chosen = xp.arange(config.pairs)[pairs]
     grads = {}
-    for name, value in params.items():
-        if name.startswith("W"):
-            a, b = lowrank_factors(config.seed, generation, chosen, name, value.shape, config.rank, xp)
-            grads[name] = lowrank_gradient(f, a, b, config.layer_sigma(name), config.pairs)
+    for name, value in population.params.items():
+        if value.ndim == 2:
+            grads[name] = lowrank_gradient(f, *population.factors(name), population.sigma[name], n_pairs)
         else:
-            delta = noise.normals(config.seed, generation, chosen, name, value.shape[0], xp)
-            grads[name] = bias_gradient(f, delta, config.layer_sigma(name), config.pairs)
+            grads[name] = bias_gradient(f, population.factors(name), population.sigma[name], n_pairs)
     return grads
 
 
 # ---------------------------------------------------------------------------------------------
-# One generation
+# 5. Ask and tell
+
+@dataclass(frozen=True)
+class State:
+    """What one generation hands the next: the parameters, Adam's state (optim.init) and the
+    generation, which keys the noise. It pickles; a run loaded from it goes on with the same bits."""
+    params: dict
+    optimiser: dict
+    generation: int = 0
+
+
+@dataclass(frozen=True)
+class Eggroll:
+    """EGGROLL over named parameters: population = 2P members as P antithetic pairs, perturbation
+    rank r, noise scale sigma (a float, or {name: float} for every parameter), the noise's seed,
+    Adam's lr and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
+    differences), and a `team` of processes (distributed.py) that share the pairs out."""
+    population: int
+    rank: int
+    sigma: object
+    seed: int
+    lr: float = 0.01
+    weight_decay: float = 0.0
+    shaping: str = "centred_ranks"
+    team: object = field(default=ALONE, compare=False)
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+    def init(self, params):
+        """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero."""
+        params = dict(params)
+        self.check(params)
+        return State(params, optim.init(params), 0)
+
+    def ask(self, state):
+        """The population of this process's pairs at state.generation (all of them alone)."""
+        self.check(state.params)
+        return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
+
+    def tell(self, state, fitness):
+        """The next state from the fitness (2p,) of ask's members in member order, higher is better,
+        and the generation's stats (mean and max fitness, spread of the shaped fitness): the fitness
+        of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from the keys,
+        summed over processes, and Adam's step up it, Eq. (9)."""
+        mine = self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK)
+        xp = array_module_of(next(iter(state.params.values())))
+        fitness = xp.asarray(fitness)
+        if fitness.shape != (2 * len(range(self.pairs)[mine]),):
+            raise ValueError(f"fitness must have shape ({2 * len(range(self.pairs)[mine])},), one number per "
+                             f"member of ask's population in member order, got {tuple(fitness.shape)}")
+        fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
+        shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else checked_finite(fitnesses)
+        summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
+        grads = self.team.sum(gradient(pair_differences(shaped)[summed], self.population_of(state, summed),
+                                       self.pairs))                                              # (7)-(8)
+        params, optimiser = optim.ascend(state.params, grads, state.optimiser,
+                                         optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
+        return State(params, optimiser, state.generation + 1), population_stats(fitnesses, shaped)
+
+    def population_of(self, state, pairs):
+        xp = array_module_of(next(iter(state.params.values())))
+        return Population(state.params, self.sigmas(state.params), self.rank, self.seed, state.generation,
+                          xp.arange(self.pairs)[pairs])
+
+    def sigmas(self, params):
+        """{name: sigma} for every parameter."""
+        if isinstance(self.sigma, dict):
+            return self.sigma
+        return {name: self.sigma for name in params}
+
+    def check(self, params):
+        """ValueError naming the fix, for settings or parameters EGGROLL cannot run with."""
+        check_population(self.population, 1.0)
+        if self.shaping not in SHAPINGS:
+            raise ValueError(f"unknown shaping {self.shaping!r}: use one of {', '.join(SHAPINGS)}")
+        if not params:
+            raise ValueError("params is empty: give a dict of named 1-D and 2-D arrays")
+        for name, value in params.items():
+            if getattr(value, "ndim", None) not in (1, 2):
+                raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
+                                 f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
+            if value.ndim == 2 and not 1 <= self.rank <= min(value.shape):
+                raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
+                                 f"{value.shape[0]}x{value.shape[1]}), got {self.rank}")
+        sigmas = self.sigmas(params)
+        if set(sigmas) != set(params):
+            raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
+                             f"give one sigma per parameter, or one float for all")
+        for name, sigma in sigmas.items():
+            if not sigma > 0:
+                raise ValueError(f"sigma of {name!r} must be > 0, got {sigma}: use e.g. 0.1")
+        ids = {}
+        for name in params:
+            other = ids.setdefault(noise.param_id(name), name)
+            if other != name:
+                raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
+
+
+def checked_finite(fitnesses):
+    """The fitnesses as they are (raw shaping), after the check centred_ranks makes."""
+    xp = array_module_of(fitnesses)
+    if not bool(xp.isfinite(fitnesses).all()):
+        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, or fix the fitness function")
+    return fitnesses.astype(xp.float64)
+
+
+def check_known(params, *names):
+    """ValueError naming the parameters there are, for a name that is none of them."""
+    for name in names:
+        if name is not None and name not in params:
+            raise ValueError(f"unknown parameter {name!r}: the parameters are {', '.join(sorted(params))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. The spiking network of snn.py, the first client
+
+@dataclass(frozen=True)
+class Config:
+    """What one EGGROLL population of the spiking network needs: population = 2P members as P
+    antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
+    output_sigma_scale x sigma), the seed of the noise, the readout scale of the fitness
+    (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it."""
+    population: int
+    rank: int
+    sigma: float
+    seed: int
+    logit_scale: float
+    spike_cost: float = 0.0
+    output_sigma_scale: float = 1.0
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+    def sigmas(self, params):
+        """{name: sigma}: the output layer's (the last, by position) weights and bias get
+        output_sigma_scale x sigma; a layer's bias shares its weights' sigma."""
+        last = snn.n_layers(params)
+        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == last else self.sigma
+                for name in params}
+
+    def method(self, params, adam=optim.Adam(0.01), team=ALONE):
+        """The Eggroll that trains `params` with these settings and Adam's."""
+        check_config(self, params)
+        return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
+                       team=team)
+
+    def members(self, params, generation, pairs=slice(None)):
+        """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
+        return self.method(params).population_of(State(params, {}, generation), pairs)
+
+
+def population_forward(population, frames, lif=snn.LIF(), count_hidden=False):
+    """Output spike counts (2p, N, n_out) of the population's members on frames (T, N, n_in), Eq. (6)
+    in every layer, and the hidden spike count of each member if count_hidden (else None).
+
+    Layer 1 sees the same frames in every member: x W1^T once, x B_p for all pairs in one product
+    per block. Every later layer sees each member's own spikes s, so s [W^T | B_p] is one product per
+    pair, its + and - members together. On a GPU, a two-layer network's LIF layers run, for every
+    member and step, as one kernel (gpu.lowrank_lif_network)."""
+    params = population.params
+    xp = array_module_of(frames)
+    n_steps, batch, n_in = frames.shape
+    sizes = snn.sizes_of(params)
+    n_pairs, n_layers = population.pairs.shape[0], len(sizes) - 1
+    rows, factors_b = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
+                            for layer in range(1, n_layers + 1)))
+    x = frames.reshape(n_steps * batch, n_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, sizes[1])   # x W^T, once
+    xb = population_product(x, factors_b[0])                                      # x [B_1 ... B_P], (T N, P, r)
+    readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
+                                       factors_b[layer - 1].transpose(0, 2, 1)], axis=2)
+                for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
+    if gpu.enabled(xp) and n_layers == 2:  # what follows, as one kernel
+        counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
+        return counts, (hidden if count_hidden else None)
+    xb = xb.reshape(n_steps, batch, n_pairs, population.rank).transpose(0, 2, 1, 3)
+    xb = with_ones(xb)                                                             # (T, P, N, r+1)
+    # (2N, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
+    # which carries the bias noise.
+    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
+
+    def input_current(t, start, stop):
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1 (chunks are even)
+        return antithetic(base[t], xb[t, chunk] @ rows[0][chunk])
+
+    def layer_current(layer, spikes, start, stop):
+        """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
+        chunk, n_in_layer, n_out_layer = slice(start // 2, stop // 2), sizes[layer - 1], sizes[layer]
+        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_in_layer)                   # (T, c, 2N, n)
+        projected = by_pair @ readouts[layer][chunk]                                    # (T, c, 2N, m+r)
+        perturbation = (sign * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (T, c, 2N, m)
+        current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
+        return current.reshape(n_steps, stop - start, batch, n_out_layer)
+
+    return snn.simulate(input_current, layer_current, 2 * n_pairs, n_steps, batch, sizes, lif, xp,
+                        frames.dtype, count_hidden)
+
+
+def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """population_forward of the members theta +- sigma E_p of the pairs in the slice `pairs` (all P
+    by default) at `generation`, with config's settings."""
+    return population_forward(config.members(params, generation, pairs), frames, lif, count_hidden)
+
+
+def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
+    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
+    spike_cost x its hidden spikes per sample; hidden_spikes: each member's over the batch.
+
+    The spike count is not differentiable, but ES needs no gradient of it: the price goes
+    straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
+    loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    if spike_cost:
+        loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
+    return -loss
+
 
 def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
-    """One EGGROLL generation on a minibatch, frames (T, N, n_in) and labels (N,).
+    """One EGGROLL generation of the spiking network on a minibatch, frames (T, N, n_in) and labels
+    (N,): ask -> the population's forward and fitness -> tell.
 
     Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
     and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
     (distributed.py) shares the pairs out; alone, a process holds them all and `team` does nothing.
     """
     check_frames(params, frames, labels)
-    mine = team.my_pairs(config.pairs, PAIRS_PER_BLOCK)
-    counts, hidden = perturbed_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
-                                       pairs=mine)                                                # Eq. (6)
-    fitnesses = team.gather(fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # Eqs. (3)-(4)
-                                    config.spike_cost), config.pairs, PAIRS_PER_BLOCK)
-    shaped = centred_ranks(fitnesses)
-    summed = team.update_pairs(config.pairs, PAIRS_PER_BLOCK)
-    grads = team.sum(gradient(pair_differences(shaped)[summed], params, config, generation, summed))  # (7)-(8)
-    params, state = optim.ascend(params, grads, state, adam)                               # Eq. (9)
-    return params, state, population_stats(fitnesses, shaped)
+    es = config.method(params, adam, team)
+    current = State(params, state, generation)
+    population = es.ask(current)
+    counts, hidden = population_forward(population, frames, lif, count_hidden=bool(config.spike_cost))  # Eq. (6)
+    new, stats = es.tell(current, fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
+                                          config.spike_cost))
+    return new.params, new.optimiser, stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,11 +498,12 @@ def check_population(population, sigma):
 
 
 def check_config(config, params):
-    """ValueError naming the problem and the fix, for settings EGGROLL cannot run with."""
+    """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with."""
     check_population(config.population, config.sigma)
     if not config.output_sigma_scale > 0:
         raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
-    for name in ("W1", "W2"):
+    snn.check_params(params)
+    for name in (f"W{layer}" for layer in range(1, snn.n_layers(params) + 1)):
         limit = min(params[name].shape)
         if not 1 <= config.rank <= limit:
             raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "

@@ -319,7 +319,11 @@ def gradient_estimate():
                      ((name, target[name] - theta[name]) for name in theta) if rank and name.startswith("W"))
         return true_gradient.size + 1 + excess / (true_gradient ** 2).sum()
 
-    estimators = {"EGGROLL r = 1": (1, eggroll.gradient), "EGGROLL r = 4": (4, eggroll.gradient),
+    def lowrank_estimate(f, params, config, generation):
+        """eggroll.gradient of config's population at `generation`, all its pairs."""
+        return eggroll.gradient(f, config.members(params, generation), config.pairs)
+
+    estimators = {"EGGROLL r = 1": (1, lowrank_estimate), "EGGROLL r = 4": (4, lowrank_estimate),
                   "full-rank ES": (None, baselines.full_rank_gradient)}
     populations = [2 ** k for k in range(4, 15)]
     repeats, sigma = 8, 0.1

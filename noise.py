@@ -12,6 +12,7 @@ counter-based generator Philox4x32-10 (Salmon et al., "Parallel random numbers: 
 and Box-Muller for the normals. A pair's noise is the same whether it is drawn alone or with the
 whole population, on NumPy or on CuPy.
 """
+import hashlib
 import math
 
 import numpy
@@ -22,7 +23,7 @@ import gpu
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # Weyl key increments (golden ratio, sqrt(3) - 1)
 MASK32 = 0xFFFFFFFF
-PARAM_IDS = {"W1": 0, "b1": 1, "W2": 2, "b2": 3}  # the parameter word of the counter
+PARAM_IDS = {"W1": 0, "b1": 1, "W2": 2, "b2": 3}  # the parameter word of the counter: the paper's network
 BLOCKS_PER_PASS = 1 << 15  # CPU: Philox blocks per pass, so its temporaries stay in cache
 
 
@@ -80,6 +81,15 @@ def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
     return xp.ascontiguousarray(normals.reshape(pair_words.shape[0], 4 * n_blocks)[:, :count])
 
 
+def param_id(name):
+    """The parameter word of `name`'s stream: PARAM_IDS for the paper's four parameters (every
+    committed run keeps its bits), else 2^31 + the first 31 bits of SHA-256(name), the same on
+    every machine and in every process, and never one of PARAM_IDS."""
+    if name in PARAM_IDS:
+        return PARAM_IDS[name]
+    return 0x80000000 | (int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little") & 0x7FFFFFFF)
+
+
 def normals(seed, generation, pairs, name, count, xp=numpy):
-    """The stream of parameter `name` ("W1", "b1", "W2" or "b2"): (len(pairs), count) float32."""
-    return standard_normals(seed, generation, pairs, PARAM_IDS[name], count, xp)
+    """The stream of parameter `name` (any string): (len(pairs), count) float32."""
+    return standard_normals(seed, generation, pairs, param_id(name), count, xp)

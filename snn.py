@@ -1,12 +1,14 @@
-"""A two-layer leaky integrate-and-fire (LIF) network, simulated for a whole population at once.
+"""A layered leaky integrate-and-fire (LIF) network, simulated for a whole population at once.
 
-Network (2312 -> 64 LIF -> 10 LIF), for every layer and time step t = 1..T:
+Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any sizes, two or more LIF layers), for every
+layer and time step t = 1..T:
 
     V_t = beta * V_{t-1} + W s_t + b                       (1)  membrane potential
     o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
 
-s_t is the layer's input at step t (an event frame for layer 1, the hidden spikes o_t for layer 2).
-The network's output is the mean spike rate of the 10 output neurons over T steps, read out by a
+s_t is the layer's input at step t (an event frame for layer 1, the previous layer's spikes o_t for
+the others). Layer l's parameters are named W{l} and b{l}, l = 1..L, layer L the output.
+The network's output is the mean spike rate of the output neurons over T steps, read out by a
 softmax (3) and scored by cross-entropy (4). Evolution strategies evaluate many perturbed copies
 ("members") of the network on the same minibatch; `simulate` runs them all, in cache-sized chunks
 of members, asking the caller for each layer's input current W s_t + b. That way every method
@@ -20,7 +22,7 @@ import numpy
 from backend import array_module_of, to_numpy
 import gpu
 
-SIZES = (2312, 64, 10)  # inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
+SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
@@ -37,13 +39,43 @@ class LIF:
 
 
 def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
-    """W_l (fan_out x fan_in) and b_l drawn i.i.d. from N(0, std^2), float32."""
+    """W_l (fan_out x fan_in) and b_l drawn i.i.d. from N(0, std^2), float32, for sizes
+    (inputs, hidden..., outputs)."""
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
         params[f"W{layer}"] = xp.asarray(rng.normal(0.0, std, (n_out, n_in)), dtype=xp.float32)
         params[f"b{layer}"] = xp.asarray(rng.normal(0.0, std, n_out), dtype=xp.float32)
     return params
+
+
+def n_layers(params):
+    """L, the number of LIF layers of a network's parameters {W1, b1, ..., WL, bL}."""
+    return sum(1 for name in params if name.startswith("W"))
+
+
+def layer_of(name):
+    """l of parameter W{l} or b{l}."""
+    return int(name[1:])
+
+
+def sizes_of(params):
+    """(inputs, hidden..., outputs) of a network's parameters."""
+    return (params["W1"].shape[1],) + tuple(params[f"W{layer}"].shape[0] for layer in range(1, n_layers(params) + 1))
+
+
+def check_params(params):
+    """ValueError naming the fix unless params are W1, b1, ..., WL, bL (L >= 2) of matching shapes."""
+    layers = n_layers(params)
+    expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
+    if layers < 2 or set(params) != expected:
+        raise ValueError(f"a spiking network's parameters are W1, b1, ..., WL, bL with L >= 2 layers, got "
+                         f"{', '.join(sorted(params))}: make them with snn.init_params(seed, sizes)")
+    for layer in range(1, layers + 1):
+        w, b = params[f"W{layer}"], params[f"b{layer}"]
+        if w.ndim != 2 or b.shape != (w.shape[0],) or (layer > 1 and w.shape[1] != params[f"W{layer - 1}"].shape[0]):
+            raise ValueError(f"W{layer} {tuple(w.shape)} and b{layer} {tuple(b.shape)} do not fit the layer "
+                             f"before: make them with snn.init_params(seed, sizes)")
 
 
 def lif_step(v, current, lif, spikes):
@@ -66,37 +98,45 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
     return max(2, min(n_members, fit - fit % 2))
 
 
-def simulate(hidden_current, output_current, n_members, n_steps, batch, sizes=SIZES,
+def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
              lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
-    """Run Eqs. (1)-(2) for n_members networks on one minibatch, a chunk of members at a time.
+    """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, hidden..., outputs) on one
+    minibatch, a chunk of members at a time.
 
-    hidden_current(t, start, stop) -> current W1 s_t + b1 into the hidden layer of members
-        start..stop-1 at step t, shape (stop - start, batch, n_hidden) or broadcastable to it;
-    output_current(spikes, start, stop) -> currents W2 o_t + b2 into the output layer at every
-        step, (n_steps, stop - start, batch, n_out), from those members' hidden spikes o_t,
-        (n_steps, stop - start, batch, n_hidden). Layer 2 only sees layer 1's spikes, so a chunk
-        runs layer 1 through all steps first, then layer 2.
+    input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
+        step t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
+    layer_current(layer, spikes, start, stop) -> currents W_l o_t + b_l into layer l >= 2 at every
+        step, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
+        l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
+        before, so a chunk runs layer 1 through all steps first, then layer 2, and so on.
     Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
-    of hidden spikes of each member over the batch and all steps (n_members,), else None.
+    of hidden spikes (every layer but the last) of each member over the batch and all steps
+    (n_members,), else None.
     """
-    _, n_hidden, n_out = sizes
     dtype = dtype or xp.float32
+    n_out = sizes[-1]
     counts = xp.zeros((n_members, batch, n_out), dtype=dtype)
     hidden_spikes = xp.zeros(n_members, dtype=xp.float64) if count_hidden else None
-    chunk = members_per_chunk(n_members, batch, n_hidden, xp)
+    chunk = members_per_chunk(n_members, batch, max(sizes[1:-1]), xp)
     for start in range(0, n_members, chunk):
         stop = min(start + chunk, n_members)
-        v = xp.zeros((stop - start, batch, n_hidden), dtype=dtype)
+        v = xp.zeros((stop - start, batch, sizes[1]), dtype=dtype)
         spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
         for t in range(n_steps):
-            lif_step(v, hidden_current(t, start, stop), lif, spikes[t])
-        if count_hidden:
-            hidden_spikes[start:stop] = spikes.sum(axis=(0, 2, 3))
-        currents = output_current(spikes, start, stop)
-        v = xp.zeros((stop - start, batch, n_out), dtype=dtype)
-        out_spikes = xp.empty_like(v)
-        for t in range(n_steps):
-            counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
+            lif_step(v, input_current(t, start, stop), lif, spikes[t])
+        for layer in range(2, len(sizes)):
+            if count_hidden:
+                hidden_spikes[start:stop] += spikes.sum(axis=(0, 2, 3))
+            currents = layer_current(layer, spikes, start, stop)
+            v = xp.zeros((stop - start, batch, sizes[layer]), dtype=dtype)
+            if layer == len(sizes) - 1:
+                out_spikes = xp.empty_like(v)
+                for t in range(n_steps):
+                    counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
+            else:
+                spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
+                for t in range(n_steps):
+                    lif_step(v, currents[t], lif, spikes[t])
     return counts, hidden_spikes
 
 
@@ -104,20 +144,20 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False):
     """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
-    the yardstick for what perturbations cost (on a GPU, one kernel: gpu.population_lif_network).
-    Layer 1 sees the same frames at every member, so its current W1 s_t + b1 is one matrix
-    product for all steps and members.
+    the yardstick for what perturbations cost (on a GPU, for two layers, one kernel:
+    gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
+    W1 s_t + b1 is one matrix product for all steps and members.
     """
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
-    sizes = (n_in, params["W1"].shape[0], params["W2"].shape[0])
+    sizes = sizes_of(params)
     hidden = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"])
     hidden = hidden.reshape(n_steps, batch, sizes[1])
-    if n_members > 1 and gpu.enabled(xp):  # a population: every member and step in one kernel
+    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3:  # a population: every member and step in one kernel
         counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
         return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],
-                    lambda spikes, start, stop: spikes @ params["W2"].T + params["b2"],
+                    lambda layer, spikes, start, stop: spikes @ params[f"W{layer}"].T + params[f"b{layer}"],
                     n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)
 
 

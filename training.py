@@ -42,34 +42,39 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
     per digit 0-9 (None for a digit the split lacks), and where the activity is, per sample: input
     events (active inputs over the T frames), hidden and output spikes, the fraction of hidden
     neurons that never fire on the whole split, and synaptic operations — an accumulate per
-    synapse a spike crosses, n_hidden per input event and n_out per hidden spike. A team's
-    processes take every K-th batch of 1,000 and add up their counts: whole numbers, so the sums
-    are exact in any order."""
-    n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
-    tally = numpy.zeros(n_out + n_hidden + 2)  # hits per digit, spikes of each hidden neuron, output spikes, events
+    synapse a spike crosses, sizes[1] per input event and sizes[l + 1] per spike of hidden layer l.
+    A team's processes take every K-th batch of 1,000 and add up their counts: whole numbers, so
+    the sums are exact in any order."""
+    sizes = snn.sizes_of(params)
+    n_out, n_hidden = sizes[-1], sum(sizes[1:-1])
+    # hits per digit, spikes of each hidden neuron, output spikes, events, synaptic operations of hidden spikes
+    tally = numpy.zeros(n_out + n_hidden + 3)
     hits, fired = slice(0, n_out), slice(n_out, n_out + n_hidden)
+    first_neuron = numpy.cumsum((n_out,) + sizes[1:-1])  # where each hidden layer's neurons start in the tally
     for start in range(team.rank * batch_size, len(split), team.size * batch_size):
         indices = numpy.arange(start, min(start + batch_size, len(split)))
         frames = split.frames(indices, xp)
         n_steps, batch, n_in = frames.shape
         current = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]).reshape(n_steps, batch, -1)
 
-        def output_current(spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
-            tally[fired] += to_numpy(spikes.sum(axis=(0, 1, 2)))
-            return spikes @ params["W2"].T + params["b2"]
-        counts, _ = snn.simulate(lambda t, first, last: current[t], output_current, 1, n_steps, batch,
-                                 (n_in, n_hidden, n_out), lif, xp, frames.dtype)
+        def layer_current(layer, spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
+            per_neuron = to_numpy(spikes.sum(axis=(0, 1, 2)))
+            tally[first_neuron[layer - 2]:first_neuron[layer - 2] + sizes[layer - 1]] += per_neuron
+            tally[-1] += sizes[layer] * float(per_neuron.sum())
+            return spikes @ params[f"W{layer}"].T + params[f"b{layer}"]
+        counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_steps, batch,
+                                 sizes, lif, xp, frames.dtype)
         tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
-        tally[-2:] += float(counts.sum()), float(frames.sum())
+        tally[-3:-1] += float(counts.sum()), float(frames.sum())
     tally = team.total(tally)
     samples = max(len(split), 1)
-    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-2], tally[-1]
+    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-3], tally[-2]
     seen = numpy.bincount(split.labels, minlength=n_out)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": hidden / samples,
              "output_spikes_per_sample": output / samples,
              "silent_hidden_fraction": float((tally[fired] == 0).mean()),
-             "synaptic_ops_per_sample": (n_hidden * events + n_out * hidden) / samples}
+             "synaptic_ops_per_sample": (sizes[1] * events + tally[-1]) / samples}
     return int(right.sum()) / samples, (hidden + output) / samples, per_digit, \
         {key: float(value) for key, value in where.items()}
 
@@ -253,7 +258,7 @@ def set_up(config, out, team, progress, command):
         xp = array_module(config.device)
         if xp is not numpy and team.size > 1:
             xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
-        params = snn.init_params(config.seed, std=config.init_std, xp=xp)
+        params = snn.init_params(config.seed, config.sizes, std=config.init_std, xp=xp)
         if config.method == "eggroll":
             eggroll.check_config(config.eggroll(), params)
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
@@ -454,7 +459,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)
     xp = array_module(device)
-    like = snn.init_params(config.seed, std=config.init_std, xp=xp)
+    like = snn.init_params(config.seed, config.sizes, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
     try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials

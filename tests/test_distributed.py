@@ -68,9 +68,9 @@ def test_gradients_of_the_shares_sum_to_the_whole_gradient():
     params = snn.init_params(0)
     config = eggroll.Config(population=300, rank=2, sigma=0.1, seed=4, logit_scale=1.0)
     f = np.random.default_rng(1).uniform(-1, 1, config.pairs).astype(np.float32)
-    whole = eggroll.gradient(f, params, config, 3)
+    whole = eggroll.gradient(f, config.members(params, 3), config.pairs)
     for size in (2, 3):
-        parts = [eggroll.gradient(f[s], params, config, 3, s)
+        parts = [eggroll.gradient(f[s], config.members(params, 3, s), config.pairs)
                  for s in (distributed.share(config.pairs, eggroll.PAIRS_PER_BLOCK, k, size) for k in range(size))]
         for name in whole:
             np.testing.assert_allclose(sum(p[name] for p in parts), whole[name], rtol=0,
@@ -90,7 +90,7 @@ def test_a_process_without_pairs_contributes_nothing(method):
     if method == "eggroll":
         config = eggroll.Config(60, 2, sigma=0.1, seed=0, logit_scale=1.0)
         counts, hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)
-        grads = eggroll.gradient(f, params, config, 0, nothing)
+        grads = eggroll.gradient(f, config.members(params, 0, nothing), config.pairs)
     else:
         config = baselines.ESConfig(60, sigma=0.1, seed=0, logit_scale=1.0, mode=method)
         counts, hidden = baselines.es_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)

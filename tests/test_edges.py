@@ -19,6 +19,7 @@ import noise
 import optim
 import snn
 import strict_array
+from network_gradient import network_gradient
 
 CUPY = backend._usable_cupy()
 GPU = [pytest.param(CUPY, id="cupy", marks=pytest.mark.skipif(CUPY is None, reason="needs CuPy and a GPU"))]
@@ -48,7 +49,7 @@ def test_a_generation_of_several_blocks_of_pairs_is_its_stages_by_hand(method, p
     adam = optim.Adam(lr=0.05)
     if method == "eggroll":
         config = eggroll.Config(population, rank=2, sigma=0.5, seed=9, logit_scale=2.0)
-        step, forward, gradient = eggroll.generation_step, eggroll.perturbed_forward, eggroll.gradient
+        step, forward, gradient = eggroll.generation_step, eggroll.perturbed_forward, network_gradient
     else:
         config = baselines.ESConfig(population, sigma=0.5, seed=9, logit_scale=2.0)
         step, forward, gradient = baselines.es_generation_step, baselines.es_forward, baselines.full_rank_gradient

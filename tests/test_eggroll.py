@@ -5,6 +5,7 @@ Statistical tests use fixed seeds (and a derandomized hypothesis profile), and e
 stated multiple (>= 5) of a standard error derived from the sample size, so they cannot flake.
 """
 import dataclasses
+import functools
 import math
 import re
 from math import comb
@@ -56,10 +57,10 @@ def record_simulation(run):
                 recorded["hidden"][t, member] = np.array(full[member - start], copy=True)
             return current
 
-        def output(spikes, start, stop):
-            current = output_current(spikes, start, stop)
+        def output(layer, spikes, start, stop):
+            current = output_current(layer, spikes, start, stop)
             recorded["output"].append((start, stop, np.array(spikes, copy=True), np.array(current, copy=True),
-                                       output_current))
+                                       functools.partial(output_current, layer)))
             return current
 
         return original(hidden, output, *args, **kwargs)
@@ -418,7 +419,7 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
     shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0))
     assert np.array_equal(shaped, np.zeros(6))
     f = eggroll.pair_differences(shaped)
-    grads = eggroll.gradient(f, params, config, 0)
+    grads = eggroll.gradient(f, config.members(params, 0), config.pairs)
     for grad in grads.values():
         assert not grad.any()
     new_params, state = optim.ascend(params, grads, optim.init(params), optim.Adam(lr=0.1))
@@ -430,7 +431,7 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
     counts[3, 0] = [0.0, 4.0, 0.0]  # member 3 (pair 1's - side) now differs
     f = eggroll.pair_differences(eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0)))
     assert f[1] != 0 and f[0] == f[2] == 0
-    assert any(grad.any() for grad in eggroll.gradient(f, params, config, 0).values())
+    assert any(grad.any() for grad in eggroll.gradient(f, config.members(params, 0), config.pairs).values())
 
 
 def test_pair_differences_are_plus_minus_minus():
@@ -460,7 +461,7 @@ def test_generation_step_is_its_stages_by_hand():
     fitnesses = log_p[:, np.arange(3), labels].mean(axis=1)
     assert fitnesses.std() > 0 and frames.shape[0] != frames.shape[1]
     shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))
-    grads = eggroll.gradient(eggroll.pair_differences(shaped), params, config, 4)
+    grads = eggroll.gradient(eggroll.pair_differences(shaped), config.members(params, 4), config.pairs)
     expected, _ = optim.ascend(params, grads, optim.init(params), adam)
 
     new, state, stats_ = eggroll.generation_step(params, optim.init(params), frames, labels, 4, config, adam, lif)
@@ -495,7 +496,7 @@ def test_a_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitnes
     shaped = eggroll.centred_ranks(fitnesses)
     assert not np.array_equal(shaped, eggroll.centred_ranks(np.array(free)))
     adam = optim.Adam(lr=0.05)
-    grads = eggroll.gradient(eggroll.pair_differences(shaped), params, config, 3)
+    grads = eggroll.gradient(eggroll.pair_differences(shaped), config.members(params, 3), config.pairs)
     expected, _ = optim.ascend(params, grads, optim.init(params), adam)
     new, _, stats_ = eggroll.generation_step(params, optim.init(params), frames, labels, 3, config, adam)
     assert stats_["mean_fitness"] == pytest.approx(fitnesses.mean(), abs=1e-12)

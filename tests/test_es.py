@@ -35,8 +35,14 @@ def full_rank_noise(config, generation, params):
     return drawn
 
 
+def lowrank_estimate(f, params, config, generation):
+    """EGGROLL's g of any named parameters, through the generic interface's population."""
+    es = eggroll.Eggroll(config.population, config.rank, config.sigma, config.seed)
+    return eggroll.gradient(f, es.population_of(eggroll.State(params, {}, generation), slice(None)), config.pairs)
+
+
 ESTIMATORS = {
-    "eggroll": (member_noise, eggroll.gradient),
+    "eggroll": (member_noise, lowrank_estimate),
     "full_rank": (full_rank_noise, baselines.full_rank_gradient),
 }
 

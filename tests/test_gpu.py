@@ -193,8 +193,8 @@ def test_reference_size_generation_agrees_in_float32():
     fitness_gpu = eggroll.fitness(counts_gpu, cupy.asarray(labels), 10, 5.0).get()
     np.testing.assert_allclose(fitness_gpu, fitness_cpu, atol=0.02)
     f = eggroll.pair_differences(eggroll.centred_ranks(fitness_cpu))
-    grad_cpu = eggroll.gradient(f, params, config, 0)
-    grad_gpu = eggroll.gradient(cupy.asarray(f), on_gpu(params), config, 0)
+    grad_cpu = eggroll.gradient(f, config.members(params, 0), config.pairs)
+    grad_gpu = eggroll.gradient(cupy.asarray(f), config.members(on_gpu(params), 0), config.pairs)
     for name in params:
         np.testing.assert_allclose(grad_gpu[name].get(), grad_cpu[name], rtol=1e-3, atol=1e-4)
 

@@ -23,6 +23,7 @@ import noise
 import optim
 import snn
 import strict_array as xp
+from network_gradient import network_gradient
 
 SIZES = (20, 8, 4)
 CONFIG = eggroll.Config(population=6, rank=2, sigma=0.1, seed=3, logit_scale=2.0)
@@ -145,7 +146,7 @@ def test_eggroll_generation_on_the_device(spike_cost):
     config = dataclasses.replace(CONFIG, spike_cost=spike_cost)
     counts, _ = run_both(eggroll.perturbed_forward, params, frames, config, 4, count_hidden=True)
     shaped = run_both(eggroll.centred_ranks, np.array([0.3, -1.0, 0.3, 2.0, -1.0, 0.5]))
-    grads = run_both(eggroll.gradient, eggroll.pair_differences(shaped), params, config, 4)
+    grads = run_both(network_gradient, eggroll.pair_differences(shaped), params, config, 4)
     run_both(optim.ascend, params, grads, optim.init(params), ADAM)
     state = optim.init(params)
     for generation in range(2):

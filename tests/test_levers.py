@@ -75,7 +75,8 @@ def test_the_output_layer_is_perturbed_and_updated_with_its_own_sigma():
         perturbed = {name: value + sign * sigma[name] * noise[name][p] for name, value in params.items()}
         np.testing.assert_array_equal(counts[member], snn.forward(perturbed, frames)[0][0])
     f = np.random.default_rng(3).standard_normal(scaled.pairs).astype(np.float32)
-    grads, reference = eggroll.gradient(f, params, scaled, 3), eggroll.gradient(f, params, plain, 3)
+    grads = eggroll.gradient(f, scaled.members(params, 3), scaled.pairs)
+    reference = eggroll.gradient(f, plain.members(params, 3), plain.pairs)
     for name in params:
         np.testing.assert_allclose(grads[name], reference[name] / (0.25 if name.endswith("2") else 1), rtol=1e-6)
 

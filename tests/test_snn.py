@@ -133,7 +133,7 @@ def test_hidden_spikes_are_counted_only_when_asked():
     assert none is None and hidden.shape == (1,) and hidden[0] > 0 and np.array_equal(counts, counted)
     hidden_current = (frames.reshape(-1, 8) @ params["W1"].T + params["b1"]).reshape(6, 4, 6)
     counts, none = snn.simulate(lambda t, start, stop: hidden_current[t],
-                                lambda spikes, start, stop: spikes @ params["W2"].T + params["b2"],
+                                lambda layer, spikes, start, stop: spikes @ params["W2"].T + params["b2"],
                                 1, 6, 4, (8, 6, 4))
     assert none is None and np.array_equal(counts, counted)
 

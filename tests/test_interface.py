@@ -1,0 +1,213 @@
+"""EGGROLL's ask/tell interface (eggroll.Eggroll) over any named 1-D and 2-D arrays, and the spiking
+network of any depth as its client: the population's products against every member formed,
+resume through pickle, clear errors, and the spiking network's generation as ask -> forward -> tell."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import baselines
+import eggroll
+import noise
+import optim
+import snn
+
+
+def mlp(seed=0, sizes=(6, 5, 3), dtype=np.float64):
+    """A dict of weights and biases under names that are none of the spiking network's."""
+    rng = np.random.default_rng(seed)
+    params = {}
+    for layer, (n, m) in enumerate(zip(sizes[:-1], sizes[1:])):
+        params[f"layer{layer}.weight"] = rng.normal(0, 0.5, (m, n)).astype(dtype)
+        params[f"layer{layer}.bias"] = rng.normal(0, 0.5, m).astype(dtype)
+    return params
+
+
+@settings(max_examples=20, deadline=None)
+@given(pairs=st.integers(1, 70), rank=st.integers(1, 3), generation=st.integers(0, 5), per_member=st.booleans())
+def test_linear_is_every_members_product_with_its_noise_formed(pairs, rank, generation, per_member):
+    """pop.linear(name, x, bias) equals x (theta + sigma E_p)^T + b +- sigma delta_p with each member's
+    parameters formed (pop.member), for x shared by all members and x one per member."""
+    params = mlp(1)
+    es = eggroll.Eggroll(2 * pairs, rank, {name: 0.1 * (i + 1) for i, name in enumerate(params)}, seed=3)
+    pop = es.ask(eggroll.State(params, {}, generation))
+    rng = np.random.default_rng(pairs)
+    x = rng.normal(size=(2 * pairs, 4, 6) if per_member else (4, 6))
+    out = pop.linear("layer0.weight", x, bias="layer0.bias")
+    assert out.shape == (2 * pairs, 4, 5)
+    for i in range(2 * pairs):
+        member = pop.member(i)
+        expected = (x[i] if per_member else x) @ member["layer0.weight"].T + member["layer0.bias"]
+        np.testing.assert_allclose(out[i], expected, rtol=1e-6, atol=1e-9)
+
+
+def test_members_are_antithetic_and_drawn_from_the_keys():
+    """Member 2p + 1 is theta - sigma E_p where member 2p is theta + sigma E_p, E_p = A_p B_p^T / sqrt(r)
+    from the factors of name's own stream; the same ask twice gives the same members."""
+    params = mlp(2)
+    es = eggroll.Eggroll(8, 2, 0.3, seed=5)
+    pop = es.ask(eggroll.State(params, {}, 7))
+    a, b = eggroll.lowrank_factors(5, 7, np.arange(4), "layer1.weight", (3, 5), 2)
+    for pair in range(4):
+        plus, minus = pop.member(2 * pair), pop.member(2 * pair + 1)
+        np.testing.assert_allclose(plus["layer1.weight"] - params["layer1.weight"],
+                                   0.3 * eggroll.materialise(a, b)[pair], rtol=1e-6, atol=1e-12)
+        for name in params:
+            np.testing.assert_allclose(plus[name] + minus[name], 2 * params[name], rtol=1e-12, atol=1e-12)
+    again = es.ask(eggroll.State(params, {}, 7))
+    assert all(np.array_equal(pop.member(3)[n], again.member(3)[n]) for n in params)
+
+
+def test_tell_is_its_stages_by_hand():
+    """tell = centred ranks of the fitness, f_p, g of Eqs. (7)-(8) from the keys, one Adam step; raw
+    shaping skips the ranks."""
+    params = mlp(3)
+    fitness = np.random.default_rng(0).normal(size=10)
+    for shaping, shaped in (("centred_ranks", eggroll.centred_ranks(fitness)), ("raw", fitness)):
+        es = eggroll.Eggroll(10, 2, 0.2, seed=1, lr=0.05, shaping=shaping)
+        state = es.init(params)
+        new, stats = es.tell(state, fitness)
+        grads = eggroll.gradient(eggroll.pair_differences(shaped), es.ask(state), 5)
+        expected, _ = optim.ascend(params, grads, optim.init(params), optim.Adam(0.05))
+        for name in params:
+            np.testing.assert_array_equal(new.params[name], expected[name])
+        assert new.generation == 1 and new.optimiser["t"] == 1
+        assert stats["max_fitness"] == fitness.max()
+
+
+def test_a_quadratic_in_named_parameters_is_climbed():
+    """ask/tell on a fitness that is a black box of each member's parameters (pop.member): the
+    distance to a target falls tenfold."""
+    target = mlp(4, (8, 6, 2))
+    start = {name: np.zeros_like(value) for name, value in target.items()}
+    es = eggroll.Eggroll(64, 2, 0.05, seed=2, lr=0.05)
+    state = es.init(start)
+
+    def distance(params):
+        return sum(((params[n] - target[n]) ** 2).sum() for n in target)
+    for _ in range(300):
+        pop = es.ask(state)
+        state, _ = es.tell(state, [-distance(pop.member(i)) for i in range(pop.members)])
+    assert distance(state.params) < distance(start) / 10
+
+
+def test_a_pickled_state_resumes_with_the_same_bits():
+    """Five generations straight, or two, a pickle round trip of state (and of the Eggroll), three more."""
+    x = np.random.default_rng(1).normal(size=(16, 6)).astype(np.float32)
+    es = eggroll.Eggroll(20, 1, 0.1, seed=9, lr=0.02)
+
+    def generation(es, state):
+        pop = es.ask(state)
+        out = np.tanh(pop.linear("layer0.weight", x, bias="layer0.bias"))
+        scores = pop.linear("layer1.weight", out, bias="layer1.bias")
+        return es.tell(state, -(scores ** 2).mean(axis=(1, 2)))[0]
+    straight = es.init(mlp(5, dtype=np.float32))
+    for _ in range(5):
+        straight = generation(es, straight)
+    resumed = es.init(mlp(5, dtype=np.float32))
+    for _ in range(2):
+        resumed = generation(es, resumed)
+    resumed, es = pickle.loads(pickle.dumps((resumed, es)))
+    for _ in range(3):
+        resumed = generation(es, resumed)
+    assert resumed.generation == 5
+    for name in straight.params:
+        np.testing.assert_array_equal(resumed.params[name], straight.params[name])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda es, s: es.ask(s).linear("nope", np.ones((2, 6))), "unknown parameter 'nope'"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6)), bias="nope"), "unknown parameter 'nope'"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 7))), "x of shape"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2p = 4 members"),
+    (lambda es, s: es.ask(s).member(4), "member must lie in 0..3"),
+    (lambda es, s: es.tell(s, np.zeros(5)), "fitness must have shape (4,)"),
+    (lambda es, s: es.tell(s, [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, [0.0, np.inf, 1.0, 2.0]), "NaN or inf"),
+    (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
+    (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
+    (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
+    (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0).init(s.params), "must be > 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z").init(s.params), "unknown shaping"),
+    (lambda es, s: es.init({"cube": np.ones((2, 2, 2))}), "reshape it"),
+    (lambda es, s: es.init({}), "params is empty"),
+])
+def test_bad_input_is_one_value_error_naming_the_fix(make, message):
+    es = eggroll.Eggroll(4, 1, 0.1, seed=0)
+    state = es.init(mlp(6))
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make(es, state)
+
+
+def test_noise_streams_are_keyed_by_name():
+    """The paper's four parameters keep their streams (every committed run keeps its bits); any other
+    name has its own, the same in every call, apart from those four and from its neighbours'."""
+    assert [noise.param_id(name) for name in ("W1", "b1", "W2", "b2")] == [0, 1, 2, 3]
+    names = ["W3", "b3", "enc.w", "enc.b", "layer0.weight", "layer1.weight"]
+    ids = [noise.param_id(name) for name in names]
+    assert len(set(ids)) == len(ids) and all(i >= 2 ** 31 for i in ids)
+    assert ids == [noise.param_id(name) for name in names]
+    assert not np.array_equal(noise.normals(1, 0, [0], "enc.w", 8), noise.normals(1, 0, [0], "enc.b", 8))
+
+
+# ---------------------------------------------------------------------------------------------
+# The spiking network of any depth
+
+def deep_problem(sizes=(12, 7, 5, 4)):
+    params = {name: value.astype(np.float64) for name, value in snn.init_params(2, sizes, std=0.6).items()}
+    frames = (np.random.default_rng(3).random((5, 6, sizes[0])) < 0.4).astype(np.float64)
+    return params, frames
+
+
+def test_a_deeper_networks_members_run_as_their_parameters_say():
+    """Three LIF layers: the population's output counts equal snn.forward of each member's formed
+    parameters; every layer's noise reaches the output (none is left out)."""
+    params, frames = deep_problem()
+    config = eggroll.Config(12, 2, 0.4, seed=4, logit_scale=2.0, output_sigma_scale=0.5)
+    population = config.members(params, 3)
+    assert population.sigma == {"W1": 0.4, "b1": 0.4, "W2": 0.4, "b2": 0.4, "W3": 0.2, "b3": 0.2}
+    counts, hidden = eggroll.population_forward(population, frames, count_hidden=True)
+    assert counts.shape == (12, 6, 4) and counts.any()
+    for i in range(12):
+        expected, expected_hidden = snn.forward(population.member(i), frames, count_hidden=True)
+        np.testing.assert_array_equal(counts[i], expected[0])
+        assert hidden[i] == expected_hidden[0]
+    assert len({counts[i].tobytes() for i in range(12)}) > 1
+
+
+def test_a_deeper_network_trains_every_layer():
+    """generation_step on three layers moves W3 by the step its own noise gives, and ask -> forward ->
+    tell by hand gives the same bits."""
+    params, frames = deep_problem()
+    labels = np.arange(6) % 4
+    config = eggroll.Config(16, 1, 0.3, seed=1, logit_scale=3.0)
+    adam = optim.Adam(0.05)
+    new, state, _ = eggroll.generation_step(params, optim.init(params), frames, labels, 2, config, adam)
+    es = config.method(params, adam)
+    before = eggroll.State(params, optim.init(params), 2)
+    counts, _ = eggroll.population_forward(es.ask(before), frames)
+    by_hand, _ = es.tell(before, eggroll.fitness(counts, labels, 5, 3.0))
+    for name in params:
+        np.testing.assert_array_equal(new[name], by_hand.params[name])
+        assert not np.array_equal(new[name], params[name]), name
+
+
+def test_the_baselines_refuse_a_deeper_network():
+    params, frames = deep_problem()
+    labels = np.zeros(6, dtype=int)
+    with pytest.raises(ValueError, match="two LIF layers"):
+        baselines.es_forward(params, frames.astype(np.float32), baselines.ESConfig(4, 0.1, 0, 1.0), 0)
+    with pytest.raises(ValueError, match="two LIF layers"):
+        baselines.bptt_step(params, optim.init(params), frames, labels, baselines.BPTTConfig(1.0, 1.0), optim.Adam(0.01))
+
+
+@pytest.mark.parametrize("broken", [
+    lambda p: {k: v for k, v in p.items() if k != "b2"},
+    lambda p: {**p, "W2": p["W2"][:, :3]},
+    lambda p: {"W1": p["W1"], "b1": p["b1"]},
+])
+def test_a_network_with_missing_or_misfitting_layers_is_refused(broken):
+    params, frames = deep_problem()
+    with pytest.raises(ValueError, match="snn.init_params"):
+        eggroll.perturbed_forward(broken(params), frames, eggroll.Config(4, 1, 0.1, 0, 1.0), 0)
