@@ -91,6 +91,10 @@ class RunConfig:
     time_bins: int = setting(10, "T, frames per recording", check=between(1, 1000, "10"))
     slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",),
                           check=between(0, 1000, "25", open_low=True))
+    hidden: str = setting("64", "sizes of the hidden LIF layers, comma-separated: 64 is the paper's 2312-64-10, "
+                                "128,64 a network 2312-128-64-10 (more than one: eggroll only)",
+                          check=(lambda v: all(part.isdigit() and 0 < int(part) <= 65536 for part in v.split(",")),
+                                 "must be sizes in 1..65536 separated by commas", "128,64"), lever=True)
     max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
                                 "-N..N pixels", check=between(0, 33, "1"))
     eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
@@ -145,6 +149,11 @@ class RunConfig:
         return snn.LIF(self.beta, self.threshold)
 
     @property
+    def sizes(self):
+        """(inputs, hidden..., outputs) of the network: N-MNIST's 2312 inputs, --hidden, 10 digits."""
+        return (snn.SIZES[0], *(int(size) for size in self.hidden.split(",")), snn.SIZES[-1])
+
+    @property
     def name(self):
         """eggroll-r4, es or bptt: the method as the report names it."""
         return f"eggroll-r{self.rank}" if self.method == "eggroll" else self.method
@@ -168,6 +177,9 @@ def check(config):
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
         raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
                          f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")
+    if config.method != "eggroll" and len(config.sizes) > 3:
+        raise ValueError(f"--hidden {config.hidden}: {config.method} runs one hidden layer here: use e.g. "
+                         f"--hidden {config.hidden.split(',')[0]}, or --method eggroll for a deeper network")
     if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
         raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
                          f"--sigma-schedule cosine or exponential, or drop --sigma-min")

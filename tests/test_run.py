@@ -527,7 +527,7 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
     with pytest.raises(SystemExit):
         run.main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "(eggroll only; must lie in 1..10; default: 4)" in text
+    assert "(eggroll only; must lie in 1..the smaller side of every weight matrix (10 in the paper's network); default: 4)" in text
     for spec in dataclasses.fields(config.RunConfig):
         if spec.metadata["check"] and spec.name != "rank":
             assert spec.metadata["check"][1] in text or spec.name in run.HELP_RANGES, spec.name
