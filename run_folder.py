@@ -74,9 +74,12 @@ def owned(folder):
                              0o666)
     except OSError as error:
         raise UsageError(os_problem(error, "write", folder / LOCK)) from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:  # a hard link is another file's content too
         os.close(descriptor)
-        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is not a regular file; remove it")
+        what = "not a regular file" if not stat.S_ISREG(status.st_mode) else \
+            f"a hard link, one of {status.st_nlink} names of one file"
+        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is {what}; remove it")
     file = os.fdopen(descriptor, "r+")
     try:
         fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -86,6 +89,11 @@ def owned(folder):
         file.close()
         raise UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end "
                          f"or stop it, then run again") from None
+    content = file.read(64)
+    if not re.fullmatch(r"\d*\n?", content):  # a lock holds its last owner's PID or nothing: this is not one
+        file.close()
+        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it holds something other than a "
+                         f"process ID, so it is not this project's; move it away")
     try:
         try:  # the lock file is the one file written in place: the lock belongs to it
             file.seek(0)

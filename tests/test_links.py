@@ -94,6 +94,30 @@ def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path,
     assert unchanged(outside)
 
 
+def test_a_lock_that_is_a_hard_link_or_a_foreign_file_is_refused_and_left_as_it_was(tmp_path, dataset, capsys):
+    """O_NOFOLLOW stops symbolic links, not hard links: a .lock that is a second name of a user's file,
+    or a file of someone else's under that name, is refused, never truncated into a PID; in a fresh run
+    folder, a resumed one, and a results folder."""
+    outside = outside_files(tmp_path, ["lock-target", "notes"])
+    fresh, resumed = tmp_path / "fresh", tmp_path / "resumed"
+    fresh.mkdir()
+    os.link(outside / "lock-target", fresh / ".lock")
+    assert train(fresh, dataset) == 2
+    assert f"{fresh / '.lock'} as the folder's lock: it is a hard link" in capsys.readouterr().err
+    assert train(resumed, dataset) == 0
+    shutil.copy(outside / "notes", resumed / ".lock")
+    assert train(resumed, dataset, "--resume") == 2
+    assert "holds something other than a process ID" in capsys.readouterr().err
+    assert (resumed / ".lock").read_text() == "the user's notes"
+    results = tmp_path / "results"
+    shutil.copytree(Path(config.__file__).parent / "results" / "paper", results / "paper")
+    (results / "paper" / ".lock").unlink(missing_ok=True)
+    os.link(outside / "lock-target", results / "paper" / ".lock")
+    assert run.main(["reproduce", "--config", "paper", "--report-only", "--results", str(results), "--quiet"]) == 2
+    assert "it is a hard link" in capsys.readouterr().err
+    assert unchanged(outside)
+
+
 def test_the_folder_given_may_itself_be_a_link(tmp_path, dataset, capsys):
     real = tmp_path / "real-folder"
     real.mkdir()
