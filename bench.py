@@ -25,6 +25,7 @@ import baselines
 import data
 import distributed
 import eggroll
+import exits
 import gpu
 import optim
 import resources
@@ -269,9 +270,9 @@ def bench(opts):
         summary["kernels"] = kernels
     if pipeline:
         summary["data"] = pipeline
-    print(format_bench(summary))
     if opts.json:
         run_folder.write_atomically(Path(opts.json), json.dumps(summary, indent=1))
+    exits.say(format_bench(summary), unseen(opts))
     return summary
 
 
@@ -370,10 +371,15 @@ def bench_distributed(opts, team):
     summary = {"machine": machine_description(xp), "processes": team.size, "reference": dict(REFERENCE, pairs=opts.pairs),
                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "rows": rows}
     if team.rank == 0:
-        print(format_distributed(summary))
         if opts.json:
             run_folder.write_atomically(Path(opts.json), json.dumps(summary, indent=1))
+        exits.say(format_distributed(summary), unseen(opts))
     return summary
+
+
+def unseen(opts):
+    """Where the figures are when standard output cannot show them."""
+    return f"the figures are in {opts.json}" if opts.json else "run it again with --json FILE"
 
 
 def format_distributed(summary):

@@ -61,7 +61,7 @@ def report(claim, figure, line):
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     figures[claim], printed[claim] = buffer.getvalue(), wrapped(f"claim {claim}: {line}")
-    print(printed[claim], flush=True)
+    exits.say(printed[claim], "run it again with standard output open")
     if "ipykernel" in sys.modules:  # in a notebook, show it
         from IPython.display import display
         display(figure)
@@ -757,5 +757,5 @@ try:
 except OSError as error:
     fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
          f"another --out or --page")
-print(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
-      + f"; {seconds:.0f} s in all")
+exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
+          + f"; {seconds:.0f} s in all", f"the figures are in {args.out}")

@@ -232,8 +232,8 @@ def main():
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
     settings = Settings()
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
-    print(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "
-          f"recordings, {time.perf_counter() - began:.0f} s", flush=True)
+    exits.say(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "
+              f"recordings, {time.perf_counter() - began:.0f} s", "run it again with standard output open")
 
 
 if __name__ == "__main__":  # a damaged recording, an unwritable cache, Ctrl-C: one line (exits.py)

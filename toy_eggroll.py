@@ -19,7 +19,6 @@ derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
 """
 import argparse
 import math
-import os
 import sys
 from dataclasses import dataclass, replace
 
@@ -28,8 +27,9 @@ from matplotlib.figure import Figure
 
 import baselines
 import eggroll
+import exits
 import optim
-from run_folder import UsageError, writing
+from run_folder import writing
 
 SHAPE = (8, 6)   # m x n
 STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from
@@ -224,12 +224,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     figure, lines = draw()
     lines += checks()
-    try:
-        with writing(args.out) as temporary:
-            figure.savefig(temporary, format="png", dpi=72)
-    except UsageError as error:
-        fail(str(error))
-    print("\n".join(lines + [f"figure: {args.out}"]), flush=True)
+    with writing(args.out) as temporary:
+        figure.savefig(temporary, format="png", dpi=72)
+    exits.say("\n".join(lines + [f"figure: {args.out}"]), f"the figure is in {args.out}")
 
 
 def fail(message, status=2):
@@ -238,11 +235,5 @@ def fail(message, status=2):
     sys.exit(status)
 
 
-if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        fail("interrupted; nothing was written", 130)
-    except BrokenPipeError:  # the figure is written; what stdout still holds is dropped
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        fail("standard output was closed", 141)
+if __name__ == "__main__":  # Ctrl-C, SIGTERM, an unwritable figure or output: one line (exits.py)
+    sys.exit(exits.handled(main, "nothing was written; run it again"))

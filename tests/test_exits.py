@@ -71,6 +71,26 @@ def test_a_lost_result_is_exit_status_2(tmp_path, dataset):
                            "where it can be written\n")
 
 
+@pytest.mark.parametrize("command, where", [
+    (["toy_eggroll.py", "--out", "{tmp}/toy.png"], "the figure is in {tmp}/toy.png"),
+    (["run.py", "bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1"], "run it again with --json FILE"),
+    (["run.py", "bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json", "{tmp}/b.json"],
+     "the figures are in {tmp}/b.json"),
+])
+@pytest.mark.parametrize("output", ["closed", "full"])
+def test_a_result_standard_output_cannot_take_is_one_line_and_exit_status_2(tmp_path, command, where, output):
+    """The toy's lines and the benchmark's table, with standard output closed (`>&-`) or full
+    (/dev/full): one line saying where the result is, if anywhere, and exit status 2, not 0."""
+    command = [part.format(tmp=tmp_path) for part in command]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, str(ROOT / command[0]), *command[1:]], cwd=tmp_path,
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+                              preexec_fn=(lambda: os.close(1)) if output == "closed" else None)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("error: cannot write to standard output: ")
+    assert done.stderr.rstrip().endswith(where.format(tmp=tmp_path)), done.stderr
+
+
 def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     """At --threshold 100 no neuron ever fires: every member scores -ln 10 and the run learns
     nothing; one warning line says so, once. At the default threshold the run says nothing."""
