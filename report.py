@@ -86,9 +86,21 @@ def collect(results_dir, expected=None):
             continue
         real_path = final_path.parent / "real.json"
         if real_path.exists():
-            final["real_acc"] = read_record(real_path, run_folder.real_problem, RESCORE)["accuracy"]["all"]
+            real = read_record(real_path, run_folder.real_problem, RESCORE)
+            if not scores_this_run(real, final_path.parent, final):
+                raise ValueError(f"{real_path} scores another run ({real['run']}, at generation {real['generation']}), "
+                                 f"not {final_path.parent} at generation {final['generations']}: {RESCORE}")
+            final["real_acc"] = real["accuracy"]["all"]
         runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
     return runs
+
+
+def scores_this_run(real, folder, final):
+    """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
+    last generation, and named by a folder of the same seed (a folder may be renamed, a seed not)."""
+    def seed(name):
+        return name.rstrip("/").rsplit("-seed", 1)[-1]
+    return real["generation"] == final["generations"] and seed(str(real["run"])) == seed(folder.name)
 
 
 def stray_problem(folder, final, expected):

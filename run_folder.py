@@ -655,7 +655,8 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                **{f"test_sparsity.{key}": AMOUNT for key in ("input_events_per_sample", "hidden_spikes_per_sample",
                                                              "output_spikes_per_sample", "synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}
-REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")}
+REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")} | {
+    "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE}  # whose score it is (report.scores_this_run)
 MISSING = object()
 
 
@@ -700,4 +701,4 @@ def final_problem(final):
 
 def real_problem(real):
     """What is wrong with a real.json, or None."""
-    return record_problem(real, REAL_RULES, ("accuracy.all",))
+    return record_problem(real, REAL_RULES, ("accuracy.all", "run", "generation"))

@@ -16,7 +16,8 @@ import run_folder
 
 
 FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
-         "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1}
+         "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1,
+         "generations": 20}
 
 
 def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **final):
@@ -29,7 +30,8 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **fin
                                                            "wall_seconds": float(i + 1)}) + "\n"
                                                for i, acc in enumerate(val_accs)))
     if real_acc is not None:
-        (out / "real.json").write_text(json.dumps({"accuracy": {"all": real_acc}}))
+        (out / "real.json").write_text(json.dumps({"run": str(out), "generation": final["generations"],
+                                                   "accuracy": {"all": real_acc}}))
     return out
 
 
@@ -207,7 +209,13 @@ DAMAGES = {
     "final.json a list": ("final.json", "[1, 2]", "final.json is damaged (it holds a JSON list, not an object)"),
     "final.json without test_acc": ("final.json", json.dumps({"val_acc": 0.9}), "(test_acc is missing)"),
     "final.json not text": ("final.json", b"\xff\xfe\x00garbage", "final.json is not valid JSON"),
-    "real.json without accuracy": ("real.json", json.dumps({"run": "x"}), "(accuracy.all is missing)"),
+    "real.json without accuracy": ("real.json", json.dumps({"run": "x", "generation": 20}), "(accuracy.all is missing)"),
+    "real.json without its run": ("real.json", json.dumps({"accuracy": {"all": 0.5}, "generation": 20}),
+                                  "(run is missing)"),
+    "real.json of another seed": ("real.json", json.dumps({"run": "results/x/runs/eggroll-r4-seed2", "generation": 20,
+                                                           "accuracy": {"all": 0.5}}), "scores another run"),
+    "real.json of another generation": ("real.json", json.dumps({"run": "eggroll-r4-seed1", "generation": 10,
+                                                                 "accuracy": {"all": 0.5}}), "at generation 10"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "is damaged (generation is missing)"),
@@ -223,7 +231,7 @@ DAMAGES = {
     "final.json seed not a number": ("final.json", json.dumps(dict(FINAL, config={"seed": "1"})),
                                      '(config.seed must be an integer, got "1")'),
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
-    "real.json accuracy a string": ("real.json", json.dumps({"accuracy": {"all": "0.5"}}),
+    "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": "0.5"}}),
                                     '(accuracy.all must be a number in [0, 1], got "0.5")'),
 }
 
