@@ -38,7 +38,9 @@ test.zip, and EMULATED.json, the data's fingerprint (`provenance`). Every record
 or not at all, so an interrupted emulation resumes where it stopped.
 """
 import json
+import os
 import platform
+import re
 import signal
 from contextlib import closing
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -50,7 +52,7 @@ from tqdm import tqdm
 
 import data
 import mnist
-from run_folder import UsageError, os_problem, read_json, write_atomically, writing
+from run_folder import UsageError, os_problem, owned, read_json, refuse_link, write_atomically, writing
 
 VERSION = 1  # of the emulator's bytes: a change to any recording's bytes is a new version
 SENSOR = 34  # pixels per side of the sensor's field
@@ -316,6 +318,13 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
     root = Path(out) / "NMNIST"
     fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
+    refuse_link(root)
+    with owned(root):  # one emulation per folder at a time
+        return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress)
+
+
+def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress):
+    """`emulate`, once it holds <out>/NMNIST."""
     prepare(root, fingerprint)
     jobs, kept = [], 0
     for split in splits:
@@ -353,9 +362,13 @@ def prepare(root, fingerprint):
     try:
         for split in SPLIT_FOLDER.values():
             for digit in data.DIGITS:
-                (root / split / digit).mkdir(parents=True, exist_ok=True)
+                for folder in (root / split, root / split / digit):  # never into a folder elsewhere
+                    refuse_link(folder)
+                    folder.mkdir(exist_ok=True)
         for name in ("train.zip", "test.zip"):
-            (root / name).touch()
+            if not os.path.lexists(root / name):
+                write_atomically(root / name, "")
+            refuse_link(root / name)
     except OSError as error:
         raise UsageError(os_problem(error, "create", error.filename)) from None
     remove_partial_files(root)
@@ -363,10 +376,20 @@ def prepare(root, fingerprint):
         write_atomically(root / PROVENANCE, json.dumps(fingerprint, indent=2) + "\n")
 
 
+PARTIAL = re.compile(r"\d{5}\.bin\.[0-9a-f]{8}\.tmp")  # run_folder.writing's temporary file of a recording
+
+
 def remove_partial_files(root):
-    """Remove the temporary files of recordings whose writing was cut short (a killed worker)."""
-    for partial in root.glob("*/*/*.bin*.tmp"):  # run_folder.writing's <name>.<8 hex digits>.tmp, or <name>.tmp
-        partial.unlink(missing_ok=True)
+    """Remove the temporary files of recordings whose writing was cut short (a killed worker): in
+    <root>/<split>/<digit>/ alone, by the name `writing` gave them, never through a link."""
+    for split in SPLIT_FOLDER.values():
+        for digit in data.DIGITS:
+            folder = root / split / digit
+            if os.path.islink(root / split) or os.path.islink(folder) or not folder.is_dir():
+                continue
+            for entry in os.scandir(folder):
+                if PARTIAL.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
 
 
 def run_jobs(jobs, workers, seed):

@@ -18,6 +18,7 @@ import data
 import emulate
 import mnist
 import run
+import run_folder
 
 DIGITS = Path(__file__).resolve().parent / "data" / "mnist-digits"
 REFERENCE_RECORDINGS = Path(__file__).resolve().parent / "data" / "emulated-reference"
@@ -270,3 +271,38 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
     with pytest.raises(data.BadDataError, match="is not valid JSON.*delete it and emulate the data again"):
         emulate.provenance(tmp_path / "seed0")
+
+
+def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files(tmp_path, capsys):
+    """A link planted as NMNIST/Test or as train.zip is refused and what it names is left as it was;
+    a user's file that merely looks temporary (00005.bin.orig.tmp) survives the clean-up."""
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.bin.tmp").write_text("the user's")
+    (foreign / "zip").write_text("the user's")
+    for planted, target in (("Test", foreign), ("train.zip", foreign / "zip")):
+        out = tmp_path / f"out-{planted}"
+        (out / "NMNIST").mkdir(parents=True)
+        (out / "NMNIST" / planted).symlink_to(target)
+        with pytest.warns(UserWarning):
+            assert run.main(emulate_command(out)) == 2
+        assert f"{out / 'NMNIST' / planted} is a symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.bin.tmp", "zip"]
+    assert all(p.read_text() == "the user's" for p in foreign.iterdir())
+    out = tmp_path / "out"
+    mine = out / "NMNIST" / "Train" / "5" / "00005.bin.orig.tmp"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("the user's")
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out)) == 0
+    assert mine.read_text() == "the user's"
+
+
+def test_one_emulation_at_a_time_in_a_folder(tmp_path, capsys):
+    """A second emulation into a folder another is writing is refused in one line, before it writes."""
+    out = tmp_path / "out"
+    with run_folder.owned(out / "NMNIST"):
+        with pytest.warns(UserWarning):
+            assert run.main(emulate_command(out, "--seed", "1")) == 2
+        assert "is in use by another process" in capsys.readouterr().err
+    assert not list((out / "NMNIST").rglob("*.bin")) and not (out / "NMNIST" / "EMULATED.json").exists()
