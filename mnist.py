@@ -63,17 +63,29 @@ def read(path):
     raw = read_bytes(path, MAX_FILE_BYTES, data.BadDataError, "an MNIST file holds", "read the MNIST file")
     if path.suffix != ".gz":
         return raw
+    inflating = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip's header; stops at MAX_FILE_BYTES + 1
     try:
-        return gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as error:
+        inflated = inflating.decompress(raw, MAX_FILE_BYTES + 1)
+    except zlib.error as error:
         raise data.BadDataError(f"{path}: not a whole gzip file ({error}); replace it with the official "
                                 f"MNIST file") from None
+    if len(inflated) > MAX_FILE_BYTES:
+        raise data.BadDataError(f"{path} inflates to more than {MAX_FILE_BYTES:,} bytes, more than an MNIST file "
+                                f"holds; replace it with the official MNIST file")
+    if not inflating.eof:
+        raise data.BadDataError(f"{path}: not a whole gzip file (it ends before its data); replace it with the "
+                                f"official MNIST file")
+    return inflated
 
 
 def parse(raw, path):
-    """An IDX file's array: images (n, 28, 28) uint8 or labels (n,) uint8; BadDataError naming
-    `path` if the bytes are not that."""
+    """An IDX file's array: images (n, 28, 28) uint8 or labels (n,) uint8, as its name says; a
+    BadDataError naming `path` if the bytes are not that."""
     magic, n = struct.unpack(">II", raw[:8]) if len(raw) >= 8 else (None, 0)
+    wanted, other = (IMAGE_MAGIC, "digit labels") if "images" in Path(path).name else (LABEL_MAGIC, "images")
+    if magic in (IMAGE_MAGIC, LABEL_MAGIC) and magic != wanted:
+        raise data.BadDataError(f"{path} holds {other} (IDX magic number {magic}), not what its name says: put "
+                                f"each MNIST file under its own name")
     if magic == IMAGE_MAGIC and len(raw) >= 16:
         rows, columns = struct.unpack(">II", raw[8:16])
         if (rows, columns) == (28, 28) and len(raw) == 16 + n * rows * columns:

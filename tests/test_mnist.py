@@ -77,17 +77,43 @@ def test_gzipped_and_plain_files_read_the_same(gzipped, official):
 def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path, gzipped):
     images = (PLAIN / "t10k-images-idx3-ubyte").read_bytes()
     labels = (PLAIN / "t10k-labels-idx1-ubyte").read_bytes()
-    for raw in (images[:-1], images[:7], labels[:8] + bytes([10]) + labels[9:], b"\x00\x00\x08\x02" + images[4:]):
+    image_name, label_name = "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"
+    for raw, name in ((images[:-1], image_name), (images[:7], image_name), (b"\x00\x00\x08\x02" + images[4:], image_name),
+                      (labels[:8] + bytes([10]) + labels[9:], label_name)):
         with pytest.raises(data.BadDataError, match="not an MNIST IDX file") as error:
-            mnist.parse(raw, "f")
+            mnist.parse(raw, name)
         assert "\n" not in str(error.value)
-    assert mnist.parse(images, "f").shape == (21, 28, 28)
+    assert mnist.parse(images, image_name).shape == (21, 28, 28)
     for name in mnist.NAMES:
         shutil.copyfile(gzipped / f"{name}.gz", tmp_path / f"{name}.gz")
     (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels[:4] + (20).to_bytes(4, "big")
                                                                        + labels[8:28], mtime=0))
     with pytest.raises(data.BadDataError, match="21 images but t10k-labels-idx1-ubyte 20 labels"):
         mnist.load(tmp_path)
+
+
+def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_path, capsys):
+    """Images and labels swapped, or an image file copied over a label file: named by what the file
+    holds and what its name says; a .gz that inflates past any MNIST file is refused as it inflates."""
+    for case, change in (("swapped", {"t10k-images-idx3-ubyte": "t10k-labels-idx1-ubyte",
+                                      "t10k-labels-idx1-ubyte": "t10k-images-idx3-ubyte"}),
+                         ("copied", {"train-labels-idx1-ubyte": "train-images-idx3-ubyte"})):
+        folder = tmp_path / case
+        folder.mkdir()
+        for name in mnist.NAMES:
+            shutil.copyfile(PLAIN / change.get(name, name), folder / name)
+        assert run.main(["emulate", "--mnist", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not what its name says: put each MNIST file under its own name" in err, err
+    bomb = tmp_path / "bomb"
+    bomb.mkdir()
+    for name in mnist.NAMES:
+        shutil.copyfile(PLAIN / name, bomb / name)
+    (bomb / "train-images-idx3-ubyte").unlink()
+    (bomb / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(bytes(mnist.MAX_FILE_BYTES + 2), mtime=0))
+    with pytest.raises(data.BadDataError, match="inflates to more than 50,000,000 bytes"):
+        mnist.load(bomb)
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch,
