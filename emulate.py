@@ -42,6 +42,8 @@ import os
 import platform
 import re
 import signal
+import threading
+import time
 from contextlib import closing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -399,7 +401,7 @@ def run_jobs(jobs, workers, seed):
         yield from map(emulate_batch, jobs)
         return
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=start_worker,
-                             initargs=(seed,)) as pool:
+                             initargs=(seed, os.getpid())) as pool:
         futures = [pool.submit(emulate_batch, job) for job in jobs]
         try:
             for future in as_completed(futures):
@@ -411,10 +413,22 @@ def run_jobs(jobs, workers, seed):
 _worker = {}  # the Emulator of this process
 
 
-def start_worker(seed):
-    """Make a worker process's Emulator. Ctrl-C is left to the main process, which stops the pool."""
+def start_worker(seed, parent):
+    """Make a worker process's Emulator. Ctrl-C is left to the main process, which stops the pool;
+    should that process die without stopping it (kill -9), the worker ends within ORPHAN_CHECK seconds."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=end_when_orphaned, args=(parent,), daemon=True).start()
     _worker["emulator"] = Emulator(seed)
+
+
+ORPHAN_CHECK = 1.0  # seconds between a worker's looks at whether its parent is alive
+
+
+def end_when_orphaned(parent):
+    """Exit this worker once its parent process is gone (it is then another process's child)."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK)
+    os._exit(1)
 
 
 def emulate_batch(job):

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -306,3 +307,31 @@ def test_one_emulation_at_a_time_in_a_folder(tmp_path, capsys):
             assert run.main(emulate_command(out, "--seed", "1")) == 2
         assert "is in use by another process" in capsys.readouterr().err
     assert not list((out / "NMNIST").rglob("*.bin")) and not (out / "NMNIST" / "EMULATED.json").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc (Linux)")
+def test_the_workers_end_when_the_emulation_is_killed(tmp_path):
+    """kill -9 of `emulate --workers 2` leaves no worker behind: each ends once its parent is gone."""
+    ROOT = Path(run.__file__).resolve().parent
+    job = subprocess.Popen([sys.executable, str(ROOT / "run.py"), *emulate_command(tmp_path / "out", "--workers", "2")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children(pid):
+        found = set()
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            found |= {int(child) for child in task.read_text().split()}
+        return found
+    deadline = time.monotonic() + 60
+    while len(children(job.pid)) < 3 and time.monotonic() < deadline:  # 2 workers and a resource tracker
+        time.sleep(0.05)
+    workers = children(job.pid)
+    assert len(workers) >= 2, "the pool never started"
+    job.kill()
+    job.wait()
+    deadline = time.monotonic() + 10 * emulate.ORPHAN_CHECK + 5
+    while any(Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+              for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+            and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    assert not left, f"processes {left} outlived the killed emulation"
