@@ -47,6 +47,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,7 @@ EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # toni
 # 1,100 real recordings (35,760 bytes, 7,152 events), so any real N-MNIST recording fits with room
 # to spare, while decoding (about 15 bytes of memory per byte of file) stays under 60 MB. A file of
 # gigabytes in a digit folder (a disk image, a misplaced archive) is refused, not allocated.
+DOWNLOAD_TIMEOUT = 60.0  # seconds a download waits for a connection or for its next bytes
 MAX_RECORDING_BYTES = 100 * 35_760
 
 
@@ -123,9 +125,16 @@ def _download(root):
     import tonic  # only needed here, and importing it is slow
 
     target = root / "NMNIST"
-    first_new = next((folder for folder in (*reversed(target.parents), target) if not folder.exists()), None)
+    for path in (root, target):
+        if os.path.islink(path) and not path.exists():
+            raise MissingDataError(f"{path} is a link to {os.readlink(path)}, which does not exist; make that folder "
+                                   f"or point --data-root (root=...) elsewhere")
+    # the first folder of the path that is not there (a link, even a broken one, is there: not ours)
+    first_new = next((folder for folder in (*reversed(target.parents), target) if not os.path.lexists(folder)), None)
     existing = set() if first_new else set(target.iterdir())
+    timeout = socket.getdefaulttimeout()
     try:
+        socket.setdefaulttimeout(DOWNLOAD_TIMEOUT)  # tonic's urlopen takes none: a silent server must not hang us
         root.mkdir(parents=True, exist_ok=True)
         for train in (True, False):
             tonic.datasets.NMNIST(save_to=str(root), train=train)
@@ -137,11 +146,15 @@ def _download(root):
             raise
         reason = getattr(error, "reason", None) or error  # a URLError wraps the network error
         reason = " ".join(str(getattr(reason, "strerror", None) or reason).split())
+        if isinstance(error, TimeoutError) or "timed out" in reason:
+            reason = f"no answer for {DOWNLOAD_TIMEOUT:g} s"
         raise MissingDataError(
             f"N-MNIST could not be downloaded ({reason}); download train.zip and test.zip of "
             f"N-MNIST by hand (dataset 468j46mzdv on Mendeley Data) and extract them so that "
             f"{target}/Train/<digit>/*.bin and {target}/Test/<digit>/*.bin exist, or point "
             f"--data-root (root=...) or NMNIST_ROOT at a copy") from error
+    finally:
+        socket.setdefaulttimeout(timeout)
 
 
 def _entries(folder):

@@ -14,7 +14,7 @@ or a data.BadDataError (a file that is not an MNIST IDX file), each one line nam
 """
 import gzip
 import hashlib
-import shutil
+import os
 import struct
 import urllib.request
 import warnings
@@ -133,7 +133,7 @@ def fetch(folder=None, progress=True):
     damaged. Returns the folder; MissingDataError, one line, if a file could not be had."""
     folder = Path(folder).expanduser() if folder is not None else default_folder()
     mirrors, expected = MIRRORS, OFFICIAL_SHA256
-    first_new = next((f for f in (*reversed(folder.parents), folder) if not f.exists()), None)
+    first_new = next((f for f in (*reversed(folder.parents), folder) if not os.path.lexists(f)), None)
     for name in NAMES:
         path = folder / f"{name}.gz"
         if path.is_file() and verified(path, expected[name]):
@@ -145,13 +145,26 @@ def fetch(folder=None, progress=True):
                 break
             problems.append(f"{mirror}: {problem}")
         else:
-            if first_new is not None and not any(first_new.rglob("*.gz")):
-                shutil.rmtree(first_new, ignore_errors=True)  # made by this call, and nothing in it
+            remove_empty_folders(folder, first_new)
             raise data.MissingDataError(
                 f"MNIST could not be downloaded ({name}.gz from {'; '.join(problems)}); fetch "
                 f"{', '.join(f'{n}.gz' for n in NAMES)} from {mirrors[0]} into "
                 f"{folder} by hand, or give --mnist a folder that holds them")
     return folder
+
+
+def remove_empty_folders(folder, first_new):
+    """Remove the folders from `folder` up to `first_new` (the first that was not there before) that
+    are empty: the ones this call made and left empty, and nothing anyone put in them."""
+    if first_new is None:
+        return
+    for path in (folder, *folder.parents):
+        try:
+            path.rmdir()  # only an empty folder, never through a link
+        except OSError:
+            return
+        if path == first_new:
+            return
 
 
 def verified(path, sha256):

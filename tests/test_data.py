@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 
@@ -334,6 +335,34 @@ def test_failed_download_says_how_to_get_the_data_and_cleans_up(tmp_path, monkey
                  f"{root}/NMNIST/Test/<digit>/*.bin", "--data-root", "NMNIST_ROOT"):
         assert part in message
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_download_from_a_silent_server_ends_and_a_linked_root_is_kept(tmp_path, monkeypatch):
+    """A server that accepts and never answers: one line after DOWNLOAD_TIMEOUT, not a hang; a
+    --data-root that is a link (to a missing folder, or to a folder) stays, and so does its target."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    monkeypatch.setattr(data, "DOWNLOAD_TIMEOUT", 0.5)
+
+    def silent_nmnist(save_to, train):
+        Path(save_to, "NMNIST").mkdir(exist_ok=True)
+        urllib.request.urlopen(f"http://127.0.0.1:{listener.getsockname()[1]}/train.zip").read()
+    monkeypatch.setattr(tonic.datasets, "NMNIST", silent_nmnist)
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "mine").write_text("mine")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(data.MissingDataError, match=r"could not be downloaded \(no answer for 0.5 s\)"):
+        load(link, tmp_path / "cache", download=True)
+    listener.close()
+    assert link.is_symlink() and sorted(p.name for p in target.iterdir()) == ["mine"]
+    broken = tmp_path / "broken"
+    broken.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(data.MissingDataError, match="is a link to .*nowhere, which does not exist"):
+        load(broken, tmp_path / "cache", download=True)
+    assert broken.is_symlink() and not (tmp_path / "nowhere").exists()
 
 
 def test_missing_split_folder(root, tmp_path):

@@ -116,6 +116,26 @@ def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_a_failed_fetch_removes_only_the_empty_folders_it_made(tmp_path, monkeypatch):
+    """The fetch fails: the folders it made go if empty; a file someone put in one meanwhile (the
+    frame cache, a user's notes) stays, and so does the folder holding it."""
+    folder = tmp_path / "cache" / "eggroll" / "mnist"
+
+    def failing(url, path, sha256, progress):
+        (tmp_path / "cache" / "frames").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cache" / "frames" / "notes").write_text("mine")
+        return "unreachable"
+    monkeypatch.setattr(mnist, "download", failing)
+    with pytest.raises(data.MissingDataError, match="MNIST could not be downloaded"):
+        mnist.fetch(folder, progress=False)
+    assert (tmp_path / "cache" / "frames" / "notes").read_text() == "mine"
+    assert not (tmp_path / "cache" / "eggroll").exists()
+    monkeypatch.setattr(mnist, "download", lambda *args: "unreachable")
+    with pytest.raises(data.MissingDataError):
+        mnist.fetch(tmp_path / "fresh" / "mnist", progress=False)
+    assert not (tmp_path / "fresh").exists()
+
+
 def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch,
                                                                         gzipped):
     url, asked = serve(gzipped)
