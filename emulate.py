@@ -34,8 +34,9 @@ with wherever NumPy computes exp and log as that data's machines did (x86-64 wit
 Output, as the official N-MNIST zips extract and as tonic expects (data.load_nmnist reads it):
 <out>/NMNIST/{Train,Test}/<label>/<NNNNN>.bin (NNNNN the 1-based MNIST index; 5 bytes per event:
 x, y, polarity in bit 7 and a 23-bit time in microseconds, sorted by time), zero-byte train.zip and
-test.zip, and EMULATED.json, the data's fingerprint (`provenance`). Every recording is written whole
-or not at all, so an interrupted emulation resumes where it stopped.
+test.zip, EMULATED.json, the data's fingerprint (`provenance`), and, written last, FINISHED.json, the
+recordings of each split: training refuses an emulation without it (`check_finished`). Every
+recording is written whole or not at all, so an interrupted emulation resumes where it stopped.
 """
 import json
 import os
@@ -63,6 +64,7 @@ PAD = 10     # margin of the padded digit canvas, more than the largest shift pl
 SPLIT_ID = {"train": 1, "test": 2}
 SPLIT_FOLDER = {"train": "Train", "test": "Test"}
 PROVENANCE = "EMULATED.json"
+FINISHED = "FINISHED.json"  # written last: the recordings of each split, so a reader knows the emulation is whole
 BATCH = 128  # digits simulated together (speed only: the bytes do not depend on it)
 
 # The calibrated parameters; units: ms, pixels, natural-log luminance.
@@ -326,8 +328,10 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
 
 
 def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress):
-    """`emulate`, once it holds <out>/NMNIST."""
+    """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is."""
     prepare(root, fingerprint)
+    if os.path.lexists(root / FINISHED):
+        os.unlink(root / FINISHED)  # what follows may add recordings: the old count no longer holds
     jobs, kept = [], 0
     for split in splits:
         images, labels = digits[split]
@@ -346,7 +350,27 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
                     bar.set_postfix(events_per_recording=round(events / written))
         finally:
             remove_partial_files(root)
+    counts = {folder: len(list((root / folder).glob("*/*.bin"))) for folder in SPLIT_FOLDER.values()}
+    write_atomically(root / FINISHED, json.dumps(counts) + "\n")
     return {"recordings": written, "kept": kept, "events": events}
+
+
+def check_finished(root=None):
+    """A BadDataError naming the fix if the N-MNIST copy at `root` (data.resolve_root's rules) is an
+    emulation that did not finish (no FINISHED mark) or whose recordings are not the ones it counted."""
+    root = data.resolve_root(root)
+    for folder in (root / "NMNIST", root):
+        if os.path.lexists(folder / PROVENANCE):
+            break
+    else:
+        return  # recorded, not emulated
+    fix = "rerun the same `run.py emulate` to finish it, or delete the folder and emulate again"
+    if not os.path.lexists(folder / FINISHED):
+        raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
+    counted = read_json(folder / FINISHED, fix, data.BadDataError)
+    found = {split: len(list((folder / split).glob("*/*.bin"))) for split in SPLIT_FOLDER.values()}
+    if counted != found:
+        raise data.BadDataError(f"{folder} holds {found} recordings, but its emulation finished with {counted}; {fix}")
 
 
 def prepare(root, fingerprint):

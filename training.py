@@ -265,6 +265,7 @@ def set_up(config, out, team, progress, command):
         resources.check_run_memory(config, xp, recordings, team.local_size)
         if team.rank == 0:
             resources.check_writable(out, "--out", folder=True)
+        emulate.check_finished(config.data_root)
         splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
                                   progress and team.rank == 0)
         if not len(splits.train):
