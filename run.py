@@ -87,6 +87,18 @@ class Parser(argparse.ArgumentParser):
         exits.tell(f"error: {line}")
         sys.exit(2)
 
+    def print_help(self, file=None):
+        """The help, once per MPI job: by its first process."""
+        if distributed.launched_rank() == 0:
+            super().print_help(file)
+
+    def exit(self, status=0, message=None):
+        """After --help in an MPI job, the other processes may be waiting for this one: it tells
+        them (main), and the job ends, the help shown."""
+        if distributed.launched_size() > 1 and status == 0 and message is None:
+            raise Refused(f"{self.prog} --help shows the options and starts nothing; run it without --help")
+        super().exit(status, message)
+
 
 def integers(text):
     """argparse type: comma-separated integers, e.g. 1,2."""

@@ -183,6 +183,22 @@ def test_the_allreduce_update_agrees_within_float32_rounding(alone, tmp_path):
 
 @needs_real
 @needs_mpi
+def test_help_on_one_process_of_a_job_ends_every_process(tmp_path):
+    """--help given to the second process only: the first, which would wait for it, is told, and the
+    job ends in one line within seconds; --help to every process shows the help once."""
+    run_py = [sys.executable, str(ROOT / "run.py"), "train", "--distributed"]
+    command = [MPIEXEC, "-n", "1", *run_py, "--out", str(tmp_path / "run"), *SETTINGS, ":", "-n", "1", *run_py,
+               "--help"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and not (tmp_path / "run").exists(), done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("error: rank 1 of 2: run.py train --help shows the options "
+                                                    "and starts nothing; run it without --help")
+    every = subprocess.run([MPIEXEC, "-n", "2", *run_py, "--help"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    assert every.stdout.count("usage: run.py train") == 1, every.stdout
+
+
+@needs_mpi
 def test_a_job_whose_process_dies_ends_and_resumes_with_another_number_of_processes(alone, tmp_path):
     """Kill the first process of a 3-process job after its first checkpoint: the job ends (no
     process is left waiting), and --resume with 2 processes ends with the single-process weights."""
