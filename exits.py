@@ -129,7 +129,7 @@ def tell(line):
     """Print a line on stderr in one write (mpiexec interleaves the processes' output write by write),
     quietly dropped if stderr is closed or cannot be written."""
     try:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(line.replace("\n", "\\n") + "\n")  # one line, whatever a path it names holds
         sys.stderr.flush()
     except (OSError, AttributeError):
         silence()

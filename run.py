@@ -276,11 +276,15 @@ def checked_options(parser, commands, argv):
     for name in WHERE + ("download",):
         if getattr(opts, name, False) is None:
             setattr(opts, name, getattr(defaults, name))
+    for name in PATHS:  # '~/runs' quoted reaches us as it is: it means the home folder all the same
+        if isinstance(getattr(opts, name, None), str):
+            setattr(opts, name, os.path.expanduser(getattr(opts, name)))
     if not hasattr(opts, "distributed"):
         opts.distributed = False
     return opts
 
 
+PATHS = ("out", "results", "mnist", "real_root", "data_root", "cache_dir", "json", "run_dir")  # options naming paths
 LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --time-bins",
                "reproduce": "free memory, or leave the largest runs out (--runs, --populations)",
                "bench": "free memory, or lower --pairs"}

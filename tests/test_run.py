@@ -734,3 +734,14 @@ def test_an_empty_path_is_refused_rather_than_taken_as_the_current_folder(tmp_pa
     done = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith(f"error: {named} is empty: give a path"), done.stderr
     assert done.stderr.count("\n") == 1 and not any(tmp_path.iterdir())
+
+
+def test_a_quoted_tilde_means_home_and_a_newline_in_a_path_keeps_the_error_one_line(tmp_path, dataset, capsys,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert run.main(["train", "--out", "~/run", "--generations", "2", *SMALL, *dataset]) == 0
+    assert (tmp_path / "home" / "run" / "final.json").is_file() and not Path("~").exists()
+    capsys.readouterr()
+    assert run.main(["evaluate", str(tmp_path / "no\nsuch run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no\\nsuch run" in err, err
