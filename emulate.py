@@ -477,5 +477,10 @@ def provenance(root=None):
             if not isinstance(stored, dict) or not {"version", "seed", "mnist_sha256"} <= set(stored):
                 raise data.BadDataError(f"{path} is not an emulation's record (no version, seed or mnist_sha256); "
                                         f"delete it and emulate the data again (python run.py emulate)")
+            whole = {key: type(stored[key]) is int and stored[key] >= 0 for key in ("version", "seed")}
+            if not all(whole.values()) or not isinstance(stored["mnist_sha256"], dict):
+                wrong = next(key for key, fine in {**whole, "mnist_sha256": False}.items() if not fine)
+                raise data.BadDataError(f"{path} is damaged ({wrong} {json.dumps(stored[wrong])}); delete it and "
+                                        f"emulate the data again (python run.py emulate)")
             return stored
     return None

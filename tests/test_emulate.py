@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -269,6 +270,12 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
         assert run.main(emulate_command(real)) == 2
     assert "not emulated here" in capsys.readouterr().err
     assert emulate.provenance(real) is None
+    for damaged, named in (({"seed": float("nan")}, "seed NaN"), ({"version": "1"}, 'version "1"'),
+                           ({"mnist_sha256": []}, "mnist_sha256 []")):
+        (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text(json.dumps(
+            {"version": 1, "seed": 0, "mnist_sha256": {}, **damaged}))
+        with pytest.raises(data.BadDataError, match=re.escape(f"is damaged ({named})")):
+            emulate.provenance(tmp_path / "seed0")
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
     with pytest.raises(data.BadDataError, match="is not valid JSON.*delete it and emulate the data again"):
         emulate.provenance(tmp_path / "seed0")
