@@ -1,6 +1,7 @@
 """Every committed results table is what report.py writes from the run records committed beside it
 (config.json, final.json, metrics.jsonl, real.json): each is written again, into a temporary folder,
 and must be the same text. The tables still without records are listed, and checked to lack them."""
+import importlib.util
 import shutil
 from functools import partial
 from pathlib import Path
@@ -27,7 +28,17 @@ def writer(folder):
         return report.write_spike_cost_report
     if parts[0] == "screen":
         return report.write_screen_report
+    if parts[0] == "depth":  # written by examples/snn_depth.py
+        return example("snn_depth").write_table
     return partial(report.write_report, preset=parts[0])
+
+
+def example(name):
+    """The module examples/<name>.py."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def committed_tables():

@@ -1,0 +1,125 @@
+"""examples/mlp_mnist.py on small problems without MNIST: both trainers learn a separable synthetic
+task, the hand-written backward pass is the gradient, the command runs end to end on a synthetic
+IDX folder, and a missing --mnist folder is one line and exit status 2."""
+import gzip
+import importlib.util
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "mlp_mnist.py"
+spec = importlib.util.spec_from_file_location("mlp_mnist", SCRIPT)
+example = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+
+
+def separable(n, seed=0):
+    """n 784-pixel images in [0, 1], each one of 10 fixed random prototypes plus noise, and their labels."""
+    prototypes = np.random.default_rng(1234).random((10, 784)) < 0.2
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, n)
+    images = np.clip(prototypes[labels] * 0.8 + rng.normal(0, 0.3, (n, 784)), 0, 1)
+    return images.astype(np.float32), labels
+
+
+def loss(params, images, labels):
+    return float(example.cross_entropy(example.logits_of(params, images), labels))
+
+
+@pytest.fixture(scope="module")
+def task():
+    return separable(600), separable(300, seed=1)   # training and test sets of the same prototypes
+
+
+@pytest.mark.parametrize("method", ["eggroll", "backprop"])
+def test_each_method_learns_a_separable_task(task, method):
+    (images, labels), (test_images, test_labels) = task
+    start = example.init_mlp(seed=1)
+    if method == "eggroll":
+        trained = example.train_eggroll(start, images, labels, steps=40, batch_size=32, population=64, rank=1,
+                                        sigma=0.02, lr=0.01, seed=1)
+    else:
+        trained = example.train_backprop(start, images, labels, steps=40, batch_size=32, lr=0.003, seed=1)
+    assert example.accuracy(start, test_images, test_labels) < 0.3                 # chance: 0.1
+    assert example.accuracy(trained, test_images, test_labels) > 0.8
+    assert loss(trained, images, labels) < 0.5 * loss(start, images, labels)
+
+
+def test_the_backward_pass_is_the_gradient_of_the_loss():
+    images, labels = separable(8)
+    params = {name: value.astype(np.float64) for name, value in example.init_mlp(seed=2).items()}
+    grads = example.gradients(params, images.astype(np.float64), labels)
+    rng = np.random.default_rng(3)
+    for name, value in params.items():
+        for index in map(tuple, rng.integers(0, value.shape, (3, value.ndim))):
+            h = 1e-6
+            up, down = dict(params), dict(params)
+            up[name], down[name] = value.copy(), value.copy()
+            up[name][index] += h
+            down[name][index] -= h
+            numeric = (loss(up, images, labels) - loss(down, images, labels)) / (2 * h)
+            assert grads[name][index] == pytest.approx(numeric, rel=1e-4, abs=1e-7), (name, index)
+
+
+def test_minibatches_cover_each_epoch_once_and_repeat_with_the_seed():
+    batches = example.minibatches(10, 4, 5, seed=7)
+    assert batches.shape == (5, 4)
+    assert sorted(batches.ravel()[:10]) == sorted(batches.ravel()[10:]) == list(range(10))
+    assert (batches == example.minibatches(10, 4, 5, seed=7)).all()
+    assert not (batches == example.minibatches(10, 4, 5, seed=8)).all()
+
+
+def write_idx(folder, name, array, magic):
+    header = struct.pack(">II", magic, len(array)) + (struct.pack(">II", 28, 28) if array.ndim == 3 else b"")
+    (folder / f"{name}.gz").write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes(), mtime=0))
+
+
+@pytest.mark.filterwarnings("ignore:.*differ from the official MNIST files")
+def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
+    for split, n, seed in (("train", 300, 0), ("t10k", 100, 1)):
+        images, labels = separable(n, seed)
+        write_idx(tmp_path, f"{split}-images-idx3-ubyte", (images * 255).reshape(n, 28, 28), 2051)
+        write_idx(tmp_path, f"{split}-labels-idx1-ubyte", labels, 2049)
+    status = example.main(["--mnist", str(tmp_path), "--steps", "30", "--batch-size", "32", "--population", "64",
+                           "--lr", "0.01", "--backprop-lr", "0.003"])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()[-2:]
+    accuracies = {line.split()[0]: float(line.split()[1]) for line in table}
+    assert accuracies.keys() == {"eggroll", "backprop"}
+    assert min(accuracies.values()) > 60                                            # percent; chance 10
+
+
+@pytest.mark.parametrize("args", [["--mnist", "no-such-folder"], ["--mnist", "."], []])
+def test_no_mnist_is_one_line_and_exit_status_2(args, tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "--mnist" in lines[0]
+
+
+def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path):
+    """examples/snn_depth.py on the repository's sample, two tiny networks of one and two hidden
+    layers: each run's config.json holds its sizes, its real.json scores it, the table has a row per
+    run (the smaller first), and a second call trains nothing and writes the same table."""
+    command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--real-root", str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--generations", "2",
+               "--hidden", "12,6", "12"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    rows = [line for line in first.stdout.splitlines() if line.startswith("| 2312")]
+    assert [row.split(" | ")[0] for row in rows] == ["| 2312-12-10", "| 2312-12-6-10"]
+    runs = tmp_path / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["hidden-12-6-seed1", "hidden-12-seed1"]
+    assert '"hidden": "12,6"' in (runs / "hidden-12-6-seed1" / "config.json").read_text()
+    assert (runs / "hidden-12-seed1" / "real.json").is_file()
+    table = (tmp_path / "table.md").read_text()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "median_seconds_per_generation" not in again.stdout  # nothing trained
+    assert (tmp_path / "table.md").read_text() == table
