@@ -217,13 +217,48 @@ def checks(toy=Toy(), draws=2000):
             f"ranks, {lengths[1, False]:.1f} -> {lengths[3, False]:.1f} with raw differences"]
 
 
+def quartic_steps(toy, sigma=0.5, pairs=1000, generations=400):
+    """Off quadratics the low-rank step is biased. On F(W) = -1/4 sum W_ij^4 at W = W*, the mean of
+    the raw-difference step over pairs x generations draws, and its standard error per entry:
+    F(W + sE) - F(W - sE) = -2s sum (W^3 E + s^2 W E^3), so the mean step is -(W^3 + s^2 k W), k the
+    fourth moment of an entry of the noise: 3 for Gaussian noise (the gradient of the smoothed
+    fitness, -(W^3 + 3 s^2 W)), 3 + 6/r for E = A B^T / sqrt(r)."""
+    theta, setting = optimum(toy.seed), replace(toy, sigma=sigma, pairs=pairs)
+    steps = []
+    for generation in range(generations):
+        perturbation, factors = noise_of(setting, generation)
+        members = members_of(theta, perturbation, sigma)
+        f = eggroll.pair_differences(-0.25 * (members ** 4).sum(axis=(-2, -1))).astype(np.float64)
+        if factors is None:
+            config = baselines.ESConfig(2 * pairs, sigma, toy.seed, logit_scale=1.0)
+            steps.append(baselines.full_rank_gradient(f, {STREAM: theta}, config, generation)[STREAM])
+        else:
+            steps.append(eggroll.lowrank_gradient(f, *factors, sigma, pairs))
+    steps = np.stack(steps)
+    return theta, steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
+
+
+def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=400):
+    """The line of docs/derivation.md's section 5: how far the mean low-rank step lies from the
+    smoothed gradient on the quartic, against the prediction 6 s^2 |W| / r."""
+    parts = []
+    for label, rank in (("rank 1", 1), ("rank 2", 2), ("full rank", None)):
+        theta, mean, _ = quartic_steps(replace(toy, rank=rank), sigma, pairs, generations)
+        smoothed = -(theta ** 3 + 3 * sigma ** 2 * theta)
+        predicted = smoothed - (6 * sigma ** 2 / rank * theta if rank else 0)
+        parts.append(f"{100 * np.linalg.norm(mean - smoothed) / np.linalg.norm(smoothed):.0f} % ({label}; "
+                     f"predicted {100 * np.linalg.norm(predicted - smoothed) / np.linalg.norm(smoothed):.0f} %)")
+    return [f"quartic F = -1/4 sum W^4 at W*, sigma {sigma}, mean of {pairs * generations:,} raw-difference steps: "
+            f"from the smoothed gradient -(W^3 + 3 sigma^2 W) by " + ", ".join(parts)]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", default="toy_eggroll.png", help="the figure's file (default: toy_eggroll.png)")
     parser.error = lambda message: fail(f"{message}; see toy_eggroll.py --help")
     args = parser.parse_args(argv)
     figure, lines = draw()
-    lines += checks()
+    lines += checks() + quartic_check()
     with writing(args.out) as temporary:
         figure.savefig(temporary, format="png", dpi=72)
     exits.say("\n".join(lines + [f"figure: {args.out}"]), f"the figure is in {args.out}")
