@@ -223,14 +223,21 @@ def train(splits, s, generations, batch_size, log_every=0):
     return params, history
 
 
+def seed_of(args):
+    """N of the one option, --seed N (default: Settings.seed)."""
+    if not args:
+        return Settings.seed
+    if len(args) == 2 and args[0] == "--seed" and args[1].isdigit():
+        return int(args[1])
+    raise exits.UsageError(f"nano_eggroll.py takes one option, --seed N (got {' '.join(args)}); its other "
+                           f"settings are the Settings class and main()")
+
+
 def main():
-    if sys.argv[1:]:
-        raise exits.UsageError(f"nano_eggroll.py takes no options (got {' '.join(sys.argv[1:])}); its settings "
-                               f"are the Settings class and main()")
+    settings = Settings(seed=seed_of(sys.argv[1:]))
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
-    settings = Settings()
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
     exits.say(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "
               f"recordings, {time.perf_counter() - began:.0f} s", "run it again with standard output open")

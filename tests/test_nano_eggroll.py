@@ -140,12 +140,14 @@ def test_its_command_says_one_line_when_the_frames_cannot_be_cached(tmp_path):
     assert "a file stands where a folder of that path should be" in done.stderr  # not "free disk space"
 
 
-def test_its_command_takes_no_options_and_ends_quietly_when_its_reader_goes(tmp_path):
-    """An option is refused in one line (exit status 2); a closed stdout (`| head -c 20`) ends the
-    run at its next line with one line on stderr, exit status 141, no traceback."""
-    done = subprocess.run([sys.executable, nano.__file__, "--generations", "5"], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes no options"), done.stderr
+def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp_path):
+    """--seed N is the one option; any other is refused in one line (exit status 2); a closed stdout
+    (`| head -c 20`) ends the run at its next line with one line on stderr, exit status 141, no traceback."""
+    assert nano.seed_of([]) == nano.Settings.seed and nano.seed_of(["--seed", "3"]) == 3
+    for wrong in (["--generations", "5"], ["--seed"], ["--seed", "-1"], ["--seed", "2", "--seed", "3"]):
+        done = subprocess.run([sys.executable, nano.__file__, *wrong], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes one option, --seed N"), \
+            done.stderr
     one_thread = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     status, err = stopped([sys.executable, nano.__file__], "reader gone", env=one_thread)
     assert status == 141 and err == "error: standard output was closed\n", err
