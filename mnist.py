@@ -14,7 +14,6 @@ or a data.BadDataError (a file that is not an MNIST IDX file), each one line nam
 """
 import gzip
 import hashlib
-import os
 import struct
 import urllib.request
 import warnings
@@ -25,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 import data
-from run_folder import read_bytes, writing
+from run_folder import first_missing, read_bytes, remove_made_folders, writing
 
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
@@ -133,7 +132,7 @@ def fetch(folder=None, progress=True):
     damaged. Returns the folder; MissingDataError, one line, if a file could not be had."""
     folder = Path(folder).expanduser() if folder is not None else default_folder()
     mirrors, expected = MIRRORS, OFFICIAL_SHA256
-    first_new = next((f for f in (*reversed(folder.parents), folder) if not os.path.lexists(f)), None)
+    first_new = first_missing(folder)
     for name in NAMES:
         path = folder / f"{name}.gz"
         if path.is_file() and verified(path, expected[name]):
@@ -145,26 +144,12 @@ def fetch(folder=None, progress=True):
                 break
             problems.append(f"{mirror}: {problem}")
         else:
-            remove_empty_folders(folder, first_new)
+            remove_made_folders(folder, first_new)
             raise data.MissingDataError(
                 f"MNIST could not be downloaded ({name}.gz from {'; '.join(problems)}); fetch "
                 f"{', '.join(f'{n}.gz' for n in NAMES)} from {mirrors[0]} into "
                 f"{folder} by hand, or give --mnist a folder that holds them")
     return folder
-
-
-def remove_empty_folders(folder, first_new):
-    """Remove the folders from `folder` up to `first_new` (the first that was not there before) that
-    are empty: the ones this call made and left empty, and nothing anyone put in them."""
-    if first_new is None:
-        return
-    for path in (folder, *folder.parents):
-        try:
-            path.rmdir()  # only an empty folder, never through a link
-        except OSError:
-            return
-        if path == first_new:
-            return
 
 
 def verified(path, sha256):

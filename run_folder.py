@@ -565,8 +565,8 @@ def is_run_folder(out):
 
 def run_files(out):
     """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
-    makes for them (<name>.<8 hex digits>.tmp; <name>.tmp, as they were named before)."""
-    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + r")(\.[0-9a-f]{8})?\.tmp")
+    makes for them (<name>.<8 hex digits>.tmp; a user's <name>.tmp is not one)."""
+    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + r")\.[0-9a-f]{8}\.tmp")
     try:
         names = [entry.name for entry in os.scandir(out)] if out.is_dir() else []
     except OSError as error:
@@ -586,6 +586,27 @@ def discard(out, folder_too, mark_too=True):
         with contextlib.suppress(OSError):
             (out / LOCK).unlink(missing_ok=True)
             out.rmdir()
+
+
+def first_missing(path):
+    """The first folder of `path`, from the top, that is not there (a link, even a broken one, is):
+    what making `path` creates, and so what a failure may take away again. None if all are there."""
+    return next((folder for folder in (*reversed(path.parents), path) if not os.path.lexists(folder)), None)
+
+
+def remove_made_folders(folder, first_new):
+    """Remove `folder` and its parents up to `first_new` (first_missing's answer before they were
+    made), each only if it is empty: the folders a failed command made, and nothing anyone put there."""
+    if first_new is None:
+        return
+    for path in (folder, *folder.parents):
+        if os.path.lexists(path):
+            try:
+                path.rmdir()  # only an empty folder, never through a link
+            except OSError:
+                return
+        if path == first_new:
+            return
 
 
 def is_finished(out, config):

@@ -227,6 +227,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     """
     run, params = set_up(config, Path(out), team, progress, command)
     existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
+    made = run_folder.first_missing(run.out)  # what owned() creates, parents included
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
@@ -243,6 +244,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
+                run_folder.remove_made_folders(run.out, made)
             raise
 
 

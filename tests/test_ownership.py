@@ -64,11 +64,13 @@ def test_force_on_a_run_removes_only_the_runs_files(tmp_path, dataset, capsys):
     assert train(out, dataset) == 0
     assert (out / run_folder.RUN_MARK).read_text() == run_folder.MARK_TEXT
     (out / "notes.txt").write_text("my notes")
+    (out / "config.json.tmp").write_text("my draft")  # not the <name>.<8 hex>.tmp of the project's writes
     (out / "plots").mkdir()
     (out / "real.json").write_text("{}")
     before = json.loads((out / "final.json").read_text())
     assert train(out, dataset, "--force", "--seed", "2") == 0
     assert (out / "notes.txt").read_text() == "my notes" and (out / "plots").is_dir()
+    assert (out / "config.json.tmp").read_text() == "my draft"
     assert not (out / "real.json").exists()  # the project's name in its own run folder: its file
     assert json.loads((out / "final.json").read_text())["config"]["seed"] == 2 != before["config"]["seed"]
 
@@ -76,7 +78,7 @@ def test_force_on_a_run_removes_only_the_runs_files(tmp_path, dataset, capsys):
 def test_a_failed_fresh_run_removes_only_what_it_wrote(tmp_path, dataset, capsys, monkeypatch):
     """A fresh run into a folder of the user's other files fails before its first checkpoint: the
     mark, config.json, metrics and .lock it wrote go, the user's files stay; in a new folder, the
-    folder goes too. A fresh run in a run folder keeps the folder's mark."""
+    folder goes too, and so do the parents it made. A fresh run in a run folder keeps the folder's mark."""
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(run_folder.numpy, "savez", fail)
@@ -85,6 +87,7 @@ def test_a_failed_fresh_run_removes_only_what_it_wrote(tmp_path, dataset, capsys
     assert train(folder, dataset) == 2
     assert snapshot(folder) == before
     assert train(tmp_path / "new", dataset) == 2 and not (tmp_path / "new").exists()
+    assert train(tmp_path / "made" / "by" / "the run", dataset) == 2 and not (tmp_path / "made").exists()
     capsys.readouterr()
     monkeypatch.undo()
     out = tmp_path / "run"
