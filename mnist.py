@@ -50,7 +50,7 @@ def default_folder():
 def path_of(folder, name):
     """The file of IDX file `name` in `folder`: name.gz, else name; MissingDataError if neither."""
     for path in (folder / f"{name}.gz", folder / name):
-        if path.is_file():
+        if path.exists():  # a FIFO or a device is there, not missing: read_bytes refuses it by what it is
             return path
     raise data.MissingDataError(
         f"MNIST not found in {folder}: {name}.gz (or {name}) is missing; put the four MNIST IDX files "

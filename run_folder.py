@@ -104,7 +104,7 @@ def owned(folder):
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         yield
     except BaseException:
-        if created and not (folder / RUN_MARK).exists():  # refused, or failed before it was a run's: no trace
+        if created and not is_run_folder(folder):  # refused (a linked mark too), or failed before it was a run's
             with contextlib.suppress(OSError):
                 (folder / LOCK).unlink()
         raise

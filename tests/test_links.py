@@ -118,6 +118,16 @@ def test_a_lock_that_is_a_hard_link_or_a_foreign_file_is_refused_and_left_as_it_
     assert unchanged(outside)
 
 
+def test_a_linked_run_mark_is_refused_and_leaves_no_lock(tmp_path, dataset, capsys):
+    outside = outside_files(tmp_path, [run_folder.RUN_MARK])
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / run_folder.RUN_MARK).symlink_to(outside / run_folder.RUN_MARK)
+    assert train(out, dataset) == 2
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert sorted(path.name for path in out.iterdir()) == [run_folder.RUN_MARK] and unchanged(outside)
+
+
 def test_the_folder_given_may_itself_be_a_link(tmp_path, dataset, capsys):
     real = tmp_path / "real-folder"
     real.mkdir()

@@ -4,6 +4,7 @@ import functools
 import gzip
 import hashlib
 import http.server
+import os
 import shutil
 import socket
 import threading
@@ -114,6 +115,19 @@ def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_p
     with pytest.raises(data.BadDataError, match="inflates to more than 50,000,000 bytes"):
         mnist.load(bomb)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_or_a_device_under_an_mnist_name_is_named_for_what_it_is(tmp_path):
+    for name in mnist.NAMES:
+        shutil.copyfile(PLAIN / name, tmp_path / name)
+    (tmp_path / "train-labels-idx1-ubyte").unlink()
+    os.mkfifo(tmp_path / "train-labels-idx1-ubyte")
+    with pytest.raises(data.BadDataError, match="it is a named pipe \\(FIFO\\), not a regular file"):
+        mnist.load(tmp_path)
+    (tmp_path / "train-labels-idx1-ubyte").unlink()
+    (tmp_path / "train-labels-idx1-ubyte").symlink_to("/dev/zero")
+    with pytest.raises(data.BadDataError, match="it is a character device"):
+        mnist.load(tmp_path)
 
 
 def test_a_failed_fetch_removes_only_the_empty_folders_it_made(tmp_path, monkeypatch):
