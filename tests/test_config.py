@@ -52,7 +52,7 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(max_shift=34), "--max-shift must lie in 0..33, got 34"),
     (dict(lr=0.0), "--lr must lie in (0, 1], got 0.0: use e.g. --lr 0.01"),
     (dict(lr=float("nan")), "--lr must lie in (0, 1], got nan"),
-    (dict(sigma=float("inf")), "--sigma must lie in (0, 10], got inf"),
+    (dict(sigma=float("inf")), "--sigma must lie in [1e-06, 10], got inf"),
     (dict(beta=1.5), "--beta must lie in [0.0, 1.0], got 1.5"),
     (dict(population=7), "--population must be an even number >= 2 (P antithetic pairs), got 7"),
     (dict(generations=0), "--generations must be >= 1, got 0"),
