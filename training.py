@@ -366,15 +366,20 @@ def update(run, params, state, frames, labels, generation, step_seconds):
     if run.leader and not run.silent_seen and silent(stats):
         run.silent_seen = True
         from tqdm import tqdm
-        tqdm.write(f"warning: {run.out}: at step {generation + 1} every member's output neurons were silent (or all "
-                   f"fired alike) on the whole minibatch, so the step learned nothing; lower --threshold or raise "
+        who, learned = ("the network's", "only what the surrogate passes") if "loss" in stats else \
+            ("every member's", "nothing")
+        tqdm.write(f"warning: {run.out}: at step {generation + 1} {who} output neurons were silent (or all "
+                   f"fired alike) on the whole minibatch, so the step learned {learned}; lower --threshold or raise "
                    f"--init-std if it goes on", file=sys.stderr)
     return new_params, new_state, stats
 
 
 def silent(stats):
     """Whether an ES generation's members all scored -ln(outputs), the fitness of a network whose
-    outputs never fire (or fire alike): no member differs from another, so the update is zero."""
+    outputs never fire (or fire alike): no member differs from another, so the update is zero. For
+    BPTT (stats hold its loss), whether the loss is ln(outputs), the same silence."""
+    if "loss" in stats:
+        return abs(stats["loss"] - math.log(snn.SIZES[-1])) < 1e-6
     return stats.get("shaped_std") == 0 and abs(stats["max_fitness"] + math.log(snn.SIZES[-1])) < 1e-6
 
 

@@ -101,6 +101,11 @@ def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
         err = capsys.readouterr().err
         assert err.count("warning: ") == warnings and err.count("\n") == warnings, err
     assert "every member's output neurons were silent" in err or warnings == 0
+    out = tmp_path / "bptt"
+    assert run.main(["train", "--method", "bptt", "--epochs", "1", "--threshold", "100", "--out", str(out),
+                     "--batch-size", "16", "--quiet", *dataset]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1 and "the network's output neurons were silent" in err, err
 
 
 def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys, monkeypatch):
