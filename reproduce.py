@@ -56,6 +56,8 @@ def reproduce(opts):
                 for results_dir, runs, _ in grids}
     grids = selected_runs(opts, grids)
     if opts.data:
+        if opts.real_root:  # before the emulation's minutes, not after them
+            resources.nmnist_recordings(opts.real_root, "--real-root")
         comparison.make_data(opts)  # emulated first, if that is the data
     left = check_reproduce(opts, grids)
     if opts.data:

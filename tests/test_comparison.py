@@ -118,7 +118,8 @@ def test_reproduce_data_trains_compares_and_refuses_runs_of_other_data(tmp_path,
     (["--config", "hyperscale", "--data", "emulated"], "--data is for --config paper, quick, best; drop it"),
     (["--mnist", "somewhere"], "--mnist is for --data emulated, which makes the data from MNIST"),
     (["--data", "nmnist", "--mnist", "somewhere"], "--mnist is for --data emulated (real N-MNIST is downloaded"),
-    (["--data", "nmnist"], "holds emulated recordings; give --data-root a copy of the real N-MNIST")])
+    (["--data", "nmnist"], "holds emulated recordings; give --data-root a copy of the real N-MNIST"),
+    (["--data", "emulated", "--real-root", "nowhere"], "--real-root nowhere")])
 def test_bad_data_options_are_one_line_and_exit_2(tmp_path, capsys, extra, said):
     root = tmp_path / "copy" / "NMNIST"
     root.mkdir(parents=True)
