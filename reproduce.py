@@ -5,6 +5,7 @@ only if its finished runs trained on the same data (comparison.check_runs).
 """
 import functools
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -156,6 +157,9 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             continue
         else:
             print(label, file=sys.stderr)
+            if os.path.lexists(out) and not out.is_dir():
+                raise UsageError(f"{out} is not a folder, and {run_config.run_label(config, opts.config)} trains "
+                                 f"there: move it out of {out.parent}")
             stored = run_folder.read_config(out) if run_folder.is_run_folder(out) and (out / "config.json").exists() \
                 else None  # in a folder that is not a run's, config.json is not the project's to read
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)

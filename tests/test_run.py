@@ -746,3 +746,14 @@ def test_a_quoted_tilde_means_home_and_a_newline_in_a_path_keeps_the_error_one_l
     assert run.main(["evaluate", str(tmp_path / "no\nsuch run")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no\\nsuch run" in err, err
+
+
+def test_a_file_where_a_reproduce_run_folder_should_be_is_named_as_such(tmp_path, capsys):
+    runs = tmp_path / "quick" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "bptt-seed1").write_text("mine")
+    assert run.main(["reproduce", "--config", "quick", "--results", str(tmp_path), "--runs", "bptt", "--seeds", "1",
+                     "--data-root", str(ROOT / "nmnist-sample"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"error: {runs / 'bptt-seed1'} is not a folder, and bptt seed 1 trains there: move it out of {runs}"
+    assert (runs / "bptt-seed1").read_text() == "mine"
