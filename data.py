@@ -42,6 +42,7 @@ Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDat
 ValueError), each one line naming the fix.
 """
 
+import errno
 import functools
 import hashlib
 import json
@@ -301,6 +302,27 @@ def _cache_path(cache_dir, split_name, header):
     return cache_dir / f"nmnist-{split_name.lower()}-T{header['n_time_bins']}-{key}.npz"
 
 
+def check_cache_dir(folder):
+    """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
+    is a file, a broken link or a loop of links: said before any recording is read, not after."""
+    for path in (*reversed(folder.parents), folder):
+        if os.path.islink(path) and not path.exists():
+            try:
+                path.resolve(strict=True)
+                what = f"a link to {os.readlink(path)}, which does not exist"
+            except RuntimeError:  # Python < 3.13: a loop
+                what = "a loop of links"
+            except OSError as error:
+                what = "a loop of links" if error.errno == errno.ELOOP else \
+                    f"a link to {os.readlink(path)}, which does not exist"
+        elif path.exists() and not path.is_dir():
+            what = "a file, not a folder"
+        else:
+            continue
+        raise OSError(f"cannot use the frame cache folder {folder}: {path} is {what}; point $EGGROLL_CACHE "
+                      f"(run.py: --cache-dir) at a folder")
+
+
 def _pack_recording(path, n_time_bins):
     return np.packbits(frames_from_events(read_events(path), n_time_bins))
 
@@ -466,6 +488,7 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     """
     dirs = _split_dirs(resolve_root(root), download)
     cache_dir = Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
+    check_cache_dir(cache_dir)
     listed = {}
     for name, folder in dirs.items():
         recordings = list_recordings(folder)

@@ -549,3 +549,19 @@ def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
     assert any((0, 0) not in matches for matches in found)
     next_step = data.minibatch(train, 16, np, seed=3, step=8, max_shift=2)[0]
     assert not np.array_equal(next_step, data.minibatch(train, 16, np, seed=3, step=8)[0])
+
+
+def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read(root, tmp_path, monkeypatch):
+    """EGGROLL_CACHE a file, a broken link, a loop of links, or below a file: one line naming what is
+    in the way, before the recordings are read (none is)."""
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    monkeypatch.setattr(data, "read_events", lambda *args: pytest.fail("a recording was read"))
+    for cache, what in (("afile", "afile is a file, not a folder"), ("dangling", "which does not exist"),
+                        ("loop1", "loop1 is a loop of links"), ("afile/sub", "afile is a file, not a folder")):
+        with pytest.raises(OSError, match=what) as error:
+            data.load_nmnist(root, cache_dir=tmp_path / cache, progress=False)
+        assert "\n" not in str(error.value) and "--cache-dir" in str(error.value)
+    assert (tmp_path / "afile").read_text() == "mine" and not (tmp_path / "nowhere").exists()
