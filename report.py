@@ -70,6 +70,15 @@ def read_metrics(path):
     return records
 
 
+def prepare_results(results_dir):
+    """Make results_dir, and refuse, before anything is written, a link in it under the name of a
+    table or a figure (*.md, *.png): the report writes its own files, never through a link."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(results_dir.iterdir()):
+        if path.suffix in (".md", ".png"):
+            run_folder.refuse_link(path)
+
+
 def collect(results_dir, expected=None):
     """{run name: [(final, metrics) per seed]} from the runs under results_dir/runs; final gets
     "real_acc" where the run was scored on other recordings (real.json). ValueError, naming the file
@@ -215,7 +224,7 @@ def data_line(runs, names):
 def write_report(results_dir, preset, expected=None):
     """table.md (Table 1), per_seed.md (Table 2), sparsity.md and the PNG figures of a reproduce run;
     returns the paths written. `expected`: the preset's runs, as `collect` takes them."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    prepare_results(results_dir)
     runs = collect(results_dir, expected)
     names = [n for n in METHOD_ORDER if n in runs]
     es_finals = [f for f, _ in runs.get("es", [])]
@@ -516,7 +525,7 @@ def lowest_digit(final):
 def write_hyperscale_report(results_dir, part, expected=None):
     """table.md and the PNG figures of a hyperscale part (config.HYPERSCALE); returns the paths written.
     `expected`: the part's runs, as `collect` takes them."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    prepare_results(results_dir)
     runs = collect(results_dir, expected)
     grid = by_population(runs, results_dir)
     table, figures = PART_REPORTS[part]
@@ -683,7 +692,7 @@ def write_screen_report(results_dir, expected=None):
     settings, validation accuracy (what the recipe is chosen on), its gain over the recipe's on
     the same seeds (largest first), the best of its checkpoints', test accuracy beside it, and its
     time; returns the paths written. `expected`: the screen's runs, as `collect` takes them."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    prepare_results(results_dir)
     runs = collect(results_dir, expected)
     levers = {f"eggroll-r1-{lever}": lever for lever in config.SCREEN_LEVERS}
     base_by_seed = {f["config"]["seed"]: f["val_acc"] for f, _ in runs.get("eggroll-r1-base", [])}
@@ -795,7 +804,7 @@ def by_spike_cost(runs):
 def write_spike_cost_report(results_dir, expected=None):
     """table.md and spike_cost.png of the spike-cost preset (config.SPIKE_COSTS); returns the paths written.
     `expected`: the preset's runs, as `collect` takes them."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    prepare_results(results_dir)
     runs = collect(results_dir, expected)
     grid = by_spike_cost(runs)
     lines = ["# The price of a spike: test accuracy and activity (the test split, per sample; mean ± std over seeds)",

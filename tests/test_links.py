@@ -158,3 +158,20 @@ def test_the_lessons_figure_that_is_a_link_is_refused(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
     assert f"cannot write {out / '1_lowrank_scale.png'}: it is a symbolic link" in done.stderr
     assert unchanged(outside) and (out / "1_lowrank_scale.png").is_symlink()
+
+
+def test_a_linked_table_or_figure_is_refused_before_the_report_writes_anything(tmp_path, capsys):
+    """A results folder whose accuracy_time.png is a link: refused in one line, and no other table or
+    figure there was rewritten first."""
+    outside = outside_files(tmp_path, ["figure.png"])
+    paper = tmp_path / "results" / "paper"
+    shutil.copytree(Path(config.__file__).parent / "results" / "paper", paper)
+    (paper / ".lock").unlink(missing_ok=True)
+    (paper / "accuracy_time.png").unlink()
+    (paper / "accuracy_time.png").symlink_to(outside / "figure.png")
+    before = {path.name: path.stat().st_mtime_ns for path in paper.iterdir() if path.suffix in (".md", ".png")}
+    assert run.main(["reproduce", "--config", "paper", "--report-only", "--results", str(tmp_path / "results"),
+                     "--quiet"]) == 2
+    assert f"{paper / 'accuracy_time.png'} is a symbolic link" in capsys.readouterr().err
+    assert before == {path.name: path.stat().st_mtime_ns for path in paper.iterdir() if path.suffix in (".md", ".png")}
+    assert unchanged(outside)
