@@ -149,15 +149,34 @@ def comparison(local_dir, committed_dir, preset):
              "| method | the paper | committed runs | this machine | difference | tolerance | within |",
              "|---|---|---|---|---|---|---|"]
     table = rows(local, committed)
+    other_data = data_difference(local, committed)
     for name, paper, theirs, ours, difference, tolerance, within in table:
+        verdict = "–" if within is None else "not compared" if other_data else "yes" if within else "no"
         lines.append(f"| {name} | {number(paper)} | {cell(theirs)} | {cell(ours)} | {number(difference, '+')} | "
-                     f"{number(tolerance)} | {'–' if within is None else 'yes' if within else 'no'} |")
+                     f"{number(tolerance)} | {verdict} |")
     compared = [row for row in table if row[-1] is not None]
+    verdict = (f"Not compared: {other_data}." if other_data and compared else
+               f"{sum(row[-1] for row in compared)} of {len(compared)} rows compared lie within it"
+               + ("; no committed run to compare with." if not compared else "."))
     lines += ["", f"Test accuracy %, mean ± std over seeds. Difference: this machine's mean minus the committed "
-                  f"mean; tolerance: max(2 × the committed seeds' std, {MIN_TOLERANCE:g} point). "
-                  f"{sum(row[-1] for row in compared)} of {len(compared)} rows compared lie within it"
-                  + ("; no committed run to compare with." if not compared else ".")]
+                  f"mean; tolerance: max(2 × the committed seeds' std, {MIN_TOLERANCE:g} point). {verdict}"]
     return "\n".join(lines) + "\n"
+
+
+def data_difference(local, committed):
+    """Why this machine's runs trained on other data than the committed ones, in words, or None:
+    a training split of another size, or emulated from MNIST files that are not the official ones
+    (the committed runs' emulation)."""
+    finals = {side: [final for seeds in runs.values() for final, _ in seeds]
+              for side, runs in (("local", local), ("committed", committed))}
+    sizes = {side: {final["n_train"] for final in runs} for side, runs in finals.items()}
+    if sizes["local"] and sizes["committed"] and sizes["local"] != sizes["committed"]:
+        return (f"this machine's runs trained on {', '.join(map(str, sorted(sizes['local'])))} samples, the "
+                f"committed ones on {', '.join(map(str, sorted(sizes['committed'])))}")
+    made = [final.get("data", {}).get("emulated") for final in finals["local"]]
+    if any(record and record.get("mnist_sha256") != mnist.OFFICIAL_SHA256 for record in made):
+        return "this machine's runs trained on N-MNIST emulated from MNIST files that are not the official ones"
+    return None
 
 
 def sides_line(runs, subject):

@@ -47,6 +47,22 @@ def test_each_row_lies_within_twice_the_committed_std_or_one_point(tmp_path):
     assert "no committed run to compare with" in comparison.comparison(local, tmp_path / "none", "paper")
 
 
+def test_runs_on_other_data_are_not_compared(tmp_path):
+    """150 training samples against the committed 54,000, or N-MNIST emulated from MNIST files that
+    are not the official ones: every row says "not compared", and the line below says why."""
+    committed = tmp_path / "committed"
+    write_seeds(committed, "es", [0.70, 0.72, 0.74], n_train=54000)
+    fewer, unofficial = tmp_path / "fewer", tmp_path / "unofficial"
+    write_seeds(fewer, "es", [0.72, 0.72, 0.72], n_train=150)
+    made = {"emulator": "eggroll-snn emulate.py", "version": 1, "seed": 0, "mnist_sha256": {"x": "0"}}
+    write_seeds(unofficial, "es", [0.72, 0.72, 0.72], n_train=54000, data={"fingerprint": {}, "emulated": made})
+    for local, why in ((fewer, "this machine's runs trained on 150 samples, the committed ones on 54000"),
+                       (unofficial, "emulated from MNIST files that are not the official ones")):
+        text = comparison.comparison(local, committed, "paper")
+        assert "| es | 76.17 | 72.00 ± 2.00 | 72.00 ± 0.00 | +0.00 | 4.00 | not compared |" in text
+        assert "Not compared: " in text and why in text and "rows compared lie within" not in text
+
+
 @pytest.fixture
 def copy(tmp_path):
     """A small N-MNIST copy and its fingerprint at T = 10."""
