@@ -5,6 +5,7 @@ results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_c
 """
 import json
 import math
+import os
 import statistics
 import sys
 
@@ -86,6 +87,10 @@ def collect(results_dir, expected=None):
     runs, as reproduce passes it): a folder that is not one of them is named in a warning line and
     left out (`stray_problem`)."""
     runs = {}
+    for entry in sorted((results_dir / "runs").glob("*")):
+        if entry.is_symlink() and not entry.exists():  # glob passes over it: say so
+            print(f"warning: {entry} is left out of the report: it is a link to {os.readlink(entry)}, which does "
+                  f"not lead to a folder (it does not exist, or the links loop)", file=sys.stderr)
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
         final = read_record(final_path, run_folder.final_problem, RETRAIN)

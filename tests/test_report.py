@@ -249,6 +249,15 @@ def test_a_damaged_run_file_is_one_line_naming_the_file_and_the_fix(tmp_path, da
     assert "rerun reproduce" in message and message.startswith(("line", str(path)))
 
 
+def test_a_run_folder_link_that_leads_nowhere_is_said_not_passed_over(tmp_path, capsys):
+    write_run(tmp_path, "es", 1)
+    (tmp_path / "runs" / "es-seed2").symlink_to(tmp_path / "runs" / "es-seed3")
+    (tmp_path / "runs" / "es-seed3").symlink_to(tmp_path / "runs" / "es-seed2")
+    assert list(report.collect(tmp_path)) == ["es"]
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 2 and "es-seed2 is left out of the report: it is a link to" in err, err
+
+
 def test_a_missing_metrics_file_is_named(tmp_path):
     out = write_run(tmp_path, "es", 1)
     (out / "metrics.jsonl").unlink()
