@@ -1,12 +1,14 @@
 """Surrogate-gradient BPTT (baselines.py section 2): exact gradients in smooth mode, the same
 forward as snn.forward, learning, and errors on bad input."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import baselines
+import config
 import optim
 import snn
 
@@ -287,3 +289,8 @@ def test_a_spike_cost_teaches_bptt_to_fire_less():
         accuracy[spike_cost] = float((cache["counts"].argmax(axis=1) == labels).mean())
     assert hidden[0.02] < 0.5 * hidden[0.0], hidden
     assert min(accuracy.values()) >= 0.9, accuracy
+
+
+def test_the_default_surrogate_slope_is_snntorchs_25_as_the_docs_say():
+    assert baselines.SLOPE == 25 and config.RunConfig().slope == 25
+    assert "slope k = 25 by default" in (Path(baselines.__file__).parent / "docs" / "results.md").read_text()

@@ -47,6 +47,15 @@ def test_each_row_lies_within_twice_the_committed_std_or_one_point(tmp_path):
     assert "no committed run to compare with" in comparison.comparison(local, tmp_path / "none", "paper")
 
 
+def test_a_difference_at_the_tolerance_is_within_and_the_project_emulation_is_the_emulators(tmp_path):
+    committed, local = tmp_path / "committed", tmp_path / "local"
+    write_seeds(committed, "es", [0.75, 0.75, 0.75])  # std 0: tolerance 1 point
+    write_seeds(local, "es", [0.76, 0.76, 0.76])      # +1.00: on the tolerance, within
+    assert "| +1.00 | 1.00 | yes |" in comparison.comparison(local, committed, "paper")
+    assert comparison.PROJECT_EMULATION == {"emulator": "eggroll-snn emulate.py", "version": emulate.VERSION,
+                                            "seed": 0, "mnist_sha256": emulate.mnist.OFFICIAL_SHA256}
+
+
 def test_runs_on_other_data_are_not_compared(tmp_path):
     """150 training samples against the committed 54,000, or N-MNIST emulated from MNIST files that
     are not the official ones: every row says "not compared", and the line below says why."""

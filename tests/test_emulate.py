@@ -276,6 +276,11 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
             {"version": 1, "seed": 0, "mnist_sha256": {}, **damaged}))
         with pytest.raises(data.BadDataError, match=re.escape(f"is damaged ({named})")):
             emulate.provenance(tmp_path / "seed0")
+    (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").unlink()
+    (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(data.BadDataError, match="EMULATED.json"):
+        emulate.provenance(tmp_path / "seed0")  # a broken link is not taken for real data
+    (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").unlink()
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
     with pytest.raises(data.BadDataError, match="is not valid JSON.*delete it and emulate the data again"):
         emulate.provenance(tmp_path / "seed0")

@@ -126,6 +126,7 @@ def test_a_linked_run_mark_is_refused_and_leaves_no_lock(tmp_path, dataset, caps
     assert train(out, dataset) == 2
     assert "is a symbolic link" in capsys.readouterr().err
     assert sorted(path.name for path in out.iterdir()) == [run_folder.RUN_MARK] and unchanged(outside)
+    assert not run_folder.is_run_folder(out)
 
 
 def test_the_folder_given_may_itself_be_a_link(tmp_path, dataset, capsys):
