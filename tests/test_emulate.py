@@ -347,3 +347,16 @@ def test_the_workers_end_when_the_emulation_is_killed(tmp_path):
     left = [pid for pid in workers if Path(f"/proc/{pid}").exists()
             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
     assert not left, f"processes {left} outlived the killed emulation"
+
+
+def test_timestamps_at_both_ends_of_the_23_bit_range_are_kept_and_beyond_it_dropped(monkeypatch):
+    """An event at t = 0 us and one at 2^23 - 1 us are written; one at 2^23 us cannot be encoded and is
+    dropped (no jitter and no noise here, so the times are exactly these)."""
+    monkeypatch.setattr(emulate, "JITTER_US", 0.0)
+    monkeypatch.setattr(emulate, "HOT_PIXELS", [])
+    emulator = emulate.Emulator(0)
+    emulator.noise_rate = np.zeros_like(emulator.noise_rate)
+    t_ms = np.array([0.0, (2 ** 23 - 1) / 1000, 2 ** 23 / 1000])
+    x, y, polarity, t_us = emulator.noise_and_timing(np.random.default_rng(0), np.array([5, 6, 7]), t_ms,
+                                                     np.array([1, 0, 1]), 0.0)
+    assert t_us.tolist() == [0, 2 ** 23 - 1] and x.tolist() == [5, 6] and polarity.tolist() == [1, 0]
