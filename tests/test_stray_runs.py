@@ -81,3 +81,13 @@ def test_a_run_trained_with_other_settings_is_left_out(paper):
     assert "es-seed3 is left out of the report: its config.json says other settings" in warnings[1]
     assert "generations 5, not 100" in warnings[1]
     assert tables(results)["table.md"] != before["table.md"]
+
+
+def test_a_run_with_final_json_but_no_config_json_is_left_out_not_the_report_aborted(paper):
+    results, before = paper
+    runs = results / "paper" / "runs"
+    (runs / "eggroll-r4-seed1" / "config.json").unlink()
+    status, warnings = report_only(results)
+    assert status == 0 and warnings == [f"warning: {runs / 'eggroll-r4-seed1'} is left out of the report: it is not "
+                                        f"a run folder of this project (no .eggroll-run or no config.json)"]
+    assert tables(results) != before and "eggroll-r4" in tables(results)["table.md"]
