@@ -641,8 +641,9 @@ def test_a_closed_pipe_ends_a_run_quietly_and_a_full_stdout_is_one_line(tmp_path
                                                   if k.startswith("param/")}) is None
 
     with open("/dev/full", "w") as full:
+        buffered = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}  # as a user runs it
         done = subprocess.run(train_command(tmp_path / "finished", dataset, "--generations", "5"), cwd=ROOT,
-                              stdout=full, stderr=subprocess.PIPE, text=True)
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=buffered)
     assert done.returncode == 2 and done.stderr == (f"error: cannot write to standard output: No space left on device; "
                                                     f"the run finished: its results are in "
                                                     f"{tmp_path / 'finished' / 'final.json'}\n"), done.stderr
