@@ -136,8 +136,8 @@ def test_its_command_says_one_line_when_the_frames_cannot_be_cached(tmp_path):
     done = subprocess.run([sys.executable, nano.__file__], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, EGGROLL_CACHE=str(tmp_path / "file" / "cache")))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"error: cannot write the frame cache {tmp_path / 'file' / 'cache'}")
-    assert "a file stands where a folder of that path should be" in done.stderr  # not "free disk space"
+    assert done.stderr.startswith(f"error: cannot use the frame cache folder {tmp_path / 'file' / 'cache'}")
+    assert f"{tmp_path / 'file'} is a file, not a folder" in done.stderr  # not "free disk space"
 
 
 def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp_path):
