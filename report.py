@@ -105,7 +105,13 @@ def collect(results_dir, expected=None):
                 raise ValueError(f"{real_path} scores another run ({real['run']}, at generation {real['generation']}), "
                                  f"not {final_path.parent} at generation {final['generations']}: {RESCORE}")
             final["real_acc"] = real["accuracy"]["all"]
-        runs.setdefault(name, []).append((final, read_metrics(final_path.parent / "metrics.jsonl")))
+        metrics = read_metrics(final_path.parent / "metrics.jsonl")
+        if metrics and (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
+                                                                                   final["val_acc"]):
+            raise ValueError(f"{final_path.parent / 'metrics.jsonl'} ends at generation {metrics[-1]['generation']} "
+                             f"with validation accuracy {metrics[-1].get('val_acc')}, not where {final_path} does "
+                             f"({final['generations']}, {final['val_acc']}): it is another run's; {RETRAIN}")
+        runs.setdefault(name, []).append((final, metrics))
     return runs
 
 

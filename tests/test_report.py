@@ -20,15 +20,20 @@ FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, 
          "generations": 20}
 
 
-def write_run(results_dir, name, seed, real_acc=None, val_accs=(0.5, 0.6), **final):
-    """A finished run folder as training leaves it; real_acc: also a real.json."""
+def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
+    """A finished run folder as training leaves it, its metrics.jsonl ending where final.json does
+    (at its generations, with its validation accuracy; 10 generations apart before); real_acc: also a
+    real.json."""
     out = results_dir / "runs" / f"{name}-seed{seed}"
     out.mkdir(parents=True)
-    final = {**FINAL, "config": {"seed": seed}, **final}
+    val_accs = list(val_accs or (0.5, final.get("val_acc", FINAL["val_acc"])))
+    final = {**FINAL, "config": {"seed": seed}, "generations": 10 * len(val_accs), "val_acc": val_accs[-1], **final}
+    assert final["val_acc"] == val_accs[-1] and final["generations"] >= 10 * (len(val_accs) - 1), "inconsistent"
     (out / "final.json").write_text(json.dumps(final))
-    (out / "metrics.jsonl").write_text("".join(json.dumps({"generation": 10 * (i + 1), "val_acc": acc,
+    generations = [10 * (i + 1) for i in range(len(val_accs) - 1)] + [final["generations"]]
+    (out / "metrics.jsonl").write_text("".join(json.dumps({"generation": generation, "val_acc": acc,
                                                            "wall_seconds": float(i + 1)}) + "\n"
-                                               for i, acc in enumerate(val_accs)))
+                                               for i, (generation, acc) in enumerate(zip(generations, val_accs))))
     if real_acc is not None:
         (out / "real.json").write_text(json.dumps({"run": str(out), "generation": final["generations"],
                                                    "accuracy": {"all": real_acc}}))
@@ -218,6 +223,8 @@ DAMAGES = {
                                                                  "accuracy": {"all": 0.5}}), "at generation 10"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
+    "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,
+                                                                  "wall_seconds": 1.0}) + "\n", "it is another run's"),
     "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "is damaged (generation is missing)"),
     "metrics.jsonl out of range": ("metrics.jsonl", json.dumps({"generation": 10, "val_acc": 1.5, "wall_seconds": 1.0}),
                                    "(val_acc must be a number in [0, 1], got 1.5)"),
