@@ -81,10 +81,10 @@ def lif(currents, beta, threshold):
     return spikes
 
 
-def forward(params, x, s):
+def forward(params, x, settings):
     """The network itself on frames x (T, N, n_in): output spike counts (N, 10)."""
-    hidden = lif(x @ params["W1"].T + params["b1"], s.beta, s.threshold)
-    return lif(hidden @ params["W2"].T + params["b2"], s.beta, s.threshold).sum(axis=0)
+    hidden = lif(x @ params["W1"].T + params["b1"], settings.beta, settings.threshold)
+    return lif(hidden @ params["W2"].T + params["b2"], settings.beta, settings.threshold).sum(axis=0)
 
 
 def fitness(counts, labels, n_steps, logit_scale):
@@ -100,24 +100,24 @@ def fitness(counts, labels, n_steps, logit_scale):
 # ---------------------------------------------------------------------------------------------
 # EGGROLL
 
-def draw_noise(params, generation, s):
+def draw_noise(params, generation, settings):
     """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), row k of A[p] being
     column k of the paper's A_p; b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
-    pairs, r = np.arange(s.population // 2), s.rank
+    pairs, r = np.arange(settings.population // 2), settings.rank
     perturbations = {}
     for name, value in params.items():
         if name.startswith("W"):
             m, n = value.shape
-            normals = noise.normals(s.seed, generation, pairs, name, r * (m + n))
+            normals = noise.normals(settings.seed, generation, pairs, name, r * (m + n))
             perturbations[name] = (normals[:, :r * m].reshape(-1, r, m), normals[:, r * m:].reshape(-1, r, n))
         else:
-            perturbations[name] = noise.normals(s.seed, generation, pairs, name, value.shape[0])
+            perturbations[name] = noise.normals(settings.seed, generation, pairs, name, value.shape[0])
     return perturbations
 
 
-def population_forward(params, perturbations, x, s):
+def population_forward(params, perturbations, x, settings):
     """Output spike counts (2, P, N, 10) of every member on frames x (T, N, n_in) by Eq. (6),
     x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
@@ -128,18 +128,18 @@ def population_forward(params, perturbations, x, s):
     d1, d2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
     T, batch, n_in = x.shape
     P, r, _ = A1.shape
-    scale = s.sigma / math.sqrt(r)
+    scale = settings.sigma / math.sqrt(r)
     sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)  # member axis: +, then -
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
     # A1[p] is A_p^T (r x m) and B1[p] is B_p^T (r x n), so x B_p = x @ B1[p].T.
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = (x @ B1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
-    pair_term = (scale * xB) @ A1 + s.sigma * d1[:, None, :]                    # (T, P, N, 64)
-    hidden = lif(base[:, None, None] + sign * pair_term[:, None], s.beta, s.threshold)  # (T, 2, P, N, 64)
+    pair_term = (scale * xB) @ A1 + settings.sigma * d1[:, None, :]             # (T, P, N, 64)
+    hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
     # Layer 2: each member has its own hidden spikes h, so h B_p is a product per member.
-    pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + s.sigma * d2[:, None, :]  # (T, 2, P, N, 10)
-    out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, s.beta, s.threshold)
+    pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + settings.sigma * d2[:, None, :]  # (T, 2, P, N, 10)
+    out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)
     return out.sum(axis=0)
 
 
@@ -187,39 +187,39 @@ def adam_init(params):
             "v": {k: np.zeros_like(v) for k, v in params.items()}, "t": 0}
 
 
-def generation_step(params, state, x, labels, generation, s):
+def generation_step(params, state, x, labels, generation, settings):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
     parameters, Adam's new state and the fitness of every member (2, P)."""
-    perturbations = draw_noise(params, generation, s)                               # (5)
-    counts = population_forward(params, perturbations, x, s)                        # (6)
-    fit = fitness(counts, labels, len(x), s.logit_scale)                            # (3)-(4)
+    perturbations = draw_noise(params, generation, settings)                        # (5)
+    counts = population_forward(params, perturbations, x, settings)                 # (6)
+    fit = fitness(counts, labels, len(x), settings.logit_scale)                     # (3)-(4)
     ranks = centred_ranks(fit)                                                      # of all 2P members
     f = (ranks[0] - ranks[1]).astype(np.float32)                                    # f_p, pair by pair
-    params, state = adam(params, gradient(f, perturbations, s.sigma), state, s.lr)  # (7)-(9)
+    params, state = adam(params, gradient(f, perturbations, settings.sigma), state, settings.lr)  # (7)-(9)
     return params, state, fit
 
 
 # ---------------------------------------------------------------------------------------------
 # Training on real N-MNIST recordings
 
-def accuracy(params, split, s):
+def accuracy(params, split, settings):
     """Share of the split's recordings whose most-spiking output is their label (ties: lowest)."""
-    counts = forward(params, split.frames(np.arange(len(split))), s)
+    counts = forward(params, split.frames(np.arange(len(split))), settings)
     return float((counts.argmax(axis=-1) == split.labels).mean())
 
 
-def train(splits, s, generations, batch_size, log_every=0):
-    """EGGROLL from init_params(s.seed) on splits.train, the step-th minibatch as data.minibatch
+def train(splits, settings, generations, batch_size, log_every=0):
+    """EGGROLL from init_params(settings.seed) on splits.train, the step-th minibatch as data.minibatch
     draws it. Returns the parameters and the mean fitness of the population, generation by generation."""
-    params = init_params(s.seed)
+    params = init_params(settings.seed)
     state, history = adam_init(params), []
     for generation in range(generations):
-        x, labels = data.minibatch(splits.train, batch_size, np, s.seed, generation)
-        params, state, fit = generation_step(params, state, x, labels, generation, s)
+        x, labels = data.minibatch(splits.train, batch_size, np, settings.seed, generation)
+        params, state, fit = generation_step(params, state, x, labels, generation, settings)
         history.append(float(fit.mean()))
         if log_every and (generation % log_every == 0 or generation == generations - 1):
             print(f"generation {generation:4d}  mean fitness {history[-1]:7.3f}  "
-                  f"train accuracy {accuracy(params, splits.train, s):6.1%}")
+                  f"train accuracy {accuracy(params, splits.train, settings):6.1%}")
     return params, history
 
 
