@@ -92,9 +92,9 @@ def fitness(counts, labels, n_steps, logit_scale):
     (...), the mean over the batch. Sums in the order of snn.cross_entropy, to the last bit."""
     logits = counts * (logit_scale / n_steps)
     logits = logits - logits.max(axis=-1, keepdims=True)
-    log_p = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))   # log softmax, (3)
+    log_y_hat = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))   # log softmax, (3)
     one_hot = labels[:, None] == np.arange(counts.shape[-1])
-    return (log_p * one_hot).sum(axis=-1).mean(axis=-1)                  # mean log p(label), (4)
+    return (log_y_hat * one_hot).sum(axis=-1).mean(axis=-1)                  # mean log y_hat[label], (4)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -170,7 +170,8 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 
 
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
-    """Eq. (4): mean over the batch of -log p(label), for every member; counts (..., N, n_out)."""
+    """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
+    member; counts (..., N, n_out)."""
     xp = array_module_of(counts)
     log_p = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_p, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
