@@ -24,8 +24,9 @@ Read top to bottom:
      (-cross-entropy, less a price per hidden spike if one is set, Eqs. (3)-(4)), and
      `generation_step`, one generation of it as ask -> forward -> tell.
 
-Factor layout: `a` has shape (pairs, r, m) and `b` shape (pairs, r, n); row k of a[p] is the k-th
-column of the paper's A_p. Stacked, a.reshape(P r, m) is [A_1 ... A_P]^T. Member 2p is pair p's
+Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); row k of A[p] is the k-th
+column of the paper's A_p. Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T. (Upper case, as in the
+paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math
@@ -52,14 +53,14 @@ def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
     (P, r, m) and (P, r, n), entries N(0, 1)."""
     m, n = shape
     normals = noise.normals(seed, generation, pairs, name, rank * (m + n), xp)
-    a = normals[:, :rank * m].reshape(-1, rank, m)
-    b = normals[:, rank * m:].reshape(-1, rank, n)
-    return a, b
+    A = normals[:, :rank * m].reshape(-1, rank, m)
+    B = normals[:, rank * m:].reshape(-1, rank, n)
+    return A, B
 
 
-def materialise(a, b):
+def materialise(A, B):
     """E_p = A_p B_p^T / sqrt(r) as (P, m, n). Only for tests and explanation: training never does."""
-    return (a.transpose(0, 2, 1) @ b) / math.sqrt(a.shape[1])
+    return (A.transpose(0, 2, 1) @ B) / math.sqrt(A.shape[1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,15 +136,15 @@ class Population:
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] (p, r + 1, m) and B_p (p, r, n), in `dtype`: a bias is
         a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
-        a, b = (f.astype(dtype, copy=False) for f in self.factors(weight))  # float64 stays float64
-        xp = array_module_of(a)
+        A, B = (f.astype(dtype, copy=False) for f in self.factors(weight))  # float64 stays float64
+        xp = array_module_of(A)
         if bias is None:
-            delta = xp.zeros((a.shape[0], a.shape[2]), dtype=dtype)
+            delta = xp.zeros((A.shape[0], A.shape[2]), dtype=dtype)
         else:
             delta = self.factors(bias).astype(dtype, copy=False)
         sigma = self.sigma[weight]
         bias_sigma = self.sigma[bias] if bias is not None else sigma
-        return xp.concatenate([sigma / math.sqrt(self.rank) * a, bias_sigma * delta[:, None, :]], axis=1), b
+        return xp.concatenate([sigma / math.sqrt(self.rank) * A, bias_sigma * delta[:, None, :]], axis=1), B
 
     def linear(self, name, x, bias=None):
         """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2p, N, m).
@@ -156,15 +157,15 @@ class Population:
             raise ValueError(f"linear needs a 2-D weight and x of shape (..., {w.shape[-1]}), got "
                              f"{name} {tuple(w.shape)} and x {tuple(x.shape)}")
         xp = array_module_of(x)
-        rows, b = self.rows(name, bias, x.dtype)
+        rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T + (self.params[bias] if bias is not None else 0)
         if x.ndim == 2:                                                       # one x for every member
-            xb = with_ones(population_product(x, b).transpose(1, 0, 2))       # (p, N, r + 1)
+            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (p, N, r + 1)
             return antithetic(base, xb @ rows)
         if x.shape[0] != self.members:
             raise ValueError(f"x of shape (2p, N, n) needs 2p = {self.members} members, got {x.shape[0]}")
         by_pair = x.reshape(self.pairs.shape[0], 2, -1, x.shape[-1])          # (p, 2, N, n)
-        xb = with_ones(by_pair @ b.transpose(0, 2, 1)[:, None])               # (p, 2, N, r + 1)
+        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (p, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
 
@@ -219,12 +220,12 @@ def population_stats(fitnesses, shaped):
 # ---------------------------------------------------------------------------------------------
 # 4. The gradient estimate, Eqs. (7)-(8)
 
-def lowrank_gradient(f, a, b, sigma, n_pairs):
-    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (p,), a (p, r, m), b (p, r, n) of p of
+def lowrank_gradient(f, A, B, sigma, n_pairs):
+    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (p,), A (p, r, m), B (p, r, n) of p of
     the population's P = n_pairs pairs (a process may hold a part)."""
-    pairs, rank, m = a.shape
-    weighted = (f[:, None, None] * a).reshape(pairs * rank, m)
-    return weighted.T @ b.reshape(pairs * rank, b.shape[2]) / (2 * n_pairs * sigma * math.sqrt(rank))
+    pairs, rank, m = A.shape
+    weighted = (f[:, None, None] * A).reshape(pairs * rank, m)
+    return weighted.T @ B.reshape(pairs * rank, B.shape[2]) / (2 * n_pairs * sigma * math.sqrt(rank))
 
 
 def bias_gradient(f, delta, sigma, n_pairs):
@@ -415,13 +416,13 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False):
     n_steps, batch, n_in = frames.shape
     sizes = snn.sizes_of(params)
     n_pairs, n_layers = population.pairs.shape[0], len(sizes) - 1
-    rows, factors_b = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
+    rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
                             for layer in range(1, n_layers + 1)))
     x = frames.reshape(n_steps * batch, n_in)
     base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, sizes[1])   # x W^T, once
-    xb = population_product(x, factors_b[0])                                      # x [B_1 ... B_P], (T N, P, r)
+    xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N, P, r)
     readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
-                                       factors_b[layer - 1].transpose(0, 2, 1)], axis=2)
+                                       factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
                 for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
     if gpu.enabled(xp) and n_layers == 2:  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
