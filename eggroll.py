@@ -75,8 +75,8 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (N, m) is shared by all members; perturbation (c, N, m) is one per pair. Returns
-    (2c, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    base (N, m) is shared by all members; perturbation (p, N, m) is one per pair of p pairs. Returns
+    (2p, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
     """
     xp = array_module_of(perturbation)
     pairs, batch, m = perturbation.shape
@@ -440,9 +440,9 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False):
     def layer_current(layer, spikes, start, stop):
         """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
         chunk, n_in_layer, n_out_layer = slice(start // 2, stop // 2), sizes[layer - 1], sizes[layer]
-        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_in_layer)                   # (T, c, 2N, n)
-        projected = by_pair @ readouts[layer][chunk]                                    # (T, c, 2N, m+r)
-        perturbation = (sign * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (T, c, 2N, m)
+        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_in_layer)                   # (T, p, 2N, n)
+        projected = by_pair @ readouts[layer][chunk]                                    # (T, p, 2N, m+r)
+        perturbation = (sign * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (T, p, 2N, m)
         current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
         return current.reshape(n_steps, stop - start, batch, n_out_layer)
 

@@ -179,7 +179,7 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
 
 
 def correct_per_class(counts, labels):
-    """For each class c, how many samples of class c the most-spiking output neuron classifies
+    """For each class, how many samples of that class the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
     hits = to_numpy(counts.argmax(axis=-1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
