@@ -24,7 +24,7 @@ Read top to bottom:
      (-cross-entropy, less a price per hidden spike if one is set, Eqs. (3)-(4)), and
      `generation_step`, one generation of it as ask -> forward -> tell.
 
-Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); row k of A[p] is the k-th
+Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); row j of A[p] is the j-th
 column of the paper's A_p. Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T. (Upper case, as in the
 paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
@@ -87,7 +87,7 @@ def antithetic(base, perturbation):
 
 
 def population_product(x, factors):
-    """x (N, n) times the factors (p, k, n) of p pairs: (N, p, k), one product per PAIRS_PER_BLOCK
+    """x (N, n) times the factors (p, w, n) of p pairs: (N, p, w), one product per PAIRS_PER_BLOCK
     pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
     result is the same however many pairs a process holds (BLAS may round a product of another
     shape differently). On a GPU one kernel sums each result over the nonzero inputs alone
@@ -95,15 +95,15 @@ def population_product(x, factors):
     xp = array_module_of(x)
     if gpu.enabled(xp):
         return gpu.population_product(x, factors)
-    pairs, k, n = factors.shape
-    out = xp.empty((x.shape[0], pairs, k), dtype=x.dtype)
+    pairs, width, n = factors.shape
+    out = xp.empty((x.shape[0], pairs, width), dtype=x.dtype)
     for start in range(0, pairs, PAIRS_PER_BLOCK):
         block = factors[start:start + PAIRS_PER_BLOCK]
         stop = start + block.shape[0]
         if block.shape[0] < PAIRS_PER_BLOCK:
-            block = xp.concatenate([block, xp.zeros((PAIRS_PER_BLOCK - block.shape[0], k, n), block.dtype)])
-        product = x @ block.reshape(PAIRS_PER_BLOCK * k, n).T
-        out[:, start:stop] = product.reshape(x.shape[0], PAIRS_PER_BLOCK, k)[:, :stop - start]
+            block = xp.concatenate([block, xp.zeros((PAIRS_PER_BLOCK - block.shape[0], width, n), block.dtype)])
+        product = x @ block.reshape(PAIRS_PER_BLOCK * width, n).T
+        out[:, start:stop] = product.reshape(x.shape[0], PAIRS_PER_BLOCK, width)[:, :stop - start]
     return out
 
 
@@ -112,7 +112,7 @@ class Population:
     """`ask`'s answer: the members theta +- sigma E_p of the pairs `pairs` at one generation, as keys.
 
     Nothing random is stored: every factor is regenerated from (seed, generation, pair, name)
-    when a product needs it. Member 2k is pair pairs[k]'s + side, member 2k + 1 its - side."""
+    when a product needs it. Member 2i is pair pairs[i]'s + side, member 2i + 1 its - side."""
     params: dict
     sigma: dict          # {name: sigma}
     rank: int

@@ -101,8 +101,8 @@ def fitness(counts, labels, n_steps, logit_scale):
 # EGGROLL
 
 def draw_noise(params, generation, settings):
-    """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), row k of A[p] being
-    column k of the paper's A_p; b -> delta (P, m). Float32, from the same streams and in the same
+    """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), row j of A[p] being
+    column j of the paper's A_p; b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
     pairs, r = np.arange(settings.population // 2), settings.rank
@@ -174,17 +174,17 @@ def adam(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     added to the root of the second one). state = {"m": ..., "v": ..., "t": steps so far}."""
     t = state["t"] + 1
     new, m, v = {}, {}, {}
-    for k in params:
-        m[k] = beta1 * state["m"][k] + (1 - beta1) * grads[k]
-        v[k] = beta2 * state["v"][k] + (1 - beta2) * grads[k] ** 2
-        update = (m[k] / (1 - beta1 ** t)) / (np.sqrt(v[k] / (1 - beta2 ** t)) + eps)
-        new[k] = (params[k] + lr * update).astype(params[k].dtype)
+    for name in params:
+        m[name] = beta1 * state["m"][name] + (1 - beta1) * grads[name]
+        v[name] = beta2 * state["v"][name] + (1 - beta2) * grads[name] ** 2
+        update = (m[name] / (1 - beta1 ** t)) / (np.sqrt(v[name] / (1 - beta2 ** t)) + eps)
+        new[name] = (params[name] + lr * update).astype(params[name].dtype)
     return new, {"m": m, "v": v, "t": t}
 
 
 def adam_init(params):
-    return {"m": {k: np.zeros_like(v) for k, v in params.items()},
-            "v": {k: np.zeros_like(v) for k, v in params.items()}, "t": 0}
+    return {"m": {name: np.zeros_like(value) for name, value in params.items()},
+            "v": {name: np.zeros_like(value) for name, value in params.items()}, "t": 0}
 
 
 def generation_step(params, state, x, labels, generation, settings):
