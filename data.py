@@ -57,7 +57,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import create_new, load_npz, os_problem, read_bytes
+from run_folder import create_new, first_missing, load_npz, os_problem, read_bytes
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -130,8 +130,7 @@ def _download(root):
         if os.path.islink(path) and not path.exists():
             raise MissingDataError(f"{path} is a link to {os.readlink(path)}, which does not exist; make that folder "
                                    f"or point --data-root (root=...) elsewhere")
-    # the first folder of the path that is not there (a link, even a broken one, is there: not ours)
-    first_new = next((folder for folder in (*reversed(target.parents), target) if not os.path.lexists(folder)), None)
+    first_new = first_missing(target)  # a link, even a broken one, is there: not ours
     existing = set() if first_new else set(target.iterdir())
     timeout = socket.getdefaulttimeout()
     try:

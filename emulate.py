@@ -55,7 +55,7 @@ from tqdm import tqdm
 
 import data
 import mnist
-from run_folder import UsageError, os_problem, owned, read_json, refuse_link, write_atomically, writing
+from run_folder import TEMPORARY, UsageError, os_problem, owned, read_json, refuse_link, write_atomically, writing
 
 VERSION = 1  # of the emulator's bytes: a change to any recording's bytes is a new version
 SENSOR = 34  # pixels per side of the sensor's field
@@ -330,6 +330,7 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
 def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress):
     """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is."""
     prepare(root, fingerprint)
+    refuse_link(root / FINISHED)  # the mark is the emulation's own file, never a link to another
     if os.path.lexists(root / FINISHED):
         os.unlink(root / FINISHED)  # what follows may add recordings: the old count no longer holds
     jobs, kept = [], 0
@@ -402,7 +403,7 @@ def prepare(root, fingerprint):
         write_atomically(root / PROVENANCE, json.dumps(fingerprint, indent=2) + "\n")
 
 
-PARTIAL = re.compile(r"\d{5}\.bin\.[0-9a-f]{8}\.tmp")  # run_folder.writing's temporary file of a recording
+PARTIAL = re.compile(r"\d{5}\.bin" + TEMPORARY)  # run_folder.writing's temporary file of a recording
 
 
 def remove_partial_files(root):

@@ -238,12 +238,15 @@ def declared_arrays(file):
     return declared
 
 
+TEMPORARY = r"\.[0-9a-f]{8}\.tmp"  # what create_new appends to a name, as a regular expression
+
+
 def create_new(path):
     """A new, empty regular file beside `path`, named <name>.<random>.tmp, made as mkstemp makes
     one (O_CREAT | O_EXCL: never an existing file, nor through a link planted under its name), with
     the permissions the umask gives; its Path. An OSError if the folder refuses it."""
     while True:
-        temporary = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+        temporary = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")  # TEMPORARY matches it
         try:
             os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
             return temporary
@@ -566,7 +569,7 @@ def is_run_folder(out):
 def run_files(out):
     """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
     makes for them (<name>.<8 hex digits>.tmp; a user's <name>.tmp is not one)."""
-    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + r")\.[0-9a-f]{8}\.tmp")
+    temporary = re.compile("(" + "|".join(map(re.escape, RUN_FILES)) + ")" + TEMPORARY)
     try:
         names = [entry.name for entry in os.scandir(out)] if out.is_dir() else []
     except OSError as error:

@@ -293,7 +293,7 @@ def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files
     foreign.mkdir()
     (foreign / "notes.bin.tmp").write_text("the user's")
     (foreign / "zip").write_text("the user's")
-    for planted, target in (("Test", foreign), ("train.zip", foreign / "zip")):
+    for planted, target in (("Test", foreign), ("train.zip", foreign / "zip"), ("FINISHED.json", foreign / "zip")):
         out = tmp_path / f"out-{planted}"
         (out / "NMNIST").mkdir(parents=True)
         (out / "NMNIST" / planted).symlink_to(target)
