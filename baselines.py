@@ -131,7 +131,6 @@ def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
 def check_two_layers(params, method):
     """ValueError naming the fix unless params are a network of two LIF layers, the only depth
     `method` (vanilla ES, BPTT) runs here."""
-    snn.check_params(params)
     if snn.n_layers(params) != 2:
         raise ValueError(f"{method} runs networks of two LIF layers (one hidden), got {snn.n_layers(params)}: "
                          f"use one hidden size, or EGGROLL for a deeper network")

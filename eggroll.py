@@ -192,10 +192,7 @@ class Population:
 def centred_ranks(values):
     """The centred ranks c of `values`: ranks (0 for the lowest) / (count - 1) - 0.5, in [-0.5, 0.5]
     with sum 0; tied values share their mean rank."""
-    xp = array_module_of(values)
-    if not bool(xp.isfinite(values).all()):
-        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
-                         "or check the input frames for non-finite values")
+    xp = array_module_of(check_finite(values))
     if gpu.enabled(xp) and values.size <= gpu.RANKS_BY_COUNTING_MAX:
         return gpu.centred_ranks(values)
     _, tie_group, group_sizes = xp.unique(values, return_inverse=True, return_counts=True)
@@ -295,14 +292,13 @@ class Eggroll:
         and the generation's stats (mean and max fitness, spread of the shaped fitness): the fitness
         of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from the keys,
         summed over processes, and Adam's step up it, Eq. (9)."""
-        mine = self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK)
-        xp = array_module_of(next(iter(state.params.values())))
-        fitness = xp.asarray(fitness)
-        if fitness.shape != (2 * len(range(self.pairs)[mine]),):
-            raise ValueError(f"fitness must have shape ({2 * len(range(self.pairs)[mine])},), one number per "
-                             f"member of ask's population in member order, got {tuple(fitness.shape)}")
+        members = 2 * len(range(self.pairs)[self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK)])
+        fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
+        if fitness.shape != (members,):
+            raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
+                             f"in member order, got {tuple(fitness.shape)}")
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
-        shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else checked_finite(fitnesses)
+        shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
         grads = self.team.sum(gradient(pair_differences(shaped)[summed], self.population_of(state, summed),
                                        self.pairs))                                              # (7)-(8)
@@ -349,12 +345,12 @@ class Eggroll:
                 raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def checked_finite(fitnesses):
-    """The fitnesses as they are (raw shaping), after the check centred_ranks makes."""
-    xp = array_module_of(fitnesses)
-    if not bool(xp.isfinite(fitnesses).all()):
-        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, or fix the fitness function")
-    return fitnesses.astype(xp.float64)
+def check_finite(fitnesses):
+    """`fitnesses` as they are, or a ValueError if one is NaN or inf (their ranks would mean nothing)."""
+    if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
+        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
+                         "or check the inputs for non-finite values")
+    return fitnesses
 
 
 def check_known(params, *names):
@@ -393,13 +389,13 @@ class Config:
                 for name in params}
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
-        """The Eggroll that trains `params` with these settings and Adam's."""
-        check_config(self, params)
+        """The Eggroll that trains `params` with these settings and Adam's (check_config checks them)."""
         return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
                        team=team)
 
     def members(self, params, generation, pairs=slice(None)):
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
+        check_config(self, params)
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
 
@@ -504,15 +500,13 @@ def check_config(config, params):
     if not config.output_sigma_scale > 0:
         raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
     snn.check_params(params)
-    for name in (f"W{layer}" for layer in range(1, snn.n_layers(params) + 1)):
-        limit = min(params[name].shape)
-        if not 1 <= config.rank <= limit:
-            raise ValueError(f"rank must lie in 1..{limit} (the smaller side of {name}, "
-                             f"{params[name].shape[0]}x{params[name].shape[1]}), got {config.rank}")
+    config.method(params).check(params)  # the rank against every weight matrix, as ask checks it
 
 
 def check_frames(params, frames, labels):
-    """ValueError unless frames is (T, N, n_in) for W1 and labels is (N,) of class indices."""
+    """ValueError unless params are a network (snn.check_params), frames is (T, N, n_in) for W1 and
+    labels is (N,) of class indices."""
+    snn.check_params(params)
     n_in = params["W1"].shape[1]
     if frames.ndim != 3 or frames.shape[2] != n_in:
         raise ValueError(f"frames must have shape (T, N, {n_in}), got {tuple(frames.shape)}: "

@@ -594,9 +594,9 @@ def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message)
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(sigma=0.0), r"sigma must be > 0, got 0\.0"),
-    (dict(sigma=-0.1), r"sigma must be > 0, got -0\.1"),
-    (dict(sigma=float("nan")), r"sigma must be > 0, got nan"),
+    (dict(sigma=0.0), r"sigma of .W1. must be > 0, got 0\.0"),
+    (dict(sigma=-0.1), r"sigma of .W1. must be > 0, got -0\.1"),
+    (dict(sigma=float("nan")), r"sigma of .W1. must be > 0, got nan"),
     (dict(population=3), r"population must be an even number >= 2.*got 3"),
     (dict(population=1), r"population must be an even number >= 2.*got 1"),
     (dict(population=0), r"population must be an even number >= 2.*got 0"),
@@ -638,7 +638,7 @@ def test_centred_ranks_rejects_non_finite_fitness(bad):
     """NaN or infinite fitness raises ValueError saying so (ranks of NaN are meaningless), and
     what to do about it."""
     with pytest.raises(ValueError, match=re.escape("fitness holds NaN or inf: lower the learning rate or sigma, "
-                                                   "or check the input frames for non-finite values")):
+                                                   "or check the inputs for non-finite values")):
         eggroll.centred_ranks(np.array([0.1, bad, 0.3, 0.2]))
 
 
