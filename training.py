@@ -47,10 +47,9 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
     the sums are exact in any order."""
     sizes = snn.sizes_of(params)
     n_out, n_hidden = sizes[-1], sum(sizes[1:-1])
-    # hits per digit, spikes of each hidden neuron, output spikes, events, synaptic operations of hidden spikes
-    tally = numpy.zeros(n_out + n_hidden + 3)
+    tally = numpy.zeros(n_out + n_hidden + 2)  # hits per digit, spikes of each hidden neuron, output spikes, events
     hits, fired = slice(0, n_out), slice(n_out, n_out + n_hidden)
-    first_neuron = numpy.cumsum((n_out,) + sizes[1:-1])  # where each hidden layer's neurons start in the tally
+    first_neuron = numpy.cumsum((n_out,) + sizes[1:-1])  # where each hidden layer starts in the tally, and the last ends
     for start in range(team.rank * batch_size, len(split), team.size * batch_size):
         indices = numpy.arange(start, min(start + batch_size, len(split)))
         frames = split.frames(indices, xp)
@@ -60,21 +59,22 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
         def layer_current(layer, spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
             per_neuron = to_numpy(spikes.sum(axis=(0, 1, 2)))
             tally[first_neuron[layer - 2]:first_neuron[layer - 2] + sizes[layer - 1]] += per_neuron
-            tally[-1] += sizes[layer] * float(per_neuron.sum())
             return spikes @ params[f"W{layer}"].T + params[f"b{layer}"]
         counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_steps, batch,
                                  sizes, lif, xp, frames.dtype)
         tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
-        tally[-3:-1] += float(counts.sum()), float(frames.sum())
+        tally[-2:] += float(counts.sum()), float(frames.sum())
     tally = team.total(tally)
     samples = max(len(split), 1)
-    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-3], tally[-2]
+    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-2], tally[-1]
+    hidden_ops = sum(sizes[layer + 1] * tally[start:start + sizes[layer]].sum()  # each hidden spike's synapses
+                     for layer, start in enumerate(first_neuron[:-1], start=1))
     seen = numpy.bincount(split.labels, minlength=n_out)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": hidden / samples,
              "output_spikes_per_sample": output / samples,
              "silent_hidden_fraction": float((tally[fired] == 0).mean()),
-             "synaptic_ops_per_sample": (sizes[1] * events + tally[-1]) / samples}
+             "synaptic_ops_per_sample": (sizes[1] * events + hidden_ops) / samples}
     return int(right.sum()) / samples, (hidden + output) / samples, per_digit, \
         {key: float(value) for key, value in where.items()}
 
