@@ -69,7 +69,7 @@ bench: install
 	$(PY) run.py bench --json bench.json
 
 # Mutation testing of the core, not part of `make test` or CI (about 22 minutes on 2 cores): mutmut
-# mutates eggroll.py, noise.py, snn.py, optim.py and baselines.py in a copy (mutants/) and runs each
+# mutates eggroll.py, snn_eggroll.py, noise.py, snn.py, optim.py and baselines.py in a copy (mutants/) and runs each
 # mutant against the tests that execute its function; tests/mutation_report.py then prints the score
 # per file and every survivor not recorded as equivalent, and fails below 98 %.
 mutation: $(VENV)/.mutation-installed

@@ -16,6 +16,7 @@ import eggroll
 import noise
 import optim
 import snn
+import snn_eggroll
 
 ES_MODES = ("batched", "sequential")
 
@@ -147,13 +148,13 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
 
 
 def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
-    """One vanilla-ES generation: the same stages, arguments and stats as eggroll.generation_step."""
-    eggroll.check_frames(params, frames, labels)
+    """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
+    snn.check_frames(params, frames, labels)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)
-    fitnesses = team.gather(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
-                                            config.spike_cost), config.pairs, eggroll.PAIRS_PER_BLOCK)
+    fitnesses = team.gather(snn_eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
+                                                config.spike_cost), config.pairs, eggroll.PAIRS_PER_BLOCK)
     shaped = eggroll.centred_ranks(fitnesses)
     summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,
@@ -172,7 +173,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
 #     L = CE + spike_cost * sum_t sum_j o1_tj / N                                          (12)
-# (the ES fitness's penalty, eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
+# (the ES fitness's penalty, snn_eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
 # the weights through Eq. (11), the usual differentiable firing-rate penalty.
 
 SLOPE = 25.0  # k of Eq. (11)
@@ -289,7 +290,7 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF()):
     """
     xp = array_module_of(frames)
     check_two_layers(params, "BPTT")
-    eggroll.check_frames(params, frames, labels)
+    snn.check_frames(params, frames, labels)
     cache = bptt_forward(params, frames, lif, k=config.slope)
     loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
     if config.spike_cost:

@@ -31,6 +31,7 @@ import optim
 import resources
 import run_folder
 import snn
+import snn_eggroll
 from backend import DEVICES, array_module, device_name
 from config import RANKS
 from resources import noise_bytes
@@ -96,12 +97,12 @@ def bench_method(method, rank, device, repeats, pairs=REFERENCE["pairs"]):
     xp = array_module(device)
     params, frames, labels = bench_inputs(xp)
     population = 2 * pairs
-    egg = eggroll.Config(population, rank or 1, sigma=0.1, seed=0, logit_scale=1.0)
+    egg = snn_eggroll.Config(population, rank or 1, sigma=0.1, seed=0, logit_scale=1.0)
     es = {mode: baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0, mode=mode)
           for mode in baselines.ES_MODES}
     adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
     calls = {
-        "eggroll": lambda: eggroll.generation_step(params, state, frames, labels, 0, egg, adam, lif),
+        "eggroll": lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, egg, adam, lif),
         "es-batched": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es["batched"], adam, lif),
         "es-sequential": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es["sequential"],
                                                               adam, lif),
@@ -112,7 +113,7 @@ def bench_method(method, rank, device, repeats, pairs=REFERENCE["pairs"]):
     result = {"seconds": time_calls(calls[method], repeats, xp)}
     if method == "eggroll":
         result["forward_seconds"] = time_calls(
-            lambda: eggroll.perturbed_forward(params, frames, egg, 0, lif), repeats, xp)
+            lambda: snn_eggroll.perturbed_forward(params, frames, egg, 0, lif), repeats, xp)
         factors = xp.ones((egg.pairs * rank, snn.SIZES[0]), dtype=xp.float32)
         x = frames.reshape(-1, snn.SIZES[0])
         result["population_product_seconds"] = time_calls(lambda: x @ factors.T, repeats, xp)
@@ -129,7 +130,7 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
     1,024 pairs the twins are timed twice, not `repeats` times."""
     xp = array_module(device)
     params, frames, labels = bench_inputs(xp)
-    configs = {r: eggroll.Config(2 * pairs, r, sigma=0.1, seed=0, logit_scale=1.0) for r in (1, 4)}
+    configs = {r: snn_eggroll.Config(2 * pairs, r, sigma=0.1, seed=0, logit_scale=1.0) for r in (1, 4)}
     es = baselines.ESConfig(2 * pairs, sigma=0.1, seed=0, logit_scale=1.0)
     adam, state, lif = optim.Adam(lr=0.01), optim.init(params), snn.LIF()
     rng = numpy.random.default_rng(0)
@@ -141,12 +142,12 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
     stages = {
         "noise: W1 factors of every pair": lambda: eggroll.lowrank_factors(0, 0, xp.arange(pairs), "W1", (h, n), 4, xp),
         "population product x [B_1 ... B_P], r=4": lambda: eggroll.population_product(x, factors_b1),
-        "eggroll r=4 forward (noise, products, LIF)": lambda: eggroll.perturbed_forward(params, frames, configs[4], 0, lif),
+        "eggroll r=4 forward (noise, products, LIF)": lambda: snn_eggroll.perturbed_forward(params, frames, configs[4], 0, lif),
         "centred ranks of the fitnesses": lambda: eggroll.centred_ranks(fitnesses),
         "gradient, Eqs. (7)-(8), r=4": lambda: eggroll.gradient(f, configs[4].members(params, 0), configs[4].pairs),
         "adam: every parameter": lambda: optim.ascend(params, params, state, adam),
-        "eggroll r=4 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[4], adam, lif),
-        "eggroll r=1 generation": lambda: eggroll.generation_step(params, state, frames, labels, 0, configs[1], adam, lif),
+        "eggroll r=4 generation": lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, configs[4], adam, lif),
+        "eggroll r=1 generation": lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, configs[1], adam, lif),
         "es-batched generation": lambda: baselines.es_generation_step(params, state, frames, labels, 0, es, adam, lif),
     }
     seconds = {}
@@ -347,9 +348,9 @@ def bench_distributed(opts, team):
         xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()
     params, frames, labels = bench_inputs(xp)
     population = 2 * opts.pairs
-    configs = {"eggroll r=4": eggroll.Config(population, 4, sigma=0.1, seed=0, logit_scale=1.0),
+    configs = {"eggroll r=4": snn_eggroll.Config(population, 4, sigma=0.1, seed=0, logit_scale=1.0),
                "es-batched": baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)}
-    steps = {"eggroll r=4": eggroll.generation_step, "es-batched": baselines.es_generation_step}
+    steps = {"eggroll r=4": snn_eggroll.generation_step, "es-batched": baselines.es_generation_step}
     adam, state = optim.Adam(lr=0.01), optim.init(params)
     rows = []
     for name, config in configs.items():

@@ -2,7 +2,7 @@
 reproduce presets built from them.
 
 `RunConfig` is the one source: run.py makes the `train` options from its fields, a run folder
-stores its result-defining fields as config.json, and the method configurations (eggroll.Config,
+stores its result-defining fields as config.json, and the method configurations (snn_eggroll.Config,
 baselines.ESConfig, baselines.BPTTConfig, optim.Adam) are made from it. A field names the
 methods it applies to; the others ignore it, and the command line refuses it for them.
 """
@@ -14,9 +14,9 @@ import numpy
 
 import backend
 import baselines
-import eggroll
 import optim
 import snn
+import snn_eggroll
 
 METHODS = ("eggroll", "es", "bptt")
 ES_METHODS = ("eggroll", "es")
@@ -112,8 +112,8 @@ class RunConfig:
 
     def eggroll(self, step=0, total_steps=1):
         """EGGROLL's settings at generation `step` of `total_steps` (its sigma scheduled)."""
-        return eggroll.Config(self.population, self.rank, self.sigma_at(step, total_steps), self.seed,
-                              self.logit_scale, self.spike_cost, self.output_sigma_scale)
+        return snn_eggroll.Config(self.population, self.rank, self.sigma_at(step, total_steps), self.seed,
+                                  self.logit_scale, self.spike_cost, self.output_sigma_scale)
 
     def es(self, step=0, total_steps=1):
         return baselines.ESConfig(self.population, self.sigma_at(step, total_steps), self.seed, self.logit_scale,

@@ -4,7 +4,7 @@ NumPy function of this project defines:
     kernel                          its NumPy twin (the definition)
     philox_normals                  noise.standard_normals (noise.philox4x32 + noise.box_muller)
     nonzero_columns, sparse_product eggroll.population_product
-    lowrank_lif_network             eggroll.perturbed_forward's currents run through snn.simulate
+    lowrank_lif_network             snn_eggroll.perturbed_forward's currents run through snn.simulate
                                     (and, at rank 0, snn.forward of a population)
     centred_ranks                   eggroll.centred_ranks (of up to 8,192 values)
     lif_step                        snn.lif_step
@@ -220,7 +220,7 @@ def population_product(x, factors):
 # The EGGROLL population's forward pass: both LIF layers over all steps in one kernel
 
 LOWRANK_LIF_SOURCE = r"""
-// eggroll.perturbed_forward for every member and sample at once, with REAL, N_HIDDEN, N_OUT and
+// snn_eggroll.perturbed_forward for every member and sample at once, with REAL, N_HIDDEN, N_OUT and
 // RANK set by -D options (so the per-thread arrays have fixed sizes). One thread runs
 // one member on one sample through all T steps of Eqs. (1)-(2); member 2p is pair p's + side,
 // 2p + 1 its - side. With x the frames and o the hidden spikes, the currents are Eq. (6):
@@ -284,7 +284,7 @@ def lowrank_lif_options(dtype, n_hidden, n_out, rank):
 
 
 def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
-    """The arrays eggroll.perturbed_forward forms, base (T, N, n_hidden), xb (T N, P, r) and the
+    """The arrays snn_eggroll.perturbed_forward forms, base (T, N, n_hidden), xb (T N, P, r) and the
     rest as in LOWRANK_LIF_SOURCE, through both LIF layers: output spike counts (2P, N, n_out) and
     hidden spike counts per member (2P,) float64. base and xb are copied samples-last first, so
     that the threads of a warp (neighbouring samples) read neighbouring numbers."""

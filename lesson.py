@@ -46,6 +46,7 @@ import exits
 import noise
 import optim
 import snn
+import snn_eggroll
 
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()  # a notebook has no __file__
 SAMPLE = HERE / "nmnist-sample"
@@ -179,7 +180,7 @@ def lowrank_scale():
 # input 32 samples of 10 random binary frames with 8.2 % of the inputs active, the density of the
 # real recordings (the identity holds for any x; real recordings come in claim 5). First the
 # layer-1 currents of Eq. (6) against x (W + σE)ᵀ with E formed; then the output spike counts of
-# `eggroll.perturbed_forward` (Eq. (6) in both layers, all members at once) against `snn.forward`
+# `snn_eggroll.perturbed_forward` (Eq. (6) in both layers, all members at once) against `snn.forward`
 # run on each member's weights W ± σE, formed: the same counts, exactly — and different from the
 # unperturbed network's, so the noise is there.
 
@@ -189,7 +190,7 @@ def forward_trick():
     frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float64)  # (T, N, 2312)
     n_steps, batch, n = frames.shape
     params = {name: value.astype(np.float64) for name, value in snn.init_params(seed=1).items()}
-    config = eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
+    config = snn_eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
     pairs, sigma, generation = np.arange(config.pairs), config.sigma, 0
 
     factors = {name: [f.astype(np.float64) for f in eggroll.lowrank_factors(
@@ -208,7 +209,7 @@ def forward_trick():
     current_gap = np.abs(lowrank_current - formed_current).max()
     assert current_gap <= 1e-10, current_gap
 
-    lowrank_counts, _ = eggroll.perturbed_forward(params, frames, config, generation)  # (2P, N, 10)
+    lowrank_counts, _ = snn_eggroll.perturbed_forward(params, frames, config, generation)  # (2P, N, 10)
     formed_counts = np.empty_like(lowrank_counts)
     for member in range(config.population):
         pair, sign = member // 2, (1, -1)[member % 2]  # member 2p is pair p's + side, 2p + 1 its − side
@@ -306,7 +307,7 @@ def gradient_estimate():
         for name, value in theta.items():
             if not name.startswith("W"):
                 drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0])
-            elif isinstance(config, eggroll.Config):
+            elif isinstance(config, snn_eggroll.Config):
                 drawn[name] = eggroll.materialise(*(f.astype(np.float64) for f in eggroll.lowrank_factors(
                     config.seed, generation, pairs, name, value.shape, config.rank)))
             else:
@@ -333,7 +334,7 @@ def gradient_estimate():
         for i, population in enumerate(populations):
             for repeat in range(repeats):
                 generation = repeats * i + repeat  # a fresh, independent draw for every estimate
-                config = eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
+                config = snn_eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
                     baselines.ESConfig(population, sigma, seed, 1.0)
                 eps = drawn_noise(config, generation)
                 f = fitness({k: theta[k] + sigma * eps[k] for k in theta}) - \
@@ -389,7 +390,7 @@ def gradient_estimate():
 # T N n r P multiply-adds for EGGROLL (claim 2) against x [E_1ᵀ … E_Pᵀ] with T N n m P for vanilla
 # ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
 # The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
-# 16. Measured here: `eggroll.generation_step` and the batched `baselines.es_generation_step` (one
+# 16. Measured here: `snn_eggroll.generation_step` and the batched `baselines.es_generation_step` (one
 # whole generation: forward, ranks, estimate and Adam step), the median of 5 calls after one
 # warm-up, on 32 samples of random binary frames at the real recordings' input density. Time is
 # the process's CPU time, summed over its threads: unlike the wall clock, it is not stretched by
@@ -429,8 +430,8 @@ def memory_and_time():
     for population in populations:
         for label, rank in methods.items():
             if rank:
-                config = eggroll.Config(population, rank, sigma=0.1, seed=0, logit_scale=1.0)
-                step = lambda: eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif)
+                config = snn_eggroll.Config(population, rank, sigma=0.1, seed=0, logit_scale=1.0)
+                step = lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif)
             else:
                 config = baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)
                 step = lambda: baselines.es_generation_step(params, state, frames, labels, 0, config, adam, lif)
@@ -472,7 +473,7 @@ def memory_and_time():
 # evaluations: a generation of 256 members runs 256 networks on its minibatch where a BPTT step
 # runs one and its backward pass, and what a user pays for is time.
 #
-# - EGGROLL r = 4 (`eggroll.generation_step`) and vanilla ES (`baselines.es_generation_step`, all
+# - EGGROLL r = 4 (`snn_eggroll.generation_step`) and vanilla ES (`baselines.es_generation_step`, all
 #   members at once): 256 members, minibatches of 64, σ = 0.2, Adam at lr 0.1, logit scale 1, the
 #   settings chosen for both on validation accuracy ([docs/results.md](docs/results.md)). A
 #   generation: draw a minibatch, evaluate the population by Eq. (6), shape the fitnesses into
@@ -552,11 +553,11 @@ def training_race():
     test = data.Split(splits.test.packed[:1000], splits.test.labels[:1000], splits.test.n_time_bins)
     lif = snn.LIF()
     es_adam, bptt_adam = optim.Adam(lr=0.1), optim.Adam(lr=0.02)
-    lowrank = eggroll.Config(population=256, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
+    lowrank = snn_eggroll.Config(population=256, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
     full_rank = baselines.ESConfig(population=256, sigma=0.2, seed=1, logit_scale=1.0)
     surrogate = baselines.BPTTConfig(slope=2.0, logit_scale=10.0)
     methods = {
-        "EGGROLL r = 4": lambda p, s, x, y, g: eggroll.generation_step(p, s, x, y, g, lowrank, es_adam, lif)[:2],
+        "EGGROLL r = 4": lambda p, s, x, y, g: snn_eggroll.generation_step(p, s, x, y, g, lowrank, es_adam, lif)[:2],
         "vanilla ES": lambda p, s, x, y, g: baselines.es_generation_step(p, s, x, y, g, full_rank, es_adam, lif)[:2],
         "BPTT": lambda p, s, x, y, g: baselines.bptt_step(p, s, x, y, surrogate, bptt_adam, lif)[:2]}
     es_curve = train_for(args.seconds, methods["vanilla ES"], splits.train, test)

@@ -35,7 +35,7 @@ import training
 from run_folder import UsageError
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
-# smaller side of each weight matrix (eggroll.check_config), and memory bounds the sizes.
+# smaller side of each weight matrix (snn_eggroll.check_config), and memory bounds the sizes.
 WHERE = ("device", "data_root", "cache_dir")  # options of where things are, defaulted as RunConfig's
 HELP_RANGES = {"rank": f"must lie in 1..the smaller side of every weight matrix ({min(snn.SIZES)} in the paper's network)",
                "population": "must be an even number >= 2 (P antithetic pairs), as many as fit in memory",

@@ -78,6 +78,19 @@ def check_params(params):
                              f"before: make them with snn.init_params(seed, sizes)")
 
 
+def check_frames(params, frames, labels):
+    """ValueError unless params are a network (check_params), frames is (T, N, n_in) for W1 and
+    labels is (N,) of class indices."""
+    check_params(params)
+    n_in = params["W1"].shape[1]
+    if frames.ndim != 3 or frames.shape[2] != n_in:
+        raise ValueError(f"frames must have shape (T, N, {n_in}), got {tuple(frames.shape)}: "
+                         f"bin events into T frames of {n_in} inputs")
+    if labels.shape != (frames.shape[1],):
+        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
+                         f"got {tuple(labels.shape)}")
+
+
 def lif_step(v, current, lif, spikes):
     """One step of Eqs. (1)-(2), in place on v; writes the spikes o_t (0 or 1) into `spikes`."""
     xp = array_module_of(v)

@@ -4,7 +4,7 @@ The companion of docs/derivation.md, which derives the step this file takes. The
 
     F(W) = -1/2 ||W - W*||_F^2,   its gradient G = W* - W,   its optimum W*,
 
-and a generation is eggroll.generation_step's, with the project's own functions and F in place of
+and a generation is snn_eggroll.generation_step's, with the project's own functions and F in place of
 the spiking network: draw the factors of P pairs (eggroll.lowrank_factors, Eq. (5)), score the 2P
 members W + sigma E_p and W - sigma E_p, replace the scores by their centred ranks
 (eggroll.centred_ranks), take each pair's difference f_p (eggroll.pair_differences), form the step

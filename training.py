@@ -19,12 +19,12 @@ import baselines
 import config as run_config
 import data
 import distributed
-import eggroll
 import emulate
 import optim
 import resources
 import run_folder
 import snn
+import snn_eggroll
 from backend import array_module, device_name, to_numpy
 from run_folder import CHECKPOINT, UsageError
 
@@ -137,7 +137,7 @@ def method_step(config, lif, team, total_steps):
     """The update of config.method as step(params, state, frames, labels, generation, adam); an ES
     generation is drawn, and updated, with the sigma of its generation (config.sigma_at)."""
     if config.method == "eggroll":
-        return lambda params, state, frames, labels, generation, adam: eggroll.generation_step(
+        return lambda params, state, frames, labels, generation, adam: snn_eggroll.generation_step(
             params, state, frames, labels, generation, config.eggroll(generation, total_steps), adam, lif, team)
     if config.method == "es":
         return lambda params, state, frames, labels, generation, adam: baselines.es_generation_step(
@@ -262,7 +262,7 @@ def set_up(config, out, team, progress, command):
             xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
         params = snn.init_params(config.seed, config.sizes, std=config.init_std, xp=xp)
         if config.method == "eggroll":
-            eggroll.check_config(config.eggroll(), params)
+            snn_eggroll.check_config(config.eggroll(), params)
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)
         if team.rank == 0:

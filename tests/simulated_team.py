@@ -6,7 +6,7 @@ and Ibarrier (whose requests answer Test and Wait), the blocking Allreduce of th
 SUM or MAX, and Split_type, Get_rank, Get_size, Abort. So Team's own
 share-out, gather and sum run unchanged, without MPI:
 
-    results, teams = run_team(3, lambda team: eggroll.generation_step(..., team=team), "seeds")
+    results, teams = run_team(3, lambda team: snn_eggroll.generation_step(..., team=team), "seeds")
 
 Each collective call is a rendezvous of all K threads. It raises where MPI would fail, garble or
 hang: calls that do not match across processes, buffers whose sizes or types disagree with the

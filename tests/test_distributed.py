@@ -22,6 +22,7 @@ import distributed
 import eggroll
 import run_folder
 import snn
+import snn_eggroll
 from nmnist_files import REAL_ROOT, needs_real
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def test_gradients_of_the_shares_sum_to_the_whole_gradient():
     """The all-reduce update: the gradients of the K shares, Eqs. (7)-(8) over each share's pairs,
     add up to the gradient over all pairs within float32 rounding (1e-5 of the largest entry)."""
     params = snn.init_params(0)
-    config = eggroll.Config(population=300, rank=2, sigma=0.1, seed=4, logit_scale=1.0)
+    config = snn_eggroll.Config(population=300, rank=2, sigma=0.1, seed=4, logit_scale=1.0)
     f = np.random.default_rng(1).uniform(-1, 1, config.pairs).astype(np.float32)
     whole = eggroll.gradient(f, config.members(params, 3), config.pairs)
     for size in (2, 3):
@@ -88,8 +89,8 @@ def test_a_process_without_pairs_contributes_nothing(method):
     assert nothing.start == nothing.stop
     f = np.zeros(0, dtype=np.float32)
     if method == "eggroll":
-        config = eggroll.Config(60, 2, sigma=0.1, seed=0, logit_scale=1.0)
-        counts, hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)
+        config = snn_eggroll.Config(60, 2, sigma=0.1, seed=0, logit_scale=1.0)
+        counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True, pairs=nothing)
         grads = eggroll.gradient(f, config.members(params, 0, nothing), config.pairs)
     else:
         config = baselines.ESConfig(60, sigma=0.1, seed=0, logit_scale=1.0, mode=method)

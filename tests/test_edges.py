@@ -18,6 +18,7 @@ import gpu
 import noise
 import optim
 import snn
+import snn_eggroll
 import strict_array
 from network_gradient import network_gradient
 
@@ -48,14 +49,14 @@ def test_a_generation_of_several_blocks_of_pairs_is_its_stages_by_hand(method, p
     labels = rng.integers(0, 4, 5)
     adam = optim.Adam(lr=0.05)
     if method == "eggroll":
-        config = eggroll.Config(population, rank=2, sigma=0.5, seed=9, logit_scale=2.0)
-        step, forward, gradient = eggroll.generation_step, eggroll.perturbed_forward, network_gradient
+        config = snn_eggroll.Config(population, rank=2, sigma=0.5, seed=9, logit_scale=2.0)
+        step, forward, gradient = snn_eggroll.generation_step, snn_eggroll.perturbed_forward, network_gradient
     else:
         config = baselines.ESConfig(population, sigma=0.5, seed=9, logit_scale=2.0)
         step, forward, gradient = baselines.es_generation_step, baselines.es_forward, baselines.full_rank_gradient
     counts, _ = forward(params, frames, config, 6)
     assert counts.shape == (population, 5, 4)
-    fitnesses = eggroll.fitness(counts, labels, 4, config.logit_scale)
+    fitnesses = snn_eggroll.fitness(counts, labels, 4, config.logit_scale)
     f = eggroll.pair_differences(eggroll.centred_ranks(fitnesses))
     assert f.shape == (population // 2,) and np.count_nonzero(f[64:]) > 50  # the late pairs matter
     expected, _ = optim.ascend(params, gradient(f, params, config, 6), optim.init(params), adam)

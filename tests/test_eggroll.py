@@ -19,6 +19,7 @@ import eggroll
 import noise
 import optim
 import snn
+import snn_eggroll
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def record_simulation(run):
 
 
 def es_config(population, rank, sigma=0.1, seed=0, logit_scale=1.0):
-    return eggroll.Config(population, rank, sigma, seed, logit_scale)
+    return snn_eggroll.Config(population, rank, sigma, seed, logit_scale)
 
 
 def float64_params(seed, sizes, std=1.0):
@@ -237,7 +238,7 @@ def test_lowrank_forward_spike_counts_equal_materialised_forward(shape, generati
     that neurons do spike and members do differ.
     """
     params, frames, config = draw_network(shape)
-    counts, _ = eggroll.perturbed_forward(params, frames, config, generation)
+    counts, _ = snn_eggroll.perturbed_forward(params, frames, config, generation)
     noise = member_noise(config, generation, params)
     assert counts.shape == (config.population,) + frames.shape[1:2] + (params["W2"].shape[0],)
     for member in range(config.population):
@@ -259,7 +260,7 @@ def test_lowrank_currents_equal_materialised_currents_float64(shape, generation)
     6e-8 of terms of size ~1) would show up as ~1e-8 and fail.
     """
     params, frames, config = draw_network(shape)
-    (counts, _), recorded = record_simulation(lambda: eggroll.perturbed_forward(params, frames, config, generation))
+    (counts, _), recorded = record_simulation(lambda: snn_eggroll.perturbed_forward(params, frames, config, generation))
     noise = member_noise(config, generation, params)
     assert len(recorded["hidden"]) == frames.shape[0] * config.population
     worst_hidden = worst_output = 0.0
@@ -291,7 +292,7 @@ def test_lowrank_currents_equal_materialised_currents_float32(shape, generation)
     """
     params, frames, config = draw_network(shape, np.float32)
     params32 = {k: v.astype(np.float32) for k, v in params.items()}
-    _, recorded = record_simulation(lambda: eggroll.perturbed_forward(params32, frames, config, generation))
+    _, recorded = record_simulation(lambda: snn_eggroll.perturbed_forward(params32, frames, config, generation))
     noise = member_noise(config, generation, params)
     for (t, member), current in recorded["hidden"].items():
         assert current.dtype == np.float32
@@ -311,7 +312,7 @@ def test_perturbed_forward_counts_hidden_spikes_only_when_asked():
     is None and the counts are the same. The counts keep the frames' dtype, float64 here, so the
     float64 comparisons above do run in float64."""
     params, frames, config = draw_network((7, 6, 4, 3, 4, 3, 4, 12345))
-    counts, hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
+    counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
     noise = member_noise(config, 7, params)
     expected = []
     for member in range(config.population):
@@ -321,7 +322,7 @@ def test_perturbed_forward_counts_hidden_spikes_only_when_asked():
     assert counts.dtype == np.float64 and hidden.shape == (config.population,)
     np.testing.assert_array_equal(hidden, expected)
     assert len(set(expected)) > 1
-    plain, no_hidden = eggroll.perturbed_forward(params, frames, config, 7)
+    plain, no_hidden = snn_eggroll.perturbed_forward(params, frames, config, 7)
     assert no_hidden is None and np.array_equal(plain, counts)
 
 
@@ -362,12 +363,12 @@ def test_lowrank_forward_is_independent_of_member_chunking():
     params = snn.init_params(4, (12, 8, 3), std=1.0)
     frames = (np.random.default_rng(4).random((5, 3, 12)) < 0.5).astype(np.float32)
     config = es_config(population=10, rank=2, sigma=0.3, seed=9)
-    whole, hidden_whole = eggroll.perturbed_forward(params, frames, config, 2, count_hidden=True)
+    whole, hidden_whole = snn_eggroll.perturbed_forward(params, frames, config, 2, count_hidden=True)
     for chunk in (2, 4, 6):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(snn, "CHUNK_BYTES", chunk * 3 * 8 * 4)
             assert snn.members_per_chunk(10, 3, 8, np) == chunk
-            chunked, hidden_chunked = eggroll.perturbed_forward(params, frames, config, 2, count_hidden=True)
+            chunked, hidden_chunked = snn_eggroll.perturbed_forward(params, frames, config, 2, count_hidden=True)
         assert np.array_equal(chunked, whole)
         assert np.array_equal(hidden_chunked, hidden_whole)
 
@@ -387,7 +388,7 @@ def test_antithetic_members_are_mirror_images():
     params = float64_params(1, (6, 5, 3))
     frames = np.ones((3, 2, 6))
     config = es_config(population=8, rank=2, sigma=0.2, seed=3)
-    _, recorded = record_simulation(lambda: eggroll.perturbed_forward(params, frames, config, 4))
+    _, recorded = record_simulation(lambda: snn_eggroll.perturbed_forward(params, frames, config, 4))
     unperturbed = frames[0] @ params["W1"].T + params["b1"]
     for t in range(3):
         for p in range(config.pairs):
@@ -416,7 +417,7 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
     config = es_config(population=6, rank=2, sigma=0.1, seed=1)
     counts = np.full((6, 5, 3), 2.0, dtype=np.float32)
     labels = np.array([0, 1, 2, 0, 1])
-    shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0))
+    shaped = eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, 4, logit_scale=1.0))
     assert np.array_equal(shaped, np.zeros(6))
     f = eggroll.pair_differences(shaped)
     grads = eggroll.gradient(f, config.members(params, 0), config.pairs)
@@ -429,7 +430,7 @@ def test_constant_fitness_gives_zero_gradient_and_no_update():
     assert state["t"] == 1
 
     counts[3, 0] = [0.0, 4.0, 0.0]  # member 3 (pair 1's - side) now differs
-    f = eggroll.pair_differences(eggroll.centred_ranks(eggroll.fitness(counts, labels, 4, logit_scale=1.0)))
+    f = eggroll.pair_differences(eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, 4, logit_scale=1.0)))
     assert f[1] != 0 and f[0] == f[2] == 0
     assert any(grad.any() for grad in eggroll.gradient(f, config.members(params, 0), config.pairs).values())
 
@@ -455,16 +456,16 @@ def test_generation_step_is_its_stages_by_hand():
     labels = rng.integers(0, 3, 3)
     config = es_config(population=12, rank=2, sigma=0.5, seed=5, logit_scale=3.0)
     lif, adam = snn.LIF(beta=0.6, threshold=0.8), optim.Adam(lr=0.05)
-    counts, _ = eggroll.perturbed_forward(params, frames, config, 4, lif)
-    assert not np.array_equal(counts, eggroll.perturbed_forward(params, frames, config, 4)[0])
+    counts, _ = snn_eggroll.perturbed_forward(params, frames, config, 4, lif)
+    assert not np.array_equal(counts, snn_eggroll.perturbed_forward(params, frames, config, 4)[0])
     log_p = log_softmax(config.logit_scale * counts / frames.shape[0], axis=-1)
     fitnesses = log_p[:, np.arange(3), labels].mean(axis=1)
     assert fitnesses.std() > 0 and frames.shape[0] != frames.shape[1]
-    shaped = eggroll.centred_ranks(eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))
+    shaped = eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, frames.shape[0], config.logit_scale))
     grads = eggroll.gradient(eggroll.pair_differences(shaped), config.members(params, 4), config.pairs)
     expected, _ = optim.ascend(params, grads, optim.init(params), adam)
 
-    new, state, stats_ = eggroll.generation_step(params, optim.init(params), frames, labels, 4, config, adam, lif)
+    new, state, stats_ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 4, config, adam, lif)
     assert set(stats_) == {"mean_fitness", "max_fitness", "shaped_std"}
     assert stats_["mean_fitness"] == pytest.approx(fitnesses.mean(), abs=1e-12)
     assert stats_["max_fitness"] == pytest.approx(fitnesses.max(), abs=1e-12)
@@ -498,7 +499,7 @@ def test_a_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitnes
     adam = optim.Adam(lr=0.05)
     grads = eggroll.gradient(eggroll.pair_differences(shaped), config.members(params, 3), config.pairs)
     expected, _ = optim.ascend(params, grads, optim.init(params), adam)
-    new, _, stats_ = eggroll.generation_step(params, optim.init(params), frames, labels, 3, config, adam)
+    new, _, stats_ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 3, config, adam)
     assert stats_["mean_fitness"] == pytest.approx(fitnesses.mean(), abs=1e-12)
     assert stats_["max_fitness"] == pytest.approx(fitnesses.max(), abs=1e-12)
     for name in params:
@@ -518,7 +519,7 @@ def test_a_spike_cost_teaches_eggroll_to_fire_less():
         state, adam = optim.init(params), optim.Adam(lr=0.05)
         for generation in range(60):
             frames, labels = synthetic_task(rng, 32)
-            params, state, _ = eggroll.generation_step(params, state, frames, labels, generation, config, adam)
+            params, state, _ = snn_eggroll.generation_step(params, state, frames, labels, generation, config, adam)
         counts, spikes = snn.forward(params, test_frames, count_hidden=True)
         hidden[spike_cost] = float(spikes[0]) / test_labels.size
         accuracy[spike_cost] = snn.correct_per_class(counts[0], test_labels).sum() / test_labels.size
@@ -589,8 +590,8 @@ def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message)
     the expected and the given shapes, before any work is done."""
     params, state, _, _ = small_problem()
     with pytest.raises(ValueError, match=message):
-        eggroll.generation_step(params, state, np.zeros(frames_shape, np.float32),
-                                np.zeros(labels_shape, np.int64), 0, es_config(population=4, rank=2), ADAM)
+        snn_eggroll.generation_step(params, state, np.zeros(frames_shape, np.float32),
+                                    np.zeros(labels_shape, np.int64), 0, es_config(population=4, rank=2), ADAM)
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -611,7 +612,7 @@ def test_generation_step_rejects_bad_config(changes, message):
     params, state, frames, labels = small_problem()
     config = es_config(**{**dict(population=4, rank=2), **changes})
     with pytest.raises(ValueError, match=message):
-        eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)
+        snn_eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)
 
 
 @pytest.mark.parametrize("population, suggestion", [(3, 4), (5, 6), (1, 2), (0, 2), (-2, 2), (-3, 2)])
@@ -625,8 +626,8 @@ def test_rank_equal_to_the_smaller_side_is_accepted():
     """The largest legal rank, min(m, n) of the smallest weight (3 here), runs and returns finite
     parameters of unchanged shapes and dtypes; it must not be refused by an off-by-one."""
     params, state, frames, labels = small_problem()
-    new_params, _, stats_ = eggroll.generation_step(params, state, frames, labels, 0,
-                                                   es_config(population=4, rank=3), ADAM)
+    new_params, _, stats_ = snn_eggroll.generation_step(params, state, frames, labels, 0,
+                                                        es_config(population=4, rank=3), ADAM)
     for name in params:
         assert new_params[name].shape == params[name].shape and new_params[name].dtype == params[name].dtype
         assert np.isfinite(new_params[name]).all()
@@ -678,7 +679,7 @@ def test_eggroll_learns_a_synthetic_spiking_task():
     first_fitness = None
     for generation in range(80):
         frames, labels = synthetic_task(rng, 32)
-        params, state, stats_ = eggroll.generation_step(params, state, frames, labels, generation, config, adam)
+        params, state, stats_ = snn_eggroll.generation_step(params, state, frames, labels, generation, config, adam)
         first_fitness = stats_["mean_fitness"] if first_fitness is None else first_fitness
     assert accuracy(params) >= 0.85
     assert stats_["mean_fitness"] > first_fitness

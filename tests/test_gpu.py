@@ -29,6 +29,7 @@ import gpu  # noqa: E402
 import noise  # noqa: E402
 import optim  # noqa: E402
 import snn  # noqa: E402
+import snn_eggroll
 from nmnist_files import REAL_ROOT, needs_real  # noqa: E402
 
 SIZES = (96, 16, 10)
@@ -158,18 +159,18 @@ def test_forward_and_eggroll_generation_match_in_float64(spike_cost):
     """One EGGROLL generation on the GPU = on the CPU, with and without a price on hidden spikes:
     output and hidden spike counts (of all pairs and of a slice), new params, Adam state."""
     params, frames, labels = problem(np.float64)
-    config = eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0, spike_cost=spike_cost)
+    config = snn_eggroll.Config(population=64, rank=2, sigma=0.1, seed=5, logit_scale=5.0, spike_cost=spike_cost)
     adam = optim.Adam(lr=0.01)
     for pairs in (slice(None), slice(5, 20)):
-        counts_cpu, hidden_cpu = eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True, pairs=pairs)
-        counts_gpu, hidden_gpu = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3,
-                                                           count_hidden=True, pairs=pairs)
+        counts_cpu, hidden_cpu = snn_eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True, pairs=pairs)
+        counts_gpu, hidden_gpu = snn_eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 3,
+                                                               count_hidden=True, pairs=pairs)
         np.testing.assert_array_equal(counts_gpu.get(), counts_cpu)
         np.testing.assert_array_equal(hidden_gpu.get(), hidden_cpu)
         assert 0 < counts_cpu.mean() < 6  # neither silent nor saturated
     state = optim.init(params)
-    new_cpu, state_cpu, stats_cpu = eggroll.generation_step(params, state, frames, labels, 3, config, adam)
-    new_gpu, state_gpu, stats_gpu = eggroll.generation_step(
+    new_cpu, state_cpu, stats_cpu = snn_eggroll.generation_step(params, state, frames, labels, 3, config, adam)
+    new_gpu, state_gpu, stats_gpu = snn_eggroll.generation_step(
         on_gpu(params), on_gpu(state), cupy.asarray(frames), cupy.asarray(labels), 3, config, adam)
     assert_same_update(new_gpu, new_cpu, params, adam.lr)
     for name in params:
@@ -185,12 +186,12 @@ def test_reference_size_generation_agrees_in_float32():
     rng = np.random.default_rng(0)
     frames = (rng.random((10, 256, 2312)) < 0.082).astype(np.float32)
     labels = rng.integers(0, 10, 256)
-    config = eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
-    counts_cpu, _ = eggroll.perturbed_forward(params, frames, config, 0)
-    counts_gpu, _ = eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 0)
+    config = snn_eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
+    counts_cpu, _ = snn_eggroll.perturbed_forward(params, frames, config, 0)
+    counts_gpu, _ = snn_eggroll.perturbed_forward(on_gpu(params), cupy.asarray(frames), config, 0)
     assert np.mean(counts_gpu.get() != counts_cpu) < 1e-3
-    fitness_cpu = eggroll.fitness(counts_cpu, labels, 10, 5.0)
-    fitness_gpu = eggroll.fitness(counts_gpu, cupy.asarray(labels), 10, 5.0).get()
+    fitness_cpu = snn_eggroll.fitness(counts_cpu, labels, 10, 5.0)
+    fitness_gpu = snn_eggroll.fitness(counts_gpu, cupy.asarray(labels), 10, 5.0).get()
     np.testing.assert_allclose(fitness_gpu, fitness_cpu, atol=0.02)
     f = eggroll.pair_differences(eggroll.centred_ranks(fitness_cpu))
     grad_cpu = eggroll.gradient(f, config.members(params, 0), config.pairs)
@@ -205,10 +206,10 @@ def test_network_kernel_equals_numpy_definition_on_the_gpu(monkeypatch):
     spikes within rounding of the threshold."""
     params = snn.init_params(0, xp=cupy)
     frames = cupy.asarray(np.random.default_rng(0).random((10, 256, 2312)) < 0.082, dtype=cupy.float32)
-    config = eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
-    counts, hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
+    config = snn_eggroll.Config(population=512, rank=4, sigma=0.1, seed=1, logit_scale=5.0)
+    counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
     monkeypatch.setattr(gpu, "KERNELS", False)
-    want, want_hidden = eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
+    want, want_hidden = snn_eggroll.perturbed_forward(params, frames, config, 0, count_hidden=True)
     assert float((counts != want).mean()) < 1e-3 and float(want.mean()) > 0.1
     np.testing.assert_allclose(hidden.get(), want_hidden.get(), rtol=1e-3)
 

@@ -22,11 +22,12 @@ import gpu
 import noise
 import optim
 import snn
+import snn_eggroll
 import strict_array as xp
 from network_gradient import network_gradient
 
 SIZES = (20, 8, 4)
-CONFIG = eggroll.Config(population=6, rank=2, sigma=0.1, seed=3, logit_scale=2.0)
+CONFIG = snn_eggroll.Config(population=6, rank=2, sigma=0.1, seed=3, logit_scale=2.0)
 ES = baselines.ESConfig(population=6, sigma=0.1, seed=3, logit_scale=2.0)
 BPTT = baselines.BPTTConfig(slope=baselines.SLOPE, logit_scale=2.0)
 ADAM = optim.Adam(lr=0.01, weight_decay=0.1)
@@ -144,13 +145,13 @@ def test_eggroll_generation_on_the_device(spike_cost):
     parameters, Adam's state and stats as on the host, every array still on the device."""
     params, frames, labels = problem()
     config = dataclasses.replace(CONFIG, spike_cost=spike_cost)
-    counts, _ = run_both(eggroll.perturbed_forward, params, frames, config, 4, count_hidden=True)
+    counts, _ = run_both(snn_eggroll.perturbed_forward, params, frames, config, 4, count_hidden=True)
     shaped = run_both(eggroll.centred_ranks, np.array([0.3, -1.0, 0.3, 2.0, -1.0, 0.5]))
     grads = run_both(network_gradient, eggroll.pair_differences(shaped), params, config, 4)
     run_both(optim.ascend, params, grads, optim.init(params), ADAM)
     state = optim.init(params)
     for generation in range(2):
-        params, state, _ = run_both(eggroll.generation_step, params, state, frames, labels, generation, config, ADAM)
+        params, state, _ = run_both(snn_eggroll.generation_step, params, state, frames, labels, generation, config, ADAM)
     assert counts.any()
 
 
@@ -184,7 +185,7 @@ def test_kernels_are_chosen_by_the_arrays_module(monkeypatch):
     monkeypatch.setattr(gpu, "enabled", lambda module: asked.append(module) or False)
     params, frames, labels = on_device(problem())
     state = optim.init(params)
-    eggroll.generation_step(params, state, frames, labels, 0, CONFIG, ADAM)
+    snn_eggroll.generation_step(params, state, frames, labels, 0, CONFIG, ADAM)
     baselines.es_generation_step(params, state, frames, labels, 0, ES, ADAM)
     baselines.bptt_step(params, state, frames, labels, BPTT, ADAM)
     snn.forward(params, frames, n_members=3)

@@ -12,6 +12,7 @@ import eggroll
 import noise
 import optim
 import snn
+import snn_eggroll
 
 
 def mlp(seed=0, sizes=(6, 5, 3), dtype=np.float64):
@@ -164,10 +165,10 @@ def test_a_deeper_networks_members_run_as_their_parameters_say():
     """Three LIF layers: the population's output counts equal snn.forward of each member's formed
     parameters; every layer's noise reaches the output (none is left out)."""
     params, frames = deep_problem()
-    config = eggroll.Config(12, 2, 0.4, seed=4, logit_scale=2.0, output_sigma_scale=0.5)
+    config = snn_eggroll.Config(12, 2, 0.4, seed=4, logit_scale=2.0, output_sigma_scale=0.5)
     population = config.members(params, 3)
     assert population.sigma == {"W1": 0.4, "b1": 0.4, "W2": 0.4, "b2": 0.4, "W3": 0.2, "b3": 0.2}
-    counts, hidden = eggroll.population_forward(population, frames, count_hidden=True)
+    counts, hidden = snn_eggroll.population_forward(population, frames, count_hidden=True)
     assert counts.shape == (12, 6, 4) and counts.any()
     for i in range(12):
         expected, expected_hidden = snn.forward(population.member(i), frames, count_hidden=True)
@@ -181,13 +182,13 @@ def test_a_deeper_network_trains_every_layer():
     tell by hand gives the same bits."""
     params, frames = deep_problem()
     labels = np.arange(6) % 4
-    config = eggroll.Config(16, 1, 0.3, seed=1, logit_scale=3.0)
+    config = snn_eggroll.Config(16, 1, 0.3, seed=1, logit_scale=3.0)
     adam = optim.Adam(0.05)
-    new, state, _ = eggroll.generation_step(params, optim.init(params), frames, labels, 2, config, adam)
+    new, state, _ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 2, config, adam)
     es = config.method(params, adam)
     before = eggroll.State(params, optim.init(params), 2)
-    counts, _ = eggroll.population_forward(es.ask(before), frames)
-    by_hand, _ = es.tell(before, eggroll.fitness(counts, labels, 5, 3.0))
+    counts, _ = snn_eggroll.population_forward(es.ask(before), frames)
+    by_hand, _ = es.tell(before, snn_eggroll.fitness(counts, labels, 5, 3.0))
     for name in params:
         np.testing.assert_array_equal(new[name], by_hand.params[name])
         assert not np.array_equal(new[name], params[name]), name
@@ -210,4 +211,4 @@ def test_the_baselines_refuse_a_deeper_network():
 def test_a_network_with_missing_or_misfitting_layers_is_refused(broken):
     params, frames = deep_problem()
     with pytest.raises(ValueError, match="snn.init_params"):
-        eggroll.perturbed_forward(broken(params), frames, eggroll.Config(4, 1, 0.1, 0, 1.0), 0)
+        snn_eggroll.perturbed_forward(broken(params), frames, snn_eggroll.Config(4, 1, 0.1, 0, 1.0), 0)

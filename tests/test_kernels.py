@@ -18,6 +18,7 @@ import eggroll
 import gpu
 import noise
 import snn
+import snn_eggroll
 
 CUDA_ON_CPU = r"""
 #include <math.h>
@@ -148,17 +149,17 @@ def network_problem(dtype, seed=0, batch=24, n_steps=6, density=0.3):
 
 @pytest.mark.parametrize("rank, population", [(1, 6), (2, 64), (4, 10)])
 def test_lowrank_network_kernel_equals_perturbed_forward_in_float64(kernels_on_cpu, monkeypatch, rank, population):
-    """eggroll.perturbed_forward through the kernel = through snn.simulate: every member's output
+    """snn_eggroll.perturbed_forward through the kernel = through snn.simulate: every member's output
     and hidden spike counts, exactly (float64: a different summation order moves a potential by
     ~1e-16 and cannot plausibly flip a spike). Also for a slice of the pairs (a process's share)."""
     params, frames = network_problem(np.float64)
-    config = eggroll.Config(population, rank, sigma=0.2, seed=3, logit_scale=5.0)
+    config = snn_eggroll.Config(population, rank, sigma=0.2, seed=3, logit_scale=5.0)
     for pairs in (slice(None), slice(1, 3)):
-        counts, hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True, pairs=pairs)
+        counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True, pairs=pairs)
         with monkeypatch.context() as plain:
             plain.setattr(gpu, "enabled", lambda xp: False)
-            want_counts, want_hidden = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True,
-                                                                 pairs=pairs)
+            want_counts, want_hidden = snn_eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True,
+                                                                     pairs=pairs)
         np.testing.assert_array_equal(counts, want_counts)
         np.testing.assert_array_equal(hidden, want_hidden)
     assert 0.5 < want_counts.mean() < 5.5 and want_counts.std() > 0.5  # spiking, and not all alike
@@ -170,10 +171,10 @@ def test_lowrank_network_kernel_agrees_in_float32(kernels_on_cpu, monkeypatch):
     params = snn.init_params(0, (300, 64, 10))
     rng = np.random.default_rng(0)
     frames = (rng.random((10, 32, 300)) < 0.1).astype(np.float32)
-    config = eggroll.Config(32, 4, sigma=0.1, seed=1, logit_scale=5.0)
-    counts, _ = eggroll.perturbed_forward(params, frames, config, 0)
+    config = snn_eggroll.Config(32, 4, sigma=0.1, seed=1, logit_scale=5.0)
+    counts, _ = snn_eggroll.perturbed_forward(params, frames, config, 0)
     monkeypatch.setattr(gpu, "enabled", lambda xp: False)
-    want, _ = eggroll.perturbed_forward(params, frames, config, 0)
+    want, _ = snn_eggroll.perturbed_forward(params, frames, config, 0)
     assert counts.dtype == np.float32 and counts.shape == want.shape
     assert np.mean(counts != want) < 1e-3 and want.mean() > 0.3
 
@@ -240,9 +241,9 @@ def test_network_kernels_count_hidden_spikes_only_when_asked(kernels_on_cpu, mon
 
     monkeypatch.setattr(gpu, "lif_step", numpy_lif_step)
     params, frames = network_problem(np.float64, batch=8, n_steps=4)
-    config = eggroll.Config(6, 2, sigma=0.2, seed=3, logit_scale=5.0)
-    counted, _ = eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
-    counts, hidden = eggroll.perturbed_forward(params, frames, config, 7)
+    config = snn_eggroll.Config(6, 2, sigma=0.2, seed=3, logit_scale=5.0)
+    counted, _ = snn_eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
+    counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 7)
     assert hidden is None and np.array_equal(counts, counted)
     populations, kernel = [], gpu.population_lif_network
     monkeypatch.setattr(gpu, "population_lif_network", lambda *args: populations.append(args[3]) or kernel(*args))

@@ -7,7 +7,8 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-METHOD = {"backend", "gpu", "noise", "snn", "optim", "eggroll", "baselines", "data"}
+METHOD = {"backend", "gpu", "noise", "snn", "optim", "eggroll", "snn_eggroll", "baselines", "data"}
+NETWORKS = {"snn", "snn_eggroll", "baselines", "training"}  # the method's clients
 
 
 def project_imports(path):
@@ -45,6 +46,12 @@ def test_no_module_imports_the_command_line_and_the_lesson_imports_only_the_meth
     assert "run" not in project_imports(ROOT / "exits.py")  # the entry points' one handler (exits.py)
 
 
+def test_the_method_imports_no_network():
+    """eggroll.py knows no network: the spiking network is one of its clients (snn_eggroll.py)."""
+    assert project_imports(ROOT / "eggroll.py") & NETWORKS == set()
+    assert "eggroll" in project_imports(ROOT / "snn_eggroll.py")
+
+
 def test_run_py_is_a_command_line_and_nano_eggroll_one_page():
     assert len((ROOT / "run.py").read_text().splitlines()) <= 450
     assert lines_of_code(ROOT / "nano_eggroll.py") <= 150
@@ -56,3 +63,5 @@ def test_the_checks_can_fail(tmp_path):
     sample.write_text('"""A docstring\nof two lines."""\nimport run  # a comment\n\nfrom eggroll import x\nx = 1\n')
     assert lines_of_code(sample) == 3
     assert project_imports(sample) == {"run", "eggroll"}
+    sample.write_text("import snn\n")
+    assert project_imports(sample) & NETWORKS == {"snn"}

@@ -16,6 +16,7 @@ import data
 import eggroll
 import run
 import snn
+import snn_eggroll
 from test_eggroll import draw_network, member_noise
 from test_report import keep_figure, write_run
 from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
@@ -67,7 +68,7 @@ def test_the_output_layer_is_perturbed_and_updated_with_its_own_sigma():
     the same pair differences they are those of s = 1 divided by s; W1, b1 are unchanged."""
     params, frames, plain = draw_network((7, 6, 4, 3, 4, 3, 2, 99))
     scaled = dataclasses.replace(plain, output_sigma_scale=0.25)
-    counts, _ = eggroll.perturbed_forward(params, frames, scaled, 3)
+    counts, _ = snn_eggroll.perturbed_forward(params, frames, scaled, 3)
     noise = member_noise(scaled, 3, params)
     for member in range(scaled.population):
         sign, p = 1 - 2 * (member % 2), member // 2
@@ -100,12 +101,12 @@ def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, data
     """Through `run.py train`: each generation's population is drawn with sigma_at(g, G) (the
     update uses the same config, so the same sigma) on a minibatch of minibatches(g, G)[1] x B."""
     seen = []
-    real_step = eggroll.generation_step
+    real_step = snn_eggroll.generation_step
 
     def recording_step(params, state, frames, labels, generation, method, *args):
         seen.append((generation, method.sigma, method.output_sigma_scale, frames.shape[1]))
         return real_step(params, state, frames, labels, generation, method, *args)
-    monkeypatch.setattr(eggroll, "generation_step", recording_step)
+    monkeypatch.setattr(snn_eggroll, "generation_step", recording_step)
     options = ["--sigma", "0.3", "--sigma-schedule", "cosine", "--sigma-min", "0.05", "--output-sigma-scale", "0.5",
                "--batch-growth", "3", "--generations", "6"]
     assert run.main(["train", "--out", str(tmp_path / "run"), *SMALL, *dataset, *options]) == 0

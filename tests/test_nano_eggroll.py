@@ -1,5 +1,5 @@
 """nano_eggroll.py against the reference: the same noise, ranks and Adam steps as eggroll.py,
-noise.py and optim.py, the same parameters after a few generations of eggroll.generation_step, and
+noise.py and optim.py, the same parameters after a few generations of snn_eggroll.generation_step, and
 a short training run on the real recordings of nmnist-sample/ that learns."""
 
 import os
@@ -15,6 +15,7 @@ import nano_eggroll as nano
 import noise
 import optim
 import snn
+import snn_eggroll
 from nmnist_files import SAMPLE
 from processes import stopped
 
@@ -30,11 +31,11 @@ def float64(params):
 
 
 def run_reference(params, batches, s):
-    """eggroll.generation_step with the settings of nano's Settings s, one generation per batch."""
-    config = eggroll.Config(s.population, s.rank, s.sigma, s.seed, s.logit_scale)
+    """snn_eggroll.generation_step with the settings of nano's Settings s, one generation per batch."""
+    config = snn_eggroll.Config(s.population, s.rank, s.sigma, s.seed, s.logit_scale)
     adam, lif, state = optim.Adam(s.lr), snn.LIF(s.beta, s.threshold), optim.init(params)
     for generation, (frames, labels) in enumerate(batches):
-        params, state, _ = eggroll.generation_step(params, state, frames, labels, generation, config, adam, lif)
+        params, state, _ = snn_eggroll.generation_step(params, state, frames, labels, generation, config, adam, lif)
     return params
 
 

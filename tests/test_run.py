@@ -446,7 +446,7 @@ def test_the_presets_fit_and_the_estimates_cover_what_a_generation_holds():
     import tracemalloc
     import baselines
     import bench
-    import eggroll
+    import snn_eggroll
     import optim
     import resources
     import snn
@@ -464,8 +464,8 @@ def test_the_presets_fit_and_the_estimates_cover_what_a_generation_holds():
         params, lif = snn.init_params(0), snn.LIF()
         state, adam = optim.init(params), optim.Adam(0.01)
         members = 2 * pairs
-        calls = {"eggroll": lambda: eggroll.generation_step(params, state, frames, labels, 0,
-                                                            eggroll.Config(members, rank or 1, 0.1, 0, 1.0), adam),
+        calls = {"eggroll": lambda: snn_eggroll.generation_step(params, state, frames, labels, 0,
+                                                                snn_eggroll.Config(members, rank or 1, 0.1, 0, 1.0), adam),
                  "inference": lambda: snn.forward(params, frames, lif, n_members=members),
                  "bptt": lambda: baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(25, 1), adam)}
         for mode in baselines.ES_MODES:

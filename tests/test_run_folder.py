@@ -16,7 +16,7 @@ import pytest
 
 import config as run_config
 import data
-import eggroll
+import snn_eggroll
 import report
 import resources
 import run
@@ -334,8 +334,8 @@ def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch,
 # A run that diverges or is interrupted stops cleanly and resumes to the same bits
 
 def failing_at(step, failure):
-    """eggroll.generation_step, except at generation `step`: `failure` instead."""
-    real = eggroll.generation_step
+    """snn_eggroll.generation_step, except at generation `step`: `failure` instead."""
+    real = snn_eggroll.generation_step
 
     def step_or_fail(params, state, frames, labels, generation, *args):
         if generation == step:
@@ -362,7 +362,7 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
     assert run.main(train_args(whole, dataset)) == 0
     out = tmp_path / "stopped"
     with monkeypatch.context() as patch:
-        patch.setattr(eggroll, "generation_step", failing_at(7, failure))
+        patch.setattr(snn_eggroll, "generation_step", failing_at(7, failure))
         code, err = run_main(train_args(out, dataset), capsys)
     assert code == (130 if failure is interrupt else 2) and message.format(out=out) in err and err.count("\n") == 1, err
     assert not (out / "final.json").exists()
@@ -381,7 +381,7 @@ def resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_
     assert run.main(train_args(whole, dataset)) == 0
     out = tmp_path / "old"
     with monkeypatch.context() as patch:
-        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
+        patch.setattr(snn_eggroll, "generation_step", failing_at(7, nan_params))
         assert run_main(train_args(out, dataset), capsys)[0] == 2
     rewrite_checkpoint(out, as_older)
     assert run.main(train_args(out, dataset, "--resume")) == 0
@@ -424,7 +424,7 @@ def test_the_end_to_end_time_counts_what_the_steps_do_not_and_adds_up_over_a_res
     monkeypatch.setattr(training, "evaluate", slow_evaluate)
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(eggroll, "generation_step", failing_at(7, nan_params))
+        patch.setattr(snn_eggroll, "generation_step", failing_at(7, nan_params))
         assert run_main(train_args(out, dataset), capsys)[0] == 2
     with np.load(out / run_folder.CHECKPOINT) as stored:
         first_stretch = float(stored["end_to_end_seconds"])
@@ -446,7 +446,7 @@ def test_a_run_that_lost_its_checkpoint_is_not_restarted_from_scratch_by_resume(
     rather than starting again from step 0 and dropping them; --force trains it afresh."""
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
-        patch.setattr(eggroll, "generation_step", failing_at(7, interrupt))
+        patch.setattr(snn_eggroll, "generation_step", failing_at(7, interrupt))
         assert run_main(train_args(out, dataset), capsys)[0] == 130
     (out / run_folder.CHECKPOINT).unlink()
     metrics = (out / "metrics.jsonl").read_bytes()
@@ -479,7 +479,7 @@ def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train
                                                                                         monkeypatch):
     """A fresh run that fails before its first checkpoint removes what it wrote (here the folder it
     made), so the advice needs no --force."""
-    monkeypatch.setattr(eggroll, "generation_step", failing_at(0, nan_params))
+    monkeypatch.setattr(snn_eggroll, "generation_step", failing_at(0, nan_params))
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err == ("error: training went non-finite at step 1 (a parameter became NaN or inf); nothing "
@@ -490,14 +490,14 @@ def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train
 def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
     """The parameters stay finite while a second moment overflows to inf: the run stops in one line
     at its next checkpoint instead of writing one that --resume would refuse; step 5's stays."""
-    real = eggroll.generation_step
+    real = snn_eggroll.generation_step
 
     def overflowing_at_step_7(params, state, frames, labels, generation, *args):
         params, state, stats = real(params, state, frames, labels, generation, *args)
         if generation == 6:
             state = dict(state, v=dict(state["v"], W1=state["v"]["W1"] + np.inf))
         return params, state, stats
-    monkeypatch.setattr(eggroll, "generation_step", overflowing_at_step_7)
+    monkeypatch.setattr(snn_eggroll, "generation_step", overflowing_at_step_7)
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err.count("\n") == 1, err
@@ -517,14 +517,14 @@ def test_ctrl_c_during_reproduce_says_how_to_continue_and_the_rerun_says_what_it
             "eggroll-r1,eggroll-r2", *dataset]
     with monkeypatch.context() as patch:
         calls = []
-        real = eggroll.generation_step
+        real = snn_eggroll.generation_step
 
         def interrupt_second_run(params, state, frames, labels, generation, config_, *rest):
             calls.append(config_.rank)
             if config_.rank == 2 and generation == 7:
                 raise KeyboardInterrupt
             return real(params, state, frames, labels, generation, config_, *rest)
-        patch.setattr(eggroll, "generation_step", interrupt_second_run)
+        patch.setattr(snn_eggroll, "generation_step", interrupt_second_run)
         code, err = run_main(args, capsys)
     assert code == 130 and err.splitlines()[-1].startswith("error: interrupted: ")
     assert "eggroll-r2-seed1 stopped at step 7 of 10" in err and "rerun the same command to continue" in err

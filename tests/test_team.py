@@ -1,5 +1,5 @@
 """One population shared out over K processes, in one process: distributed.Team around the
-simulated communicator of simulated_team.py (K threads), running eggroll.generation_step and
+simulated communicator of simulated_team.py (K threads), running snn_eggroll.generation_step and
 baselines.es_generation_step as an MPI job would, without mpiexec.
 
 Every process must end with the parameters, Adam state and stats of a single-process run: bit for
@@ -19,6 +19,7 @@ import distributed
 import eggroll
 import optim
 import snn
+import snn_eggroll
 from simulated_team import Abandoned, CollectiveError, LocalComm, World, make_team, run_team
 
 SIZES = (12, 8, 4)            # inputs, hidden, outputs: small, so each case takes milliseconds
@@ -31,7 +32,7 @@ ADAM = optim.Adam(lr=0.05)
 
 def config_of(method, population):
     if method == "eggroll":
-        return eggroll.Config(population, rank=2, sigma=0.5, seed=11, logit_scale=2.0)
+        return snn_eggroll.Config(population, rank=2, sigma=0.5, seed=11, logit_scale=2.0)
     return baselines.ESConfig(population, sigma=0.5, seed=11, logit_scale=2.0, mode=method.split()[1])
 
 
@@ -45,7 +46,7 @@ def minibatches():
 
 def train(method, population, team=distributed.ALONE):
     """GENERATIONS generations from the same start: final parameters, Adam state and every stats."""
-    step = eggroll.generation_step if method == "eggroll" else baselines.es_generation_step
+    step = snn_eggroll.generation_step if method == "eggroll" else baselines.es_generation_step
     config = config_of(method, population)
     params = snn.init_params(5, SIZES)
     state = optim.init(params)
@@ -142,13 +143,13 @@ def test_allreduce_update_gives_every_process_the_same_weights_within_float32_ro
 def test_a_spike_cost_travels_with_the_fitnesses(update):
     """With a price on hidden spikes each process counts its own members' hidden spikes; 165 pairs
     on 2 processes end with the single-process weights (exactly with "seeds")."""
-    config = eggroll.Config(2 * 165, rank=2, sigma=0.5, seed=11, logit_scale=2.0, spike_cost=0.02)
+    config = snn_eggroll.Config(2 * 165, rank=2, sigma=0.5, seed=11, logit_scale=2.0, spike_cost=0.02)
     params = snn.init_params(5, SIZES)
     frames, labels = minibatches()
 
     def one_generation(team):
-        return eggroll.generation_step(params, optim.init(params), frames[0], labels[0], 0, config, ADAM,
-                                       team=team)[0]
+        return snn_eggroll.generation_step(params, optim.init(params), frames[0], labels[0], 0, config, ADAM,
+                                           team=team)[0]
 
     expected = one_generation(distributed.ALONE)
     results, _ = run_team(2, one_generation, update)

@@ -1,0 +1,143 @@
+"""EGGROLL's first client: the spiking network of snn.py, trained by eggroll.Eggroll.
+
+Its population forward runs Eq. (6) in every layer (the first layer's input shared by every
+member, each later layer's input a member's own spikes), its fitness is -cross-entropy less a
+price per hidden spike if one is set (Eqs. (3)-(4)), and `generation_step` is one generation of
+it as ask -> forward -> fitness -> tell.
+"""
+from dataclasses import dataclass
+
+from backend import array_module_of
+from distributed import ALONE
+from eggroll import Eggroll, State, antithetic, check_population, population_product, with_ones
+import gpu
+import optim
+import snn
+
+
+@dataclass(frozen=True)
+class Config:
+    """What one EGGROLL population of the spiking network needs: population = 2P members as P
+    antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
+    output_sigma_scale x sigma), the seed of the noise, the readout scale of the fitness
+    (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it."""
+    population: int
+    rank: int
+    sigma: float
+    seed: int
+    logit_scale: float
+    spike_cost: float = 0.0
+    output_sigma_scale: float = 1.0
+
+    @property
+    def pairs(self):
+        return self.population // 2
+
+    def sigmas(self, params):
+        """{name: sigma}: the output layer's (the last, by position) weights and bias get
+        output_sigma_scale x sigma; a layer's bias shares its weights' sigma."""
+        last = snn.n_layers(params)
+        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == last else self.sigma
+                for name in params}
+
+    def method(self, params, adam=optim.Adam(0.01), team=ALONE):
+        """The Eggroll that trains `params` with these settings and Adam's (check_config checks them)."""
+        return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
+                       team=team)
+
+    def members(self, params, generation, pairs=slice(None)):
+        """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
+        check_config(self, params)
+        return self.method(params).population_of(State(params, {}, generation), pairs)
+
+
+def population_forward(population, frames, lif=snn.LIF(), count_hidden=False):
+    """Output spike counts (2p, N, n_out) of the population's members on frames (T, N, n_in), Eq. (6)
+    in every layer, and the hidden spike count of each member if count_hidden (else None).
+
+    Layer 1 sees the same frames in every member: x W1^T once, x B_p for all pairs in one product
+    per block. Every later layer sees each member's own spikes s, so s [W^T | B_p] is one product per
+    pair, its + and - members together. On a GPU, a two-layer network's LIF layers run, for every
+    member and step, as one kernel (gpu.lowrank_lif_network)."""
+    params = population.params
+    xp = array_module_of(frames)
+    n_steps, batch, n_in = frames.shape
+    sizes = snn.sizes_of(params)
+    n_pairs, n_layers = population.pairs.shape[0], len(sizes) - 1
+    rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
+                            for layer in range(1, n_layers + 1)))
+    x = frames.reshape(n_steps * batch, n_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, sizes[1])   # x W^T, once
+    xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N, P, r)
+    readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
+                                       factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
+                for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
+    if gpu.enabled(xp) and n_layers == 2:  # what follows, as one kernel
+        counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
+        return counts, (hidden if count_hidden else None)
+    xb = xb.reshape(n_steps, batch, n_pairs, population.rank).transpose(0, 2, 1, 3)
+    xb = with_ones(xb)                                                             # (T, P, N, r+1)
+    # (2N, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
+    # which carries the bias noise.
+    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
+
+    def input_current(t, start, stop):
+        chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1 (chunks are even)
+        return antithetic(base[t], xb[t, chunk] @ rows[0][chunk])
+
+    def layer_current(layer, spikes, start, stop):
+        """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
+        chunk, n_in_layer, n_out_layer = slice(start // 2, stop // 2), sizes[layer - 1], sizes[layer]
+        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_in_layer)                   # (T, p, 2N, n)
+        projected = by_pair @ readouts[layer][chunk]                                    # (T, p, 2N, m+r)
+        perturbation = (sign * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (T, p, 2N, m)
+        current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
+        return current.reshape(n_steps, stop - start, batch, n_out_layer)
+
+    return snn.simulate(input_current, layer_current, 2 * n_pairs, n_steps, batch, sizes, lif, xp,
+                        frames.dtype, count_hidden)
+
+
+def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """population_forward of the members theta +- sigma E_p of the pairs in the slice `pairs` (all P
+    by default) at `generation`, with config's settings."""
+    return population_forward(config.members(params, generation, pairs), frames, lif, count_hidden)
+
+
+def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
+    """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
+    spike_cost x its hidden spikes per sample; hidden_spikes: each member's over the batch.
+
+    The spike count is not differentiable, but ES needs no gradient of it: the price goes
+    straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
+    loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    if spike_cost:
+        loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
+    return -loss
+
+
+def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
+    """One EGGROLL generation of the spiking network on a minibatch, frames (T, N, n_in) and labels
+    (N,): ask -> the population's forward and fitness -> tell.
+
+    Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
+    and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
+    (distributed.py) shares the pairs out; alone, a process holds them all and `team` does nothing.
+    """
+    snn.check_frames(params, frames, labels)
+    es = config.method(params, adam, team)
+    current = State(params, state, generation)
+    population = es.ask(current)
+    counts, hidden = population_forward(population, frames, lif, count_hidden=bool(config.spike_cost))  # Eq. (6)
+    new, stats = es.tell(current, fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
+                                          config.spike_cost))
+    return new.params, new.optimiser, stats
+
+
+def check_config(config, params):
+    """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with."""
+    check_population(config.population, config.sigma)
+    if not config.output_sigma_scale > 0:
+        raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
+    snn.check_params(params)
+    config.method(params).check(params)  # the rank against every weight matrix, as ask checks it
