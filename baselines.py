@@ -134,7 +134,7 @@ def check_two_layers(params, method):
     `method` (vanilla ES, BPTT) runs here."""
     if snn.n_layers(params) != 2:
         raise ValueError(f"{method} runs networks of two LIF layers (one hidden), got {snn.n_layers(params)}: "
-                         f"use one hidden size, or EGGROLL for a deeper network")
+                         f"use one hidden size, or EGGROLL or BPTT for a deeper network")
 
 
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
@@ -173,7 +173,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
 #     L = CE + spike_cost * sum_t sum_j o1_tj / N                                          (12)
-# (the ES fitness's penalty, snn_eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
+# (the sum over every hidden layer's spikes in a deeper network; the ES fitness's penalty,
+# snn_eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
 # the weights through Eq. (11), the usual differentiable firing-rate penalty.
 
 SLOPE = 25.0  # k of Eq. (11)
@@ -222,20 +223,28 @@ def lif_forward(current, lif, spike, k):
     return v, spikes
 
 
-def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE):
-    """The network on frames (T, N, n_in), keeping what `bptt_backward` needs.
+def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=None):
+    """The network on frames (T, N, n_in), keeping what `bptt_backward` needs. `network`: the
+    layers (None: fully connected, read off the weights' shapes).
 
-    Layer 1's current W1 s_t + b1 is one matrix product for all steps, as in snn.forward; layer 2's
-    follows once all hidden spikes are known. smooth=True spikes with `smooth_spike` instead of H.
-    Returns a dict: frames, v1, o1, v2, o2 (each (T, N, n)) and counts (N, n_out), the sum of o2.
+    Layer 1's current W1 s_t + b1 is one matrix product for all steps, as in snn.forward; each later
+    layer's follows once all spikes of the one before are known. smooth=True spikes with
+    `smooth_spike` instead of H. Returns a dict: frames, v{l} and o{l} of every layer l (each
+    (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes.
     """
+    network = snn.network_of(params, network)
     n_steps, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
-    current1 = frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]
-    v1, o1 = lif_forward(current1.reshape(n_steps, batch, -1), lif, spike, k)
-    current2 = o1 @ params["W2"].T + params["b2"]
-    v2, o2 = lif_forward(current2, lif, spike, k)
-    return {"frames": frames, "v1": v1, "o1": o1, "v2": v2, "o2": o2, "counts": o2.sum(axis=0)}
+    cache = {"frames": frames}
+    current = snn.layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network)
+    spikes = current.reshape(n_steps, batch, -1)  # layer 1's current, then each layer's spikes
+    for layer in range(1, len(network.layers) + 1):
+        if layer > 1:
+            current = snn.layer_current(params, layer, spikes, network)
+        cache[f"v{layer}"], cache[f"o{layer}"] = lif_forward(current.reshape(n_steps, batch, -1), lif, spike, k)
+        spikes = cache[f"o{layer}"]
+    cache["counts"] = spikes.sum(axis=0)
+    return cache
 
 
 def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
@@ -256,47 +265,58 @@ def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
 
 
 def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True,
-                  spike_cost=0.0):
+                  spike_cost=0.0, network=None):
     """Gradients of the loss, Eqs. (3)-(4) and (12), for every parameter: a dict like params.
 
-    Backward through both layers and all steps, with Eq. (11) for every spike. detach_reset=True
-    matches snnTorch (snntorch/_neurons/neurons.py, `mem_reset`: reset = spike_grad(mem -
-    threshold).clone().detach()): no gradient flows through the o_t of the reset V_t (1 - o_t),
-    only through V_t. detach_reset=False differentiates the reset too; with smooth=True in
-    `bptt_forward` this is then the exact gradient of the smooth network.
+    Backward through every layer and step, with Eq. (11) for every spike; a convolution's
+    gradients gather over its patches, and its input's go back through col2im (`Network.fold`).
+    detach_reset=True matches snnTorch (snntorch/_neurons/neurons.py, `mem_reset`: reset =
+    spike_grad(mem - threshold).clone().detach()): no gradient flows through the o_t of the reset
+    V_t (1 - o_t), only through V_t. detach_reset=False differentiates the reset too; with
+    smooth=True in `bptt_forward` this is then the exact gradient of the smooth network.
     """
+    network = snn.network_of(params, network)
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape
+    n_layers = len(network.layers)
     # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / N; logits = logit_scale * counts / T.
     grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1
     grad_counts = grad_logits * (logit_scale / (n_steps * batch))
-    grad_o2 = xp.broadcast_to(grad_counts, cache["o2"].shape)  # counts = sum_t o2_t
-    grad_current2 = lif_backward(grad_o2, cache["v2"], cache["o2"], lif, k, detach_reset)
-    grad_o1 = grad_current2 @ params["W2"]
-    if spike_cost:
-        grad_o1 = grad_o1 + spike_cost / batch                                                  # Eq. (12)
-    grad_current1 = lif_backward(grad_o1, cache["v1"], cache["o1"], lif, k, detach_reset)
-    flat2 = grad_current2.reshape(n_steps * batch, -1)
-    flat1 = grad_current1.reshape(n_steps * batch, -1)
-    return {"W1": flat1.T @ cache["frames"].reshape(n_steps * batch, n_in), "b1": flat1.sum(axis=0),
-            "W2": flat2.T @ cache["o1"].reshape(n_steps * batch, -1), "b2": flat2.sum(axis=0)}
+    grad_spikes = xp.broadcast_to(grad_counts, cache[f"o{n_layers}"].shape)  # counts = sum_t o_t of the output
+    grad_currents = {}
+    for layer in range(n_layers, 0, -1):
+        grad_currents[layer] = lif_backward(grad_spikes, cache[f"v{layer}"], cache[f"o{layer}"], lif, k, detach_reset)
+        if layer > 1:
+            fan_out = params[f"W{layer}"].shape[0]
+            grad_spikes = network.fold(layer, grad_currents[layer].reshape(n_steps, -1, fan_out) @ params[f"W{layer}"])
+            if spike_cost:
+                grad_spikes = grad_spikes + spike_cost / batch                                  # Eq. (12)
+    grads = {}
+    for layer in range(1, n_layers + 1):
+        inputs = cache["frames"].reshape(n_steps * batch, n_in) if layer == 1 else cache[f"o{layer - 1}"]
+        patches = network.unfold(layer, inputs)
+        flat = grad_currents[layer].reshape(-1, params[f"W{layer}"].shape[0])
+        grads[f"W{layer}"] = flat.T @ patches.reshape(flat.shape[0], -1)
+        grads[f"b{layer}"] = flat.sum(axis=0)
+    return grads
 
 
-def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF()):
+def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), network=None):
     """One BPTT step on a minibatch: forward, loss, backward, then Adam (optim.py) up -g.
+    `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Returns new parameters, new Adam state and stats = {"loss": L before the step}.
     """
     xp = array_module_of(frames)
-    check_two_layers(params, "BPTT")
-    snn.check_frames(params, frames, labels)
-    cache = bptt_forward(params, frames, lif, k=config.slope)
+    snn.check_frames(params, frames, labels, network)
+    cache = bptt_forward(params, frames, lif, k=config.slope, network=network)
     loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
     if config.spike_cost:
-        loss = loss + config.spike_cost * cache["o1"].sum() / frames.shape[1]                   # Eq. (12)
+        hidden = sum(cache[f"o{layer}"].sum() for layer in range(1, snn.n_layers(params)))
+        loss = loss + config.spike_cost * hidden / frames.shape[1]                              # Eq. (12)
     grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset,
-                          config.spike_cost)
+                          config.spike_cost, network)
     if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")

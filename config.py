@@ -23,6 +23,15 @@ ES_METHODS = ("eggroll", "es")
 SIGMA_SCHEDULES = ("constant", "cosine", "exponential")
 
 
+def network_problem(hidden):
+    """Why the --hidden value `hidden` makes no network on N-MNIST's frames, or None."""
+    try:
+        snn.Network.parse(hidden, snn.SIZES[-1], snn.IMAGE)
+    except ValueError as problem:
+        return str(problem)
+    return None
+
+
 def setting(default, help, methods=METHODS, choices=None, result=True, check=None, lever=False):
     """A RunConfig field. result=False: a setting that says where or how a run happens, not what it
     computes (not stored in config.json). check = (predicate, requirement, valid example).
@@ -91,10 +100,13 @@ class RunConfig:
     time_bins: int = setting(10, "T, frames per recording", check=between(1, 1000, "10"))
     slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",),
                           check=between(0, 1000, "25", open_low=True))
-    hidden: str = setting("64", "sizes of the hidden LIF layers, comma-separated: 64 is the paper's 2312-64-10, "
-                                "128,64 a network 2312-128-64-10 (more than one: eggroll only)",
-                          check=(lambda v: all(part.isdigit() and 0 < int(part) <= 65536 for part in v.split(",")),
-                                 "must be sizes in 1..65536 separated by commas", "128,64"), lever=True)
+    hidden: str = setting("64", "the hidden LIF layers, comma-separated: a width (64 is the paper's 2312-64-10, "
+                                "128,64 a network 2312-128-64-10) or, first, a convolution convCkK[sS][pP] of C "
+                                "kernels of K x K pixels, stride S, padding P (conv8k5s2: 8 @ 5 x 5, stride 2); "
+                                "vanilla ES runs one dense layer",
+                          check=(lambda v: network_problem(v) is None, "must be layers that fit N-MNIST's 34 x 34 "
+                                 "frames, separated by commas, each a width or convCkK[sS][pP]", "conv8k5s2,64"),
+                          lever=True)
     max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
                                 "-N..N pixels", check=between(0, 33, "1"))
     eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
@@ -149,9 +161,15 @@ class RunConfig:
         return snn.LIF(self.beta, self.threshold)
 
     @property
+    def network(self):
+        """The network of --hidden on N-MNIST's frames, 10 digits out (ValueError naming a layer that
+        cannot be built)."""
+        return snn.Network.parse(self.hidden, snn.SIZES[-1], snn.IMAGE)
+
+    @property
     def sizes(self):
-        """(inputs, hidden..., outputs) of the network: N-MNIST's 2312 inputs, --hidden, 10 digits."""
-        return (snn.SIZES[0], *(int(size) for size in self.hidden.split(",")), snn.SIZES[-1])
+        """(inputs, the neurons of each layer) of the network: N-MNIST's 2312 inputs, --hidden, 10 digits."""
+        return self.network.sizes
 
     @property
     def name(self):
@@ -169,6 +187,8 @@ def applies(spec, method):
 
 def check(config):
     """ValueError naming the option, the requirement and a valid value, for the first bad setting."""
+    if network_problem(config.hidden):
+        raise ValueError(f"--hidden {config.hidden}: {network_problem(config.hidden)}")
     for spec in fields(RunConfig):
         rule = spec.metadata["check"]
         value = getattr(config, spec.name)
@@ -177,9 +197,9 @@ def check(config):
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
         raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
                          f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")
-    if config.method != "eggroll" and len(config.sizes) > 3:
-        raise ValueError(f"--hidden {config.hidden}: {config.method} runs one hidden layer here: use e.g. "
-                         f"--hidden {config.hidden.split(',')[0]}, or --method eggroll for a deeper network")
+    if config.method == "es" and (len(config.network.layers) != 2 or not config.network.is_dense()):
+        raise ValueError(f"--hidden {config.hidden}: vanilla ES runs one dense hidden layer here: use e.g. "
+                         f"--hidden 64, or --method eggroll or bptt for this network")
     if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
         raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
                          f"--sigma-schedule cosine or exponential, or drop --sigma-min")

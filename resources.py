@@ -36,42 +36,46 @@ NMNIST_SIZE = (60000, 10000)  # training and test recordings of the whole of N-M
 EVAL_BATCH = 1000     # samples per batch of training.evaluate
 
 
-def noise_bytes(method, rank, pairs, sizes=snn.SIZES):
-    """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES), for a network
-    of `sizes` (inputs, hidden..., outputs).
+def noise_bytes(method, rank, pairs, network=snn.PAPER):
+    """float32 bytes of noise alive at once: factors (EGGROLL) or full matrices (ES), for `network`.
 
     Both ES modes regenerate every E_p at once for the update, Eq. (10), so they peak alike.
     """
-    layers = list(zip(sizes[:-1], sizes[1:]))  # (n, m) of each weight m x n
+    layers = [network.weight_shape(layer) for layer in range(1, len(network.layers) + 1)]  # (m, n) of each weight
     if method == "eggroll":
-        return 4 * pairs * sum(rank * (m + n) + m for n, m in layers)
+        return 4 * pairs * sum(rank * (m + n) + m for m, n in layers)
     if method.startswith("es-"):
-        return 4 * pairs * sum(m * n + m for n, m in layers)
+        return 4 * pairs * sum(m * n + m for m, n in layers)
     return 0
 
 
-def generation_bytes(method, rank, pairs, batch, time_bins, gpu=False, sizes=snn.SIZES):
+def generation_bytes(method, rank, pairs, batch, time_bins, gpu=False, network=snn.PAPER):
     """Bytes one generation of `method` (bench's names: eggroll, es-batched, es-sequential,
     inference, bptt) holds at most, its dominant arrays (module docstring) plus half again; the
-    hidden layers of a deeper network counted as one as wide as they are together."""
+    hidden layers of a deeper network counted as one as wide as they are together. A
+    convolution's layer 1 multiplies each of its positions' patches: T N positions rows of
+    in_channels k k inputs, which it also holds (`snn.Network.unfold`)."""
+    sizes = network.sizes
     n, h, o = sizes[0], sum(sizes[1:-1]), sizes[-1]
     r, members, rows = rank or 0, 2 * pairs, time_bins * batch
+    products, fan_in = rows * network.positions(1), network.weight_shape(1)[1]  # what layer 1's products see
+    patches = 0 if network.is_dense() else 4 * products * fan_in
     chunk = members if gpu else snn.members_per_chunk(members, batch, h, numpy)
     lif = 4 * chunk * batch * (2 * time_bins * (h + o + r + 1) + 3 * h)
-    block = 4 * eggroll.PAIRS_PER_BLOCK * (r or h) * (n + rows)  # CPU: one block of the population product
+    block = 4 * eggroll.PAIRS_PER_BLOCK * (r or h) * (fan_in + products)  # CPU: one block of the population product
     counts = 4 * members * batch * (o + 1)
     if method == "eggroll":
-        arrays = [noise_bytes(method, r, pairs, sizes), 4 * pairs * r * n, 4 * rows * pairs * (2 * r + 1),
-                  4 * pairs * h * (o + r), counts, 8 * rows * n if gpu else lif + block]
+        arrays = [noise_bytes(method, r, pairs, network), 4 * pairs * r * fan_in, 4 * products * pairs * (2 * r + 1),
+                  4 * pairs * h * (o + r), counts, 8 * products * fan_in if gpu else lif + block, patches]
     elif method == "es-batched":
-        arrays = [noise_bytes(method, r, pairs, sizes), 4 * rows * pairs * h, counts, lif, 0 if gpu else block]
+        arrays = [noise_bytes(method, r, pairs, network), 4 * rows * pairs * h, counts, lif, 0 if gpu else block]
     elif method == "es-sequential":  # one member at a time, but the update's noise of every pair
-        arrays = [noise_bytes(method, r, pairs, sizes), 16 * h * n, counts,
+        arrays = [noise_bytes(method, r, pairs, network), 16 * h * n, counts,
                   4 * batch * (2 * time_bins * (h + o + 1) + 3 * h)]
     elif method == "inference":
-        arrays = [counts, 4 * pairs * h * o if gpu else lif, 8 * rows * h]
-    else:  # bptt: potentials, spikes and their gradients of both layers
-        arrays = [32 * rows * (h + o)]
+        arrays = [counts, 4 * pairs * h * o if gpu else lif, 8 * rows * h, patches]
+    else:  # bptt: potentials, spikes and their gradients of every layer, and layer 1's patches, forward and back
+        arrays = [32 * rows * (h + o), 3 * patches]
     return int(SLACK * (sum(arrays) + 4 * rows * n))
 
 
@@ -90,8 +94,8 @@ def run_bytes(config, gpu, recordings=None):
     frames = config.time_bins * snn.SIZES[0]
     shift = 8 * frames * batch if config.max_shift else 0  # data.translate's copies
     work = max(generation_bytes(method, config.rank, config.population // 2, batch, config.time_bins, gpu,
-                                config.sizes) + shift,
-               generation_bytes("inference", None, 1, evaluated, config.time_bins, gpu, config.sizes))
+                                config.network) + shift,
+               generation_bytes("inference", None, 1, evaluated, config.time_bins, gpu, config.network))
     packed = (n_recorded + n_test) * -(-frames // 8)
     unpacking = 2 * frames * max(batch, evaluated)
     host = packed + n_recorded * -(-frames // 8) + unpacking

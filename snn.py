@@ -1,7 +1,7 @@
 """A layered leaky integrate-and-fire (LIF) network, simulated for a whole population at once.
 
-Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any sizes, two or more LIF layers), for every
-layer and time step t = 1..T:
+Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any depth, dense or convolutional layers), for
+every layer and time step t = 1..T:
 
     V_t = beta * V_{t-1} + W s_t + b                       (1)  membrane potential
     o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
@@ -14,7 +14,13 @@ softmax (3) and scored by cross-entropy (4). Evolution strategies evaluate many 
 of members, asking the caller for each layer's input current W s_t + b. That way every method
 (EGGROLL, full-rank ES, plain inference) shares exactly this LIF code and differs only in how it
 forms the currents.
+
+A network is data (`Network`): its layers, each `Dense` (every neuron sees every input) or `Conv`
+(a bank of k x k kernels slid over an image). A convolution is a dense layer applied to every
+patch of its input: W (channels x in_channels k k) times each patch (`layer_current`), so
+EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
+import re
 from dataclasses import dataclass
 
 import numpy
@@ -23,6 +29,7 @@ from backend import array_module_of, to_numpy
 import gpu
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
+IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input i = (polarity * 34 + y) * 34 + x
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
@@ -38,15 +45,207 @@ class LIF:
     threshold: float = 1.0
 
 
-def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
-    """W_l (fan_out x fan_in) and b_l drawn i.i.d. from N(0, std^2), float32, for sizes
-    (inputs, hidden..., outputs)."""
+@dataclass(frozen=True)
+class Dense:
+    """A fully connected LIF layer of `width` neurons: each sees every input."""
+    width: int
+
+    def __str__(self):
+        return str(self.width)
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A convolutional LIF layer: `channels` kernels of kernel x kernel pixels, slid over its input
+    image `stride` pixels at a time, the image padded by `padding` zeros on every side. One neuron
+    per kernel and position, ordered (y, x, channel)."""
+    channels: int
+    kernel: int
+    stride: int = 1
+    padding: int = 0
+
+    def __str__(self):
+        return (f"conv{self.channels}k{self.kernel}" + (f"s{self.stride}" if self.stride != 1 else "")
+                + (f"p{self.padding}" if self.padding else ""))
+
+
+def output_shape(spec, image):
+    """The (channels, height, width) a layer `spec` makes of its input image (channels, height, width)."""
+    if isinstance(spec, Dense):
+        return spec.width, 1, 1
+    _, height, width = image
+    return (spec.channels, (height + 2 * spec.padding - spec.kernel) // spec.stride + 1,
+            (width + 2 * spec.padding - spec.kernel) // spec.stride + 1)
+
+
+CONV = re.compile(r"conv(?P<channels>\d+)k(?P<kernel>\d+)(?:s(?P<stride>\d+))?(?:p(?P<padding>\d+))?")
+MAX_WIDTH = 65536  # neurons of a dense layer, kernels of a convolution
+
+
+@dataclass(frozen=True)
+class Network:
+    """A spiking network as data: its input image (channels, height, width) and its LIF layers,
+    Dense or Conv, the last the output. Convolutions come first, on the image.
+
+    The frames are images in (channel, y, x) order (data.py bins them so); a convolution's spikes
+    are in (y, x, channel) order, so that its currents need no transpose."""
+    layers: tuple
+    image: tuple = IMAGE
+
+    @classmethod
+    def parse(cls, hidden, n_out=SIZES[-1], image=IMAGE):
+        """The network of a --hidden value, its layers comma-separated: a width (64) or a convolution
+        convCkK[sS][pP] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no padding); then n_out outputs.
+        ValueError naming the fix for a layer that cannot be built."""
+        layers = []
+        for part in hidden.split(","):
+            conv = CONV.fullmatch(part)
+            if part.isdigit():
+                layers.append(Dense(int(part)))
+            elif conv:
+                layers.append(Conv(**{key: int(value) for key, value in conv.groupdict().items() if value}))
+            else:
+                raise ValueError(f"layer {part!r} is neither a width (64) nor a convolution (conv8k5s2: 8 kernels "
+                                 f"of 5 x 5, stride 2)")
+        return cls(tuple(layers) + (Dense(n_out),), image).checked()
+
+    @classmethod
+    def dense(cls, sizes):
+        """The fully connected network of sizes (inputs, hidden..., outputs)."""
+        return cls(tuple(Dense(size) for size in sizes[1:]), (sizes[0], 1, 1))
+
+    def __str__(self):
+        """The hidden layers as --hidden writes them: 64, 128,64, conv8k5s2,64."""
+        return ",".join(str(layer) for layer in self.layers[:-1])
+
+    def checked(self):
+        """The network, or a ValueError naming the first layer that cannot be built, and the fix."""
+        image = self.image
+        for layer, spec in enumerate(self.layers, start=1):
+            name = f"layer {layer} ({spec})"
+            if isinstance(spec, Dense) and not 1 <= spec.width <= MAX_WIDTH:
+                raise ValueError(f"{name} has {spec.width} neurons: give it 1..{MAX_WIDTH}, e.g. 64")
+            if isinstance(spec, Conv):
+                if not (1 <= spec.channels <= MAX_WIDTH and spec.kernel >= 1 and spec.stride >= 1):
+                    raise ValueError(f"{name} needs 1..{MAX_WIDTH} kernels of at least 1 x 1 and a stride of at "
+                                     f"least 1: use e.g. conv8k5s2")
+                if layer > 1 and isinstance(self.layers[layer - 2], Dense):
+                    raise ValueError(f"{name} follows a dense layer, which has no image: put the convolutions "
+                                     f"first (e.g. conv8k5s2,64)")
+                fits = min(image[1:]) + 2 * spec.padding
+                if spec.kernel > fits:
+                    raise ValueError(f"{name}: a {spec.kernel} x {spec.kernel} kernel does not fit its {image[1]} x "
+                                     f"{image[2]} input padded by {spec.padding}: use a kernel of at most {fits}, "
+                                     f"or more padding")
+            image = output_shape(spec, image)
+        return self
+
+    def shapes(self):
+        """The input image and each layer's output, (channels, height, width); a dense layer's is (width, 1, 1)."""
+        shapes = [self.image]
+        for spec in self.layers:
+            shapes.append(output_shape(spec, shapes[-1]))
+        return shapes
+
+    @property
+    def sizes(self):
+        """(inputs, the neurons of each layer): what `simulate` runs."""
+        return tuple(channels * height * width for channels, height, width in self.shapes())
+
+    def weight_shape(self, layer):
+        """(fan_out, fan_in) of W{layer}: a convolution's is (channels, in_channels k k), one row per kernel."""
+        spec, (channels, height, width) = self.layers[layer - 1], self.shapes()[layer - 1]
+        if isinstance(spec, Conv):
+            return spec.channels, channels * spec.kernel ** 2
+        return spec.width, channels * height * width
+
+    def is_dense(self):
+        return all(isinstance(spec, Dense) for spec in self.layers)
+
+    def positions(self, layer):
+        """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer."""
+        _, height, width = self.shapes()[layer]
+        return height * width if isinstance(self.layers[layer - 1], Conv) else 1
+
+    def synapses(self, layer):
+        """How many synapses of `layer` each of its inputs feeds, (n,): a dense layer's width; in a
+        convolution, its kernels times the patches that read the input (fewer at the borders)."""
+        fan_out, fan_in = self.weight_shape(layer)
+        reads = self.fold(layer, numpy.ones((self.positions(layer), fan_in)))[0]  # 1 per input of a dense layer
+        return fan_out * reads
+
+    def unfold(self, layer, x):
+        """What W{layer} multiplies in the layer's input x (..., N, n), one row per product: x itself
+        for a dense layer; for a convolution every patch of every sample (im2col), (..., N positions,
+        in_channels k k), positions in (y, x) order, a patch's entries in (dy, dx, channel) order.
+        Layer 1 reads the frames' (channel, y, x) order, a later convolution its predecessor's
+        (y, x, channel)."""
+        spec = self.layers[layer - 1]
+        if isinstance(spec, Dense):
+            return x
+        xp = array_module_of(x)
+        (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
+        k, s, pad = spec.kernel, spec.stride, spec.padding
+        images = x.reshape(-1, channels, height, width).transpose(0, 2, 3, 1) if layer == 1 else \
+            x.reshape(-1, height, width, channels)
+        if pad:
+            images = xp.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        patches = xp.empty((images.shape[0], out_h, out_w, k, k, channels), dtype=x.dtype)
+        for dy in range(k):
+            for dx in range(k):
+                patches[:, :, :, dy, dx] = images[:, dy:dy + s * out_h:s, dx:dx + s * out_w:s]
+        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, k * k * channels))
+
+    def fold(self, layer, grad):
+        """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels k k) back onto the
+        layer's input (..., N, n), each patch entry added to the input it was read from."""
+        spec = self.layers[layer - 1]
+        if isinstance(spec, Dense):
+            return grad
+        xp = array_module_of(grad)
+        (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
+        k, s, pad = spec.kernel, spec.stride, spec.padding
+        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels)
+        images = xp.zeros((by_patch.shape[0], height + 2 * pad, width + 2 * pad, channels), dtype=grad.dtype)
+        for dy in range(k):
+            for dx in range(k):
+                images[:, dy:dy + s * out_h:s, dx:dx + s * out_w:s] += by_patch[:, :, :, dy, dx]
+        images = images[:, pad:pad + height, pad:pad + width]
+        if layer == 1:
+            images = images.transpose(0, 3, 1, 2)
+        samples = grad.shape[-2] // (out_h * out_w)
+        return images.reshape(grad.shape[:-2] + (samples, channels * height * width))
+
+
+PAPER = Network.dense(SIZES)
+
+
+def network_of(params, network=None):
+    """`network`, or, if None, the fully connected network of params' weight shapes."""
+    return network if network is not None else Network.dense(sizes_of(params))
+
+
+def layer_current(params, layer, x, network):
+    """W_l s + b_l of Eq. (1), layer l's input current from its input s = x (..., N, n): (..., N,
+    neurons). A convolution applies W_l to every patch of x (`Network.unfold`), one product for all."""
+    current = network.unfold(layer, x) @ params[f"W{layer}"].T + params[f"b{layer}"]
+    return current.reshape(x.shape[:-1] + (-1,))
+
+
+def init_network(seed, network, std=INIT_STD, xp=numpy):
+    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from N(0, std^2), float32."""
     rng = numpy.random.default_rng(seed)
     params = {}
-    for layer, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
+    for layer in range(1, len(network.layers) + 1):
+        n_out, n_in = network.weight_shape(layer)
         params[f"W{layer}"] = xp.asarray(rng.normal(0.0, std, (n_out, n_in)), dtype=xp.float32)
         params[f"b{layer}"] = xp.asarray(rng.normal(0.0, std, n_out), dtype=xp.float32)
     return params
+
+
+def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
+    """init_network of the fully connected network of sizes (inputs, hidden..., outputs)."""
+    return init_network(seed, Network.dense(sizes), std, xp)
 
 
 def n_layers(params):
@@ -60,29 +259,32 @@ def layer_of(name):
 
 
 def sizes_of(params):
-    """(inputs, hidden..., outputs) of a network's parameters."""
+    """(inputs, hidden..., outputs) of a fully connected network's parameters."""
     return (params["W1"].shape[1],) + tuple(params[f"W{layer}"].shape[0] for layer in range(1, n_layers(params) + 1))
 
 
-def check_params(params):
-    """ValueError naming the fix unless params are W1, b1, ..., WL, bL (L >= 2) of matching shapes."""
+def check_params(params, network=None):
+    """ValueError naming the fix unless params are W1, b1, ..., WL, bL (L >= 2) of the shapes of
+    `network` (None: of a fully connected network, each layer fitting the one before)."""
     layers = n_layers(params)
     expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
-    if layers < 2 or set(params) != expected:
-        raise ValueError(f"a spiking network's parameters are W1, b1, ..., WL, bL with L >= 2 layers, got "
-                         f"{', '.join(sorted(params))}: make them with snn.init_params(seed, sizes)")
+    if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
+        wanted = f"{len(network.layers)}" if network is not None else "L >= 2"
+        raise ValueError(f"a spiking network's parameters are W1, b1, ..., WL, bL with {wanted} layers, got "
+                         f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
+    network = network_of(params, network)
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]
-        if w.ndim != 2 or b.shape != (w.shape[0],) or (layer > 1 and w.shape[1] != params[f"W{layer - 1}"].shape[0]):
+        if w.ndim != 2 or tuple(w.shape) != network.weight_shape(layer) or b.shape != (w.shape[0],):
             raise ValueError(f"W{layer} {tuple(w.shape)} and b{layer} {tuple(b.shape)} do not fit the layer "
-                             f"before: make them with snn.init_params(seed, sizes)")
+                             f"before: make them with snn.init_network(seed, network)")
 
 
-def check_frames(params, frames, labels):
-    """ValueError unless params are a network (check_params), frames is (T, N, n_in) for W1 and
-    labels is (N,) of class indices."""
-    check_params(params)
-    n_in = params["W1"].shape[1]
+def check_frames(params, frames, labels, network=None):
+    """ValueError unless params are a network (check_params), frames is (T, N, n_in) for its
+    input and labels is (N,) of class indices."""
+    check_params(params, network)
+    n_in = network_of(params, network).sizes[0]
     if frames.ndim != 3 or frames.shape[2] != n_in:
         raise ValueError(f"frames must have shape (T, N, {n_in}), got {tuple(frames.shape)}: "
                          f"bin events into T frames of {n_in} inputs")
@@ -113,7 +315,7 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
 
 def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
              lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
-    """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, hidden..., outputs) on one
+    """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
     minibatch, a chunk of members at a time.
 
     input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
@@ -153,24 +355,25 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     return counts, hidden_spikes
 
 
-def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False):
+def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
     """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
+    `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
-    the yardstick for what perturbations cost (on a GPU, for two layers, one kernel:
+    the yardstick for what perturbations cost (on a GPU, for two dense layers, one kernel:
     gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
     W1 s_t + b1 is one matrix product for all steps and members.
     """
     xp = array_module_of(frames)
+    network = network_of(params, network)
     n_steps, batch, n_in = frames.shape
-    sizes = sizes_of(params)
-    hidden = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"])
-    hidden = hidden.reshape(n_steps, batch, sizes[1])
-    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3:  # a population: every member and step in one kernel
+    sizes = network.sizes
+    hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
+    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and step in one kernel
         counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
         return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],
-                    lambda layer, spikes, start, stop: spikes @ params[f"W{layer}"].T + params[f"b{layer}"],
+                    lambda layer, spikes, start, stop: layer_current(params, layer, spikes, network),
                     n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)
 
 

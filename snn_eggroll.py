@@ -45,63 +45,69 @@ class Config:
         return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
                        team=team)
 
-    def members(self, params, generation, pairs=slice(None)):
+    def members(self, params, generation, pairs=slice(None), network=None):
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
-        check_config(self, params)
+        check_config(self, params, network)
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
 
-def population_forward(population, frames, lif=snn.LIF(), count_hidden=False):
+def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, network=None):
     """Output spike counts (2p, N, n_out) of the population's members on frames (T, N, n_in), Eq. (6)
     in every layer, and the hidden spike count of each member if count_hidden (else None).
+    `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Layer 1 sees the same frames in every member: x W1^T once, x B_p for all pairs in one product
-    per block. Every later layer sees each member's own spikes s, so s [W^T | B_p] is one product per
-    pair, its + and - members together. On a GPU, a two-layer network's LIF layers run, for every
+    per block (a convolution's x: every patch of every frame, `snn.Network.unfold`). Every later
+    layer sees each member's own spikes s, so s [W^T | B_p] is one product per pair, its + and -
+    members together. On a GPU, a network of two dense layers runs its LIF layers, for every
     member and step, as one kernel (gpu.lowrank_lif_network)."""
     params = population.params
+    network = snn.network_of(params, network)
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
-    sizes = snn.sizes_of(params)
+    sizes = network.sizes
     n_pairs, n_layers = population.pairs.shape[0], len(sizes) - 1
     rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
                             for layer in range(1, n_layers + 1)))
-    x = frames.reshape(n_steps * batch, n_in)
-    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, sizes[1])   # x W^T, once
-    xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N, P, r)
+    x = network.unfold(1, frames.reshape(n_steps * batch, n_in))                  # (T N positions, fan_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, -1, params["W1"].shape[0])  # x W^T, once
+    xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N pos, P, r)
     readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
                                        factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
                 for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
-    if gpu.enabled(xp) and n_layers == 2:  # what follows, as one kernel
+    if gpu.enabled(xp) and n_layers == 2 and network.is_dense():  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
         return counts, (hidden if count_hidden else None)
-    xb = xb.reshape(n_steps, batch, n_pairs, population.rank).transpose(0, 2, 1, 3)
-    xb = with_ones(xb)                                                             # (T, P, N, r+1)
-    # (2N, 1): +1 on the + member's rows, -1 on the - member's; it also signs the ones column,
-    # which carries the bias noise.
-    sign = xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch)[:, None]
+    xb = xb.reshape(n_steps, base.shape[1], n_pairs, population.rank).transpose(0, 2, 1, 3)
+    xb = with_ones(xb)                                                             # (T, P, N pos, r+1)
+    # (2 N positions, 1) for layer l: +1 on the + member's rows, -1 on the - member's; it also signs
+    # the ones column, which carries the bias noise.
+    sign = {layer: xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch * network.positions(layer))[:, None]
+            for layer in range(2, n_layers + 1)}
 
     def input_current(t, start, stop):
         chunk = slice(start // 2, stop // 2)  # the pairs of members start..stop-1 (chunks are even)
-        return antithetic(base[t], xb[t, chunk] @ rows[0][chunk])
+        return antithetic(base[t], xb[t, chunk] @ rows[0][chunk]).reshape(stop - start, batch, sizes[1])
 
     def layer_current(layer, spikes, start, stop):
         """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
-        chunk, n_in_layer, n_out_layer = slice(start // 2, stop // 2), sizes[layer - 1], sizes[layer]
-        by_pair = spikes.reshape(n_steps, -1, 2 * batch, n_in_layer)                   # (T, p, 2N, n)
-        projected = by_pair @ readouts[layer][chunk]                                    # (T, p, 2N, m+r)
-        perturbation = (sign * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (T, p, 2N, m)
+        chunk, n_out_layer = slice(start // 2, stop // 2), params[f"W{layer}"].shape[0]
+        by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, p, 2N pos, n)
+        projected = by_pair @ readouts[layer][chunk]                                    # (T, p, 2N pos, m+r)
+        perturbation = (sign[layer] * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (.., m)
         current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
-        return current.reshape(n_steps, stop - start, batch, n_out_layer)
+        return current.reshape(n_steps, stop - start, batch, sizes[layer])
 
     return snn.simulate(input_current, layer_current, 2 * n_pairs, n_steps, batch, sizes, lif, xp,
                         frames.dtype, count_hidden)
 
 
-def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None),
+                      network=None):
     """population_forward of the members theta +- sigma E_p of the pairs in the slice `pairs` (all P
     by default) at `generation`, with config's settings."""
-    return population_forward(config.members(params, generation, pairs), frames, lif, count_hidden)
+    return population_forward(config.members(params, generation, pairs, network), frames, lif, count_hidden,
+                              network)
 
 
 def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
@@ -116,28 +122,31 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
     return -loss
 
 
-def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
+def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE,
+                    network=None):
     """One EGGROLL generation of the spiking network on a minibatch, frames (T, N, n_in) and labels
     (N,): ask -> the population's forward and fitness -> tell.
 
     Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
     and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
     (distributed.py) shares the pairs out; alone, a process holds them all and `team` does nothing.
+    `network`: the layers (None: fully connected, read off the weights' shapes).
     """
-    snn.check_frames(params, frames, labels)
+    snn.check_frames(params, frames, labels, network)
     es = config.method(params, adam, team)
     current = State(params, state, generation)
     population = es.ask(current)
-    counts, hidden = population_forward(population, frames, lif, count_hidden=bool(config.spike_cost))  # Eq. (6)
+    counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)
     new, stats = es.tell(current, fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
                                           config.spike_cost))
     return new.params, new.optimiser, stats
 
 
-def check_config(config, params):
-    """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with."""
+def check_config(config, params, network=None):
+    """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with
+    (`network`: its layers, None: fully connected)."""
     check_population(config.population, config.sigma)
     if not config.output_sigma_scale > 0:
         raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
-    snn.check_params(params)
+    snn.check_params(params, network)
     config.method(params).check(params)  # the rank against every weight matrix, as ask checks it

@@ -37,45 +37,49 @@ def training_schedule(config, n_train):
     return config.generations, per_epoch, config.eval_every
 
 
-def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000):
+def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000, network=None):
     """The unperturbed network on a split: accuracy, spikes per sample (hidden + output), accuracy
     per digit 0-9 (None for a digit the split lacks), and where the activity is, per sample: input
     events (active inputs over the T frames), hidden and output spikes, the fraction of hidden
     neurons that never fire on the whole split, and synaptic operations — an accumulate per
-    synapse a spike crosses, sizes[1] per input event and sizes[l + 1] per spike of hidden layer l.
-    A team's processes take every K-th batch of 1,000 and add up their counts: whole numbers, so
-    the sums are exact in any order."""
-    sizes = snn.sizes_of(params)
+    synapse a spike crosses, each input's synapses (`snn.Network.synapses`) per event of it and
+    per spike of a hidden neuron. `network`: the layers (None: fully connected, read off the
+    weights' shapes). A team's processes take every K-th batch of 1,000 and add up their counts:
+    whole numbers, so the sums are exact in any order."""
+    network = snn.network_of(params, network)
+    sizes = network.sizes
     n_out, n_hidden = sizes[-1], sum(sizes[1:-1])
-    tally = numpy.zeros(n_out + n_hidden + 2)  # hits per digit, spikes of each hidden neuron, output spikes, events
-    hits, fired = slice(0, n_out), slice(n_out, n_out + n_hidden)
-    first_neuron = numpy.cumsum((n_out,) + sizes[1:-1])  # where each hidden layer starts in the tally, and the last ends
+    # hits per digit, events of each input, spikes of each hidden neuron, output spikes
+    tally = numpy.zeros(n_out + sizes[0] + n_hidden + 1)
+    hits = slice(0, n_out)
+    first_neuron = numpy.cumsum((n_out,) + sizes[:-1])  # where the inputs and each hidden layer start in the tally
     for start in range(team.rank * batch_size, len(split), team.size * batch_size):
         indices = numpy.arange(start, min(start + batch_size, len(split)))
         frames = split.frames(indices, xp)
         n_steps, batch, n_in = frames.shape
-        current = (frames.reshape(n_steps * batch, n_in) @ params["W1"].T + params["b1"]).reshape(n_steps, batch, -1)
+        x = frames.reshape(n_steps * batch, n_in)
+        current = snn.layer_current(params, 1, x, network).reshape(n_steps, batch, -1)
 
         def layer_current(layer, spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
-            per_neuron = to_numpy(spikes.sum(axis=(0, 1, 2)))
-            tally[first_neuron[layer - 2]:first_neuron[layer - 2] + sizes[layer - 1]] += per_neuron
-            return spikes @ params[f"W{layer}"].T + params[f"b{layer}"]
+            tally[first_neuron[layer - 1]:first_neuron[layer - 1] + sizes[layer - 1]] += to_numpy(spikes.sum(axis=(0, 1, 2)))
+            return snn.layer_current(params, layer, spikes, network)
         counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_steps, batch,
                                  sizes, lif, xp, frames.dtype)
         tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
-        tally[-2:] += float(counts.sum()), float(frames.sum())
+        tally[first_neuron[0]:first_neuron[1]] += to_numpy(x.sum(axis=0))
+        tally[-1] += float(counts.sum())
     tally = team.total(tally)
     samples = max(len(split), 1)
-    right, hidden, output, events = tally[hits].astype(int), tally[fired].sum(), tally[-2], tally[-1]
-    hidden_ops = sum(sizes[layer + 1] * tally[start:start + sizes[layer]].sum()  # each hidden spike's synapses
-                     for layer, start in enumerate(first_neuron[:-1], start=1))
+    layers = [tally[first:first + size] for first, size in zip(first_neuron, sizes[:-1])]  # inputs, hidden layers
+    right, events, fired, output = tally[hits].astype(int), layers[0].sum(), numpy.concatenate(layers[1:]), tally[-1]
+    operations = sum((network.synapses(layer) * counts).sum() for layer, counts in enumerate(layers, start=1))
     seen = numpy.bincount(split.labels, minlength=n_out)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
-    where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": hidden / samples,
+    where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": fired.sum() / samples,
              "output_spikes_per_sample": output / samples,
-             "silent_hidden_fraction": float((tally[fired] == 0).mean()),
-             "synaptic_ops_per_sample": (sizes[1] * events + hidden_ops) / samples}
-    return int(right.sum()) / samples, (hidden + output) / samples, per_digit, \
+             "silent_hidden_fraction": float((fired == 0).mean()),
+             "synaptic_ops_per_sample": operations / samples}
+    return int(right.sum()) / samples, (fired.sum() + output) / samples, per_digit, \
         {key: float(value) for key, value in where.items()}
 
 
@@ -138,13 +142,14 @@ def method_step(config, lif, team, total_steps):
     generation is drawn, and updated, with the sigma of its generation (config.sigma_at)."""
     if config.method == "eggroll":
         return lambda params, state, frames, labels, generation, adam: snn_eggroll.generation_step(
-            params, state, frames, labels, generation, config.eggroll(generation, total_steps), adam, lif, team)
+            params, state, frames, labels, generation, config.eggroll(generation, total_steps), adam, lif, team,
+            config.network)
     if config.method == "es":
         return lambda params, state, frames, labels, generation, adam: baselines.es_generation_step(
             params, state, frames, labels, generation, config.es(generation, total_steps), adam, lif, team)
     bptt = config.bptt()
     return lambda params, state, frames, labels, generation, adam: baselines.bptt_step(
-        params, state, frames, labels, bptt, adam, lif)
+        params, state, frames, labels, bptt, adam, lif, config.network)
 
 
 def resume_point(out, resume, params, xp, total_steps, identity):
@@ -260,9 +265,9 @@ def set_up(config, out, team, progress, command):
         xp = array_module(config.device)
         if xp is not numpy and team.size > 1:
             xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
-        params = snn.init_params(config.seed, config.sizes, std=config.init_std, xp=xp)
+        params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
         if config.method == "eggroll":
-            snn_eggroll.check_config(config.eggroll(), params)
+            snn_eggroll.check_config(config.eggroll(), params, config.network)
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)
         if team.rank == 0:
@@ -385,7 +390,8 @@ def silent(stats):
 
 def evaluate_and_save(run, params, state, done, stats, step_seconds):
     """Validation after `done` steps, its metrics record and a checkpoint; the validation."""
-    validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team)
+    validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team,
+                                                network=run.config.network)
     if run.leader:
         record = {"generation": done, "epoch": done / run.per_epoch, "wall_seconds": sum(step_seconds),
                   **timed(run), "device": device_name(run.xp), "val_acc": val_acc, "spikes_per_sample": spikes,
@@ -418,8 +424,10 @@ def finish(run, params, validation, step_seconds):
     runs from the first step to the last checkpoint."""
     waited = timed(run)
     try:
-        val_acc, spikes, val_per_digit, _ = validation or evaluate(params, run.splits.val, run.lif, run.xp, run.team)
-        test_acc, _, test_per_digit, test_sparsity = evaluate(params, run.splits.test, run.lif, run.xp, run.team)
+        val_acc, spikes, val_per_digit, _ = validation or evaluate(params, run.splits.val, run.lif, run.xp, run.team,
+                                                                   network=run.config.network)
+        test_acc, _, test_per_digit, test_sparsity = evaluate(params, run.splits.test, run.lif, run.xp, run.team,
+                                                              network=run.config.network)
     except KeyboardInterrupt as stop:
         raise Interrupted(f"{run.out} stopped in its final evaluation; its checkpoint holds step {run.saved} of "
                           f"{run.total_steps}", stop) from None
@@ -467,12 +475,13 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)
     xp = array_module(device)
-    like = snn.init_params(config.seed, config.sizes, std=config.init_std, xp=xp)
+    like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
     splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
     try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
         with numpy.errstate(over="raise", invalid="raise"):
-            scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp) for name in ("train", "val", "test")}
+            scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp, network=config.network)
+                      for name in ("train", "val", "test")}
     except FloatingPointError as error:
         raise UsageError(f"checkpoint {run_dir / CHECKPOINT} holds weights too large for the network ({error} in its "
                          f"membrane potentials): they are no trained run's; train the run again with --force") from None

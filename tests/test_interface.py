@@ -194,13 +194,14 @@ def test_a_deeper_network_trains_every_layer():
         assert not np.array_equal(new[name], params[name]), name
 
 
-def test_the_baselines_refuse_a_deeper_network():
+def test_vanilla_es_refuses_a_deeper_network_and_bptt_steps_it():
     params, frames = deep_problem()
     labels = np.zeros(6, dtype=int)
     with pytest.raises(ValueError, match="two LIF layers"):
         baselines.es_forward(params, frames.astype(np.float32), baselines.ESConfig(4, 0.1, 0, 1.0), 0)
-    with pytest.raises(ValueError, match="two LIF layers"):
-        baselines.bptt_step(params, optim.init(params), frames, labels, baselines.BPTTConfig(1.0, 1.0), optim.Adam(0.01))
+    stepped, _, stats = baselines.bptt_step(params, optim.init(params), frames, labels,
+                                            baselines.BPTTConfig(1.0, 1.0), optim.Adam(0.01))
+    assert set(stepped) == set(params) and all(not np.array_equal(stepped[k], params[k]) for k in ("W1", "b3"))
 
 
 @pytest.mark.parametrize("broken", [
@@ -210,5 +211,5 @@ def test_the_baselines_refuse_a_deeper_network():
 ])
 def test_a_network_with_missing_or_misfitting_layers_is_refused(broken):
     params, frames = deep_problem()
-    with pytest.raises(ValueError, match="snn.init_params"):
+    with pytest.raises(ValueError, match="snn.init_network"):
         snn_eggroll.perturbed_forward(broken(params), frames, snn_eggroll.Config(4, 1, 0.1, 0, 1.0), 0)

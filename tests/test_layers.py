@@ -1,0 +1,233 @@
+"""A network as data (snn.Network): dense and convolutional LIF layers of any depth, the same in
+every method. A convolution is checked against the sum a textbook writes, its col2im against the
+adjoint identity, EGGROLL's population of a convolutional network against each member's own
+forward pass, and BPTT's hand-written gradient through it against finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import baselines
+import config
+import optim
+import snn
+import snn_eggroll
+
+
+def as_float64(params):
+    return {name: value.astype(np.float64) for name, value in params.items()}
+
+
+def direct_convolution(images, weight, bias, spec):
+    """The convolution as a textbook writes it: images (M, C, H, W), weight (K, k k C) in (dy, dx,
+    channel) order; out[m, y, x, o] = b_o + sum over dy, dx, c of image[m, c, s y + dy - p, s x + dx - p]
+    weight[o, dy, dx, c] (zero outside the image). Returns (M, out_h, out_w, K)."""
+    k, s, p = spec.kernel, spec.stride, spec.padding
+    padded = np.pad(images, ((0, 0), (0, 0), (p, p), (p, p)))
+    kernels = weight.reshape(spec.channels, k, k, images.shape[1])
+    out_h, out_w = (padded.shape[2] - k) // s + 1, (padded.shape[3] - k) // s + 1
+    out = np.zeros((images.shape[0], out_h, out_w, spec.channels))
+    for y in range(out_h):
+        for x in range(out_w):
+            window = padded[:, :, s * y:s * y + k, s * x:s * x + k]
+            out[:, y, x] = np.einsum("mcyx,oyxc->mo", window, kernels) + bias
+    return out
+
+
+conv_layers = st.builds(snn.Conv, channels=st.integers(1, 4), kernel=st.integers(1, 4), stride=st.integers(1, 3),
+                        padding=st.integers(0, 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(first=conv_layers, second=conv_layers, side=st.integers(4, 9), seed=st.integers(0, 2 ** 16))
+def test_a_convolution_is_the_textbook_sum_in_either_layer(first, second, side, seed):
+    """Layer 1 reads the frames as (channel, y, x); layer 2 its predecessor's spikes as (y, x, channel)."""
+    network = snn.Network((first, second, snn.Dense(3)), (2, side, side))
+    try:
+        network.checked()
+    except ValueError:
+        return  # a kernel that does not fit: refused, as test_a_bad_layer_is_one_line_naming_the_fix checks
+    rng = np.random.default_rng(seed)
+    params = as_float64(snn.init_network(seed, network, std=1.0))
+    x = rng.random((3, 2, network.sizes[0]))                                          # (T, N, C H W)
+    want = direct_convolution(x.reshape(6, 2, side, side), params["W1"], params["b1"], first)
+    np.testing.assert_allclose(snn.layer_current(params, 1, x, network), want.reshape(3, 2, -1), rtol=1e-12, atol=1e-12)
+    channels, height, width = network.shapes()[1]
+    spikes = rng.random((3, 2, network.sizes[1]))                                     # (T, N, H W C)
+    images = spikes.reshape(6, height, width, channels).transpose(0, 3, 1, 2)
+    want = direct_convolution(images, params["W2"], params["b2"], second)
+    np.testing.assert_allclose(snn.layer_current(params, 2, spikes, network), want.reshape(3, 2, -1),
+                               rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(first=conv_layers, second=conv_layers, seed=st.integers(0, 2 ** 16))
+def test_fold_is_the_adjoint_of_unfold_and_counts_the_synapses(first, second, seed):
+    """<unfold(x), g> = <x, fold(g)> for random x and g, in both layouts; and every use of a weight
+    is a synapse: the synapses of all inputs add up to kernels x positions x patch entries that fall
+    inside the image (all of them without padding)."""
+    network = snn.Network((first, second, snn.Dense(2)), (3, 8, 8))
+    try:
+        network.checked()
+    except ValueError:
+        return
+    rng = np.random.default_rng(seed)
+    for layer in (1, 2):
+        x = rng.random((2, 3, network.sizes[layer - 1]))
+        unfolded = network.unfold(layer, x)
+        g = rng.random(unfolded.shape)
+        assert np.isclose(np.sum(unfolded * g), np.sum(x * network.fold(layer, g)), rtol=1e-10)
+        inside = network.unfold(layer, np.ones((1, network.sizes[layer - 1]))).sum()  # patch entries on the image
+        fan_out, fan_in = network.weight_shape(layer)
+        assert network.synapses(layer).sum() == fan_out * inside
+        if not network.layers[layer - 1].padding:
+            assert inside == network.positions(layer) * fan_in
+
+
+def test_a_dense_layer_feeds_its_width_and_its_products_are_the_plain_ones():
+    network = snn.Network.parse("12,5", n_out=3, image=(2, 3, 3))
+    assert network.sizes == (18, 12, 5, 3) and network.positions(2) == 1
+    assert (network.synapses(1) == 12).all() and (network.synapses(3) == 3).all()
+    x = np.arange(36.0).reshape(2, 18)
+    assert network.unfold(1, x) is x and network.fold(1, x) is x
+
+
+@pytest.mark.parametrize("hidden, layers, text", [
+    ("64", (snn.Dense(64), snn.Dense(10)), "64"),
+    ("128,64", (snn.Dense(128), snn.Dense(64), snn.Dense(10)), "128,64"),
+    ("conv8k5s2,64", (snn.Conv(8, 5, 2), snn.Dense(64), snn.Dense(10)), "conv8k5s2,64"),
+    ("conv4k3s1p1,conv8k3s2p0", (snn.Conv(4, 3, 1, 1), snn.Conv(8, 3, 2), snn.Dense(10)), "conv4k3p1,conv8k3s2"),
+])
+def test_a_hidden_value_is_parsed_into_its_layers(hidden, layers, text):
+    network = snn.Network.parse(hidden)
+    assert network.layers == layers and str(network) == text and snn.Network.parse(text) == network
+
+
+def test_the_shapes_of_a_convolutional_network():
+    network = snn.Network.parse("conv8k5s2,conv16k3p1,64")
+    assert network.shapes() == [(2, 34, 34), (8, 15, 15), (16, 15, 15), (64, 1, 1), (10, 1, 1)]
+    assert network.sizes == (2312, 1800, 3600, 64, 10)
+    assert [network.weight_shape(layer) for layer in (1, 2, 3, 4)] == [(8, 50), (16, 72), (64, 3600), (10, 64)]
+    params = snn.init_network(0, network)
+    assert {name: value.shape for name, value in params.items()} == {
+        "W1": (8, 50), "b1": (8,), "W2": (16, 72), "b2": (16,), "W3": (64, 3600), "b3": (64,), "W4": (10, 64),
+        "b4": (10,)}
+
+
+def test_init_params_is_init_network_of_the_dense_network():
+    """The runs trained before networks were data keep their initial weights."""
+    for sizes in [snn.SIZES, (12, 7, 5, 4)]:
+        old, new = snn.init_params(3, sizes, std=0.5), snn.init_network(3, snn.Network.dense(sizes), std=0.5)
+        assert all(np.array_equal(old[name], new[name]) for name in old) and list(old) == list(new)
+
+
+@pytest.mark.parametrize("hidden, message", [
+    ("conv8k40", "layer 1 (conv8k40): a 40 x 40 kernel does not fit its 34 x 34 input padded by 0: use a kernel of "
+                 "at most 34"),
+    ("conv8k5s2,conv4k16", "layer 2 (conv4k16): a 16 x 16 kernel does not fit its 15 x 15 input"),
+    ("conv8k37p1", "a 37 x 37 kernel does not fit its 34 x 34 input padded by 1: use a kernel of at most 36"),
+    ("conv0k5", "layer 1 (conv0k5) needs 1..65536 kernels"),
+    ("conv8k5s0", "stride of at least 1"),
+    ("conv8k0", "kernels of at least 1 x 1"),
+    ("64,conv8k3", "layer 2 (conv8k3) follows a dense layer, which has no image: put the convolutions first"),
+    ("64,0", "layer 2 (0) has 0 neurons: give it 1..65536"),
+    ("64,", "layer '' is neither a width"),
+    ("conv8x5", "layer 'conv8x5' is neither a width (64) nor a convolution (conv8k5s2"),
+])
+def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
+    with pytest.raises(ValueError) as caught:
+        config.check(config.RunConfig(hidden=hidden))
+    assert str(caught.value).startswith(f"--hidden {hidden}: ") and message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_vanilla_es_runs_only_the_papers_form_and_bptt_any_network():
+    assert config.RunConfig(hidden="conv2k36p1").sizes == (2312, 2, 10)  # the largest kernel padding lets fit
+    for hidden in ("128,64", "conv8k5s2"):
+        with pytest.raises(ValueError, match="vanilla ES runs one dense hidden layer here"):
+            config.check(config.RunConfig(method="es", hidden=hidden))
+        config.check(config.RunConfig(method="bptt", hidden=hidden))
+        config.check(config.RunConfig(method="eggroll", hidden=hidden))
+
+
+def small_network(hidden):
+    layers = snn.Network.parse(hidden, n_out=3).layers
+    return snn.Network(layers, (2, 7, 7)).checked()
+
+
+@pytest.mark.parametrize("hidden", ["conv3k3s2p1,5", "conv2k3,conv3k2s2,4", "6,5"])
+def test_eggrolls_population_of_a_network_is_each_members_own_forward_pass(hidden):
+    """Eq. (6) in every layer, a convolution's noise on its kernel matrix through its patches: the
+    population's counts and hidden spikes equal snn.forward of every member's formed parameters."""
+    network = small_network(hidden)
+    params = as_float64(snn.init_network(1, network, std=0.8))
+    frames = (np.random.default_rng(0).random((4, 3, network.sizes[0])) < 0.4).astype(np.float64)
+    settings_ = snn_eggroll.Config(population=8, rank=2, sigma=0.4, seed=1, logit_scale=1.0)
+    counts, hidden_spikes = snn_eggroll.perturbed_forward(params, frames, settings_, 3, count_hidden=True,
+                                                          network=network)
+    members = settings_.members(params, 3, network=network)
+    assert counts.sum() > 0
+    for i in range(8):
+        own, own_hidden = snn.forward(members.member(i), frames, count_hidden=True, network=network)
+        np.testing.assert_array_equal(counts[i], own[0])
+        assert hidden_spikes[i] == own_hidden[0]
+
+
+@pytest.mark.parametrize("hidden", ["conv3k3s2p1,5", "conv2k3,conv3k2s2,4", "6,5,4"])
+def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden):
+    """With smooth spikes and the reset differentiated, bptt_backward is the exact gradient of the
+    loss with its spike price on every hidden layer, Eq. (12): central differences agree."""
+    network = small_network(hidden)
+    rng = np.random.default_rng(2)
+    params = as_float64(snn.init_network(1, network, std=0.8))
+    frames = (rng.random((4, 3, network.sizes[0])) < 0.4).astype(np.float64)
+    labels = rng.integers(0, 3, 3)
+    lif, k, scale, price = snn.LIF(), 2.0, 2.0, 0.01
+
+    def loss(p):
+        cache = baselines.bptt_forward(p, frames, lif, smooth=True, k=k, network=network)
+        hidden_spikes = sum(cache[f"o{layer}"].sum() for layer in range(1, len(network.layers)))
+        return snn.cross_entropy(cache["counts"], labels, 4, scale) + price * hidden_spikes / 3
+
+    cache = baselines.bptt_forward(params, frames, lif, smooth=True, k=k, network=network)
+    grads = baselines.bptt_backward(params, cache, labels, lif, k, scale, detach_reset=False, spike_cost=price,
+                                    network=network)
+    assert list(grads) == list(params)
+    for name, grad in grads.items():
+        flat = params[name].reshape(-1)
+        for i in rng.choice(flat.size, min(5, flat.size), replace=False):
+            kept = flat[i]
+            flat[i] = kept + 1e-6
+            up = loss(params)
+            flat[i] = kept - 1e-6
+            down = loss(params)
+            flat[i] = kept
+            assert grad.reshape(-1)[i] == pytest.approx((up - down) / 2e-6, rel=1e-4, abs=1e-8), (name, i)
+
+
+def test_a_convolutional_network_trains_by_eggroll_and_by_bptt():
+    """A few steps of each on a task the convolution can see (a bright left or right half) lower
+    the loss; ES of the same network is refused in one line."""
+    network = small_network("conv3k3s2,6")
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, 24)
+    images = np.zeros((24, 2, 7, 7))
+    for i, label in enumerate(labels):
+        images[i, :, :, [slice(0, 3), slice(2, 5), slice(4, 7)][label]] = 1
+    frames = np.broadcast_to((images.reshape(24, -1) * (rng.random((6, 24, 98)) < 0.7)), (6, 24, 98)).astype(np.float32)
+    frames = np.ascontiguousarray(frames)
+    start = snn.init_network(0, network, std=0.5)
+    loss = lambda p: float(snn.cross_entropy(snn.forward(p, frames, network=network)[0][0], labels, 6, 5.0))  # noqa: E731
+    params, state = start, optim.init(start)
+    egg = snn_eggroll.Config(population=64, rank=1, sigma=0.2, seed=1, logit_scale=5.0)
+    for generation in range(30):
+        params, state, _ = snn_eggroll.generation_step(params, state, frames, labels, generation, egg,
+                                                       optim.Adam(0.05), network=network)
+    assert loss(params) < loss(start) - 0.1
+    params, state = start, optim.init(start)
+    for _ in range(30):
+        params, state, _ = baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(1.0, 5.0),
+                                               optim.Adam(0.05), network=network)
+    assert loss(params) < loss(start) - 0.1
+    with pytest.raises(ValueError, match="do not fit the layer before"):
+        baselines.es_generation_step(start, optim.init(start), frames, labels, 0, baselines.ESConfig(4, 0.1, 0, 5.0),
+                                     optim.Adam(0.01))
