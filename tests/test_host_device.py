@@ -178,6 +178,25 @@ def test_bptt_on_the_device(smooth, detach_reset, spike_cost):
     assert cache["o1"].any() and cache["counts"].any()
 
 
+def test_a_convolutional_network_on_the_device():
+    """A deeper network with two convolutions (padding, stride) takes the generic path on a GPU:
+    inference, EGGROLL's population and generation, and BPTT's step, im2col and col2im included."""
+    network = snn.Network(snn.Network.parse("conv3k3p1,conv4k3s2,6", n_out=4).layers, (2, 5, 5)).checked()
+    rng = np.random.default_rng(0)
+    params = snn.init_network(0, network, std=0.8)
+    frames = (rng.random((4, 5, network.sizes[0])) < 0.4).astype(np.float32)
+    labels = rng.integers(0, 4, 5)
+    assert_same(snn.init_network(0, network, std=0.8, xp=xp), params)
+    counts = run_both(snn.forward, params, frames, n_members=3, count_hidden=True, network=network)[0]
+    run_both(snn_eggroll.perturbed_forward, params, frames, CONFIG, 4, count_hidden=True, network=network)
+    run_both(snn_eggroll.generation_step, params, optim.init(params), frames, labels, 0, CONFIG, ADAM,
+             network=network)
+    cache = run_both(baselines.bptt_forward, params, frames, network=network)
+    run_both(baselines.bptt_step, params, optim.init(params), frames, labels, dataclasses.replace(BPTT, spike_cost=0.5),
+             ADAM, network=network)
+    assert counts.any() and cache["o2"].any()
+
+
 def test_kernels_are_chosen_by_the_arrays_module(monkeypatch):
     """Every gpu.enabled question of the core names the module of the arrays at hand: on a GPU,
     asking about another module would skip the kernel (or take it for host arrays)."""

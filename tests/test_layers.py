@@ -231,3 +231,32 @@ def test_a_convolutional_network_trains_by_eggroll_and_by_bptt():
     with pytest.raises(ValueError, match="do not fit the layer before"):
         baselines.es_generation_step(start, optim.init(start), frames, labels, 0, baselines.ESConfig(4, 0.1, 0, 5.0),
                                      optim.Adam(0.01))
+
+
+@pytest.mark.parametrize("method, rank, members", [("eggroll", 1, 64), ("eggroll", 4, 32), ("inference", None, 8),
+                                                   ("bptt", None, 0)])
+def test_the_memory_estimate_covers_a_convolutional_generation(method, rank, members):
+    """resources.generation_bytes of a convolutional network, before anything is allocated, covers
+    the peak tracemalloc sees (NumPy's arrays), within 4x: the layer-1 patches, the population
+    product over every position and the wide LIF layer are counted."""
+    import tracemalloc
+    import resources
+    network = snn.Network.parse("conv8k5s2,32")
+    batch, time_bins = 16, 10
+    rng = np.random.default_rng(0)
+    frames = (rng.random((time_bins, batch, network.sizes[0])) < 0.05).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    params = snn.init_network(0, network)
+    state, adam = optim.init(params), optim.Adam(0.01)
+    calls = {"eggroll": lambda: snn_eggroll.generation_step(params, state, frames, labels, 0,
+                                                            snn_eggroll.Config(members, rank or 1, 0.1, 0, 1.0), adam,
+                                                            network=network),
+             "inference": lambda: snn.forward(params, frames, n_members=members, network=network),
+             "bptt": lambda: baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(25, 1), adam,
+                                                 network=network)}
+    tracemalloc.start()
+    calls[method]()
+    peak = tracemalloc.get_traced_memory()[1] + frames.nbytes  # the frames are made before
+    tracemalloc.stop()
+    estimate = resources.generation_bytes(method, rank, members // 2, batch, time_bins, network=network)
+    assert peak <= estimate <= 4 * peak, (method, peak, estimate)

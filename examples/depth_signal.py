@@ -1,0 +1,127 @@
+"""Where does a deeper spiking network lose EGGROLL's signal? On one minibatch, per layer: how
+often its neurons fire, and how well EGGROLL's gradient estimate g (Eqs. (7)-(8)) points along
+BPTT's surrogate gradient (the cosine between g and -dL/dW), for several population sizes and
+ranks; at initialisation and every --every generations of an EGGROLL run of the `best` recipe.
+
+    OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
+
+Writes <out>/<network>.jsonl (one record per generation, population, rank and layer) and
+<out>/<network>.md (its table). A cosine near 0 means the layer's step is mostly noise: Adam then
+moves its weights by about lr per generation all the same (Eq. (9) normalises the step), a random
+walk that the layer's signal has to outrun.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project's modules
+import baselines                          # noqa: E402
+import data                               # noqa: E402
+import eggroll                            # noqa: E402
+import exits                              # noqa: E402
+import optim                              # noqa: E402
+import snn                                # noqa: E402
+import snn_eggroll                        # noqa: E402
+from run_folder import write_atomically  # noqa: E402
+
+LOGIT_SCALE, SIGMA, LR, TRAIN_POPULATION = 5.0, 0.2, 0.03, 512  # the `best` preset's EGGROLL recipe
+SLOPE = 1.0  # BPTT's surrogate slope in the `best` preset
+
+
+def eggroll_estimate(params, frames, labels, network, population, rank, seed):
+    """g of Eqs. (7)-(8), before Adam: ask -> forward -> fitness -> centred ranks -> gradient."""
+    es = snn_eggroll.Config(population, rank, SIGMA, seed, LOGIT_SCALE).method(params)
+    members = es.ask(eggroll.State(params, {}, 0))
+    counts, _ = snn_eggroll.population_forward(members, frames, snn.LIF(), network=network)
+    shaped = eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, frames.shape[0], LOGIT_SCALE))
+    return eggroll.gradient(eggroll.pair_differences(shaped), members, es.pairs)
+
+
+def cosine(a, b):
+    return float((a * b).sum() / max(np.sqrt((a * a).sum() * (b * b).sum()), 1e-30))
+
+
+def measure(params, frames, labels, network, generation, opts):
+    """The records of one point of the run: every layer's firing rate and, per population and
+    rank, the cosine between EGGROLL's g and BPTT's -gradient of its weights."""
+    cache = baselines.bptt_forward(params, frames, snn.LIF(), k=SLOPE, network=network)
+    bptt = baselines.bptt_backward(params, cache, labels, snn.LIF(), SLOPE, LOGIT_SCALE, network=network)
+    layers = range(1, len(network.layers) + 1)
+    rates = {layer: float(cache[f"o{layer}"].mean()) for layer in layers}
+    records = []
+    for population in opts.populations:
+        for rank in opts.ranks:
+            estimate = eggroll_estimate(params, frames, labels, network, population, rank, opts.seed + generation)
+            records += [{"network": str(network), "generation": generation, "population": population, "rank": rank,
+                         "layer": layer, "firing_rate": rates[layer],
+                         "cosine": cosine(estimate[f"W{layer}"], -bptt[f"W{layer}"])} for layer in layers]
+    return records
+
+
+def table(records):
+    """Markdown: a row per generation, population and rank; per layer, the cosine (and, once per
+    generation, the firing rate)."""
+    layers = sorted({r["layer"] for r in records})
+    lines = ["| generation | members | rank | " + " | ".join(f"cos W{layer}" for layer in layers) + " | "
+             + " | ".join(f"rate {layer}" for layer in layers) + " |", "|" + "---|" * (3 + 2 * len(layers))]
+    keys = sorted({(r["generation"], r["population"], r["rank"]) for r in records})
+    for key in keys:
+        row = {r["layer"]: r for r in records if (r["generation"], r["population"], r["rank"]) == key}
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(f"{row[layer]['cosine']:.3f}" for layer in layers)
+                     + " | " + " | ".join(f"{row[layer]['firing_rate']:.3f}" for layer in layers) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-root", required=True, help="folder holding N-MNIST (its Train and Test folders)")
+    parser.add_argument("--hidden", default="128,64", help="the hidden layers, as run.py train --hidden")
+    parser.add_argument("--generations", type=int, default=300, help="EGGROLL generations of the run (default: 300)")
+    parser.add_argument("--every", type=int, default=100, help="generations between measurements (default: 100)")
+    parser.add_argument("--populations", default="256,1024,4096", help="members of the estimates compared")
+    parser.add_argument("--ranks", default="1,4", help="ranks of the estimates compared")
+    parser.add_argument("--batch-size", type=int, default=256, help="samples of the minibatch measured and of each "
+                                                                    "training generation (default: 256)")
+    parser.add_argument("--init-std", type=float, default=snn.INIT_STD, help="W, b ~ N(0, init_std^2)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth" / "signal")
+    parser.add_argument("--cache-dir", default=None, help="folder for the frame cache")
+    opts = parser.parse_args(argv)
+    opts.populations = [int(p) for p in opts.populations.split(",")]
+    opts.ranks = [int(r) for r in opts.ranks.split(",")]
+
+    def command():
+        measure_along_a_run(opts, snn.Network.parse(opts.hidden))
+    return exits.handled(command, "rerun the same command")
+
+
+def measure_along_a_run(opts, network):
+    """Measure at generation 0 and every --every generations of an EGGROLL run; write the records."""
+    splits = data.load_nmnist(opts.data_root, 10, opts.cache_dir, progress=False)
+    measured = np.arange(min(opts.batch_size, len(splits.val)))
+    frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
+    params = snn.init_network(opts.seed, network, std=opts.init_std)
+    state, rng, records = optim.init(params), np.random.default_rng(opts.seed), []
+    settings = snn_eggroll.Config(TRAIN_POPULATION, 1, SIGMA, opts.seed, LOGIT_SCALE)
+    for generation in range(opts.generations + 1):
+        if generation % opts.every == 0:
+            records += measure(params, frames, labels, network, generation, opts)
+            print(table([r for r in records if r["generation"] == generation]), flush=True)
+        if generation < opts.generations:
+            batch = rng.choice(len(splits.train), opts.batch_size, replace=False)
+            adam = optim.Adam(optim.scheduled_lr(LR, "cosine", generation, opts.generations))
+            params, state, _ = snn_eggroll.generation_step(params, state, splits.train.frames(batch, np),
+                                                           splits.train.labels[batch], generation, settings, adam,
+                                                           network=network)
+    name = str(network).replace(",", "-")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    write_atomically(opts.out / f"{name}.md", table(records))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
