@@ -1,11 +1,15 @@
-"""Does depth pay for a gradient-free method? EGGROLL r = 1 on spiking networks of N-MNIST of one
-hidden layer (64, the paper's; 128) and two (128, 64), with one recipe and budget, through
-`run.py train`; then a table of their accuracy and time from the runs' records.
+"""Does depth pay? Spiking networks of N-MNIST of one hidden layer (64, the paper's; 128), two
+(128, 64) and convolutional ones (conv8k5s3: 8 kernels of 5 x 5, stride 3), trained by EGGROLL
+r = 1 at one population and budget and by hand-written BPTT, each with one recipe, through
+`run.py train`; then a table of their accuracy, time and activity from the runs' records.
 
-    python examples/snn_depth.py --data-root DIR [--real-root DIR] [--out results/depth]
+    python examples/snn_depth.py --data-root DIR [--real-root DIR] [--hidden 64 128,64 conv8k5s3]
+                                 [--methods eggroll bptt] [--out results/depth]
 
-A finished run is skipped, an unfinished one resumed, so the script can be stopped and run again;
-two copies with different --hidden share the work of one folder.
+A run is resumed where it stopped and a finished one left as it is (run.py train --resume refuses a
+folder trained with other settings), so the script can be stopped and run again; copies with
+different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
+copy (real.json, scored again when the copy changes).
 """
 import argparse
 import json
@@ -17,52 +21,74 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import exits                                 # noqa: E402
+import snn                                   # noqa: E402
 from run_folder import write_atomically     # noqa: E402
 
-RECIPE = ["--method", "eggroll", "--rank", "1", "--population", "512", "--batch-size", "256", "--sigma", "0.2",
-          "--lr", "0.03", "--lr-schedule", "cosine", "--logit-scale", "5", "--eval-every", "100"]
+# The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
+# recordings; BPTT with its surrogate, weight decay and shifts.
+RECIPES = {
+    "eggroll": ["--method", "eggroll", "--rank", "1", "--population", "512", "--batch-size", "256", "--sigma", "0.2",
+                "--lr", "0.03", "--lr-schedule", "cosine", "--logit-scale", "5", "--eval-every", "100"],
+    "bptt": ["--method", "bptt", "--epochs", "5", "--batch-size", "256", "--lr", "0.02", "--lr-schedule", "cosine",
+             "--logit-scale", "10", "--slope", "1", "--weight-decay", "0.1", "--max-shift", "1"],
+}
 
 
-def train(hidden, opts):
-    """Train (or resume, or skip) the run of `hidden` and score it on --real-root."""
+def run_folder(method, hidden, opts):
+    """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1."""
     init = "" if opts.init_std == 0.3 else f"-init{opts.init_std:g}"
-    out = opts.out / "runs" / f"hidden-{hidden.replace(',', '-')}{init}-seed{opts.seed}"
-    if not (out / "final.json").exists():
-        command = [sys.executable, str(ROOT / "run.py"), "train", *RECIPE, "--hidden", hidden,
-                   "--generations", str(opts.generations), "--seed", str(opts.seed), "--init-std", str(opts.init_std),
-                   "--data-root", opts.data_root,
-                   "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
-        trained = subprocess.run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
-        if trained.returncode:  # run.py said why, in one line
-            sys.exit(trained.returncode)
-    if opts.real_root and not (out / "real.json").exists():
+    prefix = "" if method == "eggroll" else f"{method}-"
+    return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{init}-seed{opts.seed}"
+
+
+def train(method, hidden, opts):
+    """Train (or resume, or leave finished) the run of `method` on `hidden`; score it on --real-root."""
+    out = run_folder(method, hidden, opts)
+    budget = ["--generations", str(opts.generations)] if method == "eggroll" else ["--epochs", str(opts.epochs)]
+    command = [sys.executable, str(ROOT / "run.py"), "train", *RECIPES[method], *budget, "--hidden", hidden,
+               "--seed", str(opts.seed), "--init-std", str(opts.init_std), "--data-root", opts.data_root,
+               "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
+    trained = subprocess.run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+                             stdout=subprocess.DEVNULL)
+    if trained.returncode:  # run.py said why, in one line
+        sys.exit(trained.returncode)
+    real_path = out / "real.json"
+    if opts.real_root and not (real_path.exists() and json.loads(real_path.read_text()).get("data_root")
+                               == str(Path(opts.real_root).resolve())):
         scored = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out),
                                  "--data-root", opts.real_root], stdout=subprocess.PIPE, text=True)
         if scored.returncode:
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)
-        write_atomically(out / "real.json", json.dumps(real, indent=1))
+        real["data_root"] = str(Path(opts.real_root).resolve())
+        write_atomically(real_path, json.dumps(real, indent=1))
 
 
-def hidden_of(out):
-    """The hidden sizes of the run in folder `out`, from its config.json (the paper's 64 if it has none)."""
-    return [int(size) for size in json.loads((out / "config.json").read_text()).get("hidden", "64").split(",")]
+def settings_of(out):
+    """The run's config.json (the paper's 2312-64-10 if it names no hidden layers)."""
+    return {"hidden": "64", **json.loads((out / "config.json").read_text())}
 
 
 def table(folders):
-    """A Markdown table of the finished runs: sizes, test and validation accuracy, real recordings,
-    seconds of update steps and hidden spikes per test sample."""
-    lines = ["| network | init std | test % | val % | real recordings % | step s | hidden spikes |",
-             "|---|---|---|---|---|---|---|"]
+    """A Markdown table of the finished runs: method, network, budget, test, validation and
+    real-recordings accuracy, seconds per update and of all updates, hidden spikes and synaptic
+    operations per test sample."""
+    lines = ["| method | network | init std | members | budget | test % | val % | real recordings % | "
+             "s / update | step s | hidden spikes | synaptic ops |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for out in folders:
-        final = json.loads((out / "final.json").read_text())
+        final, settings = json.loads((out / "final.json").read_text()), settings_of(out)
         real = json.loads((out / "real.json").read_text())["accuracy"]["all"] if (out / "real.json").exists() else None
-        sizes = "-".join(map(str, [2312, *hidden_of(out), 10]))
-        init = json.loads((out / "config.json").read_text())["init_std"]
-        lines.append(f"| {sizes} | {init:g} | {100 * final['test_acc']:.2f} | {100 * final['val_acc']:.2f} | "
-                     f"{'–' if real is None else f'{100 * real:.2f}'} | {final['total_seconds']:.0f} | "
-                     f"{final['test_sparsity']['hidden_spikes_per_sample']:.1f} |")
+        network = f"2312-{settings['hidden'].replace(',', '-')}-10"
+        evolved = settings["method"] != "bptt"
+        budget = f"{settings['generations']} generations" if evolved else f"{settings['epochs']} epochs"
+        sparsity = final["test_sparsity"]
+        lines.append(f"| {settings['method']} | {network} | {settings['init_std']:g} | "
+                     f"{settings['population'] if evolved else '–'} | {budget} | {100 * final['test_acc']:.2f} | "
+                     f"{100 * final['val_acc']:.2f} | {'–' if real is None else f'{100 * real:.2f}'} | "
+                     f"{final['median_seconds_per_generation']:.3f} | {final['total_seconds']:.0f} | "
+                     f"{sparsity['hidden_spikes_per_sample']:.1f} | {sparsity['synaptic_ops_per_sample']:,.0f} |")
     return "\n".join(lines)
 
 
@@ -71,23 +97,32 @@ def main():
     parser.add_argument("--data-root", required=True, help="N-MNIST to train on (run.py train --data-root)")
     parser.add_argument("--real-root", help="another N-MNIST copy to score every run on")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
-    parser.add_argument("--hidden", nargs="+", default=["64", "128", "128,64"], help="hidden sizes of each network")
-    parser.add_argument("--generations", type=int, default=1000)
+    parser.add_argument("--hidden", nargs="+", default=["64", "128", "128,64", "conv8k5s3"],
+                        help="the hidden layers of each network, as run.py train --hidden")
+    parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
+    parser.add_argument("--generations", type=int, default=1000, help="EGGROLL's generations (default: 1000)")
+    parser.add_argument("--epochs", type=int, default=5, help="BPTT's epochs (default: 5)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--init-std", type=float, default=0.3, help="W, b ~ N(0, init_std^2) in every layer")
     opts = parser.parse_args()
 
     def command():
-        for hidden in opts.hidden:
-            train(hidden, opts)
+        for method in opts.methods:
+            for hidden in opts.hidden:
+                train(method, hidden, opts)
         exits.say(write_table(opts.out)[0].read_text(), f"the table is in {opts.out / 'table.md'}")
-    return exits.handled(command, "rerun the same command to continue (finished runs are skipped)")
+    return exits.handled(command, "rerun the same command to continue (finished runs are left as they are)")
 
 
 def write_table(out):
-    """table.md of the finished runs under out/runs, the smaller networks first; [its path]."""
+    """table.md of the finished runs under out/runs, EGGROLL's first, the shallower and then the
+    smaller networks first; [its path]."""
     finished = [path for path in (out / "runs").iterdir() if (path / "final.json").exists()]
-    text = table(sorted(finished, key=lambda path: (len(hidden_of(path)), hidden_of(path), path.name)))
+    def order(path):
+        settings = settings_of(path)
+        network = snn.Network.parse(settings["hidden"])
+        return settings["method"] != "eggroll", len(network.layers), sum(network.sizes), path.name
+    text = table(sorted(finished, key=order))
     write_atomically(out / "table.md", text + "\n")
     return [out / "table.md"]
 

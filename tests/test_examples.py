@@ -105,21 +105,28 @@ def test_no_mnist_is_one_line_and_exit_status_2(args, tmp_path):
 
 
 def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path):
-    """examples/snn_depth.py on the repository's sample, two tiny networks of one and two hidden
-    layers: each run's config.json holds its sizes, its real.json scores it, the table has a row per
-    run (the smaller first), and a second call trains nothing and writes the same table."""
+    """examples/snn_depth.py on the repository's sample, tiny networks of one and two hidden layers
+    and a convolutional one, by EGGROLL and BPTT: each run's config.json holds its layers, its
+    real.json scores it, the table has a row per run (EGGROLL's first, the smaller networks first),
+    a second call trains nothing and writes the same table, and one asking for more generations
+    goes on with the runs it names instead of showing the old table."""
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--real-root", str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--generations", "2",
-               "--hidden", "12,6", "12"]
+               "--epochs", "1", "--hidden", "12,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    rows = [line for line in first.stdout.splitlines() if line.startswith("| 2312")]
-    assert [row.split(" | ")[0] for row in rows] == ["| 2312-12-10", "| 2312-12-6-10"]
+    rows = [line.split(" | ")[:2] for line in first.stdout.splitlines() if " | 2312" in line]
+    assert rows == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"], ["| eggroll", "2312-12-6-10"],
+                    ["| bptt", "2312-12-10"], ["| bptt", "2312-conv2k5s3-10"], ["| bptt", "2312-12-6-10"]]
     runs = tmp_path / "runs"
-    assert sorted(p.name for p in runs.iterdir()) == ["hidden-12-6-seed1", "hidden-12-seed1"]
+    assert sorted(p.name for p in runs.iterdir()) == [
+        "bptt-hidden-12-6-seed1", "bptt-hidden-12-seed1", "bptt-hidden-conv2k5s3-seed1", "hidden-12-6-seed1",
+        "hidden-12-seed1", "hidden-conv2k5s3-seed1"]
     assert '"hidden": "12,6"' in (runs / "hidden-12-6-seed1" / "config.json").read_text()
-    assert (runs / "hidden-12-seed1" / "real.json").is_file()
+    assert (runs / "bptt-hidden-conv2k5s3-seed1" / "real.json").is_file()
     table = (tmp_path / "table.md").read_text()
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and "median_seconds_per_generation" not in again.stdout  # nothing trained
-    assert (tmp_path / "table.md").read_text() == table
+    assert again.returncode == 0 and (tmp_path / "table.md").read_text() == table
+    longer = subprocess.run([*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):]],
+                            capture_output=True, text=True, timeout=300)
+    assert longer.returncode == 2 and "holds a run with other settings (generations)" in longer.stderr
