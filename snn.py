@@ -177,24 +177,29 @@ class Network:
     def unfold(self, layer, x):
         """What W{layer} multiplies in the layer's input x (..., N, n), one row per product: x itself
         for a dense layer; for a convolution every patch of every sample (im2col), (..., N positions,
-        in_channels k k), positions in (y, x) order, a patch's entries in (dy, dx, channel) order.
-        Layer 1 reads the frames' (channel, y, x) order, a later convolution its predecessor's
-        (y, x, channel)."""
+        in_channels k k), positions in (y, x) order, a patch's entries in (dy, dx, channel) order."""
         spec = self.layers[layer - 1]
         if isinstance(spec, Dense):
             return x
         xp = array_module_of(x)
-        (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
-        k, s, pad = spec.kernel, spec.stride, spec.padding
-        images = x.reshape(-1, channels, height, width).transpose(0, 2, 3, 1) if layer == 1 else \
-            x.reshape(-1, height, width, channels)
-        if pad:
-            images = xp.pad(images, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-        patches = xp.empty((images.shape[0], out_h, out_w, k, k, channels), dtype=x.dtype)
+        images, (_, out_h, out_w), k, s = self.images(layer, x), self.shapes()[layer], spec.kernel, spec.stride
+        # gathered as (dy, dx, channel, sample, y, x), each (dy, dx) one contiguous block, then reordered
+        patches = xp.empty((k, k) + images.shape[1:2] + images.shape[:1] + (out_h, out_w), dtype=x.dtype)
         for dy in range(k):
             for dx in range(k):
-                patches[:, :, :, dy, dx] = images[:, dy:dy + s * out_h:s, dx:dx + s * out_w:s]
-        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, k * k * channels))
+                patches[dy, dx] = images[:, :, dy:dy + s * out_h:s, dx:dx + s * out_w:s].transpose(1, 0, 2, 3)
+        patches = patches.transpose(3, 4, 5, 0, 1, 2)                                  # (sample, y, x, dy, dx, c)
+        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, k * k * images.shape[1]))
+
+    def images(self, layer, x):
+        """The layer's input x (..., n) as padded images (samples, channels, height, width): layer 1
+        reads the frames' (channel, y, x) order, a later convolution its predecessor's (y, x, channel)."""
+        xp = array_module_of(x)
+        channels, height, width = self.shapes()[layer - 1]
+        images = x.reshape(-1, channels, height, width) if layer == 1 else \
+            x.reshape(-1, height, width, channels).transpose(0, 3, 1, 2)
+        pad = self.layers[layer - 1].padding
+        return xp.pad(images, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else images
 
     def fold(self, layer, grad):
         """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels k k) back onto the
@@ -205,14 +210,14 @@ class Network:
         xp = array_module_of(grad)
         (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
         k, s, pad = spec.kernel, spec.stride, spec.padding
-        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels)
-        images = xp.zeros((by_patch.shape[0], height + 2 * pad, width + 2 * pad, channels), dtype=grad.dtype)
+        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels).transpose(3, 4, 5, 0, 1, 2)  # (dy, dx, c, sample, y, x)
+        images = xp.zeros((by_patch.shape[3], channels, height + 2 * pad, width + 2 * pad), dtype=grad.dtype)
         for dy in range(k):
             for dx in range(k):
-                images[:, dy:dy + s * out_h:s, dx:dx + s * out_w:s] += by_patch[:, :, :, dy, dx]
-        images = images[:, pad:pad + height, pad:pad + width]
-        if layer == 1:
-            images = images.transpose(0, 3, 1, 2)
+                images[:, :, dy:dy + s * out_h:s, dx:dx + s * out_w:s] += by_patch[dy, dx].transpose(1, 0, 2, 3)
+        images = images[:, :, pad:pad + height, pad:pad + width]
+        if layer > 1:
+            images = images.transpose(0, 2, 3, 1)
         samples = grad.shape[-2] // (out_h * out_w)
         return images.reshape(grad.shape[:-2] + (samples, channels * height * width))
 
