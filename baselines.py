@@ -236,14 +236,12 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     n_steps, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
     cache = {"frames": frames}
-    current = snn.layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network)
-    spikes = current.reshape(n_steps, batch, -1)  # layer 1's current, then each layer's spikes
+    inputs = frames.reshape(n_steps * batch, n_in)  # layer 1's, then each layer's the spikes of the one before
     for layer in range(1, len(network.layers) + 1):
-        if layer > 1:
-            current = snn.layer_current(params, layer, spikes, network)
-        cache[f"v{layer}"], cache[f"o{layer}"] = lif_forward(current.reshape(n_steps, batch, -1), lif, spike, k)
-        spikes = cache[f"o{layer}"]
-    cache["counts"] = spikes.sum(axis=0)
+        current = snn.layer_current(params, layer, inputs, network).reshape(n_steps, batch, -1)
+        cache[f"v{layer}"], cache[f"o{layer}"] = lif_forward(current, lif, spike, k)
+        inputs = cache[f"o{layer}"]
+    cache["counts"] = inputs.sum(axis=0)
     return cache
 
 
