@@ -1,8 +1,11 @@
 """examples/mlp_mnist.py on small problems without MNIST: both trainers learn a separable synthetic
 task, the hand-written backward pass is the gradient, the command runs end to end on a synthetic
-IDX folder, and a missing --mnist folder is one line and exit status 2."""
+IDX folder, and a missing --mnist folder is one line and exit status 2; the spiking examples of
+depth (snn_depth.py, depth_signal.py, depth_speed.py) on the repository's sample."""
 import gzip
 import importlib.util
+import json
+import os
 import struct
 import subprocess
 import sys
@@ -130,3 +133,35 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     longer = subprocess.run([*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):]],
                             capture_output=True, text=True, timeout=300)
     assert longer.returncode == 2 and "holds a run with other settings (generations)" in longer.stderr
+
+
+def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
+    """examples/depth_speed.py: a row per network, the paper's first at 1.0x, every time positive."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_speed.py"), "--hidden", "8,4", "conv2k5s3",
+                           "--members", "4", "--repeats", "1"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| 2312")]
+    assert [row[0] for row in rows] == ["| 2312-64-10", "| 2312-8-4-10", "| 2312-conv2k5s3-10"]
+    assert [row[1] for row in rows] == ["74", "22", "210"]
+    assert all(cell.endswith("(1.0x)") or cell.endswith("(1.0x) |") for cell in rows[0][2:])
+    assert all(float(cell.split()[0]) > 0 for row in rows for cell in row[2:])
+
+
+def test_the_depth_signal_example_records_every_layer(tmp_path):
+    """examples/depth_signal.py on the sample: a record per generation, population, rank and layer,
+    each cosine in [-1, 1] and firing rate in [0, 1], a layer's rate the same for every estimate of
+    one generation, and the table beside them."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--hidden", "12,6", "--generations", "2", "--every", "2",
+                           "--populations", "8,16", "--ranks", "1,2", "--batch-size", "16", "--out", str(tmp_path),
+                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (tmp_path / "12-6.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * 2 * 2 * 3  # generations 0 and 2, two populations, two ranks, three layers
+    assert all(-1 <= r["cosine"] <= 1 and 0 <= r["firing_rate"] <= 1 for r in records)
+    for generation in (0, 2):
+        for layer in (1, 2, 3):
+            rates = {r["firing_rate"] for r in records if r["generation"] == generation and r["layer"] == layer}
+            assert len(rates) == 1
+    assert (tmp_path / "12-6.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")

@@ -1,0 +1,71 @@
+"""What a network's layers cost: for each --hidden network, the seconds of one EGGROLL generation,
+of inference of the same members (snn.forward), and of one BPTT step, on random frames at
+N-MNIST's input density, on one device in one run (ratios to the paper's 2312-64-10 beside them).
+
+    OPENBLAS_NUM_THREADS=1 python examples/depth_speed.py [--hidden 64 128,64 conv8k5s3] [--members 1024]
+                                                          [--device gpu]
+
+Dense networks of two layers run the fused CUDA kernels on a GPU; every other network the generic
+CuPy path, the NumPy code on the GPU's arrays.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project's modules
+import baselines                     # noqa: E402
+import exits                         # noqa: E402
+import optim                         # noqa: E402
+import snn                           # noqa: E402
+import snn_eggroll                   # noqa: E402
+from backend import DEVICES, array_module, device_name  # noqa: E402
+from bench import INPUT_DENSITY, REFERENCE, time_calls  # noqa: E402
+
+
+def seconds_of(network, members, rank, xp, repeats):
+    """Median seconds of an EGGROLL generation, inference of `members` and a BPTT step on `network`."""
+    import numpy
+    rng = numpy.random.default_rng(0)
+    frames = xp.asarray(rng.random((REFERENCE["time_bins"], REFERENCE["batch"], network.sizes[0])) < INPUT_DENSITY,
+                        dtype=xp.float32)
+    labels = xp.asarray(rng.integers(0, network.sizes[-1], REFERENCE["batch"]))
+    params, adam = snn.init_network(0, network, xp=xp), optim.Adam(0.01)
+    state = optim.init(params)
+    settings = snn_eggroll.Config(members, rank, 0.1, 0, 1.0)
+    return {"eggroll": time_calls(lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, settings, adam,
+                                                                      network=network), repeats, xp),
+            "inference": time_calls(lambda: snn.forward(params, frames, n_members=members, network=network), repeats, xp),
+            "bptt": time_calls(lambda: baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(1.0, 1.0),
+                                                           adam, network=network), repeats, xp)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hidden", nargs="+", default=["64", "128,64", "conv8k5s3"],
+                        help="the hidden layers of each network, as run.py train --hidden")
+    parser.add_argument("--members", type=int, default=1024, help="EGGROLL's population (default: 1024)")
+    parser.add_argument("--rank", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls of each, after a warm-up")
+    parser.add_argument("--device", choices=DEVICES, default="cpu")
+    opts = parser.parse_args()
+
+    def command():
+        xp = array_module(opts.device)
+        networks = {hidden: snn.Network.parse(hidden) for hidden in ["64", *opts.hidden]}  # the paper's first
+        times = {hidden: seconds_of(network, opts.members, opts.rank, xp, opts.repeats)
+                 for hidden, network in networks.items()}
+        lines = [f"{device_name(xp)}; {opts.members} members, rank {opts.rank}, minibatch {REFERENCE['batch']}, "
+                 f"T = {REFERENCE['time_bins']} (seconds, and x 2312-64-10's)", "",
+                 "| network | neurons | EGGROLL generation | inference | BPTT step |", "|---|---|---|---|---|"]
+        for hidden in dict.fromkeys(["64", *opts.hidden]):
+            cells = [f"{times[hidden][key]:.3f} ({times[hidden][key] / times['64'][key]:.1f}x)"
+                     for key in ("eggroll", "inference", "bptt")]
+            lines.append(f"| 2312-{hidden.replace(',', '-')}-10 | {sum(networks[hidden].sizes[1:]):,} | "
+                         + " | ".join(cells) + " |")
+        exits.say("\n".join(lines), "rerun it with its output going where it can be written")
+    return exits.handled(command, "rerun the same command")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
