@@ -25,28 +25,40 @@ import snn                                   # noqa: E402
 from run_folder import write_atomically     # noqa: E402
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
-# recordings; BPTT with its surrogate, weight decay and shifts.
+# recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's
+# budget, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation.
 RECIPES = {
-    "eggroll": ["--method", "eggroll", "--rank", "1", "--population", "512", "--batch-size", "256", "--sigma", "0.2",
-                "--lr", "0.03", "--lr-schedule", "cosine", "--logit-scale", "5", "--eval-every", "100"],
-    "bptt": ["--method", "bptt", "--epochs", "5", "--batch-size", "256", "--lr", "0.02", "--lr-schedule", "cosine",
+    "eggroll": ["--method", "eggroll", "--rank", "1", "--population", "512", "--batch-size", "256",
+                "--lr-schedule", "cosine", "--eval-every", "100"],
+    "bptt": ["--method", "bptt", "--batch-size", "256", "--lr", "0.02", "--lr-schedule", "cosine",
              "--logit-scale", "10", "--slope", "1", "--weight-decay", "0.1", "--max-shift", "1"],
 }
+# option: (default, the methods it applies to, its mark in a run's folder name away from the default)
+LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
+          "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
+          "init_std": (0.3, ("eggroll", "bptt"), "init")}
+
+
+def levers(method, opts):
+    """The options of LEVERS that apply to `method`, as {name: value}."""
+    return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods}
 
 
 def run_folder(method, hidden, opts):
-    """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1."""
-    init = "" if opts.init_std == 0.3 else f"-init{opts.init_std:g}"
+    """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1;
+    each lever away from its default marks the name: hidden-128-64-g300-logit1-seed1."""
+    marks = "".join(f"-{LEVERS[name][2]}{value:g}" for name, value in levers(method, opts).items()
+                    if value != LEVERS[name][0])
     prefix = "" if method == "eggroll" else f"{method}-"
-    return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{init}-seed{opts.seed}"
+    return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{marks}-seed{opts.seed}"
 
 
 def train(method, hidden, opts):
     """Train (or resume, or leave finished) the run of `method` on `hidden`; score it on --real-root."""
     out = run_folder(method, hidden, opts)
-    budget = ["--generations", str(opts.generations)] if method == "eggroll" else ["--epochs", str(opts.epochs)]
-    command = [sys.executable, str(ROOT / "run.py"), "train", *RECIPES[method], *budget, "--hidden", hidden,
-               "--seed", str(opts.seed), "--init-std", str(opts.init_std), "--data-root", opts.data_root,
+    settings = [part for name, value in levers(method, opts).items() for part in (f"--{name.replace('_', '-')}", str(value))]
+    command = [sys.executable, str(ROOT / "run.py"), "train", *RECIPES[method], *settings, "--hidden", hidden,
+               "--seed", str(opts.seed), "--data-root", opts.data_root,
                "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
     trained = subprocess.run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
                              stdout=subprocess.DEVNULL)
@@ -71,11 +83,11 @@ def settings_of(out):
 
 
 def table(folders):
-    """A Markdown table of the finished runs: method, network, budget, test, validation and
-    real-recordings accuracy, seconds per update and of all updates, hidden spikes and synaptic
-    operations per test sample."""
-    lines = ["| method | network | init std | members | budget | test % | val % | real recordings % | "
-             "s / update | step s | hidden spikes | synaptic ops |",
+    """A Markdown table of the finished runs: method, network, budget, the recipe's levers, test,
+    validation and real-recordings accuracy, seconds per update and of all updates, hidden spikes
+    and synaptic operations per test sample."""
+    lines = ["| method | network | members | budget | σ, lr, logit scale, init std | test % | val % | "
+             "real recordings % | s / update | step s | hidden spikes | synaptic ops |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for out in folders:
         final, settings = json.loads((out / "final.json").read_text()), settings_of(out)
@@ -84,8 +96,11 @@ def table(folders):
         evolved = settings["method"] != "bptt"
         budget = f"{settings['generations']} generations" if evolved else f"{settings['epochs']} epochs"
         sparsity = final["test_sparsity"]
-        lines.append(f"| {settings['method']} | {network} | {settings['init_std']:g} | "
-                     f"{settings['population'] if evolved else '–'} | {budget} | {100 * final['test_acc']:.2f} | "
+        recipe = ", ".join(f"{settings[name]:g}" if name in settings else "–"
+                           for name in ("sigma", "lr", "logit_scale", "init_std")) if evolved else \
+            f"–, –, –, {settings['init_std']:g}"
+        lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
+                     f"{recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {'–' if real is None else f'{100 * real:.2f}'} | "
                      f"{final['median_seconds_per_generation']:.3f} | {final['total_seconds']:.0f} | "
                      f"{sparsity['hidden_spikes_per_sample']:.1f} | {sparsity['synaptic_ops_per_sample']:,.0f} |")
@@ -102,8 +117,11 @@ def main():
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
     parser.add_argument("--generations", type=int, default=1000, help="EGGROLL's generations (default: 1000)")
     parser.add_argument("--epochs", type=int, default=5, help="BPTT's epochs (default: 5)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sigma", type=float, default=0.2, help="EGGROLL's sigma (default: 0.2)")
+    parser.add_argument("--lr", type=float, default=0.03, help="EGGROLL's learning rate (default: 0.03)")
+    parser.add_argument("--logit-scale", type=float, default=5.0, help="EGGROLL's readout scale (default: 5)")
     parser.add_argument("--init-std", type=float, default=0.3, help="W, b ~ N(0, init_std^2) in every layer")
+    parser.add_argument("--seed", type=int, default=1)
     opts = parser.parse_args()
 
     def command():
@@ -115,13 +133,14 @@ def main():
 
 
 def write_table(out):
-    """table.md of the finished runs under out/runs, EGGROLL's first, the shallower and then the
-    smaller networks first; [its path]."""
+    """table.md of the finished runs under out/runs, EGGROLL's first, by budget, the shallower and
+    then the smaller networks first; [its path]."""
     finished = [path for path in (out / "runs").iterdir() if (path / "final.json").exists()]
     def order(path):
         settings = settings_of(path)
         network = snn.Network.parse(settings["hidden"])
-        return settings["method"] != "eggroll", len(network.layers), sum(network.sizes), path.name
+        budget = settings.get("generations", 0) if settings["method"] == "eggroll" else settings["epochs"]
+        return settings["method"] != "eggroll", budget, len(network.layers), sum(network.sizes), path.name
     text = table(sorted(finished, key=order))
     write_atomically(out / "table.md", text + "\n")
     return [out / "table.md"]

@@ -112,27 +112,32 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     and a convolutional one, by EGGROLL and BPTT: each run's config.json holds its layers, its
     real.json scores it, the table has a row per run (EGGROLL's first, the smaller networks first),
     a second call trains nothing and writes the same table, and one asking for more generations
-    goes on with the runs it names instead of showing the old table."""
+    trains runs of its own beside the others (their folders name the levers away from the recipe)."""
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--real-root", str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--generations", "2",
-               "--epochs", "1", "--hidden", "12,6", "12", "conv2k5s3"]
+               "--epochs", "1", "--logit-scale", "1", "--hidden", "12,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    rows = [line.split(" | ")[:2] for line in first.stdout.splitlines() if " | 2312" in line]
-    assert rows == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"], ["| eggroll", "2312-12-6-10"],
-                    ["| bptt", "2312-12-10"], ["| bptt", "2312-conv2k5s3-10"], ["| bptt", "2312-12-6-10"]]
+    rows = [line.split(" | ")[:5] for line in first.stdout.splitlines() if " | 2312" in line]
+    assert [row[:2] for row in rows] == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"],
+                                         ["| eggroll", "2312-12-6-10"], ["| bptt", "2312-12-10"],
+                                         ["| bptt", "2312-conv2k5s3-10"], ["| bptt", "2312-12-6-10"]]
+    assert rows[0][3:] == ["2 generations", "0.2, 0.03, 1, 0.3"] and rows[3][3:] == ["1 epochs", "–, –, –, 0.3"]
     runs = tmp_path / "runs"
     assert sorted(p.name for p in runs.iterdir()) == [
-        "bptt-hidden-12-6-seed1", "bptt-hidden-12-seed1", "bptt-hidden-conv2k5s3-seed1", "hidden-12-6-seed1",
-        "hidden-12-seed1", "hidden-conv2k5s3-seed1"]
-    assert '"hidden": "12,6"' in (runs / "hidden-12-6-seed1" / "config.json").read_text()
-    assert (runs / "bptt-hidden-conv2k5s3-seed1" / "real.json").is_file()
+        "bptt-hidden-12-6-e1-seed1", "bptt-hidden-12-e1-seed1", "bptt-hidden-conv2k5s3-e1-seed1",
+        "hidden-12-6-g2-logit1-seed1", "hidden-12-g2-logit1-seed1", "hidden-conv2k5s3-g2-logit1-seed1"]
+    assert '"hidden": "12,6"' in (runs / "hidden-12-6-g2-logit1-seed1" / "config.json").read_text()
+    assert (runs / "bptt-hidden-conv2k5s3-e1-seed1" / "real.json").is_file()
     table = (tmp_path / "table.md").read_text()
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and (tmp_path / "table.md").read_text() == table
-    longer = subprocess.run([*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):]],
-                            capture_output=True, text=True, timeout=300)
-    assert longer.returncode == 2 and "holds a run with other settings (generations)" in longer.stderr
+    longer = [*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):-3], "12",
+              "--methods", "eggroll"]
+    assert subprocess.run(longer, capture_output=True, text=True, timeout=300).returncode == 0
+    assert (runs / "hidden-12-g3-logit1-seed1" / "final.json").is_file()
+    assert [line.split(" | ")[3] for line in (tmp_path / "table.md").read_text().splitlines()[2:6]] == \
+        ["2 generations"] * 3 + ["3 generations"]
 
 
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
