@@ -1,14 +1,16 @@
 """Where does a deeper spiking network lose EGGROLL's signal? On one minibatch, per layer: how
 often its neurons fire, and how well EGGROLL's gradient estimate g (Eqs. (7)-(8)) points along
 BPTT's surrogate gradient (the cosine between g and -dL/dW), for several population sizes and
-ranks; at initialisation and every --every generations of an EGGROLL run of the `best` recipe.
+ranks; at initialisation and every --every generations of an EGGROLL run (the `best` recipe's
+512 members at rank 1 by default, its sigma, learning rate and readout scale unless given).
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
 
-Writes <out>/<network>.jsonl (one record per generation, population, rank and layer) and
-<out>/<network>.md (its table). A cosine near 0 means the layer's step is mostly noise: Adam then
-moves its weights by about lr per generation all the same (Eq. (9) normalises the step), a random
-walk that the layer's signal has to outrun.
+Writes <out>/<network>-logit<scale>.jsonl (one record per generation, population, rank and
+layer) and <out>/<network>-logit<scale>.md (its table). A cosine near 0 means the layer's step is
+mostly noise: Adam then moves its weights by about lr per generation all the same (Eq. (9)
+normalises the step), a random walk that the layer's signal has to outrun. A firing rate of 0 in
+the output layer means every member scores -ln 10 and ties: the estimate has nothing to rank.
 """
 import argparse
 import json
@@ -28,16 +30,16 @@ import snn                                # noqa: E402
 import snn_eggroll                        # noqa: E402
 from run_folder import write_atomically  # noqa: E402
 
-LOGIT_SCALE, SIGMA, LR, TRAIN_POPULATION = 5.0, 0.2, 0.03, 512  # the `best` preset's EGGROLL recipe
+TRAIN_POPULATION = 512  # the `best` preset's EGGROLL recipe: 512 members, r = 1, lr on a cosine
 SLOPE = 1.0  # BPTT's surrogate slope in the `best` preset
 
 
-def eggroll_estimate(params, frames, labels, network, population, rank, seed):
+def eggroll_estimate(params, frames, labels, network, population, rank, seed, opts):
     """g of Eqs. (7)-(8), before Adam: ask -> forward -> fitness -> centred ranks -> gradient."""
-    es = snn_eggroll.Config(population, rank, SIGMA, seed, LOGIT_SCALE).method(params)
+    es = snn_eggroll.Config(population, rank, opts.sigma, seed, opts.logit_scale).method(params)
     members = es.ask(eggroll.State(params, {}, 0))
     counts, _ = snn_eggroll.population_forward(members, frames, snn.LIF(), network=network)
-    shaped = eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, frames.shape[0], LOGIT_SCALE))
+    shaped = eggroll.centred_ranks(snn_eggroll.fitness(counts, labels, frames.shape[0], opts.logit_scale))
     return eggroll.gradient(eggroll.pair_differences(shaped), members, es.pairs)
 
 
@@ -49,13 +51,13 @@ def measure(params, frames, labels, network, generation, opts):
     """The records of one point of the run: every layer's firing rate and, per population and
     rank, the cosine between EGGROLL's g and BPTT's -gradient of its weights."""
     cache = baselines.bptt_forward(params, frames, snn.LIF(), k=SLOPE, network=network)
-    bptt = baselines.bptt_backward(params, cache, labels, snn.LIF(), SLOPE, LOGIT_SCALE, network=network)
+    bptt = baselines.bptt_backward(params, cache, labels, snn.LIF(), SLOPE, opts.logit_scale, network=network)
     layers = range(1, len(network.layers) + 1)
     rates = {layer: float(cache[f"o{layer}"].mean()) for layer in layers}
     records = []
     for population in opts.populations:
         for rank in opts.ranks:
-            estimate = eggroll_estimate(params, frames, labels, network, population, rank, opts.seed + generation)
+            estimate = eggroll_estimate(params, frames, labels, network, population, rank, opts.seed + generation, opts)
             records += [{"network": str(network), "generation": generation, "population": population, "rank": rank,
                          "layer": layer, "firing_rate": rates[layer],
                          "cosine": cosine(estimate[f"W{layer}"], -bptt[f"W{layer}"])} for layer in layers]
@@ -86,6 +88,9 @@ def main(argv=None):
     parser.add_argument("--ranks", default="1,4", help="ranks of the estimates compared")
     parser.add_argument("--batch-size", type=int, default=256, help="samples of the minibatch measured and of each "
                                                                     "training generation (default: 256)")
+    parser.add_argument("--sigma", type=float, default=0.2, help="EGGROLL's sigma (default: 0.2)")
+    parser.add_argument("--lr", type=float, default=0.03, help="EGGROLL's learning rate on a cosine (default: 0.03)")
+    parser.add_argument("--logit-scale", type=float, default=5.0, help="the readout's scale (default: 5)")
     parser.add_argument("--init-std", type=float, default=snn.INIT_STD, help="W, b ~ N(0, init_std^2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth" / "signal")
@@ -106,18 +111,18 @@ def measure_along_a_run(opts, network):
     frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
     params = snn.init_network(opts.seed, network, std=opts.init_std)
     state, rng, records = optim.init(params), np.random.default_rng(opts.seed), []
-    settings = snn_eggroll.Config(TRAIN_POPULATION, 1, SIGMA, opts.seed, LOGIT_SCALE)
+    settings = snn_eggroll.Config(TRAIN_POPULATION, 1, opts.sigma, opts.seed, opts.logit_scale)
     for generation in range(opts.generations + 1):
         if generation % opts.every == 0:
             records += measure(params, frames, labels, network, generation, opts)
             print(table([r for r in records if r["generation"] == generation]), flush=True)
         if generation < opts.generations:
             batch = rng.choice(len(splits.train), opts.batch_size, replace=False)
-            adam = optim.Adam(optim.scheduled_lr(LR, "cosine", generation, opts.generations))
+            adam = optim.Adam(optim.scheduled_lr(opts.lr, "cosine", generation, opts.generations))
             params, state, _ = snn_eggroll.generation_step(params, state, splits.train.frames(batch, np),
                                                            splits.train.labels[batch], generation, settings, adam,
                                                            network=network)
-    name = str(network).replace(",", "-")
+    name = f"{str(network).replace(',', '-')}-logit{opts.logit_scale:g}"
     opts.out.mkdir(parents=True, exist_ok=True)
     write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_atomically(opts.out / f"{name}.md", table(records))
