@@ -64,16 +64,15 @@ def train(method, hidden, opts):
                              stdout=subprocess.DEVNULL)
     if trained.returncode:  # run.py said why, in one line
         sys.exit(trained.returncode)
-    real_path = out / "real.json"
-    if opts.real_root and not (real_path.exists() and json.loads(real_path.read_text()).get("data_root")
-                               == str(Path(opts.real_root).resolve())):
+    real_path, real_root = out / "real.json", os.path.relpath(Path(opts.real_root or ".").resolve(), ROOT)
+    if opts.real_root and not (real_path.exists() and json.loads(real_path.read_text()).get("data_root") == real_root):
         scored = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out),
                                  "--data-root", opts.real_root], stdout=subprocess.PIPE, text=True)
         if scored.returncode:
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)
-        real["data_root"] = str(Path(opts.real_root).resolve())
+        real["data_root"] = real_root  # relative to the project's folder, as "run"
         write_atomically(real_path, json.dumps(real, indent=1))
 
 
