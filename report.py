@@ -321,11 +321,28 @@ def parity_verdict(runs):
             f"end-to-end time (mean over BPTT's mean) ≤ {goal['time_ratio']}× BPTT's on the same device: {time}.")
 
 
+def network_of_run(final):
+    """The layers a final.json's run trained (its --hidden; the paper's 2312-64-10 if it has none)."""
+    return config.from_stored(final["config"]).network
+
+
+def changeable_operations(final):
+    """The synaptic operations per test sample that the hidden spikes cost, the ones training can
+    change (the input events' are fixed by the data); None where the run did not measure them."""
+    sparsity, network = final["test_sparsity"], network_of_run(final)
+    if "input_synaptic_ops_per_sample" in sparsity:
+        fixed = sparsity["input_synaptic_ops_per_sample"]
+    elif network.is_dense():  # measured before the input events' part was kept: each event feeds the first layer
+        fixed = sparsity["input_events_per_sample"] * network.sizes[1]
+    else:
+        return None
+    return sparsity["synaptic_ops_per_sample"] - fixed
+
+
 def sparsity_table(runs, names, preset):
     """sparsity.md: where each method's spikes are on the test split (final.json's test_sparsity),
-    the synaptic operations they cost and an energy estimate beside a same-size non-spiking network."""
-    n_in, n_hidden, n_out = snn.SIZES
-    dense_pj = (n_in * n_hidden + n_hidden * n_out) * MULTIPLY_ACCUMULATE_PJ
+    the synaptic operations they cost and an energy estimate beside a non-spiking network of the
+    same layers (each run's own, from its config)."""
     lines = [f"# Sparsity and energy ({preset}): the test split, per sample (mean ± std over seeds)", "",
              "| method | input events | hidden spikes | output spikes | silent hidden neurons % | "
              "synaptic operations | of which training can change % | energy nJ | × below the non-spiking network |",
@@ -335,8 +352,11 @@ def sparsity_table(runs, names, preset):
         if not finals:
             lines.append(f"| {name} |" + " – |" * 8)
             continue
-        changeable = [100 * n_out * hidden / max(operations, 1e-12) for hidden, operations in
-                      zip(measured(finals, "hidden_spikes_per_sample"), measured(finals, "synaptic_ops_per_sample"))]
+        network = network_of_run(finals[0])
+        dense_pj = sum(network.synapses(layer).sum() for layer in range(1, len(network.layers) + 1)) \
+            * MULTIPLY_ACCUMULATE_PJ
+        changeable = [100 * changeable_operations(f) / max(f["test_sparsity"]["synaptic_ops_per_sample"], 1e-12)
+                      for f in finals if changeable_operations(f) is not None]
         energy = measured(finals, "synaptic_ops_per_sample", ACCUMULATE_PJ / 1e3)
         seeds = f" ({len(finals)}/{len(runs[name])} seeds)" if len(finals) < len(runs[name]) else ""
         lines.append(f"| {name}{seeds} | {format_mean_std(measured(finals, 'input_events_per_sample'), digits=0)} | "
@@ -346,13 +366,16 @@ def sparsity_table(runs, names, preset):
                      f"{format_mean_std(measured(finals, 'synaptic_ops_per_sample'), digits=0)} | "
                      f"{format_mean_std(changeable, digits=2)} | {format_mean_std(energy, digits=1)} | "
                      f"{dense_pj / 1e3 / mean_std(energy)[0]:.1f} |")
-    lines += ["", f"Synaptic operations: {n_hidden} accumulates per input event and {n_out} per hidden spike; only "
-              f"the second part depends on the weights, so it is all that training can change. Energy: "
-              f"{ACCUMULATE_PJ} pJ per accumulate; the non-spiking network of the same size does "
-              f"{n_in * n_hidden + n_hidden * n_out:,} multiply-accumulates per sample (one pass over the "
-              f"frames summed over T) at {MULTIPLY_ACCUMULATE_PJ:.1f} pJ, {dense_pj / 1e3:.0f} nJ; 45 nm CMOS, "
-              f"32-bit floats (Horowitz, ISSCC 2014). – where no run measured it (trained before the measure "
-              f"existed)."]
+    n_in, n_hidden, n_out = snn.SIZES
+    paper_synapses = n_in * n_hidden + n_hidden * n_out
+    lines += ["", "Synaptic operations: an accumulate per synapse a spike crosses, each input event's into the "
+              f"first layer and each hidden spike's into the next ({n_hidden} and {n_out} in the paper's "
+              f"{'-'.join(map(str, snn.SIZES))}); only the hidden spikes' part depends on the weights, so it is all "
+              f"that training can change. Energy: {ACCUMULATE_PJ} pJ per accumulate; the non-spiking network of "
+              "the same layers does a multiply-accumulate per synapse per sample (one pass over the frames summed "
+              f"over T; {paper_synapses:,} in {'-'.join(map(str, snn.SIZES))}) at {MULTIPLY_ACCUMULATE_PJ:.1f} pJ; "
+              "45 nm CMOS, 32-bit floats (Horowitz, ISSCC 2014). – where no run measured it (trained before the "
+              "measure existed)."]
     return "\n".join(lines) + "\n"
 
 

@@ -677,7 +677,8 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                "data.emulated": (lambda v: isinstance(v, dict), "a JSON object"),
                # training.evaluate on the test split (runs trained before it was measured lack it)
                **{f"test_sparsity.{key}": AMOUNT for key in ("input_events_per_sample", "hidden_spikes_per_sample",
-                                                             "output_spikes_per_sample", "synaptic_ops_per_sample")},
+                                                             "output_spikes_per_sample", "synaptic_ops_per_sample",
+                                                             "input_synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}
 REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")} | {
     "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE}  # whose score it is (report.scores_this_run)

@@ -43,7 +43,7 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000, ne
     events (active inputs over the T frames), hidden and output spikes, the fraction of hidden
     neurons that never fire on the whole split, and synaptic operations — an accumulate per
     synapse a spike crosses, each input's synapses (`snn.Network.synapses`) per event of it and
-    per spike of a hidden neuron. `network`: the layers (None: fully connected, read off the
+    per spike of a hidden neuron, in all and those of the input events alone. `network`: the layers (None: fully connected, read off the
     weights' shapes). A team's processes take every K-th batch of 1,000 and add up their counts:
     whole numbers, so the sums are exact in any order."""
     network = snn.network_of(params, network)
@@ -72,13 +72,15 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000, ne
     samples = max(len(split), 1)
     layers = [tally[first:first + size] for first, size in zip(first_neuron, sizes[:-1])]  # inputs, hidden layers
     right, events, fired, output = tally[hits].astype(int), layers[0].sum(), numpy.concatenate(layers[1:]), tally[-1]
-    operations = sum((network.synapses(layer) * counts).sum() for layer, counts in enumerate(layers, start=1))
+    input_operations = (network.synapses(1) * layers[0]).sum()
+    operations = input_operations + sum((network.synapses(layer) * counts).sum()
+                                        for layer, counts in enumerate(layers[1:], start=2))
     seen = numpy.bincount(split.labels, minlength=n_out)
     per_digit = [int(r) / int(n) if n else None for r, n in zip(right, seen)]
     where = {"input_events_per_sample": events / samples, "hidden_spikes_per_sample": fired.sum() / samples,
              "output_spikes_per_sample": output / samples,
              "silent_hidden_fraction": float((fired == 0).mean()),
-             "synaptic_ops_per_sample": operations / samples}
+             "synaptic_ops_per_sample": operations / samples, "input_synaptic_ops_per_sample": input_operations / samples}
     return int(right.sum()) / samples, (fired.sum() + output) / samples, per_digit, \
         {key: float(value) for key, value in where.items()}
 

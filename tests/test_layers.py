@@ -8,9 +8,11 @@ from hypothesis import given, settings, strategies as st
 
 import baselines
 import config
+import data
 import optim
 import snn
 import snn_eggroll
+import training
 
 
 def as_float64(params):
@@ -260,3 +262,25 @@ def test_the_memory_estimate_covers_a_convolutional_generation(method, rank, mem
     tracemalloc.stop()
     estimate = resources.generation_bytes(method, rank, members // 2, batch, time_bins, network=network)
     assert peak <= estimate <= 4 * peak, (method, peak, estimate)
+
+
+def test_evaluation_counts_every_layers_spikes_and_synapses():
+    """training.evaluate on 2312-conv2k5s3-6-10: hidden spikes summed over both hidden layers, and
+    synaptic operations each input event times its synapses into the convolution plus each hidden
+    spike times its synapses into the next layer, as counted here from BPTT's forward pass."""
+    network = snn.Network.parse("conv2k5s3,6")
+    params = snn.init_network(3, network, std=0.6)
+    rng = np.random.default_rng(0)
+    bits = (rng.random((12, 4, snn.SIZES[0])) < 0.2).astype(np.uint8)
+    split = data.Split(np.packbits(bits, axis=-1).reshape(12, -1), rng.integers(0, 10, 12), 4)
+    frames = split.frames(np.arange(12))
+    cache = baselines.bptt_forward(params, frames, snn.LIF(), network=network)
+    spikes = [frames.sum(axis=(0, 1))] + [cache[f"o{layer}"].sum(axis=(0, 1)) for layer in (1, 2)]
+    _, _, _, where = training.evaluate(params, split, snn.LIF(), np, network=network)
+    assert spikes[1].sum() > 0 and spikes[2].sum() > 0
+    assert where["hidden_spikes_per_sample"] == pytest.approx((spikes[1].sum() + spikes[2].sum()) / 12, rel=1e-12)
+    assert where["input_synaptic_ops_per_sample"] == pytest.approx((network.synapses(1) * spikes[0]).sum() / 12,
+                                                                   rel=1e-12)
+    assert where["synaptic_ops_per_sample"] == pytest.approx(
+        sum((network.synapses(layer) * counts).sum() for layer, counts in enumerate(spikes, start=1)) / 12, rel=1e-12)
+    assert where["silent_hidden_fraction"] == pytest.approx(np.mean(np.concatenate(spikes[1:]) == 0), abs=1e-12)

@@ -13,6 +13,7 @@ import config
 import mnist
 import report
 import run_folder
+import snn
 
 
 FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
@@ -422,6 +423,22 @@ def test_sparsity_table_counts_operations_and_energy_and_marks_runs_without_the_
     with pytest.raises(ValueError, match="test_sparsity.silent_hidden_fraction must be a number in"):
         report.write_report(tmp_path, "quick")
     assert damaged.exists()
+
+
+def test_sparsity_table_takes_each_runs_own_layers(tmp_path):
+    """A run of 2312-conv8k5s3-64-10: the share training can change is the hidden spikes' part of its
+    operations (all but its input events' measured part), and the non-spiking network beside it has
+    that network's synapses (a kernel per patch, then the dense layers), not the paper's 148,608."""
+    network = snn.Network.parse("conv8k5s3,64")
+    synapses = sum(network.synapses(layer).sum() for layer in (1, 2, 3))
+    assert synapses == 8 * 10 * 10 * 2 * 5 * 5 + 800 * 64 + 64 * 10
+    measured = dict(SPARSITY, input_synaptic_ops_per_sample=9000.0, synaptic_ops_per_sample=12000.0)
+    write_run(tmp_path, "eggroll-r4", 1, test_sparsity=measured, config={"seed": 1, "hidden": "conv8k5s3,64"})
+    report.write_report(tmp_path, "quick")
+    cells = {line.split(" | ")[0]: line.split(" | ") for line in
+             (tmp_path / "sparsity.md").read_text().splitlines()}["| eggroll-r4"]
+    assert cells[6] == "25.00"                                          # 3,000 of 12,000
+    assert cells[8] == f"{synapses * 4.6 / (0.9 * 12000):.1f} |"
 
 
 def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):

@@ -593,6 +593,7 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
     assert measured["silent_hidden_fraction"] == pytest.approx((fired == 0).mean(), abs=1e-12)
     assert measured["synaptic_ops_per_sample"] == pytest.approx(
         64 * measured["input_events_per_sample"] + 10 * measured["hidden_spikes_per_sample"], rel=1e-12)
+    assert measured["input_synaptic_ops_per_sample"] == pytest.approx(64 * measured["input_events_per_sample"], rel=1e-12)
     assert measured["hidden_spikes_per_sample"] > 0 and json.loads((tmp_path / "run" / "final.json").read_text())[
         "test_sparsity"] == measured
     assert final["data"] == {"fingerprint": splits.fingerprint()}  # the data it trained on, split by split
