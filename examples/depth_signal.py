@@ -6,8 +6,8 @@ ranks; at initialisation and every --every generations of an EGGROLL run (the `b
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
 
-Writes <out>/<network>-logit<scale>.jsonl (one record per generation, population, rank and
-layer) and <out>/<network>-logit<scale>.md (its table). A cosine near 0 means the layer's step is
+Writes <out>/<network>-sigma<sigma>-logit<scale>.jsonl (one record per generation, population, rank and
+layer) and <out>/<network>-sigma<sigma>-logit<scale>.md (its table). A cosine near 0 means the layer's step is
 mostly noise: Adam then moves its weights by about lr per generation all the same (Eq. (9)
 normalises the step), a random walk that the layer's signal has to outrun. A firing rate of 0 in
 the output layer means every member scores -ln 10 and ties: the estimate has nothing to rank.
@@ -122,7 +122,7 @@ def measure_along_a_run(opts, network):
             params, state, _ = snn_eggroll.generation_step(params, state, splits.train.frames(batch, np),
                                                            splits.train.labels[batch], generation, settings, adam,
                                                            network=network)
-    name = f"{str(network).replace(',', '-')}-logit{opts.logit_scale:g}"
+    name = f"{str(network).replace(',', '-')}-sigma{opts.sigma:g}-logit{opts.logit_scale:g}"
     opts.out.mkdir(parents=True, exist_ok=True)
     write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_atomically(opts.out / f"{name}.md", table(records))

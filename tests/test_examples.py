@@ -162,11 +162,11 @@ def test_the_depth_signal_example_records_every_layer(tmp_path):
                            "--populations", "8,16", "--ranks", "1,2", "--batch-size", "16", "--out", str(tmp_path),
                            "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    records = [json.loads(line) for line in (tmp_path / "12-6-logit5.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "12-6-sigma0.2-logit5.jsonl").read_text().splitlines()]
     assert len(records) == 2 * 2 * 2 * 3  # generations 0 and 2, two populations, two ranks, three layers
     assert all(-1 <= r["cosine"] <= 1 and 0 <= r["firing_rate"] <= 1 for r in records)
     for generation in (0, 2):
         for layer in (1, 2, 3):
             rates = {r["firing_rate"] for r in records if r["generation"] == generation and r["layer"] == layer}
             assert len(rates) == 1
-    assert (tmp_path / "12-6-logit5.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")
+    assert (tmp_path / "12-6-sigma0.2-logit5.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")
