@@ -30,6 +30,7 @@ paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy
@@ -40,6 +41,7 @@ import gpu
 import noise
 import optim
 
+MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
 SHAPINGS = ("centred_ranks", "raw")
 
@@ -117,19 +119,20 @@ class Population:
     rank: int
     seed: int
     generation: int
-    pairs: object        # the indices of the pairs, an integer array
+    pairs: range         # the indices of the pairs: keys, so that asking costs nothing however many
 
     @property
     def members(self):
-        return 2 * self.pairs.shape[0]
+        return 2 * len(self.pairs)
 
     def factors(self, name):
         """A_p, B_p (p, r, m), (p, r, n) of weight `name` (Eq. 5), or delta_p (p, m) of a 1-D parameter."""
         value = self.params[name]
         xp = array_module_of(value)
+        pairs = xp.arange(self.pairs.start, self.pairs.stop, self.pairs.step)
         if value.ndim == 2:
-            return lowrank_factors(self.seed, self.generation, self.pairs, name, value.shape, self.rank, xp)
-        return noise.normals(self.seed, self.generation, self.pairs, name, value.shape[0], xp)
+            return lowrank_factors(self.seed, self.generation, pairs, name, value.shape, self.rank, xp)
+        return noise.normals(self.seed, self.generation, pairs, name, value.shape[0], xp)
 
     def rows(self, weight, bias, dtype):
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] (p, r + 1, m) and B_p (p, r, n), in `dtype`: a bias is
@@ -149,13 +152,25 @@ class Population:
         """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2p, N, m).
 
         x is (N, n), shared by all members, or (2p, N, n), one per member (a hidden layer's output).
-        E_p is never formed: x W^T once, and x B_p for all pairs in one product per block."""
+        E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
+        product is in x's float type; an x of integers or bools (pixels, spikes) is first made the
+        weight's float type, so that it gives each member's true product."""
         check_known(self.params, name, bias)
         w = self.params[name]
-        if w.ndim != 2 or x.shape[-1] != w.shape[1]:
-            raise ValueError(f"linear needs a 2-D weight and x of shape (..., {w.shape[-1]}), got "
-                             f"{name} {tuple(w.shape)} and x {tuple(x.shape)}")
+        if w.ndim != 2:
+            raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
+                             f"parameter is a bias, bias={name!r} beside its weight")
+        if bias is not None and self.params[bias].shape != (w.shape[0],):
+            raise ValueError(f"bias {bias!r} has shape {tuple(self.params[bias].shape)}, but {name} makes "
+                             f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
+        if x.shape[-1] != w.shape[1]:
+            transposed = x.shape[-1] == w.shape[0]
+            raise ValueError(f"x of shape {tuple(x.shape)} does not fit {name} of shape {tuple(w.shape)}: a layer "
+                             f"is x W^T, so x needs {w.shape[1]} columns"
+                             + (f"; store {name} as (out, in), its transpose" if transposed else ""))
         xp = array_module_of(x)
+        if not xp.issubdtype(x.dtype, xp.floating):
+            x = x.astype(w.dtype)
         rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T + (self.params[bias] if bias is not None else 0)
         if x.ndim == 2:                                                       # one x for every member
@@ -163,7 +178,7 @@ class Population:
             return antithetic(base, xb @ rows)
         if x.shape[0] != self.members:
             raise ValueError(f"x of shape (2p, N, n) needs 2p = {self.members} members, got {x.shape[0]}")
-        by_pair = x.reshape(self.pairs.shape[0], 2, -1, x.shape[-1])          # (p, 2, N, n)
+        by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (p, 2, N, n)
         xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (p, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
@@ -271,6 +286,9 @@ class Eggroll:
     shaping: str = "centred_ranks"
     team: object = field(default=ALONE, compare=False)
 
+    def __post_init__(self):
+        self.check_settings()
+
     @property
     def pairs(self):
         return self.population // 2
@@ -306,9 +324,9 @@ class Eggroll:
         return State(params, optimiser, state.generation + 1), population_stats(fitnesses, shaped)
 
     def population_of(self, state, pairs):
-        xp = array_module_of(next(iter(state.params.values())))
+        """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation."""
         return Population(state.params, self.sigmas(state.params), self.rank, self.seed, state.generation,
-                          xp.arange(self.pairs)[pairs])
+                          range(self.pairs)[pairs])
 
     def sigmas(self, params):
         """{name: sigma} for every parameter."""
@@ -316,17 +334,41 @@ class Eggroll:
             return self.sigma
         return {name: self.sigma for name in params}
 
-    def check(self, params):
-        """ValueError naming the fix, for settings or parameters EGGROLL cannot run with."""
+    def check_settings(self):
+        """ValueError naming the fix, for settings EGGROLL cannot run with, when the Eggroll is made:
+        whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
+        and > 0; lr and weight decay finite and >= 0."""
+        check_whole("population", self.population, None, 2 * MAX_PAIRS, "e.g. 512")
         check_population(self.population, 1.0)
+        check_whole("rank", self.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
+        check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
+        for name, sigma in (self.sigma.items() if isinstance(self.sigma, dict) else [(None, self.sigma)]):
+            if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
+                raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
+                                 f"got {sigma!r}: use e.g. 0.1")
+        for setting, value in (("lr", self.lr), ("weight_decay", self.weight_decay)):
+            if not is_real(value) or not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
+                                 f"{'0.01' if setting == 'lr' else '0.0'}")
         if self.shaping not in SHAPINGS:
             raise ValueError(f"unknown shaping {self.shaping!r}: use one of {', '.join(SHAPINGS)}")
+
+    def check(self, params):
+        """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
+        do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
         if not params:
             raise ValueError("params is empty: give a dict of named 1-D and 2-D arrays")
         for name, value in params.items():
+            if not isinstance(name, str):
+                raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
             if getattr(value, "ndim", None) not in (1, 2):
                 raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
                                  f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
+            if value.size == 0:
+                raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
+            if value.dtype not in (numpy.float32, numpy.float64):
+                raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 "
+                                 f"arrays; give {name}.astype(numpy.float32)")
             if value.ndim == 2 and not 1 <= self.rank <= min(value.shape):
                 raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
                                  f"{value.shape[0]}x{value.shape[1]}), got {self.rank}")
@@ -334,14 +376,26 @@ class Eggroll:
         if set(sigmas) != set(params):
             raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
                              f"give one sigma per parameter, or one float for all")
-        for name, sigma in sigmas.items():
-            if not sigma > 0:
-                raise ValueError(f"sigma of {name!r} must be > 0, got {sigma}: use e.g. 0.1")
         ids = {}
         for name in params:
             other = ids.setdefault(noise.param_id(name), name)
             if other != name:
                 raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
+
+
+def is_real(value):
+    """A real number, not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
+
+
+def check_whole(setting, value, low, high, example):
+    """ValueError naming the fix unless value is a whole number (not a bool) in [low, high] (None:
+    no bound)."""
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, (bool, numpy.bool_))
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        limits = {(False, False): f" in {low}..{high}", (False, True): f" >= {low}", (True, False): f" <= {high}",
+                  (True, True): ""}[(low is None, high is None)]
+        raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
 
 
 def check_finite(fitnesses):

@@ -66,7 +66,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     sizes = network.sizes
-    n_pairs, n_layers = population.pairs.shape[0], len(sizes) - 1
+    n_pairs, n_layers = len(population.pairs), len(sizes) - 1
     rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
                             for layer in range(1, n_layers + 1)))
     x = network.unfold(1, frames.reshape(n_steps * batch, n_in))                  # (T N positions, fan_in)

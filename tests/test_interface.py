@@ -2,6 +2,7 @@
 network of any depth as its client: the population's products against every member formed,
 resume through pickle, clear errors, and the spiking network's generation as ask -> forward -> tell."""
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -129,16 +130,74 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
-    (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0).init(s.params), "must be > 0"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z").init(s.params), "unknown shaping"),
+    (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite number > 0, got -0.1"),
+    (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": np.inf}, 0), "sigma of 'layer0.weight' must be a finite"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z"), "unknown shaping"),
     (lambda es, s: es.init({"cube": np.ones((2, 2, 2))}), "reshape it"),
     (lambda es, s: es.init({}), "params is empty"),
+    # settings are whole numbers in range and finite numbers, refused when the Eggroll is made
+    (lambda es, s: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0"),
+    (lambda es, s: eggroll.Eggroll(True, 1, 0.1, 0), "population must be a whole number"),
+    (lambda es, s: eggroll.Eggroll(2 ** 34, 1, 0.1, 0), "population must be a whole number <= 8589934592"),
+    (lambda es, s: eggroll.Eggroll(4, 1.0, 0.1, 0), "rank must be a whole number, got 1.0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 2 ** 64), "seed must be a whole number in 0..18446744073709551615"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, -1), "seed must be a whole number in 0.."),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=np.nan), "lr must be a finite number >= 0, got nan"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=-0.01), "lr must be a finite number >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=np.nan), "weight_decay must be a finite number >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-1.0), "weight_decay must be a finite number >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, True, 0), "sigma must be a finite number > 0, got True"),
+    # parameters: float32 or float64, non-empty, named by strings
+    (lambda es, s: es.init({"w": np.ones((3, 6), dtype=np.int64)}), "'w' is int64: EGGROLL steps float32 or float64"),
+    (lambda es, s: es.init({"w": np.ones((3, 6), dtype=bool)}), "give w.astype(numpy.float32)"),
+    (lambda es, s: es.init({"w": np.ones(3, dtype=np.float16)}), "'w' is float16"),
+    (lambda es, s: es.init({"w": np.ones((3, 6)), "b": np.ones(0)}), "'b' has shape (0,), no entries"),
+    (lambda es, s: es.init({0: np.ones((3, 6))}), "parameter name 0 is not a string"),
+    # linear: a bias that fits its weight, a weight stored (in, out), a 1-D parameter as a weight
+    (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(4)})).linear("w", np.ones((2, 6)), bias="b"),
+     "bias 'b' has shape (4,), but w makes 3 outputs"),
+    (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "v": np.ones((3, 6))})).linear("w", np.ones((2, 6)),
+                                                                                          bias="v"),
+     "bias 'v' has shape (3, 6)"),
+    (lambda es, s: es.ask(es.init({"w": np.ones((6, 3))})).linear("w", np.ones((2, 6))),
+     "a layer is x W^T, so x needs 3 columns; store w as (out, in), its transpose"),
+    (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)})).linear("b", np.ones((2, 3))),
+     "linear needs a 2-D weight, got b of shape (3,)"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
     state = es.init(mlp(6))
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make(es, state)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64, bool])
+@pytest.mark.parametrize("weights", [np.float32, np.float64])
+def test_integer_inputs_give_each_members_true_product(dtype, weights):
+    """An x of pixels (uint8), counts (int64) or spikes (bool) is multiplied in the weight's float
+    type: every member's output is x (theta + sigma E_p)^T + its bias, formed here in float64."""
+    es = eggroll.Eggroll(6, 2, 0.3, seed=5)
+    state = es.init(mlp(2, dtype=weights))
+    x = np.random.default_rng(0).integers(0, 2 if dtype is bool else 256, (4, 6)).astype(dtype)
+    out = es.ask(state).linear("layer0.weight", x, bias="layer0.bias")
+    assert out.dtype == weights
+    for i in range(6):
+        member = es.ask(state).member(i)
+        exact = x.astype(np.float64) @ member["layer0.weight"].astype(np.float64).T + member["layer0.bias"]
+        np.testing.assert_allclose(out[i], exact, rtol=1e-5 if weights is np.float32 else 1e-12, atol=1e-3)
+
+
+def test_asking_costs_nothing_however_large_the_population():
+    """ask hands out keys: the largest population the noise can key (2^32 pairs) is asked at once,
+    and a pair far out in it is the pair drawn alone."""
+    es = eggroll.Eggroll(2 ** 33, 1, 0.1, seed=3)
+    state = es.init(mlp(1))
+    population = es.ask(state)
+    assert population.members == 2 ** 33
+    last = population.member(2 ** 33 - 2)
+    alone = eggroll.Eggroll(2 ** 33, 1, 0.1, seed=3).population_of(state, slice(2 ** 32 - 1, 2 ** 32)).member(0)
+    for name in last:
+        np.testing.assert_array_equal(last[name], alone[name])
 
 
 def test_noise_streams_are_keyed_by_name():
