@@ -9,7 +9,7 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
     for generation in range(G):
         pop = es.ask(state)                                   # keys only: no noise array is stored
         h = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
-        state, stats = es.tell(state, fitness(pop.linear("out.w", h, bias="out.b"), y))
+        state, stats = es.tell(state, pop, fitness(pop.linear("out.w", h, bias="out.b"), y))
 
 Read top to bottom:
   1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
@@ -304,12 +304,14 @@ class Eggroll:
         self.check(state.params)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
 
-    def tell(self, state, fitness):
-        """The next state from the fitness (2p,) of ask's members in member order, higher is better,
-        and the generation's stats (mean and max fitness, spread of the shaped fitness): the fitness
-        of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from the keys,
-        summed over processes, and Adam's step up it, Eq. (9)."""
-        members = 2 * len(range(self.pairs)[self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK)])
+    def tell(self, state, population, fitness):
+        """The next state from the fitness (2p,) of `population`'s members in member order, higher
+        is better, and the generation's stats (mean and max fitness, spread of the shaped fitness):
+        the fitness of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from
+        the keys, summed over processes, and Adam's step up it, Eq. (9). `population` is what this
+        Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
+        self.check_asked(state, population)
+        members = population.members
         fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
         if fitness.shape != (members,):
             raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
@@ -322,6 +324,22 @@ class Eggroll:
         params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                          optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
         return State(params, optimiser, state.generation + 1), population_stats(fitnesses, shaped)
+
+    def check_asked(self, state, population):
+        """ValueError naming the fix unless `population` is ask(state)'s of this Eggroll."""
+        if not isinstance(population, Population):
+            raise ValueError(f"tell takes (state, population, fitness), got a {type(population).__name__} as the "
+                             f"population: pass ask(state)'s answer before the fitness")
+        if population.generation != state.generation:
+            raise ValueError(f"the population is generation {population.generation}'s, the state is at generation "
+                             f"{state.generation}: tell the fitness of ask(state) with that same state")
+        if population.params is not state.params:
+            raise ValueError("the population was asked of another state's parameters: tell the state it was asked of")
+        asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
+        differ = [name for name in ("seed", "rank", "pairs", "sigma") if getattr(population, name) != getattr(asked, name)]
+        if differ:
+            raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} differ from this "
+                             f"one's): tell its fitness to the Eggroll that asked it")
 
     def population_of(self, state, pairs):
         """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation."""

@@ -137,8 +137,8 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     current = State(params, state, generation)
     population = es.ask(current)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)
-    new, stats = es.tell(current, fitness(counts, labels, frames.shape[0], config.logit_scale, hidden,  # (3)-(4)
-                                          config.spike_cost))
+    new, stats = es.tell(current, population, fitness(counts, labels, frames.shape[0], config.logit_scale,  # (3)-(4)
+                                                      hidden, config.spike_cost))
     return new.params, new.optimiser, stats
 
 

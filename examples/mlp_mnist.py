@@ -71,7 +71,7 @@ def train_eggroll(params, images, labels, steps, batch_size, population, rank, s
         es = dataclasses.replace(es, lr=optim.scheduled_lr(lr, "cosine", step, steps))
         pop = es.ask(state)
         logits = mlp(lambda w, x, b: pop.linear(w, x, bias=b), images[batch])   # (2P, N, 10)
-        state, stats = es.tell(state, -cross_entropy(logits, labels[batch]))
+        state, stats = es.tell(state, pop, -cross_entropy(logits, labels[batch]))
         if (step + 1) % max(1, steps // 10) == 0:
             print(f"eggroll generation {step + 1}: the population's mean loss {-stats['mean_fitness']:.3f}", flush=True)
     return state.params

@@ -69,7 +69,7 @@ def test_tell_is_its_stages_by_hand():
     for shaping, shaped in (("centred_ranks", eggroll.centred_ranks(fitness)), ("raw", fitness)):
         es = eggroll.Eggroll(10, 2, 0.2, seed=1, lr=0.05, shaping=shaping)
         state = es.init(params)
-        new, stats = es.tell(state, fitness)
+        new, stats = es.tell(state, es.ask(state), fitness)
         grads = eggroll.gradient(eggroll.pair_differences(shaped), es.ask(state), 5)
         expected, _ = optim.ascend(params, grads, optim.init(params), optim.Adam(0.05))
         for name in params:
@@ -90,7 +90,7 @@ def test_a_quadratic_in_named_parameters_is_climbed():
         return sum(((params[n] - target[n]) ** 2).sum() for n in target)
     for _ in range(300):
         pop = es.ask(state)
-        state, _ = es.tell(state, [-distance(pop.member(i)) for i in range(pop.members)])
+        state, _ = es.tell(state, pop, [-distance(pop.member(i)) for i in range(pop.members)])
     assert distance(state.params) < distance(start) / 10
 
 
@@ -103,7 +103,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
         pop = es.ask(state)
         out = np.tanh(pop.linear("layer0.weight", x, bias="layer0.bias"))
         scores = pop.linear("layer1.weight", out, bias="layer1.bias")
-        return es.tell(state, -(scores ** 2).mean(axis=(1, 2)))[0]
+        return es.tell(state, pop, -(scores ** 2).mean(axis=(1, 2)))[0]
     straight = es.init(mlp(5, dtype=np.float32))
     for _ in range(5):
         straight = generation(es, straight)
@@ -124,9 +124,19 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 7))), "x of shape"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2p = 4 members"),
     (lambda es, s: es.ask(s).member(4), "member must lie in 0..3"),
-    (lambda es, s: es.tell(s, np.zeros(5)), "fitness must have shape (4,)"),
-    (lambda es, s: es.tell(s, [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, [0.0, np.inf, 1.0, 2.0]), "NaN or inf"),
+    (lambda es, s: es.tell(s, es.ask(s), np.zeros(5)), "fitness must have shape (4,)"),
+    (lambda es, s: es.tell(s, es.ask(s), [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, es.ask(s), [0.0, np.inf, 1.0, 2.0]),
+     "NaN or inf"),
+    # the population told is the one this Eggroll asked for this state
+    (lambda es, s: es.tell(s, np.zeros(4), np.zeros(4)), "tell takes (state, population, fitness), got a ndarray"),
+    (lambda es, s: es.tell(es.tell(s, es.ask(s), np.arange(4.0))[0], es.ask(s), np.arange(4.0)),
+     "the population is generation 0's, the state is at generation 1"),
+    (lambda es, s: es.tell(s, es.ask(es.init(mlp(6))), np.arange(4.0)), "asked of another state's parameters"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.1, seed=1).ask(s), np.arange(4.0)), "its seed differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 2, 0.1, seed=0).ask(s), np.arange(4.0)), "its rank differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.2, seed=0).ask(s), np.arange(4.0)), "its sigma differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs differ"),
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
@@ -247,7 +257,7 @@ def test_a_deeper_network_trains_every_layer():
     es = config.method(params, adam)
     before = eggroll.State(params, optim.init(params), 2)
     counts, _ = snn_eggroll.population_forward(es.ask(before), frames)
-    by_hand, _ = es.tell(before, snn_eggroll.fitness(counts, labels, 5, 3.0))
+    by_hand, _ = es.tell(before, es.ask(before), snn_eggroll.fitness(counts, labels, 5, 3.0))
     for name in params:
         np.testing.assert_array_equal(new[name], by_hand.params[name])
         assert not np.array_equal(new[name], params[name]), name
