@@ -228,6 +228,21 @@ class Team(Alone):
         if signum[0]:
             raise Stopped(int(signum[0]), everywhere=True)
 
+    def ending_the_job(self, previous):
+        """A sys.excepthook for the team's script: an error that no code caught on this process is
+        printed in one line with the process's rank, and ends every process of the job, which may be
+        waiting for this one in a collective call. Ctrl-C and the like go to `previous`."""
+        def hook(kind, error, trace):
+            if not issubclass(kind, Exception):
+                return previous(kind, error, trace)
+            try:
+                sys.stderr.write(f"error: rank {self.rank} of {self.size}: {kind.__name__}: {error}".replace("\n", " ")
+                                 + "\n")
+            except (OSError, ValueError):  # stderr closed: the job still ends
+                pass
+            self.abort(1)
+        return hook
+
     def abort(self, code):
         """End every process of the job at once (when one process failed alone). The lines this
         process printed last are first given FORWARD seconds to reach mpiexec, which drops what it
@@ -253,10 +268,13 @@ def team(update):
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in stopping}
     try:
-        return Team(update)
+        made = Team(update)
     finally:
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+    if made.size > 1:
+        sys.excepthook = made.ending_the_job(sys.excepthook)
+    return made
 
 
 def code_version(folder=Path(__file__).resolve().parent):
