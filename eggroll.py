@@ -183,6 +183,23 @@ class Population:
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
 
+    def perturbed(self, name):
+        """Every member's value of parameter `name` at once, (2p, m, n) or (2p, m): theta +- sigma
+        E_p, each E_p formed (2p m n numbers), in member order. For a layer applied many times a
+        generation (a recurrent loop) or elementwise (a gain): formed once, instead of a `linear`
+        per step or a `member` per member. member(i)[name] is row i, bit for bit."""
+        check_known(self.params, name)
+        value = self.params[name]
+        xp = array_module_of(value)
+        factors = self.factors(name)
+        if value.ndim == 2:
+            drawn_noise = materialise(*(f.astype(value.dtype, copy=False) for f in factors))
+        else:
+            drawn_noise = factors.astype(value.dtype, copy=False)
+        step = self.sigma[name] * drawn_noise
+        return xp.stack([value + step, value - step], axis=1).reshape((-1,) + value.shape).astype(value.dtype,
+                                                                                                   copy=False)
+
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
         if not 0 <= i < self.members:

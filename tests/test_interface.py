@@ -44,6 +44,25 @@ def test_linear_is_every_members_product_with_its_noise_formed(pairs, rank, gene
         np.testing.assert_allclose(out[i], expected, rtol=1e-6, atol=1e-9)
 
 
+@settings(max_examples=20, deadline=None)
+@given(pairs=st.integers(1, 6), rank=st.integers(1, 3), generation=st.integers(0, 50),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_every_members_values_at_once_are_each_members_own(pairs, rank, generation, dtype):
+    """pop.perturbed(name): (2p, m, n) or (2p, m), row i bit for bit member(i)[name], for weights and
+    biases, in the parameter's float type; a batched product with it is each member's layer."""
+    params = mlp(generation, dtype=dtype)
+    es = eggroll.Eggroll(2 * pairs, rank, {name: 0.1 * (k + 1) for k, name in enumerate(params)}, seed=generation)
+    pop = es.ask(eggroll.State(params, {}, generation))
+    for name, value in params.items():
+        every = pop.perturbed(name)
+        assert every.dtype == dtype and every.shape == (2 * pairs,) + value.shape
+        for i in range(2 * pairs):
+            np.testing.assert_array_equal(every[i], pop.member(i)[name])
+    x = np.random.default_rng(0).normal(size=(3, 6)).astype(dtype)
+    np.testing.assert_allclose(x @ pop.perturbed("layer0.weight").transpose(0, 2, 1) + pop.perturbed("layer0.bias")[:, None],
+                               pop.linear("layer0.weight", x, bias="layer0.bias"), rtol=1e-4, atol=1e-5)
+
+
 def test_members_are_antithetic_and_drawn_from_the_keys():
     """Member 2p + 1 is theta - sigma E_p where member 2p is theta + sigma E_p, E_p = A_p B_p^T / sqrt(r)
     from the factors of name's own stream; the same ask twice gives the same members."""
