@@ -1,8 +1,12 @@
 """EGGROLL's ask/tell interface (eggroll.Eggroll) over any named 1-D and 2-D arrays, and the spiking
 network of any depth as its client: the population's products against every member formed,
 resume through pickle, clear errors, and the spiking network's generation as ask -> forward -> tell."""
+import os
 import pickle
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,8 @@ import noise
 import optim
 import snn
 import snn_eggroll
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def mlp(seed=0, sizes=(6, 5, 3), dtype=np.float64):
@@ -159,6 +165,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
+    (lambda es, s: eggroll.Eggroll(4, 1, dict.fromkeys([*s.params, "extra"], 0.1), 0).init(s.params),
+     "one sigma per parameter"),
     (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite number > 0, got -0.1"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": np.inf}, 0), "sigma of 'layer0.weight' must be a finite"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z"), "unknown shaping"),
@@ -227,6 +235,27 @@ def test_asking_costs_nothing_however_large_the_population():
     alone = eggroll.Eggroll(2 ** 33, 1, 0.1, seed=3).population_of(state, slice(2 ** 32 - 1, 2 ** 32)).member(0)
     for name in last:
         np.testing.assert_array_equal(last[name], alone[name])
+
+
+PINNED_IDS = {"enc.w": 0xD456AFBE, "W3": 0x8905AE21}  # 2^31 | the first 31 bits of SHA-256(name), little-endian
+
+
+def test_two_names_of_one_stream_are_refused():
+    """p19847 and p42256 share the 31 bits of their streams' word (a collision found by search):
+    perturbed alike, they would move together, so init refuses them."""
+    assert noise.param_id("p19847") == noise.param_id("p42256")
+    with pytest.raises(ValueError, match="parameters 'p19847' and 'p42256' share a noise stream: rename one"):
+        eggroll.Eggroll(4, 1, 0.1, 0).init({"p19847": np.ones(3), "p42256": np.ones(3)})
+
+
+def test_a_names_stream_is_the_same_in_every_process():
+    """param_id of a name beyond the paper's four is fixed by the name alone: the same in processes
+    with different hash seeds (Python's hash() of a str is not), and these values for good."""
+    script = "import noise; print([noise.param_id(n) for n in ('enc.w', 'layer0.weight', 'W3')])"
+    said = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert said == {f"{[noise.param_id(n) for n in ('enc.w', 'layer0.weight', 'W3')]}\n"}
+    assert noise.param_id("enc.w") == PINNED_IDS["enc.w"] and noise.param_id("W3") == PINNED_IDS["W3"]
 
 
 def test_noise_streams_are_keyed_by_name():
