@@ -10,6 +10,7 @@ can cause.
 In an MPI job (run.py --distributed) an error every process met is printed by the first; one a
 process met alone is printed by it, with its rank, and ends the job. A bug keeps its traceback.
 """
+import argparse
 import contextlib
 import errno
 import os
@@ -110,6 +111,15 @@ def silence(stderr=True):
         except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture), or closed
             pass
     os.close(null)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, a usage error in one line (the problem and where to read more, exit status 2),
+    not argparse's usage block."""
+
+    def error(self, message):
+        tell(f"error: {message}; see {self.prog} --help")
+        sys.exit(2)
 
 
 def fail(message, team=distributed.ALONE, status=2, everywhere=False):

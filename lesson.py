@@ -683,11 +683,6 @@ def fail(message):
     sys.exit(exits.fail(message))
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # a mistyped option: one line, not the usage text
-        fail(f"{message}; see lesson.py --help")
-
-
 def claim_numbers(text):
     """--claims 1,3 → [1, 3]."""
     parts = [part.strip() for part in text.split(",")]
@@ -696,7 +691,7 @@ def claim_numbers(text):
     return sorted({int(part) for part in parts})
 
 
-parser = Parser(description="EGGROLL's claims, each derived, drawn as a figure and checked.")
+parser = exits.Parser(prog="lesson.py", description="EGGROLL's claims, each derived, drawn as a figure and checked.")
 parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
 parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
                                               "markdown page FILE (the figures linked from it)")

@@ -234,6 +234,8 @@ def seed_of(args):
 
 
 def main():
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        return exits.say(__doc__.strip(), "run it again with standard output open")
     settings = Settings(seed=seed_of(sys.argv[1:]))
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)

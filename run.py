@@ -65,6 +65,8 @@ def config_from_options(opts):
     run's length: --generations (ES methods) and --epochs (BPTT) are refused for the other."""
     given = {spec.name: getattr(opts, spec.name) for spec in fields(run_config.RunConfig)
              if getattr(opts, spec.name, None) is not None}
+    if "hidden" in given and run_config.network_problem(given["hidden"]) is None:
+        given["hidden"] = str(run_config.RunConfig(hidden=given["hidden"]).network)  # 064 is 64, one run
     config = run_config.RunConfig(**given)
     if config.method == "bptt" and "generations" in given:
         raise UsageError("--generations is for the ES methods; BPTT's length is --epochs, e.g. --epochs 5")
@@ -76,16 +78,14 @@ class Refused(Exception):
     """A command line refused in one process of an MPI job, which says so with the others (`main`)."""
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, a usage error in one line: the problem and where to read more. In an MPI job, a
-    Refused that `main` shares with the job's other processes, which would otherwise wait for it."""
+class Parser(exits.Parser):
+    """exits.Parser; in an MPI job, a usage error is a Refused that `main` shares with the job's
+    other processes, which would otherwise wait for it."""
 
     def error(self, message):
-        line = f"{message}; see {self.prog} --help"
         if distributed.launched_size() > 1:
-            raise Refused(line)
-        exits.tell(f"error: {line}")
-        sys.exit(2)
+            raise Refused(f"{message}; see {self.prog} --help")
+        super().error(message)
 
     def print_help(self, file=None):
         """The help, once per MPI job: by its first process."""

@@ -17,7 +17,6 @@ never forms it.
 how far each got and draws the figure into toy_eggroll.png (`--out FILE` elsewhere; `make
 derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
 """
-import argparse
 import math
 import sys
 from dataclasses import dataclass, replace
@@ -253,9 +252,9 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=400):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
+    parser = exits.Parser(prog="toy_eggroll.py",
+                          description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", default="toy_eggroll.png", help="the figure's file (default: toy_eggroll.png)")
-    parser.error = lambda message: fail(f"{message}; see toy_eggroll.py --help")
     args = parser.parse_args(argv)
     figure, lines = draw()
     lines += checks() + quartic_check()

@@ -12,7 +12,6 @@ mostly noise: Adam then moves its weights by about lr per generation all the sam
 normalises the step), a random walk that the layer's signal has to outrun. A firing rate of 0 in
 the output layer means every member scores -ln 10 and ties: the estimate has nothing to rank.
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -79,7 +78,7 @@ def table(records):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = exits.Parser(prog="depth_signal.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="folder holding N-MNIST (its Train and Test folders)")
     parser.add_argument("--hidden", default="128,64", help="the hidden layers, as run.py train --hidden")
     parser.add_argument("--generations", type=int, default=300, help="EGGROLL generations of the run (default: 300)")

@@ -8,7 +8,6 @@ N-MNIST's input density, on one device in one run (ratios to the paper's 2312-64
 Dense networks of two layers run the fused CUDA kernels on a GPU; every other network the generic
 CuPy path, the NumPy code on the GPU's arrays.
 """
-import argparse
 import sys
 from pathlib import Path
 
@@ -41,7 +40,7 @@ def seconds_of(network, members, rank, xp, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = exits.Parser(prog="depth_speed.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hidden", nargs="+", default=["64", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--members", type=int, default=1024, help="EGGROLL's population (default: 1024)")

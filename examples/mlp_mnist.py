@@ -117,12 +117,6 @@ def load(folder):
             for images, labels in (splits["train"], splits["test"])]
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit status 2, as run.py's
-        exits.tell(f"error: {message}; see {self.prog} --help")
-        sys.exit(2)
-
-
 def positive(text):  # argparse type: an integer >= 1
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
@@ -130,7 +124,7 @@ def positive(text):  # argparse type: an integer >= 1
 
 
 def main(argv=None):
-    parser = Parser(prog="mlp_mnist.py", description=__doc__.split("\n")[0])
+    parser = exits.Parser(prog="mlp_mnist.py", description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--mnist", required=True, help="folder of the four MNIST IDX files")
     add("--seed", type=int, default=1, help="of the initial weights, the minibatches and the noise (default: 1)")

@@ -106,12 +106,20 @@ def table(folders):
     return "\n".join(lines)
 
 
+def network_text(text):
+    """argparse type: a --hidden value as run.py stores it (064 is 64), or the layer it cannot build."""
+    try:
+        return str(snn.Network.parse(text))
+    except ValueError as problem:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}") from None
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = exits.Parser(prog="snn_depth.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="N-MNIST to train on (run.py train --data-root)")
     parser.add_argument("--real-root", help="another N-MNIST copy to score every run on")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
-    parser.add_argument("--hidden", nargs="+", default=["64", "128", "128,64", "conv8k5s3"],
+    parser.add_argument("--hidden", nargs="+", type=network_text, default=["64", "128", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
     parser.add_argument("--generations", type=int, default=1000, help="EGGROLL's generations (default: 1000)")

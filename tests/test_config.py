@@ -5,6 +5,8 @@ import dataclasses
 import pytest
 
 import config
+import exits
+from run import add_config_options, config_from_options
 
 
 def test_method_configurations_carry_the_run_settings():
@@ -194,3 +196,13 @@ def test_the_spike_cost_preset_prices_the_paper_runs_and_a_pair_at_matched_accur
     assert config.run_label(sweep[0]) == "bptt seed 1"
     assert [config.run_length(c) for c in (sweep[0], sweep[1], pairs[0], pairs[1])] == \
         ["5 epochs", "100 generations", "2 epochs", "4000 generations"]
+
+
+@pytest.mark.parametrize("typed, stored", [("064", None), ("0128,064", "128,64"), ("conv08k5s2", "conv8k5s2")])
+def test_a_hidden_value_is_stored_as_the_network_writes_it(typed, stored):
+    """--hidden 064 is the paper's network (stored as no setting at all), 0128,064 the run 128,64:
+    one network, one config.json, so a run is never "other settings" for how its width was typed."""
+    parser = exits.Parser(prog="run.py")
+    add_config_options(parser)
+    given = config_from_options(parser.parse_args(["--method", "eggroll", "--hidden", typed]))
+    assert config.stored(given).get("hidden") == stored

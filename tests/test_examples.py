@@ -112,10 +112,11 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     and a convolutional one, by EGGROLL and BPTT: each run's config.json holds its layers, its
     real.json scores it, the table has a row per run (EGGROLL's first, the smaller networks first),
     a second call trains nothing and writes the same table, and one asking for more generations
-    trains runs of its own beside the others (their folders name the levers away from the recipe)."""
+    trains runs of its own beside the others (their folders name the levers away from the recipe).
+    A width typed 012 is the network 12's, in its folder name and config.json."""
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--real-root", str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--generations", "2",
-               "--epochs", "1", "--logit-scale", "1", "--hidden", "12,6", "12", "conv2k5s3"]
+               "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     rows = [line.split(" | ")[:5] for line in first.stdout.splitlines() if " | 2312" in line]
@@ -170,3 +171,22 @@ def test_the_depth_signal_example_records_every_layer(tmp_path):
             rates = {r["firing_rate"] for r in records if r["generation"] == generation and r["layer"] == layer}
             assert len(rates) == 1
     assert (tmp_path / "12-6-sigma0.2-logit5.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")
+
+
+@pytest.mark.parametrize("script", ["examples/mlp_mnist.py", "examples/snn_depth.py", "examples/depth_signal.py",
+                                    "examples/depth_speed.py", "toy_eggroll.py", "lesson.py"])
+def test_a_mistyped_option_is_one_line_not_a_usage_block(script):
+    """Every script's argument error: one line naming the problem and --help, exit status 2."""
+    done = subprocess.run([sys.executable, str(ROOT / script), "--bogus"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    name = Path(script).name
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.endswith(f"; see {name} --help\n") and done.stderr.count("\n") == 1, done.stderr
+    assert "usage:" not in done.stderr
+
+
+def test_nano_eggroll_answers_help():
+    """nano_eggroll.py --help prints what the file is and does, and exits 0 without training."""
+    done = subprocess.run([sys.executable, str(ROOT / "nano_eggroll.py"), "--help"], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.startswith("nano EGGROLL: evolution strategies") and not done.stderr

@@ -284,3 +284,4 @@ def test_evaluation_counts_every_layers_spikes_and_synapses():
     assert where["synaptic_ops_per_sample"] == pytest.approx(
         sum((network.synapses(layer) * counts).sum() for layer, counts in enumerate(spikes, start=1)) / 12, rel=1e-12)
     assert where["silent_hidden_fraction"] == pytest.approx(np.mean(np.concatenate(spikes[1:]) == 0), abs=1e-12)
+
