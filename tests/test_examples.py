@@ -190,3 +190,13 @@ def test_nano_eggroll_answers_help():
     done = subprocess.run([sys.executable, str(ROOT / "nano_eggroll.py"), "--help"], capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
     assert done.returncode == 0 and done.stdout.startswith("nano EGGROLL: evolution strategies") and not done.stderr
+
+
+@pytest.mark.parametrize("option, value", [("--backprop-lr", "nan"), ("--lr", "-0.01"), ("--sigma", "inf"),
+                                           ("--seed", "-1"), ("--population", "0")])
+def test_mlp_mnist_refuses_nonsense_settings(option, value):
+    """A NaN, negative or infinite rate, a negative seed: refused in one line before any data is read."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "mlp_mnist.py"), "--mnist", "nowhere", option, value],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: argument {option}: expected") \
+        and done.stderr.count("\n") == 1, done.stderr
