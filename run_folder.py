@@ -419,12 +419,13 @@ def foreign_problem(stored, wanted):
     about the checkpoint that says what to do, or None. The data is compared where both name it."""
     theirs, ours = stored["config"], wanted["config"]
     keys = ["method"] if theirs["method"] != ours["method"] else [k for k in ours if theirs.get(k) != ours[k]]
-    differences = [f"{k} {theirs.get(k)}, not {ours[k]}" for k in keys]
+    differences = [f"{k} {theirs.get(k, getattr(run_config.RunConfig(), k, None))}, not {ours[k]}" for k in keys]
     if stored["sizes"] != wanted["sizes"]:
         differences.append(f"sizes {'-'.join(map(str, stored['sizes']))}, not {'-'.join(map(str, wanted['sizes']))}")
     if differences:
-        return (f"belongs to another run ({'; '.join(differences)}); put this run's own checkpoint back, or "
-                f"train the run again from the start with --force")
+        return (f"belongs to another run ({'; '.join(differences)}) than its folder's config.json: if config.json "
+                f"was changed, restore those settings; if the checkpoint was, put this run's own back (--force "
+                f"would delete this checkpoint, which is intact, and train from the start)")
     for split, fingerprint in (wanted["data"] or {}).items():
         if stored["data"] is not None and stored["data"].get(split) != fingerprint:
             return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); resume "
@@ -452,16 +453,16 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
                       else "it is not a checkpoint.npz archive")
-    problem = checkpoint_problem(arrays, like)
-    if problem:
-        raise damaged(problem)
-    if int(arrays["version"]) > 1:
+    if "identity" in arrays:  # first: a checkpoint of other layers than config.json's is another run's, not damaged
         try:
             foreign = foreign_problem(read_identity(arrays["identity"]), identity)
         except ValueError as error:
             raise damaged(error) from None
         if foreign:
             raise UsageError(f"checkpoint {path} {foreign}")
+    problem = checkpoint_problem(arrays, like)
+    if problem:
+        raise damaged(problem)
     step = int(arrays["step"])
     if total_steps is not None and step > total_steps:
         raise damaged(f"its step {step} does not fit a run of {total_steps} steps")

@@ -237,7 +237,26 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(tmp_path, da
             code, err = run_main(args, capsys)
             assert code == 2 and err.count("\n") == 1, err
             assert f"checkpoint {out / run_folder.CHECKPOINT} belongs to another run ({difference})" in err
+            assert "--force would delete this checkpoint, which is intact" in err
         assert snapshot(out) == before
+
+
+def test_a_config_json_whose_layers_disagree_with_the_checkpoint_is_a_mismatch_not_damage(tmp_path, dataset,
+                                                                                           capsys):
+    """config.json edited to other hidden layers than the checkpoint's: resume and evaluate call it
+    what it is, name both networks, and do not tell the user to --force over an intact checkpoint."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset)) == 0
+    (out / "final.json").unlink()
+    text = (out / "config.json").read_text()  # edited as the project writes it, hidden before max_shift
+    (out / "config.json").write_text(text.replace('\n "max_shift"', '\n "hidden": "32",\n "max_shift"'))
+    before = snapshot(out)
+    for args in (train_args(out, dataset, "--resume", "--hidden", "32"), ["evaluate", str(out), *dataset]):
+        code, err = run_main(args, capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert "belongs to another run (hidden 64, not 32; sizes 2312-64-10, not 2312-32-10)" in err, err
+        assert "damaged" not in err and "restore those settings" in err
+    assert snapshot(out) == before
 
 
 @pytest.mark.parametrize("length", [["--generations", "10"], ["--method", "bptt", "--epochs", "1"]])
