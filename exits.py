@@ -13,6 +13,7 @@ process met alone is printed by it, with its rank, and ends the job. A bug keeps
 import argparse
 import contextlib
 import errno
+import math
 import os
 import signal
 import sys
@@ -120,6 +121,30 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         tell(f"error: {message}; see {self.prog} --help")
         sys.exit(2)
+
+
+def at_least(low):
+    """argparse type: an integer >= low."""
+    def number(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+    return number
+
+
+def positive_number(text):
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
 
 
 def fail(message, team=distributed.ALONE, status=2, everywhere=False):

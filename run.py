@@ -108,19 +108,6 @@ def integers(text):
         raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,2, got {text!r}") from None
 
 
-def at_least(low):
-    """argparse type: an integer >= low."""
-    def number(text):
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
-        return value
-    return number
-
-
 def main(argv=None):
     parser = Parser(prog="run.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -202,9 +189,9 @@ def main(argv=None):
                                                 "downloaded into the cache folder, ~/.cache/eggroll-snn/mnist)")
     emulate_parser.add_argument("--split", choices=("train", "test", "both"), default="both",
                                 help="which MNIST digits (default: both)")
-    emulate_parser.add_argument("--workers", type=at_least(1), default=min(2, os.cpu_count() or 1),
+    emulate_parser.add_argument("--workers", type=exits.at_least(1), default=min(2, os.cpu_count() or 1),
                                 help="processes; the recordings do not depend on it (default: %(default)s)")
-    emulate_parser.add_argument("--seed", type=at_least(0), default=0,
+    emulate_parser.add_argument("--seed", type=exits.at_least(0), default=0,
                                 help="the emulated sensor's and every recording's noise (default: 0, the "
                                      "project's emulated N-MNIST)")
     emulate_parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -5,8 +5,6 @@ falling to 0 on a cosine. --mnist: the folder of the four MNIST IDX files (mnist
 
     OPENBLAS_NUM_THREADS=1 python examples/mlp_mnist.py --mnist path/to/mnist
 """
-import argparse
-import math
 import dataclasses
 import sys
 import time
@@ -118,41 +116,19 @@ def load(folder):
             for images, labels in (splits["train"], splits["test"])]
 
 
-def natural(text):  # argparse type: an integer >= 0
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return int(text)
-
-
-def positive(text):  # argparse type: an integer >= 1
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return int(text)
-
-
-def positive_number(text):  # argparse type: a finite number > 0
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
-
-
 def main(argv=None):
     parser = exits.Parser(prog="mlp_mnist.py", description=__doc__.split("\n")[0])
     add = parser.add_argument
     add("--mnist", required=True, help="folder of the four MNIST IDX files")
-    add("--seed", type=natural, default=1, help="of the initial weights, the minibatches and the noise (default: 1)")
-    add("--steps", type=positive, default=3000, help="minibatches: EGGROLL's generations, backprop's steps (3000)")
-    add("--batch-size", type=positive, default=128, help="images per minibatch (128)")
-    add("--train-samples", type=positive, default=60000, help="train on the first N training images (60000)")
-    add("--population", type=positive, default=512, help="EGGROLL's members, 2P: an even number (512)")
-    add("--rank", type=positive, default=1, help="of EGGROLL's perturbations (1)")
-    add("--sigma", type=positive_number, default=0.02, help="EGGROLL's noise scale (0.02)")
-    add("--lr", type=positive_number, default=0.006, help="EGGROLL's peak learning rate (0.006)")
-    add("--backprop-lr", type=positive_number, default=0.001, help="backprop's peak learning rate (0.001)")
+    add("--seed", type=exits.at_least(0), default=1, help="of the initial weights, the minibatches and the noise (default: 1)")
+    add("--steps", type=exits.at_least(1), default=3000, help="minibatches: EGGROLL's generations, backprop's steps (3000)")
+    add("--batch-size", type=exits.at_least(1), default=128, help="images per minibatch (128)")
+    add("--train-samples", type=exits.at_least(1), default=60000, help="train on the first N training images (60000)")
+    add("--population", type=exits.at_least(1), default=512, help="EGGROLL's members, 2P: an even number (512)")
+    add("--rank", type=exits.at_least(1), default=1, help="of EGGROLL's perturbations (1)")
+    add("--sigma", type=exits.positive_number, default=0.02, help="EGGROLL's noise scale (0.02)")
+    add("--lr", type=exits.positive_number, default=0.006, help="EGGROLL's peak learning rate (0.006)")
+    add("--backprop-lr", type=exits.positive_number, default=0.001, help="backprop's peak learning rate (0.001)")
     opts = parser.parse_args(argv)
 
     def command():

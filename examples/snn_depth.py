@@ -122,13 +122,13 @@ def main():
     parser.add_argument("--hidden", nargs="+", type=network_text, default=["64", "128", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
-    parser.add_argument("--generations", type=int, default=1000, help="EGGROLL's generations (default: 1000)")
-    parser.add_argument("--epochs", type=int, default=5, help="BPTT's epochs (default: 5)")
-    parser.add_argument("--sigma", type=float, default=0.2, help="EGGROLL's sigma (default: 0.2)")
-    parser.add_argument("--lr", type=float, default=0.03, help="EGGROLL's learning rate (default: 0.03)")
-    parser.add_argument("--logit-scale", type=float, default=5.0, help="EGGROLL's readout scale (default: 5)")
-    parser.add_argument("--init-std", type=float, default=0.3, help="W, b ~ N(0, init_std^2) in every layer")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--generations", type=exits.at_least(1), default=1000, help="EGGROLL's generations (default: 1000)")
+    parser.add_argument("--epochs", type=exits.at_least(1), default=5, help="BPTT's epochs (default: 5)")
+    parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
+    parser.add_argument("--lr", type=exits.positive_number, default=0.03, help="EGGROLL's learning rate (default: 0.03)")
+    parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="EGGROLL's readout scale (default: 5)")
+    parser.add_argument("--init-std", type=exits.positive_number, default=0.3, help="W, b ~ N(0, init_std^2) in every layer")
+    parser.add_argument("--seed", type=exits.at_least(0), default=1)
     opts = parser.parse_args()
 
     def command():
