@@ -169,7 +169,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             except training.DeadlineReached as stop:
                 print(f"{label}: {stop}", file=sys.stderr)
                 continue
-        if opts.real_root and not (out / "real.json").exists():
+        if opts.real_root and not ((out / "real.json").exists() and training.scored_on(out, opts.real_root,
+                                                                                       opts.cache_dir)):
             if (out / CHECKPOINT).exists():
                 scored = training.evaluate_run(out, opts.real_root, opts.cache_dir, opts.device)
                 run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))

@@ -682,7 +682,9 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                                                              "input_synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}
 REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")} | {
-    "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE}  # whose score it is (report.scores_this_run)
+    "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (report.scores_this_run)
+    # the recordings scored: each split's size and digest (data.Splits.fingerprint), absent before it was kept
+    "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings")}
 MISSING = object()
 
 

@@ -491,5 +491,21 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)
     return {"run": str(run_dir), "generation": step, "accuracy": accuracies, "samples": sizes,
-            "accuracy_per_digit": {name: score[2] for name, score in scores.items()}}
+            "accuracy_per_digit": {name: score[2] for name, score in scores.items()}, "data": splits.fingerprint()}
+
+
+def scored_on(run_dir, data_root, cache_dir=None):
+    """Whether run_dir's real.json scored its run on the recordings at data_root as they are now
+    (the fingerprint of their frames and labels, split by split, not the folder's name)."""
+    real_path = Path(run_dir) / "real.json"
+    if not real_path.exists():
+        return False
+    try:
+        real = run_folder.read_json(real_path, "")
+    except UsageError:  # not JSON: no score of any recordings
+        return False
+    if run_folder.real_problem(real):
+        return False
+    splits = data.load_nmnist(data_root, run_folder.read_config(run_dir).time_bins, cache_dir, progress=False)
+    return real.get("data") == splits.fingerprint()
 

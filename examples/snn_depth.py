@@ -9,7 +9,7 @@ r = 1 at one population and budget and by hand-written BPTT, each with one recip
 A run is resumed where it stopped and a finished one left as it is (run.py train --resume refuses a
 folder trained with other settings), so the script can be stopped and run again; copies with
 different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
-copy (real.json, scored again when the copy changes).
+copy (real.json, scored again when the recordings differ from those it scored).
 """
 import argparse
 import json
@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import exits                                 # noqa: E402
 import snn                                   # noqa: E402
+import training                              # noqa: E402
 from run_folder import write_atomically     # noqa: E402
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
@@ -64,16 +65,15 @@ def train(method, hidden, opts):
                              stdout=subprocess.DEVNULL)
     if trained.returncode:  # run.py said why, in one line
         sys.exit(trained.returncode)
-    real_path, real_root = out / "real.json", os.path.relpath(Path(opts.real_root or ".").resolve(), ROOT)
-    if opts.real_root and not (real_path.exists() and json.loads(real_path.read_text()).get("data_root") == real_root):
+    if opts.real_root and not training.scored_on(out, opts.real_root):  # not yet, or on other recordings
         scored = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out),
                                  "--data-root", opts.real_root], stdout=subprocess.PIPE, text=True)
         if scored.returncode:
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)
-        real["data_root"] = real_root  # relative to the project's folder, as "run"
-        write_atomically(real_path, json.dumps(real, indent=1))
+        real["data_root"] = os.path.relpath(Path(opts.real_root).resolve(), ROOT)  # relative, as "run"
+        write_atomically(out / "real.json", json.dumps(real, indent=1))
 
 
 def settings_of(out):

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nmnist_files import write_dataset
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "mlp_mnist.py"
 spec = importlib.util.spec_from_file_location("mlp_mnist", SCRIPT)
@@ -133,6 +135,10 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     table = (tmp_path / "table.md").read_text()
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and (tmp_path / "table.md").read_text() == table
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=1, seed=3).parent  # other recordings
+    rescored = [*command[:command.index("--real-root") + 1], str(other), *command[command.index("--out"):]]
+    assert subprocess.run(rescored, capture_output=True, text=True, timeout=300).returncode == 0
+    assert json.loads((runs / "bptt-hidden-conv2k5s3-e1-seed1" / "real.json").read_text())["samples"]["test"] == 10
     longer = [*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):-3], "12",
               "--methods", "eggroll"]
     assert subprocess.run(longer, capture_output=True, text=True, timeout=300).returncode == 0

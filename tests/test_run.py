@@ -171,6 +171,14 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert [f.stat().st_mtime_ns for f in finals] == stamps
     assert len(list(report.glob("runs/*/real.json"))) == 8
     assert "real recordings % |" in (report / "table.md").read_text()
+    reals = sorted(report.glob("runs/*/real.json"))
+    scored = [r.read_bytes() for r in reals]
+    assert run.main(args + ["--report-only", "--real-root", real_root]) == 0  # the same recordings: kept
+    assert [r.read_bytes() for r in reals] == scored
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
+    assert run.main(args + ["--report-only", "--real-root", str(other)]) == 0  # other recordings: scored again
+    for real in reals:
+        assert json.loads(real.read_text())["samples"]["test"] == 20, real
 
 
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
