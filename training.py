@@ -274,9 +274,8 @@ def set_up(config, out, team, progress, command):
         resources.check_run_memory(config, xp, recordings, team.local_size)
         if team.rank == 0:
             resources.check_writable(out, "--out", folder=True)
-        emulate.check_finished(config.data_root)
-        splits = data.load_nmnist(config.data_root, config.time_bins, config.cache_dir, config.download,
-                                  progress and team.rank == 0)
+        splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
+                             progress and team.rank == 0)
         if not len(splits.train):
             raise UsageError("the training split is empty: check --data-root")
         lif = config.lif()
@@ -466,6 +465,14 @@ def progress_bar(total, initial, description, enabled):
     return tqdm(total=total, initial=initial, desc=description, disable=not enabled, dynamic_ncols=True)
 
 
+def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=False):
+    """The N-MNIST copy at data_root as data.Splits, once it is the data it claims to be: an
+    emulation is read only if it finished, with the recordings it counted (emulate.check_finished).
+    Training and scoring read their data through it alike."""
+    emulate.check_finished(data_root)
+    return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
+
+
 def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
     (e.g. the real recordings, for a model trained on emulated ones), frames made as in training."""
@@ -479,7 +486,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     xp = array_module(device)
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
-    splits = data.load_nmnist(data_root, config.time_bins, cache_dir, progress=False)
+    splits = load_splits(data_root, config.time_bins, cache_dir)
     try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
         with numpy.errstate(over="raise", invalid="raise"):
             scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp, network=config.network)
@@ -506,6 +513,5 @@ def scored_on(run_dir, data_root, cache_dir=None):
         return False
     if run_folder.real_problem(real):
         return False
-    splits = data.load_nmnist(data_root, run_folder.read_config(run_dir).time_bins, cache_dir, progress=False)
-    return real.get("data") == splits.fingerprint()
+    return real.get("data") == load_splits(data_root, run_folder.read_config(run_dir).time_bins, cache_dir).fingerprint()
 

@@ -619,10 +619,14 @@ def test_final_json_says_how_emulated_data_was_made(tmp_path):
     (tmp_path / "NMNIST" / emulate.PROVENANCE).write_text(json.dumps(made))
     with pytest.raises(data.BadDataError, match="holds an emulation that did not finish"):
         training.train(settings, tmp_path / "unfinished", progress=False)
+    with pytest.raises(data.BadDataError, match="holds an emulation that did not finish"):  # nor is a run scored on it
+        training.evaluate_run(tmp_path / "plain", str(tmp_path), str(tmp_path / "cache"))
     found = {split: len(list((tmp_path / "NMNIST" / split).glob("*/*.bin"))) for split in ("Train", "Test")}
     (tmp_path / "NMNIST" / emulate.FINISHED).write_text(json.dumps({**found, "Test": found["Test"] + 1}))
     with pytest.raises(data.BadDataError, match="but its emulation finished with"):
         training.train(settings, tmp_path / "unfinished", progress=False)
+    with pytest.raises(data.BadDataError, match="but its emulation finished with"):
+        training.evaluate_run(tmp_path / "plain", str(tmp_path), str(tmp_path / "cache"))
     (tmp_path / "NMNIST" / emulate.FINISHED).write_text(json.dumps(found))
     assert training.train(settings, tmp_path / "emulated", progress=False)["data"]["emulated"] == made
 
