@@ -62,13 +62,15 @@ def train(method, hidden, opts):
                "--seed", str(opts.seed), "--data-root", opts.data_root,
                "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
     trained = subprocess.run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-                             stdout=subprocess.DEVNULL)
-    if trained.returncode:  # run.py said why, in one line
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if trained.returncode:  # run.py said why, in one line (a Ctrl-C reaches this script too, which says its own)
+        sys.stderr.write(trained.stderr)
         sys.exit(trained.returncode)
     if opts.real_root and not training.scored_on(out, opts.real_root):  # not yet, or on other recordings
         scored = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out),
-                                 "--data-root", opts.real_root], stdout=subprocess.PIPE, text=True)
+                                 "--data-root", opts.real_root], capture_output=True, text=True)
         if scored.returncode:
+            sys.stderr.write(scored.stderr)
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)

@@ -6,9 +6,11 @@ import gzip
 import importlib.util
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -206,3 +208,24 @@ def test_mlp_mnist_refuses_nonsense_settings(option, value):
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2 and done.stderr.startswith(f"error: argument {option}: expected") \
         and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_ctrl_c_on_the_depth_example_is_one_line(tmp_path):
+    """Ctrl-C reaches the script and the run.py it started (one process group): one line, the
+    script's, which says how to go on; not also run.py's, which names a command not typed."""
+    command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--out", str(tmp_path), "--generations", "500", "--hidden", "12", "--methods", "eggroll"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("runs/*/metrics.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130
+    assert err == "error: interrupted; rerun the same command to continue (finished runs are left as they are)\n"
