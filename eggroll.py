@@ -190,15 +190,13 @@ class Population:
         per step or a `member` per member. member(i)[name] is row i, bit for bit."""
         check_known(self.params, name)
         value = self.params[name]
-        xp = array_module_of(value)
         factors = self.factors(name)
-        if value.ndim == 2:
-            drawn_noise = materialise(*(f.astype(value.dtype, copy=False) for f in factors))
+        if value.ndim == 2:  # in the parameter's float type, as `member` forms it
+            drawn_noise = materialise(*(f.astype(value.dtype) for f in factors))
         else:
-            drawn_noise = factors.astype(value.dtype, copy=False)
+            drawn_noise = factors.astype(value.dtype)
         step = self.sigma[name] * drawn_noise
-        return xp.stack([value + step, value - step], axis=1).reshape((-1,) + value.shape).astype(value.dtype,
-                                                                                                   copy=False)
+        return array_module_of(value).stack([value + step, value - step], axis=1).reshape((self.members,) + value.shape)
 
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
@@ -353,7 +351,8 @@ class Eggroll:
         if population.params is not state.params:
             raise ValueError("the population was asked of another state's parameters: tell the state it was asked of")
         asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
-        differ = [name for name in ("seed", "rank", "pairs", "sigma") if getattr(population, name) != getattr(asked, name)]
+        differ = [name for name in ("seed", "rank", "pairs", "sigma")
+                  if getattr(population, name) != getattr(asked, name)]
         if differ:
             raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} differ from this "
                              f"one's): tell its fitness to the Eggroll that asked it")

@@ -149,6 +149,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 7))), "x of shape"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2p = 4 members"),
     (lambda es, s: es.ask(s).member(4), "member must lie in 0..3"),
+    (lambda es, s: es.ask(s).perturbed("nope"), "unknown parameter 'nope'"),
     (lambda es, s: es.tell(s, es.ask(s), np.zeros(5)), "fitness must have shape (4,)"),
     (lambda es, s: es.tell(s, es.ask(s), [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, es.ask(s), [0.0, np.inf, 1.0, 2.0]),
