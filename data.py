@@ -103,8 +103,8 @@ def _split_dirs(root, download):
         if not download:
             raise MissingDataError(
                 f"N-MNIST not found in {root} (expected {root}/NMNIST/Train/<digit>/*.bin or "
-                f"{root}/Train/<digit>/*.bin); point --data-root (root=...) or NMNIST_ROOT at a copy, "
-                f"or use --download (download=True) to fetch it with tonic")
+                f"{root}/Train/<digit>/*.bin); point --data-root or NMNIST_ROOT at a copy, "
+                f"or use --download to fetch it with tonic")
         _download(root)
         base = root / "NMNIST"
     dirs = {name: base / name for name in ("Train", "Test")}
@@ -129,7 +129,7 @@ def _download(root):
     for path in (root, target):
         if os.path.islink(path) and not path.exists():
             raise MissingDataError(f"{path} is a link to {os.readlink(path)}, which does not exist; make that folder "
-                                   f"or point --data-root (root=...) elsewhere")
+                                   f"or point --data-root elsewhere")
     first_new = first_missing(target)  # a link, even a broken one, is there: not ours
     existing = set() if first_new else set(target.iterdir())
     timeout = socket.getdefaulttimeout()
@@ -152,7 +152,7 @@ def _download(root):
             f"N-MNIST could not be downloaded ({reason}); download train.zip and test.zip of "
             f"N-MNIST by hand (dataset 468j46mzdv on Mendeley Data) and extract them so that "
             f"{target}/Train/<digit>/*.bin and {target}/Test/<digit>/*.bin exist, or point "
-            f"--data-root (root=...) or NMNIST_ROOT at a copy") from error
+            f"--data-root or NMNIST_ROOT at a copy") from error
     finally:
         socket.setdefaulttimeout(timeout)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import eggroll
 from nmnist_files import write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -229,3 +230,27 @@ def test_ctrl_c_on_the_depth_example_is_one_line(tmp_path):
         process.wait()
     assert process.returncode == 130
     assert err == "error: interrupted; rerun the same command to continue (finished runs are left as they are)\n"
+
+
+def test_the_library_comparison_scores_formed_members_as_eggroll_scores_its_own():
+    """examples/versus_libraries.py scores OpenES's and sep-CMA's members with their weights formed
+    (losses_of on flat vectors): for EGGROLL's members, formed by pop.member, those losses are the
+    ones pop.linear gives, and flat/unflat are inverse; the table puts eggroll's time at 1.0x."""
+    spec = importlib.util.spec_from_file_location("versus", ROOT / "examples" / "versus_libraries.py")
+    versus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(versus)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40, 64)).astype(np.float32), rng.integers(0, 10, 40)
+    params = versus.init_mlp(12, seed=2)
+    es = eggroll.Eggroll(8, 1, 0.05, seed=3)
+    pop = es.ask(es.init(params))
+    through_linear = versus.cross_entropy(pop.linear("W2", np.tanh(pop.linear("W1", x, bias="b1")), bias="b2"), y)
+    vectors = np.stack([versus.flat(pop.member(i)) for i in range(8)])
+    np.testing.assert_allclose(versus.losses_of(vectors, params, x, y), through_linear, rtol=1e-5)
+    back = versus.unflat(versus.flat(params)[None], params)
+    assert all(np.array_equal(back[name][0], params[name]) for name in params)
+    record = dict(method="eggroll", hidden=12, population=8, generations=1, evaluations=8, sigma=0.05, lr=0.02, seed=1,
+                  train_acc=0.5, test_acc=0.25, seconds_per_generation=0.2, peak_memory_mib=100.0)
+    text = versus.table([record, dict(record, method="sepcma", seconds_per_generation=0.6)])
+    assert "| 12 | eggroll (this project), rank 1 | 25.0 | 50.0 | 0.2000 | 1.0 | 100 |" in text
+    assert "| 12 | pycma sep-CMA | 25.0 | 50.0 | 0.6000 | 3.0 | 100 |" in text
