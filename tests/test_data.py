@@ -300,7 +300,7 @@ def test_short_recordings_are_kept_and_reported(root, tmp_path):
 # bad input
 
 def test_missing_root(tmp_path, no_download):
-    with pytest.raises(data.MissingDataError, match="NMNIST_ROOT.*download=True") as error:
+    with pytest.raises(data.MissingDataError, match="NMNIST_ROOT at a copy, or use --download to fetch it") as error:
         load(tmp_path / "nowhere", tmp_path / "cache")
     assert isinstance(error.value, FileNotFoundError) and str(tmp_path / "nowhere") in str(error.value)
 
