@@ -337,6 +337,12 @@ def test_failed_download_says_how_to_get_the_data_and_cleans_up(tmp_path, monkey
     assert sorted(tmp_path.rglob("*")) == before
 
 
+def test_the_download_waits_as_long_as_the_docs_say():
+    """docs/data.md promises how long a silent server is waited for: the number download uses."""
+    text = " ".join((Path(data.__file__).parent / "docs" / "data.md").read_text().split())
+    assert f"a server that sends nothing for {data.DOWNLOAD_TIMEOUT:g} s" in text
+
+
 def test_a_download_from_a_silent_server_ends_and_a_linked_root_is_kept(tmp_path, monkeypatch):
     """A server that accepts and never answers: one line after DOWNLOAD_TIMEOUT, not a hang; a
     --data-root that is a link (to a missing folder, or to a folder) stays, and so does its target."""
@@ -354,9 +360,11 @@ def test_a_download_from_a_silent_server_ends_and_a_linked_root_is_kept(tmp_path
     (target / "mine").write_text("mine")
     link = tmp_path / "link"
     link.symlink_to(target)
+    before = socket.getdefaulttimeout()
     with pytest.raises(data.MissingDataError, match=r"could not be downloaded \(no answer for 0.5 s\)"):
         load(link, tmp_path / "cache", download=True)
     listener.close()
+    assert socket.getdefaulttimeout() == before  # the process's other sockets keep their own timeout
     assert link.is_symlink() and sorted(p.name for p in target.iterdir()) == ["mine"]
     broken = tmp_path / "broken"
     broken.symlink_to(tmp_path / "nowhere")

@@ -226,6 +226,8 @@ DAMAGES = {
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,
                                                                   "wall_seconds": 1.0}) + "\n", "it is another run's"),
+    "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
+        {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10"),
     "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "is damaged (generation is missing)"),
     "metrics.jsonl out of range": ("metrics.jsonl", json.dumps({"generation": 10, "val_acc": 1.5, "wall_seconds": 1.0}),
                                    "(val_acc must be a number in [0, 1], got 1.5)"),
@@ -264,6 +266,13 @@ def test_a_run_folder_link_that_leads_nowhere_is_said_not_passed_over(tmp_path, 
     assert list(report.collect(tmp_path)) == ["es"]
     err = capsys.readouterr().err
     assert err.count("warning: ") == 2 and "es-seed2 is left out of the report: it is a link to" in err, err
+
+
+def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):
+    """real.json's run is the folder as a shell may write it, "runs/es-seed1/": still this run's."""
+    out = write_run(tmp_path, "es", 1)
+    (out / "real.json").write_text(json.dumps({"run": f"{out}/", "generation": 20, "accuracy": {"all": 0.5}}))
+    assert report.collect(tmp_path)["es"][0][0]["real_acc"] == 0.5
 
 
 def test_a_missing_metrics_file_is_named(tmp_path):

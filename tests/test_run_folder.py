@@ -570,3 +570,12 @@ def test_a_link_is_refused_and_a_device_is_never_replaced(tmp_path):
     with pytest.raises(run_folder.UsageError, match="is not a regular file"):
         resources.check_writable(pipe, "--json")
     assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+
+
+def test_first_missing_counts_a_link_as_there_even_a_broken_one(tmp_path):
+    """What making a path would create starts below any link on it, even one to nowhere: a failed
+    command then removes only its own folders, never the user's link."""
+    (tmp_path / "broken").symlink_to(tmp_path / "nowhere")
+    assert run_folder.first_missing(tmp_path / "broken" / "a" / "b") == tmp_path / "broken" / "a"
+    assert run_folder.first_missing(tmp_path / "new" / "a") == tmp_path / "new"
+    assert run_folder.first_missing(tmp_path) is None
