@@ -216,18 +216,15 @@ def checks(toy=Toy(), draws=2000):
             f"ranks, {lengths[1, False]:.1f} -> {lengths[3, False]:.1f} with raw differences"]
 
 
-def quartic_steps(toy, sigma=0.5, pairs=1000, generations=400):
-    """Off quadratics the low-rank step is biased. On F(W) = -1/4 sum W_ij^4 at W = W*, the mean of
-    the raw-difference step over pairs x generations draws, and its standard error per entry:
-    F(W + sE) - F(W - sE) = -2s sum (W^3 E + s^2 W E^3), so the mean step is -(W^3 + s^2 k W), k the
-    fourth moment of an entry of the noise: 3 for Gaussian noise (the gradient of the smoothed
-    fitness, -(W^3 + 3 s^2 W)), 3 + 6/r for E = A B^T / sqrt(r)."""
+def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, generations=400):
+    """Off quadratics the low-rank step is biased: the mean of the raw-difference step of
+    `fitness` (members (..., m, n) -> (...)) at W = W* over pairs x generations draws, and its
+    standard error per entry."""
     theta, setting = optimum(toy.seed), replace(toy, sigma=sigma, pairs=pairs)
     steps = []
     for generation in range(generations):
         perturbation, factors = noise_of(setting, generation)
-        members = members_of(theta, perturbation, sigma)
-        f = eggroll.pair_differences(-0.25 * (members ** 4).sum(axis=(-2, -1))).astype(np.float64)
+        f = eggroll.pair_differences(fitness(members_of(theta, perturbation, sigma))).astype(np.float64)
         if factors is None:
             config = baselines.ESConfig(2 * pairs, sigma, toy.seed, logit_scale=1.0)
             steps.append(baselines.full_rank_gradient(f, {STREAM: theta}, config, generation)[STREAM])
@@ -237,18 +234,48 @@ def quartic_steps(toy, sigma=0.5, pairs=1000, generations=400):
     return theta, steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
 
 
+def entry_quartic(members):
+    """F = -1/4 sum_ij W_ij^4: each entry on its own."""
+    return -0.25 * (members ** 4).sum(axis=(-2, -1))
+
+
+def norm_quartic(members):
+    """F = -1/4 |W|^4 = -1/4 (sum_ij W_ij^2)^2: every entry with every other."""
+    return -0.25 * (members ** 2).sum(axis=(-2, -1)) ** 2
+
+
+def quartic_means(theta, sigma, rank):
+    """The exact mean raw-difference steps, Gaussian noise (the smoothed gradient) and E = A B^T/sqrt(r)
+    (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation.md, section 5):
+      entry quartic: -(W^3 + s^2 k W), k = E[E_ij^4] = 3 + 6/r (3 for Gaussian noise);
+      norm quartic:  -(S + s^2 (mn + 2 + 2(m + n + 1)/r)) W, S = |W|^2, of which 6/r is the same
+                     fourth moment of an entry and 2(m + n - 2)/r the entries sharing its row or
+                     column (E[E_ij^2 E_il^2] = 1 + 2/r, not 1: they share the factor a_i)."""
+    m, n = theta.shape
+    excess_entry, excess_norm = (6 / rank, 2 * (m + n + 1) / rank) if rank else (0, 0)
+    norm = (theta ** 2).sum()
+    return {"entry": -(theta ** 3 + sigma ** 2 * (3 + excess_entry) * theta),
+            "norm": -(norm + sigma ** 2 * (m * n + 2 + excess_norm)) * theta}
+
+
 def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=400):
-    """The line of docs/derivation.md's section 5: how far the mean low-rank step lies from the
-    smoothed gradient on the quartic, against the prediction 6 s^2 |W| / r."""
-    parts = []
-    for label, rank in (("rank 1", 1), ("rank 2", 2), ("full rank", None)):
-        theta, mean, _ = quartic_steps(replace(toy, rank=rank), sigma, pairs, generations)
-        smoothed = -(theta ** 3 + 3 * sigma ** 2 * theta)
-        predicted = smoothed - (6 * sigma ** 2 / rank * theta if rank else 0)
-        parts.append(f"{100 * np.linalg.norm(mean - smoothed) / np.linalg.norm(smoothed):.0f} % ({label}; "
-                     f"predicted {100 * np.linalg.norm(predicted - smoothed) / np.linalg.norm(smoothed):.0f} %)")
-    return [f"quartic F = -1/4 sum W^4 at W*, sigma {sigma}, mean of {pairs * generations:,} raw-difference steps: "
-            f"from the smoothed gradient -(W^3 + 3 sigma^2 W) by " + ", ".join(parts)]
+    """The lines of docs/derivation.md's section 5: how far the mean low-rank step lies from the
+    smoothed gradient on each quartic, beside the exact expression, and on the norm quartic the
+    part that the entries' own fourth moment (the tails) accounts for."""
+    lines = []
+    for name, fitness, formula in (("entry", entry_quartic, "F = -1/4 sum W^4"),
+                                   ("norm", norm_quartic, "F = -1/4 |W|^4")):
+        parts = []
+        for label, rank in (("rank 1", 1), ("rank 2", 2), ("rank 6", 6), ("full rank", None)):
+            theta, mean, _ = quartic_steps(replace(toy, rank=rank), fitness, sigma, pairs, generations)
+            smoothed = quartic_means(theta, sigma, None)[name]
+            gap = lambda step: f"{100 * np.linalg.norm(step - smoothed) / np.linalg.norm(smoothed):.1f} %"
+            tails = "" if name == "entry" or rank is None else \
+                f", tails alone {gap(smoothed - sigma ** 2 * 6 / rank * theta)}"
+            parts.append(f"{gap(mean)} ({label}; exact {gap(quartic_means(theta, sigma, rank)[name])}{tails})")
+        lines.append(f"quartic {formula} at W*, sigma {sigma}, mean of {pairs * generations:,} raw-difference "
+                     f"steps: from the smoothed gradient by " + ", ".join(parts))
+    return lines
 
 
 def main(argv=None):
@@ -261,12 +288,6 @@ def main(argv=None):
     with writing(args.out) as temporary:
         figure.savefig(temporary, format="png", dpi=72)
     exits.say("\n".join(lines + [f"figure: {args.out}"]), f"the figure is in {args.out}")
-
-
-def fail(message, status=2):
-    """One line on stderr, then exit with `status` (2: a user's error)."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(status)
 
 
 if __name__ == "__main__":  # Ctrl-C, SIGTERM, an unwritable figure or output: one line (exits.py)

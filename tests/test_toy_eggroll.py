@@ -37,16 +37,18 @@ def test_raw_differences_give_the_true_gradient_on_average(rank):
     assert np.all(np.abs(mean - (target - theta)) <= 5 * error), np.abs(mean - target).max()
 
 
+@pytest.mark.parametrize("name", ["entry", "norm"])
 @pytest.mark.parametrize("rank", [1, 2, None])
-def test_off_a_quadratic_the_low_rank_step_is_biased_as_derived(rank):
-    """On the quartic F = -1/4 sum W^4 the mean raw-difference step is -(W^3 + sigma^2 k W), k the
-    fourth moment of a noise entry: the smoothed gradient (k = 3) with full-rank noise, 6 sigma^2 W / r
-    away from it with rank-r noise (k = 3 + 6/r), every entry within 5 standard errors of that, and
-    at rank 1 and 2 far from the smoothed gradient."""
-    sigma = 0.5
-    theta, mean, error = toy_module.quartic_steps(replace(Toy(), rank=rank), sigma, pairs=500, generations=100)
-    smoothed = -(theta ** 3 + 3 * sigma ** 2 * theta)
-    predicted = smoothed - (6 * sigma ** 2 / rank * theta if rank else 0)
+def test_off_a_quadratic_the_low_rank_step_is_biased_as_derived(rank, name):
+    """On the quartics F = -1/4 sum W^4 and F = -1/4 |W|^4 the mean raw-difference step is the
+    exact expression of E's fourth moments (quartic_means): the smoothed gradient with full-rank
+    noise, away from it with rank-r noise (its entries' tails, and on the norm quartic also the
+    entries that share a factor), every entry within 5 standard errors of that, and at rank 1 and
+    2 far from the smoothed gradient."""
+    sigma, fitness = 0.5, {"entry": toy_module.entry_quartic, "norm": toy_module.norm_quartic}[name]
+    draws = dict(pairs=500, generations=100) if name == "entry" else dict(pairs=1000, generations=200)  # noisier
+    theta, mean, error = toy_module.quartic_steps(replace(Toy(), rank=rank), fitness, sigma, **draws)
+    smoothed, predicted = (toy_module.quartic_means(theta, sigma, r)[name] for r in (None, rank))
     assert np.all(np.abs(mean - predicted) <= 5 * error), (np.abs(mean - predicted) / error).max()
     if rank:  # with no bias the standardised distance would be about sqrt(48) = 6.9, give or take 0.7
         assert np.linalg.norm((mean - smoothed) / error) > 2.5 * math.sqrt(mean.size)
