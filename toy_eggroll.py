@@ -134,7 +134,7 @@ def draw(toy=Toy(), generations=300, draws=2000):
     runs = {"EGGROLL r = 1": train(toy, generations)[1], "full-rank ES": train(replace(toy, rank=None), generations)[1]}
     fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
 
-    figure = Figure(figsize=(13, 8.4), layout="constrained")
+    figure = Figure(figsize=(16, 8.4), layout="constrained")
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
                     f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
                     f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
@@ -154,7 +154,8 @@ def draw(toy=Toy(), generations=300, draws=2000):
         ax.set_title(title, fontsize=10)
         ax.set(xticks=[], yticks=[])
         top.colorbar(image, ax=ax, shrink=0.8)
-    plane_ax, curve_ax = bottom.subplots(1, 2)
+    staircase_ax, plane_ax, curve_ax = bottom.subplots(1, 3)
+    staircase_line = draw_staircase(staircase_ax)
 
     # The population in the plane of G and of g's part across G, with F's contours in that plane.
     along = gradient / np.linalg.norm(gradient)
@@ -188,7 +189,8 @@ def draw(toy=Toy(), generations=300, draws=2000):
     curve_ax.set(yscale="log", xlabel="generation", ylabel="‖W − W*‖²  (= −2F)",
                  title=f"training: Adam (lr {toy.lr}) up the centred-rank step,\n{toy.pairs} pairs a generation")
     curve_ax.legend(fontsize=8)
-    lines = [f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
+    lines = [staircase_line,
+             f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
              f"{cosine(lowrank_g, gradient):.3f} (rank-1 noise), {cosine(full_g, gradient):.3f} (full-rank noise)",
              f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
                  f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
@@ -196,6 +198,52 @@ def draw(toy=Toy(), generations=300, draws=2000):
     lines += [f"{label}: ||W - W*||^2 from {d[0]:.2f} to {d[-1]:.4f} in {generations} generations "
               f"({d[0] / d[-1]:.0f}-fold)" for label, d in runs.items()]
     return figure, lines
+
+
+def staircase(x):
+    """A fitness with no gradient: -|x| rounded to whole steps, flat between its jumps as a spike
+    count is between the weights at which a spike appears or vanishes."""
+    return -np.round(np.abs(x))
+
+
+EDGES = np.arange(10) + 0.5  # where round(|x|) steps up, as far out as the figure goes
+
+
+def smoothed_staircase(x, sigma):
+    """J(x) = E F(x + sigma eps) and J'(x), eps ~ N(0, 1), exactly: round(|y|) counts the edges c
+    with |y| >= c, and P(|x + sigma eps| >= c) = Phi((x - c)/sigma) + Phi((-x - c)/sigma)."""
+    x = np.asarray(x, dtype=float)[..., None]
+    cdf = np.vectorize(lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2))))
+    pdf = lambda z: np.exp(-z ** 2 / 2) / math.sqrt(2 * math.pi)
+    value = -(cdf((x - EDGES) / sigma) + cdf((-x - EDGES) / sigma)).sum(axis=-1)
+    slope = -(pdf((x - EDGES) / sigma) - pdf((x + EDGES) / sigma)).sum(axis=-1) / sigma
+    return value, slope
+
+
+def staircase_slopes(x, sigma, pairs=1000, seed=0):
+    """At x: J'(x) and ES's estimate of it from `pairs` antithetic pairs,
+    sum_p (F(x + s eps_p) - F(x - s eps_p)) eps_p / (2 P s), sections 1-2 with raw differences."""
+    eps = np.random.default_rng(seed).standard_normal(pairs)
+    estimate = ((staircase(x + sigma * eps) - staircase(x - sigma * eps)) * eps).sum() / (2 * pairs * sigma)
+    return float(smoothed_staircase(x, sigma)[1]), float(estimate)
+
+
+def draw_staircase(ax, x0=1.2, sigmas=(0.1, 0.6)):
+    """The staircase, its smoothings at two sigmas and ES's slope estimates at x0; the line printed."""
+    x = np.linspace(-3, 3, 1201)
+    ax.plot(x, staircase(x), color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
+    parts = []
+    for sigma, colour in zip(sigmas, ("C0", "C3")):
+        exact, estimate = staircase_slopes(x0, sigma)
+        ax.plot(x, smoothed_staircase(x, sigma)[0], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
+        height = smoothed_staircase(x0, sigma)[0]
+        ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
+                linestyle="--", linewidth=1.5)
+        parts.append(f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})")
+    ax.plot([], [], color="0.5", linestyle="--", label="ES's slope from 1,000 pairs")
+    ax.set(xlabel="x", ylabel="fitness", title="ES climbs J(x) = 𝔼 F(x + σε), smooth\nwhere F is a staircase")
+    ax.legend(fontsize=8, loc="lower center")
+    return f"staircase F = -round(|x|) at x = {x0}: F' = 0; " + ", ".join(parts)
 
 
 def checks(toy=Toy(), draws=2000):
