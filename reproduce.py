@@ -31,6 +31,16 @@ def reproduce(opts):
     if opts.deadline is not None and not opts.deadline >= 0:
         raise UsageError(f"--deadline must be >= 0 seconds, got {opts.deadline}: use e.g. --deadline 3600")
     deadline = None if opts.deadline is None else time.monotonic() + opts.deadline
+    made = run_folder.first_missing(Path(opts.results).absolute())  # what a failure takes away again
+    try:
+        reproduce_grids(opts, deadline)
+    except BaseException:
+        run_folder.remove_empty_tree(made)
+        raise
+
+
+def reproduce_grids(opts, deadline):
+    """reproduce's work, once its --deadline is known."""
     if opts.data or opts.mnist:
         comparison.prepare(opts)  # the data and results/local/<data>
     hyperscale = opts.config == "hyperscale"

@@ -613,6 +613,19 @@ def remove_made_folders(folder, first_new):
             return
 
 
+def remove_empty_tree(first_new):
+    """Remove the empty folders under `first_new` (first_missing's answer before a command made it:
+    everything in it is the command's), deepest first, and first_new itself if it is then empty;
+    never through a link, never a folder that holds a file."""
+    if first_new is None or os.path.islink(first_new) or not first_new.is_dir():
+        return
+    for folder, _, _ in os.walk(first_new, topdown=False):
+        try:
+            os.rmdir(folder)
+        except OSError:  # it holds something
+            pass
+
+
 def is_finished(out, config):
     """Whether `out` holds the finished run `config`."""
     return (is_run_folder(out) and (out / "final.json").exists() and (out / "config.json").exists()

@@ -771,3 +771,19 @@ def test_a_file_where_a_reproduce_run_folder_should_be_is_named_as_such(tmp_path
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"error: {runs / 'bptt-seed1'} is not a folder, and bptt seed 1 trains there: move it out of {runs}"
     assert (runs / "bptt-seed1").read_text() == "mine"
+
+
+def test_a_reproduce_that_fails_leaves_no_folders_it_made(tmp_path, dataset, monkeypatch):
+    """The first run fails (here a stand-in for a download that cannot reach its server): the
+    --results folder reproduce made, and the preset's folders in it, are gone; a folder that was
+    there before, with the user's file in it, stays."""
+    def unreachable(*args, **kwargs):
+        raise data.MissingDataError("N-MNIST could not be downloaded (Name or service not known)")
+    monkeypatch.setattr(training, "train", unreachable)
+    args = ["reproduce", "--config", "quick", "--quiet", *dataset]
+    assert run.main([*args, "--results", str(tmp_path / "new" / "results")]) == 2
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    assert run.main([*args, "--results", str(tmp_path / "mine")]) == 2
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
