@@ -360,3 +360,27 @@ def test_timestamps_at_both_ends_of_the_23_bit_range_are_kept_and_beyond_it_drop
     x, y, polarity, t_us = emulator.noise_and_timing(np.random.default_rng(0), np.array([5, 6, 7]), t_ms,
                                                      np.array([1, 0, 1]), 0.0)
     assert t_us.tolist() == [0, 2 ** 23 - 1] and x.tolist() == [5, 6] and polarity.tolist() == [1, 0]
+
+
+def test_a_rerun_stopped_midway_leaves_no_finished_mark_of_the_old_count(tmp_path, monkeypatch, capsys):
+    """A finished emulation with a recording since deleted: the rerun that would restore it is
+    stopped before it does. FINISHED.json, which counted the old recordings, is gone, so that no
+    reader takes the folder for whole; the next rerun writes it again."""
+    monkeypatch.setattr(emulate, "BATCH", 4)
+    out = tmp_path / "emulated"
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 0
+    assert (out / "NMNIST" / emulate.FINISHED).exists()
+    (out / "NMNIST" / "Test" / "7" / "00001.bin").unlink()
+    encode = emulate.encode
+
+    def interrupted(*events):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(emulate, "encode", interrupted)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 130
+    assert not (out / "NMNIST" / emulate.FINISHED).exists()
+    monkeypatch.setattr(emulate, "encode", encode)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 0
+    assert (out / "NMNIST" / emulate.FINISHED).exists()
