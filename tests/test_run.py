@@ -787,3 +787,16 @@ def test_a_reproduce_that_fails_leaves_no_folders_it_made(tmp_path, dataset, mon
     (tmp_path / "mine" / "notes.txt").write_text("mine")
     assert run.main([*args, "--results", str(tmp_path / "mine")]) == 2
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("method", ["eggroll", "bptt"])
+def test_the_memory_estimate_grows_with_the_hidden_layers(method):
+    """run_bytes reads --hidden: a wider or deeper network needs more, and one of 65,536 x 65,536
+    hidden neurons (a 17 GB weight matrix alone) is refused before anything is allocated."""
+    base = dataclasses.replace(config.RunConfig(), method=method, population=512, batch_size=256)
+    needs = {hidden: resources.run_bytes(dataclasses.replace(base, hidden=hidden), False)[0]
+             for hidden in ("64", "128", "128,64", "conv8k5s2,64", "65536,65536")}
+    assert needs["64"] < needs["128"] < needs["128,64"] and needs["64"] < needs["conv8k5s2,64"]
+    assert needs["65536,65536"] > 65536 * 65536 * 4
+    with pytest.raises(run_folder.UsageError, match="the run needs about"):
+        resources.check_run_memory(dataclasses.replace(base, hidden="65536,65536"), np)
