@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import exits                                 # noqa: E402
+import resources                             # noqa: E402
 import snn                                   # noqa: E402
 import training                              # noqa: E402
 from run_folder import write_atomically     # noqa: E402
@@ -134,6 +135,9 @@ def main():
     opts = parser.parse_args()
 
     def command():
+        for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
+            if root is not None:  # before any run trains, not after
+                resources.nmnist_recordings(root, option)
         for method in opts.methods:
             for hidden in opts.hidden:
                 train(method, hidden, opts)

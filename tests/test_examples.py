@@ -254,3 +254,13 @@ def test_the_library_comparison_scores_formed_members_as_eggroll_scores_its_own(
     text = versus.table([record, dict(record, method="sepcma", seconds_per_generation=0.6)])
     assert "| 12 | eggroll (this project), rank 1 | 25.0 | 50.0 | 0.2000 | 1.0 | 100 |" in text
     assert "| 12 | pycma sep-CMA | 25.0 | 50.0 | 0.6000 | 3.0 | 100 |" in text
+
+
+def test_the_depth_example_checks_its_data_before_training(tmp_path):
+    """A --real-root that holds no N-MNIST is named as --real-root, before any run trains."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--real-root", str(tmp_path / "absent"), "--out",
+                           str(tmp_path / "out"), "--hidden", "8", "--methods", "eggroll"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: --real-root {tmp_path / 'absent'} holds no N-MNIST")
+    assert not (tmp_path / "out").exists()
