@@ -20,6 +20,7 @@ at 0.4-1.0 times the sum; on an H200, EGGROLL r = 1 with 65,536 members peaked a
 estimate: 3.8 GB) and batched vanilla ES with 8,192 at 10.6 GB (the estimate: 29 GB, so the
 hyperscale preset fits an 80 GB GPU).
 """
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -84,7 +85,8 @@ def run_bytes(config, gpu, recordings=None):
     (training, test; None: the whole of N-MNIST): the packed frames (the training split twice
     while it loads), a minibatch being unpacked, and a generation or an evaluation batch,
     whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking); on
-    the CPU also the next minibatch, made while a step runs (training.minibatches)."""
+    the CPU also the next minibatch, made while a step runs (training.minibatches); and the
+    weights, with Adam's moments and init's float64 draw of the largest."""
     n_recorded, n_test = recordings or NMNIST_SIZE
     n_val = round(n_recorded / 10)
     growth = config.batch_growth if config.method != "bptt" else 1  # the largest minibatch, at the last generation
@@ -100,7 +102,11 @@ def run_bytes(config, gpu, recordings=None):
     unpacking = 2 * frames * max(batch, evaluated)
     host = packed + n_recorded * -(-frames // 8) + unpacking
     next_minibatch = 4 * frames * batch + shift  # float32, and its shifted copy
-    return (host, work + packed + unpacking) if gpu else (host + work + next_minibatch, 0)
+    weights = [math.prod(config.network.weight_shape(layer)) for layer in range(1, len(config.network.layers) + 1)]
+    # the parameters and Adam's two moments in float32, and the largest weight as init draws it, in float64
+    parameters = 12 * sum(weights) + 8 * max(weights)
+    host += parameters if gpu else 0
+    return (host, work + packed + unpacking + parameters) if gpu else (host + work + next_minibatch + parameters, 0)
 
 
 def meminfo_available():
