@@ -8,7 +8,7 @@ process of its own, so that its peak memory is its own; a generation's time is t
     pip install scikit-learn evosax cma      # optional: a library that is missing is left out
     OPENBLAS_NUM_THREADS=1 python examples/versus_libraries.py [--hidden 32 256] [--generations 300]
 
-Writes <out>/<method>-h<H>.json (test accuracy, seconds per generation, peak memory) and
+Writes <out>/runs/<method>-h<H>.json (test accuracy, seconds per generation, peak memory) and
 <out>/table.md. OpenES and EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the
 same point with step size sigma and adapts its own.
 """
@@ -167,6 +167,13 @@ def table(records):
                                f"{r['sigma']}, Adam's lr {r['lr']} (EGGROLL, OpenES), seed {r['seed']}.\n")
 
 
+def write_table(out):
+    """out/table.md from the records in out/runs/*.json; [its path]."""
+    records = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*.json"))]
+    write_atomically(out / "table.md", table(records))
+    return [out / "table.md"]
+
+
 def main():
     parser = exits.Parser(prog="versus_libraries.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hidden", nargs="+", type=exits.at_least(1), default=[32, 256])
@@ -184,8 +191,7 @@ def main():
     def command():
         if opts.one:
             return exits.say(json.dumps(one(opts.one[0], int(opts.one[1]), opts)), "run it again")
-        records = []
-        opts.out.mkdir(parents=True, exist_ok=True)
+        (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:
             for method in (m for m in METHODS if available(m)):
                 done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", method, str(hidden)],
@@ -193,10 +199,9 @@ def main():
                 if done.returncode:
                     sys.stderr.write(done.stderr)
                     sys.exit(done.returncode)
-                records.append(json.loads(done.stdout))
-                write_atomically(opts.out / f"{method}-h{hidden}.json", json.dumps(records[-1], indent=1) + "\n")
-        write_atomically(opts.out / "table.md", table(records))
-        exits.say(table(records), f"the table is in {opts.out / 'table.md'}")
+                write_atomically(opts.out / "runs" / f"{method}-h{hidden}.json",
+                                 json.dumps(json.loads(done.stdout), indent=1) + "\n")
+        exits.say(write_table(opts.out)[0].read_text(), f"the table is in {opts.out / 'table.md'}")
     return exits.handled(command, "rerun the same command")
 
 

@@ -30,6 +30,8 @@ def writer(folder):
         return report.write_screen_report
     if parts[0] == "depth":  # written by examples/snn_depth.py
         return example("snn_depth").write_table
+    if parts[0] == "versus":  # written by examples/versus_libraries.py
+        return example("versus_libraries").write_table
     return partial(report.write_report, preset=parts[0])
 
 
