@@ -8,7 +8,7 @@ process of its own, so that its peak memory is its own; a generation's time is t
     pip install scikit-learn evosax cma      # optional: a library that is missing is left out
     OPENBLAS_NUM_THREADS=1 python examples/versus_libraries.py [--hidden 32 256] [--generations 300]
 
-Writes <out>/runs/<method>-h<H>.json (test accuracy, seconds per generation, peak memory) and
+Writes <out>/runs/<method>-h<H>/final.json (test accuracy, seconds per generation, peak memory) and
 <out>/table.md. OpenES and EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the
 same point with step size sigma and adapts its own.
 """
@@ -168,8 +168,8 @@ def table(records):
 
 
 def write_table(out):
-    """out/table.md from the records in out/runs/*.json; [its path]."""
-    records = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*.json"))]
+    """out/table.md from the records in out/runs/*/final.json; [its path]."""
+    records = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*/final.json"))]
     write_atomically(out / "table.md", table(records))
     return [out / "table.md"]
 
@@ -199,7 +199,8 @@ def main():
                 if done.returncode:
                     sys.stderr.write(done.stderr)
                     sys.exit(done.returncode)
-                write_atomically(opts.out / "runs" / f"{method}-h{hidden}.json",
+                (opts.out / "runs" / f"{method}-h{hidden}").mkdir(exist_ok=True)
+                write_atomically(opts.out / "runs" / f"{method}-h{hidden}" / "final.json",
                                  json.dumps(json.loads(done.stdout), indent=1) + "\n")
         exits.say(write_table(opts.out)[0].read_text(), f"the table is in {opts.out / 'table.md'}")
     return exits.handled(command, "rerun the same command")
