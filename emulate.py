@@ -35,9 +35,10 @@ Output, as the official N-MNIST zips extract and as tonic expects (data.load_nmn
 <out>/NMNIST/{Train,Test}/<label>/<NNNNN>.bin (NNNNN the 1-based MNIST index; 5 bytes per event:
 x, y, polarity in bit 7 and a 23-bit time in microseconds, sorted by time), zero-byte train.zip and
 test.zip, EMULATED.json, the data's fingerprint (`provenance`), and, written last, FINISHED.json, the
-recordings of each split: training refuses an emulation without it (`check_finished`). Every
+recordings of each split (`recordings`): training refuses an emulation without it (`check_finished`). Every
 recording is written whole or not at all, so an interrupted emulation resumes where it stopped.
 """
+import hashlib
 import json
 import os
 import platform
@@ -64,7 +65,7 @@ PAD = 10     # margin of the padded digit canvas, more than the largest shift pl
 SPLIT_ID = {"train": 1, "test": 2}
 SPLIT_FOLDER = {"train": "Train", "test": "Test"}
 PROVENANCE = "EMULATED.json"
-FINISHED = "FINISHED.json"  # written last: the recordings of each split, so a reader knows the emulation is whole
+FINISHED = "FINISHED.json"  # written last: what `recordings` finds, so a reader knows the emulation is whole
 BATCH = 128  # digits simulated together (speed only: the bytes do not depend on it)
 
 # The calibrated parameters; units: ms, pixels, natural-log luminance.
@@ -351,8 +352,7 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
                     bar.set_postfix(events_per_recording=round(events / written))
         finally:
             remove_partial_files(root)
-    counts = {folder: len(list((root / folder).glob("*/*.bin"))) for folder in SPLIT_FOLDER.values()}
-    write_atomically(root / FINISHED, json.dumps(counts) + "\n")
+    write_atomically(root / FINISHED, json.dumps(recordings(root)) + "\n")
     return {"recordings": written, "kept": kept, "events": events}
 
 
@@ -368,10 +368,22 @@ def check_finished(root=None):
     fix = "rerun the same `run.py emulate` to finish it, or delete the folder and emulate again"
     if not os.path.lexists(folder / FINISHED):
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
-    counted = read_json(folder / FINISHED, fix, data.BadDataError)
-    found = {split: len(list((folder / split).glob("*/*.bin"))) for split in SPLIT_FOLDER.values()}
-    if counted != found:
-        raise data.BadDataError(f"{folder} holds {found} recordings, but its emulation finished with {counted}; {fix}")
+    finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
+    if finished != found:
+        counts = [{split: held.get(split) for split in SPLIT_FOLDER.values()} for held in (found, finished)]
+        differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}" if counts[0] != counts[1]
+                  else "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
+        raise data.BadDataError(f"{folder} {differ}; {fix}")
+
+
+def recordings(root):
+    """What FINISHED.json holds: the number of recordings in each split folder of `root`, and a
+    sha256 of their paths (split/digit/name), which a recording moved to another digit changes."""
+    paths = {split: sorted(path.relative_to(root).as_posix() for path in (root / split).glob("*/*.bin"))
+             for split in SPLIT_FOLDER.values()}
+    listing = "\n".join(path for split in paths.values() for path in split)
+    return {**{split: len(names) for split, names in paths.items()},
+            "paths_sha256": hashlib.sha256(listing.encode()).hexdigest()[:16]}
 
 
 def prepare(root, fingerprint):

@@ -621,13 +621,21 @@ def test_final_json_says_how_emulated_data_was_made(tmp_path):
         training.train(settings, tmp_path / "unfinished", progress=False)
     with pytest.raises(data.BadDataError, match="holds an emulation that did not finish"):  # nor is a run scored on it
         training.evaluate_run(tmp_path / "plain", str(tmp_path), str(tmp_path / "cache"))
-    found = {split: len(list((tmp_path / "NMNIST" / split).glob("*/*.bin"))) for split in ("Train", "Test")}
+    found = emulate.recordings(tmp_path / "NMNIST")
     (tmp_path / "NMNIST" / emulate.FINISHED).write_text(json.dumps({**found, "Test": found["Test"] + 1}))
     with pytest.raises(data.BadDataError, match="but its emulation finished with"):
         training.train(settings, tmp_path / "unfinished", progress=False)
     with pytest.raises(data.BadDataError, match="but its emulation finished with"):
         training.evaluate_run(tmp_path / "plain", str(tmp_path), str(tmp_path / "cache"))
     (tmp_path / "NMNIST" / emulate.FINISHED).write_text(json.dumps(found))
+    moved = next((tmp_path / "NMNIST" / "Train").glob("*/*.bin"))
+    digit = next(d for d in data.DIGITS if d != moved.parent.name)
+    moved.rename(tmp_path / "NMNIST" / "Train" / digit / moved.name)  # the same counts, a recording's label changed
+    for score in (lambda: training.train(settings, tmp_path / "unfinished", progress=False),
+                  lambda: training.evaluate_run(tmp_path / "plain", str(tmp_path), str(tmp_path / "cache"))):
+        with pytest.raises(data.BadDataError, match="other recordings than its emulation finished with"):
+            score()
+    (tmp_path / "NMNIST" / "Train" / digit / moved.name).rename(moved)
     assert training.train(settings, tmp_path / "emulated", progress=False)["data"]["emulated"] == made
 
 
