@@ -374,6 +374,10 @@ def check_finished(root=None):
         differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}" if counts[0] != counts[1]
                   else "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
         raise data.BadDataError(f"{folder} {differ}; {fix}")
+    for split, flag in zip(SPLIT_FOLDER.values(), SPLIT_FOLDER):
+        if not found[split]:  # emulated with --split of the other: training and scoring read both
+            raise data.BadDataError(f"{folder} holds no emulated {split} recordings; add them with `run.py emulate "
+                                    f"--split {flag} --out {folder.parent}` and the same --mnist and --seed")
 
 
 def recordings(root):

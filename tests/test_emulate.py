@@ -197,6 +197,19 @@ def test_the_command_writes_tonics_layout_the_same_whatever_the_workers(tmp_path
     assert emulate.provenance(tmp_path / "one" / "NMNIST") == emulate.provenance(tmp_path / "one")
 
 
+def test_an_emulation_of_one_split_names_the_command_that_adds_the_other(tmp_path, capsys):
+    """Training and scoring read both splits: an emulation of the test digits alone is refused in
+    one line naming `run.py emulate --split train` into the same folder, which then completes it."""
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        assert run.main(emulate_command(tmp_path, "--split", "test")) == 0
+        with pytest.raises(data.BadDataError, match=f"holds no emulated Train recordings; add them with `run.py "
+                                                    f"emulate --split train --out {tmp_path}`"):
+            emulate.check_finished(tmp_path)
+        assert run.main(emulate_command(tmp_path, "--split", "train")) == 0
+    emulate.check_finished(tmp_path)
+    assert emulate.recordings(tmp_path / "NMNIST")["Train"] == len(INDICES["train"])
+
+
 def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_path, monkeypatch, capsys):
     """Stopped by Ctrl-C after 6 recordings (and a half-written file left by a killed worker), the
     same command finishes the others; no file is ever left half written."""
