@@ -12,6 +12,7 @@ Writes <out>/runs/<method>-h<H>/final.json (test accuracy, seconds per generatio
 <out>/table.md. OpenES and EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the
 same point with step size sigma and adapts its own.
 """
+import importlib.util
 import json
 import resource
 import subprocess
@@ -140,14 +141,10 @@ def one(method, hidden, opts):
 
 
 def available(method):
+    """Whether the library `method` needs is installed (found, not imported: each run imports its
+    own in a child process, so the parent's memory and time hold none of them)."""
     library = LIBRARIES[method]
-    if library is None:
-        return True
-    try:
-        __import__(library)
-    except ImportError:
-        return False
-    return True
+    return library is None or importlib.util.find_spec(library) is not None
 
 
 def table(records):
