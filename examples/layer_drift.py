@@ -1,0 +1,85 @@
+"""How far did each layer's weights move, and how much of that was noise? For finished EGGROLL
+runs, per layer: the RMS change of its weights from their initialisation, beside the RMS change
+that Adam gives a step of pure noise.
+
+Adam (Eq. (9)) divides each entry's step by that entry's running size, so a layer whose estimate
+g is all noise still moves by about lr a generation, in a random direction each time: a random
+walk, whose RMS after the run is about sqrt(sum over generations of lr_t^2) (the `noise walk`,
+measured by feeding Adam pure noise at the run's learning rates). A layer that moved further moved
+coherently, by sqrt(moved^2 - walk^2) (`coherent`), since the walk and a steady drift add in
+squares; one that moved no further than the walk learned nothing the noise did not undo.
+
+    python examples/layer_drift.py RUN [RUN ...] [--out results/depth/signal/drift.md]
+"""
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project's modules
+import exits                              # noqa: E402
+import optim                              # noqa: E402
+import run_folder                         # noqa: E402
+import snn                                # noqa: E402
+from run_folder import UsageError, write_atomically  # noqa: E402
+
+
+def noise_walk(lr, schedule, steps, entries=10_000, seed=0):
+    """The RMS distance Adam moves an entry in `steps` steps at the run's learning rates when every
+    gradient is pure noise: measured on `entries` entries fed independent N(0, 1) draws (Adam's
+    step does not depend on their scale). About sqrt(sum of lr_t^2), a little more from the
+    first steps, which Adam's bias correction weighs up."""
+    rng, params = np.random.default_rng(seed), {"w": np.zeros(entries)}
+    state = optim.init(params)
+    for step in range(steps):
+        adam = optim.Adam(optim.scheduled_lr(lr, schedule, step, steps))
+        params, state = optim.ascend(params, {"w": rng.standard_normal(entries)}, state, adam)
+    return float(np.sqrt((params["w"] ** 2).mean()))
+
+
+def drift(run_dir):
+    """Per weight matrix of the EGGROLL run in run_dir: its name, size, RMS change from its
+    initialisation, the noise walk and the coherent part."""
+    run_dir = Path(run_dir)
+    if not (run_dir / run_folder.CHECKPOINT).is_file():
+        raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
+    config = run_folder.read_config(run_dir)
+    if config.method != "eggroll" or config.weight_decay:
+        raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")
+    start = snn.init_network(config.seed, config.network, std=config.init_std)
+    params = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start, run_folder.identity(config))[0]
+    walk = noise_walk(config.lr, config.lr_schedule, config.generations)
+    rows = []
+    for name in sorted(name for name in start if name.startswith("W")):
+        moved = float(np.sqrt(((params[name] - start[name]) ** 2).mean()))
+        rows.append({"run": run_dir.name, "network": str(config.network), "generations": config.generations,
+                     "weights": name, "size": "×".join(map(str, start[name].shape)), "moved": moved,
+                     "noise_walk": walk, "coherent": math.sqrt(max(moved ** 2 - walk ** 2, 0.0))})
+    return rows
+
+
+def table(rows):
+    lines = ["| run | network | generations | weights | RMS moved | noise walk | coherent |", "|" + "---|" * 7]
+    lines += [f"| {r['run']} | {r['network']} | {r['generations']} | {r['weights']} ({r['size']}) | {r['moved']:.3f} | "
+              f"{r['noise_walk']:.3f} | {r['coherent']:.3f} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = exits.Parser(prog="layer_drift.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="folders of finished EGGROLL runs (run.py train --out)")
+    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    opts = parser.parse_args(argv)
+
+    def command():
+        text = table([row for run in opts.runs for row in drift(run)])
+        if opts.out:
+            write_atomically(opts.out, text)
+        exits.say(text.rstrip(), "give --out FILE to keep the table")
+    return exits.handled(command, "rerun the same command")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
