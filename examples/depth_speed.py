@@ -1,30 +1,37 @@
 """What a network's layers cost: for each --hidden network, the seconds of one EGGROLL generation,
 of inference of the same members (snn.forward), and of one BPTT step, on random frames at
-N-MNIST's input density, on one device in one run (ratios to the paper's 2312-64-10 beside them).
+N-MNIST's input density, on one device in one run (ratios to the paper's 2312-64-10 beside them);
+on a CPU also the most memory one EGGROLL generation held (NumPy's arrays, traced by tracemalloc)
+beside resources.py's estimate, which `run.py train` checks before it starts.
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_speed.py [--hidden 64 128,64 conv8k5s3] [--members 1024]
-                                                          [--device gpu]
+                                                          [--device gpu] [--out FILE]
 
 Dense networks of two layers run the fused CUDA kernels on a GPU; every other network the generic
 CuPy path, the NumPy code on the GPU's arrays.
 """
 import sys
+import tracemalloc
 from pathlib import Path
+
+import numpy
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import baselines                     # noqa: E402
 import exits                         # noqa: E402
 import optim                         # noqa: E402
+import resources                     # noqa: E402
 import snn                           # noqa: E402
 import snn_eggroll                   # noqa: E402
 from backend import DEVICES, array_module, device_name  # noqa: E402
 from bench import INPUT_DENSITY, REFERENCE, time_calls  # noqa: E402
+from run_folder import write_atomically  # noqa: E402
 
 
 def seconds_of(network, members, rank, xp, repeats):
-    """Median seconds of an EGGROLL generation, inference of `members` and a BPTT step on `network`."""
-    import numpy
+    """Median seconds of an EGGROLL generation, inference of `members` and a BPTT step on `network`,
+    and on a CPU the generation's peak bytes."""
     rng = numpy.random.default_rng(0)
     frames = xp.asarray(rng.random((REFERENCE["time_bins"], REFERENCE["batch"], network.sizes[0])) < INPUT_DENSITY,
                         dtype=xp.float32)
@@ -32,11 +39,21 @@ def seconds_of(network, members, rank, xp, repeats):
     params, adam = snn.init_network(0, network, xp=xp), optim.Adam(0.01)
     state = optim.init(params)
     settings = snn_eggroll.Config(members, rank, 0.1, 0, 1.0)
-    return {"eggroll": time_calls(lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, settings, adam,
-                                                                      network=network), repeats, xp),
+    generation = lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, settings, adam, network=network)
+    return {"eggroll": time_calls(generation, repeats, xp), "peak": peak_bytes(generation) if xp is numpy else None,
             "inference": time_calls(lambda: snn.forward(params, frames, n_members=members, network=network), repeats, xp),
             "bptt": time_calls(lambda: baselines.bptt_step(params, state, frames, labels, baselines.BPTTConfig(1.0, 1.0),
                                                            adam, network=network), repeats, xp)}
+
+
+def peak_bytes(call):
+    """The most bytes that NumPy's arrays (and Python's objects) held at once during call()."""
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main():
@@ -47,6 +64,7 @@ def main():
     parser.add_argument("--rank", type=exits.at_least(1), default=1)
     parser.add_argument("--repeats", type=exits.at_least(1), default=3, help="timed calls of each, after a warm-up")
     parser.add_argument("--device", choices=DEVICES, default="cpu")
+    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
     opts = parser.parse_args()
 
     def command():
@@ -55,14 +73,23 @@ def main():
         times = {hidden: seconds_of(network, opts.members, opts.rank, xp, opts.repeats)
                  for hidden, network in networks.items()}
         lines = [f"{device_name(xp)}; {opts.members} members, rank {opts.rank}, minibatch {REFERENCE['batch']}, "
-                 f"T = {REFERENCE['time_bins']} (seconds, and x 2312-64-10's)", "",
-                 "| network | neurons | EGGROLL generation | inference | BPTT step |", "|---|---|---|---|---|"]
+                 f"T = {REFERENCE['time_bins']} (seconds, and x 2312-64-10's; an EGGROLL generation's peak memory "
+                 f"in MiB, and resources.py's estimate)", "",
+                 "| network | neurons | EGGROLL generation | inference | BPTT step | generation's peak MiB (estimate) |",
+                 "|---|---|---|---|---|---|"]
         for hidden in dict.fromkeys(["64", *opts.hidden]):
             cells = [f"{times[hidden][key]:.3f} ({times[hidden][key] / times['64'][key]:.1f}x)"
                      for key in ("eggroll", "inference", "bptt")]
+            estimate = resources.generation_bytes("eggroll", opts.rank, opts.members // 2, REFERENCE["batch"],
+                                                  REFERENCE["time_bins"], xp is not numpy, networks[hidden])
+            peak = times[hidden]["peak"]
+            cells.append(f"{'–' if peak is None else f'{peak / 2 ** 20:,.0f}'} ({estimate / 2 ** 20:,.0f})")
             lines.append(f"| 2312-{hidden.replace(',', '-')}-10 | {sum(networks[hidden].sizes[1:]):,} | "
                          + " | ".join(cells) + " |")
-        exits.say("\n".join(lines), "rerun it with its output going where it can be written")
+        text = "\n".join(lines)
+        if opts.out:
+            write_atomically(opts.out, text + "\n")
+        exits.say(text, "rerun it with its output going where it can be written")
     return exits.handled(command, "rerun the same command")
 
 
