@@ -86,17 +86,18 @@ def standard_error(samples):
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
 # Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? The derivation (section 5)
 # gives an entry's variance; this claim adds its length and its shape. An entry of E is a sum of r
-# independent products of two independent N(0, 1) numbers, each product of mean 0 and variance
-# 𝔼[a²] 𝔼[b²] = 1:
+# independent products of two independent N(0, 1) numbers, an entry of A and one of B, each
+# product of mean 0 and variance 1 · 1 = 1:
 #
-#     E_ij = (1/√r) Σ_k a_ik b_jk
+#     E_ij = (1/√r) (A_i1 B_j1 + … + A_ir B_jr)
 #     Var(E_ij) = (1/√r)² · (r · 1) = 1.
 #
 # The 1/√r brings the variance back to 1 at every rank, so ‖E‖²_F = Σ_ij E_ij² ≈ mn: a step σE has
 # the length σ√(mn) of full-rank ES at every rank, and one σ means the same at every rank (without
 # the 1/√r the step would grow as √r). What the rank does change is the shape of an entry. Its
-# fourth moment counts the terms of (Σ_k a_k b_k)⁴ whose factors pair up: r terms a_k⁴ b_k⁴ of
-# mean 3 · 3 = 9 and 3 r (r − 1) terms a_k² b_k² a_l² b_l² of mean 1, so
+# fourth moment counts the terms of (A_i1 B_j1 + … + A_ir B_jr)⁴ whose factors pair up: r terms
+# that are one product to the fourth, of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two
+# different products squared, of mean 1, so
 #
 #     𝔼[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
 #
@@ -221,7 +222,7 @@ def forward_trick():
     assert changed > 0.1, changed  # ... and not because the noise did nothing
 
     def joint_histogram(along_x, along_y):
-        """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), y first."""
+        """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), along_y first."""
         table = np.zeros((n_steps + 1, n_steps + 1))
         np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
         return table
@@ -263,7 +264,7 @@ def forward_trick():
 #     F(θ + σε) − F(θ − σε) = 2σ ⟨G, ε⟩.
 #
 # Fed these raw differences as f_p (not their centred ranks: Eqs. (7), (8) and (10) are linear in
-# f, and ranks would change the objective), each estimator returns g = (1/P) Σ_p ⟨G, ε_p⟩ ε_p. Its
+# f, and they would change the objective), each estimator returns g = (1/P) Σ_p ⟨G, ε_p⟩ ε_p. Its
 # mean is 𝔼[ε εᵀ] G = G for any noise whose entries are uncorrelated with variance 1: Gaussian, or
 # low-rank (claim 1). Its error, over P independent pairs:
 #
@@ -273,10 +274,11 @@ def forward_trick():
 # 2 G_i² for the term of ε_i itself, its fourth moment 3 against 1). So the measure of the right
 # panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the number of pairs — stays
 # at d + 1 = 597 at every population exactly when the error falls as 1/P. Low-rank noise's heavy
-# tails add to 𝔼[⟨G, E⟩² ‖E‖²]. At r = 1, E = a bᵀ, ⟨G, E⟩ = aᵀ (G b) and ‖E‖² = ‖a‖² ‖b‖². Average
-# first over a, a Gaussian vector of m entries (the count above, with G b for G), then over b:
+# tails add to 𝔼[⟨G, E⟩² ‖E‖²]. At r = 1, A and B are single columns, E = A Bᵀ,
+# ⟨G, E⟩ = Aᵀ (G B) and ‖E‖² = ‖A‖² ‖B‖². Average first over A, a Gaussian vector of m entries
+# (the count above, with G B for G), then over B:
 #
-#     𝔼[(aᵀ G b)² ‖a‖² ‖b‖²] = (m + 2) 𝔼[‖G b‖² ‖b‖²] = (m + 2)(n + 2) ‖G‖²,
+#     𝔼[(Aᵀ G B)² ‖A‖² ‖B‖²] = (m + 2) 𝔼[‖G B‖² ‖B‖²] = (m + 2)(n + 2) ‖G‖²,
 #
 # 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
 # independent such terms; only the fourth moments within one term exceed the Gaussian's, r terms
@@ -391,10 +393,10 @@ def gradient_estimate():
 # ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
 # The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
 # 16. Measured here: `snn_eggroll.generation_step` and the batched `baselines.es_generation_step` (one
-# whole generation: forward, ranks, estimate and Adam step), the median of 5 calls after one
-# warm-up, on 32 samples of random binary frames at the real recordings' input density. Time is
-# the process's CPU time, summed over its threads: unlike the wall clock, it is not stretched by
-# other programs running on the machine.
+# whole generation: forward, centred ranks, estimate and Adam step), the median of 5 calls after
+# one warm-up, on 32 samples of random binary frames at the real recordings' input density. Time
+# is the process's CPU time, summed over its threads: unlike the wall clock, it is not stretched
+# by other programs running on the machine.
 
 # %%
 def noise_megabytes(rank, pairs):
