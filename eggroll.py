@@ -6,7 +6,7 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
 
     es = Eggroll(population=512, rank=4, sigma=0.1, seed=1, lr=0.01)
     state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
-    for generation in range(G):
+    for generation in range(generations):
         pop = es.ask(state)                                   # keys only: no noise array is stored
         h = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
         state, stats = es.tell(state, pop, fitness(pop.linear("out.w", h, bias="out.b"), y))
@@ -76,8 +76,8 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (N, m) is shared by all members; perturbation (p, N, m) is one per pair of p pairs. Returns
-    (2p, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    base (N, m) is shared by all members; perturbation (pairs, N, m) is one per pair. Returns
+    (2·pairs, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
     """
     xp = array_module_of(perturbation)
     pairs, batch, m = perturbation.shape
@@ -88,7 +88,7 @@ def antithetic(base, perturbation):
 
 
 def population_product(x, factors):
-    """x (N, n) times the factors (p, w, n) of p pairs: (N, p, w), one product per PAIRS_PER_BLOCK
+    """x (N, n) times the factors (pairs, width, n): (N, pairs, width), one product per PAIRS_PER_BLOCK
     pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
     result is the same however many pairs a process holds (BLAS may round a product of another
     shape differently). On a GPU one kernel sums each result over the nonzero inputs alone
@@ -126,7 +126,8 @@ class Population:
         return 2 * len(self.pairs)
 
     def factors(self, name):
-        """A_p, B_p (p, r, m), (p, r, n) of weight `name` (Eq. 5), or delta_p (p, m) of a 1-D parameter."""
+        """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
+        parameter."""
         value = self.params[name]
         xp = array_module_of(value)
         pairs = xp.arange(self.pairs.start, self.pairs.stop, self.pairs.step)
@@ -135,8 +136,8 @@ class Population:
         return noise.normals(self.seed, self.generation, pairs, name, value.shape[0], xp)
 
     def rows(self, weight, bias, dtype):
-        """[sigma/sqrt(r) A_p^T ; sigma delta_p] (p, r + 1, m) and B_p (p, r, n), in `dtype`: a bias is
-        a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
+        """[sigma/sqrt(r) A_p^T ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
+        bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
         A, B = (f.astype(dtype, copy=False) for f in self.factors(weight))  # float64 stays float64
         xp = array_module_of(A)
@@ -149,9 +150,9 @@ class Population:
         return xp.concatenate([sigma / math.sqrt(self.rank) * A, bias_sigma * delta[:, None, :]], axis=1), B
 
     def linear(self, name, x, bias=None):
-        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2p, N, m).
+        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2·pairs, N, m).
 
-        x is (N, n), shared by all members, or (2p, N, n), one per member (a hidden layer's output).
+        x is (N, n), shared by all members, or (2·pairs, N, n), one per member (a hidden layer's output).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type; an x of integers or bools (pixels, spikes) is first made the
         weight's float type, so that it gives each member's true product."""
@@ -174,20 +175,20 @@ class Population:
         rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T + (self.params[bias] if bias is not None else 0)
         if x.ndim == 2:                                                       # one x for every member
-            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (p, N, r + 1)
+            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
             return antithetic(base, xb @ rows)
         if x.shape[0] != self.members:
             raise ValueError(f"x of shape (2p, N, n) needs 2p = {self.members} members, got {x.shape[0]}")
-        by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (p, 2, N, n)
-        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (p, 2, N, r + 1)
+        by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (pairs, 2, N, n)
+        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
 
     def perturbed(self, name):
-        """Every member's value of parameter `name` at once, (2p, m, n) or (2p, m): theta +- sigma
-        E_p, each E_p formed (2p m n numbers), in member order. For a layer applied many times a
-        generation (a recurrent loop) or elementwise (a gain): formed once, instead of a `linear`
-        per step or a `member` per member. member(i)[name] is row i, bit for bit."""
+        """Every member's value of parameter `name` at once, (2·pairs, m, n) or (2·pairs, m): theta +-
+        sigma E_p, each E_p formed (m n numbers a member), in member order. For a layer applied many
+        times a generation (a recurrent loop) or elementwise (a gain): formed once, instead of a
+        `linear` per step or a `member` per member. member(i)[name] is row i, bit for bit."""
         check_known(self.params, name)
         value = self.params[name]
         factors = self.factors(name)
@@ -247,8 +248,8 @@ def population_stats(fitnesses, shaped):
 # 4. The gradient estimate, Eqs. (7)-(8)
 
 def lowrank_gradient(f, A, B, sigma, n_pairs):
-    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (p,), A (p, r, m), B (p, r, n) of p of
-    the population's P = n_pairs pairs (a process may hold a part)."""
+    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)
+    of some or all of the population's P = n_pairs pairs (a process may hold a part)."""
     pairs, rank, m = A.shape
     weighted = (f[:, None, None] * A).reshape(pairs * rank, m)
     return weighted.T @ B.reshape(pairs * rank, B.shape[2]) / (2 * n_pairs * sigma * math.sqrt(rank))
@@ -320,7 +321,7 @@ class Eggroll:
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
 
     def tell(self, state, population, fitness):
-        """The next state from the fitness (2p,) of `population`'s members in member order, higher
+        """The next state from the fitness of `population`'s members, one each in member order, higher
         is better, and the generation's stats (mean and max fitness, spread of the shaped fitness):
         the fitness of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from
         the keys, summed over processes, and Adam's step up it, Eq. (9). `population` is what this
@@ -433,7 +434,8 @@ def check_whole(setting, value, low, high, example):
 
 
 def check_finite(fitnesses):
-    """`fitnesses` as they are, or a ValueError if one is NaN or inf (their ranks would mean nothing)."""
+    """`fitnesses` as they are, or a ValueError if one is NaN or inf (their centred ranks would mean
+    nothing)."""
     if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
         raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
                          "or check the inputs for non-finite values")

@@ -47,7 +47,7 @@ class Settings:
     """The `best` preset's sigma, learning rate and readout (config.py), the learning rate held
     constant; the paper's protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
     population: int = 256      # 2P members, P antithetic pairs
-    rank: int = 1              # r
+    rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
     lr: float = 0.03           # Adam's learning rate
     logit_scale: float = 5.0   # softmax(logit_scale * rate), Eq. (3)
@@ -70,8 +70,8 @@ def init_params(seed, sizes=(2312, 64, 10), std=0.3):
 
 
 def lif(currents, beta, threshold):
-    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + I_t and o_t = [V_t >= V_th], then V_t <- 0
-    where o_t: input currents I (T, ...) -> output spikes o (T, ...), 0 or 1."""
+    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + W s_t + b and o_t = [V_t >= V_th], then
+    V_t <- 0 where o_t: input currents W s_t + b (T, ...) -> output spikes o_t (T, ...), 0 or 1."""
     v = np.zeros_like(currents[0])
     spikes = np.empty_like(currents)
     for t in range(len(currents)):
@@ -137,7 +137,7 @@ def population_forward(params, perturbations, x, settings):
     xB = (x @ B1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
     pair_term = (scale * xB) @ A1 + settings.sigma * d1[:, None, :]             # (T, P, N, 64)
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
-    # Layer 2: each member has its own hidden spikes h, so h B_p is a product per member.
+    # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
     pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + settings.sigma * d2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)
     return out.sum(axis=0)
@@ -170,8 +170,9 @@ def gradient(f, perturbations, sigma):
 
 
 def adam(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
-    """Eq. (9): one Adam step UP the gradient, as optim.adam_update (bias-corrected moments, eps
-    added to the root of the second one). state = {"m": ..., "v": ..., "t": steps so far}."""
+    """Eq. (9): one Adam step UP the gradient, as optim.adam_update: its first and second moments,
+    bias-corrected, and 10⁻⁸ added to the root of the second. `state` holds both moments and the
+    count of steps so far."""
     t = state["t"] + 1
     new, m, v = {}, {}, {}
     for name in params:
@@ -224,7 +225,7 @@ def train(splits, settings, generations, batch_size, log_every=0):
 
 
 def seed_of(args):
-    """N of the one option, --seed N (default: Settings.seed)."""
+    """The seed the one option gives, --seed followed by a whole number (default: Settings.seed)."""
     if not args:
         return Settings.seed
     if len(args) == 2 and args[0] == "--seed" and args[1].isdigit():

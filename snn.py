@@ -7,7 +7,8 @@ every layer and time step t = 1..T:
     o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
 
 s_t is the layer's input at step t (an event frame for layer 1, the previous layer's spikes o_t for
-the others). Layer l's parameters are named W{l} and b{l}, l = 1..L, layer L the output.
+the others). Layer l's parameters are named W{l} and b{l}, l counted from 1; the last layer is the
+output.
 The network's output is the mean spike rate of the output neurons over T steps, read out by a
 softmax (3) and scored by cross-entropy (4). Evolution strategies evaluate many perturbed copies
 ("members") of the network on the same minibatch; `simulate` runs them all, in cache-sized chunks
@@ -16,8 +17,8 @@ of members, asking the caller for each layer's input current W s_t + b. That way
 forms the currents.
 
 A network is data (`Network`): its layers, each `Dense` (every neuron sees every input) or `Conv`
-(a bank of k x k kernels slid over an image). A convolution is a dense layer applied to every
-patch of its input: W (channels x in_channels k k) times each patch (`layer_current`), so
+(a bank of square kernels slid over an image). A convolution is a dense layer applied to every
+patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
 import re
@@ -29,7 +30,7 @@ from backend import array_module_of, to_numpy
 import gpu
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
-IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input i = (polarity * 34 + y) * 34 + x
+IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
 INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
@@ -58,7 +59,7 @@ class Dense:
 class Conv:
     """A convolutional LIF layer: `channels` kernels of kernel x kernel pixels, slid over its input
     image `stride` pixels at a time, the image padded by `padding` zeros on every side. One neuron
-    per kernel and position, ordered (y, x, channel)."""
+    per kernel and position, ordered (row, column, channel)."""
     channels: int
     kernel: int
     stride: int = 1
@@ -87,15 +88,16 @@ class Network:
     """A spiking network as data: its input image (channels, height, width) and its LIF layers,
     Dense or Conv, the last the output. Convolutions come first, on the image.
 
-    The frames are images in (channel, y, x) order (data.py bins them so); a convolution's spikes
-    are in (y, x, channel) order, so that its currents need no transpose."""
+    The frames are images in (channel, row, column) order (data.py bins them so); a convolution's
+    spikes are in (row, column, channel) order, so that its currents need no transpose."""
     layers: tuple
     image: tuple = IMAGE
 
     @classmethod
     def parse(cls, hidden, n_out=SIZES[-1], image=IMAGE):
         """The network of a --hidden value, its layers comma-separated: a width (64) or a convolution
-        convCkK[sS][pP] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no padding); then n_out outputs.
+        conv<channels>k<kernel>[s<stride>][p<padding>] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no
+        padding); then n_out outputs.
         ValueError naming the fix for a layer that cannot be built."""
         layers = []
         for part in hidden.split(","):
@@ -153,7 +155,8 @@ class Network:
         return tuple(channels * height * width for channels, height, width in self.shapes())
 
     def weight_shape(self, layer):
-        """(fan_out, fan_in) of W{layer}: a convolution's is (channels, in_channels k k), one row per kernel."""
+        """(fan_out, fan_in) of W{layer}: a convolution's is (channels, in_channels kernel²), one row per
+        kernel."""
         spec, (channels, height, width) = self.layers[layer - 1], self.shapes()[layer - 1]
         if isinstance(spec, Conv):
             return spec.channels, channels * spec.kernel ** 2
@@ -177,23 +180,25 @@ class Network:
     def unfold(self, layer, x):
         """What W{layer} multiplies in the layer's input x (..., N, n), one row per product: x itself
         for a dense layer; for a convolution every patch of every sample (im2col), (..., N positions,
-        in_channels k k), positions in (y, x) order, a patch's entries in (dy, dx, channel) order."""
+        in_channels kernel²), positions in (row, column) order, a patch's entries in (dy, dx, channel)
+        order."""
         spec = self.layers[layer - 1]
         if isinstance(spec, Dense):
             return x
         xp = array_module_of(x)
         images, (_, out_h, out_w), k, s = self.images(layer, x), self.shapes()[layer], spec.kernel, spec.stride
-        # gathered as (dy, dx, channel, sample, y, x), each (dy, dx) one contiguous block, then reordered
+        # gathered as (dy, dx, channel, sample, row, column), each (dy, dx) one block, then reordered
         patches = xp.empty((k, k) + images.shape[1:2] + images.shape[:1] + (out_h, out_w), dtype=x.dtype)
         for dy in range(k):
             for dx in range(k):
                 patches[dy, dx] = images[:, :, dy:dy + s * out_h:s, dx:dx + s * out_w:s].transpose(1, 0, 2, 3)
-        patches = patches.transpose(3, 4, 5, 0, 1, 2)                                  # (sample, y, x, dy, dx, c)
+        patches = patches.transpose(3, 4, 5, 0, 1, 2)  # (sample, row, column, dy, dx, channel)
         return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, k * k * images.shape[1]))
 
     def images(self, layer, x):
         """The layer's input x (..., n) as padded images (samples, channels, height, width): layer 1
-        reads the frames' (channel, y, x) order, a later convolution its predecessor's (y, x, channel)."""
+        reads the frames' (channel, row, column) order, a later convolution its predecessor's (row,
+        column, channel)."""
         xp = array_module_of(x)
         channels, height, width = self.shapes()[layer - 1]
         images = x.reshape(-1, channels, height, width) if layer == 1 else \
@@ -202,7 +207,7 @@ class Network:
         return xp.pad(images, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else images
 
     def fold(self, layer, grad):
-        """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels k k) back onto the
+        """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels kernel²) back onto the
         layer's input (..., N, n), each patch entry added to the input it was read from."""
         spec = self.layers[layer - 1]
         if isinstance(spec, Dense):
@@ -210,7 +215,8 @@ class Network:
         xp = array_module_of(grad)
         (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
         k, s, pad = spec.kernel, spec.stride, spec.padding
-        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels).transpose(3, 4, 5, 0, 1, 2)  # (dy, dx, c, sample, y, x)
+        # (dy, dx, channel, sample, row, column)
+        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels).transpose(3, 4, 5, 0, 1, 2)
         images = xp.zeros((by_patch.shape[3], channels, height + 2 * pad, width + 2 * pad), dtype=grad.dtype)
         for dy in range(k):
             for dx in range(k):
@@ -254,7 +260,7 @@ def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
 
 
 def n_layers(params):
-    """L, the number of LIF layers of a network's parameters {W1, b1, ..., WL, bL}."""
+    """How many LIF layers a network's parameters {W1, b1, W2, b2, ...} hold."""
     return sum(1 for name in params if name.startswith("W"))
 
 
@@ -269,8 +275,8 @@ def sizes_of(params):
 
 
 def check_params(params, network=None):
-    """ValueError naming the fix unless params are W1, b1, ..., WL, bL (L >= 2) of the shapes of
-    `network` (None: of a fully connected network, each layer fitting the one before)."""
+    """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least) of the
+    shapes of `network` (None: of a fully connected network, each layer fitting the one before)."""
     layers = n_layers(params)
     expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
     if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
@@ -299,7 +305,8 @@ def check_frames(params, frames, labels, network=None):
 
 
 def lif_step(v, current, lif, spikes):
-    """One step of Eqs. (1)-(2), in place on v; writes the spikes o_t (0 or 1) into `spikes`."""
+    """One step of Eqs. (1)-(2), in place on the potentials `v`; writes the spikes o_t (0 or 1) into
+    `spikes`."""
     xp = array_module_of(v)
     if gpu.enabled(xp):
         return gpu.lif_step(v, current, lif, spikes)

@@ -210,8 +210,9 @@ EDGES = np.arange(10) + 0.5  # where round(|x|) steps up, as far out as the figu
 
 
 def smoothed_staircase(x, sigma):
-    """J(x) = E F(x + sigma eps) and J'(x), eps ~ N(0, 1), exactly: round(|y|) counts the edges c
-    with |y| >= c, and P(|x + sigma eps| >= c) = Phi((x - c)/sigma) + Phi((-x - c)/sigma)."""
+    """J(x) = 𝔼 F(x + sigma eps) and J'(x), eps ~ N(0, 1), exactly: round(|x + sigma eps|) counts
+    the EDGES it reaches, each edge with probability Pr(|x + sigma eps| >= edge) =
+    Phi((x - edge)/sigma) + Phi((-x - edge)/sigma)."""
     x = np.asarray(x, dtype=float)[..., None]
     cdf = np.vectorize(lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2))))
     pdf = lambda z: np.exp(-z ** 2 / 2) / math.sqrt(2 * math.pi)
@@ -222,7 +223,8 @@ def smoothed_staircase(x, sigma):
 
 def staircase_slopes(x, sigma, pairs=1000, seed=0):
     """At x: J'(x) and ES's estimate of it from `pairs` antithetic pairs,
-    sum_p (F(x + s eps_p) - F(x - s eps_p)) eps_p / (2 P s), sections 1-2 with raw differences."""
+    sum_p (F(x + sigma eps_p) - F(x - sigma eps_p)) eps_p / (2 P sigma), sections 1-2 with raw
+    differences."""
     eps = np.random.default_rng(seed).standard_normal(pairs)
     estimate = ((staircase(x + sigma * eps) - staircase(x - sigma * eps)) * eps).sum() / (2 * pairs * sigma)
     return float(smoothed_staircase(x, sigma)[1]), float(estimate)
@@ -295,10 +297,10 @@ def norm_quartic(members):
 def quartic_means(theta, sigma, rank):
     """The exact mean raw-difference steps, Gaussian noise (the smoothed gradient) and E = A B^T/sqrt(r)
     (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation.md, section 5):
-      entry quartic: -(W^3 + s^2 k W), k = E[E_ij^4] = 3 + 6/r (3 for Gaussian noise);
-      norm quartic:  -(S + s^2 (mn + 2 + 2(m + n + 1)/r)) W, S = |W|^2, of which 6/r is the same
+      entry quartic: -(W^3 + sigma^2 𝔼[E_ij^4] W), 𝔼[E_ij^4] = 3 + 6/r (3 for Gaussian noise);
+      norm quartic:  -(|W|^2 + sigma^2 (mn + 2 + 2(m + n + 1)/r)) W, of which 6/r is the same
                      fourth moment of an entry and 2(m + n - 2)/r the entries sharing its row or
-                     column (E[E_ij^2 E_il^2] = 1 + 2/r, not 1: they share the factor a_i)."""
+                     column (𝔼[E_ij^2 E_ij'^2] = 1 + 2/r, not 1: they share a_i, row i of A_p)."""
     m, n = theta.shape
     excess_entry, excess_norm = (6 / rank, 2 * (m + n + 1) / rank) if rank else (0, 0)
     norm = (theta ** 2).sum()
