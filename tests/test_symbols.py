@@ -1,0 +1,75 @@
+"""Every mathematical symbol of the teaching files carries one meaning: the table "The symbols" of
+docs/derivation.md lists each Greek letter they use, once, and none of the usages that would give a
+symbol of the table a second meaning appears in their prose (a .py file's prose: its comments and
+docstrings)."""
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEACHING = ["README.md", *sorted(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")),
+            "eggroll.py", "snn.py", "nano_eggroll.py", "toy_eggroll.py", "lesson.py"]
+GREEK = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]")
+
+# What each usage would make a symbol mean, the usage, and a line it catches. The table's meaning
+# stays; the other is written as a word, a number or another letter.
+SECOND_MEANINGS = [
+    ("ε as Adam's constant, not the noise", r"(ε|\beps\b)\s*(=\s*(1e-8|10⁻⁸)|added)|\+ ε\)", "m̂/(√v̂ + ε)"),
+    ("c as a constant factor, not the centred rank", r"\bc\s*>\s*0|\b(same|by|whatever|edges) c\b", "by the same c > 0"),
+    ("q as a pair, not the share below a fitness", r"\bpair q\b|\bz_q\b", "every other pair q puts"),
+    ("λ as the weight decay, not the spike price", r"λ\s*·\s*θ|λ\W{0,3}(the )?weight decay|weight decay\W{0,3}λ",
+     "lr · λ · θ"),
+    ("L as the layer count, not the loss", r"\.\.L\b|\blayer L\b|\bWL\b|\bL\s*(>=|≥)\s*2|\bL, the number",
+     "l = 1..L, layer L the output"),
+    ("k as an index, a moment or a kernel's size, not the surrogate's sharpness",
+     r"Σ_k|_[a-z]?k\b|\bk = (𝔼|E)\[|\bk (x|×) k\b|\bk k\b", "E_ij = (1/√r) Σ_k a_ik b_jk"),
+    ("s as σ, not a layer's input", r"\bs\^2|\bs eps|\(2 P s\)", "-(W^3 + s^2 k W)"),
+    ("b as a factor, not a bias", r"a bᵀ|‖b‖|𝔼\[b²\]|\bb_jk\b", "At r = 1, E = a bᵀ"),
+    ("G as a count of generations, not the true gradient", r"range\(G\)|\bg of G\b|\bG − 1\)",
+     "for generation in range(G):"),
+    ("N as a seed, not the batch size", r"--seed N\b|\bN of the one option", "N of the one option, --seed N"),
+    ("p as a count of pairs, not a pair's index", r"\(2?p, |, p, |\bof p pairs\b", "perturbation (p, N, m)"),
+    ("m, v as Adam's moments, not rows and potentials", r"m̂|v̂|\"[mv]\": \.\.\.", 'state = {"m": ..., "v": ...}'),
+    ("β₁, β₂ as Adam's decay rates, not the leak", r"β[₁₂]", "β₁ = 0.9, β₂ = 0.999"),
+    ("rank as a process's number, not the noise's", r"\b(its|process's|local|which) rank\b(?!\s*r\b)",
+     "printed in one line with that process's rank"),
+]
+
+
+def prose(name):
+    """A teaching file's text, or for a .py file its comments and docstrings only."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    if not name.endswith(".py"):
+        return text
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return "\n".join(token.string for token in tokens if token.type == tokenize.COMMENT
+                     or token.type == tokenize.STRING and token.string.lstrip("rbuRBU").startswith('"""'))
+
+
+def table_symbols():
+    """The first column of derivation.md's "The symbols", one entry per comma-separated symbol."""
+    section = (ROOT / "docs" / "derivation.md").read_text(encoding="utf-8").split("## The symbols", 1)[1]
+    rows = re.findall(r"^\| (.+?) \| .* \|$", section.split("\n\n", 2)[1], flags=re.M)
+    return [symbol.strip() for row in rows[1:] for symbol in row.split(", ")]
+
+
+def test_the_table_lists_each_symbol_once_and_defines_a_generation():
+    symbols = table_symbols()
+    assert "generation" in symbols and "θ" in symbols
+    assert sorted(s for s in set(symbols) if symbols.count(s) > 1) == []
+
+
+@pytest.mark.parametrize("name", TEACHING)
+def test_every_greek_letter_is_in_the_table(name):
+    listed = set(GREEK.findall(" ".join(table_symbols())))
+    assert sorted(set(GREEK.findall(prose(name))) - listed) == [], f"{name}: add these to docs/derivation.md's table"
+
+
+@pytest.mark.parametrize("meaning, usage, example", SECOND_MEANINGS, ids=[m[0] for m in SECOND_MEANINGS])
+def test_no_symbol_takes_a_second_meaning(meaning, usage, example):
+    assert re.search(usage, example), "the usage no longer catches its own example"
+    found = [f"{name}: {match.group(0)!r}" for name in TEACHING for match in re.finditer(usage, prose(name))]
+    assert found == [], f"{meaning}: {found}"
