@@ -121,85 +121,6 @@ def cosine(x, y):
     return float((x * y).sum() / (np.linalg.norm(x) * np.linalg.norm(y)))
 
 
-def draw(toy=Toy(), generations=300, draws=2000):
-    """The figure of docs/derivation.md, and the lines of numbers it shows: one generation at W = 0,
-    the mean of `draws` steps there, and `generations` of training with each kind of noise."""
-    target = optimum(toy.seed)
-    theta = np.zeros(SHAPE)
-    gradient = target - theta
-    lowrank_g, population = step(theta, target, toy, 0)
-    full_g, full_population = step(theta, target, replace(toy, rank=None), 0)
-    mean_g = {label: mean_step(theta, target, setting, draws)[0]
-              for label, setting in (("rank 1", toy), ("full rank", replace(toy, rank=None)))}
-    runs = {"EGGROLL r = 1": train(toy, generations)[1], "full-rank ES": train(replace(toy, rank=None), generations)[1]}
-    fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
-
-    figure = Figure(figsize=(16, 8.4), layout="constrained")
-    figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
-                    f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
-                    f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
-                    f"{fall['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
-                    f"{fall['full-rank ES']:.0f}-fold)")
-    top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
-    heat = top.subplots(1, 4)
-    scale = np.abs(np.concatenate([population["noise"][0].ravel(), full_population["noise"][0].ravel()])).max()
-    for ax, matrix, title in (
-            (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
-            (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
-            (heat[2], lowrank_g,
-             f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
-            (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
-        limit = scale if ax in heat[:2] else np.abs(matrix).max()
-        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
-        ax.set_title(title, fontsize=10)
-        ax.set(xticks=[], yticks=[])
-        top.colorbar(image, ax=ax, shrink=0.8)
-    staircase_ax, plane_ax, curve_ax = bottom.subplots(1, 3)
-    staircase_line = draw_staircase(staircase_ax)
-
-    # The population in the plane of G and of g's part across G, with F's contours in that plane.
-    along = gradient / np.linalg.norm(gradient)
-    across = lowrank_g - (lowrank_g * along).sum() * along
-    across /= np.linalg.norm(across)
-    offsets = population["members"] - theta
-    x, y = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
-    span = 3.5 * toy.sigma
-    grid_x, grid_y = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
-    plane_fitness = -0.5 * ((grid_x - np.linalg.norm(gradient)) ** 2 + grid_y ** 2)
-    plane_ax.contour(grid_x, grid_y, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
-    for p in range(toy.pairs):
-        plane_ax.plot(x[2 * p:2 * p + 2], y[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
-    dots = plane_ax.scatter(x, y, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
-    bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
-    arrow = 2.5 * toy.sigma
-    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
-                                         (lowrank_g, "C2", "this generation's step g", 2),
-                                         (mean_g["rank 1"], "C1", f"mean of {draws} steps", 2)):
-        direction = np.array([(vector * along).sum(), (vector * across).sum()])
-        direction *= arrow / np.linalg.norm(direction)
-        plane_ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
-        plane_ax.plot([], [], color=colour, linewidth=width, label=label)
-    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
-                 xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
-                 title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
-                       f"pairs joined, coloured by centred rank; contours of F")
-    plane_ax.legend(fontsize=8, loc="lower left")
-    for label, distances in runs.items():
-        curve_ax.plot(distances, label=label)
-    curve_ax.set(yscale="log", xlabel="generation", ylabel="‖W − W*‖²  (= −2F)",
-                 title=f"training: Adam (lr {toy.lr}) up the centred-rank step,\n{toy.pairs} pairs a generation")
-    curve_ax.legend(fontsize=8)
-    lines = [staircase_line,
-             f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
-             f"{cosine(lowrank_g, gradient):.3f} (rank-1 noise), {cosine(full_g, gradient):.3f} (full-rank noise)",
-             f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
-                 f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
-             + f" (Gaussian prediction {ranked_step_length(toy.pairs, toy.sigma):.2f})"]
-    lines += [f"{label}: ||W - W*||^2 from {d[0]:.2f} to {d[-1]:.4f} in {generations} generations "
-              f"({d[0] / d[-1]:.0f}-fold)" for label, d in runs.items()]
-    return figure, lines
-
-
 def staircase(x):
     """A fitness with no gradient: -|x| rounded to whole steps, flat between its jumps as a spike
     count is between the weights at which a spike appears or vanishes."""
@@ -228,24 +149,6 @@ def staircase_slopes(x, sigma, pairs=1000, seed=0):
     eps = np.random.default_rng(seed).standard_normal(pairs)
     estimate = ((staircase(x + sigma * eps) - staircase(x - sigma * eps)) * eps).sum() / (2 * pairs * sigma)
     return float(smoothed_staircase(x, sigma)[1]), float(estimate)
-
-
-def draw_staircase(ax, x0=1.2, sigmas=(0.1, 0.6)):
-    """The staircase, its smoothings at two sigmas and ES's slope estimates at x0; the line printed."""
-    x = np.linspace(-3, 3, 1201)
-    ax.plot(x, staircase(x), color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
-    parts = []
-    for sigma, colour in zip(sigmas, ("C0", "C3")):
-        exact, estimate = staircase_slopes(x0, sigma)
-        ax.plot(x, smoothed_staircase(x, sigma)[0], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
-        height = smoothed_staircase(x0, sigma)[0]
-        ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
-                linestyle="--", linewidth=1.5)
-        parts.append(f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})")
-    ax.plot([], [], color="0.5", linestyle="--", label="ES's slope from 1,000 pairs")
-    ax.set(xlabel="x", ylabel="fitness", title="ES climbs J(x) = 𝔼 F(x + σε), smooth\nwhere F is a staircase")
-    ax.legend(fontsize=8, loc="lower center")
-    return f"staircase F = -round(|x|) at x = {x0}: F' = 0; " + ", ".join(parts)
 
 
 def checks(toy=Toy(), draws=2000):
@@ -341,6 +244,106 @@ def seeds_check(seeds=range(1, 11), generations=300):
             f"{min(f[0] for f in falls):.0f}- to {max(f[0] for f in falls):.0f}-fold with rank-1 noise, "
             f"{min(f[1] for f in falls):.0f}- to {max(f[1] for f in falls):.0f}-fold with full-rank noise; rank 1 "
             f"ends closer on {ahead} of {len(falls)} seeds, by {min(ratios):.1f}x to {max(ratios):.1f}x"]
+
+
+# The figure of docs/derivation.md and the numbers beside it, from the functions above.
+
+
+def draw(toy=Toy(), generations=300, draws=2000):
+    """The figure of docs/derivation.md, and the lines of numbers it shows: one generation at W = 0,
+    the mean of `draws` steps there, and `generations` of training with each kind of noise."""
+    target = optimum(toy.seed)
+    theta = np.zeros(SHAPE)
+    gradient = target - theta
+    lowrank_g, population = step(theta, target, toy, 0)
+    full_g, full_population = step(theta, target, replace(toy, rank=None), 0)
+    mean_g = {label: mean_step(theta, target, setting, draws)[0]
+              for label, setting in (("rank 1", toy), ("full rank", replace(toy, rank=None)))}
+    runs = {"EGGROLL r = 1": train(toy, generations)[1], "full-rank ES": train(replace(toy, rank=None), generations)[1]}
+    fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
+
+    figure = Figure(figsize=(16, 8.4), layout="constrained")
+    figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
+                    f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
+                    f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
+                    f"{fall['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
+                    f"{fall['full-rank ES']:.0f}-fold)")
+    top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
+    heat = top.subplots(1, 4)
+    scale = np.abs(np.concatenate([population["noise"][0].ravel(), full_population["noise"][0].ravel()])).max()
+    for ax, matrix, title in (
+            (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
+            (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
+            (heat[2], lowrank_g,
+             f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
+            (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
+        limit = scale if ax in heat[:2] else np.abs(matrix).max()
+        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(title, fontsize=10)
+        ax.set(xticks=[], yticks=[])
+        top.colorbar(image, ax=ax, shrink=0.8)
+    staircase_ax, plane_ax, curve_ax = bottom.subplots(1, 3)
+    staircase_line = draw_staircase(staircase_ax)
+
+    # The population in the plane of G and of g's part across G, with F's contours in that plane.
+    along = gradient / np.linalg.norm(gradient)
+    across = lowrank_g - (lowrank_g * along).sum() * along
+    across /= np.linalg.norm(across)
+    offsets = population["members"] - theta
+    x, y = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
+    span = 3.5 * toy.sigma
+    grid_x, grid_y = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
+    plane_fitness = -0.5 * ((grid_x - np.linalg.norm(gradient)) ** 2 + grid_y ** 2)
+    plane_ax.contour(grid_x, grid_y, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
+    for p in range(toy.pairs):
+        plane_ax.plot(x[2 * p:2 * p + 2], y[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
+    dots = plane_ax.scatter(x, y, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
+    bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
+    arrow = 2.5 * toy.sigma
+    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
+                                         (lowrank_g, "C2", "this generation's step g", 2),
+                                         (mean_g["rank 1"], "C1", f"mean of {draws} steps", 2)):
+        direction = np.array([(vector * along).sum(), (vector * across).sum()])
+        direction *= arrow / np.linalg.norm(direction)
+        plane_ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
+        plane_ax.plot([], [], color=colour, linewidth=width, label=label)
+    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
+                 xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
+                 title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
+                       f"pairs joined, coloured by centred rank; contours of F")
+    plane_ax.legend(fontsize=8, loc="lower left")
+    for label, distances in runs.items():
+        curve_ax.plot(distances, label=label)
+    curve_ax.set(yscale="log", xlabel="generation", ylabel="‖W − W*‖²  (= −2F)",
+                 title=f"training: Adam (lr {toy.lr}) up the centred-rank step,\n{toy.pairs} pairs a generation")
+    curve_ax.legend(fontsize=8)
+    lines = [staircase_line,
+             f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
+             f"{cosine(lowrank_g, gradient):.3f} (rank-1 noise), {cosine(full_g, gradient):.3f} (full-rank noise)",
+             f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
+                 f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
+             + f" (Gaussian prediction {ranked_step_length(toy.pairs, toy.sigma):.2f})"]
+    lines += [f"{label}: ||W - W*||^2 from {d[0]:.2f} to {d[-1]:.4f} in {generations} generations "
+              f"({d[0] / d[-1]:.0f}-fold)" for label, d in runs.items()]
+    return figure, lines
+
+
+def draw_staircase(ax, x0=1.2, sigmas=(0.1, 0.6)):
+    """The staircase, its smoothings at two sigmas and ES's slope estimates at x0; the line printed."""
+    x = np.linspace(-3, 3, 1201)
+    ax.plot(x, staircase(x), color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
+    parts = []
+    for sigma, colour in zip(sigmas, ("C0", "C3")):
+        exact, estimate = staircase_slopes(x0, sigma)
+        ax.plot(x, smoothed_staircase(x, sigma)[0], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
+        height = smoothed_staircase(x0, sigma)[0]
+        ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
+                linestyle="--", linewidth=1.5)
+        parts.append(f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})")
+    ax.plot([], [], color="0.5", linestyle="--", label="ES's slope from 1,000 pairs")
+    ax.set(xlabel="x", ylabel="fitness", title="ES climbs J(x) = 𝔼 F(x + σε), smooth\nwhere F is a staircase")
+    ax.legend(fontsize=8, loc="lower center")
+    return f"staircase F = -round(|x|) at x = {x0}: F' = 0; " + ", ".join(parts)
 
 
 def main(argv=None):
