@@ -149,6 +149,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 7))), "x of shape"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2p = 4 members"),
     (lambda es, s: es.ask(s).member(4), "member must lie in 0..3"),
+    (lambda es, s: es.ask(s).member(-1), "member must lie in 0..3, got -1"),
     (lambda es, s: es.ask(s).perturbed("nope"), "unknown parameter 'nope'"),
     (lambda es, s: es.tell(s, es.ask(s), np.zeros(5)), "fitness must have shape (4,)"),
     (lambda es, s: es.tell(s, es.ask(s), [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
@@ -193,7 +194,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.init({0: np.ones((3, 6))}), "parameter name 0 is not a string"),
     # linear: a bias that fits its weight, a weight stored (in, out), a 1-D parameter as a weight
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(4)})).linear("w", np.ones((2, 6)), bias="b"),
-     "bias 'b' has shape (4,), but w makes 3 outputs"),
+     "bias 'b' has shape (4,), but w makes 3 outputs: give a 1-D bias of length 3"),
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "v": np.ones((3, 6))})).linear("w", np.ones((2, 6)),
                                                                                           bias="v"),
      "bias 'v' has shape (3, 6)"),
