@@ -239,6 +239,24 @@ def test_asking_costs_nothing_however_large_the_population():
         np.testing.assert_array_equal(last[name], alone[name])
 
 
+def test_a_population_of_any_slice_of_pairs_holds_those_pairs_of_the_whole():
+    """population_of(state, pairs) for a slice with a step (a negative one too) holds, member for
+    member, the members of those pairs in the whole population, and its products are theirs."""
+    es = eggroll.Eggroll(20, 2, 0.2, seed=4)
+    state = es.init(mlp(7))
+    whole = es.ask(state)
+    x = np.random.default_rng(7).normal(size=(3, 6))
+    every = whole.linear("layer0.weight", x, bias="layer0.bias")
+    for pairs in (slice(1, 8, 3), slice(9, None, -4)):
+        part = es.population_of(state, pairs)
+        held = [2 * pair + side for pair in range(10)[pairs] for side in (0, 1)]
+        assert part.members == len(held) == 6
+        for i, member in enumerate(held):
+            assert all(np.array_equal(part.member(i)[n], whole.member(member)[n]) for n in state.params)
+        np.testing.assert_allclose(part.linear("layer0.weight", x, bias="layer0.bias"), every[held],
+                                   rtol=1e-12, atol=1e-12)
+
+
 PINNED_IDS = {"enc.w": 0xD456AFBE, "W3": 0x8905AE21}  # 2^31 | the first 31 bits of SHA-256(name), little-endian
 
 
