@@ -475,6 +475,21 @@ def test_generation_step_is_its_stages_by_hand():
     assert state["t"] == 1
 
 
+def test_generation_step_takes_adams_weight_decay():
+    """Adam's decoupled weight decay reaches the generation's step: the parameters are those of the
+    same generation without it, less lr x weight_decay x theta (optim.py)."""
+    params = float64_params(2, (8, 6, 3))
+    rng = np.random.default_rng(2)
+    frames = (rng.random((4, 5, 8)) < 0.5).astype(np.float64)
+    labels = rng.integers(0, 3, 5)
+    config = es_config(population=8, rank=2, sigma=0.5, seed=2, logit_scale=3.0)
+    plain, _, _ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 1, config, optim.Adam(0.05))
+    decayed, _, _ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 1, config,
+                                                optim.Adam(0.05, weight_decay=0.2))
+    for name in params:
+        np.testing.assert_allclose(decayed[name], plain[name] - 0.05 * 0.2 * params[name], rtol=0, atol=1e-12)
+
+
 def test_a_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitness():
     """With spike_cost 0.05 a generation's fitness of member theta +- sigma E_p is its mean log
     softmax(counts / T)[label] less 0.05 x its hidden spikes / N, the member materialised and run by
