@@ -72,8 +72,8 @@ def record_simulation(run):
     return result, recorded
 
 
-def es_config(population, rank, sigma=0.1, seed=0, logit_scale=1.0):
-    return snn_eggroll.Config(population, rank, sigma, seed, logit_scale)
+def es_config(population, rank, sigma=0.1, seed=0, logit_scale=1.0, output_sigma_scale=1.0):
+    return snn_eggroll.Config(population, rank, sigma, seed, logit_scale, output_sigma_scale=output_sigma_scale)
 
 
 def float64_params(seed, sizes, std=1.0):
@@ -628,6 +628,15 @@ def test_generation_step_rejects_bad_config(changes, message):
     config = es_config(**{**dict(population=4, rank=2), **changes})
     with pytest.raises(ValueError, match=message):
         snn_eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("nan")])
+def test_an_output_sigma_scale_not_above_zero_is_named(scale):
+    """check_config (so perturbed_forward) refuses an output_sigma_scale <= 0 or NaN naming that
+    setting and a value for it, not the output layer's sigma it would make."""
+    params, _, frames, _ = small_problem()
+    with pytest.raises(ValueError, match=rf"^output_sigma_scale must be > 0, got {scale}: use e\.g\. 1\.0$"):
+        snn_eggroll.perturbed_forward(params, frames, es_config(4, 2, output_sigma_scale=scale), 0)
 
 
 @pytest.mark.parametrize("population, suggestion", [(3, 4), (5, 6), (1, 2), (0, 2), (-2, 2), (-3, 2)])
