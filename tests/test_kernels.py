@@ -179,6 +179,39 @@ def test_lowrank_network_kernel_agrees_in_float32(kernels_on_cpu, monkeypatch):
     assert np.mean(counts != want) < 1e-3 and want.mean() > 0.3
 
 
+def numpy_lif_step(v, current, lif, spikes):
+    """gpu.lif_step's NumPy twin: the kernel is a CuPy ElementwiseKernel, with no CPU build."""
+    v *= lif.beta
+    v += current
+    np.greater_equal(v, lif.threshold, out=spikes)
+    v *= 1 - spikes
+    return spikes
+
+
+@pytest.mark.parametrize("hidden", ["16,12", "conv3k3s2p1", "16"])
+def test_only_two_dense_layers_take_the_network_kernel(kernels_on_cpu, monkeypatch, hidden):
+    """gpu.lowrank_lif_network knows two dense LIF layers and nothing else: population_forward gives
+    it a network of two dense layers, and runs a deeper network or a convolution layer by layer
+    (its first product still through the sparse kernel). Either way every member's output and
+    hidden spike counts are the NumPy path's, exactly (float64)."""
+    network = snn.Network.parse(hidden, n_out=10, image=(1, 6, 6))
+    params = {k: v.astype(np.float64) for k, v in snn.init_network(2, network, std=0.6).items()}
+    frames = (np.random.default_rng(2).random((5, 7, network.sizes[0])) < 0.4).astype(np.float64)
+    config = snn_eggroll.Config(8, 2, sigma=0.3, seed=5, logit_scale=5.0)
+    monkeypatch.setattr(gpu, "lif_step", numpy_lif_step)  # a layer stepped alone
+    taken, kernel = [], gpu.lowrank_lif_network
+    monkeypatch.setattr(gpu, "lowrank_lif_network", lambda *args: taken.append(hidden) or kernel(*args))
+    counts, spikes = snn_eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True, network=network)
+    assert taken == ([hidden] if network.is_dense() and len(network.layers) == 2 else [])
+    with monkeypatch.context() as plain:
+        plain.setattr(gpu, "enabled", lambda xp: False)
+        want, want_spikes = snn_eggroll.perturbed_forward(params, frames, config, 3, count_hidden=True,
+                                                          network=network)
+    assert counts.shape == want.shape == (8, 7, 10) and want.std() > 0
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(spikes, want_spikes)
+
+
 def sparse_product_problem(dtype, pairs, rank, integer_factors, n_rows=37, n=300):
     """Binary frames at 10 % density with an all-zero row, an all-one row and a row of other
     values (halves), and factors (pairs, rank, n): small integers (every sum exact in any order)
@@ -232,13 +265,6 @@ def test_network_kernels_count_hidden_spikes_only_when_asked(kernels_on_cpu, mon
     totals unless count_hidden is set, and the same output counts. snn.forward takes the population
     kernel for a population (n_members > 1: 2 members already) and not for a single network (which
     steps with gpu.lif_step, a CuPy ElementwiseKernel with no CPU build: a NumPy twin stands in)."""
-    def numpy_lif_step(v, current, lif, spikes):
-        v *= lif.beta
-        v += current
-        np.greater_equal(v, lif.threshold, out=spikes)
-        v *= 1 - spikes
-        return spikes
-
     monkeypatch.setattr(gpu, "lif_step", numpy_lif_step)
     params, frames = network_problem(np.float64, batch=8, n_steps=4)
     config = snn_eggroll.Config(6, 2, sigma=0.2, seed=3, logit_scale=5.0)
