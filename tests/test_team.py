@@ -9,7 +9,10 @@ than one block), and shares in which a process holds no pair (30 pairs on 2 or 3
 pairs on 3). The real MPI jobs are in test_distributed.py; this file runs in about ten seconds.
 """
 import functools
+import io
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -244,3 +247,48 @@ def test_a_share_that_disagrees_with_the_counts_is_refused():
 
     with pytest.raises(CollectiveError, match="sends float32"):
         run_team(2, other_dtype, timeout=30)
+
+
+# ---------------------------------------------------------------------------------------------
+# The team's script: an error on one process ends the job
+
+def sleeps_of_this_thread(monkeypatch):
+    """The seconds this thread is told to sleep, noted instead of slept (other threads, such as a
+    simulated process left behind by an earlier test, sleep as ever)."""
+    slept, here, sleep = [], threading.current_thread(), time.sleep
+    monkeypatch.setattr(time, "sleep", lambda seconds: slept.append(seconds) if threading.current_thread() is here
+                        else sleep(seconds))
+    return slept
+
+
+def test_an_uncaught_error_is_one_line_with_the_rank_and_ends_the_job(monkeypatch, capsys):
+    """Team.ending_the_job's hook: an Exception no code caught is one line on stderr naming the
+    process's rank (a message of several lines joined), after which the job is aborted with status 1,
+    this process's output first flushed and given FORWARD seconds to reach mpiexec; a closed stderr
+    still ends the job. Ctrl-C and Stopped go to the previous hook."""
+    slept = sleeps_of_this_thread(monkeypatch)
+    team = make_team(LocalComm(World(2), 1))
+    previous = []
+    hook = team.ending_the_job(lambda kind, error, trace: previous.append(kind))
+    with pytest.raises(SystemExit) as ended:
+        hook(ValueError, ValueError("first\nsecond"), None)
+    assert ended.value.code == 1 and slept == [distributed.FORWARD]
+    assert capsys.readouterr().err == "error: rank 1 of 2: ValueError: first second\n"
+    for kind in (KeyboardInterrupt, distributed.Stopped):
+        hook(kind, kind(15) if kind is distributed.Stopped else kind(), None)
+    assert previous == [KeyboardInterrupt, distributed.Stopped]
+    closed = io.StringIO()
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    with pytest.raises(SystemExit) as ended:
+        hook(RuntimeError, RuntimeError("unsaid"), None)
+    assert ended.value.code == 1
+
+
+def test_abort_ends_the_job_with_its_status(monkeypatch):
+    """Team.abort(status) ends every process of the job with that exit status (143 after SIGTERM),
+    once this process's output has had FORWARD seconds to reach mpiexec."""
+    slept = sleeps_of_this_thread(monkeypatch)
+    with pytest.raises(SystemExit) as ended:
+        make_team(LocalComm(World(2), 0)).abort(143)
+    assert ended.value.code == 143 and slept == [distributed.FORWARD]
