@@ -42,6 +42,8 @@ class Config:
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's (check_config checks them)."""
+        if not self.output_sigma_scale > 0:  # else the Eggroll would name the output layer's sigma it makes
+            raise ValueError(f"output_sigma_scale must be > 0, got {self.output_sigma_scale}: use e.g. 1.0")
         return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
                        team=team)
 
@@ -146,7 +148,5 @@ def check_config(config, params, network=None):
     """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with
     (`network`: its layers, None: fully connected)."""
     check_population(config.population, config.sigma)
-    if not config.output_sigma_scale > 0:
-        raise ValueError(f"output_sigma_scale must be > 0, got {config.output_sigma_scale}: use e.g. 1.0")
     snn.check_params(params, network)
     config.method(params).check(params)  # the rank against every weight matrix, as ask checks it
