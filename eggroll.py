@@ -158,6 +158,7 @@ class Population:
         weight's float type, so that it gives each member's true product."""
         check_known(self.params, name, bias)
         w = self.params[name]
+        x = x if hasattr(x, "shape") else array_module_of(w).asarray(x)  # a list of rows, say
         if w.ndim != 2:
             raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
                              f"parameter is a bias, bias={name!r} beside its weight")
@@ -378,6 +379,9 @@ class Eggroll:
         check_whole("rank", self.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
         check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
         for name, sigma in (self.sigma.items() if isinstance(self.sigma, dict) else [(None, self.sigma)]):
+            if isinstance(self.sigma, dict) and not isinstance(name, str):
+                raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
+                                 f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
             if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
                 raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
                                  f"got {sigma!r}: use e.g. 0.1")

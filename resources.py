@@ -233,7 +233,8 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
         raise UsageError(f"run {run} needs {estimate}; leave it out (--runs, --seeds, --populations) or use "
                          f"a machine with more memory")
     halved = {"population": max(2, config.population // 4 * 2), "batch_size": max(1, config.batch_size // 2),
-              "time_bins": max(1, config.time_bins // 2), "rank": max(1, config.rank // 2)}
+              "time_bins": max(1, config.time_bins // 2), "rank": max(1, config.rank // 2),
+              "hidden": narrower(config.network)}
     if config.method == "bptt":
         del halved["population"]
     if config.method != "eggroll":
@@ -242,6 +243,13 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
     name = min(halved, key=lambda k: run_bytes(replace(config, **{k: halved[k]}), xp is not numpy, recordings)[index])
     option = "--" + name.replace("_", "-")
     raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}")
+
+
+def narrower(network):
+    """--hidden of `network` with every hidden layer half as wide (a convolution: half its kernels)."""
+    half = lambda layer: replace(layer, **{"width" if isinstance(layer, snn.Dense) else "channels":
+                                           max(1, (layer.width if isinstance(layer, snn.Dense) else layer.channels) // 2)})
+    return ",".join(str(half(layer)) for layer in network.layers[:-1])
 
 
 def nmnist_recordings(root, option, required=True):

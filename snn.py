@@ -134,6 +134,10 @@ class Network:
                 if layer > 1 and isinstance(self.layers[layer - 2], Dense):
                     raise ValueError(f"{name} follows a dense layer, which has no image: put the convolutions "
                                      f"first (e.g. conv8k5s2,64)")
+                if spec.padding >= spec.kernel:
+                    raise ValueError(f"{name} pads by {spec.padding}, not less than its {spec.kernel} x {spec.kernel} "
+                                     f"kernel, so its edge neurons would see padding alone: use at most "
+                                     f"p{spec.kernel - 1}, e.g. conv{spec.channels}k{spec.kernel}p{spec.kernel // 2}")
                 fits = min(image[1:]) + 2 * spec.padding
                 if spec.kernel > fits:
                     raise ValueError(f"{name}: a {spec.kernel} x {spec.kernel} kernel does not fit its {image[1]} x "

@@ -267,11 +267,11 @@ def set_up(config, out, team, progress, command):
         xp = array_module(config.device)
         if xp is not numpy and team.size > 1:
             xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
+        recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
+        resources.check_run_memory(config, xp, recordings, team.local_size)  # before the weights are made
         params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
-        recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
-        resources.check_run_memory(config, xp, recordings, team.local_size)
         if team.rank == 0:
             resources.check_writable(out, "--out", folder=True)
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,

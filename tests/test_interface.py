@@ -167,6 +167,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
+    (lambda es, s: eggroll.Eggroll(4, 1, {1: 0.1, **dict.fromkeys(s.params, 0.1)}, 0),
+     "sigma's keys must be the parameters' names, strings, got 1"),
     (lambda es, s: eggroll.Eggroll(4, 1, dict.fromkeys([*s.params, "extra"], 0.1), 0).init(s.params),
      "one sigma per parameter"),
     (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite number > 0, got -0.1"),
@@ -224,6 +226,7 @@ def test_integer_inputs_give_each_members_true_product(dtype, weights):
         member = es.ask(state).member(i)
         exact = x.astype(np.float64) @ member["layer0.weight"].astype(np.float64).T + member["layer0.bias"]
         np.testing.assert_allclose(out[i], exact, rtol=1e-5 if weights is np.float32 else 1e-12, atol=1e-3)
+    assert np.array_equal(es.ask(state).linear("layer0.weight", x.tolist(), bias="layer0.bias"), out)  # rows as lists
 
 
 def test_asking_costs_nothing_however_large_the_population():

@@ -129,6 +129,8 @@ def test_init_params_is_init_network_of_the_dense_network():
     ("conv8k37p1", "a 37 x 37 kernel does not fit its 34 x 34 input padded by 1: use a kernel of at most 36"),
     ("conv0k5", "layer 1 (conv0k5) needs 1..65536 kernels"),
     ("conv8k5s0", "stride of at least 1"),
+    ("conv8k5p5", "layer 1 (conv8k5p5) pads by 5, not less than its 5 x 5 kernel, so its edge neurons would see "
+                  "padding alone: use at most p4, e.g. conv8k5p2"),
     ("conv8k0", "kernels of at least 1 x 1"),
     ("64,conv8k3", "layer 2 (conv8k3) follows a dense layer, which has no image: put the convolutions first"),
     ("64,0", "layer 2 (0) has 0 neurons: give it 1..65536"),

@@ -681,6 +681,18 @@ def limited(resource_name, limit):
     return limit_child
 
 
+def test_memory_is_checked_before_the_weights_are_made(tmp_path, dataset):
+    """A network whose weights alone outgrow the memory (2312-65536-65536-10: 4.4 billion weights) is
+    refused by the estimate, naming --hidden, before init draws a single weight."""
+    out = tmp_path / "run"
+    command = train_command(out, dataset, "--hidden", "65536,65536", "--generations", "1")
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), preexec_fn=limited("RLIMIT_AS", 2 * 10**9))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: --hidden 65536,65536: the run needs about ") and not out.exists()
+    assert done.stderr.rstrip().endswith("lower --hidden")  # the widths, which the weights grow with
+
+
 def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_is_one_line(tmp_path, dataset):
     """Under `ulimit -v 400000` vanilla ES at 512 members does not fit: refused before anything is
     made, naming the limit. A MemoryError the estimate missed (here an estimate of nothing) is one
