@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 README_MAX_BYTES = 12_000  # UTF-8: θ, σ, ± and the like count two or three
@@ -156,6 +158,24 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
         assert abs(scope["g"] - formed).max() < 1e-9
         scope["W"] = scope["W"] + scope["lr"] * scope["g"]
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
+
+
+def test_running_mds_generation_loop_runs_as_printed():
+    """docs/running.md's loop, run in the project's folder as the page says (its first two
+    generations, not a hundred): every name it uses is imported, and each generation moves the
+    weights and keeps them finite."""
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "running.md").read_text(), re.S)[0]
+    assert "for generation in range(100):" in block
+    scope = {}
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        exec(block.replace("range(100)", "range(2)"), scope)
+    finally:
+        os.chdir(cwd)
+    start = scope["snn"].init_params(seed=1)
+    assert all(np.isfinite(scope["params"][name]).all() and not np.array_equal(scope["params"][name], start[name])
+               for name in start)
 
 
 def test_your_networks_program_runs_as_printed_from_elsewhere(tmp_path):
