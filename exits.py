@@ -17,6 +17,7 @@ import math
 import os
 import signal
 import sys
+from pathlib import Path
 
 import distributed
 from run_folder import UsageError, os_problem
@@ -134,6 +135,26 @@ def at_least(low):
             raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
         return value
     return number
+
+
+def integers_at_least(low):
+    """argparse type: comma-separated integers, each >= low (e.g. 512,2048)."""
+    one = at_least(low)
+
+    def numbers(text):
+        try:
+            return [one(part) for part in text.split(",")]
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"expected integers >= {low} separated by commas, got {text!r}") from None
+    return numbers
+
+
+def markdown_file(text):
+    """argparse type: the path of a Markdown table to write, a .md file (written whole, replacing
+    only an earlier .md)."""
+    if not text.endswith(".md") or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"expected the path of a .md file to write the table to, got {text!r}")
+    return Path(text)
 
 
 def positive_number(text):

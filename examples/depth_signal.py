@@ -21,12 +21,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import baselines                          # noqa: E402
-import data                               # noqa: E402
 import eggroll                            # noqa: E402
 import exits                              # noqa: E402
 import optim                              # noqa: E402
 import snn                                # noqa: E402
 import snn_eggroll                        # noqa: E402
+import training                           # noqa: E402
 from run_folder import write_atomically  # noqa: E402
 
 TRAIN_POPULATION = 512  # the `best` preset's EGGROLL recipe: 512 members, r = 1, lr on a cosine
@@ -83,8 +83,10 @@ def main(argv=None):
     parser.add_argument("--hidden", default="128,64", help="the hidden layers, as run.py train --hidden")
     parser.add_argument("--generations", type=exits.at_least(1), default=300, help="EGGROLL generations of the run (default: 300)")
     parser.add_argument("--every", type=exits.at_least(1), default=100, help="generations between measurements (default: 100)")
-    parser.add_argument("--populations", default="256,1024,4096", help="members of the estimates compared")
-    parser.add_argument("--ranks", default="1,4", help="ranks of the estimates compared")
+    parser.add_argument("--populations", type=exits.integers_at_least(2), default=[256, 1024, 4096],
+                        help="members of the estimates compared (default: 256,1024,4096)")
+    parser.add_argument("--ranks", type=exits.integers_at_least(1), default=[1, 4],
+                        help="ranks of the estimates compared (default: 1,4)")
     parser.add_argument("--batch-size", type=exits.at_least(1), default=256, help="samples of the minibatch measured and of each "
                                                                     "training generation (default: 256)")
     parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
@@ -95,8 +97,6 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth" / "signal")
     parser.add_argument("--cache-dir", default=None, help="folder for the frame cache")
     opts = parser.parse_args(argv)
-    opts.populations = [int(p) for p in opts.populations.split(",")]
-    opts.ranks = [int(r) for r in opts.ranks.split(",")]
 
     def command():
         measure_along_a_run(opts, snn.Network.parse(opts.hidden))
@@ -105,7 +105,7 @@ def main(argv=None):
 
 def measure_along_a_run(opts, network):
     """Measure at generation 0 and every --every generations of an EGGROLL run; write the records."""
-    splits = data.load_nmnist(opts.data_root, 10, opts.cache_dir, progress=False)
+    splits = training.load_splits(opts.data_root, 10, opts.cache_dir)  # an emulation only if whole
     measured = np.arange(min(opts.batch_size, len(splits.val)))
     frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
     params = snn.init_network(opts.seed, network, std=opts.init_std)

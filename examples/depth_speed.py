@@ -64,7 +64,7 @@ def main():
     parser.add_argument("--rank", type=exits.at_least(1), default=1)
     parser.add_argument("--repeats", type=exits.at_least(1), default=3, help="timed calls of each, after a warm-up")
     parser.add_argument("--device", choices=DEVICES, default="cpu")
-    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    parser.add_argument("--out", type=exits.markdown_file, help="also write the table to this .md file")
     opts = parser.parse_args()
 
     def command():

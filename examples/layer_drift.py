@@ -45,6 +45,8 @@ def drift(run_dir):
     run_dir = Path(run_dir)
     if not (run_dir / run_folder.CHECKPOINT).is_file():
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
+    if not (run_dir / "final.json").is_file():  # the walk is the whole run's: an unfinished one has not walked it
+        raise UsageError(f"{run_dir} has not finished (no final.json); finish it with run.py train --resume")
     config = run_folder.read_config(run_dir)
     if config.method != "eggroll" or config.weight_decay:
         raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")
@@ -70,7 +72,7 @@ def table(rows):
 def main(argv=None):
     parser = exits.Parser(prog="layer_drift.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="folders of finished EGGROLL runs (run.py train --out)")
-    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    parser.add_argument("--out", type=exits.markdown_file, help="also write the table to this .md file")
     opts = parser.parse_args(argv)
 
     def command():

@@ -231,6 +231,26 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert (tmp_path / "drift.md").read_text() == drift.table(rows) and f"| {rows[0]['moved']:.3f} |" in done.stdout
     refused = subprocess.run(command[:2] + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "holds no trained run" in refused.stderr
+    (run / "final.json").rename(tmp_path / "final.json")  # as a run that has not finished
+    refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "has not finished (no final.json)" in refused.stderr
+    (tmp_path / "final.json").rename(run / "final.json")
+    checkpoint = (run / "checkpoint.npz").read_bytes()
+    refused = subprocess.run(command[:3] + ["--out", str(run / "checkpoint.npz")], capture_output=True, text=True,
+                             timeout=60)  # a table is written to a .md file, never over a run's checkpoint
+    assert refused.returncode == 2 and "expected the path of a .md file" in refused.stderr
+    assert (run / "checkpoint.npz").read_bytes() == checkpoint
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--populations", "abc"], "expected integers >= 2 separated by commas, got 'abc'"),
+    (["--ranks", "1.5"], "expected integers >= 1 separated by commas, got '1.5'"),
+    (["--populations", ""], "expected integers >= 2 separated by commas, got ''"),
+])
+def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root", "x", *options],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("script", ["examples/mlp_mnist.py", "examples/snn_depth.py", "examples/depth_signal.py",
