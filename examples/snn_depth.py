@@ -24,7 +24,7 @@ import exits                                 # noqa: E402
 import resources                             # noqa: E402
 import snn                                   # noqa: E402
 import training                              # noqa: E402
-from run_folder import write_atomically     # noqa: E402
+from run_folder import RUN_MARK, write_atomically  # noqa: E402
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
 # recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's
@@ -145,10 +145,24 @@ def main():
     return exits.handled(command, "rerun the same command to continue (finished runs are left as they are)")
 
 
+def is_finished_run(path):
+    """Whether `path` holds a finished run (run.py's mark, config.json, a final.json with its test
+    scores); any other folder or file under runs/ is left out of the table with a line on stderr."""
+    try:
+        final = json.loads((path / "final.json").read_text())
+        finished = (path / RUN_MARK).is_file() and (path / "config.json").is_file() \
+            and isinstance(final, dict) and {"test_acc", "val_acc", "test_sparsity"} <= set(final)
+    except (OSError, ValueError):
+        finished = False
+    if not finished and (path / "final.json").exists():  # a run not yet finished has none: nothing to say
+        print(f"warning: {path} is left out of the table: not a finished run of run.py train", file=sys.stderr)
+    return finished
+
+
 def write_table(out):
     """table.md of the finished runs under out/runs, EGGROLL's first, by budget, the shallower and
     then the smaller networks first; [its path]."""
-    finished = [path for path in (out / "runs").iterdir() if (path / "final.json").exists()]
+    finished = [path for path in sorted((out / "runs").iterdir()) if is_finished_run(path)]
     def order(path):
         settings = settings_of(path)
         network = snn.Network.parse(settings["hidden"])

@@ -152,6 +152,24 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
         ["2 generations"] * 3 + ["3 generations"]
 
 
+def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys):
+    """snn_depth's table holds the finished runs under runs/ (here a committed one) and leaves out,
+    with a line on stderr, a folder whose final.json lacks the scores or which run.py did not make."""
+    import shutil
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", runs / "real")
+    for junk, final in (("no-scores", {"test_acc": 0.5}), ("no-mark", None)):
+        shutil.copytree(runs / "real", runs / junk)
+        if final is None:
+            (runs / junk / ".eggroll-run").unlink()
+        else:
+            (runs / junk / "final.json").write_text(json.dumps(final))
+    table = load_example("snn_depth").write_table(tmp_path)[0].read_text().splitlines()
+    assert len(table) == 3 and "| 75.01 |" in table[2]
+    err = capsys.readouterr().err
+    assert all(f"{runs / junk} is left out of the table" in err for junk in ("no-scores", "no-mark"))
+
+
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
     """examples/depth_speed.py: a row per network, the paper's first at 1.0x, every time positive,
     and each EGGROLL generation's peak memory within resources.py's estimate (which run.py train
