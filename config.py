@@ -6,6 +6,7 @@ stores its result-defining fields as config.json, and the method configurations 
 baselines.ESConfig, baselines.BPTTConfig, optim.Adam) are made from it. A field names the
 methods it applies to; the others ignore it, and the command line refuses it for them.
 """
+import argparse
 import json
 import math
 from dataclasses import dataclass, field, fields, replace
@@ -30,6 +31,15 @@ def network_problem(hidden):
     except ValueError as problem:
         return str(problem)
     return None
+
+
+def hidden_option(text):
+    """argparse type of a script's --hidden: the value as run.py stores it (064 is 64), or the
+    layer it cannot build."""
+    problem = network_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text}: {problem}")
+    return str(snn.Network.parse(text))
 
 
 def setting(default, help, methods=METHODS, choices=None, result=True, check=None, lever=False):

@@ -31,6 +31,7 @@ paper: a lower-case b is a bias.) Member 2p is pair p's
 """
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy
@@ -202,8 +203,7 @@ class Population:
 
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
-        if not 0 <= i < self.members:
-            raise ValueError(f"member must lie in 0..{self.members - 1}, got {i}")
+        check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
         pair, sign = i // 2, 1 - 2 * (i % 2)
         one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
         drawn = {}
@@ -312,12 +312,16 @@ class Eggroll:
 
     def init(self, params):
         """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero."""
+        if not isinstance(params, Mapping):
+            raise ValueError(f"params must be a dict of named arrays, got a {type(params).__name__}: use e.g. "
+                             f"{{'W1': W1, 'b1': b1}}")
         params = dict(params)
         self.check(params)
         return State(params, optim.init(params), 0)
 
     def ask(self, state):
         """The population of this process's pairs at state.generation (all of them alone)."""
+        check_state(state)
         self.check(state.params)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
 
@@ -327,9 +331,13 @@ class Eggroll:
         the fitness of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from
         the keys, summed over processes, and Adam's step up it, Eq. (9). `population` is what this
         Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
+        check_state(state)
         self.check_asked(state, population)
         members = population.members
-        fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
+        xp = array_module_of(next(iter(state.params.values())))
+        fitness = xp.asarray(fitness)
+        if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
+            raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
         if fitness.shape != (members,):
             raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                              f"in member order, got {tuple(fitness.shape)}")
@@ -425,6 +433,12 @@ class Eggroll:
 def is_real(value):
     """A real number, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
+
+
+def check_state(state):
+    """ValueError naming the fix unless `state` is a State (of init or tell)."""
+    if not isinstance(state, State):
+        raise ValueError(f"state must be the State that init or tell returned, got a {type(state).__name__}")
 
 
 def check_whole(setting, value, low, high, example):

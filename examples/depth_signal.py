@@ -21,6 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import baselines                          # noqa: E402
+import config                             # noqa: E402
 import eggroll                            # noqa: E402
 import exits                              # noqa: E402
 import optim                              # noqa: E402
@@ -80,7 +81,8 @@ def table(records):
 def main(argv=None):
     parser = exits.Parser(prog="depth_signal.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="folder holding N-MNIST (its Train and Test folders)")
-    parser.add_argument("--hidden", default="128,64", help="the hidden layers, as run.py train --hidden")
+    parser.add_argument("--hidden", type=config.hidden_option, default="128,64",
+                        help="the hidden layers, as run.py train --hidden")
     parser.add_argument("--generations", type=exits.at_least(1), default=300, help="EGGROLL generations of the run (default: 300)")
     parser.add_argument("--every", type=exits.at_least(1), default=100, help="generations between measurements (default: 100)")
     parser.add_argument("--populations", type=exits.integers_at_least(2), default=[256, 1024, 4096],

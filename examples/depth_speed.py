@@ -19,6 +19,7 @@ import numpy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
 import baselines                     # noqa: E402
+import config                        # noqa: E402
 import exits                         # noqa: E402
 import optim                         # noqa: E402
 import resources                     # noqa: E402
@@ -58,7 +59,7 @@ def peak_bytes(call):
 
 def main():
     parser = exits.Parser(prog="depth_speed.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hidden", nargs="+", default=["64", "128,64", "conv8k5s3"],
+    parser.add_argument("--hidden", nargs="+", type=config.hidden_option, default=["64", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--members", type=exits.at_least(2), default=1024, help="EGGROLL's population (default: 1024)")
     parser.add_argument("--rank", type=exits.at_least(1), default=1)

@@ -11,7 +11,6 @@ folder trained with other settings), so the script can be stopped and run again;
 different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
 copy (real.json, scored again when the recordings differ from those it scored).
 """
-import argparse
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the project's modules
+import config                                # noqa: E402
 import exits                                 # noqa: E402
 import resources                             # noqa: E402
 import snn                                   # noqa: E402
@@ -109,20 +109,12 @@ def table(folders):
     return "\n".join(lines)
 
 
-def network_text(text):
-    """argparse type: a --hidden value as run.py stores it (064 is 64), or the layer it cannot build."""
-    try:
-        return str(snn.Network.parse(text))
-    except ValueError as problem:
-        raise argparse.ArgumentTypeError(f"{text}: {problem}") from None
-
-
 def main():
     parser = exits.Parser(prog="snn_depth.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="N-MNIST to train on (run.py train --data-root)")
     parser.add_argument("--real-root", help="another N-MNIST copy to score every run on")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
-    parser.add_argument("--hidden", nargs="+", type=network_text, default=["64", "128", "128,64", "conv8k5s3"],
+    parser.add_argument("--hidden", nargs="+", type=config.hidden_option, default=["64", "128", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
     parser.add_argument("--generations", type=exits.at_least(1), default=1000, help="EGGROLL's generations (default: 1000)")
