@@ -144,6 +144,17 @@ def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
     assert "\n" not in str(caught.value)
 
 
+def test_a_layer_of_either_end_of_the_promised_range_is_accepted():
+    """The range a refused layer's line names, 1..MAX_WIDTH neurons or kernels, holds at both ends;
+    one past it is refused."""
+    for width in (1, snn.MAX_WIDTH):
+        assert snn.Network.parse(f"{width}").layers[0] == snn.Dense(width)
+        assert snn.Network.parse(f"conv{width}k3").layers[0] == snn.Conv(width, 3)
+    for hidden in (f"{snn.MAX_WIDTH + 1}", f"conv{snn.MAX_WIDTH + 1}k3"):
+        with pytest.raises(ValueError, match=f"1..{snn.MAX_WIDTH}"):
+            snn.Network.parse(hidden)
+
+
 def test_vanilla_es_runs_only_the_papers_form_and_bptt_any_network():
     assert config.RunConfig(hidden="conv2k36p1").sizes == (2312, 2, 10)  # the largest kernel padding lets fit
     for hidden in ("128,64", "conv8k5s2"):
@@ -264,6 +275,23 @@ def test_the_memory_estimate_covers_a_convolutional_generation(method, rank, mem
     tracemalloc.stop()
     estimate = resources.generation_bytes(method, rank, members // 2, batch, time_bins, network=network)
     assert peak <= estimate <= 4 * peak, (method, peak, estimate)
+
+
+@pytest.mark.parametrize("hidden, rank", [("64", 1), ("conv4k5s2,16,8", 3)])
+def test_the_noise_estimate_is_the_noise_eggroll_draws(hidden, rank):
+    """resources.noise_bytes of EGGROLL is the float32 size of what its population draws per pair:
+    the factors A_p and B_p of every weight and the noise delta_p of every bias."""
+    import eggroll
+    import resources
+    network = snn.Network.parse(hidden)
+    params = snn.init_network(0, network)
+    pairs = 3
+    population = eggroll.Population(params, {name: 0.1 for name in params}, rank, 1, 0, range(pairs))
+    drawn = 0
+    for name in params:
+        factors = population.factors(name)
+        drawn += sum(f.size for f in factors) if params[name].ndim == 2 else factors.size
+    assert resources.noise_bytes("eggroll", rank, pairs, network) == 4 * drawn
 
 
 def test_evaluation_counts_every_layers_spikes_and_synapses():
