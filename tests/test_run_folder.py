@@ -506,6 +506,18 @@ def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train
     assert not out.exists()
 
 
+def test_a_run_that_goes_non_finite_between_evaluations_keeps_every_step_before_it(tmp_path, dataset, capsys,
+                                                                                  monkeypatch):
+    """Step 8 goes non-finite, between the checkpoints of steps 5 and 10: the checkpoint then holds
+    step 7, the last finite one, and the line says so."""
+    monkeypatch.setattr(snn_eggroll, "generation_step", failing_at(7, nan_params))
+    out = tmp_path / "run"
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 2 and f"{out / run_folder.CHECKPOINT} holds the run until step 7" in err, err
+    with np.load(out / run_folder.CHECKPOINT) as stored:
+        assert int(stored["step"]) == 7
+
+
 def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
     """The parameters stay finite while a second moment overflows to inf: the run stops in one line
     at its next checkpoint instead of writing one that --resume would refuse; step 5's stays."""
