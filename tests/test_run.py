@@ -254,6 +254,19 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert code == 2 and "holds no trained run" in err
 
 
+def test_evaluate_scores_all_recordings_as_one_set(tmp_path, dataset, capsys):
+    """`evaluate`'s accuracy "all" is the share of every recording scored right: each split's
+    accuracy weighted by its number of recordings."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    capsys.readouterr()
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+    report = json.loads(capsys.readouterr().out)
+    samples, accuracy = report["samples"], report["accuracy"]
+    right = sum(accuracy[split] * samples[split] for split in samples)
+    assert accuracy["all"] == pytest.approx(right / sum(samples.values()), abs=1e-12)
+
+
 def test_resume_drops_a_cut_metrics_line_and_refuses_a_run_without_checkpoint(tmp_path, dataset, capsys):
     """A kill during the metrics append leaves half a line: --resume drops it. A finished run whose
     checkpoint is gone cannot be resumed: --resume refuses instead of retraining over it."""
@@ -742,6 +755,17 @@ def test_memory_left_by_a_cgroup_limit_counts_as_free(tmp_path, monkeypatch, ver
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", tmp_path / "cgroup") is None
     monkeypatch.setattr(resources, "cgroup_free_bytes", lambda: 10**6)
     assert resources.available_bytes(np)[0] == 10**6
+
+
+def test_the_processes_of_a_job_on_one_machine_share_its_ram(monkeypatch):
+    """K processes of a job on one machine each hold a run, so RAM must hold K times what one needs;
+    the address space a ulimit leaves is each process's own."""
+    free = 3 * 10**9
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (free, None))
+    monkeypatch.setattr(resources, "address_space_free_bytes", lambda: free)
+    needed = (2 * 10**9, 0)
+    assert resources.shortfall(needed, np, processes=1) is None
+    assert resources.shortfall(needed, np, processes=2) == (2 * needed[0], free, "RAM for 2 processes")
 
 
 def test_the_address_space_left_keeps_room_for_blas_buffers(tmp_path, monkeypatch):
