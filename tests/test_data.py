@@ -91,6 +91,31 @@ def test_full_size_split():
     np.testing.assert_array_equal(val, np.sort(np.random.default_rng(0).permutation(60_000)[:6_000]))
 
 
+def test_the_validation_split_is_a_tenth_rounded_at_every_size():
+    """Of N training recordings, round(N / 10) are validation (the rule resources.run_bytes counts
+    on too), and the two splits, each sorted, share none and cover 0..N-1."""
+    for n in range(1, 120):
+        train, val = data.split_indices(n)
+        assert len(val) == round(n / 10), n
+        assert np.array_equal(np.sort(np.concatenate([train, val])), np.arange(n)), n
+        assert np.array_equal(train, np.sort(train)) and np.array_equal(val, np.sort(val)), n
+
+
+def test_the_fingerprint_tells_apart_the_same_frames_under_other_labels():
+    """A split's digest covers its labels as well as its frames: recordings moved to other digits'
+    folders make other data, which a resume must refuse."""
+    rng = np.random.default_rng(0)
+    packed = rng.integers(0, 256, (20, 2 * data.N_INPUTS // 8), dtype=np.uint8)
+    labels = np.arange(20, dtype=np.int64) % 10
+    relabelled = labels.copy()
+    relabelled[[0, 1]] = relabelled[[1, 0]]
+    split = data.Split(packed, labels, 2)
+    assert split.digest() == data.Split(packed.copy(), labels.copy(), 2).digest()
+    assert split.digest() != data.Split(packed, relabelled, 2).digest()
+    nmnist = lambda test: data.NMNIST(split, split, test, {})
+    assert nmnist(split).fingerprint() != nmnist(data.Split(packed, relabelled, 2)).fingerprint()
+
+
 def test_split_sizes_and_determinism(root, tmp_path, no_download):
     files = sorted(root.rglob("*"))
     a = load(root, tmp_path / "cache_a")
