@@ -325,6 +325,24 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
         emulate.provenance(tmp_path / "seed0")
 
 
+def test_a_folder_emulated_with_anything_else_is_refused_naming_it(tmp_path):
+    """EMULATED.json records what the recordings' bytes depend on (the emulator, its version, the
+    seed, the MNIST files): adding to a folder whose record differs in any one of them is refused,
+    naming it; the folder's own record is accepted."""
+    fingerprint = {"emulator": "eggroll-snn emulate.py", "version": emulate.VERSION, "seed": 0,
+                   "mnist_sha256": dict(mnist.OFFICIAL_SHA256)}
+    other = {"emulator": "another emulator", "version": emulate.VERSION + 1, "seed": 1,
+             "mnist_sha256": {**mnist.OFFICIAL_SHA256, mnist.NAMES[0]: "0" * 64}}
+    root = tmp_path / "out" / "NMNIST"
+    root.mkdir(parents=True)
+    emulate.prepare(root, fingerprint)
+    for key in fingerprint:
+        with pytest.raises(run_folder.UsageError, match=f"emulated with another {key};"):
+            emulate.prepare(root, {**fingerprint, key: other[key]})
+    emulate.prepare(root, fingerprint)
+    assert emulate.provenance(tmp_path / "out") == fingerprint
+
+
 def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files(tmp_path, capsys):
     """A link planted as NMNIST/Test or as train.zip is refused and what it names is left as it was;
     a user's file that merely looks temporary (00005.bin.orig.tmp) survives the clean-up."""
