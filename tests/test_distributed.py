@@ -46,6 +46,21 @@ def test_shares_cover_every_pair_once_in_whole_blocks(n_pairs, block, size):
     assert max(blocks) - min(blocks) <= 1
 
 
+@pytest.mark.parametrize("rank_variable, size_variable", [("PMI_RANK", "PMI_SIZE"),
+                                                          ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                                                          ("PMIX_RANK", None)])
+def test_a_process_learns_its_rank_and_its_jobs_size_from_any_launcher(monkeypatch, rank_variable, size_variable):
+    """Before MPI starts, a process reads its rank and its job's size from the variables its launcher
+    sets (MPICH and Intel MPI, Open MPI, PMIx); outside a job it is rank 0 of 1."""
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    assert (distributed.launched_rank(), distributed.launched_size()) == (0, 1)
+    monkeypatch.setenv(rank_variable, "2")
+    if size_variable:
+        monkeypatch.setenv(size_variable, "3")
+    assert (distributed.launched_rank(), distributed.launched_size()) == (2, 3 if size_variable else 1)
+
+
 @pytest.mark.parametrize("rank", [1, 4])
 def test_population_product_of_any_share_equals_its_columns_of_the_whole(rank):
     """x [B_1 ... B_P] for a share of the pairs is, bit for bit, that share's columns of the product
