@@ -89,6 +89,16 @@ def test_every_table_names_the_data_its_runs_trained_on():
     assert " and on emulated N-MNIST (emulator version 1" in both
 
 
+def test_the_time_to_75_percent_is_that_of_the_first_evaluation_at_or_above_it():
+    """'step s to 75 % val acc' is the training time of the first evaluation whose validation
+    accuracy reached 75 %: one exactly at 75 % (4,500 of 6,000) has reached it; none, no time."""
+    accuracies = (0.5, 4500 / 6000, 0.9)
+    metrics = [{"generation": 10 * (i + 1), "val_acc": acc, "wall_seconds": float(i + 1)}
+               for i, acc in enumerate(accuracies)]
+    assert report.seconds_to_reach(metrics) == metrics[1]["wall_seconds"]
+    assert report.seconds_to_reach(metrics[:1]) is None
+
+
 def test_speedup_is_only_against_vanilla_es_on_the_same_device(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "plot_figures", lambda *args: [])
     for name, device, seconds in [("es", "gpu", 0.3), ("eggroll-r1", "gpu", 0.1), ("eggroll-r4", "cpu", 0.2)]:
