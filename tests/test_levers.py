@@ -239,6 +239,9 @@ TIME_GOAL = "end-to-end time (mean over BPTT's mean) ≤ 1.5× BPTT's on the sam
     ("eggroll behind", "test ≥ 98.00 %: not judged until all 3 seeds of both methods have it; real recordings ≥ "
                        "97.50 %: not judged until all 3 seeds of both methods have it; " + TIME_GOAL
      + "not judged until all 3 seeds of both methods have it."),
+    ("bptt behind", "test ≥ 98.00 %: not judged until all 3 seeds of both methods have it; real recordings ≥ "
+                    "97.50 %: not judged until all 3 seeds of both methods have it; " + TIME_GOAL
+     + "not judged until all 3 seeds of both methods have it."),
     ("two cards", TIME_GOAL + "not judged: the runs trained on gpu (NVIDIA H100), gpu (NVIDIA H200)."),
     ("a stretch on another card", TIME_GOAL + "not judged: the runs trained on gpu (NVIDIA H100), gpu (NVIDIA H200)."),
     ("other data", "test ≥ 98.00 %: not judged: the runs trained on different data; real recordings ≥ 97.50 %: not "
@@ -256,7 +259,7 @@ def test_the_parity_table_judges_its_goal_only_on_every_seed_of_one_card_and_one
     for seed in (1, 2, 3):
         card = "gpu (NVIDIA H100)" if case == "two cards" and seed == 3 else "gpu (NVIDIA H200)"
         data = {"fingerprint": {"test": "b"}} if case == "other data" and seed == 2 else emulated
-        if not (case == "a seed missing" and seed == 3):
+        if not (case == "a seed missing" and seed == 3) and not (case == "bptt behind" and seed > 1):
             write_run(tmp_path, "bptt", seed, real_acc=0.976, device=card, test_acc=0.981, end_to_end_seconds=100.0,
                       data=emulated)
         if not (case in ("a seed missing", "eggroll behind") and seed > 1):
