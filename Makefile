@@ -29,10 +29,10 @@ $(VENV)/.installed: pyproject.toml
 test: install
 	$(PY) -m pytest -q
 
-# The lesson on the recordings of nmnist-sample/ (about a minute on 2 cores): its figures into
+# The lesson on the recordings of nmnist-sample/ (about two minutes, at one BLAS thread): its figures into
 # docs/lesson/ and its text, printed numbers and figures as the page docs/lesson.md.
 lesson: install
-	$(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
+	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
 # The toy of docs/derivation.md (seconds): EGGROLL on an 8 x 6 quadratic, its figure redrawn in place.
 derivation: install

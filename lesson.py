@@ -16,7 +16,7 @@
 # one pair's low-rank noise of a weight matrix W (m × n), Eq. (5), and 𝔼 an expectation over the
 # noise. Each claim says which part of the derivation it puts to the test.
 #
-# Run it: `python lesson.py` (about a minute on 2 idle CPU cores) writes the figures into
+# Run it: `python lesson.py` (about two minutes at one BLAS thread) writes the figures into
 # `lesson/`; `--out DIR` puts them elsewhere, `--page FILE` also writes this text with the numbers
 # and figures as a markdown page (`make lesson` renders [docs/lesson.md](docs/lesson.md) so),
 # `--claims 1,3` runs some claims only. Claims 1–4 need no data. Claim 5 trains on real N-MNIST

@@ -21,13 +21,15 @@ holds them to it). This file keeps
 a generation's factors from the forward pass to the update; eggroll.py draws them again from their
 keys, so that no more than a block of them is held at once.
 
-Measured: `python nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of
-64 of the 162 training recordings of nmnist-sample/) in 22–25 s on 2 idle CPU cores, to 98 % on
-the training recordings and 71 % test accuracy on the 100 real test recordings (chance: 10 %;
-seeds 1–3 give 56–71 %: results/reproductions/nano-and-lesson-times.md).
-On cores busy with other work, `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` keeps it to ~25 s
-(BLAS threads otherwise wait for each other: 260 s measured); it gives 70 %, as the BLAS thread
-count changes float32 rounding.
+Measured (results/reproductions/nano-and-lesson-times.md): `OPENBLAS_NUM_THREADS=1 python
+nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of 64 of the 162
+training recordings of nmnist-sample/) in 22–42 s on 2 otherwise idle CPU cores (about 30 CPU
+seconds), to 98 % on the training recordings and 68–70 % test accuracy on the 100 real test
+recordings (chance: 10 %; seeds 1–3 give 56–71 %). The BLAS thread count and the CPU round
+float32 sums differently, which moves that accuracy a point or two; at one thread a run repeats
+exactly on one machine. On cores shared with four busy programs it took 110 s (the same 32 CPU
+seconds, a smaller share of each core); with more than one BLAS thread there, the threads also
+wait for each other (260 s measured).
 """
 import math
 import sys
