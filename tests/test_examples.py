@@ -3,7 +3,6 @@ task, the hand-written backward pass is the gradient, the command runs end to en
 IDX folder, and a missing --mnist folder is one line and exit status 2; the spiking examples of
 depth (snn_depth.py, depth_signal.py, depth_speed.py) on the repository's sample."""
 import gzip
-import importlib.util
 import json
 import os
 import signal
@@ -19,13 +18,12 @@ import pytest
 import eggroll
 import run_folder
 import snn
+from examples_import import example as load_example
 from nmnist_files import write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "mlp_mnist.py"
-spec = importlib.util.spec_from_file_location("mlp_mnist", SCRIPT)
-example = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(example)
+example = load_example("mlp_mnist")
 
 
 def separable(n, seed=0):
@@ -207,14 +205,6 @@ def test_the_depth_signal_example_records_every_layer(tmp_path):
     assert (tmp_path / "12-6-sigma0.2-logit5.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")
 
 
-def load_example(name):
-    """The module examples/<name>.py, imported."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():
     """layer_drift's noise walk: the RMS distance of Adam's steps on pure noise is lr sqrt(steps) at
     a constant lr, within 3 % (the SE of 10,000 entries is 0.7 %) after 400 steps, and 5-15 % more
@@ -325,9 +315,7 @@ def test_the_library_comparison_scores_formed_members_as_eggroll_scores_its_own(
     """examples/versus_libraries.py scores OpenES's and sep-CMA's members with their weights formed
     (losses_of on flat vectors): for EGGROLL's members, formed by pop.member, those losses are the
     ones pop.linear gives, and flat/unflat are inverse; the table puts eggroll's time at 1.0x."""
-    spec = importlib.util.spec_from_file_location("versus", ROOT / "examples" / "versus_libraries.py")
-    versus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(versus)
+    versus = load_example("versus_libraries")
     rng = np.random.default_rng(0)
     x, y = rng.random((40, 64)).astype(np.float32), rng.integers(0, 10, 40)
     params = versus.init_mlp(12, seed=2)

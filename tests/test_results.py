@@ -1,7 +1,6 @@
 """Every committed results table is what report.py writes from the run records committed beside it
 (config.json, final.json, metrics.jsonl, real.json): each is written again, into a temporary folder,
 and must be the same text. The tables still without records are listed, and checked to lack them."""
-import importlib.util
 import shutil
 from functools import partial
 from pathlib import Path
@@ -10,6 +9,7 @@ import matplotlib.figure
 import pytest
 
 import report
+from examples_import import example
 from test_report import keep_figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,14 +33,6 @@ def writer(folder):
     if parts[0] == "versus":  # written by examples/versus_libraries.py
         return example("versus_libraries").write_table
     return partial(report.write_report, preset=parts[0])
-
-
-def example(name):
-    """The module examples/<name>.py."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def committed_tables():
