@@ -334,8 +334,7 @@ class Eggroll:
         check_state(state)
         self.check_asked(state, population)
         members = population.members
-        xp = array_module_of(next(iter(state.params.values())))
-        fitness = xp.asarray(fitness)
+        fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
         if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
             raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
         if fitness.shape != (members,):

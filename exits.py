@@ -150,8 +150,8 @@ def integers_at_least(low):
 
 
 def markdown_file(text):
-    """argparse type: the path of a Markdown table to write, a .md file (written whole, replacing
-    only an earlier .md)."""
+    """argparse type: the path of a Markdown table to write: a .md file, never a run's checkpoint
+    or another file the name of a table does not fit."""
     if not text.endswith(".md") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .md file to write the table to, got {text!r}")
     return Path(text)

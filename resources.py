@@ -247,9 +247,8 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
 
 def narrower(network):
     """--hidden of `network` with every hidden layer half as wide (a convolution: half its kernels)."""
-    half = lambda layer: replace(layer, **{"width" if isinstance(layer, snn.Dense) else "channels":
-                                           max(1, (layer.width if isinstance(layer, snn.Dense) else layer.channels) // 2)})
-    return ",".join(str(half(layer)) for layer in network.layers[:-1])
+    return ",".join(str(replace(layer, width=max(1, layer.width // 2)) if isinstance(layer, snn.Dense)
+                        else replace(layer, channels=max(1, layer.channels // 2))) for layer in network.layers[:-1])
 
 
 def nmnist_recordings(root, option, required=True):
