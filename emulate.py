@@ -331,6 +331,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
 def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress):
     """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is."""
     prepare(root, fingerprint)
+    for split in splits:  # before the mark goes: a refused rerun changes nothing
+        refuse_strays(root / SPLIT_FOLDER[split], {recording_path(out, split, label, i + 1).relative_to(root)
+                                                   for i, label in enumerate(digits[split][1])}, root)
     refuse_link(root / FINISHED)  # the mark is the emulation's own file, never a link to another
     if os.path.lexists(root / FINISHED):
         os.unlink(root / FINISHED)  # what follows may add recordings: the old count no longer holds
@@ -356,6 +359,16 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
     return {"recordings": written, "kept": kept, "events": events}
 
 
+def refuse_strays(folder, made, root):
+    """A UsageError naming the first recording under `folder` that is not one of the paths `made`
+    (relative to `root`) this emulation writes: one moved to another digit's folder, or added."""
+    strays = sorted(path for path in folder.glob("*/*.bin") if path.relative_to(root) not in made)
+    if strays:
+        raise UsageError(f"{strays[0]} is not a recording this emulation makes (its digit or number is not "
+                         f"MNIST's){f', nor are {len(strays) - 1} more' if len(strays) > 1 else ''}; move "
+                         f"{'them' if len(strays) > 1 else 'it'} out of {root}, then rerun")
+
+
 def check_finished(root=None):
     """A BadDataError naming the fix if the N-MNIST copy at `root` (data.resolve_root's rules) is an
     emulation that did not finish (no FINISHED mark) or whose recordings are not the ones it counted."""
@@ -371,8 +384,9 @@ def check_finished(root=None):
     finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
     if finished != found:
         counts = [{split: held.get(split) for split in SPLIT_FOLDER.values()} for held in (found, finished)]
-        differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}" if counts[0] != counts[1]
-                  else "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
+        differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}"
+                  if counts[0] != counts[1] else
+                  "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
         raise data.BadDataError(f"{folder} {differ}; {fix}")
     for split, flag in zip(SPLIT_FOLDER.values(), SPLIT_FOLDER):
         if not found[split]:  # emulated with --split of the other: training and scoring read both

@@ -210,6 +210,32 @@ def test_an_emulation_of_one_split_names_the_command_that_adds_the_other(tmp_pat
     assert emulate.recordings(tmp_path / "NMNIST")["Train"] == len(INDICES["train"])
 
 
+def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path, capsys):
+    """A recording moved to another digit's folder, or one MNIST has no digit for, is not counted
+    as made by a rerun (which would keep it, mislabelled): the rerun names it, exit status 2, and
+    changes nothing; once it is moved out, the rerun makes the recording again and finishes."""
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "test")) == 0
+    test = tmp_path / "NMNIST" / "Test"
+    moved = next(test.glob("*/*.bin"))
+    other = test / next(d for d in data.DIGITS if d != moved.parent.name) / moved.name
+    recording = moved.read_bytes()
+    moved.unlink()
+    for stray in (other, test / "3" / "99999.bin"):
+        stray.write_bytes(recording)
+        before = {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")}
+        capsys.readouterr()
+        with pytest.warns(UserWarning):
+            assert run.main(emulate_command(tmp_path, "--split", "test")) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{stray} is not a recording this emulation makes" in err
+        assert {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")} == before
+        stray.unlink()
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "test")) == 0
+    assert moved.exists() and json.loads(capsys.readouterr().out.splitlines()[-1])["recordings"] == 1
+
+
 def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_path, monkeypatch, capsys):
     """Stopped by Ctrl-C after 6 recordings (and a half-written file left by a killed worker), the
     same command finishes the others; no file is ever left half written."""
