@@ -157,6 +157,13 @@ def markdown_file(text):
     return Path(text)
 
 
+def output_folder(text):
+    """argparse type: a folder to write records into (made, if new, before any work): not a file."""
+    if not text or (os.path.lexists(text) and not os.path.isdir(text)):
+        raise argparse.ArgumentTypeError(f"expected a folder to write the records into, got {text!r}")
+    return Path(text)
+
+
 def positive_number(text):
     """argparse type: a finite number > 0."""
     try:

@@ -6,8 +6,9 @@ ranks; at initialisation and every --every generations of an EGGROLL run (the `b
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
 
-Writes <out>/<network>-sigma<sigma>-logit<scale>.jsonl (one record per generation, population, rank and
-layer) and <out>/<network>-sigma<sigma>-logit<scale>.md (its table). A cosine near 0 means the layer's step is
+Prints the table at each measurement; with --out DIR also writes DIR/<network>-sigma<sigma>-logit<scale>.jsonl
+(one record per generation, population, rank and layer) and DIR/<network>-sigma<sigma>-logit<scale>.md (its
+table). A cosine near 0 means the layer's step is
 mostly noise: Adam then moves its weights by about lr per generation all the same (Eq. (9)
 normalises the step), a random walk that the layer's signal has to outrun. A firing rate of 0 in
 the output layer means every member scores -ln 10 and ties: the estimate has nothing to rank.
@@ -96,7 +97,9 @@ def main(argv=None):
     parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="the readout's scale (default: 5)")
     parser.add_argument("--init-std", type=exits.positive_number, default=snn.INIT_STD, help="W, b ~ N(0, init_std^2)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth" / "signal")
+    parser.add_argument("--out", type=exits.output_folder,
+                        help="also write the records and the table into this folder (results/depth/signal: the "
+                             "committed ones)")
     parser.add_argument("--cache-dir", default=None, help="folder for the frame cache")
     opts = parser.parse_args(argv)
 
@@ -108,6 +111,8 @@ def main(argv=None):
 def measure_along_a_run(opts, network):
     """Measure at generation 0 and every --every generations of an EGGROLL run; write the records."""
     splits = training.load_splits(opts.data_root, 10, opts.cache_dir)  # an emulation only if whole
+    if opts.out is not None:
+        opts.out.mkdir(parents=True, exist_ok=True)  # before the run: a folder it cannot write ends it at once
     measured = np.arange(min(opts.batch_size, len(splits.val)))
     frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
     params = snn.init_network(opts.seed, network, std=opts.init_std)
@@ -123,8 +128,9 @@ def measure_along_a_run(opts, network):
             params, state, _ = snn_eggroll.generation_step(params, state, splits.train.frames(batch, np),
                                                            splits.train.labels[batch], generation, settings, adam,
                                                            network=network)
+    if opts.out is None:
+        return
     name = f"{str(network).replace(',', '-')}-sigma{opts.sigma:g}-logit{opts.logit_scale:g}"
-    opts.out.mkdir(parents=True, exist_ok=True)
     write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_atomically(opts.out / f"{name}.md", table(records))
 

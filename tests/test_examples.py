@@ -203,6 +203,14 @@ def test_the_depth_signal_example_records_every_layer(tmp_path):
             rates = {r["firing_rate"] for r in records if r["generation"] == generation and r["layer"] == layer}
             assert len(rates) == 1
     assert (tmp_path / "12-6-sigma0.2-logit5.md").read_text().startswith("| generation | members | rank | cos W1 | cos W2 | cos W3 |")
+    without_out = done.args[:-4] + done.args[-2:]
+    refused = subprocess.run(without_out + ["--out", "/proc/depth"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "cannot use /proc/depth" in refused.stderr
+    assert refused.stdout == ""  # refused before the first measurement
+    printed = subprocess.run(without_out, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert printed.returncode == 0 and "| generation | members | rank |" in printed.stdout  # without --out: no file
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["12-6-sigma0.2-logit5.jsonl", "12-6-sigma0.2-logit5.md",
+                                                                 "cache"]
 
 
 def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():
@@ -254,6 +262,7 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     (["--populations", "abc"], "expected integers >= 2 separated by commas, got 'abc'"),
     (["--ranks", "1.5"], "expected integers >= 1 separated by commas, got '1.5'"),
     (["--populations", ""], "expected integers >= 2 separated by commas, got ''"),
+    (["--out", str(ROOT / "README.md")], f"expected a folder to write the records into, got '{ROOT / 'README.md'}'"),
 ])
 def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root", "x", *options],
