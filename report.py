@@ -136,8 +136,9 @@ def stray_problem(folder, final, expected):
                              ("final.json", config.stored(config.from_stored(final["config"])))):
         differing = sorted(key for key in set(wanted) | set(settings) if settings.get(key) != wanted.get(key))
         if differing:
-            shown = "; ".join(f"{key} {json.dumps(settings.get(key))}, not {json.dumps(wanted.get(key))}"
-                              for key in differing)
+            def value(held, key):  # a lever left at its default is not stored
+                return json.dumps(held[key]) if key in held else "its default"
+            shown = "; ".join(f"{key} {value(settings, key)}, not {value(wanted, key)}" for key in differing)
             return (f"its {source} says other settings than the preset's run of its name ({shown}); retrain it "
                     f"with reproduce --force, or move it out of the runs folder")
     return None

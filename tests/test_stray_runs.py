@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import run
-
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("table.md", "per_seed.md", "sparsity.md")
 
@@ -81,6 +79,15 @@ def test_a_run_trained_with_other_settings_is_left_out(paper):
     assert "es-seed3 is left out of the report: its config.json says other settings" in warnings[1]
     assert "generations 5, not 100" in warnings[1]
     assert tables(results)["table.md"] != before["table.md"]
+
+
+def test_a_setting_the_preset_leaves_at_its_default_is_named_so(paper):
+    """A lever at its default is not stored: the warning says "its default", not null."""
+    results, _ = paper
+    path = results / "paper" / "runs" / "es-seed3" / "config.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), hidden="128,64")))
+    status, warnings = report_only(results)
+    assert status == 0 and len(warnings) == 1 and 'hidden "128,64", not its default' in warnings[0], warnings
 
 
 def test_a_run_with_final_json_but_no_config_json_is_left_out_not_the_report_aborted(paper):
