@@ -320,10 +320,11 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     `mnist_folder` (downloaded into the cache folder if None), on `workers` processes. Recordings
     already there are kept, so a second call finishes what an interrupted one began. Returns
     {"recordings": written now, "kept": already there, "events": written now}."""
-    digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
     root = Path(out) / "NMNIST"
-    fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     refuse_link(root)
+    refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
+    digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
+    fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     with owned(root):  # one emulation per folder at a time
         return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress)
 
@@ -413,9 +414,7 @@ def prepare(root, fingerprint):
         differ = ", ".join(key for key in fingerprint if stored.get(key) != fingerprint[key])
         raise UsageError(f"{root} holds recordings emulated with another {differ}; emulate into another --out, "
                          f"or delete {root} to start again")
-    if stored is None and (any(root.glob("*/*/*.bin")) or any(root.parent.glob("*/*/*.bin"))):
-        raise UsageError(f"{root} holds recordings that were not emulated here (no {PROVENANCE}); "
-                         f"emulate into another --out")
+    refuse_recorded(root)
     try:
         for split in SPLIT_FOLDER.values():
             for digit in data.DIGITS:
@@ -431,6 +430,16 @@ def prepare(root, fingerprint):
     remove_partial_files(root)
     if stored is None:
         write_atomically(root / PROVENANCE, json.dumps(fingerprint, indent=2) + "\n")
+
+
+def refuse_recorded(root):
+    """A UsageError if <root> (an emulation's NMNIST folder) or the folder above it holds recordings
+    with no EMULATED.json: a recorded copy (or another program's), which an emulation never mixes into."""
+    if provenance(root.parent) is None:
+        for folder in (root, root.parent):
+            if any(folder.glob("*/*/*.bin")):
+                raise UsageError(f"{folder} holds recordings that were not emulated here (no {root / PROVENANCE}); "
+                                 f"emulate into another --out")
 
 
 PARTIAL = re.compile(r"\d{5}\.bin" + TEMPORARY)  # run_folder.writing's temporary file of a recording

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -305,10 +306,13 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     assert err.count("\n") == 1 and "emulated with another seed" in err
     real = tmp_path / "real"
     shutil.copytree(Path(data.__file__).parent / "nmnist-sample", real)  # <root>/{Train,Test}: not emulated
-    with pytest.warns(UserWarning):
+    before = files_of(real)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before the MNIST files are read: no warning about them first
         assert run.main(emulate_command(real)) == 2
-    assert "not emulated here" in capsys.readouterr().err
-    assert emulate.provenance(real) is None
+    assert capsys.readouterr().err == (f"error: {real} holds recordings that were not emulated here (no "
+                                       f"{real / 'NMNIST' / 'EMULATED.json'}); emulate into another --out\n")
+    assert emulate.provenance(real) is None and files_of(real) == before and not (real / "NMNIST").exists()
     for damaged, named in (({"seed": float("nan")}, "seed NaN"), ({"version": "1"}, 'version "1"'),
                            ({"mnist_sha256": []}, "mnist_sha256 []")):
         (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text(json.dumps(
