@@ -287,12 +287,14 @@ def check_params(params, network=None):
         wanted = f"{len(network.layers)}" if network is not None else "L >= 2"
         raise ValueError(f"a spiking network's parameters are W1, b1, ..., WL, bL with {wanted} layers, got "
                          f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
-    network = network_of(params, network)
+    read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]
         if w.ndim != 2 or tuple(w.shape) != network.weight_shape(layer) or b.shape != (w.shape[0],):
+            fix = ("; if they are a convolutional network's, pass its layers, network=snn.Network.parse(...)"
+                   if read_off_shapes else "")
             raise ValueError(f"W{layer} {tuple(w.shape)} and b{layer} {tuple(b.shape)} do not fit the layer "
-                             f"before: make them with snn.init_network(seed, network)")
+                             f"before: make them with snn.init_network(seed, network){fix}")
 
 
 def check_frames(params, frames, labels, network=None):

@@ -246,6 +246,10 @@ def test_a_convolutional_network_trains_by_eggroll_and_by_bptt():
     with pytest.raises(ValueError, match="do not fit the layer before"):
         baselines.es_generation_step(start, optim.init(start), frames, labels, 0, baselines.ESConfig(4, 0.1, 0, 5.0),
                                      optim.Adam(0.01))
+    with pytest.raises(ValueError, match=r"if they are a convolutional network's, pass its layers, network=snn"):
+        snn_eggroll.generation_step(start, optim.init(start), frames, labels, 0, egg, optim.Adam(0.05))
+    with pytest.raises(ValueError, match=r"init_network\(seed, network\)$"):  # the layers given: no such advice
+        snn.check_params({**start, "b1": start["b1"][:-1]}, network)
 
 
 @pytest.mark.parametrize("method, rank, members", [("eggroll", 1, 64), ("eggroll", 4, 32), ("inference", None, 8),
