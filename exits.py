@@ -150,10 +150,12 @@ def integers_at_least(low):
 
 
 def markdown_file(text):
-    """argparse type: the path of a Markdown table to write: a .md file, never a run's checkpoint
-    or another file the name of a table does not fit."""
+    """argparse type: the path of a Markdown table to write: a .md file in an existing folder, never
+    a run's checkpoint or another file the name of a table does not fit."""
     if not text.endswith(".md") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .md file to write the table to, got {text!r}")
+    if not os.path.isdir(os.path.dirname(text) or "."):  # checked before the work, not after
+        raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")
     return Path(text)
 
 

@@ -113,7 +113,7 @@ def main():
     parser = exits.Parser(prog="snn_depth.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="N-MNIST to train on (run.py train --data-root)")
     parser.add_argument("--real-root", help="another N-MNIST copy to score every run on")
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
+    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
     parser.add_argument("--hidden", nargs="+", type=config.hidden_option, default=["64", "128", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))

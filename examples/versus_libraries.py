@@ -179,7 +179,7 @@ def main():
     parser.add_argument("--sigma", type=exits.positive_number, default=0.05)
     parser.add_argument("--lr", type=exits.positive_number, default=0.02)
     parser.add_argument("--seed", type=exits.at_least(0), default=1)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "versus")
+    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "versus")
     parser.add_argument("--one", nargs=2, metavar=("METHOD", "HIDDEN"),
                         help="train one method on one width in this process and print its record (what the "
                              "comparison runs in a process of its own)")

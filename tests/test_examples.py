@@ -270,6 +270,20 @@ def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("script, out, message", [
+    (script, "", "expected a folder to write the records into, got ''")
+    for script in ("examples/snn_depth.py", "examples/depth_signal.py", "examples/versus_libraries.py")] + [
+    (script, "nowhere/table.md", "nowhere is not a folder: create it or give another path")
+    for script in ("examples/depth_speed.py", "examples/layer_drift.py")])
+def test_an_out_that_cannot_be_written_is_refused_before_any_work(tmp_path, script, out, message):
+    """--out "" (which would be the current folder) or a table in a folder that does not exist: one
+    line, exit status 2, nothing written."""
+    done = subprocess.run([sys.executable, str(ROOT / script), "--out", out], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("script", ["examples/mlp_mnist.py", "examples/snn_depth.py", "examples/depth_signal.py",
                                     "examples/depth_speed.py", "examples/layer_drift.py", "toy_eggroll.py", "lesson.py"])
 def test_a_mistyped_option_is_one_line_not_a_usage_block(script):
