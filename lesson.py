@@ -54,26 +54,6 @@ CLAIMS = (1, 2, 3, 4, 5)
 FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
            4: "4_memory_time.png", 5: "5_training.png"}
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
-figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
-
-
-def report(claim, figure, line):
-    """Keep a claim's figure (written at the end) and print its line of numbers."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    figures[claim], printed[claim] = buffer.getvalue(), wrapped(f"claim {claim}: {line}")
-    exits.say(printed[claim], "run it again with standard output open")
-    if "ipykernel" in sys.modules:  # in a notebook, show it
-        from IPython.display import display
-        display(figure)
-
-
-def wrapped(line, width=100):
-    """A line of numbers folded for a terminal `width` columns wide: each of its '; '-separated
-    parts on a line of its own, continued lines indented."""
-    return ";\n".join(textwrap.fill(part, width, initial_indent="    " if index else "", subsequent_indent="    ",
-                                     break_long_words=False, break_on_hyphens=False)
-                       for index, part in enumerate(line.split("; ")))
 
 
 def standard_error(samples):
@@ -124,35 +104,8 @@ def lowrank_scale():
         expected = 0 if rank == "full" else 6 / rank
         assert abs(excess_kurtosis[rank].mean() - expected) <= 5 * standard_error(excess_kurtosis[rank]), rank
     norms = {rank: np.sqrt(m * n * variance[rank]) for rank in variance}  # ‖E_p‖_F
-
-    figure = Figure(figsize=(14, 4.3), layout="constrained")
-    figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so every rank "
-                    "takes a step as long as full-rank noise;\nonly the tails differ (heavier at low rank)")
-    variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
-    variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks],
-                         marker="o", capsize=3, label="A Bᵀ/√r, Eq. (5)")
-    variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without the 1/√r")
-    variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian, Eq. (10)")
-    variance_ax.set(xscale="log", yscale="log", xlabel="rank r of the perturbation",
-                    ylabel="variance of an entry of E (mean ± std over 32 pairs)", title="variance: 1 at every rank")
-    for rank in ranks:
-        norm_ax.scatter(np.full(len(pairs), rank), norms[rank], s=6, color="C0", alpha=0.5)
-    norm_ax.scatter(np.full(len(pairs), 128), norms["full"], s=6, color="gray", alpha=0.5)
-    norm_ax.axhline(math.sqrt(m * n), color="k", linewidth=0.8, label=f"√(mn) = {math.sqrt(m * n):.1f}")
-    norm_ax.set_xscale("log", base=2)
-    norm_ax.set_xticks(ranks + [128], [str(r) for r in ranks] + ["full"])
-    norm_ax.set(xlabel="rank r of the perturbation", ylabel="length of the step, ‖E‖_F (one dot per pair)",
-                title="length: √(mn) at every rank")
-    bins = np.linspace(-8, 8, 81)
-    for rank in (1, 4, 64, "full"):
-        density, _ = np.histogram(entries[rank], bins, density=True)
-        shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
-    shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
-    shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="value of an entry of E (one pair's 147,968)",
-                 ylabel="probability density", title="shape: kurtosis 3 + 6/r, heavy tails at low rank")
-    for ax in (variance_ax, norm_ax, shape_ax):
-        ax.legend(fontsize=8)
-    report(1, figure, "entry variance at r = " + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks)
+    report(1, lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries),
+           "entry variance at r = " + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks)
            + f", full rank: {variance['full'].mean():.3f}; mean ‖E‖_F {norms[1].mean():.1f} (r = 1), "
            f"{norms[64].mean():.1f} (r = 64), {norms['full'].mean():.1f} (full rank), √(mn) = {math.sqrt(m * n):.1f}; "
            f"excess kurtosis {excess_kurtosis[1].mean():.2f} (r = 1, 6/r = 6), {excess_kurtosis[64].mean():.3f} "
@@ -220,32 +173,9 @@ def forward_trick():
     assert np.array_equal(lowrank_counts, formed_counts)  # the same spikes, exactly
     changed = (lowrank_counts != unperturbed_counts).mean()
     assert changed > 0.1, changed  # ... and not because the noise did nothing
-
-    def joint_histogram(along_x, along_y):
-        """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), along_y first."""
-        table = np.zeros((n_steps + 1, n_steps + 1))
-        np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
-        return table
-
-    figure = Figure(figsize=(14, 4.6), layout="constrained")
-    figure.suptitle(f"Claim 2: Eq. (6) gives the currents of W ± σE to {current_gap:.0e} and exactly the same "
-                    f"spikes without forming E, while the noise\nchanges {100 * changed:.0f} % of the spike counts "
-                    f"(8 members × 32 samples × 10 outputs)")
-    current_ax, same_ax, changed_ax = figure.subplots(1, 3)
-    current_ax.scatter(formed_current[0].ravel()[::7], lowrank_current[0].ravel()[::7], s=2, alpha=0.3)
-    current_ax.set(xlabel="layer-1 current, x (W + σE)ᵀ + b + σδ with E formed",
-                   ylabel="layer-1 current by Eq. (6), E never formed",
-                   title=f"currents agree: largest difference {current_gap:.1e}")
-    for ax, (along_x, along_y), title, xlabel in (
-            (same_ax, (formed_counts, lowrank_counts), "spike counts: identical (all on the diagonal)",
-             "output spikes of a member, E formed"),
-            (changed_ax, (np.broadcast_to(unperturbed_counts, lowrank_counts.shape), lowrank_counts),
-             f"against the network without noise: {100 * changed:.0f} % differ",
-             "output spikes of the network without noise")):
-        image = ax.imshow(np.log10(1 + joint_histogram(along_x, along_y)), origin="lower", cmap="viridis")
-        ax.set(xlabel=xlabel, ylabel="output spikes of the member by Eq. (6)", title=title)
-        figure.colorbar(image, ax=ax, label="how often: log10(1 + count)")
-    report(2, figure, f"{lowrank_counts.size} output spike counts of {config.population} members on {batch} "
+    report(2, forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, lowrank_counts, formed_counts,
+                                   unperturbed_counts, changed),
+           f"{lowrank_counts.size} output spike counts of {config.population} members on {batch} "
            f"samples: {int((lowrank_counts != formed_counts).sum())} differ between Eq. (6) and W ± σE formed, "
            f"{int((lowrank_counts != unperturbed_counts).sum())} from the network without noise; largest "
            f"layer-1 current difference {current_gap:.1e}")
@@ -346,36 +276,12 @@ def gradient_estimate():
                 error[label][i, repeat] = config.pairs * ((g - true_gradient) ** 2).sum() / (true_gradient ** 2).sum()
         assert abs(error[label].mean() - predicted_error(rank)) <= 5 * standard_error(error[label].ravel()), label
         assert cosine[label][0].mean() < 0.3 and cosine[label][-1].mean() > 0.95, label
-
-    extra = {rank: 100 * (predicted_error(rank) / predicted_error(None) - 1) for rank in (1, 4)}
-    figure = Figure(figsize=(13, 5), layout="constrained")
-    figure.suptitle(f"Claim 3: the error of the gradient estimate falls as 1/P at every rank, as predicted; "
-                    f"low rank adds only {extra[1]:.0f} % (r = 1)\nand {extra[4]:.0f} % (r = 4) to the error of "
-                    f"full-rank ES, so the cosine with the true gradient rises alike")
-    cosine_ax, error_ax = figure.subplots(1, 2)
-    for colour, (label, (rank, _)) in enumerate(estimators.items()):
-        style = dict(color=f"C{colour}")
-        cosine_ax.errorbar(populations, cosine[label].mean(axis=1), cosine[label].std(axis=1), marker="o",
-                           capsize=3, label=label, **style)
-        cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (p // 2)) for p in populations],
-                       ":", **style)
-        error_ax.errorbar(populations, error[label].mean(axis=1), error[label].std(axis=1) / math.sqrt(repeats),
-                          marker="o", capsize=3, label=label, **style)
-        error_ax.axhline(predicted_error(rank), linestyle=":", **style)
-    cosine_ax.set(xlabel="population 2P (members)", ylabel="cosine(estimate g, true gradient G)",
-                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, 1/√(1 + error/P)")
-    error_ax.set(xlabel="population 2P (members)",
-                 ylabel="P ‖g − G‖² / ‖G‖²\n(squared error relative to ‖G‖², times the pairs P)",
-                 title="error: flat means it falls as 1/P; mean ± standard error\n"
-                       "dotted: predicted, d + 1 (+ the low-rank term)")
-    for ax in (cosine_ax, error_ax):
-        ax.set_xscale("log", base=2)
-        ax.legend(fontsize=8)
-    report(3, figure, "mean cosine with G at population " + "; ".join(
-        f"{label} {cosine[label][0].mean():.3f} → {cosine[label][-1].mean():.3f}" for label in estimators)
-        + f" ({populations[0]} → {populations[-1]}); P ‖g − G‖² / ‖G‖² measured (predicted) " + "; ".join(
-        f"{label} {error[label].mean():.0f} ± {standard_error(error[label].ravel()):.0f} "
-        f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
+    report(3, gradient_estimate_figure(estimators, populations, repeats, cosine, error, predicted_error),
+           "mean cosine with G at population " + "; ".join(
+               f"{label} {cosine[label][0].mean():.3f} → {cosine[label][-1].mean():.3f}" for label in estimators)
+           + f" ({populations[0]} → {populations[-1]}); P ‖g − G‖² / ‖G‖² measured (predicted) " + "; ".join(
+               f"{label} {error[label].mean():.0f} ± {standard_error(error[label].ravel()):.0f} "
+               f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
 
 
 # %% [markdown]
@@ -442,26 +348,11 @@ def memory_and_time():
     speedup = seconds["vanilla ES"][-1] / seconds["EGGROLL r = 4"][-1]
     assert min(memory_ratio) > 10, memory_ratio
     assert speedup > 2, speedup
-
-    figure = Figure(figsize=(12, 4.4), layout="constrained")
-    figure.suptitle(f"Claim 4: at {populations[-1]} members, a generation of EGGROLL r = 4 holds "
-                    f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and runs {speedup:.0f}× faster")
-    memory_ax, time_ax = figure.subplots(1, 2)
-    for label in methods:
-        memory_ax.plot(populations, megabytes[label], marker="o", label=label)
-        time_ax.plot(populations, seconds[label], marker="o", label=label)
-    memory_ax.set(ylabel="noise held at once in a generation (MB)", title="memory: r (m + n) against m n per pair")
-    time_ax.set(ylabel=f"CPU seconds per generation (N = 32, {os.cpu_count()} cores)",
-                title="time: median of 5 generations")
-    for ax in (memory_ax, time_ax):
-        ax.set(yscale="log", xlabel="population 2P (members)")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(populations, [str(p) for p in populations])
-        ax.legend(fontsize=8)
-    report(4, figure, f"at population {populations[-1]}, noise MB " + ", ".join(
-        f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (N = 32) "
-        + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
-        + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
+    report(4, memory_and_time_figure(populations, methods, megabytes, seconds, memory_ratio, speedup),
+           f"at population {populations[-1]}, noise MB " + ", ".join(
+               f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (N = 32) "
+           + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
+           + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
 
 
 # %% [markdown]
@@ -576,11 +467,148 @@ def training_race():
     assert final["EGGROLL r = 4"] >= 0.4 and final["EGGROLL r = 4"] > final["vanilla ES"], \
         f"test accuracy after {args.seconds:g} CPU seconds: {final}"
     egg_at = float(curves["EGGROLL r = 4"][curves["EGGROLL r = 4"][:, 0] == at, 2][0])
+    report(5, training_race_figure(args.seconds, test, curves, updates, final, ratio, at, egg_at),
+           f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
+           f"in {args.seconds:g} CPU seconds of training each: " + "; ".join(
+               f"{label} {updates[label]} {'steps' if label == 'BPTT' else 'generations'} "
+               f"({args.seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
+               for label in methods)
+           + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
+
+
+# %% [markdown]
+# ## What to read next
+#
+# `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
+# pairs, member chunks, the GPU, several processes). Then `snn.py` (the LIF network), `noise.py` (the
+# Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and BPTT), and the
+# tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py). Every file and
+# equation has its place in [docs/code.md](docs/code.md).
+
+# %%
+# ---------------------------------------------------------------------------------------------
+# The figures: each claim's measurements drawn; nothing here is measured or checked.
+
+
+def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
+    """Claim 1: an entry's variance and distribution and the step's length, at each rank and at full rank."""
+    figure = Figure(figsize=(14, 4.3), layout="constrained")
+    figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so every rank "
+                    "takes a step as long as full-rank noise;\nonly the tails differ (heavier at low rank)")
+    variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
+    variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks],
+                         marker="o", capsize=3, label="A Bᵀ/√r, Eq. (5)")
+    variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without the 1/√r")
+    variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian, Eq. (10)")
+    variance_ax.set(xscale="log", yscale="log", xlabel="rank r of the perturbation",
+                    ylabel="variance of an entry of E (mean ± std over 32 pairs)", title="variance: 1 at every rank")
+    for rank in ranks:
+        norm_ax.scatter(np.full(len(pairs), rank), norms[rank], s=6, color="C0", alpha=0.5)
+    norm_ax.scatter(np.full(len(pairs), 128), norms["full"], s=6, color="gray", alpha=0.5)
+    norm_ax.axhline(math.sqrt(m * n), color="k", linewidth=0.8, label=f"√(mn) = {math.sqrt(m * n):.1f}")
+    norm_ax.set_xscale("log", base=2)
+    norm_ax.set_xticks(ranks + [128], [str(r) for r in ranks] + ["full"])
+    norm_ax.set(xlabel="rank r of the perturbation", ylabel="length of the step, ‖E‖_F (one dot per pair)",
+                title="length: √(mn) at every rank")
+    bins = np.linspace(-8, 8, 81)
+    for rank in (1, 4, 64, "full"):
+        density, _ = np.histogram(entries[rank], bins, density=True)
+        shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
+    shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
+    shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="value of an entry of E (one pair's 147,968)",
+                 ylabel="probability density", title="shape: kurtosis 3 + 6/r, heavy tails at low rank")
+    for ax in (variance_ax, norm_ax, shape_ax):
+        ax.legend(fontsize=8)
+    return figure
+
+
+def forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, lowrank_counts, formed_counts,
+                         unperturbed_counts, changed):
+    """Claim 2: currents and spike counts by Eq. (6) against those of W ± σE formed and of the network without noise."""
+
+    def joint_histogram(along_x, along_y):
+        """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), along_y first."""
+        table = np.zeros((n_steps + 1, n_steps + 1))
+        np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
+        return table
+
+    figure = Figure(figsize=(14, 4.6), layout="constrained")
+    figure.suptitle(f"Claim 2: Eq. (6) gives the currents of W ± σE to {current_gap:.0e} and exactly the same "
+                    f"spikes without forming E, while the noise\nchanges {100 * changed:.0f} % of the spike counts "
+                    f"(8 members × 32 samples × 10 outputs)")
+    current_ax, same_ax, changed_ax = figure.subplots(1, 3)
+    current_ax.scatter(formed_current[0].ravel()[::7], lowrank_current[0].ravel()[::7], s=2, alpha=0.3)
+    current_ax.set(xlabel="layer-1 current, x (W + σE)ᵀ + b + σδ with E formed",
+                   ylabel="layer-1 current by Eq. (6), E never formed",
+                   title=f"currents agree: largest difference {current_gap:.1e}")
+    for ax, (along_x, along_y), title, xlabel in (
+            (same_ax, (formed_counts, lowrank_counts), "spike counts: identical (all on the diagonal)",
+             "output spikes of a member, E formed"),
+            (changed_ax, (np.broadcast_to(unperturbed_counts, lowrank_counts.shape), lowrank_counts),
+             f"against the network without noise: {100 * changed:.0f} % differ",
+             "output spikes of the network without noise")):
+        image = ax.imshow(np.log10(1 + joint_histogram(along_x, along_y)), origin="lower", cmap="viridis")
+        ax.set(xlabel=xlabel, ylabel="output spikes of the member by Eq. (6)", title=title)
+        figure.colorbar(image, ax=ax, label="how often: log10(1 + count)")
+    return figure
+
+
+def gradient_estimate_figure(estimators, populations, repeats, cosine, error, predicted_error):
+    """Claim 3: each estimator's cosine with the true gradient and its error, measured and predicted, per population."""
+    extra = {rank: 100 * (predicted_error(rank) / predicted_error(None) - 1) for rank in (1, 4)}
+    figure = Figure(figsize=(13, 5), layout="constrained")
+    figure.suptitle(f"Claim 3: the error of the gradient estimate falls as 1/P at every rank, as predicted; "
+                    f"low rank adds only {extra[1]:.0f} % (r = 1)\nand {extra[4]:.0f} % (r = 4) to the error of "
+                    f"full-rank ES, so the cosine with the true gradient rises alike")
+    cosine_ax, error_ax = figure.subplots(1, 2)
+    for colour, (label, (rank, _)) in enumerate(estimators.items()):
+        style = dict(color=f"C{colour}")
+        cosine_ax.errorbar(populations, cosine[label].mean(axis=1), cosine[label].std(axis=1), marker="o",
+                           capsize=3, label=label, **style)
+        cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (p // 2)) for p in populations],
+                       ":", **style)
+        error_ax.errorbar(populations, error[label].mean(axis=1), error[label].std(axis=1) / math.sqrt(repeats),
+                          marker="o", capsize=3, label=label, **style)
+        error_ax.axhline(predicted_error(rank), linestyle=":", **style)
+    cosine_ax.set(xlabel="population 2P (members)", ylabel="cosine(estimate g, true gradient G)",
+                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, 1/√(1 + error/P)")
+    error_ax.set(xlabel="population 2P (members)",
+                 ylabel="P ‖g − G‖² / ‖G‖²\n(squared error relative to ‖G‖², times the pairs P)",
+                 title="error: flat means it falls as 1/P; mean ± standard error\n"
+                       "dotted: predicted, d + 1 (+ the low-rank term)")
+    for ax in (cosine_ax, error_ax):
+        ax.set_xscale("log", base=2)
+        ax.legend(fontsize=8)
+    return figure
+
+
+def memory_and_time_figure(populations, methods, megabytes, seconds, memory_ratio, speedup):
+    """Claim 4: the noise a generation holds and the CPU time it takes, per method and population."""
+    figure = Figure(figsize=(12, 4.4), layout="constrained")
+    figure.suptitle(f"Claim 4: at {populations[-1]} members, a generation of EGGROLL r = 4 holds "
+                    f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and runs {speedup:.0f}× faster")
+    memory_ax, time_ax = figure.subplots(1, 2)
+    for label in methods:
+        memory_ax.plot(populations, megabytes[label], marker="o", label=label)
+        time_ax.plot(populations, seconds[label], marker="o", label=label)
+    memory_ax.set(ylabel="noise held at once in a generation (MB)", title="memory: r (m + n) against m n per pair")
+    time_ax.set(ylabel=f"CPU seconds per generation (N = 32, {os.cpu_count()} cores)",
+                title="time: median of 5 generations")
+    for ax in (memory_ax, time_ax):
+        ax.set(yscale="log", xlabel="population 2P (members)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(populations, [str(p) for p in populations])
+        ax.legend(fontsize=8)
+    return figure
+
+
+def training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_at):
+    """Claim 5: each method's test accuracy against CPU seconds of training and against updates made."""
     gap = 100 * (egg_at - final["vanilla ES"])
     pace = "about alike" if abs(gap) <= 10 else f"EGGROLL {'ahead' if gap > 0 else 'behind'}"
 
     figure = Figure(figsize=(13, 5), layout="constrained")
-    figure.suptitle(f"Claim 5: in the same {args.seconds:g} CPU seconds on real recordings, EGGROLL makes {ratio:.0f}× "
+    figure.suptitle(f"Claim 5: in the same {seconds:g} CPU seconds on real recordings, EGGROLL makes {ratio:.0f}× "
                     f"the generations of vanilla ES and reaches\n{100 * final['EGGROLL r = 4']:.0f} % test accuracy "
                     f"against {100 * final['vanilla ES']:.0f} %; BPTT, with gradients through time, reaches "
                     f"{100 * final['BPTT']:.0f} % (chance: 10 %)")
@@ -597,22 +625,8 @@ def training_race():
     update_ax.set(xlabel="updates made (log scale; ES: generations, BPTT: steps)",
                   title=f"per update {pace}: after {at} generations,\nEGGROLL {100 * egg_at:.0f} %, "
                         f"vanilla ES {100 * final['vanilla ES']:.0f} %")
-    report(5, figure, f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
-           f"in {args.seconds:g} CPU seconds of training each: " + "; ".join(
-               f"{label} {updates[label]} {'steps' if label == 'BPTT' else 'generations'} "
-               f"({args.seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
-               for label in methods)
-           + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
+    return figure
 
-
-# %% [markdown]
-# ## What to read next
-#
-# `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
-# pairs, member chunks, the GPU, several processes). Then `snn.py` (the LIF network), `noise.py` (the
-# Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and BPTT), and the
-# tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py). Every file and
-# equation has its place in [docs/code.md](docs/code.md).
 
 # %%
 def markdown_cells(source):
@@ -739,6 +753,28 @@ for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] *
     if path.is_symlink():  # nothing is written through a link (write_whole)
         fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it or "
              f"choose another --out or --page")
+
+figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
+
+
+def report(claim, figure, line):
+    """Keep a claim's figure (written at the end) and print its line of numbers."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    figures[claim], printed[claim] = buffer.getvalue(), wrapped(f"claim {claim}: {line}")
+    exits.say(printed[claim], "run it again with standard output open")
+    if "ipykernel" in sys.modules:  # in a notebook, show it
+        from IPython.display import display
+        display(figure)
+
+
+def wrapped(line, width=100):
+    """A line of numbers folded for a terminal `width` columns wide: each of its '; '-separated
+    parts on a line of its own, continued lines indented."""
+    return ";\n".join(textwrap.fill(part, width, initial_indent="    " if index else "", subsequent_indent="    ",
+                                     break_long_words=False, break_on_hyphens=False)
+                       for index, part in enumerate(line.split("; ")))
+
 
 LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
 began = time.perf_counter()
