@@ -159,7 +159,7 @@ class Population:
         weight's float type, so that it gives each member's true product."""
         check_known(self.params, name, bias)
         w = self.params[name]
-        x = x if hasattr(x, "shape") else array_module_of(w).asarray(x)  # a list of rows, say
+        x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
         if w.ndim != 2:
             raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
                              f"parameter is a bias, bias={name!r} beside its weight")
@@ -175,7 +175,9 @@ class Population:
         if not xp.issubdtype(x.dtype, xp.floating):
             x = x.astype(w.dtype)
         rows, B = self.rows(name, bias, x.dtype)
-        base = x @ w.T + (self.params[bias] if bias is not None else 0)
+        base = x @ w.T.astype(x.dtype, copy=False)                            # x W^T, once
+        if bias is not None:
+            base = base + self.params[bias].astype(x.dtype, copy=False)
         if x.ndim == 2:                                                       # one x for every member
             xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
             return antithetic(base, xb @ rows)

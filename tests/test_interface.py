@@ -235,6 +235,41 @@ def test_integer_inputs_give_each_members_true_product(dtype, weights):
     assert np.array_equal(es.ask(state).linear("layer0.weight", x.tolist(), bias="layer0.bias"), out)  # rows as lists
 
 
+@pytest.mark.parametrize("weights", [np.float32, np.float64])
+@pytest.mark.parametrize("inputs", [np.float32, np.float64])
+@pytest.mark.parametrize("per_member", [False, True])
+def test_linear_is_in_xs_float_type_with_or_without_a_bias(weights, inputs, per_member):
+    """A float x is multiplied in its own float type, whatever the weights' (the docstring's rule),
+    shared or one per member; without a bias each member's output is x (theta + sigma E_p)^T alone."""
+    es = eggroll.Eggroll(4, 2, 0.3, seed=1)
+    pop = es.ask(es.init(mlp(3, dtype=weights)))
+    x = np.random.default_rng(2).normal(size=(4, 3, 6) if per_member else (3, 6)).astype(inputs)
+    for bias in (None, "layer0.bias"):
+        out = pop.linear("layer0.weight", x, bias=bias)
+        assert out.dtype == inputs
+        for i in range(4):
+            member = {name: value.astype(np.float64) for name, value in pop.member(i).items()}
+            exact = (x[i] if per_member else x).astype(np.float64) @ member["layer0.weight"].T
+            np.testing.assert_allclose(out[i], exact + (member[bias] if bias else 0), rtol=1e-5, atol=1e-5)
+
+
+def test_linears_errors_name_what_is_there():
+    """The messages in full: the parameters there are, the members a per-member x needs, and the
+    transpose named only when the weight fits x the other way round (a 2-D or a per-member x)."""
+    es = eggroll.Eggroll(4, 1, 0.1, seed=0)
+    pop = es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)}))
+    cases = [(lambda: pop.linear("v", np.ones((2, 6))), "unknown parameter 'v': the parameters are b, w"),
+             (lambda: pop.linear("w", np.ones((5, 2, 6))), "x of shape (2p, N, n) needs 2p = 4 members, got 5"),
+             (lambda: pop.linear("w", np.ones((2, 7))),
+              "x of shape (2, 7) does not fit w of shape (3, 6): a layer is x W^T, so x needs 6 columns"),
+             (lambda: pop.linear("w", np.ones((4, 6, 3))),
+              "x of shape (4, 6, 3) does not fit w of shape (3, 6): a layer is x W^T, so x needs 6 columns; "
+              "store w as (out, in), its transpose")]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            call()
+
+
 def test_asking_costs_nothing_however_large_the_population():
     """ask hands out keys: the largest population the noise can key (2^32 pairs) is asked at once,
     and a pair far out in it is the pair drawn alone."""
@@ -343,7 +378,8 @@ def test_a_deeper_network_trains_every_layer():
 def test_vanilla_es_refuses_a_deeper_network_and_bptt_steps_it():
     params, frames = deep_problem()
     labels = np.zeros(6, dtype=int)
-    with pytest.raises(ValueError, match="two LIF layers"):
+    with pytest.raises(ValueError, match=r"^vanilla ES runs networks of two LIF layers \(one hidden\), got 3: use one "
+                                         r"hidden size, or EGGROLL or BPTT for a deeper network$"):
         baselines.es_forward(params, frames.astype(np.float32), baselines.ESConfig(4, 0.1, 0, 1.0), 0)
     stepped, _, stats = baselines.bptt_step(params, optim.init(params), frames, labels,
                                             baselines.BPTTConfig(1.0, 1.0), optim.Adam(0.01))

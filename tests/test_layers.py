@@ -155,6 +155,18 @@ def test_a_layer_of_either_end_of_the_promised_range_is_accepted():
             snn.Network.parse(hidden)
 
 
+def test_a_layers_limits_hold_at_their_edges_and_name_the_input_as_it_is():
+    """A 1 x 1 kernel is accepted (the smallest the line names); the padding advised is whole; a
+    kernel is held to the shorter side of a non-square image, and the line gives height x width."""
+    assert snn.Network.parse("conv4k1").layers[0] == snn.Conv(4, 1)
+    with pytest.raises(ValueError, match=r"use at most p4, e\.g\. conv8k5p2$"):
+        snn.Network.parse("conv8k5p5")
+    with pytest.raises(ValueError, match=r"^layer 1 \(conv2k5\): a 5 x 5 kernel does not fit its 3 x 9 input padded "
+                                         r"by 0: use a kernel of at most 3, or more padding$"):
+        snn.Network.parse("conv2k5", image=(1, 3, 9))
+    assert snn.Network.parse("conv2k3", image=(1, 3, 9)).shapes()[1] == (2, 1, 7)
+
+
 def test_vanilla_es_runs_only_the_papers_form_and_bptt_any_network():
     assert config.RunConfig(hidden="conv2k36p1").sizes == (2312, 2, 10)  # the largest kernel padding lets fit
     for hidden in ("128,64", "conv8k5s2"):
@@ -217,6 +229,27 @@ def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden)
             down = loss(params)
             flat[i] = kept
             assert grad.reshape(-1)[i] == pytest.approx((up - down) / 2e-6, rel=1e-4, abs=1e-8), (name, i)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bptts_gradient_keeps_the_parameters_float_type(dtype):
+    """Through two convolutions (col2im between them) every gradient is in the parameters' float type."""
+    network = small_network("conv2k3,conv3k2s2,4")
+    params = {name: value.astype(dtype) for name, value in snn.init_network(1, network, std=0.8).items()}
+    frames = (np.random.default_rng(0).random((4, 3, network.sizes[0])) < 0.4).astype(dtype)
+    cache = baselines.bptt_forward(params, frames, snn.LIF(), network=network)
+    grads = baselines.bptt_backward(params, cache, np.array([0, 1, 2]), snn.LIF(), network=network)
+    assert {name: grad.dtype for name, grad in grads.items()} == dict.fromkeys(params, np.dtype(dtype))
+
+
+def test_the_population_forward_counts_hidden_spikes_only_when_asked():
+    network = small_network("conv3k3s2p1,5")
+    params = snn.init_network(1, network, std=0.8)
+    frames = (np.random.default_rng(0).random((4, 3, network.sizes[0])) < 0.4).astype(np.float32)
+    population = snn_eggroll.Config(population=4, rank=1, sigma=0.4, seed=1, logit_scale=1.0).members(params, 0,
+                                                                                                      network=network)
+    assert snn_eggroll.population_forward(population, frames, network=network)[1] is None
+    assert snn_eggroll.population_forward(population, frames, count_hidden=True, network=network)[1].shape == (4,)
 
 
 def test_a_convolutional_network_trains_by_eggroll_and_by_bptt():
