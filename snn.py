@@ -170,9 +170,10 @@ class Network:
         return all(isinstance(spec, Dense) for spec in self.layers)
 
     def positions(self, layer):
-        """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer."""
+        """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer
+        (whose output shape is (width, 1, 1))."""
         _, height, width = self.shapes()[layer]
-        return height * width if isinstance(self.layers[layer - 1], Conv) else 1
+        return height * width
 
     def synapses(self, layer):
         """How many synapses of `layer` each of its inputs feeds, (n,): a dense layer's width; in a
