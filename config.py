@@ -51,8 +51,12 @@ def setting(default, help, methods=METHODS, choices=None, result=True, check=Non
                                                 result=result, check=check, lever=lever))
 
 
-def at_least(low, example):
-    return (lambda v: v >= low, f"must be >= {low}", example)
+COUNT_LIMIT = 10 ** 9  # generations, epochs, samples: far beyond any run, and inside a C long
+
+
+def count(example):
+    """A whole number of steps or samples: 1..COUNT_LIMIT."""
+    return between(1, COUNT_LIMIT, example)
 
 
 def between(low, high, example, open_low=False):
@@ -70,17 +74,17 @@ def between(low, high, example, open_low=False):
 class RunConfig:
     method: str = setting("eggroll", "eggroll (low-rank ES), es (vanilla full-rank OpenAI-ES) or bptt "
                                      "(surrogate gradients)", choices=METHODS)
-    rank: int = setting(4, "EGGROLL rank r of each perturbation A B^T", ("eggroll",), check=at_least(1, "4"))
+    rank: int = setting(4, "EGGROLL rank r of each perturbation A B^T", ("eggroll",), check=count("4"))
     es_mode: str = setting("batched", "how vanilla ES evaluates its population: all members at once, or one "
                                       "at a time", methods=("es",), choices=baselines.ES_MODES)
     seed: int = setting(1, "seed of the initial weights, the noise and the minibatches",
                         check=(lambda v: 0 <= v < 2 ** 63, "must lie in 0..2^63-1", "1"))
-    generations: int = setting(100, "ES generations, one minibatch each", ES_METHODS, check=at_least(1, "100"))
-    epochs: int = setting(5, "BPTT epochs over the training split", ("bptt",), check=at_least(1, "5"))
+    generations: int = setting(100, "ES generations, one minibatch each", ES_METHODS, check=count("100"))
+    epochs: int = setting(5, "BPTT epochs over the training split", ("bptt",), check=count("5"))
     population: int = setting(512, "ES population 2P", ES_METHODS,
                               check=(lambda v: v >= 2 and v % 2 == 0, "must be an even number >= 2 "
                                                                      "(P antithetic pairs)", "512"))
-    batch_size: int = setting(256, "samples per minibatch", check=at_least(1, "256"))
+    batch_size: int = setting(256, "samples per minibatch", check=count("256"))
     sigma: float = setting(0.1, "ES noise scale sigma (with --sigma-schedule: at the first generation)", ES_METHODS,
                            check=between(1e-6, 10, "0.1"))
     sigma_schedule: str = setting("constant", "constant; cosine: sigma falls to --sigma-min along (1 + cos(pi g / G)) "
@@ -120,7 +124,7 @@ class RunConfig:
     max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
                                 "-N..N pixels", check=between(0, 33, "1"))
     eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
-                                  "epoch)", ES_METHODS, check=at_least(1, "10"))
+                                  "epoch)", ES_METHODS, check=count("10"))
     device: str = setting("cpu", "cpu (NumPy), gpu (CuPy) or auto (a GPU when one is usable)",
                           choices=backend.DEVICES, result=False)
     data_root: str = setting(None, "folder holding N-MNIST (default: $NMNIST_ROOT, else "

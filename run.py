@@ -61,10 +61,10 @@ def add_config_options(parser, names=None):
 
 
 def config_from_options(opts):
-    """The RunConfig the options describe. Options a method does not use are ignored, except the
-    run's length: --generations (ES methods) and --epochs (BPTT) are refused for the other."""
-    given = {spec.name: getattr(opts, spec.name) for spec in fields(run_config.RunConfig)
-             if getattr(opts, spec.name, None) is not None}
+    """The RunConfig the options describe. An option the method does not use is refused, never
+    passed over: --generations (ES methods) and --epochs (BPTT) name the other's length."""
+    specs = {spec.name: spec for spec in fields(run_config.RunConfig)}
+    given = {name: getattr(opts, name) for name in specs if getattr(opts, name, None) is not None}
     if "hidden" in given and run_config.network_problem(given["hidden"]) is None:
         given["hidden"] = str(run_config.RunConfig(hidden=given["hidden"]).network)  # 064 is 64, one run
     config = run_config.RunConfig(**given)
@@ -72,6 +72,10 @@ def config_from_options(opts):
         raise UsageError("--generations is for the ES methods; BPTT's length is --epochs, e.g. --epochs 5")
     if config.method != "bptt" and "epochs" in given:
         raise UsageError(f"--epochs is for bptt; {config.method}'s length is --generations, e.g. --generations 100")
+    for name in given:
+        if not run_config.applies(specs[name], config.method):
+            raise UsageError(f"{run_config.option(name)} is for {' and '.join(specs[name].metadata['methods'])} "
+                             f"only: drop it for --method {config.method}")
     return config
 
 class Refused(Exception):

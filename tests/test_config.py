@@ -57,8 +57,9 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(sigma=float("inf")), "--sigma must lie in [1e-06, 10], got inf"),
     (dict(beta=1.5), "--beta must lie in [0.0, 1.0], got 1.5"),
     (dict(population=7), "--population must be an even number >= 2 (P antithetic pairs), got 7"),
-    (dict(generations=0), "--generations must be >= 1, got 0"),
-    (dict(method="bptt", epochs=0), "--epochs must be >= 1, got 0"),
+    (dict(generations=0), "--generations must lie in 1..1000000000, got 0"),
+    (dict(generations=10 ** 23), "--generations must lie in 1..1000000000, got 100000000000000000000000"),
+    (dict(method="bptt", epochs=0), "--epochs must lie in 1..1000000000, got 0"),
     (dict(spike_cost=-0.001), "--spike-cost must lie in [0.0, 1.0], got -0.001: use e.g. --spike-cost 0.003"),
     (dict(method="bptt", spike_cost=1.5), "--spike-cost must lie in [0.0, 1.0], got 1.5"),
 ])
@@ -74,8 +75,8 @@ def test_check_names_the_option_the_rule_and_an_example(changes, message):
     (dict(method="eggroll", rank=True), "rank must be an integer, got true"),
     (dict(method="es", sigma=None), "sigma must be a number, got null"),
     (dict(method="es", es_mode="parallel"), 'es_mode must be one of batched, sequential, got "parallel"'),
-    (dict(method="bptt", epochs=0), "epochs must be >= 1, got 0"),
-    (dict(method="bptt", generations=0), "epochs must be >= 1, got 0"),  # a BPTT run stored before epochs existed
+    (dict(method="bptt", epochs=0), "epochs must lie in 1..1000000000, got 0"),
+    (dict(method="bptt", generations=0), "epochs must lie in 1..1000000000, got 0"),  # a BPTT run stored before epochs existed
     (dict(method="eggroll", lr=float("nan")), "lr must lie in (0, 1], got nan"),
 ])
 def test_a_stored_setting_is_checked_by_the_rules_of_its_option(values, message):

@@ -137,12 +137,14 @@ needs_mpi = pytest.mark.skipif(MPI_PROBLEM is not None, reason=str(MPI_PROBLEM))
 # 200 pairs: four blocks of 64 pairs, the last part-filled, so 2 and 3 processes get unequal shares.
 SETTINGS = ["--population", "400", "--rank", "2", "--batch-size", "32", "--generations", "6", "--eval-every", "3",
             "--quiet", "--data-root", str(REAL_ROOT)]
+ES_SETTINGS = [option for option in SETTINGS if option not in ("--rank", "2")]  # vanilla ES has no rank
 
 
 def train(out, cache, processes=None, *extra, timeout=300):
     """run.py train, alone (processes=None) or under mpiexec -n processes with --distributed."""
+    settings = ES_SETTINGS if "es" in extra else SETTINGS
     command = [sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), "--cache-dir", str(cache),
-               *SETTINGS, *extra]
+               *settings, *extra]
     if processes:
         command = [MPIEXEC, "-n", str(processes), *command, "--distributed"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")

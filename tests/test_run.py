@@ -298,6 +298,20 @@ def test_each_length_option_belongs_to_its_methods(tmp_path, dataset, capsys):
     assert not out.exists()
 
 
+def test_an_option_the_method_does_not_use_is_refused_not_passed_over(tmp_path, dataset, capsys):
+    """--rank means nothing to vanilla ES and --sigma nothing to BPTT: given, they are refused in
+    one line naming the methods they are for, before anything is written."""
+    out = tmp_path / "run"
+    cases = [(["--method", "es", "--rank", "2"], "--rank is for eggroll only: drop it for --method es"),
+             (["--method", "bptt", "--epochs", "1", "--sigma", "0.2"],
+              "--sigma is for eggroll and es only: drop it for --method bptt"),
+             (["--es-mode", "sequential"], "--es-mode is for es only: drop it for --method eggroll")]
+    for extra, message in cases:
+        code, err = run_main(["train", "--out", str(out), "--quiet", *dataset, *extra], capsys)
+        assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
+    assert not out.exists()
+
+
 def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_counts_as_finished(
         tmp_path, dataset, capsys):
     """config.json as earlier versions wrote it: every setting, BPTT's epochs under "generations".
