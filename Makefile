@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml
 test: install
 	$(PY) -m pytest -q
 
-# The lesson on the recordings of nmnist-sample/ (about two minutes, at one BLAS thread): its figures into
+# The lesson on the recordings of nmnist-sample/ (about 95 CPU seconds, at one BLAS thread): its figures into
 # docs/lesson/ and its text, printed numbers and figures as the page docs/lesson.md.
 lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample

@@ -23,13 +23,13 @@ keys, so that no more than a block of them is held at once.
 
 Measured (results/reproductions/nano-and-lesson-times.md): `OPENBLAS_NUM_THREADS=1 python
 nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of 64 of the 162
-training recordings of nmnist-sample/) in 22–42 s on 2 otherwise idle CPU cores (about 30 CPU
-seconds), to 98 % on the training recordings and 68–70 % test accuracy on the 100 real test
-recordings (chance: 10 %; seeds 1–3 give 56–71 %). The BLAS thread count and the CPU round
-float32 sums differently, which moves that accuracy a point or two; at one thread a run repeats
-exactly on one machine. On cores shared with four busy programs it took 110 s (the same 32 CPU
-seconds, a smaller share of each core); with more than one BLAS thread there, the threads also
-wait for each other (260 s measured).
+training recordings of nmnist-sample/) in 25–40 CPU seconds, to 98 % on the training recordings
+and 68–70 % test accuracy on the 100 real test recordings (chance: 10 %; seeds 1–3 give 56–71 %).
+The wall time it prints depends on what else the cores run: 22–42 s on 2 otherwise idle CPU cores,
+110 s on cores shared with four busy programs (the same 32 CPU seconds, a smaller share of each
+core); with more than one BLAS thread there, the threads also wait for each other (260 s
+measured). The BLAS thread count and the CPU round float32 sums differently, which moves that
+accuracy a point or two; at one thread a run repeats exactly on one machine.
 """
 import math
 import sys

@@ -1,9 +1,10 @@
 """EGGROLL's first client: the spiking network of snn.py, trained by eggroll.Eggroll.
 
 Its population forward runs Eq. (6) in every layer (the first layer's input shared by every
-member, each later layer's input a member's own spikes), its fitness is -cross-entropy less a
-price per hidden spike if one is set (Eqs. (3)-(4)), and `generation_step` is one generation of
-it as ask -> forward -> fitness -> tell.
+member, each later layer's input a member's own spikes) into the LIF neurons of Eqs. (1)-(2), its
+fitness is -cross-entropy (Eqs. (3)-(4)) less a price per hidden spike if one is set (Eq. (12)),
+and `generation_step` is one generation of it as ask (the keys of Eq. (5)) -> forward -> fitness
+-> tell (Eqs. (7)-(9)). The equations are numbered as in README.md ("The method in equations").
 """
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ class Config:
     """What one EGGROLL population of the spiking network needs: population = 2P members as P
     antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
     output_sigma_scale x sigma), the seed of the noise, the readout scale of the fitness
-    (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it."""
+    (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it (Eq. (12))."""
     population: int
     rank: int
     sigma: float
@@ -106,15 +107,15 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
 
 def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None),
                       network=None):
-    """population_forward of the members theta +- sigma E_p of the pairs in the slice `pairs` (all P
-    by default) at `generation`, with config's settings."""
+    """population_forward (Eq. (6)) of the members theta +- sigma E_p of the pairs in the slice `pairs`
+    (all P by default) at `generation`, with config's settings."""
     return population_forward(config.members(params, generation, pairs, network), frames, lif, count_hidden,
                               network)
 
 
 def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
     """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
-    spike_cost x its hidden spikes per sample; hidden_spikes: each member's over the batch.
+    spike_cost x its hidden spikes per sample, Eq. (12); hidden_spikes: each member's over the batch.
 
     The spike count is not differentiable, but ES needs no gradient of it: the price goes
     straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
@@ -127,7 +128,8 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
 def generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE,
                     network=None):
     """One EGGROLL generation of the spiking network on a minibatch, frames (T, N, n_in) and labels
-    (N,): ask -> the population's forward and fitness -> tell.
+    (N,): ask -> the population's forward (Eq. (6)) and fitness (Eqs. (3)-(4), (12)) -> tell
+    (Eqs. (7)-(9)).
 
     Takes the parameters, Adam's state and settings (optim.py); returns new parameters, new state
     and stats (mean and max fitness, spread of the shaped fitnesses). A `team` of processes
@@ -137,10 +139,10 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_frames(params, frames, labels, network)
     es = config.method(params, adam, team)
     current = State(params, state, generation)
-    population = es.ask(current)
+    population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)
-    new, stats = es.tell(current, population, fitness(counts, labels, frames.shape[0], config.logit_scale,  # (3)-(4)
-                                                      hidden, config.spike_cost))
+    fit = fitness(counts, labels, frames.shape[0], config.logit_scale, hidden, config.spike_cost)  # (3)-(4), (12)
+    new, stats = es.tell(current, population, fit)                                             # (7)-(9)
     return new.params, new.optimiser, stats
 
 

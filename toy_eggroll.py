@@ -13,7 +13,7 @@ the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient,
 formed here (eggroll.materialise) because the members are scored as matrices; the spiking network
 never forms it.
 
-`python toy_eggroll.py` trains with both kinds of noise (a few seconds on one CPU core), prints
+`python toy_eggroll.py` trains with both kinds of noise (about 20 CPU seconds, on one core), prints
 how far each got and draws the figure into toy_eggroll.png (`--out FILE` elsewhere; `make
 derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
 """
