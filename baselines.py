@@ -60,7 +60,7 @@ def pair_noise(params, config, generation, pair):
 
 
 def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
-    """Output spike counts (2p, N, n_out) of the pairs in the slice `pairs`, one member at a time
+    """Output spike counts (2·pairs, N, n_out) of the pairs in the slice `pairs`, one member at a time
     (member 2p = +, 2p + 1 = -)."""
     xp = array_module_of(frames)
     chosen = range(config.pairs)[pairs]
@@ -78,7 +78,7 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
 
 
 def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
-    """Output spike counts (2p, N, n_out) of the pairs in the slice `pairs`, all members at once,
+    """Output spike counts (2·pairs, N, n_out) of the pairs in the slice `pairs`, all members at once,
     layer 1 as the population product x [E_1^T ... E_P^T]."""
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape

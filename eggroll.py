@@ -7,9 +7,9 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
     es = Eggroll(population=512, rank=4, sigma=0.1, seed=1, lr=0.01)
     state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
     for generation in range(generations):
-        pop = es.ask(state)                                   # keys only: no noise array is stored
-        h = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
-        state, stats = es.tell(state, pop, fitness(pop.linear("out.w", h, bias="out.b"), y))
+        pop = es.ask(state)                                        # keys only: no noise array is stored
+        hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
+        state, stats = es.tell(state, pop, fitness(pop.linear("out.w", hidden, bias="out.b"), labels))
 
 Read top to bottom:
   1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
@@ -52,7 +52,7 @@ SHAPINGS = ("centred_ranks", "raw")
 
 def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
     """A_p and B_p of Eq. (5), E_p = A_p B_p^T / sqrt(r), for weight `name` of shape (m, n): arrays
-    (P, r, m) and (P, r, n), entries N(0, 1)."""
+    (P, r, m) and (P, r, n), entries 𝒩(0, 1)."""
     m, n = shape
     normals = noise.normals(seed, generation, pairs, name, rank * (m + n), xp)
     A = normals[:, :rank * m].reshape(-1, rank, m)
@@ -140,7 +140,7 @@ class Population:
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
-        A, B = (f.astype(dtype, copy=False) for f in self.factors(weight))  # float64 stays float64
+        A, B = (factor.astype(dtype, copy=False) for factor in self.factors(weight))  # float64 stays float64
         xp = array_module_of(A)
         if bias is None:
             delta = xp.zeros((A.shape[0], A.shape[2]), dtype=dtype)
@@ -182,7 +182,7 @@ class Population:
             xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
             return antithetic(base, xb @ rows)
         if x.shape[0] != self.members:
-            raise ValueError(f"x of shape (2p, N, n) needs 2p = {self.members} members, got {x.shape[0]}")
+            raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {self.members} members, got {x.shape[0]}")
         by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (pairs, 2, N, n)
         xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
@@ -197,7 +197,7 @@ class Population:
         value = self.params[name]
         factors = self.factors(name)
         if value.ndim == 2:  # in the parameter's float type, as `member` forms it
-            drawn_noise = materialise(*(f.astype(value.dtype) for f in factors))
+            drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
         step = self.sigma[name] * drawn_noise
@@ -212,7 +212,7 @@ class Population:
         for name, value in self.params.items():
             factors = one.factors(name)
             if value.ndim == 2:  # E_p = A_p B_p^T / sqrt(r), in the parameter's float type as `linear` forms it
-                drawn_noise = materialise(*(f.astype(value.dtype, copy=False) for f in factors))[0]
+                drawn_noise = materialise(*(factor.astype(value.dtype, copy=False) for factor in factors))[0]
             else:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
             drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
@@ -230,8 +230,8 @@ def centred_ranks(values):
         return gpu.centred_ranks(values)
     _, tie_group, group_sizes = xp.unique(values, return_inverse=True, return_counts=True)
     first_rank = xp.cumsum(group_sizes) - group_sizes
-    ranks = (first_rank + (group_sizes - 1) / 2)[tie_group.reshape(-1)]
-    return ranks / max(values.size - 1, 1) - 0.5
+    fitness_ranks = (first_rank + (group_sizes - 1) / 2)[tie_group.reshape(-1)]
+    return fitness_ranks / max(values.size - 1, 1) - 0.5
 
 
 def pair_differences(shaped):

@@ -66,7 +66,7 @@ def standard_error(samples):
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
 # Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? The derivation (section 5)
 # gives an entry's variance; this claim adds its length and its shape. An entry of E is a sum of r
-# independent products of two independent N(0, 1) numbers, an entry of A and one of B, each
+# independent products of two independent 𝒩(0, 1) numbers, an entry of A and one of B, each
 # product of mean 0 and variance 1 · 1 = 1:
 #
 #     E_ij = (1/√r) (A_i1 B_j1 + … + A_ir B_jr)
@@ -95,8 +95,8 @@ def lowrank_scale():
         if rank == "full":
             E = baselines.full_rank_noise(0, 0, pairs, "W1", (m, n), np).astype(np.float64)
         else:
-            a, b = eggroll.lowrank_factors(0, 0, pairs, "W1", (m, n), rank)
-            E = eggroll.materialise(a.astype(np.float64), b.astype(np.float64))
+            A, B = eggroll.lowrank_factors(0, 0, pairs, "W1", (m, n), rank)
+            E = eggroll.materialise(A.astype(np.float64), B.astype(np.float64))
         variance[rank] = (E ** 2).mean(axis=(1, 2))
         excess_kurtosis[rank] = (E ** 4).mean(axis=(1, 2)) - 3
         entries[rank] = E[0].ravel()
@@ -147,7 +147,7 @@ def forward_trick():
     config = snn_eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
     pairs, sigma, generation = np.arange(config.pairs), config.sigma, 0
 
-    factors = {name: [f.astype(np.float64) for f in eggroll.lowrank_factors(
+    factors = {name: [factor.astype(np.float64) for factor in eggroll.lowrank_factors(
         config.seed, generation, pairs, name, params[name].shape, config.rank)]
         for name in ("W1", "W2")}                                                 # A_p (P, r, m) and B_p (P, r, n)
     perturbation = {name: eggroll.materialise(*factors[name]) for name in factors}  # E_p, for comparison only
@@ -240,7 +240,7 @@ def gradient_estimate():
             if not name.startswith("W"):
                 drawn[name] = noise.normals(config.seed, generation, pairs, name, value.shape[0])
             elif isinstance(config, snn_eggroll.Config):
-                drawn[name] = eggroll.materialise(*(f.astype(np.float64) for f in eggroll.lowrank_factors(
+                drawn[name] = eggroll.materialise(*(factor.astype(np.float64) for factor in eggroll.lowrank_factors(
                     config.seed, generation, pairs, name, value.shape, config.rank)))
             else:
                 drawn[name] = baselines.full_rank_noise(config.seed, generation, pairs, name, value.shape, np)
@@ -248,7 +248,7 @@ def gradient_estimate():
 
     def predicted_error(rank):
         """𝔼[P ‖g − G‖²] / ‖G‖²: d + 1, plus the low-rank term of each weight matrix."""
-        excess = sum(2 / rank * (sum(g.shape) + 1) * (g ** 2).sum() for name, g in
+        excess = sum(2 / rank * (sum(part.shape) + 1) * (part ** 2).sum() for name, part in
                      ((name, target[name] - theta[name]) for name in theta) if rank and name.startswith("W"))
         return true_gradient.size + 1 + excess / (true_gradient ** 2).sum()
 
@@ -258,7 +258,7 @@ def gradient_estimate():
 
     estimators = {"EGGROLL r = 1": (1, lowrank_estimate), "EGGROLL r = 4": (4, lowrank_estimate),
                   "full-rank ES": (None, baselines.full_rank_gradient)}
-    populations = [2 ** k for k in range(4, 15)]
+    populations = [2 ** power for power in range(4, 15)]
     repeats, sigma = 8, 0.1
     cosine, error = {}, {}  # per estimator: (population, repeat)
     for seed, (label, (rank, estimate)) in enumerate(estimators.items(), start=1):
@@ -269,9 +269,9 @@ def gradient_estimate():
                 config = snn_eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
                     baselines.ESConfig(population, sigma, seed, 1.0)
                 eps = drawn_noise(config, generation)
-                f = fitness({k: theta[k] + sigma * eps[k] for k in theta}) - \
-                    fitness({k: theta[k] - sigma * eps[k] for k in theta})
-                g = np.concatenate([v.ravel() for v in estimate(f, theta, config, generation).values()])
+                f = fitness({name: theta[name] + sigma * eps[name] for name in theta}) - \
+                    fitness({name: theta[name] - sigma * eps[name] for name in theta})
+                g = np.concatenate([part.ravel() for part in estimate(f, theta, config, generation).values()])
                 cosine[label][i, repeat] = g @ true_gradient / (np.linalg.norm(g) * np.linalg.norm(true_gradient))
                 error[label][i, repeat] = config.pairs * ((g - true_gradient) ** 2).sum() / (true_gradient ** 2).sum()
         assert abs(error[label].mean() - predicted_error(rank)) <= 5 * standard_error(error[label].ravel()), label
@@ -309,7 +309,7 @@ def noise_megabytes(rank, pairs):
     """float32 noise held at once in one generation: factors and bias noise of both layers for
     EGGROLL at rank r, the full E_p and bias noise for vanilla ES (rank None)."""
     (n, m1, m2) = snn.SIZES
-    numbers = sum((m * k if rank is None else rank * (m + k)) + m for m, k in ((m1, n), (m2, m1)))
+    numbers = sum((m * n_in if rank is None else rank * (m + n_in)) + m for m, n_in in ((m1, n), (m2, m1)))
     return 4 * pairs * numbers / 1e6
 
 
@@ -333,7 +333,8 @@ def memory_and_time():
     state, adam, lif = optim.init(params), optim.Adam(lr=0.01), snn.LIF()
     populations = [16, 32, 64, 128, 256, 512]
     methods = {"EGGROLL r = 1": 1, "EGGROLL r = 4": 4, "vanilla ES": None}
-    megabytes = {label: [noise_megabytes(rank, p // 2) for p in populations] for label, rank in methods.items()}
+    megabytes = {label: [noise_megabytes(rank, population // 2) for population in populations]
+                 for label, rank in methods.items()}
     seconds = {label: [] for label in methods}
     for population in populations:
         for label, rank in methods.items():
@@ -452,9 +453,12 @@ def training_race():
     full_rank = baselines.ESConfig(population=256, sigma=0.2, seed=1, logit_scale=1.0)
     surrogate = baselines.BPTTConfig(slope=2.0, logit_scale=10.0)
     methods = {
-        "EGGROLL r = 4": lambda p, s, x, y, g: snn_eggroll.generation_step(p, s, x, y, g, lowrank, es_adam, lif)[:2],
-        "vanilla ES": lambda p, s, x, y, g: baselines.es_generation_step(p, s, x, y, g, full_rank, es_adam, lif)[:2],
-        "BPTT": lambda p, s, x, y, g: baselines.bptt_step(p, s, x, y, surrogate, bptt_adam, lif)[:2]}
+        "EGGROLL r = 4": lambda params, state, frames, labels, generation: snn_eggroll.generation_step(
+            params, state, frames, labels, generation, lowrank, es_adam, lif)[:2],
+        "vanilla ES": lambda params, state, frames, labels, generation: baselines.es_generation_step(
+            params, state, frames, labels, generation, full_rank, es_adam, lif)[:2],
+        "BPTT": lambda params, state, frames, labels, generation: baselines.bptt_step(
+            params, state, frames, labels, surrogate, bptt_adam, lif)[:2]}
     es_curve = train_for(args.seconds, methods["vanilla ES"], splits.train, test)
     at = int(es_curve[-1, 0])  # vanilla ES's last generation: EGGROLL is scored after as many too
     curves = {label: es_curve if label == "vanilla ES" else
@@ -567,7 +571,8 @@ def gradient_estimate_figure(estimators, populations, repeats, cosine, error, pr
         style = dict(color=f"C{colour}")
         cosine_ax.errorbar(populations, cosine[label].mean(axis=1), cosine[label].std(axis=1), marker="o",
                            capsize=3, label=label, **style)
-        cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (p // 2)) for p in populations],
+        cosine_ax.plot(populations, [1 / math.sqrt(1 + predicted_error(rank) / (population // 2))
+                                     for population in populations],
                        ":", **style)
         error_ax.errorbar(populations, error[label].mean(axis=1), error[label].std(axis=1) / math.sqrt(repeats),
                           marker="o", capsize=3, label=label, **style)
@@ -599,7 +604,7 @@ def memory_and_time_figure(populations, methods, megabytes, seconds, memory_rati
     for ax in (memory_ax, time_ax):
         ax.set(yscale="log", xlabel="population 2P (members)")
         ax.set_xscale("log", base=2)
-        ax.set_xticks(populations, [str(p) for p in populations])
+        ax.set_xticks(populations, [str(population) for population in populations])
         ax.legend(fontsize=8)
     return figure
 

@@ -62,7 +62,7 @@ class Settings:
 # The spiking network, Eqs. (1)-(4)
 
 def init_params(seed, sizes=(2312, 64, 10), std=0.3):
-    """W_l (fan_out x fan_in) and b_l ~ N(0, std^2), float32, as snn.init_params draws them."""
+    """W_l (fan_out x fan_in) and b_l ~ 𝒩(0, std^2), float32, as snn.init_params draws them."""
     rng = np.random.default_rng(seed)
     params = {}
     for layer, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
@@ -125,22 +125,23 @@ def population_forward(params, perturbations, x, settings):
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
     of a pair differ only in its sign."""
-    A1, B1 = (e.astype(x.dtype) for e in perturbations["W1"])  # the noise in the frames' type (float32 or 64)
-    A2, B2 = (e.astype(x.dtype) for e in perturbations["W2"])
-    d1, d2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
+    # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
+    A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])
+    A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])
+    delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
     T, batch, n_in = x.shape
-    P, r, _ = A1.shape
+    P, r, _ = A_W1.shape
     scale = settings.sigma / math.sqrt(r)
     sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)  # member axis: +, then -
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
-    # A1[p] is A_p^T (r x m) and B1[p] is B_p^T (r x n), so x B_p = x @ B1[p].T.
+    # A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n), so x B_p = x @ B_W1[p].T.
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
-    xB = (x @ B1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
-    pair_term = (scale * xB) @ A1 + settings.sigma * d1[:, None, :]             # (T, P, N, 64)
+    xB = (x @ B_W1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
+    pair_term = (scale * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
     # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
-    pair_term = (scale * (hidden @ B2.transpose(0, 2, 1))) @ A2 + settings.sigma * d2[:, None, :]  # (T, 2, P, N, 10)
+    pair_term = (scale * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)
     return out.sum(axis=0)
 
@@ -148,11 +149,11 @@ def population_forward(params, perturbations, x, settings):
 def centred_ranks(values):
     """Ranks scaled to [-0.5, 0.5] (sum 0); tied values share their mean rank. Compares all
     members with all (fine for thousands of them; eggroll.py sorts instead)."""
-    v = values.ravel()
-    below = (v[None, :] < v[:, None]).sum(axis=1)
-    tied = (v[None, :] == v[:, None]).sum(axis=1)     # itself included
-    rank = below + (tied - 1) / 2
-    return (rank / (v.size - 1) - 0.5).reshape(values.shape)
+    flat = values.ravel()
+    below = (flat[None, :] < flat[:, None]).sum(axis=1)
+    tied = (flat[None, :] == flat[:, None]).sum(axis=1)     # itself included
+    fitness_rank = below + (tied - 1) / 2
+    return (fitness_rank / (flat.size - 1) - 0.5).reshape(values.shape)
 
 
 def gradient(f, perturbations, sigma):
@@ -160,34 +161,37 @@ def gradient(f, perturbations, sigma):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)^T B / (2 P sigma sqrt(r)), one product;
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
-    for name, e in perturbations.items():
+    for name, drawn in perturbations.items():
         if name.startswith("W"):
-            A, B = e
+            A, B = drawn
             P, r, m = A.shape
             weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, stacked
             grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))
         else:
-            grads[name] = f @ e / (2 * len(f) * sigma)
+            grads[name] = f @ drawn / (2 * len(f) * sigma)
     return grads
 
 
-def adam(params, grads, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
+def adam(params, grads, state, lr, decay1=0.9, decay2=0.999, floor=1e-8):
     """Eq. (9): one Adam step UP the gradient, as optim.adam_update: its first and second moments,
-    bias-corrected, and 10⁻⁸ added to the root of the second. `state` holds both moments and the
-    count of steps so far."""
-    t = state["t"] + 1
-    new, m, v = {}, {}, {}
+    running means of g and g² over the steps that decay by decay1 and decay2 a step, bias-corrected,
+    and the floor 10⁻⁸ added to the root of the second. `state` holds both moments ("momentum",
+    "mean_square") and the count of steps so far."""
+    steps = state["steps"] + 1
+    new, momentum, mean_square = {}, {}, {}
     for name in params:
-        m[name] = beta1 * state["m"][name] + (1 - beta1) * grads[name]
-        v[name] = beta2 * state["v"][name] + (1 - beta2) * grads[name] ** 2
-        update = (m[name] / (1 - beta1 ** t)) / (np.sqrt(v[name] / (1 - beta2 ** t)) + eps)
+        momentum[name] = decay1 * state["momentum"][name] + (1 - decay1) * grads[name]
+        mean_square[name] = decay2 * state["mean_square"][name] + (1 - decay2) * grads[name] ** 2
+        update = (momentum[name] / (1 - decay1 ** steps)) / (np.sqrt(mean_square[name] / (1 - decay2 ** steps))
+                                                            + floor)
         new[name] = (params[name] + lr * update).astype(params[name].dtype)
-    return new, {"m": m, "v": v, "t": t}
+    return new, {"momentum": momentum, "mean_square": mean_square, "steps": steps}
 
 
 def adam_init(params):
-    return {"m": {name: np.zeros_like(value) for name, value in params.items()},
-            "v": {name: np.zeros_like(value) for name, value in params.items()}, "t": 0}
+    """Adam's state at the start: both moments zero, no steps taken."""
+    return {"momentum": {name: np.zeros_like(value) for name, value in params.items()},
+            "mean_square": {name: np.zeros_like(value) for name, value in params.items()}, "steps": 0}
 
 
 def generation_step(params, state, x, labels, generation, settings):
@@ -196,8 +200,8 @@ def generation_step(params, state, x, labels, generation, settings):
     perturbations = draw_noise(params, generation, settings)                        # (5)
     counts = population_forward(params, perturbations, x, settings)                 # (6)
     fit = fitness(counts, labels, len(x), settings.logit_scale)                     # (3)-(4)
-    ranks = centred_ranks(fit)                                                      # of all 2P members
-    f = (ranks[0] - ranks[1]).astype(np.float32)                                    # f_p, pair by pair
+    centred = centred_ranks(fit)                                                    # of all 2P members
+    f = (centred[0] - centred[1]).astype(np.float32)                                # f_p, pair by pair
     params, state = adam(params, gradient(f, perturbations, settings.sigma), state, settings.lr)  # (7)-(9)
     return params, state, fit
 

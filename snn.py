@@ -31,7 +31,7 @@ import gpu
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
-INIT_STD = 0.3           # W, b ~ N(0, 0.3^2), as in the paper
+INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
 
@@ -191,14 +191,16 @@ class Network:
         if isinstance(spec, Dense):
             return x
         xp = array_module_of(x)
-        images, (_, out_h, out_w), k, s = self.images(layer, x), self.shapes()[layer], spec.kernel, spec.stride
+        images, (_, out_h, out_w) = self.images(layer, x), self.shapes()[layer]
+        kernel, stride = spec.kernel, spec.stride
         # gathered as (dy, dx, channel, sample, row, column), each (dy, dx) one block, then reordered
-        patches = xp.empty((k, k) + images.shape[1:2] + images.shape[:1] + (out_h, out_w), dtype=x.dtype)
-        for dy in range(k):
-            for dx in range(k):
-                patches[dy, dx] = images[:, :, dy:dy + s * out_h:s, dx:dx + s * out_w:s].transpose(1, 0, 2, 3)
+        patches = xp.empty((kernel, kernel) + images.shape[1:2] + images.shape[:1] + (out_h, out_w), dtype=x.dtype)
+        for dy in range(kernel):
+            for dx in range(kernel):
+                patches[dy, dx] = images[:, :, dy:dy + stride * out_h:stride,
+                                         dx:dx + stride * out_w:stride].transpose(1, 0, 2, 3)
         patches = patches.transpose(3, 4, 5, 0, 1, 2)  # (sample, row, column, dy, dx, channel)
-        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, k * k * images.shape[1]))
+        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, kernel * kernel * images.shape[1]))
 
     def images(self, layer, x):
         """The layer's input x (..., n) as padded images (samples, channels, height, width): layer 1
@@ -219,13 +221,14 @@ class Network:
             return grad
         xp = array_module_of(grad)
         (channels, height, width), (_, out_h, out_w) = self.shapes()[layer - 1:layer + 1]
-        k, s, pad = spec.kernel, spec.stride, spec.padding
+        kernel, stride, pad = spec.kernel, spec.stride, spec.padding
         # (dy, dx, channel, sample, row, column)
-        by_patch = grad.reshape(-1, out_h, out_w, k, k, channels).transpose(3, 4, 5, 0, 1, 2)
+        by_patch = grad.reshape(-1, out_h, out_w, kernel, kernel, channels).transpose(3, 4, 5, 0, 1, 2)
         images = xp.zeros((by_patch.shape[3], channels, height + 2 * pad, width + 2 * pad), dtype=grad.dtype)
-        for dy in range(k):
-            for dx in range(k):
-                images[:, :, dy:dy + s * out_h:s, dx:dx + s * out_w:s] += by_patch[dy, dx].transpose(1, 0, 2, 3)
+        for dy in range(kernel):
+            for dx in range(kernel):
+                images[:, :, dy:dy + stride * out_h:stride,
+                       dx:dx + stride * out_w:stride] += by_patch[dy, dx].transpose(1, 0, 2, 3)
         images = images[:, :, pad:pad + height, pad:pad + width]
         if layer > 1:
             images = images.transpose(0, 2, 3, 1)
@@ -249,7 +252,7 @@ def layer_current(params, layer, x, network):
 
 
 def init_network(seed, network, std=INIT_STD, xp=numpy):
-    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from N(0, std^2), float32."""
+    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32."""
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):
@@ -285,8 +288,9 @@ def check_params(params, network=None):
     layers = n_layers(params)
     expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
     if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
-        wanted = f"{len(network.layers)}" if network is not None else "L >= 2"
-        raise ValueError(f"a spiking network's parameters are W1, b1, ..., WL, bL with {wanted} layers, got "
+        wanted = f"{len(network.layers)} layers" if network is not None else "at least 2 layers"
+        raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
+                         f"{wanted}, got "
                          f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
     read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):
@@ -408,8 +412,8 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
     xp = array_module_of(counts)
-    log_p = log_softmax_of_rates(counts, n_steps, logit_scale)
-    picked = xp.take_along_axis(log_p, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
+    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
+    picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
     return -picked[..., 0].mean(axis=-1)
 
 

@@ -55,7 +55,7 @@ class Config:
 
 
 def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, network=None):
-    """Output spike counts (2p, N, n_out) of the population's members on frames (T, N, n_in), Eq. (6)
+    """Output spike counts (2·pairs, N, n_out) of the population's members on frames (T, N, n_in), Eq. (6)
     in every layer, and the hidden spike count of each member if count_hidden (else None).
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
@@ -95,8 +95,8 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     def layer_current(layer, spikes, start, stop):
         """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
         chunk, n_out_layer = slice(start // 2, stop // 2), params[f"W{layer}"].shape[0]
-        by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, p, 2N pos, n)
-        projected = by_pair @ readouts[layer][chunk]                                    # (T, p, 2N pos, m+r)
+        by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, pairs, 2N pos, n)
+        projected = by_pair @ readouts[layer][chunk]                                    # (T, pairs, 2N pos, m+r)
         perturbation = (sign[layer] * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (.., m)
         current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
         return current.reshape(n_steps, stop - start, batch, sizes[layer])

@@ -46,7 +46,7 @@ class Toy:
 
 
 def optimum(seed):
-    """W*: an 8 x 6 matrix of N(0, 1) entries, float64."""
+    """W*: an 8 x 6 matrix of 𝒩(0, 1) entries, float64."""
     return np.random.default_rng(seed).normal(size=SHAPE)
 
 
@@ -62,8 +62,8 @@ def noise_of(toy, generation):
     if toy.rank is None:
         return baselines.full_rank_noise(toy.seed, generation, pairs, STREAM, SHAPE, np).astype(np.float64), None
     factors = eggroll.lowrank_factors(toy.seed, generation, pairs, STREAM, SHAPE, toy.rank)
-    a, b = (f.astype(np.float64) for f in factors)
-    return eggroll.materialise(a, b), (a, b)
+    A, B = (factor.astype(np.float64) for factor in factors)
+    return eggroll.materialise(A, B), (A, B)
 
 
 def members_of(theta, perturbation, sigma):
@@ -131,7 +131,7 @@ EDGES = np.arange(10) + 0.5  # where round(|x|) steps up, as far out as the figu
 
 
 def smoothed_staircase(x, sigma):
-    """J(x) = 𝔼 F(x + sigma eps) and J'(x), eps ~ N(0, 1), exactly: round(|x + sigma eps|) counts
+    """J(x) = 𝔼 F(x + sigma eps) and J'(x), eps ~ 𝒩(0, 1), exactly: round(|x + sigma eps|) counts
     the EDGES it reaches, each edge with probability Pr(|x + sigma eps| >= edge) =
     Phi((x - edge)/sigma) + Phi((-x - edge)/sigma)."""
     x = np.asarray(x, dtype=float)[..., None]
@@ -222,7 +222,7 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=200):
         for label, rank in (("rank 1", 1), ("rank 2", 2), ("rank 6", 6), ("full rank", None)):
             theta, mean, _ = quartic_steps(replace(toy, rank=rank), fitness, sigma, pairs, generations)
             smoothed = quartic_means(theta, sigma, None)[name]
-            gap = lambda step: f"{100 * np.linalg.norm(step - smoothed) / np.linalg.norm(smoothed):.1f} %"
+            gap = lambda mean_step: f"{100 * np.linalg.norm(mean_step - smoothed) / np.linalg.norm(smoothed):.1f} %"
             tails = "" if name == "entry" or rank is None else \
                 f", tails alone {gap(smoothed - sigma ** 2 * 6 / rank * theta)}"
             parts.append(f"{gap(mean)} ({label}; exact {gap(quartic_means(theta, sigma, rank)[name])}{tails})")
@@ -237,12 +237,12 @@ def seeds_check(seeds=range(1, 11), generations=300):
     falls = []
     for seed in seeds:
         distances = [train(replace(Toy(), seed=seed, rank=rank), generations)[1] for rank in (1, None)]
-        falls.append([d[0] / d[-1] for d in distances])
+        falls.append([run[0] / run[-1] for run in distances])
     ahead = sum(lowrank > full for lowrank, full in falls)
     ratios = [lowrank / full for lowrank, full in falls]
     return [f"seeds {seeds[0]}-{seeds[-1]}, {generations} generations: ||W - W*||^2 falls "
-            f"{min(f[0] for f in falls):.0f}- to {max(f[0] for f in falls):.0f}-fold with rank-1 noise, "
-            f"{min(f[1] for f in falls):.0f}- to {max(f[1] for f in falls):.0f}-fold with full-rank noise; rank 1 "
+            f"{min(fold[0] for fold in falls):.0f}- to {max(fold[0] for fold in falls):.0f}-fold with rank-1 noise, "
+            f"{min(fold[1] for fold in falls):.0f}- to {max(fold[1] for fold in falls):.0f}-fold with full-rank noise; rank 1 "
             f"ends closer on {ahead} of {len(falls)} seeds, by {min(ratios):.1f}x to {max(ratios):.1f}x"]
 
 
@@ -290,14 +290,14 @@ def draw(toy=Toy(), generations=300, draws=2000):
     across = lowrank_g - (lowrank_g * along).sum() * along
     across /= np.linalg.norm(across)
     offsets = population["members"] - theta
-    x, y = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
+    on_along, on_across = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
     span = 3.5 * toy.sigma
-    grid_x, grid_y = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
-    plane_fitness = -0.5 * ((grid_x - np.linalg.norm(gradient)) ** 2 + grid_y ** 2)
-    plane_ax.contour(grid_x, grid_y, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
+    grid_along, grid_across = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
+    plane_fitness = -0.5 * ((grid_along - np.linalg.norm(gradient)) ** 2 + grid_across ** 2)
+    plane_ax.contour(grid_along, grid_across, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
     for p in range(toy.pairs):
-        plane_ax.plot(x[2 * p:2 * p + 2], y[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
-    dots = plane_ax.scatter(x, y, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
+        plane_ax.plot(on_along[2 * p:2 * p + 2], on_across[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
+    dots = plane_ax.scatter(on_along, on_across, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
     bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
     arrow = 2.5 * toy.sigma
     for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
@@ -323,8 +323,8 @@ def draw(toy=Toy(), generations=300, draws=2000):
              f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
                  f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
              + f" (Gaussian prediction {ranked_step_length(toy.pairs, toy.sigma):.2f})"]
-    lines += [f"{label}: ||W - W*||^2 from {d[0]:.2f} to {d[-1]:.4f} in {generations} generations "
-              f"({d[0] / d[-1]:.0f}-fold)" for label, d in runs.items()]
+    lines += [f"{label}: ||W - W*||^2 from {distances[0]:.2f} to {distances[-1]:.4f} in {generations} generations "
+              f"({distances[0] / distances[-1]:.0f}-fold)" for label, distances in runs.items()]
     return figure, lines
 
 

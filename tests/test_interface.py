@@ -54,7 +54,7 @@ def test_linear_is_every_members_product_with_its_noise_formed(pairs, rank, gene
 @given(pairs=st.integers(1, 6), rank=st.integers(1, 3), generation=st.integers(0, 50),
        dtype=st.sampled_from([np.float32, np.float64]))
 def test_every_members_values_at_once_are_each_members_own(pairs, rank, generation, dtype):
-    """pop.perturbed(name): (2p, m, n) or (2p, m), row i bit for bit member(i)[name], for weights and
+    """pop.perturbed(name): (2·pairs, m, n) or (2·pairs, m), row i bit for bit member(i)[name], for weights and
     biases, in the parameter's float type; a batched product with it is each member's layer."""
     params = mlp(generation, dtype=dtype)
     es = eggroll.Eggroll(2 * pairs, rank, {name: 0.1 * (k + 1) for k, name in enumerate(params)}, seed=generation)
@@ -147,7 +147,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("nope", np.ones((2, 6))), "unknown parameter 'nope'"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6)), bias="nope"), "unknown parameter 'nope'"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 7))), "x of shape"),
-    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2p = 4 members"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((3, 2, 6))), "needs 2·pairs = 4 members"),
     (lambda es, s: es.ask(s).member(4), "member must be a whole number in 0..3, got 4"),
     (lambda es, s: es.ask(s).member(-1), "member must be a whole number in 0..3, got -1"),
     (lambda es, s: es.ask(s).member(2.0), "member must be a whole number in 0..3, got 2.0"),
@@ -259,7 +259,7 @@ def test_linears_errors_name_what_is_there():
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
     pop = es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)}))
     cases = [(lambda: pop.linear("v", np.ones((2, 6))), "unknown parameter 'v': the parameters are b, w"),
-             (lambda: pop.linear("w", np.ones((5, 2, 6))), "x of shape (2p, N, n) needs 2p = 4 members, got 5"),
+             (lambda: pop.linear("w", np.ones((5, 2, 6))), "x of shape (2·pairs, N, n) needs 2·pairs = 4 members, got 5"),
              (lambda: pop.linear("w", np.ones((2, 7))),
               "x of shape (2, 7) does not fit w of shape (3, 6): a layer is x W^T, so x needs 6 columns"),
              (lambda: pop.linear("w", np.ones((4, 6, 3))),

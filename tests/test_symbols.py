@@ -1,7 +1,7 @@
 """Every mathematical symbol of the teaching files carries one meaning: the table "The symbols" of
-docs/derivation.md lists each Greek letter they use, once, and none of the usages that would give a
+docs/derivation.md lists each Greek letter they use, once, none of the usages that would give a
 symbol of the table a second meaning appears in their prose (a .py file's prose: its comments and
-docstrings)."""
+docstrings), and none of the code names that would read as such a symbol appears in their code."""
 import io
 import re
 import tokenize
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEACHING = ["README.md", *sorted(f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")),
-            "eggroll.py", "snn.py", "nano_eggroll.py", "toy_eggroll.py", "lesson.py"]
+            "eggroll.py", "snn.py", "snn_eggroll.py", "nano_eggroll.py", "toy_eggroll.py", "lesson.py"]
 GREEK = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]")
 
 # What each usage would make a symbol mean, the usage, and a line it catches. The table's meaning
@@ -36,6 +36,36 @@ SECOND_MEANINGS = [
     ("β₁, β₂ as Adam's decay rates, not the leak", r"β[₁₂]", "β₁ = 0.9, β₂ = 0.999"),
     ("rank as a process's number, not the noise's", r"\b(its|process's|local|which) rank\b(?!\s*r\b)",
      "printed in one line with that process's rank"),
+    ("N as the Gaussian, not the batch size", r"\bN\(0, ", "an 8 x 6 matrix of N(0, 1) entries"),
+    ("Pr as P times r, not a probability", r"\(Pr\b|\bPr\s*[×)]", "rank up to min(Pr, m, n)"),
+    ("h as a hidden layer, not Stein's smooth function", r"\bh = |[(,] ?h,|\bh @ |\bh is one input",
+     'h = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))'),
+    ("y as the labels, not the readout's ŷ", r"\by = |[(,] ?y\)|== y\)", "-cross_entropy(logits, y))"),
+    ("p as a probability, not a pair's index", r"\blog_p\b", "log_p = logits - numpy.log(total)"),
+    ("e as one draw of the noise, not Euler's number", r"\bfor e in\b|\* e\)", "F(W + sigma * e) for e in eps"),
+    ("p as a count of pairs in an array's shape, not a pair's index", r"\(T, p, ", "# (T, p, 2N pos, n)"),
+]
+
+# Code names (in a .py file's code, or a code block of a page) that would read as a symbol of the
+# table with a second meaning, and a line each catches; the table's meaning stays.
+SECOND_MEANINGS_IN_CODE = [
+    ("m, v, t, β, ε as Adam's moments, step count, decays and floor", r"\bbeta[12]\b|\beps=1e-8|\[\"[mvt]\"\]",
+     'm[name] = beta1 * state["m"][name] + (1 - beta1) * grads[name]'),
+    ("k, s as a kernel's size and stride, not the sharpness and a layer's input",
+     r"\bk, s\b|\bk \* k\b|range\(k\)|\bs \* out_", "for dy in range(k):"),
+    ("A1, B1, d1 as one layer's factors and bias noise, not pair 1's factors and d", r"\b[AB][12]\b|\bd[12]\b",
+     'A1, B1 = perturbations["W1"]'),
+    ("a, b, f, e as the factors, not a row of A, a bias, the pair weights and Euler's number",
+     r"\ba, b = |\bfor (f|e|name, e) in\b", "(f.astype(np.float64) for f in factors)"),
+    ("p, s, y, g as parameters, state, labels and generation", r"lambda p, s\b", "lambda p, s, x, y, g: step(p, s)"),
+    ("d, k, p, v, g as a run, an exponent, a population, a value, a gradient's part",
+     r"\bfor (d|k|p|v) in (distances|runs|range\(4|populations|theta|estimate)|\bp // 2\b|\bfor name, g in\b",
+     "[noise_megabytes(rank, p // 2) for p in populations]"),
+    ("v and rank as fitness values and a fitness rank, not a potential and the noise's rank",
+     r"\bv = values\b|\brank = below\b", "v = values.ravel()"),
+    ("L as the layer count in a message, not the loss", r"\bWL\b|\bL >= 2\b", 'else "L >= 2"'),
+    ("p as a count of pairs in a message, not a pair's index", r"\(2p, |\b2p = ",
+     'f"x of shape (2p, N, n) needs 2p = {self.members} members"'),
 ]
 
 
@@ -72,4 +102,13 @@ def test_every_greek_letter_is_in_the_table(name):
 def test_no_symbol_takes_a_second_meaning(meaning, usage, example):
     assert re.search(usage, example), "the usage no longer catches its own example"
     found = [f"{name}: {match.group(0)!r}" for name in TEACHING for match in re.finditer(usage, prose(name))]
+    assert found == [], f"{meaning}: {found}"
+
+
+@pytest.mark.parametrize("meaning, usage, example", SECOND_MEANINGS_IN_CODE,
+                         ids=[m[0] for m in SECOND_MEANINGS_IN_CODE])
+def test_no_code_name_reads_as_a_symbol_of_another_meaning(meaning, usage, example):
+    assert re.search(usage, example), "the usage no longer catches its own example"
+    found = [f"{name}: {match.group(0)!r}" for name in TEACHING
+             for match in re.finditer(usage, (ROOT / name).read_text(encoding="utf-8"))]
     assert found == [], f"{meaning}: {found}"
