@@ -123,7 +123,7 @@ def lowrank_scale():
 #     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B) Aᵀ.
 #
 # x Wᵀ is the same for every member: computed once. (x B) Aᵀ costs n r + r m multiply-adds per row
-# where x Eᵀ costs n m: 16 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] serves the whole
+# where x Eᵀ costs n m: 15.6 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] serves the whole
 # population (`eggroll.population_product` makes it one product per block of 64 pairs, so that
 # every BLAS call has one shape), and the two members of a pair reuse it with opposite signs. A
 # bias is a weight on a constant input 1, so its noise σδ rides along as one more column. The
