@@ -129,6 +129,7 @@ class Population:
     def factors(self, name):
         """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
         parameter."""
+        check_known(self.params, name)
         value = self.params[name]
         xp = array_module_of(value)
         pairs = xp.arange(self.pairs.start, self.pairs.stop, self.pairs.step)
@@ -155,11 +156,20 @@ class Population:
 
         x is (N, n), shared by all members, or (2·pairs, N, n), one per member (a hidden layer's output).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
-        product is in x's float type; an x of integers or bools (pixels, spikes) is first made the
-        weight's float type, so that it gives each member's true product."""
+        product is in x's float type, float32 or float64; an x of integers or bools (pixels, spikes),
+        or of float16, is first made the weight's float type, so that it gives each member's true
+        product (float16 would round the members' differences away)."""
         check_known(self.params, name, bias)
         w = self.params[name]
-        x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
+        try:
+            x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
+        except (TypeError, ValueError) as error:  # ragged rows, say
+            raise ValueError(f"x must be an array of real numbers, (N, n) or (2p, N, n): {error}") from None
+        if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
+            raise ValueError(f"x must be real numbers, got an array of {x.dtype}: give x.astype(numpy.float32)")
+        if x.ndim < 2:
+            raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2p, N, n), "
+                             f"one per member: give one sample as x[None] (shape (1, n))")
         if w.ndim != 2:
             raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
                              f"parameter is a bias, bias={name!r} beside its weight")
@@ -172,7 +182,7 @@ class Population:
                              f"is x W^T, so x needs {w.shape[1]} columns"
                              + (f"; store {name} as (out, in), its transpose" if transposed else ""))
         xp = array_module_of(x)
-        if not xp.issubdtype(x.dtype, xp.floating):
+        if x.dtype not in (numpy.float32, numpy.float64):
             x = x.astype(w.dtype)
         rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T.astype(x.dtype, copy=False)                            # x W^T, once
@@ -464,6 +474,9 @@ def check_finite(fitnesses):
 def check_known(params, *names):
     """ValueError naming the parameters there are, for a name that is none of them."""
     for name in names:
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"a parameter's name is a string, got {name!r}: the parameters are "
+                             f"{', '.join(sorted(params))}")
         if name is not None and name not in params:
             raise ValueError(f"unknown parameter {name!r}: the parameters are {', '.join(sorted(params))}")
 

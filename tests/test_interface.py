@@ -210,6 +210,19 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "a layer is x W^T, so x needs 3 columns; store w as (out, in), its transpose"),
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)})).linear("b", np.ones((2, 3))),
      "linear needs a 2-D weight, got b of shape (3,)"),
+    # linear: x real numbers, (N, n) or (2p, N, n); names are strings; factors of a known name
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones(6)),
+     "x of shape (6,) is not (N, n), one x for every member, nor (2p, N, n), one per member"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.float64(1.0)),
+     "x of shape () is not (N, n)"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6), dtype=complex)),
+     "x must be real numbers, got an array of complex128"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6), dtype=object)),
+     "x must be real numbers, got an array of object"),
+    (lambda es, s: es.ask(s).linear("layer0.weight", [[1.0] * 6, [1.0] * 5]), "x must be an array of real numbers"),
+    (lambda es, s: es.ask(s).linear(["layer0.weight"], np.ones((2, 6))), "a parameter's name is a string, got ['layer0"),
+    (lambda es, s: es.ask(s).perturbed(0), "a parameter's name is a string, got 0"),
+    (lambda es, s: es.ask(s).factors("nope"), "unknown parameter 'nope': the parameters are layer0.bias"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
@@ -233,6 +246,18 @@ def test_integer_inputs_give_each_members_true_product(dtype, weights):
         exact = x.astype(np.float64) @ member["layer0.weight"].astype(np.float64).T + member["layer0.bias"]
         np.testing.assert_allclose(out[i], exact, rtol=1e-5 if weights is np.float32 else 1e-12, atol=1e-3)
     assert np.array_equal(es.ask(state).linear("layer0.weight", x.tolist(), bias="layer0.bias"), out)  # rows as lists
+
+
+@pytest.mark.parametrize("weights", [np.float32, np.float64])
+def test_a_float16_input_is_multiplied_in_the_weights_float_type(weights):
+    """An x of float16 is made the weight's float type, as an integer x is: in float16 the members'
+    differences, sigma x E_p^T, would round away (to a few parts in a thousand)."""
+    es = eggroll.Eggroll(4, 1, 1e-3, seed=0)
+    pop = es.ask(es.init(mlp(3, dtype=weights)))
+    x = np.random.default_rng(1).normal(size=(3, 6)).astype(np.float16)
+    out = pop.linear("layer0.weight", x, bias="layer0.bias")
+    assert out.dtype == weights
+    np.testing.assert_array_equal(out, pop.linear("layer0.weight", x.astype(weights), bias="layer0.bias"))
 
 
 @pytest.mark.parametrize("weights", [np.float32, np.float64])
