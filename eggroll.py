@@ -329,6 +329,10 @@ class Eggroll:
                              f"{{'W1': W1, 'b1': b1}}")
         params = dict(params)
         self.check(params)
+        not_finite = [name for name, value in params.items() if not bool(array_module_of(value).isfinite(value).all())]
+        if not_finite:
+            raise ValueError(f"parameter {not_finite[0]!r} holds NaN or inf: EGGROLL steps finite parameters; "
+                             f"give it finite starting values")
         return State(params, optim.init(params), 0)
 
     def ask(self, state):
@@ -401,6 +405,9 @@ class Eggroll:
             if isinstance(self.sigma, dict) and not isinstance(name, str):
                 raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
                                  f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
+            if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
+                raise ValueError(f"sigma is a float or a dict {{name: float}}, got a {type(sigma).__name__}: use e.g. "
+                                 f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
             if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
                 raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
                                  f"got {sigma!r}: use e.g. 0.1")
@@ -408,6 +415,11 @@ class Eggroll:
             if not is_real(value) or not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
                                  f"{'0.01' if setting == 'lr' else '0.0'}")
+        missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum")
+                   if not callable(getattr(self.team, method, None))]
+        if missing:
+            raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {self.team!r} "
+                             f"(it has no {', '.join(missing)})")
         if self.shaping not in SHAPINGS:
             raise ValueError(f"unknown shaping {self.shaping!r}: use one of {', '.join(SHAPINGS)}")
 
@@ -424,12 +436,17 @@ class Eggroll:
                                  f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
             if value.size == 0:
                 raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
+            if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray:  # matrix, masked: other rules
+                raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
+                                 f"products and masks follow other rules: give numpy.asarray({name})")
             if value.dtype not in (numpy.float32, numpy.float64):
                 raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 "
                                  f"arrays; give {name}.astype(numpy.float32)")
             if value.ndim == 2 and not 1 <= self.rank <= min(value.shape):
                 raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
                                  f"{value.shape[0]}x{value.shape[1]}), got {self.rank}")
+        if self.rank < 1:  # no weight above named the range
+            raise ValueError(f"rank must be a whole number >= 1, got {self.rank}: use e.g. 1 or 4")
         sigmas = self.sigmas(params)
         if set(sigmas) != set(params):
             raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "

@@ -223,6 +223,15 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear(["layer0.weight"], np.ones((2, 6))), "a parameter's name is a string, got ['layer0"),
     (lambda es, s: es.ask(s).perturbed(0), "a parameter's name is a string, got 0"),
     (lambda es, s: es.ask(s).factors("nope"), "unknown parameter 'nope': the parameters are layer0.bias"),
+    # init: finite values in plain arrays; rank >= 1 with biases alone; a team; sigma a float or a dict
+    (lambda es, s: es.init({**s.params, "layer0.bias": np.array([0.0, np.nan, 0, 0, 0])}),
+     "parameter 'layer0.bias' holds NaN or inf"),
+    (lambda es, s: es.init({"w": np.full((3, 6), np.inf)}), "parameter 'w' holds NaN or inf"),
+    (lambda es, s: es.init({"w": np.matrix(np.ones((3, 6)))}), "parameter 'w' is a numpy.matrix"),
+    (lambda es, s: eggroll.Eggroll(4, 0, 0.1, 0).init({"b": np.ones(3)}), "rank must be a whole number >= 1, got 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, team=None), "team must be distributed.ALONE or distributed.team"),
+    (lambda es, s: eggroll.Eggroll(4, 1, [0.1], 0), "sigma is a float or a dict {name: float}, got a list"),
+    (lambda es, s: eggroll.Eggroll(4, 1, np.array([0.1, 0.2]), 0), "sigma is a float or a dict {name: float}, got a"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
