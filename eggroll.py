@@ -43,6 +43,7 @@ import noise
 import optim
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
+MAX_GENERATION = 2 ** 32 - 1  # so is the generation
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
 SHAPINGS = ("centred_ranks", "raw")
 
@@ -349,8 +350,14 @@ class Eggroll:
         Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
         check_state(state)
         self.check_asked(state, population)
+        check_optimiser(state)
         members = population.members
-        fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
+        if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
+            raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
+        try:
+            fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
+        except (TypeError, ValueError) as error:  # ragged, say
+            raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
         if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
             raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
         if fitness.shape != (members,):
@@ -464,9 +471,25 @@ def is_real(value):
 
 
 def check_state(state):
-    """ValueError naming the fix unless `state` is a State (of init or tell)."""
+    """ValueError naming the fix unless `state` is a State (of init or tell): a dict of parameters, and
+    a generation that keys the noise, a whole number in 0..2^32 - 1 (one 32-bit word of its counter)."""
     if not isinstance(state, State):
         raise ValueError(f"state must be the State that init or tell returned, got a {type(state).__name__}")
+    if not isinstance(state.params, Mapping):
+        raise ValueError(f"state.params must be a dict of named arrays, got a {type(state.params).__name__}: "
+                         f"make the state with init(params)")
+    check_whole("state.generation", state.generation, 0, MAX_GENERATION,
+                "the State that init or tell returned, whose generation counts from 0")
+
+
+def check_optimiser(state):
+    """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
+    optimiser = state.optimiser
+    moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
+        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params) for moment in "mv")
+    if not moments:
+        raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
+                         "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
 
 
 def check_whole(setting, value, low, high, example):

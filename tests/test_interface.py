@@ -232,6 +232,17 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, team=None), "team must be distributed.ALONE or distributed.team"),
     (lambda es, s: eggroll.Eggroll(4, 1, [0.1], 0), "sigma is a float or a dict {name: float}, got a list"),
     (lambda es, s: eggroll.Eggroll(4, 1, np.array([0.1, 0.2]), 0), "sigma is a float or a dict {name: float}, got a"),
+    # the state: a generation that keys the noise, parameters in a dict, Adam's state to tell
+    (lambda es, s: es.ask(eggroll.State(s.params, {}, 1.5)), "state.generation must be a whole number in 0..4294967295"),
+    (lambda es, s: es.ask(eggroll.State(s.params, {}, -1)), "state.generation must be a whole number in 0..4294967295"),
+    (lambda es, s: es.ask(eggroll.State(s.params, {}, 2 ** 32)), "state.generation must be a whole number in 0.."),
+    (lambda es, s: es.ask(eggroll.State(list(s.params.values()), {}, 0)), "state.params must be a dict"),
+    (lambda es, s: (lambda hand: es.tell(hand, es.ask(hand), np.arange(4.0)))(eggroll.State(s.params, {}, 0)),
+     "state.optimiser does not hold Adam's state of the parameters"),
+    # tell: a fitness numpy cannot make an array of, a masked one
+    (lambda es, s: es.tell(s, es.ask(s), [1.0, [2.0], 3.0, 4.0]), "fitness must be real numbers, one per member: "),
+    (lambda es, s: es.tell(s, es.ask(s), np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0])),
+     "fitness is a masked array"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
