@@ -370,6 +370,7 @@ class Eggroll:
                                        self.pairs))                                              # (7)-(8)
         params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                          optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
+        check_stepped(params, self)
         return State(params, optimiser, state.generation + 1), population_stats(fitnesses, shaped)
 
     def check_asked(self, state, population):
@@ -500,6 +501,17 @@ def check_whole(setting, value, low, high, example):
         limits = {(False, False): f" in {low}..{high}", (False, True): f" >= {low}", (True, False): f" <= {high}",
                   (True, True): ""}[(low is None, high is None)]
         raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
+
+
+def check_stepped(params, es):
+    """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
+    an lr so large that the step does, raw fitnesses whose differences overflow float32)."""
+    for name, value in params.items():
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise ValueError(f"this step would make parameter {name!r} NaN or inf (sigma {es.sigmas(params)[name]!r}, "
+                             f"lr {es.lr!r}): raise sigma or lower lr"
+                             + (", or shape the fitness by centred ranks" if es.shaping == "raw" else "")
+                             + "; the state told is left as it was")
 
 
 def check_finite(fitnesses):

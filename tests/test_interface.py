@@ -243,6 +243,14 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(s, es.ask(s), [1.0, [2.0], 3.0, 4.0]), "fitness must be real numbers, one per member: "),
     (lambda es, s: es.tell(s, es.ask(s), np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0])),
      "fitness is a masked array"),
+    # a step that would leave a parameter NaN or inf is refused
+    (lambda es, s: (lambda e: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 1e-320, 0)),
+     "this step would make parameter 'layer0.weight' NaN or inf (sigma 1e-320, lr 0.01): raise sigma or lower lr;"),
+    (lambda es, s: (lambda e, s: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 0.1, 0, lr=1e39),
+                                                                          es.init(mlp(6, dtype=np.float32))),
+     "this step would make parameter 'layer0.weight' NaN or inf (sigma 0.1, lr 1e+39)"),
+    (lambda es, s: (lambda e: e.tell(s, e.ask(s), [1e308, -1e308, 1e308, -1e308]))(
+        eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")), "or shape the fitness by centred ranks"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
