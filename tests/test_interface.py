@@ -103,6 +103,32 @@ def test_tell_is_its_stages_by_hand():
         assert stats["max_fitness"] == fitness.max()
 
 
+def test_tell_takes_the_weight_decay_and_ranks_the_fitness_as_given():
+    """tell's step is Adam's with this Eggroll's weight decay, from the centred ranks of the fitness in
+    its own precision: float64 fitnesses a millionth apart, which float32 would tie, are ranked apart."""
+    params = mlp(3)
+    fitness = 1000 + 1e-6 * np.random.default_rng(1).normal(size=10)
+    assert len(set(fitness.astype(np.float32))) < 10 == len(set(fitness))
+    es = eggroll.Eggroll(10, 2, 0.2, seed=1, lr=0.05, weight_decay=0.1)
+    state = es.init(params)
+    new, stats = es.tell(state, es.ask(state), fitness)
+    grads = eggroll.gradient(eggroll.pair_differences(eggroll.centred_ranks(fitness)), es.ask(state), 5)
+    expected, _ = optim.ascend(params, grads, optim.init(params), optim.Adam(0.05, 0.1))
+    for name in params:
+        np.testing.assert_array_equal(new.params[name], expected[name])
+    assert stats["max_fitness"] == fitness.max() and stats["mean_fitness"] == fitness.mean()
+
+
+def test_init_copies_the_dict_it_is_given():
+    """The state holds its own dict: a parameter replaced in the caller's dict after init is not the
+    state's."""
+    params = mlp(1)
+    state = eggroll.Eggroll(4, 1, 0.1, seed=0).init(params)
+    weight = params["layer0.weight"]
+    params["layer0.weight"] = np.zeros_like(weight)
+    assert state.params is not params and state.params["layer0.weight"] is weight
+
+
 def test_a_quadratic_in_named_parameters_is_climbed():
     """ask/tell on a fitness that is a black box of each member's parameters (pop.member): the
     distance to a target falls tenfold."""
@@ -158,6 +184,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(s, es.ask(s), [1j, 0, 0, 0]), "fitness must be real numbers, one per member"),
     (lambda es, s: es.ask(s).perturbed("nope"), "unknown parameter 'nope'"),
     (lambda es, s: es.tell(s, es.ask(s), np.zeros(5)), "fitness must have shape (4,)"),
+    (lambda es, s: es.tell(s, es.ask(s), np.zeros((4, 1))), "fitness must have shape (4,), one number per member of "
+                                                             "ask's population in member order, got (4, 1)"),
     (lambda es, s: es.tell(s, es.ask(s), [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, es.ask(s), [0.0, np.inf, 1.0, 2.0]),
      "NaN or inf"),
@@ -178,6 +206,9 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 1, dict.fromkeys([*s.params, "extra"], 0.1), 0).init(s.params),
      "one sigma per parameter"),
     (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite number > 0, got -0.1"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.0, 0), "sigma must be a finite number > 0, got 0.0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, {**dict.fromkeys(s.params, 0.1), "layer0.bias": 0}, 0),
+     "sigma of 'layer0.bias' must be a finite number > 0, got 0"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": np.inf}, 0), "sigma of 'layer0.weight' must be a finite"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z"), "unknown shaping"),
     (lambda es, s: es.init({"cube": np.ones((2, 2, 2))}), "reshape it"),
