@@ -169,3 +169,15 @@ def test_each_parameters_stream_known_answers(name, expected):
     """The first two normals of each parameter's stream at seed 1, generation 0, pair 0, as every
     committed run drew them: a changed parameter id, key, counter layout or Box-Muller changes them."""
     assert tuple(float(v) for v in noise.normals(1, 0, [0], name, 2)[0]) == expected
+
+
+@pytest.mark.parametrize("seed, expected", [(2 ** 31 + 1, (1.0945624113082886, 1.3547149896621704)),
+                                            (2 ** 32 + 1, (0.4320286214351654, 0.8548939228057861)),
+                                            (2 ** 63 + 2 ** 40 + 1, (-1.896092176437378, -0.8901724815368652))])
+def test_a_64_bit_seeds_two_words_are_philoxs_key(seed, expected):
+    """Seed (hi << 32) | lo keys Philox with (lo, hi): the first two normals of W1's stream at
+    generation 0, pair 0, for seeds beyond 31 and 32 bits, as drawn; seed 2^32 + 1 is key (1, 1)."""
+    assert tuple(float(v) for v in noise.normals(seed, 0, [0], "W1", 2)[0]) == expected
+    words = noise.philox4x32((0, 0, 0, 0), (seed & noise.MASK32, seed >> 32))
+    plus = noise.box_muller(np.asarray(words[0]), np.asarray(words[1]))
+    assert tuple(float(v) for v in plus) == expected
