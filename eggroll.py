@@ -165,11 +165,11 @@ class Population:
         try:
             x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
         except (TypeError, ValueError) as error:  # ragged rows, say
-            raise ValueError(f"x must be an array of real numbers, (N, n) or (2p, N, n): {error}") from None
+            raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
         if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
             raise ValueError(f"x must be real numbers, got an array of {x.dtype}: give x.astype(numpy.float32)")
         if x.ndim < 2:
-            raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2p, N, n), "
+            raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                              f"one per member: give one sample as x[None] (shape (1, n))")
         if w.ndim != 2:
             raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "

@@ -241,9 +241,9 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "a layer is x W^T, so x needs 3 columns; store w as (out, in), its transpose"),
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)})).linear("b", np.ones((2, 3))),
      "linear needs a 2-D weight, got b of shape (3,)"),
-    # linear: x real numbers, (N, n) or (2p, N, n); names are strings; factors of a known name
+    # linear: x real numbers, (N, n) or (2·pairs, N, n); names are strings; factors of a known name
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones(6)),
-     "x of shape (6,) is not (N, n), one x for every member, nor (2p, N, n), one per member"),
+     "x of shape (6,) is not (N, n), one x for every member, nor (2·pairs, N, n), one per member"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.float64(1.0)),
      "x of shape () is not (N, n)"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6), dtype=complex)),
