@@ -75,7 +75,7 @@ def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, downloa
     made = emulate.provenance(data_root)
     absent = resources.nmnist_recordings(data_root, "--data-root", required=False) is None  # to be downloaded
     for final_path in sorted((Path(results_dir) / "runs").glob("*/final.json")):
-        final = report.read_record(final_path, run_folder.final_problem, report.RETRAIN)
+        final = report.read_record(final_path, run_folder.final_problem, report.final_fix(final_path.parent))
         record = final.get("data")
         if record is None:
             if made is None or any(made.get(key) != value for key, value in PROJECT_EMULATION.items()):

@@ -16,8 +16,8 @@ import mnist
 import snn
 import run_folder
 
-RETRAIN = "delete that run folder and rerun reproduce to train it again"
-RESCORE = "delete it and rerun reproduce with --real-root to score the run again"
+RETRAIN = "move that run folder out of the runs folder (nothing of it is deleted) and rerun reproduce to train it again"
+RESCORE = "rerun reproduce with --real-root to score the run again (it rewrites real.json)"
 METRICS_KEYS = ("generation", "val_acc", "wall_seconds")  # what the report reads from each metrics record
 TIME_NOTE = ("s / generation, step s: the update steps alone (the median per generation; summed, total_seconds of "
              "final.json); end-to-end s: "
@@ -49,6 +49,18 @@ def read_record(path, problem_of, fix):
     if problem:
         raise ValueError(f"{path} is damaged ({problem}): {fix}")
     return record
+
+
+def final_fix(folder):
+    """What to do about the damaged final.json of the run in `folder`: where its checkpoint and
+    config.json are there, the command that scores it again and rewrites final.json; else RETRAIN."""
+    if not (folder / run_folder.CHECKPOINT).is_file():
+        return RETRAIN
+    try:
+        stored = run_folder.read_config(folder)
+    except run_folder.UsageError:
+        return RETRAIN
+    return f"{run_folder.resume_command(folder, stored)} scores the run again from its checkpoint and rewrites final.json"
 
 
 def read_metrics(path):
@@ -93,7 +105,7 @@ def collect(results_dir, expected=None):
                   f"not lead to a folder (it does not exist, or the links loop)", file=sys.stderr)
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
-        final = read_record(final_path, run_folder.final_problem, RETRAIN)
+        final = read_record(final_path, run_folder.final_problem, final_fix(final_path.parent))
         problem = expected is not None and stray_problem(final_path.parent, final, expected)
         if problem:
             print(f"warning: {final_path.parent} is left out of the report: {problem}", file=sys.stderr)
@@ -139,8 +151,8 @@ def stray_problem(folder, final, expected):
             def value(held, key):  # a lever left at its default is not stored
                 return json.dumps(held[key]) if key in held else "its default"
             shown = "; ".join(f"{key} {value(settings, key)}, not {value(wanted, key)}" for key in differing)
-            return (f"its {source} says other settings than the preset's run of its name ({shown}); retrain it "
-                    f"with reproduce --force, or move it out of the runs folder")
+            return (f"its {source} says other settings than the preset's run of its name ({shown}); move it out "
+                    f"of the runs folder to keep it (reproduce then trains the preset's run under that name)")
     return None
 
 

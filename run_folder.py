@@ -29,6 +29,7 @@ import math
 import os
 import re
 import secrets
+import shlex
 import stat
 import zipfile
 from pathlib import Path
@@ -448,7 +449,7 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
     2 have no end-to-end time (None)."""
     damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); train the run again with "
-                                         f"--force")  # without it the run is not resumed (run_folder.prepare)
+                                         f"--force (it deletes this run's files) or in another --out")  # without it the run is not resumed (run_folder.prepare)
     arrays = read_arrays(path)
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
@@ -480,7 +481,7 @@ def read_config(out):
     """The RunConfig stored in out/config.json, each setting checked by the rules of its option; a
     UsageError naming the setting if it is damaged or foreign."""
     path = out / "config.json"
-    fix = f"restore it, or delete {out} to train the run again"
+    fix = config_fix(out)
     values = read_json(path, fix)
     if not isinstance(values, dict) or values.get("method") not in run_config.METHODS:
         raise UsageError(f"{path} does not hold a run's settings (a JSON object with a method); {fix}")
@@ -490,19 +491,47 @@ def read_config(out):
         raise UsageError(f"{path} is damaged ({error}); {fix}") from None
 
 
+def config_fix(out):
+    """What to do about a missing or damaged out/config.json, the rest of the run left as it is."""
+    return (f"restore it from a copy of the run (a finished run's final.json holds its settings under "
+            f"\"config\"), or train in another folder; {out}'s other files are left as they are")
+
+
+def resume_command(out, config):
+    """The command that continues (or, finished, scores again and rewrites final.json) the run
+    `config` in `out`: run.py train --resume with its settings away from the defaults."""
+    defaults = run_config.RunConfig()
+    settings = [f"{run_config.option(name)} {shlex.quote(str(value))}"
+                for name, value in run_config.stored(config).items()
+                if name == "method" or value != getattr(defaults, name)]
+    return f"`python run.py train --out {shlex.quote(str(out))} --resume {' '.join(settings)}` (with the " \
+           f"--data-root it trained on)"
+
+
+def differences(stored, wanted):
+    """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ..."."""
+    def value(held, key):  # a lever left at its default is not stored
+        return json.dumps(held[key]) if key in held else "its default"
+    keys = sorted(key for key in set(wanted) | set(stored) if stored.get(key) != wanted.get(key))
+    return "; ".join(f"{key} {value(stored, key)}, not {value(wanted, key)}" for key in keys)
+
+
 def prepare(out, config, resume, force, command="train"):
     """Make `out` ready for the run `config`; refuse to touch a folder that holds another run
     unless told to. Returns whether the run starts afresh (nothing of a run was kept). `command`
-    (train or reproduce) picks the advice that works for it."""
+    (train or reproduce) picks the advice that works for it; none deletes a run that is intact."""
     wanted = run_config.stored(config)
-    again = {"train": {"unknown": "use another --out, or --force to replace it",
-                       "other": "use another --out, or --force to replace it",
-                       "finished": "use --force to train it again",
-                       "lost": "put it back to continue, or use --force to train afresh"},
-             "reproduce": {"unknown": f"restore its config.json, or delete {out} to train the run again",
-                           "other": "rerun with --force to train it again with the preset's settings (deletes it)",
-                           "finished": f"delete {out} to train the run again",
-                           "lost": f"put it back to continue, or delete {out} to train the run afresh"}}[command]
+    elsewhere = "use another --out" if command == "train" else f"move {out} away (it is left as it is)"
+    again = {"train": {"unknown": f"{config_fix(out)}",
+                       "other": "give the run's own settings to continue it, or use another --out for these "
+                                "(that run is left as it is)",
+                       "finished": "use another --out to train it again (its final.json is kept)",
+                       "lost": "put it back to continue, or use --force to train afresh (it deletes the "
+                               "run's config.json, metrics.jsonl and final.json)"},
+             "reproduce": {"unknown": f"{config_fix(out)}",
+                           "other": f"move {out} away to keep it; reproduce then trains the preset's run there",
+                           "finished": f"move {out} away to train the run again",
+                           "lost": f"put it back to continue, or move {out} away to train the run afresh"}}[command]
     for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
     marked = is_run_folder(out)
@@ -510,17 +539,22 @@ def prepare(out, config, resume, force, command="train"):
         refuse_foreign(out, force, "use another --out" if command == "train" else f"move {out} away")
     holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
-        if not resume:
-            raise UsageError(f"{out} already holds a run; continue it with --resume, "
-                             f"or start over with --force (deletes it)")
         if not (out / "config.json").exists():
             raise UsageError(f"{out} holds a run without its config.json, so its settings are unknown; "
                              f"{again['unknown']}")
-        stored = run_config.stored(read_config(out))
+        stored_config = read_config(out)
+        stored = run_config.stored(stored_config)
         if stored != wanted:
-            differing = sorted(k for k in set(wanted) | set(stored) if stored.get(k) != wanted.get(k))
-            raise UsageError(f"{out} holds a run with other settings ({', '.join(differing)}); {again['other']}")
-        if not (out / CHECKPOINT).exists() and (out / "final.json").exists():
+            raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); "
+                             f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
+        finished = (out / "final.json").exists()
+        if not resume:
+            if finished:
+                raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
+                                 f"(--resume scores it again and rewrites that file); use another --out to train it "
+                                 f"again")
+            raise UsageError(f"{out} already holds this run, unfinished: continue it with --resume")
+        if not (out / CHECKPOINT).exists() and finished:
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
         metrics = out / "metrics.jsonl"
         if not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
@@ -550,16 +584,14 @@ def refuse_foreign(out, force, instead):
     """A UsageError ending with what to do `instead` if `out`, a folder without the project's mark,
     holds a file of a run's names (the project did not write it), or, with `force`, anything at all
     (--force deletes only a run's own files). A run this project trained before it marked its
-    folders is marked by hand."""
+    folders is refused too: it trains again in another folder."""
     theirs = run_files(out)
     others = [] if not force or not out.is_dir() else sorted(entry.name for entry in os.scandir(out)
                                                                 if entry.name != LOCK)
     if theirs or others:
         name = theirs[0].name if theirs else others[0]
         raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
-                         f"the project did not write{', so --force deletes nothing there' * force}; {instead} (a "
-                         f"run this project trained before it marked its folders: mark it with "
-                         f"`touch {out / RUN_MARK}`)")
+                         f"the project did not write{', so --force deletes nothing there' * force}; {instead}")
 
 
 def is_run_folder(out):

@@ -451,10 +451,11 @@ def diverged(run):
     """What is kept of a run that went non-finite, and the advice that works for its command."""
     if run.saved:
         kept = f"{run.out / CHECKPOINT} holds the run until step {run.saved}"
-        again = "lower --lr or --sigma and train again: use another --out, or --force to replace this run"
+        again = "lower --lr or --sigma and train again in another --out (this run is left as it is)"
     else:
         kept = "nothing of the run was kept" if run.fresh else "there is no checkpoint"
-        again = "lower --lr or --sigma and train again" + ("" if run.fresh else " (--force replaces this run)")
+        again = "lower --lr or --sigma and train again" + ("" if run.fresh else " (--force replaces this run, which "
+                                                                             "has no checkpoint)")
     if run.command == "reproduce":
         again = "the preset's settings diverge on this copy of N-MNIST"
     return f"{kept}: {again}"

@@ -153,11 +153,11 @@ def test_a_finished_runs_damaged_checkpoint_is_advised_what_trains_it_again(tmp_
     (out / "final.json").write_text("{}")
     assert run.main(["evaluate", str(out), *dataset]) == 2
     assert capsys.readouterr().err.endswith("is damaged (it is not a checkpoint.npz archive); train the run again "
-                                            "with --force\n")
+                                            "with --force (it deletes this run's files) or in another --out\n")
     (out / "final.json").unlink()
     assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 2
     assert capsys.readouterr().err.endswith("is damaged (it is not a checkpoint.npz archive); train the run again "
-                                            "with --force\n")
+                                            "with --force (it deletes this run's files) or in another --out\n")
     (out / "checkpoint.npz").unlink()
     assert run.main(["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"]) == 2
     assert "--force" in capsys.readouterr().err

@@ -108,7 +108,9 @@ def test_a_copy_of_a_finished_run_without_its_mark_is_not_a_finished_run(tmp_pat
     (out / run_folder.RUN_MARK).unlink()
     assert not run_folder.is_finished(out, config)
     assert train(out, dataset, "--resume") == 2
-    assert "(a run this project trained before it marked its folders: mark it with `touch" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is not a run folder of this project" in err and "use another --out" in err
+    assert "touch" not in err and "--force" not in err  # no forged mark, nothing deleted
 
 
 def test_every_committed_run_folder_is_marked():

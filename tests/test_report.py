@@ -288,7 +288,7 @@ def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):
 def test_a_missing_metrics_file_is_named(tmp_path):
     out = write_run(tmp_path, "es", 1)
     (out / "metrics.jsonl").unlink()
-    with pytest.raises(ValueError, match="metrics.jsonl is missing: delete that run folder"):
+    with pytest.raises(ValueError, match="metrics.jsonl is missing: move that run folder out of the runs folder \\(nothing of it is deleted\\)"):
         report.collect(tmp_path)
 
 

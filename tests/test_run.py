@@ -100,8 +100,8 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         (["--seed", "-1"], "--seed must lie in"),
         (["--max-shift", "-1"], "--max-shift must lie in 0..33"),
         (["--max-shift", "34"], "--max-shift must lie in 0..33"),
-        (["--generations", "3"], "already holds a run"),
-        (["--generations", "3", "--resume"], "holds a run with other settings (generations)"),
+        (["--generations", "3"], "holds a run with other settings (generations 2, not 3); use another --out"),
+        (["--generations", "3", "--resume"], "holds a run with other settings (generations 2, not 3)"),
     ]
     for extra, message in cases:
         code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, *extra], capsys)
@@ -134,7 +134,7 @@ def test_a_run_stored_before_a_setting_existed_resumes_with_its_default(tmp_path
     assert run.main(["train", "--out", str(out), "--generations", "2", "--resume", *SMALL, *dataset]) == 0
     code, err = run_main(["train", "--out", str(out), "--generations", "2", "--resume", "--max-shift", "1",
                           *SMALL, *dataset], capsys)
-    assert code == 2 and "other settings (max_shift)" in err
+    assert code == 2 and "other settings (max_shift 0, not 1)" in err
 
 
 def test_force_replaces_a_run(tmp_path, dataset):
@@ -333,7 +333,7 @@ def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_coun
     assert run.main(args + ["--resume"]) == 0
     code, err = run_main(["train", "--out", str(out), "--method", "bptt", "--epochs", "2", "--batch-size", "50",
                           "--resume", *dataset], capsys)
-    assert code == 2 and "other settings (epochs)" in err
+    assert code == 2 and "other settings (epochs 1, not 2)" in err
 
 
 def test_every_setting_is_an_option_with_its_default_in_the_help(capsys):

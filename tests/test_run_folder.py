@@ -176,6 +176,57 @@ def test_a_damaged_config_or_metrics_file_is_one_line_naming_it(finished_run, da
     assert snapshot(finished_run) == before
 
 
+DESTRUCTIVE = ("--force", "delete")  # advice that would take an intact run away
+
+
+def test_an_intact_run_is_never_met_with_advice_that_deletes_it(finished_run, dataset, capsys):
+    """Another --seed in a finished run's folder, with or without --resume, the same run again, and a
+    config.json lost beside an intact checkpoint: one line naming the difference, whose advice keeps
+    the run (another --out, --resume, restoring the file), never --force or deleting."""
+    before = snapshot(finished_run)
+    for extra, message in ((["--seed", "2"], "holds a run with other settings (seed 1, not 2); use another --out"),
+                           (["--seed", "2", "--resume"], "holds a run with other settings (seed 1, not 2); give the "
+                                                         "run's own settings to continue it, or use another --out"),
+                           ([], "already holds this run, finished: its results are in")):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and message in err, err
+        assert not any(word in err for word in DESTRUCTIVE), err
+    (finished_run / "config.json").rename(finished_run.parent / "config.json")
+    before.pop("config.json")
+    for args in (train_args(finished_run, dataset, "--resume"), train_args(finished_run, dataset)):
+        code, err = run_main(args, capsys)
+        assert code == 2 and "without its config.json" in err and "restore it" in err, err
+        assert not any(word in err for word in DESTRUCTIVE), err
+    (finished_run / "config.json").write_text("{")
+    before["config.json"] = b"{"
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and "is not valid JSON" in err and not any(word in err for word in DESTRUCTIVE), err
+    assert snapshot(finished_run) == before
+
+
+def test_a_damaged_final_json_beside_its_checkpoint_names_the_command_that_rewrites_it(finished_run, dataset,
+                                                                                       capsys):
+    """The report of a run whose final.json is damaged and whose checkpoint is intact gives the
+    command that scores the run again and rewrites final.json, not deleting the run; that command,
+    run as given (with the --data-root), does so, the checkpoint unchanged."""
+    final = (finished_run / "final.json").read_text()
+    results = finished_run.parent / "results"
+    (results / "runs").mkdir(parents=True)
+    folder = results / "runs" / "es-seed1"
+    shutil.copytree(finished_run, folder)
+    (folder / "final.json").write_text("{")
+    with pytest.raises(ValueError) as error:
+        report.collect(results)
+    message = str(error.value)
+    assert not any(word in message for word in DESTRUCTIVE), message
+    command = message.split("`")[1].split()
+    assert command[:2] == ["python", "run.py"] and "(with the --data-root it trained on)" in message
+    checkpoint = (folder / run_folder.CHECKPOINT).read_bytes()
+    assert run.main(command[2:] + ["--quiet", *dataset]) == 0
+    assert json.loads((folder / "final.json").read_text())["test_acc"] == json.loads(final)["test_acc"]
+    assert (folder / run_folder.CHECKPOINT).read_bytes() == checkpoint
+
+
 CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
                   ({"time_bins": "10"}, 'time_bins must be an integer, got "10"'),
                   ({"beta": "a"}, 'beta must be a number, got "a"'),
