@@ -5,13 +5,16 @@ split (mean cross-entropy) every generation, as each library's user writes it: E
 members through pop.linear, the others' with every member's weights formed. Each method runs in a
 process of its own, so that its peak memory is its own; a generation's time is the median.
 
-    pip install scikit-learn evosax cma      # optional: a library that is missing is left out
+    pip install scikit-learn evosax cma      # optional: a library that is missing is left out, said in one line
     OPENBLAS_NUM_THREADS=1 python examples/versus_libraries.py [--hidden 32 256] [--generations 300]
 
 Writes <out>/runs/<method>-h<H>/final.json (test accuracy, seconds per generation, peak memory) and
-<out>/table.md. OpenES and EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the
-same point with step size sigma and adapts its own.
+<out>/table.md, the table of the records made with the settings given (their width aside); a record
+or a table of other settings is never written over: such settings take another --out. OpenES and
+EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the same point with step size
+sigma and adapts its own.
 """
+import argparse
 import importlib.util
 import json
 import resource
@@ -147,7 +150,21 @@ def available(method):
     return library is None or importlib.util.find_spec(library) is not None
 
 
+SETTINGS = ("population", "generations", "sigma", "lr", "seed")  # what a record was made with, beside its width
+
+
+def settings_of(record):
+    return {name: record.get(name) for name in SETTINGS}
+
+
+def differences(record, wanted):
+    """How a record's settings differ from `wanted`, as "population 256, not 8; ..."."""
+    return "; ".join(f"{name} {record.get(name)}, not {wanted[name]}" for name in SETTINGS
+                     if record.get(name) != wanted[name])
+
+
 def table(records):
+    """The Markdown table of `records`, all made with the same settings, which its last line states."""
     lines = ["| hidden | method | test % | train % | s / generation | × eggroll's time | peak memory MiB |",
              "|---|---|---|---|---|---|---|"]
     for hidden in sorted({r["hidden"] for r in records}):
@@ -158,17 +175,71 @@ def table(records):
             lines.append(f"| {hidden} | {METHODS[method]} | {100 * r['test_acc']:.1f} | {100 * r['train_acc']:.1f} | "
                          f"{r['seconds_per_generation']:.4f} | {'–' if ratio is None else f'{ratio:.1f}'} | "
                          f"{r['peak_memory_mib']:.0f} |")
-    r = records[0]
-    return "\n".join(lines) + (f"\n\n{r['population']} members, {r['generations']} generations "
-                               f"({r['evaluations']:,} evaluations of the whole training split each), sigma "
-                               f"{r['sigma']}, Adam's lr {r['lr']} (EGGROLL, OpenES), seed {r['seed']}.\n")
+    return "\n".join(lines) + f"\n\n{footer(records[0])}\n"
 
 
-def write_table(out):
-    """out/table.md from the records in out/runs/*/final.json; [its path]."""
-    records = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*/final.json"))]
-    write_atomically(out / "table.md", table(records))
+def footer(settings):
+    """The table's last line: the settings its rows were made with."""
+    return (f"{settings['population']} members, {settings['generations']} generations "
+            f"({settings['population'] * settings['generations']:,} evaluations of the whole training split each), "
+            f"sigma {settings['sigma']}, Adam's lr {settings['lr']} (EGGROLL, OpenES), seed {settings['seed']}.")
+
+
+def read_records(out):
+    """The records in out/runs/*/final.json; a UsageError naming one that is not a record."""
+    records = []
+    for path in sorted((out / "runs").glob("*/final.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise exits.UsageError(f"{path} is not a record of this comparison ({error}); move it out of "
+                                   f"{out / 'runs'}") from None
+        if not isinstance(record, dict) or not {"method", "hidden", *SETTINGS} <= record.keys():
+            raise exits.UsageError(f"{path} is not a record of this comparison (no method, hidden and settings); "
+                                   f"move it out of {out / 'runs'}")
+        records.append(record)
+    return records
+
+
+def write_table(out, wanted):
+    """out/table.md from the records in out/runs/*/final.json made with the settings `wanted`
+    ({population, generations, sigma, lr, seed}); those of other settings are left out, said in
+    one line on stderr; [its path]."""
+    records = read_records(out)
+    kept = [r for r in records if settings_of(r) == wanted]
+    if len(kept) < len(records):
+        print(f"{len(records) - len(kept)} record(s) in {out / 'runs'} made with other settings are left out of the "
+              f"table (e.g. {differences(next(r for r in records if r not in kept), wanted)})", file=sys.stderr)
+    if not kept:
+        raise exits.UsageError(f"{out / 'runs'} holds no record made with these settings, so there is no table")
+    write_atomically(out / "table.md", table(kept))
     return [out / "table.md"]
+
+
+def check_records(out, widths, methods, wanted):
+    """Before any work: a UsageError if a record this command would write over in out/runs, or
+    out/table.md, was made with other settings (it is kept: another --out trains these)."""
+    table_path = out / "table.md"
+    exits.refuse_foreign_file(table_path, b"| hidden | method | ", "this comparison's table", "give another --out")
+    if table_path.is_file() and not table_path.read_text(errors="replace").rstrip("\n").endswith(footer(wanted)):
+        raise exits.UsageError(f"{table_path} is a table of other settings than these; "
+                               f"give another --out for these settings (it is left as it is)")
+    for record in read_records(out):
+        if record["hidden"] in widths and record["method"] in methods and settings_of(record) != wanted:
+            raise exits.UsageError(f"{out / 'runs' / (record['method'] + '-h' + str(record['hidden']))} holds a "
+                                   f"record made with other settings ({differences(record, wanted)}); give another "
+                                   f"--out for these settings (that record is left as it is)")
+
+
+def one_request(parser, opts):
+    """--one METHOD HIDDEN as (method, width), or the parser's one-line error."""
+    method, hidden = opts.one
+    if method not in METHODS:
+        parser.error(f"argument --one: METHOD must be one of {', '.join(METHODS)}, got {method!r}")
+    try:
+        return method, exits.at_least(1)(hidden)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"argument --one: HIDDEN: {error}")
 
 
 def main():
@@ -181,16 +252,27 @@ def main():
     parser.add_argument("--seed", type=exits.at_least(0), default=1)
     parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "versus")
     parser.add_argument("--one", nargs=2, metavar=("METHOD", "HIDDEN"),
-                        help="train one method on one width in this process and print its record (what the "
-                             "comparison runs in a process of its own)")
+                        help="train one method (eggroll, openes or sepcma) on one width in this process and print "
+                             "its record (what the comparison runs in a process of its own)")
     opts = parser.parse_args()
+    wanted = {name: getattr(opts, name) for name in SETTINGS}
+    asked = one_request(parser, opts) if opts.one else None  # (method, width)
 
     def command():
-        if opts.one:
-            return exits.say(json.dumps(one(opts.one[0], int(opts.one[1]), opts)), "run it again")
+        if asked:
+            if not available(asked[0]):
+                raise exits.UsageError(f"--one {asked[0]} needs {LIBRARIES[asked[0]]}, which is not installed: pip "
+                                       f"install {LIBRARIES[asked[0]]}")
+            return exits.say(json.dumps(one(*asked, opts)), "run it again")
+        methods = [m for m in METHODS if available(m)]
+        missing = [m for m in METHODS if m not in methods]
+        if missing:
+            print(f"left out: {', '.join(f'{METHODS[m]} ({LIBRARIES[m]} is not installed)' for m in missing)}; "
+                  f"pip install {' '.join(LIBRARIES[m] for m in missing)} to compare them too", file=sys.stderr)
+        check_records(opts.out, opts.hidden, methods, wanted)
         (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:
-            for method in (m for m in METHODS if available(m)):
+            for method in methods:
                 done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", method, str(hidden)],
                                       capture_output=True, text=True)
                 if done.returncode:
@@ -199,7 +281,7 @@ def main():
                 (opts.out / "runs" / f"{method}-h{hidden}").mkdir(exist_ok=True)
                 write_atomically(opts.out / "runs" / f"{method}-h{hidden}" / "final.json",
                                  json.dumps(json.loads(done.stdout), indent=1) + "\n")
-        exits.say(write_table(opts.out)[0].read_text(), f"the table is in {opts.out / 'table.md'}")
+        exits.say(write_table(opts.out, wanted)[0].read_text(), f"the table is in {opts.out / 'table.md'}")
     return exits.handled(command, "rerun the same command")
 
 
