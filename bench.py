@@ -13,6 +13,7 @@ will use (memory for --pairs, --data-root, the --json file's folder) is checked 
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import sys
@@ -200,6 +201,8 @@ def check_request(opts, team=distributed.ALONE):
     methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
     if opts.json:
         resources.check_writable(opts.json, "--json")
+        exits.refuse_foreign_file(opts.json, re.compile(rb'\{\s*"machine": '), "a benchmark's JSON",
+                                  "give another --json")
     host, packed = 0, -(-REFERENCE["time_bins"] * snn.SIZES[0] // 8)  # bytes of a recording's frames
     if opts.data_root:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root")

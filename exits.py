@@ -15,6 +15,7 @@ import contextlib
 import errno
 import math
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -159,11 +160,43 @@ def markdown_file(text):
     return Path(text)
 
 
+def figure_file(text):
+    """argparse type: the path of a figure to write: a file (not empty, not a folder) in an existing
+    folder, checked before the work."""
+    if not text or text.endswith(os.sep) or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"expected the path of a .png file to draw the figure in, got {text!r}")
+    if not os.path.isdir(os.path.dirname(text) or "."):
+        raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")
+    return Path(text)
+
+
 def output_folder(text):
     """argparse type: a folder to write records into (made, if new, before any work): not a file."""
     if not text or (os.path.lexists(text) and not os.path.isdir(text)):
         raise argparse.ArgumentTypeError(f"expected a folder to write the records into, got {text!r}")
     return Path(text)
+
+
+PNG = b"\x89PNG\r\n\x1a\n"  # how a figure's file begins
+
+
+def refuse_foreign_file(path, header, what, instead):
+    """Before any work: a UsageError if `path` holds a file this command did not write, one that
+    does not begin with `header` (bytes, or a bytes regular expression matched at the start: what
+    the command writes first), so that it is never overwritten; `what` names the command's file (a
+    PNG figure), `instead` the fix (give another --out). No file there, the command's own earlier
+    output, or something that is not a regular file (its writer refuses it) passes."""
+    if path is None or not os.path.isfile(path) or os.path.islink(path):
+        return
+    pattern = header if isinstance(header, re.Pattern) else re.compile(re.escape(header))
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return  # what cannot be read is named by the write that fails on it
+    if not pattern.match(head):
+        raise UsageError(f"{path} is a file this command did not write (not {what}): it is left as it is; "
+                         f"{instead}")
 
 
 def positive_number(text):

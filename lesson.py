@@ -51,6 +51,7 @@ import snn_eggroll
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()  # a notebook has no __file__
 SAMPLE = HERE / "nmnist-sample"
 CLAIMS = (1, 2, 3, 4, 5)
+PAGE_HEADER = "# EGGROLL in five claims"  # how the page (--page) begins: the first line of the lesson's text
 FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
            4: "4_memory_time.png", 5: "5_training.png"}
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
@@ -760,6 +761,9 @@ for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] *
     if path.is_symlink():  # nothing is written through a link (write_whole)
         fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it or "
              f"choose another --out or --page")
+for path in [args.out / FIGURES[claim] for claim in args.claims]:  # the lesson's own files are rewritten, no other
+    exits.refuse_foreign_file(path, exits.PNG, "a PNG figure", "choose another --out")
+exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")
 
 figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
 

@@ -349,8 +349,11 @@ def draw_staircase(ax, x0=1.2, sigmas=(0.1, 0.6)):
 def main(argv=None):
     parser = exits.Parser(prog="toy_eggroll.py",
                           description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
-    parser.add_argument("--out", default="toy_eggroll.png", help="the figure's file (default: toy_eggroll.png)")
+    parser.add_argument("--out", type=exits.figure_file, default="toy_eggroll.png",
+                        help="the figure's file (default: toy_eggroll.png); a file there that is not a PNG is "
+                             "never overwritten")
     args = parser.parse_args(argv)
+    exits.refuse_foreign_file(args.out, exits.PNG, "a PNG figure", "give another --out")
     figure, lines = draw()
     with writing(args.out) as temporary:
         figure.savefig(temporary, format="png", dpi=72)

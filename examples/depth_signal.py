@@ -104,8 +104,19 @@ def main(argv=None):
     opts = parser.parse_args(argv)
 
     def command():
-        measure_along_a_run(opts, snn.Network.parse(opts.hidden))
+        network = snn.Network.parse(opts.hidden)
+        if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
+            exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.jsonl", b'{"network": ',
+                                      "these records", "give another --out")
+            exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",
+                                      "this table", "give another --out")
+        measure_along_a_run(opts, network)
     return exits.handled(command, "rerun the same command")
+
+
+def records_name(network, opts):
+    """The name of the records and the table under --out, without the suffix."""
+    return f"{str(network).replace(',', '-')}-sigma{opts.sigma:g}-logit{opts.logit_scale:g}"
 
 
 def measure_along_a_run(opts, network):
@@ -130,7 +141,7 @@ def measure_along_a_run(opts, network):
                                                            network=network)
     if opts.out is None:
         return
-    name = f"{str(network).replace(',', '-')}-sigma{opts.sigma:g}-logit{opts.logit_scale:g}"
+    name = records_name(network, opts)
     write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_atomically(opts.out / f"{name}.md", table(records))
 

@@ -10,6 +10,7 @@ beside resources.py's estimate, which `run.py train` checks before it starts.
 Dense networks of two layers run the fused CUDA kernels on a GPU; every other network the generic
 CuPy path, the NumPy code on the GPU's arrays.
 """
+import re
 import sys
 import tracemalloc
 from pathlib import Path
@@ -69,6 +70,8 @@ def main():
     opts = parser.parse_args()
 
     def command():
+        exits.refuse_foreign_file(opts.out, re.compile(rb"[^\n]*; \d+ members, rank \d+, minibatch "), "this table",
+                                  "give another --out")
         xp = array_module(opts.device)
         networks = {hidden: snn.Network.parse(hidden) for hidden in ["64", *opts.hidden]}  # the paper's first
         times = {hidden: seconds_of(network, opts.members, opts.rank, xp, opts.repeats)

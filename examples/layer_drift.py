@@ -62,8 +62,11 @@ def drift(run_dir):
     return rows
 
 
+HEADER = "| run | network | generations | weights | RMS moved | noise walk | coherent |"  # the table's first line
+
+
 def table(rows):
-    lines = ["| run | network | generations | weights | RMS moved | noise walk | coherent |", "|" + "---|" * 7]
+    lines = [HEADER, "|" + "---|" * 7]
     lines += [f"| {r['run']} | {r['network']} | {r['generations']} | {r['weights']} ({r['size']}) | {r['moved']:.3f} | "
               f"{r['noise_walk']:.3f} | {r['coherent']:.3f} |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -76,6 +79,7 @@ def main(argv=None):
     opts = parser.parse_args(argv)
 
     def command():
+        exits.refuse_foreign_file(opts.out, HEADER.encode(), "this table", "give another --out")
         text = table([row for run in opts.runs for row in drift(run)])
         if opts.out:
             write_atomically(opts.out, text)

@@ -127,6 +127,7 @@ def main():
     opts = parser.parse_args()
 
     def command():
+        exits.refuse_foreign_file(opts.out / "table.md", b"| method | network | ", "this table", "give another --out")
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after
                 resources.nmnist_recordings(root, option)

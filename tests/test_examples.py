@@ -364,3 +364,100 @@ def test_the_depth_example_checks_its_data_before_training(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith(f"error: --real-root {tmp_path / 'absent'} holds no N-MNIST")
     assert not (tmp_path / "out").exists()
+
+
+VERSUS = ROOT / "examples" / "versus_libraries.py"
+
+
+@pytest.mark.parametrize("one, message", [
+    (["foo", "8"], "argument --one: METHOD must be one of eggroll, openes, sepcma, got 'foo'"),
+    (["eggroll", "x"], "argument --one: HIDDEN: expected an integer >= 1, got 'x'"),
+    (["eggroll", "0"], "argument --one: HIDDEN: expected an integer >= 1, got '0'"),
+    (["eggroll", "8.5"], "argument --one: HIDDEN: expected an integer >= 1, got '8.5'"),
+])
+def test_the_library_comparisons_one_run_is_asked_for_by_a_known_method_and_width(tmp_path, one, message):
+    """--one METHOD HIDDEN: a method not among the comparison's or a width that is no whole number
+    is one line naming what it takes, exit status 2, no traceback."""
+    done = subprocess.run([sys.executable, str(VERSUS), "--out", str(tmp_path), "--one", *one], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def versus_record(method="eggroll", hidden=12, **settings):
+    return {"method": method, "hidden": hidden, "population": 8, "generations": 1, "evaluations": 8, "sigma": 0.05,
+            "lr": 0.02, "seed": 1, "train_acc": 0.5, "test_acc": 0.25, "seconds_per_generation": 0.2,
+            "peak_memory_mib": 100.0, **settings}
+
+
+def test_the_library_table_holds_only_the_rows_of_its_settings(tmp_path, capsys):
+    """Records of other settings under runs/ are left out of the table, said in one line; the
+    table's last line states the settings its rows were made with."""
+    versus = load_example("versus_libraries")
+    for name, record in (("eggroll-h12", versus_record()), ("sepcma-h12", versus_record("sepcma")),
+                         ("eggroll-h32", versus_record(hidden=32, population=256, evaluations=256))):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "final.json").write_text(json.dumps(record))
+    wanted = {"population": 8, "generations": 1, "sigma": 0.05, "lr": 0.02, "seed": 1}
+    text = versus.write_table(tmp_path, wanted)[0].read_text()
+    assert "| 12 | pycma sep-CMA |" in text and "| 32 |" not in text
+    assert text.endswith("\n\n8 members, 1 generations (8 evaluations of the whole training split each), sigma 0.05, "
+                         "Adam's lr 0.02 (EGGROLL, OpenES), seed 1.\n")
+    err = capsys.readouterr().err
+    assert err == (f"1 record(s) in {tmp_path / 'runs'} made with other settings are left out of the table (e.g. "
+                   f"population 256, not 8)\n")
+
+
+def test_the_library_comparison_keeps_records_and_tables_of_other_settings(tmp_path):
+    """A record of other settings where this command would write, or a table.md of other
+    settings: one line, exit status 2, before any work, the files as they were; a library that is
+    not installed is named in one line, not passed over in silence."""
+    (tmp_path / "runs" / "eggroll-h2").mkdir(parents=True)
+    record = json.dumps(versus_record(hidden=2, generations=3, evaluations=24))
+    (tmp_path / "runs" / "eggroll-h2" / "final.json").write_text(record)
+    command = [sys.executable, str(VERSUS), "--out", str(tmp_path), "--hidden", "2", "--population", "8",
+               "--generations", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and lines[-1] == (
+        f"error: {tmp_path / 'runs' / 'eggroll-h2'} holds a record made with other settings (generations 3, not 1); "
+        f"give another --out for these settings (that record is left as it is)")
+    assert (tmp_path / "runs" / "eggroll-h2" / "final.json").read_text() == record
+    versus = load_example("versus_libraries")
+    missing = [m for m in versus.METHODS if not versus.available(m)]
+    assert len(lines) == 1 + bool(missing) and all(versus.LIBRARIES[m] in done.stderr for m in missing)
+    (tmp_path / "runs" / "eggroll-h2").rename(tmp_path / "eggroll-h2")
+    for table, message in (("| hidden | method | test % |\n\n8 members, 3 generations\n", "is a table of other settings"),
+                           ("my notes\n", "is a file this command did not write")):
+        (tmp_path / "table.md").write_text(table)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and message in done.stderr.splitlines()[-1]
+        assert (tmp_path / "table.md").read_text() == table
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+@pytest.mark.parametrize("command, victim", [
+    (["toy_eggroll.py", "--out", "{tmp}/notes.md"], "notes.md"),
+    (["lesson.py", "--claims", "1", "--out", "{tmp}/figures", "--page", "{tmp}/notes.md"], "notes.md"),
+    (["lesson.py", "--claims", "1", "--out", "{tmp}"], "1_lowrank_scale.png"),
+    (["examples/layer_drift.py", "{tmp}", "--out", "{tmp}/notes.md"], "notes.md"),
+    (["examples/depth_speed.py", "--out", "{tmp}/notes.md"], "notes.md"),
+    (["examples/depth_signal.py", "--data-root", "nowhere", "--hidden", "12,6", "--out", "{tmp}"],
+     "12-6-sigma0.2-logit5.md"),
+    (["examples/depth_signal.py", "--data-root", "nowhere", "--hidden", "12,6", "--out", "{tmp}"],
+     "12-6-sigma0.2-logit5.jsonl"),
+    (["examples/snn_depth.py", "--data-root", "nowhere", "--out", "{tmp}"], "table.md"),
+    (["examples/versus_libraries.py", "--out", "{tmp}"], "table.md"),
+    (["run.py", "bench", "--json", "{tmp}/notes.md"], "notes.md"),
+])
+def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command, victim):
+    """A file the command did not write, named as its output (or lying under the name it writes
+    in its --out folder): one line naming it, exit status 2, before any work, the file as it was."""
+    (tmp_path / victim).write_text("my notes\n")
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path) for part in command]], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    last = done.stderr.splitlines()[-1]  # versus_libraries says first which libraries it leaves out
+    assert last.startswith(f"error: {tmp_path / victim} is a file this command did not write (not ") \
+        and "): it is left as it is; " in last and done.stderr.count("\n") <= 2, done.stderr
+    assert (tmp_path / victim).read_text() == "my notes\n"

@@ -141,3 +141,24 @@ def test_every_ending_is_one_line_and_its_status(error, line, status):
     said, got, _ = exits.ending(error, "go on")
     assert said.startswith(line) and "\n" not in said and got == status
     assert exits.ending(TypeError("a bug"), "go on") is None
+
+
+def test_a_file_the_command_did_not_write_is_never_overwritten(tmp_path):
+    """exits.refuse_foreign_file: a file that does not begin as the command's own (a user's notes
+    under a figure's or a page's name) is refused, naming it and the fix; no file, or the command's
+    own earlier output (a PNG, a page with its header), passes."""
+    notes, figure, page = tmp_path / "notes.md", tmp_path / "figure.png", tmp_path / "page.md"
+    notes.write_text("my notes\n")
+    figure.write_bytes(exits.PNG + b"rest")
+    page.write_text("# EGGROLL in five claims\n\ntext")
+    with pytest.raises(exits.UsageError) as refused:
+        exits.refuse_foreign_file(notes, b"# EGGROLL in five claims", "a page of this lesson", "choose another --page")
+    assert str(refused.value) == (f"{notes} is a file this command did not write (not a page of this lesson): it is "
+                                  f"left as it is; choose another --page")
+    with pytest.raises(exits.UsageError):
+        exits.refuse_foreign_file(notes, exits.PNG, "a PNG figure", "give another --out")
+    exits.refuse_foreign_file(figure, exits.PNG, "a PNG figure", "give another --out")
+    exits.refuse_foreign_file(page, b"# EGGROLL in five claims", "a page of this lesson", "choose another --page")
+    exits.refuse_foreign_file(tmp_path / "absent.png", exits.PNG, "a PNG figure", "give another --out")
+    exits.refuse_foreign_file(None, exits.PNG, "a PNG figure", "give another --out")
+    assert notes.read_text() == "my notes\n"

@@ -86,12 +86,18 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     for line in result.stdout.splitlines()[:-1]:  # docs/derivation.md quotes what the toy prints
         assert f"\n    {line}\n" in page, line
     assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"), (["--out", "."], "not a regular file")):
+    (tmp_path / "notes").write_text("mine")
+    for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
+                              (["--out", "."], "expected the path of a .png file to draw the figure in, got '.'"),
+                              (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
+                              (["--out", "notes"], "notes is a file this command did not write (not a PNG figure): "
+                                                   "it is left as it is; give another --out")):
         result = run_toy(*options, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
             result.stderr
         assert fragment in result.stderr and "Traceback" not in result.stderr
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "toy.png"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "notes", "toy.png"]
+    assert (tmp_path / "notes").read_text() == "mine"
 
 
 def test_a_closed_standard_output_is_one_line_and_the_figure_stays_whole(tmp_path):
