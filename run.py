@@ -262,7 +262,11 @@ def checked_options(parser, commands, argv):
     empty = [name for name, value in vars(opts).items() if value == ""]  # --out '' would mean the current folder
     if empty:
         named = empty[0] if empty[0] == "run_dir" else "--" + empty[0].replace("_", "-")
-        commands.choices[opts.command].error(f"{named} is empty: give a path or value")
+        specs = {spec.name: spec for spec in fields(run_config.RunConfig)}
+        rule = specs[empty[0]].metadata["check"] if empty[0] in specs else None
+        takes = f"it {rule[1]}, e.g. {named} {rule[2]}" if rule else \
+            "give a path" if empty[0] in PATHS else "give a value (see --help)"
+        commands.choices[opts.command].error(f"{named} is empty: {takes}")
     defaults = run_config.RunConfig()
     for name in WHERE + ("download",):
         if getattr(opts, name, False) is None:

@@ -62,6 +62,9 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(method="bptt", epochs=0), "--epochs must lie in 1..1000000000, got 0"),
     (dict(spike_cost=-0.001), "--spike-cost must lie in [0.0, 1.0], got -0.001: use e.g. --spike-cost 0.003"),
     (dict(method="bptt", spike_cost=1.5), "--spike-cost must lie in [0.0, 1.0], got 1.5"),
+    (dict(rank=100), "--rank 100 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
+    (dict(rank=5, hidden="conv4k5s3,32"), "--rank 5 exceeds the smaller side of W1 (4x50) of the network "
+                                          "2312-400-32-10: use --rank <= 4"),
 ])
 def test_check_names_the_option_the_rule_and_an_example(changes, message):
     with pytest.raises(ValueError) as error:
@@ -95,6 +98,8 @@ def test_a_stored_setting_the_method_ignores_is_checked_for_its_type_only():
 
 def test_check_ignores_settings_the_method_does_not_use():
     config.check(config.RunConfig(method="bptt", generations=0))
+    config.check(config.RunConfig(method="es", rank=100))
+    config.check(config.RunConfig(rank=10))  # the paper's network: at most its 10 outputs
     config.check(config.RunConfig(method="eggroll", epochs=0))
 
 

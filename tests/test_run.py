@@ -81,7 +81,7 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
     cases = [
-        (["--rank", "11"], "rank must lie in 1..10"),
+        (["--rank", "11"], "--rank 11 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
         (["--population", "7"], "--population must be an even number >= 2"),
         (["--sigma", "0"], "--sigma must lie in [1e-06, 10], got 0.0: use e.g. --sigma 0.1"),
         (["--sigma", "1e-320"], "--sigma must lie in [1e-06, 10], got 1e-320"),
@@ -858,3 +858,13 @@ def test_the_memory_estimate_grows_with_the_hidden_layers(method):
     assert needs["65536,65536"] > 65536 * 65536 * (12 + 8)  # weights, Adam's moments, init's float64 draw
     with pytest.raises(run_folder.UsageError, match="the run needs about"):
         resources.check_run_memory(dataclasses.replace(base, hidden="65536,65536"), np)
+
+
+def test_an_empty_setting_says_what_the_option_takes(capsys):
+    """`--hidden ''`: one line saying what --hidden takes, with an example, not "a path or value"."""
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["train", "--hidden", ""])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("error: --hidden is empty: it must be layers that fit N-MNIST's 34 x 34 frames") \
+        and "e.g. --hidden conv8k5s2,64" in err and "path" not in err, err
