@@ -26,6 +26,7 @@ import config                             # noqa: E402
 import eggroll                            # noqa: E402
 import exits                              # noqa: E402
 import optim                              # noqa: E402
+import resources                          # noqa: E402
 import snn                                # noqa: E402
 import snn_eggroll                        # noqa: E402
 import training                           # noqa: E402
@@ -110,6 +111,7 @@ def main(argv=None):
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",
                                       "this table", "give another --out")
+        resources.nmnist_recordings(opts.data_root, "--data-root")  # this example downloads nothing: a copy is needed
         measure_along_a_run(opts, network)
     return exits.handled(command, "rerun the same command")
 

@@ -461,3 +461,14 @@ def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command,
     assert last.startswith(f"error: {tmp_path / victim} is a file this command did not write (not ") \
         and "): it is left as it is; " in last and done.stderr.count("\n") <= 2, done.stderr
     assert (tmp_path / victim).read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("command", [["run.py", "evaluate", "{tmp}"], ["examples/depth_signal.py"]])
+def test_missing_data_is_advised_what_the_command_can_do(tmp_path, command):
+    """evaluate and depth_signal.py download nothing: a --data-root without N-MNIST is one line that
+    points --data-root at a copy, never at a --download they do not have."""
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path) for part in command], "--data-root",
+                           str(tmp_path / "absent")], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"--data-root {tmp_path / 'absent'} holds no N-MNIST" in done.stderr and "point --data-root at a copy" \
+        in done.stderr and "--download" not in done.stderr
