@@ -230,19 +230,27 @@ def train(splits, settings, generations, batch_size, log_every=0):
     return params, history
 
 
+USAGE = ("usage: python nano_eggroll.py [--seed N]\n\n"
+         "  --seed N   seed of the initial weights, the noise and the minibatches, a whole number in 0..2^63-1 "
+         "(default: 1)\n  -h, --help  this text; the other settings are the Settings class and main()")
+
+
 def seed_of(args):
     """The seed the one option gives, --seed followed by a whole number (default: Settings.seed)."""
     if not args:
         return Settings.seed
-    if len(args) == 2 and args[0] == "--seed" and args[1].isdigit():
-        return int(args[1])
+    if len(args) == 2 and args[0] == "--seed":
+        digits = args[1].isascii() and args[1].isdigit()  # not a superscript or another script's digits
+        if digits and int(args[1]) < 2 ** 63:
+            return int(args[1])
+        raise exits.UsageError(f"--seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {args[1]!r}")
     raise exits.UsageError(f"nano_eggroll.py takes one option, --seed N (got {' '.join(args)}); its other "
-                           f"settings are the Settings class and main()")
+                           f"settings are the Settings class and main(); see nano_eggroll.py --help")
 
 
 def main():
     if sys.argv[1:] in (["-h"], ["--help"]):
-        return exits.say(__doc__.strip(), "run it again with standard output open")
+        return exits.say(f"{__doc__.strip()}\n\n{USAGE}", "run it again with standard output open")
     settings = Settings(seed=seed_of(sys.argv[1:]))
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
