@@ -117,7 +117,7 @@ def load(folder):
 
 
 def main(argv=None):
-    parser = exits.Parser(prog="mlp_mnist.py", description=__doc__.split("\n")[0])
+    parser = exits.Parser(prog="mlp_mnist.py", description=__doc__.split("\n\n")[0].replace("\n", " "))
     add = parser.add_argument
     add("--mnist", required=True, help="folder of the four MNIST IDX files")
     add("--seed", type=exits.at_least(0), default=1, help="of the initial weights, the minibatches and the noise (default: 1)")

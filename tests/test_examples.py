@@ -472,3 +472,15 @@ def test_missing_data_is_advised_what_the_command_can_do(tmp_path, command):
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"--data-root {tmp_path / 'absent'} holds no N-MNIST" in done.stderr and "point --data-root at a copy" \
         in done.stderr and "--download" not in done.stderr
+
+
+@pytest.mark.parametrize("script", ["examples/mlp_mnist.py", "examples/snn_depth.py", "examples/depth_signal.py",
+                                    "examples/depth_speed.py", "examples/layer_drift.py",
+                                    "examples/versus_libraries.py", "toy_eggroll.py"])
+def test_every_scripts_help_says_what_it_does_in_whole_sentences(script):
+    """--help's description is the docstring's first paragraph, whole: not cut at its first line."""
+    done = subprocess.run([sys.executable, str(ROOT / script), "--help"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    description = done.stdout.split("\n\n")[1]
+    assert description.rstrip().endswith("."), description
