@@ -31,6 +31,7 @@ import re
 import secrets
 import shlex
 import stat
+import sys
 import zipfile
 from pathlib import Path
 
@@ -560,6 +561,9 @@ def prepare(out, config, resume, force, command="train"):
         if not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
             raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
                              f"{CHECKPOINT}; {again['lost']}")
+    if resume and not force and command == "train" and not (out / CHECKPOINT).exists():  # a job may resume or start alike
+        print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
+              f": the run starts at its first step", file=sys.stderr)
     if force:
         in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir()]
         if in_the_way:

@@ -227,6 +227,19 @@ def test_a_damaged_final_json_beside_its_checkpoint_names_the_command_that_rewri
     assert (folder / run_folder.CHECKPOINT).read_bytes() == checkpoint
 
 
+def test_resume_where_there_is_nothing_to_resume_starts_the_run_and_says_so(tmp_path, dataset, capsys):
+    """--resume into a folder without a run (a job script that resumes or starts alike) trains the
+    run from its first step, to the weights of a plain run, with one line saying nothing was resumed."""
+    assert run.main(train_args(tmp_path / "plain", dataset)) == 0
+    capsys.readouterr()
+    assert run.main(train_args(tmp_path / "new", dataset, "--resume")) == 0
+    err = capsys.readouterr().err
+    assert err == f"note: {tmp_path / 'new'} holds no checkpoint to resume from (no run yet): the run starts at its " \
+                  f"first step\n"
+    new, plain = stored_params(tmp_path / "new"), stored_params(tmp_path / "plain")
+    assert new.keys() == plain.keys() and all(np.array_equal(new[name], plain[name]) for name in new)
+
+
 CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
                   ({"time_bins": "10"}, 'time_bins must be an integer, got "10"'),
                   ({"beta": "a"}, 'beta must be a number, got "a"'),
