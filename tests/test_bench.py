@@ -68,7 +68,7 @@ def test_an_existing_json_file_is_replaced_so_the_bench_runs_twice(tmp_path, cap
     started = []
     monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts.json))
     target = tmp_path / "bench.json"
-    target.write_text("{}")
+    target.write_text('{\n "machine": "an earlier run"\n}')  # bench's own JSON: replaced; another file is not
     for _ in range(2):
         assert run.main(["bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json",
                          str(target)]) == 0, capsys.readouterr().err
