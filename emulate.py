@@ -384,7 +384,8 @@ def check_finished(root=None):
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
     finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
     if finished != found:
-        counts = [{split: held.get(split) for split in SPLIT_FOLDER.values()} for held in (found, finished)]
+        counts = [" and ".join(f"{held.get(split)} {flag}" for flag, split in SPLIT_FOLDER.items())
+                  for held in (found, finished)]
         differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}"
                   if counts[0] != counts[1] else
                   "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
@@ -405,15 +406,27 @@ def recordings(root):
             "paths_sha256": hashlib.sha256(listing.encode()).hexdigest()[:16]}
 
 
+SETTING_WORDS = {"emulator": "the emulator", "version": "the emulator's version", "seed": "--seed",
+                 "mnist_sha256": "the MNIST files"}  # an emulation's record, as a message names its entries
+
+
+def setting_difference(key, theirs, ours):
+    """How one entry of two emulations' records differs, in words: "--seed 0 there, 3 here"."""
+    if key == "mnist_sha256":
+        return "other MNIST files (their SHA256 differ)"
+    return f"{SETTING_WORDS.get(key, key)} {theirs} there, {ours} here"
+
+
 def prepare(root, fingerprint):
     """Make <root>/{Train,Test}/<digit>/, the zero-byte train.zip and test.zip tonic looks for, and
     EMULATED.json; a UsageError if `root` holds recordings made otherwise (another seed, other
     MNIST files, another emulator version, or not emulated)."""
     stored = provenance(root.parent)
     if stored is not None and stored != fingerprint:
-        differ = ", ".join(key for key in fingerprint if stored.get(key) != fingerprint[key])
-        raise UsageError(f"{root} holds recordings emulated with another {differ}; emulate into another --out, "
-                         f"or delete {root} to start again")
+        differ = "; ".join(setting_difference(key, stored.get(key), fingerprint[key]) for key in fingerprint
+                           if stored.get(key) != fingerprint[key])
+        raise UsageError(f"{root} holds recordings emulated otherwise ({differ}); emulate into another --out (those "
+                         f"recordings are left as they are)")
     refuse_recorded(root)
     try:
         for split in SPLIT_FOLDER.values():
@@ -515,12 +528,14 @@ def provenance(root=None):
         if path.exists() or path.is_symlink():
             stored = read_json(path, "delete it and emulate the data again (python run.py emulate)", data.BadDataError)
             if not isinstance(stored, dict) or not {"version", "seed", "mnist_sha256"} <= set(stored):
-                raise data.BadDataError(f"{path} is not an emulation's record (no version, seed or mnist_sha256); "
+                raise data.BadDataError(f"{path} is not an emulation's record (no emulator version, seed or SHA256 of "
+                                        f"the MNIST files); "
                                         f"delete it and emulate the data again (python run.py emulate)")
             whole = {key: type(stored[key]) is int and stored[key] >= 0 for key in ("version", "seed")}
             if not all(whole.values()) or not isinstance(stored["mnist_sha256"], dict):
                 wrong = next(key for key, fine in {**whole, "mnist_sha256": False}.items() if not fine)
-                raise data.BadDataError(f"{path} is damaged ({wrong} {json.dumps(stored[wrong])}); delete it and "
+                raise data.BadDataError(f"{path} is damaged ({SETTING_WORDS[wrong]}: {json.dumps(stored[wrong])}); "
+                                        f"delete it and "
                                         f"emulate the data again (python run.py emulate)")
             return stored
     return None

@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 import distributed
@@ -60,6 +61,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     0, or as `ending` says, after the line. `team()`: the job's team at that moment (an MPI job's
     is made inside `command`)."""
     handlers = {signum: signal.signal(signum, lambda signum, frame: team().on_signal(signum)) for signum in SIGNALS}
+    shown = warnings.showwarning
+    warnings.showwarning = warning_line
     try:
         command()
     except BaseException as error:
@@ -80,9 +83,16 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
             return status
         return fail(line, team(), status, everywhere)
     finally:
+        warnings.showwarning = shown
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return 0
+
+
+def warning_line(message, category, filename, lineno, file=None, line=None):
+    """warnings.showwarning for a command: a warning as one line, "warning: ...", not Python's
+    file:line: Category: form."""
+    tell(f"warning: {message}")
 
 
 def lost_stdout(error):

@@ -111,6 +111,7 @@ def main(argv=None):
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",
                                       "this table", "give another --out")
+        training.emulate.check_finished(opts.data_root)  # an emulation of one split says how to add the other
         resources.nmnist_recordings(opts.data_root, "--data-root")  # this example downloads nothing: a copy is needed
         measure_along_a_run(opts, network)
     return exits.handled(command, "rerun the same command")

@@ -303,7 +303,8 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path / "seed0", "--seed", "1")) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "emulated with another seed" in err
+    assert err.count("\n") == 1 and "emulated otherwise (--seed 0 there, 1 here); emulate into another --out" in err
+    assert "delete" not in err  # those recordings are intact
     real = tmp_path / "real"
     shutil.copytree(Path(data.__file__).parent / "nmnist-sample", real)  # <root>/{Train,Test}: not emulated
     before = files_of(real)
@@ -313,8 +314,8 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: {real} holds recordings that were not emulated here (no "
                                        f"{real / 'NMNIST' / 'EMULATED.json'}); emulate into another --out\n")
     assert emulate.provenance(real) is None and files_of(real) == before and not (real / "NMNIST").exists()
-    for damaged, named in (({"seed": float("nan")}, "seed NaN"), ({"version": "1"}, 'version "1"'),
-                           ({"mnist_sha256": []}, "mnist_sha256 []")):
+    for damaged, named in (({"seed": float("nan")}, "--seed: NaN"), ({"version": "1"}, 'the emulator\'s version: "1"'),
+                           ({"mnist_sha256": []}, "the MNIST files: []")):
         (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text(json.dumps(
             {"version": 1, "seed": 0, "mnist_sha256": {}, **damaged}))
         with pytest.raises(data.BadDataError, match=re.escape(f"is damaged ({named})")):
@@ -341,7 +342,8 @@ def test_a_folder_emulated_with_anything_else_is_refused_naming_it(tmp_path):
     root.mkdir(parents=True)
     emulate.prepare(root, fingerprint)
     for key in fingerprint:
-        with pytest.raises(run_folder.UsageError, match=f"emulated with another {key};"):
+        words = emulate.setting_difference(key, fingerprint[key], other[key])
+        with pytest.raises(run_folder.UsageError, match=re.escape(f"emulated otherwise ({words}); ")):
             emulate.prepare(root, {**fingerprint, key: other[key]})
     emulate.prepare(root, fingerprint)
     assert emulate.provenance(tmp_path / "out") == fingerprint

@@ -7,6 +7,8 @@ import http.server
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -207,3 +209,15 @@ def test_without_mnist_the_command_downloads_it_into_the_cache_and_emulates(tmp_
         sorted(f"{name}.gz" for name in mnist.NAMES)
     assert len(list((tmp_path / "out" / "NMNIST" / "Test").glob("*/*.bin"))) == 21
     assert not list((tmp_path / "out" / "NMNIST" / "Train").glob("*/*.bin"))
+
+
+def test_a_warning_of_unofficial_files_is_one_clean_line(tmp_path):
+    """MNIST files that are not the official ones: the command says so in one line, "warning: ...",
+    not Python's "mnist.py:0: UserWarning: ..." form."""
+    digits = Path(__file__).resolve().parent / "data" / "mnist-digits"
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "run.py"), "emulate", "--mnist",
+                           str(digits), "--out", str(tmp_path / "out"), "--split", "test", "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("warning: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "differ from the official MNIST files" in done.stderr and "UserWarning" not in done.stderr
