@@ -32,7 +32,7 @@ PRESETS = ("paper", "quick", "best")  # the presets of report.write_report, whos
 PROJECT_EMULATION = {"emulator": "eggroll-snn emulate.py", "version": 1, "seed": 0,
                      "mnist_sha256": mnist.OFFICIAL_SHA256}
 MIN_TOLERANCE = 1.0  # points of test accuracy
-RENAME = "move it out of that folder (or delete it) to train the run on this data"
+RENAME = "move it out of that folder (it is kept) to train the run on this data"
 OWN_FOLDER = ("to train this grid on that data, give it a folder of its own (--results DIR), or give --data-root "
               "the copy that run trained on")
 

@@ -61,8 +61,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     0, or as `ending` says, after the line. `team()`: the job's team at that moment (an MPI job's
     is made inside `command`)."""
     handlers = {signum: signal.signal(signum, lambda signum, frame: team().on_signal(signum)) for signum in SIGNALS}
-    shown = warnings.showwarning
-    warnings.showwarning = warning_line
+    formatted = warnings.formatwarning
+    warnings.formatwarning = warning_line
     try:
         command()
     except BaseException as error:
@@ -83,16 +83,16 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
             return status
         return fail(line, team(), status, everywhere)
     finally:
-        warnings.showwarning = shown
+        warnings.formatwarning = formatted
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return 0
 
 
-def warning_line(message, category, filename, lineno, file=None, line=None):
-    """warnings.showwarning for a command: a warning as one line, "warning: ...", not Python's
+def warning_line(message, category, filename, lineno, line=None):
+    """warnings.formatwarning for a command: a warning as one line, "warning: ...", not Python's
     file:line: Category: form."""
-    tell(f"warning: {message}")
+    return f"warning: {str(message).replace(chr(10), ' ')}\n"
 
 
 def lost_stdout(error):

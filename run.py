@@ -31,7 +31,6 @@ import emulate
 import exits
 import snn
 import reproduce
-import resources
 import training
 from run_folder import UsageError
 
@@ -234,8 +233,6 @@ def main(argv=None):
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
         elif opts.command == "evaluate":
-            emulate.check_finished(opts.data_root)  # an emulation of one split says how to add the other
-            resources.nmnist_recordings(opts.data_root, "--data-root")  # evaluate downloads nothing: a copy is needed
             exits.say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
                       "rerun with standard output where it can be written")
         else:

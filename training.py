@@ -474,9 +474,10 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
 
 
-def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
+def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root"):
     """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
-    (e.g. the real recordings, for a model trained on emulated ones), frames made as in training."""
+    (e.g. the real recordings, for a model trained on emulated ones), frames made as in training;
+    `option` names data_root in a message."""
     run_dir = Path(run_dir)
     for name in ("config.json", CHECKPOINT):
         run_folder.refuse_link(run_dir / name)
@@ -487,6 +488,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu"):
     xp = array_module(device)
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
+    emulate.check_finished(data_root)  # an emulation of one split says how to add the other
+    resources.nmnist_recordings(data_root, option)  # scoring downloads nothing: a copy is needed
     splits = load_splits(data_root, config.time_bins, cache_dir)
     try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
         with numpy.errstate(over="raise", invalid="raise"):
