@@ -201,11 +201,13 @@ def read_records(out):
     return records
 
 
-def write_table(out, wanted):
+def write_table(out, wanted=None):
     """out/table.md from the records in out/runs/*/final.json made with the settings `wanted`
-    ({population, generations, sigma, lr, seed}); those of other settings are left out, said in
-    one line on stderr; [its path]."""
+    ({population, generations, sigma, lr, seed}; by default those of the first record); those of
+    other settings are left out, said in one line on stderr; [its path]."""
     records = read_records(out)
+    if wanted is None and records:
+        wanted = settings_of(records[0])
     kept = [r for r in records if settings_of(r) == wanted]
     if len(kept) < len(records):
         print(f"{len(records) - len(kept)} record(s) in {out / 'runs'} made with other settings are left out of the "
