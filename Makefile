@@ -16,7 +16,7 @@ DATA_OPTIONS = --data $(DATA) $(if $(MNIST_ROOT),--mnist $(MNIST_ROOT))
 # one BLAS thread per run, as the committed runs were trained
 ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
-.PHONY: install test lesson derivation reproduce reproduce-quick report reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen reproduce-parity bench mutation
+.PHONY: install test lesson derivation reproduce reproduce-quick report reproduce-best reproduce-hyperscale reproduce-spike-cost reproduce-screen reproduce-parity bench mutation mutation-newer
 
 install: $(VENV)/.installed
 
@@ -77,6 +77,16 @@ mutation: $(VENV)/.mutation-installed
 	mkdir mutants
 	$(VENV)/bin/mutmut run --max-children 2 > mutants/run.log 2>&1 || { tail -n 40 mutants/run.log; exit 1; }
 	$(PY) tests/mutation_report.py
+
+# The same for the newer files (config.py, resources.py, exits.py, run_folder.py; NEWER in
+# tests/mutation_report.py), in a copy of the project whose [tool.mutmut] names them: build/mutation-newer/.
+mutation-newer: $(VENV)/.mutation-installed
+	rm -rf build/mutation-newer
+	$(PY) tests/mutation_report.py --newer --prepare build/mutation-newer
+	mkdir build/mutation-newer/mutants
+	cd build/mutation-newer && $(abspath $(VENV))/bin/mutmut run --max-children 2 > mutants/run.log 2>&1 \
+		|| { tail -n 40 mutants/run.log; exit 1; }
+	cd build/mutation-newer && $(abspath $(PY)) tests/mutation_report.py --newer
 
 $(VENV)/.mutation-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[test,mpi,mutation]"

@@ -1,10 +1,13 @@
-"""The mutation score of the core, from the results of `mutmut run` (make mutation).
+"""The mutation score of the core, or of the newer files, from the results of `mutmut run`.
 
-    python tests/mutation_report.py          (in the repository root, after `mutmut run`)
+    python tests/mutation_report.py          (in the repository root, after `mutmut run`: make mutation)
     python tests/mutation_report.py --equivalent    also lists every named equivalent and its reason
+    python tests/mutation_report.py --newer --prepare DIR    a copy of the project in DIR whose
+        [tool.mutmut] mutates the newer files (NEWER) instead of the core (make mutation-newer)
+    python tests/mutation_report.py --newer  (in that copy, after `mutmut run`)
 
-Reads mutants/<file>.meta of eggroll.py, noise.py, snn.py, optim.py and baselines.py and prints per
-file: mutants, killed, named equivalents, GPU-only mutants, survivors and the score
+Reads mutants/<file>.meta of each file the suite mutates (the core: the source_paths of
+pyproject's [tool.mutmut]) and prints per file: mutants, killed, named equivalents, GPU-only mutants, survivors and the score
 killed / (mutants - equivalent - GPU-only), then every survivor with its diff. Exit status 1 if a
 file scores below 98 %, a mutant was not run, the results are missing, or a named mutant no longer
 matches its entry (mutmut renumbers a function's mutants when it changes) or was killed after all.
@@ -21,13 +24,26 @@ Everything else that survives is a survivor, and lowers the score.
 Not collected by pytest (its name does not start with test_).
 """
 import json
+import shutil
 import sys
+import tomllib
 from pathlib import Path
 
 from mutmut.mutation.diff_apply import get_diff_for_mutant
 from mutmut.stats import status_by_exit_code
 
-FILES = ("eggroll.py", "snn_eggroll.py", "noise.py", "snn.py", "optim.py", "baselines.py")
+ROOT = Path(__file__).resolve().parent.parent
+CORE = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+# The newer files: the settings, the resources a run asks for, the refusals and the run folder, each
+# mutant run against the tests of the pool that reach its function.
+NEWER_FILES = ["config.py", "resources.py", "exits.py", "run_folder.py"]
+NEWER = dict(CORE, source_paths=NEWER_FILES,  # beside them, the whole project: the tests start its scripts
+             also_copy=sorted({path.name for path in ROOT.glob("*.py")} - set(NEWER_FILES))
+             + ["nmnist-sample", "docs", "results", "examples"],
+             pytest_add_cli_args_test_selection=["tests/test_config.py", "tests/test_exits.py",
+                                                 "tests/test_run_folder.py", "tests/test_stray_runs.py",
+                                                 "tests/test_hostile_files.py", "tests/test_ownership.py",
+                                                 "tests/test_levers.py"])
 TARGET = 98.0
 DETECTED = {"killed", "timeout", "segfault"}
 UNDETECTED = {"survived", "no tests", "suspicious"}
@@ -94,6 +110,22 @@ EQUIVALENT = {
 GPU_ONLY = {
 }
 
+# The newer files' equivalents, named as above.
+NEWER_EQUIVALENT = {
+}
+
+
+def prepare(folder):
+    """A copy of the project in folder (made; it must not exist) whose [tool.mutmut] is NEWER's."""
+    skip = shutil.ignore_patterns(".git", ".venv", "mutants", "build", "local", "__pycache__", ".pytest_cache",
+                                  ".hypothesis", "runs")
+    shutil.copytree(ROOT, folder, ignore=skip)
+    for committed in (ROOT / "results").glob("**/runs"):  # the results' run folders, which the tests read
+        shutil.copytree(committed, folder / committed.relative_to(ROOT), ignore=skip)
+    text = (ROOT / "pyproject.toml").read_text()
+    section = "\n".join(f"{key} = {json.dumps(value)}" for key, value in NEWER.items())
+    (folder / "pyproject.toml").write_text(text[:text.index("[tool.mutmut]")] + f"[tool.mutmut]\n{section}\n")
+
 
 def changed_lines(diff):
     """The lines of a mutant's function as the mutation left them (the + side of the diff)."""
@@ -114,11 +146,16 @@ def listed(mutant, diff, table, kind, problems):
 
 
 def main():
+    newer = "--newer" in sys.argv[1:]
+    if "--prepare" in sys.argv[1:]:
+        prepare(Path(sys.argv[sys.argv.index("--prepare") + 1]))
+        return 0
+    files, equivalent = (NEWER["source_paths"], NEWER_EQUIVALENT) if newer else (CORE["source_paths"], EQUIVALENT)
     rows, survivors, problems, equivalents, gpu_only, seen = [], [], [], [], [], set()
-    for path in FILES:
+    for path in files:
         meta = Path("mutants") / f"{path}.meta"
         if not meta.exists():
-            problems.append(f"{meta} is missing: run `mutmut run` (make mutation) first")
+            problems.append(f"{meta} is missing: run `mutmut run` ({'make mutation-newer' if newer else 'make mutation'}) first")
             continue
         counts = dict(mutants=0, killed=0, equivalent=0, gpu=0, survived=0)
         for mutant, exit_code in sorted(json.loads(meta.read_text())["exit_code_by_key"].items()):
@@ -127,7 +164,7 @@ def main():
             seen.add(mutant)
             if status in DETECTED:
                 counts["killed"] += 1
-                for table, kind in ((EQUIVALENT, "equivalent"), (GPU_ONLY, "GPU-only")):
+                for table, kind in ((equivalent, "equivalent"), (GPU_ONLY, "GPU-only")):
                     if mutant in table:
                         problems.append(f"{mutant} is listed as {kind} but the tests killed it: take it out")
                 continue
@@ -135,7 +172,7 @@ def main():
                 problems.append(f"{mutant}: {status} (the run did not finish: rerun make mutation)")
                 continue
             diff = get_diff_for_mutant(mutant, path=path)
-            why = listed(mutant, diff, EQUIVALENT, "equivalent", problems)
+            why = listed(mutant, diff, equivalent, "equivalent", problems)
             test = listed(mutant, diff, GPU_ONLY, "GPU-only", problems)
             if why:
                 counts["equivalent"] += 1
@@ -149,7 +186,7 @@ def main():
         tested = counts["mutants"] - counts["equivalent"] - counts["gpu"]
         counts["score"] = 100.0 * counts["killed"] / tested if tested else 100.0
         rows.append((path, counts))
-    for mutant in sorted((EQUIVALENT.keys() | GPU_ONLY.keys()) - seen):
+    for mutant in sorted((equivalent.keys() | GPU_ONLY.keys()) - seen):
         problems.append(f"{mutant} is listed but mutmut made no such mutant: take it out")
 
     keys = ("mutants", "killed", "equivalent", "gpu", "survived")
