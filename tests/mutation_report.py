@@ -61,12 +61,17 @@ SILENT_SPIKES = "float64 is the default dtype of numpy.zeros and cupy.zeros, the
 SIGN = "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"
 FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
                  "bptt_step's forward spikes with the Heaviside step, which ignores k")
+STATE_GENERATION = "State's generation defaults to 0, the one it restates"
+KIND_LETTERS = ("a dtype's kind is one letter, and no kind is X: the letters of \"XXbiufXX\" hold the same kinds "
+                "as \"biuf\"")
+WIDER_BUFFER = ("a zero buffer wider than the padded image: only its [pad, pad + size) part is read, the same "
+                "values")
 CLASS_AXIS = ("every input its contract allows is (B, n_out) counts (its docstring; its one caller passes "
               "counts[0] of one member), whose axis 1 is the last axis, -1")
 
 # name -> (text the mutated line contains, why no supported input or environment tells it apart)
 EQUIVALENT = {
-    "eggroll.x_centred_ranks__mutmut_36": ("tie_group.reshape(-2)", NEGATIVE_RESHAPE),
+    "eggroll.x_centred_ranks__mutmut_28": ("tie_group.reshape(-2)", NEGATIVE_RESHAPE),
     "eggroll.x_lowrank_factors__mutmut_26": (".reshape(-2, rank, m)", NEGATIVE_RESHAPE),
     "eggroll.x_lowrank_factors__mutmut_36": (".reshape(-2, rank, n)", NEGATIVE_RESHAPE),
     "eggroll.x_pair_differences__mutmut_2": (
@@ -74,27 +79,64 @@ EQUIVALENT = {
     "eggroll.x_population_product__mutmut_28": (
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
+    "eggroll.xǁEggrollǁinit__mutmut_11": ("array_module_of(None).isfinite(value)", NEP18),
+    "eggroll.xǁEggrollǁinit__mutmut_19": ("State(params, optim.init(params), )", STATE_GENERATION),
+    "eggroll.xǁEggrollǁtell__mutmut_18": ('not in "XXbiufXX"', KIND_LETTERS),
+    "eggroll.xǁPopulationǁlinear__mutmut_10": ("array_module_of(None).asarray(x)", NEP18),
+    "eggroll.xǁPopulationǁlinear__mutmut_13": ('not in "XXbiufXX"', KIND_LETTERS),
+    "eggroll.xǁPopulationǁlinear__mutmut_50": ("array_module_of(None)", NEP18),
+    "eggroll.xǁPopulationǁlinear__mutmut_63": ("w.T.astype(x.dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_65": ("w.T.astype(x.dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_66": ("w.T.astype(x.dtype, copy=True)", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_71": ("self.params[bias].astype(x.dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_73": ("self.params[bias].astype(x.dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_74": ("self.params[bias].astype(x.dtype, copy=True)", COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_111": ("x.reshape(len(self.pairs), 2, -2, x.shape[-1])", NEGATIVE_RESHAPE),
+    "eggroll.xǁPopulationǁperturbed__mutmut_21": ("array_module_of(None).stack(", NEP18),
+    "eggroll.xǁPopulationǁrows__mutmut_3": ("factor.astype(dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁrows__mutmut_5": ("factor.astype(dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁrows__mutmut_6": ("factor.astype(dtype, copy=True)", COPY_FLAG),
+    "eggroll.xǁPopulationǁrows__mutmut_9": ("array_module_of(None)", NEP18),
+    "eggroll.xǁPopulationǁrows__mutmut_20": ("self.factors(bias).astype(dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁrows__mutmut_22": ("self.factors(bias).astype(dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁrows__mutmut_24": ("self.factors(bias).astype(dtype, copy=True)", COPY_FLAG),
+    "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
+    "snn_eggroll.x_population_forward__mutmut_159": (
+        "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
+    "snn_eggroll.x_population_forward__mutmut_210": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
+    "snn_eggroll.xǁConfigǁmembers__mutmut_13": (
+        "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
     "snn.x_correct_per_class__mutmut_4": ("argmax(axis=+1)", CLASS_AXIS),
     "snn.x_correct_per_class__mutmut_12": ("minlength=counts.shape[+1]", CLASS_AXIS),
     "snn.x_cross_entropy__mutmut_25": ("(-2, 1)", NEGATIVE_RESHAPE),
     "snn.x_cross_entropy__mutmut_3": ("array_module_of(None)", NEP18),
     "snn.x_log_softmax_of_rates__mutmut_3": ("array_module_of(None)", NEP18),
-    "snn.x_simulate__mutmut_14": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
-    "snn.x_simulate__mutmut_16": ("xp.zeros(n_members, )", SILENT_SPIKES),
+    "snn.x_layer_current__mutmut_12": ("x.shape[:-1] + (-2,)", NEGATIVE_RESHAPE),
+    "snn.x_simulate__mutmut_16": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
+    "snn.x_simulate__mutmut_18": ("xp.zeros(n_members, )", SILENT_SPIKES),
+    "snn.xǁNetworkǁfold__mutmut_38": ("grad.reshape(-2, out_h", NEGATIVE_RESHAPE),
+    "snn.xǁNetworkǁfold__mutmut_53": ("height + 3 * pad", WIDER_BUFFER),
+    "snn.xǁNetworkǁfold__mutmut_56": ("width + 3 * pad", WIDER_BUFFER),
+    "snn.xǁNetworkǁimages__mutmut_2": ("array_module_of(None)", NEP18),
+    "snn.xǁNetworkǁimages__mutmut_18": ("x.reshape(-2, channels, height, width)", NEGATIVE_RESHAPE),
+    "snn.xǁNetworkǁimages__mutmut_38": ("x.reshape(-2, height, width, channels)", NEGATIVE_RESHAPE),
+    "snn.xǁNetworkǁimages__mutmut_47": ("if (pad) or True else images", "padding by 0 pixels gives the same values"),
     "noise.x_box_muller__mutmut_2": ("array_module_of(None)", NEP18),
+    "noise.x_param_id__mutmut_10": (
+        "digest()[:5]", "a fifth byte read little-endian lands above bit 31, which & 0x7FFFFFFF clears"),
     "noise.x_standard_normals__mutmut_21": ("xp.arange(n_blocks, dtype=None)", PHILOX_WORDS),
     "noise.x_standard_normals__mutmut_23": ("xp.arange(n_blocks, )", PHILOX_WORDS),
     "baselines.x_batched_forward__mutmut_95": ("sigma / sign[None, :, None, None]", SIGN),
     "baselines.x_batched_forward__mutmut_124": ("sigma / sign[None, :, None]", SIGN),
-    "baselines.x_bptt_backward__mutmut_5": (
-        "array_module_of(None)", NEP18 + "; its one host array, arange(batch) as an index, CuPy copies over"),
-    "baselines.x_bptt_backward__mutmut_83": ("grad_current2.reshape(n_steps * batch, -2)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_91": ("grad_current1.reshape(n_steps * batch, -2)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_115": ('cache["o1"].reshape(n_steps * batch, -2)', NEGATIVE_RESHAPE),
-    "baselines.x_bptt_forward__mutmut_33": ("current1.reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_step__mutmut_13": ("k=None", FORWARD_SLOPE),
-    "baselines.x_bptt_step__mutmut_17": ("bptt_forward(params, frames, lif, )", FORWARD_SLOPE),
+    "baselines.x_bptt_backward__mutmut_10": ("array_module_of(None)", NEP18),
+    "baselines.x_bptt_backward__mutmut_63": (
+        "if layer >= 1:", "the gradient of the input frames (layer 1's fold) is computed, never read"),
+    "baselines.x_bptt_backward__mutmut_79": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_116": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_125": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_forward__mutmut_43": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_step__mutmut_15": ("k=None", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_20": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_lif_forward__mutmut_2": ("array_module_of(None)", NEP18),

@@ -290,6 +290,40 @@ def test_bad_input_is_one_value_error_naming_the_fix(make, message):
         make(es, state)
 
 
+W = {"w": np.ones((2, 3), np.float32)}
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0: use e.g. 512"),
+    (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number, got 1.5: use e.g. 1 or 4"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, -1),
+     "seed must be a whole number in 0..18446744073709551615, got -1: use e.g. 0"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=float("nan")), "lr must be a finite number >= 0, got nan: use e.g. 0.01"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-1.0),
+     "weight_decay must be a finite number >= 0, got -1.0: use e.g. 0.0"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping="nope"), "unknown shaping 'nope': use one of centred_ranks, raw"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({}), "params is empty: give a dict of named 1-D and 2-D arrays"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": 1.0}),
+     "parameter 'w' has shape (): EGGROLL perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State(W, {}, 0)).member(7),
+     "member must be a whole number in 0..3, got 7: use 0..3"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State(W, {}, -1)),
+     "state.generation must be a whole number in 0..4294967295, got -1: use the State that init or tell returned, "
+     "whose generation counts from 0"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State([1], {}, 0)),
+     "state.params must be a dict of named arrays, got a list: make the state with init(params)"),
+    (lambda: (lambda es, state: es.tell(state, es.ask(state), [1.0, 2.0, 3.0, 4.0]))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.State(W, {}, 0)),
+     "state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell returned "
+     "(a State(params, {}, generation) made by hand can be asked, not told)"),
+])
+def test_a_refusal_reads_in_full_with_its_example(make, message):
+    """The whole message, its example of a good value included: a user copies the fix from it."""
+    with pytest.raises(ValueError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int64, bool])
 @pytest.mark.parametrize("weights", [np.float32, np.float64])
 def test_integer_inputs_give_each_members_true_product(dtype, weights):

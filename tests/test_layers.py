@@ -252,6 +252,24 @@ def test_the_population_forward_counts_hidden_spikes_only_when_asked():
     assert snn_eggroll.population_forward(population, frames, count_hidden=True, network=network)[1].shape == (4,)
 
 
+@pytest.mark.parametrize("hidden", ["6,5", "conv2k3,conv3k2s2,4"])
+def test_the_hidden_count_sums_every_hidden_layer_of_every_member(hidden):
+    """A member's hidden spikes are those of all its hidden layers, as BPTT's forward of its own
+    weights spikes them, float32 throughout; and its output counts are that forward's."""
+    network = small_network(hidden)
+    params = snn.init_network(2, network, std=0.8)
+    frames = (np.random.default_rng(1).random((5, 3, network.sizes[0])) < 0.4).astype(np.float32)
+    population = snn_eggroll.Config(population=4, rank=1, sigma=0.3, seed=2, logit_scale=1.0).members(params, 0,
+                                                                                                      network=network)
+    counts, hidden_spikes = snn_eggroll.population_forward(population, frames, count_hidden=True, network=network)
+    assert counts.dtype == np.float32
+    for i in range(4):
+        cache = baselines.bptt_forward(population.member(i), frames, snn.LIF(), network=network)
+        expected = sum(float(cache[f"o{layer}"].sum()) for layer in range(1, len(network.sizes) - 1))
+        assert expected > 0 and hidden_spikes[i] == expected, (i, hidden_spikes[i], expected)
+        np.testing.assert_array_equal(counts[i], cache["counts"])
+
+
 def test_a_convolutional_network_trains_by_eggroll_and_by_bptt():
     """A few steps of each on a task the convolution can see (a bright left or right half) lower
     the loss; ES of the same network is refused in one line."""
@@ -352,3 +370,20 @@ def test_evaluation_counts_every_layers_spikes_and_synapses():
         sum((network.synapses(layer) * counts).sum() for layer, counts in enumerate(spikes, start=1)) / 12, rel=1e-12)
     assert where["silent_hidden_fraction"] == pytest.approx(np.mean(np.concatenate(spikes[1:]) == 0), abs=1e-12)
 
+
+
+@pytest.mark.parametrize("make, network, message", [
+    (lambda: {"W1": np.ones((10, 2312), np.float32), "b1": np.ones(10, np.float32)}, None,
+     "a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, at least 2 layers, "
+     "got W1, b1: make them with snn.init_network(seed, network)"),
+    (lambda: snn.init_network(0, snn.Network.parse("64")), snn.Network.parse("128,64"),
+     "a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, 3 layers, "
+     "got W1, W2, b1, b2: make them with snn.init_network(seed, network)"),
+    (lambda: snn.init_network(0, snn.Network.parse("conv8k5s2,64")), None,
+     "W2 (64, 1800) and b2 (64,) do not fit the layer before: make them with snn.init_network(seed, network); "
+     "if they are a convolutional network's, pass its layers, network=snn.Network.parse(...)"),
+])
+def test_parameters_that_are_no_network_are_told_in_full(make, network, message):
+    with pytest.raises(ValueError) as raised:
+        snn.check_params(make(), network)
+    assert str(raised.value) == message
