@@ -61,6 +61,8 @@ SILENT_SPIKES = "float64 is the default dtype of numpy.zeros and cupy.zeros, the
 SIGN = "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"
 FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
                  "bptt_step's forward spikes with the Heaviside step, which ignores k")
+FRESH_SUM = ("astype's copy flag on a sum just made: copied again or not, the array returned is the "
+             "caller's alone")
 STATE_GENERATION = "State's generation defaults to 0, the one it restates"
 KIND_LETTERS = ("a dtype's kind is one letter, and no kind is X: the letters of \"XXbiufXX\" hold the same kinds "
                 "as \"biuf\"")
@@ -79,6 +81,29 @@ EQUIVALENT = {
     "eggroll.x_population_product__mutmut_28": (
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
+    "eggroll.x_check_finite__mutmut_4": ("array_module_of(None).isfinite(fitnesses)", NEP18),
+    "eggroll.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
+    "eggroll.x_check_whole__mutmut_16": (
+        "(True, True): f\" >= {low}\"", "every caller gives an upper bound whenever it gives a lower one (a "
+                                         "population, a member, a seed, a generation), so no other entry is read"),
+    "eggroll.xǁEggrollǁcheck_settings__mutmut_20": (
+        "check_population(self.population, 2.0)", "a stand-in sigma > 0: only the population is checked here"),
+    "eggroll.xǁEggrollǁcheck_settings__mutmut_62": (
+        'getattr(sigma, "ndim", None)', "a float has no ndim, and 0 and None are both false"),
+    "eggroll.xǁPopulationǁmember__mutmut_29": (
+        "Population(self.params, None, self.rank", "`one` gives only its factors, which sigma does not enter"),
+    "eggroll.xǁPopulationǁmember__mutmut_41": (
+        "self.pairs[pair:pair + 2]", "only the first pair's factors, pair p's, are read, and noise is a pure "
+                                     "function of its pair: drawing p + 1 beside it changes none of its bits"),
+    "eggroll.xǁPopulationǁmember__mutmut_49": ("factor.astype(value.dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_51": ("factor.astype(value.dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_52": ("factor.astype(value.dtype, copy=True)", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_56": ("factors[0].astype(value.dtype, copy=None)", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_58": ("factors[0].astype(value.dtype, )", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_60": ("factors[0].astype(value.dtype, copy=True)", COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_63": ("drawn_noise).astype(value.dtype, copy=None)", FRESH_SUM),
+    "eggroll.xǁPopulationǁmember__mutmut_65": ("drawn_noise).astype(value.dtype, )", FRESH_SUM),
+    "eggroll.xǁPopulationǁmember__mutmut_69": ("drawn_noise).astype(value.dtype, copy=True)", FRESH_SUM),
     "eggroll.xǁEggrollǁinit__mutmut_11": ("array_module_of(None).isfinite(value)", NEP18),
     "eggroll.xǁEggrollǁinit__mutmut_19": ("State(params, optim.init(params), )", STATE_GENERATION),
     "eggroll.xǁEggrollǁtell__mutmut_18": ('not in "XXbiufXX"', KIND_LETTERS),
@@ -137,6 +162,7 @@ EQUIVALENT = {
     "baselines.x_bptt_forward__mutmut_43": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_bptt_step__mutmut_15": ("k=None", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_20": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_lif_forward__mutmut_2": ("array_module_of(None)", NEP18),

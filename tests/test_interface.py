@@ -316,12 +316,56 @@ W = {"w": np.ones((2, 3), np.float32)}
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.State(W, {}, 0)),
      "state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell returned "
      "(a State(params, {}, generation) made by hand can be asked, not told)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=None),
+     "team must be distributed.ALONE or distributed.team(update), got None (it has no my_pairs, update_pairs, "
+     "gather, sum)"),
+    (lambda: (lambda es: es.ask(es.init(W)).linear("nope", np.ones((2, 3))))(eggroll.Eggroll(4, 1, 0.1, 0)),
+     "unknown parameter 'nope': the parameters are w"),
+    (lambda: (lambda es, state: es.tell(state, es.ask(state), np.ma.masked_array([1.0, 2, 3, 4], [0, 1, 0, 0])))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))"),
 ])
 def test_a_refusal_reads_in_full_with_its_example(make, message):
     """The whole message, its example of a good value included: a user copies the fix from it."""
     with pytest.raises(ValueError) as raised:
         make()
     assert str(raised.value) == message
+
+
+def told(es, state, population, fitness=(1.0, 2.0, 3.0, 4.0)):
+    """The message of tell's refusal."""
+    with pytest.raises(ValueError) as raised, np.errstate(all="ignore"):
+        es.tell(state, population, list(fitness))
+    return str(raised.value)
+
+
+def test_a_foreign_population_or_state_is_told_in_full():
+    es, other = eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 1)
+    state = es.init(W)
+    assert told(es, state, other.ask(state)) == (
+        "the population was asked of another Eggroll (its seed differ from this one's): tell its fitness to the "
+        "Eggroll that asked it")
+    assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
+        "the population was asked of another state's parameters: tell the state it was asked of")
+    no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
+               "returned (a State(params, {}, generation) made by hand can be asked, not told)")
+    assert told(es, eggroll.State(W, None, 0), es.ask(eggroll.State(W, None, 0))) == no_adam
+    other_names = dict(state.optimiser, m={"x": np.zeros(1)})
+    handmade = eggroll.State(state.params, other_names, 0)
+    assert told(es, handmade, es.ask(handmade)) == no_adam
+    raw = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
+    start = raw.init(W)
+    assert told(raw, start, raw.ask(start), (1e308, -1e308, 1e308, -1e308)) == (
+        "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or shape "
+        "the fitness by centred ranks; the state told is left as it was")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_member_keeps_its_parameters_float_type(dtype):
+    es = eggroll.Eggroll(4, 2, 0.1, 0)
+    params = {"w": np.ones((2, 3), dtype), "b": np.ones(2, dtype)}
+    member = es.ask(es.init(params)).member(1)
+    assert {name: value.dtype for name, value in member.items()} == {"w": dtype, "b": dtype}
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int64, bool])
