@@ -319,8 +319,11 @@ W = {"w": np.ones((2, 3), np.float32)}
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=None),
      "team must be distributed.ALONE or distributed.team(update), got None (it has no my_pairs, update_pairs, "
      "gather, sum)"),
-    (lambda: (lambda es: es.ask(es.init(W)).linear("nope", np.ones((2, 3))))(eggroll.Eggroll(4, 1, 0.1, 0)),
-     "unknown parameter 'nope': the parameters are w"),
+    (lambda: (lambda es: es.ask(es.init(dict(W, b=np.ones(2, np.float32)))).linear("nope", np.ones((2, 3))))(
+        eggroll.Eggroll(4, 1, 0.1, 0)), "unknown parameter 'nope': the parameters are b, w"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 2, 2), np.float32)}),
+     "parameter 'w' has shape (2, 2, 2): EGGROLL perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one "
+     "of them"),
     (lambda: (lambda es, state: es.tell(state, es.ask(state), np.ma.masked_array([1.0, 2, 3, 4], [0, 1, 0, 0])))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))"),
