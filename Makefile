@@ -68,7 +68,7 @@ reproduce-parity: install
 bench: install
 	$(PY) run.py bench --json bench.json
 
-# Mutation testing of the core, not part of `make test` or CI (about 22 minutes on 2 cores): mutmut
+# Mutation testing of the core, not part of `make test` or CI (about 80 minutes on 2 cores): mutmut
 # mutates eggroll.py, snn_eggroll.py, noise.py, snn.py, optim.py and baselines.py in a copy (mutants/) and runs each
 # mutant against the tests that execute its function; tests/mutation_report.py then prints the score
 # per file and every survivor not recorded as equivalent, and fails below 98 %.
