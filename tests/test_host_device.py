@@ -210,3 +210,21 @@ def test_kernels_are_chosen_by_the_arrays_module(monkeypatch):
     snn.forward(params, frames, n_members=3)
     eggroll.centred_ranks(xp.arange(5.0))
     assert asked and all(module is xp for module in asked), {getattr(m, "__name__", m) for m in asked}
+
+
+def test_the_ask_tell_interface_on_the_device():
+    """A population's linear layers (shared and per-member x, with and without a bias), its
+    members' weights and a tell: on the device as on the host, every array still on the device."""
+    rng = np.random.default_rng(3)
+    params = {"w": rng.standard_normal((5, 4)).astype(np.float32), "b": rng.standard_normal(5).astype(np.float32)}
+    es = eggroll.Eggroll(6, 2, 0.1, seed=4)
+
+    def generation(params, x, per_member):
+        state = es.init(params)
+        population = es.ask(state)
+        out = population.linear("w", x, bias="b")
+        return (out, population.linear("w", per_member), population.perturbed("w"),
+                es.tell(state, population, out.sum(axis=(1, 2)))[0].params)
+
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    run_both(generation, params, x, rng.standard_normal((6, 3, 4)).astype(np.float32))
