@@ -348,6 +348,9 @@ def test_a_foreign_population_or_state_is_told_in_full():
     assert told(es, state, other.ask(state)) == (
         "the population was asked of another Eggroll (its seed differ from this one's): tell its fitness to the "
         "Eggroll that asked it")
+    assert told(es, state, eggroll.Eggroll(4, 2, 0.1, 1).ask(state)) == (
+        "the population was asked of another Eggroll (its seed, rank differ from this one's): tell its fitness to "
+        "the Eggroll that asked it")
     assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
         "the population was asked of another state's parameters: tell the state it was asked of")
     no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
@@ -424,6 +427,7 @@ def test_linears_errors_name_what_is_there():
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
     pop = es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)}))
     cases = [(lambda: pop.linear("v", np.ones((2, 6))), "unknown parameter 'v': the parameters are b, w"),
+             (lambda: pop.perturbed(7), "a parameter's name is a string, got 7: the parameters are b, w"),
              (lambda: pop.linear("w", np.ones((5, 2, 6))), "x of shape (2·pairs, N, n) needs 2·pairs = 4 members, got 5"),
              (lambda: pop.linear("w", np.ones((2, 7))),
               "x of shape (2, 7) does not fit w of shape (3, 6): a layer is x W^T, so x needs 6 columns"),

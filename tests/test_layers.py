@@ -78,6 +78,7 @@ def test_fold_is_the_adjoint_of_unfold_and_counts_the_synapses(first, second, se
         unfolded = network.unfold(layer, x)
         g = rng.random(unfolded.shape)
         assert np.isclose(np.sum(unfolded * g), np.sum(x * network.fold(layer, g)), rtol=1e-10)
+        assert network.fold(layer, g.astype(np.float32)).dtype == np.float32  # BPTT's float32 stays float32
         inside = network.unfold(layer, np.ones((1, network.sizes[layer - 1]))).sum()  # patch entries on the image
         fan_out, fan_in = network.weight_shape(layer)
         assert network.synapses(layer).sum() == fan_out * inside

@@ -138,13 +138,14 @@ def test_hidden_spikes_are_counted_only_when_asked():
     assert none is None and np.array_equal(counts, counted)
 
 
+@pytest.mark.parametrize("sizes", [(8, 6, 4), (8, 6, 5, 4)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_simulation_runs_in_the_frames_dtype(monkeypatch, dtype):
+def test_simulation_runs_in_the_frames_dtype(monkeypatch, dtype, sizes):
     """A float32 network is simulated in float32 throughout (the training's precision, and what the
     GPU kernels compute) and a float64 one in float64: every membrane potential, input current and
-    spike buffer lif_step sees, and the output counts, have the frames' dtype; hidden-spike totals
-    are float64 counts."""
-    params = {k: v.astype(dtype) for k, v in snn.init_params(2, (8, 6, 4), std=1.0).items()}
+    spike buffer lif_step sees, in every layer of one or two hidden layers, and the output counts,
+    have the frames' dtype; hidden-spike totals are float64 counts."""
+    params = {k: v.astype(dtype) for k, v in snn.init_params(2, sizes, std=1.0).items()}
     frames = (np.random.default_rng(2).random((5, 3, 8)) < 0.5).astype(dtype)
     seen, plain_step = set(), snn.lif_step
 
