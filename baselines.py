@@ -172,7 +172,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 # (Zenke & Ganguli, "SuperSpike", 2018):
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)
 # k = 25 is snnTorch's `surrogate.fast_sigmoid(slope=25)` default. A price on hidden spikes adds
-#     L = CE + spike_cost * sum_t sum_j o1_tj / N                                          (12)
+#     L_lambda = CE + spike_cost * sum_t sum_j o1_tj / N                                   (12)
 # (the sum over every hidden layer's spikes in a deeper network; the ES fitness's penalty,
 # snn_eggroll.fitness); its gradient spike_cost / N on every o1_tj reaches
 # the weights through Eq. (11), the usual differentiable firing-rate penalty.
@@ -304,7 +304,8 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     """One BPTT step on a minibatch: forward, loss, backward, then Adam (optim.py) up -g.
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
-    Returns new parameters, new Adam state and stats = {"loss": L before the step}.
+    Returns new parameters, new Adam state and stats = {"loss": the loss before the step, L or,
+    with a price on spikes, L_lambda}.
     """
     xp = array_module_of(frames)
     snn.check_frames(params, frames, labels, network)

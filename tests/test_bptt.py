@@ -230,7 +230,7 @@ def test_bptt_step_passes_its_readout_scale_and_reset_to_the_backward_pass(detac
 @settings(max_examples=30)
 @given(data=st.data(), spike_cost=st.floats(0.01, 0.5), **smooth_settings)
 def test_spike_cost_gradient_is_exact_in_smooth_mode(data, spike_cost, k, logit_scale):
-    """L = CE + spike_cost x (hidden spikes per sample), the smooth spikes S(V) counted: bptt_backward
+    """L_lambda = CE + spike_cost x (hidden spikes per sample), the smooth spikes S(V) counted: bptt_backward
     with the cost equals finite differences of that loss (reset differentiated), and the cost moves
     the gradient (its part alone, spike_cost / N per hidden spike, is not zero)."""
     params, frames, labels, lif = small_problem(data)

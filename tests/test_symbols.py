@@ -24,7 +24,7 @@ SECOND_MEANINGS = [
      "lr · λ · θ"),
     ("L as the layer count, not the loss", r"\.\.L\b|\blayer L\b|\bWL\b|\bL\s*(>=|≥)\s*2|\bL, the number",
      "l = 1..L, layer L the output"),
-    ("k as an index, a moment or a kernel's size, not the surrogate's sharpness",
+    ("k as an index, a moment or a kernel's size, not the surrogate's slope",
      r"Σ_k|_[a-z]?k\b|\bk = (𝔼|E)\[|\bk (x|×) k\b|\bk k\b", "E_ij = (1/√r) Σ_k a_ik b_jk"),
     ("s as σ, not a layer's input", r"\bs\^2|\bs eps|\(2 P s\)", "-(W^3 + s^2 k W)"),
     ("b as a factor, not a bias", r"a bᵀ|‖b‖|𝔼\[b²\]|\bb_jk\b", "At r = 1, E = a bᵀ"),
@@ -51,7 +51,7 @@ SECOND_MEANINGS = [
 SECOND_MEANINGS_IN_CODE = [
     ("m, v, t, β, ε as Adam's moments, step count, decays and floor", r"\bbeta[12]\b|\beps=1e-8|\[\"[mvt]\"\]",
      'm[name] = beta1 * state["m"][name] + (1 - beta1) * grads[name]'),
-    ("k, s as a kernel's size and stride, not the sharpness and a layer's input",
+    ("k, s as a kernel's size and stride, not the surrogate's slope and a layer's input",
      r"\bk, s\b|\bk \* k\b|range\(k\)|\bs \* out_", "for dy in range(k):"),
     ("A1, B1, d1 as one layer's factors and bias noise, not pair 1's factors and d", r"\b[AB][12]\b|\bd[12]\b",
      'A1, B1 = perturbations["W1"]'),
