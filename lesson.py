@@ -62,27 +62,34 @@ def standard_error(samples):
 
 
 # %% [markdown]
-# ## 1. E = A Bᵀ/√r is as long a step as full-rank noise, at every rank, Eq. (5)
+# ## 1. E = A Bᵀ/√r is as long a perturbation as full-rank noise, at every rank, Eq. (5)
 #
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
-# Eq. (5) are r (m + n) = 2,376 r. Is the low-rank E as big a step? The derivation (section 5)
-# gives an entry's variance; this claim adds its length and its shape. An entry of E is a sum of r
-# independent products of two independent 𝒩(0, 1) numbers, an entry of A and one of B, each
-# product of mean 0 and variance 1 · 1 = 1:
+# Eq. (5) are r (m + n) = 2,376 r. Does the low-rank E perturb the weights as far? The derivation
+# (section 5) gives an entry's variance; this claim adds E's length and an entry's shape. An entry
+# of E is a sum of r independent products of two independent 𝒩(0, 1) numbers, an entry of A and
+# one of B, each product of mean 0 and variance 1 · 1 = 1:
 #
 #     E_ij = (1/√r) (A_i1 B_j1 + … + A_ir B_jr)
 #     Var(E_ij) = (1/√r)² · (r · 1) = 1.
 #
-# The 1/√r brings the variance back to 1 at every rank, so ‖E‖²_F = Σ_ij E_ij² ≈ mn: a step σE has
-# the length σ√(mn) of full-rank ES at every rank, and one σ means the same at every rank (without
-# the 1/√r the step would grow as √r). What the rank does change is the shape of an entry. Its
-# fourth moment counts the terms of (A_i1 B_j1 + … + A_ir B_jr)⁴ whose factors pair up: r terms
-# that are one product to the fourth, of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two
-# different products squared, of mean 1, so
+# The 1/√r brings the variance back to 1 at every rank, so ‖E‖²_F = Σ_ij E_ij² ≈ mn: a perturbation
+# σE has the length σ√(mn) of full-rank ES at every rank, and one σ means the same at every rank
+# (without the 1/√r the perturbation would grow as √r). What the rank does change is how the
+# entries go together. E has rank r, and its entries, uncorrelated, are not independent: every
+# entry of row i is made from row i of A, a_i, so given a_i they are independent Gaussians of
+# variance ‖a_i‖²/r, and two of them have 𝔼[E_ij² E_ij′²] = 𝔼[‖a_i‖⁴]/r² = (r² + 2r)/r² = 1 + 2/r,
+# not 1 (a column likewise, through B). This dependence is most of what low rank adds to the
+# estimate's error (claim 3) and to its bias off quadratics (the derivation, section 5's last
+# part). An entry alone changes less. Its fourth moment counts the terms of
+# (A_i1 B_j1 + … + A_ir B_jr)⁴ whose factors pair up: r terms that are one product to the fourth,
+# of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two different products squared, of mean 1, so
 #
 #     𝔼[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
 #
-# against 3 for a Gaussian: heavy tails at low rank (excess kurtosis 6/r), Gaussian only as r → ∞.
+# against 3 for a Gaussian: heavier tails at low rank (excess kurtosis 6/r), Gaussian only as
+# r → ∞. Both departures fall as 1/r; this claim measures the length and an entry's tails, claim 3
+# the error that both add.
 # The check: the E_p of 32 pairs at each rank from 1 to 64 and at full rank (`eggroll.lowrank_factors`,
 # `baselines.full_rank_noise`); their mean entry variance within 5 standard errors of 1, their
 # mean excess kurtosis within 5 of 6/r (0 at full rank).
@@ -116,7 +123,7 @@ def lowrank_scale():
 # %% [markdown]
 # ## 2. The population is evaluated without ever forming E, Eq. (6)
 #
-# A member's first layer multiplies its input x (one row per sample and time step, n = 2312 wide)
+# A member's first layer multiplies its input x (one row per sample and frame, n = 2312 wide)
 # by (W ± σE)ᵀ, E = A Bᵀ/√r of one pair (A m × r, B n × r). Transposing Eq. (5) gives
 # Eᵀ = (A Bᵀ)ᵀ/√r = B Aᵀ/√r, and a product of matrices can be grouped either way (the derivation's
 # section 5; here it is checked), so
@@ -185,9 +192,12 @@ def forward_trick():
 # %% [markdown]
 # ## 3. The estimate's error falls as 1/P, and low rank adds little to it, Eqs. (7), (8), (10)
 #
-# ES follows the gradient of the smoothed fitness J(θ) = 𝔼_ε[F(θ + σε)], and the derivation
-# (sections 1 and 2) shows the estimate's mean is that gradient; this claim measures its error,
-# at full and at low rank. To know that gradient
+# Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
+# J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
+# gradient. Training feeds centred ranks instead, and its step then estimates the smoothed
+# gradient of a reshaped fitness, the share of the population that a member beats: it climbs to
+# the same optimum but is not ∇J (the derivation's section 4). This claim feeds raw differences and
+# measures the estimate's error, at full and at low rank. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
 # G = θ* − θ. For a quadratic the antithetic difference is exact, the even terms cancelling:
@@ -204,23 +214,26 @@ def forward_trick():
 # since 𝔼[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖² (⟨G, ε⟩² times each of the d terms ε_i² has mean ‖G‖², plus
 # 2 G_i² for the term of ε_i itself, its fourth moment 3 against 1). So the measure of the right
 # panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the number of pairs — stays
-# at d + 1 = 597 at every population exactly when the error falls as 1/P. Low-rank noise's heavy
-# tails add to 𝔼[⟨G, E⟩² ‖E‖²]. At r = 1, A and B are single columns, E = A Bᵀ,
-# ⟨G, E⟩ = Aᵀ (G B) and ‖E‖² = ‖A‖² ‖B‖². Average first over A, a Gaussian vector of m entries
-# (the count above, with G B for G), then over B:
+# at d + 1 = 597 at every population size exactly when the error falls as 1/P. Low-rank noise adds
+# to 𝔼[⟨G, E⟩² ‖E‖²], mostly through the dependence between its entries (claim 1). At r = 1, A and B
+# are single columns, E = A Bᵀ, ⟨G, E⟩ = Aᵀ (G B) and ‖E‖² = ‖A‖² ‖B‖². Average first over A, a
+# Gaussian vector of m entries (the count above, with G B for G), then over B:
 #
 #     𝔼[(Aᵀ G B)² ‖A‖² ‖B‖²] = (m + 2) 𝔼[‖G B‖² ‖B‖²] = (m + 2)(n + 2) ‖G‖²,
 #
 # 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
-# independent such terms; only the fourth moments within one term exceed the Gaussian's, r terms
-# weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix (tests/test_es.py
-# checks it at every rank). Here that is 15 % more error at r = 1 and 4 % at r = 4; for the
-# 64 × 2312 layer it would be at most 4,754/r against d + 1 = 148,683, 3 % at r = 1.
+# independent such terms; only the means of products of four entries within one term exceed the
+# Gaussian's, r terms weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix
+# (tests/test_es.py checks it at every rank). Of it, each entry's own tail, 𝔼[E_ij⁴] = 3 + 6/r,
+# gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2 entries that share
+# a row or a column with each entry, 𝔼[E_ij² E_ij′²] = 1 + 2/r: dependence, not tails. Here that is
+# 15 % more error at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it would be at most 4,754/r
+# against d + 1 = 148,683, 3 % at r = 1.
 #
 # The check: `eggroll.gradient` at r = 1 and r = 4 and `baselines.full_rank_gradient`, each
-# regenerating its noise from its keys, 8 independent estimates at each population from 16 to
-# 16,384 members; the mean error within 5 standard errors of its prediction, and the cosine between
-# g and G rising from below 0.3 to above 0.95.
+# regenerating its noise from its keys, 8 independent estimates at each population size 2P from 16
+# to 16,384 members; the mean error within 5 standard errors of its prediction, and the cosine
+# between g and G rising from below 0.3 to above 0.95.
 
 # %%
 def gradient_estimate():
@@ -360,13 +373,13 @@ def memory_and_time():
 # %% [markdown]
 # ## 5. In the same time, EGGROLL trains further than vanilla ES, on real recordings
 #
-# Claims 1–4 say that a low-rank generation takes as long a step as a full-rank one, estimates the
-# gradient nearly as well, and costs far less. So in equal time EGGROLL should get further. Three
-# methods train the same network from the same initial weights on the same real recordings, each
-# for the same CPU time (20 seconds by default, `--seconds`; the process's CPU time over all its
-# threads, as in claim 4, the evaluations not counted). The budget is time, not a count of network
-# evaluations: a generation of 256 members runs 256 networks on its minibatch where a BPTT step
-# runs one and its backward pass, and what a user pays for is time.
+# Claims 1–4 say that a low-rank generation perturbs the weights as far as a full-rank one (its
+# noise is as long), estimates the gradient nearly as well, and costs far less. So in equal time
+# EGGROLL should get further. Three methods train the same network from the same initial weights on
+# the same real recordings, each for the same CPU time (20 seconds by default, `--seconds`; the
+# process's CPU time over all its threads, as in claim 4, the evaluations not counted). The budget
+# is time, not a count of network evaluations: a generation of 256 members runs 256 networks on its
+# minibatch where a BPTT step runs one and its backward pass, and what a user pays for is time.
 #
 # - EGGROLL r = 4 (`snn_eggroll.generation_step`) and vanilla ES (`baselines.es_generation_step`, all
 #   members at once): 256 members, minibatches of 64, σ = 0.2, Adam at lr 0.1, logit scale 1. That
@@ -375,7 +388,7 @@ def memory_and_time():
 #   ([docs/results.md](docs/results.md)): the race runs on EGGROLL r = 4's settings, not on each
 #   method's best. A generation: draw a minibatch, evaluate the population by Eq. (6), shape the
 #   fitnesses into centred ranks, take the f_p, form Eqs. (7)–(8) (or (10)) and climb by Adam, Eq. (9).
-# - BPTT (`baselines.bptt_step`): backpropagation through the 10 time steps, with the fast-sigmoid
+# - BPTT (`baselines.bptt_step`): backpropagation through the 10 frames, with the fast-sigmoid
 #   surrogate slope k = 2 for the spike's derivative, minibatches of 64, Adam at lr 0.02, logit
 #   scale 10 (the paper preset's settings, the learning rate held constant: in a time budget the
 #   number of steps is not known in advance).
