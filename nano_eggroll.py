@@ -27,8 +27,8 @@ training recordings of nmnist-sample/) in 25–40 CPU seconds, to 98 % on the tr
 and 68–70 % test accuracy on the 100 real test recordings (chance: 10 %; seeds 1–3 give 56–71 %).
 The wall time it prints depends on what else the cores run: 22–42 s on 2 otherwise idle CPU cores,
 110 s on cores shared with four busy programs (the same 32 CPU seconds, a smaller share of each
-core); with more than one BLAS thread there, the threads also wait for each other (260 s
-measured). The BLAS thread count and the CPU round float32 sums differently, which moves that
+core); with more than one BLAS thread there, the threads also wait for each other, which lengthens
+it further. The BLAS thread count and the CPU round float32 sums differently, which moves that
 accuracy a point or two; at one thread a run repeats exactly on one machine.
 """
 import math
