@@ -34,7 +34,7 @@ test: install
 lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
-# The toy of docs/derivation.md (seconds): EGGROLL on an 8 x 6 quadratic, its figure redrawn in place.
+# The toy of docs/derivation.md (about 20 CPU seconds): EGGROLL on an 8 x 6 quadratic, its figure redrawn in place.
 derivation: install
 	$(PY) toy_eggroll.py --out docs/derivation.png
 
