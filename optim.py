@@ -1,4 +1,7 @@
-"""The optimiser all three methods share: Adam (Kingma & Ba, 2015), ascending, Eq. (9).
+"""The optimiser all three methods share: Adam (Kingma & Ba, 2015), ascending, Eq. (9):
+theta += lr avg(g) / (sqrt(avg(g^2)) + eps) per entry, avg(g) and avg(g^2) its first and second
+moments (running means over the steps, bias-corrected), eps its constant 10^-8. Its state keeps
+the moments under Kingma & Ba's "m" and "v", not a matrix's rows m or a potential V.
 
 The ES methods hand it their gradient estimate g of the fitness and climb; BPTT hands it -g of
 the loss. With weight_decay > 0 every parameter also shrinks by lr * weight_decay * theta, the
@@ -18,9 +21,9 @@ class Adam:
     """Adam's settings; lr is the rate of the current step (see `scheduled_lr`)."""
     lr: float
     weight_decay: float = 0.0
-    beta1: float = 0.9      # β₁, β₂: Kingma & Ba's constants
+    beta1: float = 0.9      # the decay rates of the first and second moments, Eq. (9)'s 0.9 and 0.999
     beta2: float = 0.999
-    eps: float = 1e-8
+    eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
 
 
 def init(params):
@@ -40,8 +43,9 @@ def ascend(params, grads, state, adam):
 
 
 def adam_update(value, grad, m, v, t, adam):
-    """Step t of Adam for one parameter: theta += lr m_hat / (sqrt(v_hat) + eps), and the
-    decoupled decay; returns the new theta, m and v."""
+    """Step t of Adam for one parameter, Eq. (9): the first and second moments m = avg(g) and
+    v = avg(g^2) move towards grad and grad^2, theta += lr avg(g) / (sqrt(avg(g^2)) + eps), both
+    corrected for their start at zero, then the decoupled decay. Returns the new theta, m and v."""
     m = adam.beta1 * m + (1 - adam.beta1) * grad
     v = adam.beta2 * v + (1 - adam.beta2) * grad ** 2
     step = (m / (1 - adam.beta1 ** t)) / ((v / (1 - adam.beta2 ** t)) ** 0.5 + adam.eps)
