@@ -303,9 +303,9 @@ class State:
 
 @dataclass(frozen=True)
 class Eggroll:
-    """EGGROLL over named parameters: population = 2P members as P antithetic pairs, perturbation
-    rank r, noise scale sigma (a float, or {name: float} for every parameter), the noise's seed,
-    Adam's lr and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
+    """EGGROLL over named parameters: `population`, the number of members, 2P in P antithetic pairs;
+    perturbation rank r, noise scale sigma (a float, or {name: float} for every parameter), the noise's
+    seed, Adam's lr and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
     differences), and a `team` of processes (distributed.py) that share the pairs out."""
     population: int
     rank: int
