@@ -399,33 +399,6 @@ def memory_and_time():
 # training and validation by `data.load_nmnist`, the 18 unused here; 100 test).
 
 # %%
-def data_root():
-    """Where the real recordings are: --data-root, else $NMNIST_ROOT, else the sample; and which it is."""
-    if args.data_root is not None:
-        return args.data_root, "--data-root"
-    if os.environ.get("NMNIST_ROOT"):
-        return Path(os.environ["NMNIST_ROOT"]), "$NMNIST_ROOT"
-    return SAMPLE, "the sample"
-
-
-def shown(path):
-    """A path as the reader should see it: relative to the repository when inside it."""
-    try:
-        return str(Path(path).resolve().relative_to(HERE)) or "."
-    except ValueError:
-        return str(path)
-
-
-def load_recordings():
-    """The real recordings' splits, or one line and exit status 2 when they are missing or damaged."""
-    root, named = data_root()
-    if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
-        fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
-             f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
-             f"unset for the recordings of nmnist-sample/")
-    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
-
-
 def accuracy(params, split):
     """The fraction of `split` whose most-spiking output (ties: the lowest) is its label."""
     hits = 0
@@ -712,7 +685,8 @@ def write_whole(path, content):
 # %%
 # ---------------------------------------------------------------------------------------------
 # How the lesson runs: its options, checked before any work; Ctrl-C, other signals and a closed
-# standard output as one line; the claims in order; the files, all written at the end.
+# standard output as one line; where claim 5's recordings are; the claims in order; the files, all
+# written at the end.
 
 
 def fail(message):
@@ -798,6 +772,33 @@ def wrapped(line, width=100):
     return ";\n".join(textwrap.fill(part, width, initial_indent="    " if index else "", subsequent_indent="    ",
                                      break_long_words=False, break_on_hyphens=False)
                        for index, part in enumerate(line.split("; ")))
+
+
+def data_root():
+    """Where the real recordings are: --data-root, else $NMNIST_ROOT, else the sample; and which it is."""
+    if args.data_root is not None:
+        return args.data_root, "--data-root"
+    if os.environ.get("NMNIST_ROOT"):
+        return Path(os.environ["NMNIST_ROOT"]), "$NMNIST_ROOT"
+    return SAMPLE, "the sample"
+
+
+def shown(path):
+    """A path as the reader should see it: relative to the repository when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(HERE)) or "."
+    except ValueError:
+        return str(path)
+
+
+def load_recordings():
+    """The real recordings' splits, or one line and exit status 2 when they are missing or damaged."""
+    root, named = data_root()
+    if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
+        fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
+             f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
+             f"unset for the recordings of nmnist-sample/")
+    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
 
 
 LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
