@@ -274,7 +274,7 @@ def gradient_estimate():
                   "full-rank ES": (None, baselines.full_rank_gradient)}
     populations = [2 ** power for power in range(4, 15)]
     repeats, sigma = 8, 0.1
-    cosine, error = {}, {}  # per estimator: (population, repeat)
+    cosine, error = {}, {}  # per estimator: (population size, repeat)
     for seed, (label, (rank, estimate)) in enumerate(estimators.items(), start=1):
         cosine[label], error[label] = np.empty((len(populations), repeats)), np.empty((len(populations), repeats))
         for i, population in enumerate(populations):
@@ -282,18 +282,18 @@ def gradient_estimate():
                 generation = repeats * i + repeat  # a fresh, independent draw for every estimate
                 config = snn_eggroll.Config(population, rank, sigma, seed, 1.0) if rank else \
                     baselines.ESConfig(population, sigma, seed, 1.0)
-                eps = drawn_noise(config, generation)
-                f = fitness({name: theta[name] + sigma * eps[name] for name in theta}) - \
-                    fitness({name: theta[name] - sigma * eps[name] for name in theta})
+                perturbation = drawn_noise(config, generation)  # every pair's ε_p: E_p, or Gaussian
+                f = fitness({name: theta[name] + sigma * perturbation[name] for name in theta}) - \
+                    fitness({name: theta[name] - sigma * perturbation[name] for name in theta})
                 g = np.concatenate([part.ravel() for part in estimate(f, theta, config, generation).values()])
                 cosine[label][i, repeat] = g @ true_gradient / (np.linalg.norm(g) * np.linalg.norm(true_gradient))
                 error[label][i, repeat] = config.pairs * ((g - true_gradient) ** 2).sum() / (true_gradient ** 2).sum()
         assert abs(error[label].mean() - predicted_error(rank)) <= 5 * standard_error(error[label].ravel()), label
         assert cosine[label][0].mean() < 0.3 and cosine[label][-1].mean() > 0.95, label
     report(3, gradient_estimate_figure(estimators, populations, repeats, cosine, error, predicted_error),
-           "mean cosine with G at population " + "; ".join(
+           f"mean cosine with G from {populations[0]} to {populations[-1]} members: " + "; ".join(
                f"{label} {cosine[label][0].mean():.3f} → {cosine[label][-1].mean():.3f}" for label in estimators)
-           + f" ({populations[0]} → {populations[-1]}); P ‖g − G‖² / ‖G‖² measured (predicted) " + "; ".join(
+           + "; P ‖g − G‖² / ‖G‖² measured (predicted) " + "; ".join(
                f"{label} {error[label].mean():.0f} ± {standard_error(error[label].ravel()):.0f} "
                f"({predicted_error(rank):.0f})" for label, (rank, _) in estimators.items()))
 
@@ -364,7 +364,7 @@ def memory_and_time():
     assert min(memory_ratio) > 10, memory_ratio
     assert speedup > 2, speedup
     report(4, memory_and_time_figure(populations, methods, megabytes, seconds, memory_ratio, speedup),
-           f"at population {populations[-1]}, noise MB " + ", ".join(
+           f"at {populations[-1]} members, noise MB " + ", ".join(
                f"{label} {megabytes[label][-1]:.2f}" for label in methods) + "; CPU seconds per generation (N = 32) "
            + ", ".join(f"{label} {seconds[label][-1]:.3f}" for label in methods)
            + f"; vanilla ES / EGGROLL r = 4: {memory_ratio[-1]:.1f}× the memory, {speedup:.1f}× the time")
@@ -484,15 +484,16 @@ def training_race():
 
 
 def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
-    """Claim 1: an entry's variance and distribution and the step's length, at each rank and at full rank."""
+    """Claim 1: an entry's variance and distribution and the noise's length, at each rank and at full rank."""
     figure = Figure(figsize=(14, 4.3), layout="constrained")
-    figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so every rank "
-                    "takes a step as long as full-rank noise;\nonly the tails differ (heavier at low rank)")
+    figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so E is as long "
+                    "as full-rank noise at every rank;\nwhat the rank changes is how the entries go together (a "
+                    "row's entries share a row of A) and, right, an entry's tails, heavier at low rank")
     variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
     variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks],
                          marker="o", capsize=3, label="A Bᵀ/√r, Eq. (5)")
     variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without the 1/√r")
-    variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian, Eq. (10)")
+    variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian (vanilla ES)")
     variance_ax.set(xscale="log", yscale="log", xlabel="rank r of the perturbation",
                     ylabel="variance of an entry of E (mean ± std over 32 pairs)", title="variance: 1 at every rank")
     for rank in ranks:
@@ -501,7 +502,8 @@ def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
     norm_ax.axhline(math.sqrt(m * n), color="k", linewidth=0.8, label=f"√(mn) = {math.sqrt(m * n):.1f}")
     norm_ax.set_xscale("log", base=2)
     norm_ax.set_xticks(ranks + [128], [str(r) for r in ranks] + ["full"])
-    norm_ax.set(xlabel="rank r of the perturbation", ylabel="length of the step, ‖E‖_F (one dot per pair)",
+    norm_ax.set(xlabel="rank r of the perturbation",
+                ylabel="length of the noise, ‖E‖_F (one dot per pair;\nthe perturbation σE is σ times as long)",
                 title="length: √(mn) at every rank")
     bins = np.linspace(-8, 8, 81)
     for rank in (1, 4, 64, "full"):
@@ -509,7 +511,7 @@ def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
         shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
     shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
     shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="value of an entry of E (one pair's 147,968)",
-                 ylabel="probability density", title="shape: kurtosis 3 + 6/r, heavy tails at low rank")
+                 ylabel="probability density", title="one entry's shape: kurtosis 3 + 6/r")
     for ax in (variance_ax, norm_ax, shape_ax):
         ax.legend(fontsize=8)
     return figure
@@ -547,7 +549,7 @@ def forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, 
 
 
 def gradient_estimate_figure(estimators, populations, repeats, cosine, error, predicted_error):
-    """Claim 3: each estimator's cosine with the true gradient and its error, measured and predicted, per population."""
+    """Claim 3: each estimator's cosine with the true gradient and its error, measured and predicted, per population size."""
     extra = {rank: 100 * (predicted_error(rank) / predicted_error(None) - 1) for rank in (1, 4)}
     figure = Figure(figsize=(13, 5), layout="constrained")
     figure.suptitle(f"Claim 3: the error of the gradient estimate falls as 1/P at every rank, as predicted; "
@@ -565,7 +567,8 @@ def gradient_estimate_figure(estimators, populations, repeats, cosine, error, pr
                           marker="o", capsize=3, label=label, **style)
         error_ax.axhline(predicted_error(rank), linestyle=":", **style)
     cosine_ax.set(xlabel="population 2P (members)", ylabel="cosine(estimate g, true gradient G)",
-                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, 1/√(1 + error/P)")
+                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, "
+                        "1/√(1 + ‖g − G‖²/‖G‖²), the error at its predicted mean")
     error_ax.set(xlabel="population 2P (members)",
                  ylabel="P ‖g − G‖² / ‖G‖²\n(squared error relative to ‖G‖², times the pairs P)",
                  title="error: flat means it falls as 1/P; mean ± standard error\n"
@@ -577,10 +580,10 @@ def gradient_estimate_figure(estimators, populations, repeats, cosine, error, pr
 
 
 def memory_and_time_figure(populations, methods, megabytes, seconds, memory_ratio, speedup):
-    """Claim 4: the noise a generation holds and the CPU time it takes, per method and population."""
+    """Claim 4: the noise a generation holds and the CPU time it takes, per method and population size."""
     figure = Figure(figsize=(12, 4.4), layout="constrained")
     figure.suptitle(f"Claim 4: at {populations[-1]} members, a generation of EGGROLL r = 4 holds "
-                    f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and runs {speedup:.0f}× faster")
+                    f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and takes {speedup:.0f}× less CPU time")
     memory_ax, time_ax = figure.subplots(1, 2)
     for label in methods:
         memory_ax.plot(populations, megabytes[label], marker="o", label=label)
