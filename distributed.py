@@ -27,7 +27,14 @@ gradients' all-reduce stays blocking, so its float sums keep the MPI's order; ev
 to it straight from the fitnesses' gather.) A process that
 received one keeps waiting PATIENCE seconds for the others (who stop with it at the next
 generation); if they never come, it raises Stopped alone, and the caller ends the job.
+
+A process that leaves the job without an error (sys.exit, or its script returns) tells the others
+so as it exits (`Team.leaving`, run at exit: a note on the team's own communicator). One still
+waiting for it in a collective call PATIENCE seconds after the note came raises Left, whose line
+names the rank that left, and the job ends; a job whose processes all end normally, at whatever
+times, is never ended so (a note that no process reads is dropped by MPI's end).
 """
+import atexit
 import hashlib
 import json
 import os
@@ -45,6 +52,7 @@ UPDATES = ("seeds", "allreduce")
 PATIENCE = 10.0  # seconds a signalled process waits in a collective call for the others before it gives up
 FORWARD = 0.5    # seconds given to mpiexec to pass on a process's last lines before it ends the job
 SPIN = 0.05      # seconds a collective call is polled without pause before the polls back off to 1 ms
+LEFT = 1         # the tag of the note a process sends the others as it leaves the job (Team.notes)
 
 
 def share(n_pairs, pairs_per_block, rank, size):
@@ -62,6 +70,17 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum, everywhere=False):
         super().__init__(signal.Signals(signum).name)
         self.signum, self.everywhere = signum, everywhere
+
+
+class Left(RuntimeError):
+    """Process `gone` left the job (sys.exit, or its script returned) while the processes `waiters`
+    waited for it in a collective call: a script's error, which would leave them waiting for ever."""
+
+    def __init__(self, gone, waiters, size):
+        waited = f"rank{'s' * (len(waiters) > 1)} {', '.join(map(str, waiters))}"
+        super().__init__(f"rank {gone} of {size} left the job (exit or return) while {waited} waited for it in a "
+                         f"collective call; end a job by raising an exception, which stops every process")
+        self.gone, self.waiters, self.size = gone, waiters, size
 
 
 class Alone:
@@ -122,6 +141,9 @@ class Team(Alone):
         self.seconds, self.bytes_sent = 0.0, 0  # spent in and sent by collectives, for the benchmark
         self.signal = 0  # the signal this process received, noted for stop_if_signalled
         self.patience = PATIENCE
+        self.notes = self.comm.Dup()  # the processes' notes to each other, apart from any the script sends
+        self.left = {}  # rank -> when (time.monotonic()) this process heard that it left the job
+        self.sent = []  # the requests of the notes this process sent, kept (with their buffers) until its end
 
     def my_pairs(self, n_pairs, pairs_per_block):
         return share(n_pairs, pairs_per_block, self.rank, self.size)
@@ -134,7 +156,9 @@ class Team(Alone):
         seconds, then every millisecond) so that a signal reaches this process: noted, as ever.
         Once signalled, a process waits PATIENCE seconds more for the others (who stop at the next
         generation); if they have not come, it raises Stopped alone (not `everywhere`), and its
-        caller ends the job (exits.fail), rather than wait for ever on a process that never comes."""
+        caller ends the job (exits.fail), rather than wait for ever on a process that never comes.
+        Once another process has left the job (`leaving`), the call has PATIENCE seconds more to
+        complete (it may be the last, which the other completed before it left); then Left."""
         began, signalled, pause = time.monotonic(), None, 1e-5
         while not request.Test():
             now = time.monotonic()
@@ -143,8 +167,33 @@ class Team(Alone):
             if signalled is not None and now - signalled > self.patience:
                 raise Stopped(self.signal)
             if now - began > SPIN:
+                self.hear_leaving()
+                if self.left and now - max(min(self.left.values()), began) > self.patience:
+                    raise Left(min(self.left, key=self.left.get), [self.rank], self.size)
                 time.sleep(pause)
                 pause = min(2 * pause, 1e-3)
+
+    def hear_leaving(self):
+        """Note every process that has said it left the job (`leaving`) since the last look."""
+        status = self.mpi.Status()
+        while self.notes.Iprobe(source=self.mpi.ANY_SOURCE, tag=LEFT, status=status):
+            gone = status.Get_source()
+            self.notes.Recv(numpy.empty(0, dtype=numpy.uint8), source=gone, tag=LEFT)
+            self.left.setdefault(gone, time.monotonic())
+
+    def leaving(self):
+        """Run at this process's exit (registered by `team`): tell every other process still in the
+        job that this one has left, so that none waits for it for ever (`wait`). The notes are sent
+        without waiting for anyone to read them; a process that exits normally never does."""
+        if self.mpi.Is_finalized():
+            return
+        self.hear_leaving()
+        told = [self.notes.Isend(numpy.empty(0, dtype=numpy.uint8), dest=other, tag=LEFT)
+                for other in range(self.size) if other != self.rank and other not in self.left]
+        self.sent += told
+        until = time.monotonic() + FORWARD
+        while not all(request.Test() for request in told) and time.monotonic() < until:
+            time.sleep(1e-3)  # an empty note leaves at once; one that cannot must not hold the exit
 
     def allgather_object(self, value):
         """Every process's `value` (picklable), in rank order."""
@@ -230,14 +279,15 @@ class Team(Alone):
 
     def ending_the_job(self, previous):
         """A sys.excepthook for the team's script: an error that no code caught on this process is
-        printed in one line with the process's rank, and ends every process of the job, which may be
-        waiting for this one in a collective call. Ctrl-C and the like go to `previous`."""
+        printed in one line with the process's rank (Left names the rank that left), and ends every
+        process of the job, which may be waiting for this one in a collective call. Ctrl-C and the
+        like go to `previous`."""
         def hook(kind, error, trace):
             if not issubclass(kind, Exception):
                 return previous(kind, error, trace)
+            line = f"error: {error}" if kind is Left else f"error: rank {self.rank} of {self.size}: {kind.__name__}: {error}"
             try:
-                sys.stderr.write(f"error: rank {self.rank} of {self.size}: {kind.__name__}: {error}".replace("\n", " ")
-                                 + "\n")
+                sys.stderr.write(line.replace("\n", " ") + "\n")
             except (OSError, ValueError):  # stderr closed: the job still ends
                 pass
             self.abort(1)
@@ -274,6 +324,7 @@ def team(update):
             signal.signal(signum, handler)
     if made.size > 1:
         sys.excepthook = made.ending_the_job(sys.excepthook)
+        atexit.register(made.leaving)  # before MPI's end, which mpi4py runs after every atexit function
     return made
 
 

@@ -3,7 +3,8 @@
 distributed.Team is built, by its own constructor, around `LocalComm`: a stand-in for mpi4py's
 communicator with the calls a Team makes: non-blocking Iallgather, Iallgatherv, Iallreduce, Ibcast
 and Ibarrier (whose requests answer Test and Wait), the blocking Allreduce of the gradients, with
-SUM or MAX, and Split_type, Get_rank, Get_size, Abort. So Team's own
+SUM or MAX, and Split_type, Dup, Get_rank, Get_size, Abort; and the processes' notes to each other
+(Isend, Iprobe, Recv: point-to-point messages, each on its communicator). So Team's own
 share-out, gather and sum run unchanged, without MPI:
 
     results, teams = run_team(3, lambda team: snn_eggroll.generation_step(..., team=team), "seeds")
@@ -26,6 +27,7 @@ import numpy
 import distributed
 
 SUM, MAX = "SUM", "MAX"   # the reduction operations of the stand-in MPI module
+ANY_SOURCE = -1
 COMM_TYPE_SHARED = "COMM_TYPE_SHARED"
 TIMEOUT = 60.0            # seconds a collective call may wait for the other processes
 GRACE = 1.0               # seconds run_team waits for the others once a process failed
@@ -51,6 +53,7 @@ class World:
         self.failed = None               # (rank, exception) of the first process that failed
         self.failed_at = None            # and when (time.monotonic())
         self.finished = set()            # processes that returned
+        self.mail = {}                   # (communicator, receiver) -> [(sender, tag, bytes)], in send order
 
     def post(self, rank, kind, value):
         """Start process `rank`'s next collective call; its index."""
@@ -121,6 +124,20 @@ class World:
         with self.condition:
             self._failed(rank, error)
 
+    def send(self, context, source, dest, tag, data):
+        with self.condition:
+            self.mail.setdefault((context, dest), []).append((source, tag, data))
+
+    def probe(self, context, rank, source, tag, take=False):
+        """The first note (sender, tag, bytes) to `rank` from `source` (ANY_SOURCE: any) with `tag`,
+        taken out of the mail if `take`; None if there is none."""
+        with self.condition:
+            box = self.mail.get((context, rank), [])
+            for index, (sender, kind, data) in enumerate(box):
+                if source in (ANY_SOURCE, sender) and kind == tag:
+                    return box.pop(index) if take else (sender, kind, data)
+            return None
+
     def finish(self, rank):
         with self.condition:
             self.finished.add(rank)
@@ -181,12 +198,59 @@ def store(receive, data, what):
     receive.reshape(-1)[:] = data.reshape(-1)
 
 
+class Status:
+    """mpi4py's Status, as Iprobe fills it: the note's sender and size."""
+    source, count = ANY_SOURCE, 0
+
+    def Get_source(self):
+        return self.source
+
+    def Get_count(self, datatype=None):
+        return self.count
+
+
+class Sent:
+    """The request of a note: sent at once, as MPI sends a small one."""
+
+    def Test(self):
+        return True
+
+
 class LocalComm:
     """Process `rank`'s communicator in a World: the part of mpi4py.MPI.Comm that Team uses."""
 
-    def __init__(self, world, rank):
-        self.world, self.rank = world, rank
+    def __init__(self, world, rank, context=()):
+        self.world, self.rank, self.context = world, rank, context
         self.log = []  # the collective calls this process made, blocking or not, in order
+        self.dups = 0
+
+    def Dup(self):
+        """A communicator of its own for the same processes (each process makes its Dups in the same
+        order, so the n-th Dup of every process is one communicator)."""
+        self.dups += 1
+        return LocalComm(self.world, self.rank, (*self.context, self.dups))
+
+    # Notes -----------------------------------------------------------------------------------
+
+    def Isend(self, buf, dest, tag=0):
+        data = contiguous_numpy(buf, "Isend's buffer").tobytes()
+        if not 0 <= dest < self.world.size or dest == self.rank:
+            raise CollectiveError(f"Isend from process {self.rank} to {dest}")
+        self.world.send(self.context, self.rank, dest, tag, data)
+        return Sent()
+
+    def Iprobe(self, source=ANY_SOURCE, tag=0, status=None):
+        note = self.world.probe(self.context, self.rank, source, tag)
+        if note is not None and status is not None:
+            status.source, status.count = note[0], len(note[2])
+        return note is not None
+
+    def Recv(self, buf, source=ANY_SOURCE, tag=0):
+        note = self.world.probe(self.context, self.rank, source, tag, take=True)
+        if note is None:
+            raise CollectiveError(f"process {self.rank}: Recv from {source} with tag {tag} would wait for ever")
+        receive = contiguous_numpy(buf, "Recv's buffer")
+        store(receive, numpy.frombuffer(note[2], dtype=receive.dtype), "Recv")
 
     def Get_rank(self):
         return self.rank
@@ -273,7 +337,8 @@ _building = threading.Lock()
 @contextlib.contextmanager
 def stand_in_mpi4py(comm):
     """`from mpi4py import MPI` gives an MPI module whose COMM_WORLD is `comm`, for a while."""
-    mpi = types.SimpleNamespace(COMM_WORLD=comm, COMM_TYPE_SHARED=COMM_TYPE_SHARED, SUM=SUM, MAX=MAX)
+    mpi = types.SimpleNamespace(COMM_WORLD=comm, COMM_TYPE_SHARED=COMM_TYPE_SHARED, SUM=SUM, MAX=MAX,
+                                ANY_SOURCE=ANY_SOURCE, Status=Status, Is_finalized=lambda: False)
     module = types.ModuleType("mpi4py")
     module.MPI = mpi
     with _building:

@@ -510,3 +510,59 @@ def test_a_script_whose_process_fails_ends_every_process_with_one_line(tmp_path)
     assert errors == ["error: rank 0 of 2: ValueError: fitness must have shape (128,), one number per member of "
                       "ask's population in member order, got (127,)"], done.stderr
     assert "Traceback" not in done.stderr
+
+
+def script_job(tmp_path, text, *arguments, timeout=120):
+    """A script of its own on distributed.team("seeds") under mpiexec -n 2: (exit status, stdout,
+    stderr's error lines, stderr, seconds)."""
+    (tmp_path / "script.py").write_text(text)
+    began = time.monotonic()
+    process = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, str(tmp_path / "script.py"), *arguments],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"},
+                               start_new_session=True)  # so that a job left waiting is ended whole
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    return process.returncode, out, errors, err, time.monotonic() - began
+
+
+@needs_mpi
+@pytest.mark.parametrize("leaving", ["sys.exit(3)", "pass  # the script returns"])
+def test_a_process_that_leaves_while_another_waits_for_it_ends_the_job_with_one_line(tmp_path, leaving):
+    """Process 0 ends by sys.exit(3), or its script returns, while process 1 waits for it in a
+    collective call: not a hang, but one line naming both ranks once process 1 has waited its
+    patience (1 s here), and a non-zero exit status."""
+    code, _, errors, err, seconds = script_job(tmp_path, (
+        "import sys, distributed\n"
+        "team = distributed.team('seeds')\n"
+        "team.patience = 1.0\n"
+        "if team.rank == 0:\n"
+        f"    {leaving}\n"
+        "else:\n"
+        "    team.problems(None)\n"), timeout=60)
+    assert code != 0 and seconds < 30, err
+    assert errors == ["error: rank 0 of 2 left the job (exit or return) while rank 1 waited for it in a collective "
+                      "call; end a job by raising an exception, which stops every process"], err
+    assert "Traceback" not in err
+
+
+@needs_mpi
+def test_processes_that_end_normally_at_different_times_end_the_job_normally(tmp_path):
+    """After the last collective call process 0 works on three times its patience while process 1
+    has already exited (its note that it left unread): the job ends normally, status 0, both done."""
+    code, out, _, err, seconds = script_job(tmp_path, (
+        "import time, distributed\n"
+        "team = distributed.team('seeds')\n"
+        "team.patience = 1.0\n"
+        "team.problems(None)\n"
+        "team.barrier()\n"
+        "if team.rank == 0:\n"
+        "    time.sleep(3.0)\n"
+        "print('done', team.rank, flush=True)\n"), timeout=60)
+    assert code == 0 and err == "" and sorted(out.split("\n")) == ["", "done 0", "done 1"], err
+    assert seconds >= 3.0

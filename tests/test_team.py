@@ -292,3 +292,29 @@ def test_abort_ends_the_job_with_its_status(monkeypatch):
     with pytest.raises(SystemExit) as ended:
         make_team(LocalComm(World(2), 0)).abort(143)
     assert ended.value.code == 143 and slept == [distributed.FORWARD]
+
+
+def test_a_process_that_left_is_named_by_the_ones_that_wait_for_it(monkeypatch):
+    """A process that leaves the job (Team.leaving, run at its exit) while the others wait for it in
+    a collective call: each waits PATIENCE seconds more, then raises Left, naming the rank that
+    left and the one that waited."""
+    gone = threading.Barrier(3)
+
+    def body(team):
+        team.patience = 0.3
+        if team.rank == 0:
+            team.leaving()
+            gone.wait(30)
+            return None
+        began = time.monotonic()
+        with pytest.raises(distributed.Left) as left:
+            team.problems(None)
+        waited = time.monotonic() - began
+        gone.wait(30)
+        return str(left.value), waited
+
+    results = run_team(3, body, timeout=30)[0]
+    for rank in (1, 2):
+        assert results[rank][0] == (f"rank 0 of 3 left the job (exit or return) while rank {rank} waited for it in a "
+                                    f"collective call; end a job by raising an exception, which stops every process")
+        assert 0.3 < results[rank][1] < 5
