@@ -32,7 +32,10 @@ A process that leaves the job without an error (sys.exit, or its script returns)
 so as it exits (`Team.leaving`, run at exit: a note on the team's own communicator). One still
 waiting for it in a collective call PATIENCE seconds after the note came raises Left, whose line
 names the rank that left, and the job ends; a job whose processes all end normally, at whatever
-times, is never ended so (a note that no process reads is dropped by MPI's end).
+times, is never ended so (a note that no process reads is dropped by MPI's end). An error that
+no code caught ends the job in one line (`ending_the_job`, `last_words`): said once, without a
+rank, when every process still in the job fails alike within TOGETHER seconds; else by each
+process that has it, with its rank, so that no process's error is hidden.
 """
 import atexit
 import hashlib
@@ -52,7 +55,8 @@ UPDATES = ("seeds", "allreduce")
 PATIENCE = 10.0  # seconds a signalled process waits in a collective call for the others before it gives up
 FORWARD = 0.5    # seconds given to mpiexec to pass on a process's last lines before it ends the job
 SPIN = 0.05      # seconds a collective call is polled without pause before the polls back off to 1 ms
-LEFT = 1         # the tag of the note a process sends the others as it leaves the job (Team.notes)
+TOGETHER = 1.0   # seconds a failing process listens for the others failing alike, before it speaks alone
+LEFT, FAILED = 1, 2  # tags of the notes the processes send each other (Team.notes): it left the job, it failed
 
 
 def share(n_pairs, pairs_per_block, rank, size):
@@ -195,6 +199,41 @@ class Team(Alone):
         while not all(request.Test() for request in told) and time.monotonic() < until:
             time.sleep(1e-3)  # an empty note leaves at once; one that cannot must not hold the exit
 
+    def failing(self, message):
+        """Tell the other processes this one fails with `message`, and listen for up to TOGETHER
+        seconds for theirs: the ranks, in order, that fail with this same message if they are every
+        process still in the job (not `left`), else None (another process fails otherwise, or not
+        yet, or not at all)."""
+        mine = numpy.frombuffer(hashlib.sha256(message.encode()).digest(), dtype=numpy.uint8)
+        self.hear_leaving()
+        self.sent += [self.notes.Isend(mine, dest=other, tag=FAILED) for other in range(self.size)
+                      if other != self.rank and other not in self.left]
+        heard, until = {self.rank: mine}, time.monotonic() + TOGETHER
+        while True:
+            self.hear_leaving()
+            for other in range(self.size):
+                if other not in heard and self.notes.Iprobe(source=other, tag=FAILED):
+                    heard[other] = numpy.empty_like(mine)
+                    self.notes.Recv(heard[other], source=other, tag=FAILED)
+            unheard = [other for other in range(self.size) if other not in heard and other not in self.left]
+            otherwise = any(not numpy.array_equal(theirs, mine) for theirs in heard.values())
+            if otherwise or not unheard or time.monotonic() > until:
+                break  # (one failing otherwise may end the job soon: this process speaks at once)
+            time.sleep(1e-3)
+        return None if unheard or otherwise else sorted(heard)
+
+    def last_words(self, message, error=None):
+        """The line this process says as it fails with `message` (one line) and the job ends, or None
+        where another process says it: an error that every process still in the job met alike is said
+        once, by the first of them, without a rank; any other with this process's rank. Left, met by
+        every process still waiting, names them all."""
+        alike = self.failing(f"left {error.gone}" if isinstance(error, Left) else message)
+        if alike and alike[0] != self.rank:
+            return None
+        if isinstance(error, Left):
+            return f"error: {Left(error.gone, alike or [self.rank], self.size)}"
+        return f"error: {message}" if alike else f"error: rank {self.rank} of {self.size}: {message}"
+
     def allgather_object(self, value):
         """Every process's `value` (picklable), in rank order."""
         mine = numpy.frombuffer(pickle.dumps(value), dtype=numpy.uint8)
@@ -279,30 +318,33 @@ class Team(Alone):
 
     def ending_the_job(self, previous):
         """A sys.excepthook for the team's script: an error that no code caught on this process is
-        printed in one line with the process's rank (Left names the rank that left), and ends every
-        process of the job, which may be waiting for this one in a collective call. Ctrl-C and the
-        like go to `previous`."""
+        printed in one line with the process's rank (once, without it, if every process met it
+        alike: `last_words`), and ends every process of the job, which may be waiting for this one
+        in a collective call. Ctrl-C and the like go to `previous`."""
         def hook(kind, error, trace):
             if not issubclass(kind, Exception):
                 return previous(kind, error, trace)
-            line = f"error: {error}" if kind is Left else f"error: rank {self.rank} of {self.size}: {kind.__name__}: {error}"
-            try:
-                sys.stderr.write(line.replace("\n", " ") + "\n")
-            except (OSError, ValueError):  # stderr closed: the job still ends
-                pass
-            self.abort(1)
+            line = self.last_words(str(error) if kind is Left else f"{kind.__name__}: {error}".replace("\n", " "),
+                                   error)
+            if line is not None:
+                try:
+                    sys.stderr.write(line + "\n")
+                except (OSError, ValueError):  # stderr closed: the job still ends
+                    pass
+            self.abort(1, quiet=line is None)
         return hook
 
-    def abort(self, code):
+    def abort(self, code, quiet=False):
         """End every process of the job at once (when one process failed alone). The lines this
         process printed last are first given FORWARD seconds to reach mpiexec, which drops what it
-        has not yet passed on when it ends the job."""
+        has not yet passed on when it ends the job. `quiet`: another process says why and ends the
+        job; this one waits for it (TOGETHER + FORWARD seconds and one more) before it ends it."""
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):  # closed, or a full disk: nothing more can be said
                 pass
-        time.sleep(FORWARD)
+        time.sleep(TOGETHER + FORWARD + 1.0 if quiet else FORWARD)
         self.comm.Abort(code)
 
 

@@ -223,13 +223,16 @@ def positive_number(text):
 def fail(message, team=distributed.ALONE, status=2, everywhere=False):
     """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
     error that every process met (`everywhere`) is printed by the first; one a process met alone
-    is printed by it with its rank, and ends the job, whose other processes may be waiting for it."""
+    is printed by it with its rank (once, without it, if every process met it alike at about the
+    same time: Team.last_words), and ends the job, whose other processes may be waiting for it."""
     if team.size == 1 or everywhere:
         if team.rank == 0:
             tell(f"error: {message}")
         return status
-    tell(f"error: rank {team.rank} of {team.size}: {message}")
-    team.abort(status)
+    line = team.last_words(message)
+    if line is not None:
+        tell(line)
+    team.abort(status, quiet=line is None)
     return status
 
 

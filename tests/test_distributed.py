@@ -566,3 +566,26 @@ def test_processes_that_end_normally_at_different_times_end_the_job_normally(tmp
         "print('done', team.rank, flush=True)\n"), timeout=60)
     assert code == 0 and err == "" and sorted(out.split("\n")) == ["", "done 0", "done 1"], err
     assert seconds >= 3.0
+
+
+@needs_mpi
+@pytest.mark.parametrize("case, said", [
+    ("setting", ["error: ValueError: sigma must be a finite number > 0, got -0.1: use e.g. 0.1"]),
+    ("nan", ["error: ValueError: fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs "
+             "for non-finite values"]),
+    ("own", ["error: rank 0 of 2: ValueError: process 0's own", "error: rank 1 of 2: ValueError: process 1's own"])])
+def test_an_error_every_process_meets_alike_is_said_once(tmp_path, case, said):
+    """The same bad setting on both processes, or a NaN fitness told on both: one line, without a
+    rank, and a non-zero status; errors that differ are each said, with their ranks."""
+    code, _, errors, err, _ = script_job(tmp_path, (
+        "import sys, numpy, distributed, eggroll\n"
+        "team = distributed.team('seeds')\n"
+        "case = sys.argv[1]\n"
+        "if case == 'own':\n"
+        "    raise ValueError(f'process {team.rank}\\'s own')\n"
+        "es = eggroll.Eggroll(256, 1, -0.1 if case == 'setting' else 0.1, seed=0, team=team)\n"
+        "state = es.init({'w': numpy.ones((3, 4))})\n"
+        "pop = es.ask(state)\n"
+        "es.tell(state, pop, numpy.full(pop.members, numpy.nan))\n"), case, timeout=60)
+    assert code != 0 and sorted(errors) == said, err
+    assert "Traceback" not in err

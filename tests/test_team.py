@@ -20,6 +20,7 @@ import pytest
 import baselines
 import distributed
 import eggroll
+import exits
 import optim
 import snn
 import snn_eggroll
@@ -266,13 +267,14 @@ def test_an_uncaught_error_is_one_line_with_the_rank_and_ends_the_job(monkeypatc
     process's rank (a message of several lines joined), after which the job is aborted with status 1,
     this process's output first flushed and given FORWARD seconds to reach mpiexec; a closed stderr
     still ends the job. Ctrl-C and Stopped go to the previous hook."""
+    monkeypatch.setattr(distributed, "TOGETHER", 0.0)  # the other process is not failing: no one to hear
     slept = sleeps_of_this_thread(monkeypatch)
     team = make_team(LocalComm(World(2), 1))
     previous = []
     hook = team.ending_the_job(lambda kind, error, trace: previous.append(kind))
     with pytest.raises(SystemExit) as ended:
         hook(ValueError, ValueError("first\nsecond"), None)
-    assert ended.value.code == 1 and slept == [distributed.FORWARD]
+    assert ended.value.code == 1 and slept[-1:] == [distributed.FORWARD]
     assert capsys.readouterr().err == "error: rank 1 of 2: ValueError: first second\n"
     for kind in (KeyboardInterrupt, distributed.Stopped):
         hook(kind, kind(15) if kind is distributed.Stopped else kind(), None)
@@ -294,10 +296,54 @@ def test_abort_ends_the_job_with_its_status(monkeypatch):
     assert ended.value.code == 143 and slept == [distributed.FORWARD]
 
 
+def test_an_error_every_process_meets_alike_is_said_once_and_no_other_is_hidden(monkeypatch):
+    """Team.last_words: the same error on every process is said once, by the first, without a rank;
+    errors that differ, or one that another process does not meet (within TOGETHER seconds), are
+    each said by their process with its rank."""
+    def saying(messages):
+        return run_team(len(messages), lambda team: messages[team.rank] and team.last_words(messages[team.rank]),
+                        timeout=30)[0]
+
+    assert saying(["ValueError: bad"] * 3) == ["error: ValueError: bad", None, None]
+    assert saying(["A", "A", "B"]) == ["error: rank 0 of 3: A", "error: rank 1 of 3: A", "error: rank 2 of 3: B"]
+    monkeypatch.setattr(distributed, "TOGETHER", 0.2)
+    assert saying([None, "A", None]) == [None, "error: rank 1 of 3: A", None]
+    assert saying(["A", "A"]) == ["error: A", None]  # heard at once, not after TOGETHER
+
+
+def test_a_process_whose_error_another_says_is_quiet_and_waits_for_the_job_to_end(monkeypatch, capsys):
+    """The hook of a process whose error the first process says too: nothing on stderr, and it ends
+    the job itself only after the first has had time to say it and end it."""
+    slept = sleeps_of_this_thread(monkeypatch)
+    world = World(2)
+    first, second = make_team(LocalComm(world, 0)), make_team(LocalComm(world, 1))
+    said = []
+    other = threading.Thread(target=lambda: said.append(first.last_words("ValueError: bad")))
+    other.start()
+    with pytest.raises(SystemExit) as ended:
+        second.ending_the_job(None)(ValueError, ValueError("bad"), None)
+    other.join()
+    assert said == ["error: ValueError: bad"] and capsys.readouterr().err == ""
+    assert ended.value.code == 1 and slept[-1] == distributed.TOGETHER + distributed.FORWARD + 1.0
+
+
+def test_a_run_py_error_every_process_meets_alike_is_said_once(monkeypatch, capsys):
+    """exits.fail in a job: a usage error every process met alike (not checked together) is one
+    line, by the first, exit status 2 from every process."""
+    def body(team):
+        with pytest.raises(SystemExit) as ended:
+            exits.fail("--out runs/x is a file: give a folder", team)
+        return ended.value.code
+
+    monkeypatch.setattr(distributed.Team, "abort", lambda team, code, quiet=False: team.comm.Abort(code))  # no pause
+    assert run_team(2, body, timeout=30)[0] == [2, 2]
+    assert capsys.readouterr().err == "error: --out runs/x is a file: give a folder\n"
+
+
 def test_a_process_that_left_is_named_by_the_ones_that_wait_for_it(monkeypatch):
     """A process that leaves the job (Team.leaving, run at its exit) while the others wait for it in
-    a collective call: each waits PATIENCE seconds more, then raises Left, naming the rank that
-    left and the one that waited."""
+    a collective call: each waits PATIENCE seconds more, then raises Left; the line is said once,
+    naming the rank that left and the ranks that waited."""
     gone = threading.Barrier(3)
 
     def body(team):
@@ -310,11 +356,14 @@ def test_a_process_that_left_is_named_by_the_ones_that_wait_for_it(monkeypatch):
         with pytest.raises(distributed.Left) as left:
             team.problems(None)
         waited = time.monotonic() - began
+        line = team.last_words(str(left.value), left.value)
         gone.wait(30)
-        return str(left.value), waited
+        return line, waited
 
     results = run_team(3, body, timeout=30)[0]
-    for rank in (1, 2):
-        assert results[rank][0] == (f"rank 0 of 3 left the job (exit or return) while rank {rank} waited for it in a "
-                                    f"collective call; end a job by raising an exception, which stops every process")
-        assert 0.3 < results[rank][1] < 5
+    assert results[1][0] == ("error: rank 0 of 3 left the job (exit or return) while ranks 1, 2 waited for it in a "
+                             "collective call; end a job by raising an exception, which stops every process")
+    assert results[2][0] is None and all(0.3 < waited < 5 for _, waited in results[1:])
+    assert str(distributed.Left(0, [1], 2)) == (
+        "rank 0 of 2 left the job (exit or return) while rank 1 waited for it in a collective call; end a job by "
+        "raising an exception, which stops every process")
