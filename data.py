@@ -42,13 +42,16 @@ Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDat
 ValueError), each one line naming the fix.
 """
 
+import contextlib
 import errno
 import functools
 import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,8 +71,11 @@ EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # toni
 # 1,100 real recordings (35,760 bytes, 7,152 events), so any real N-MNIST recording fits with room
 # to spare, while decoding (about 15 bytes of memory per byte of file) stays under 60 MB. A file of
 # gigabytes in a digit folder (a disk image, a misplaced archive) is refused, not allocated.
-DOWNLOAD_TIMEOUT = 60.0  # seconds a download waits for a connection or for its next bytes
 MAX_RECORDING_BYTES = 100 * 35_760
+DOWNLOAD_TIMEOUT = 60.0  # seconds a download waits for a connection or for its next bytes
+# Seconds the whole download (both zips and their extraction) may take, however slowly its bytes
+# keep coming: a server that trickles a byte now and then never reaches DOWNLOAD_TIMEOUT.
+DOWNLOAD_DEADLINE = 4 * 3600.0
 
 
 class MissingDataError(FileNotFoundError):
@@ -116,12 +122,40 @@ def _split_dirs(root, download):
     return dirs
 
 
+class Overdue(Exception):
+    """A download past its deadline. Not an OSError, so that no downloader's retry catches it."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds):
+    """Raise Overdue in the block once `seconds` have passed, even inside a read that keeps
+    receiving a byte now and then (SIGALRM; in the main thread only: elsewhere, no deadline)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    running = [True]
+
+    def overdue(signum, frame):
+        if running[0]:  # not once the block has ended
+            raise Overdue()
+    previous = signal.signal(signal.SIGALRM, overdue)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+        running[0] = False
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _download(root):
     """
     Download and extract N-MNIST into <root>/NMNIST with tonic: train.zip and test.zip from
     Mendeley Data (dataset 468j46mzdv), 70,000 .bin recordings of ~20 KB each, about 1.4 GB
-    once extracted (the zips are kept next to them). If it fails, what it created (folders,
-    partial zips) is removed, and a MissingDataError says how to get the dataset by hand.
+    once extracted (the zips are kept next to them). Each wait for the server ends after
+    DOWNLOAD_TIMEOUT seconds, the whole download after DOWNLOAD_DEADLINE. If it fails, what it
+    created (folders, partial zips) is removed, and a MissingDataError says how to get the dataset
+    by hand.
     """
     import tonic  # only needed here, and importing it is slow
 
@@ -132,12 +166,15 @@ def _download(root):
                                    f"or point --data-root elsewhere")
     first_new = first_missing(target)  # a link, even a broken one, is there: not ours
     existing = set() if first_new else set(target.iterdir())
-    timeout = socket.getdefaulttimeout()
+    timeout, fetching = socket.getdefaulttimeout(), None
     try:
         socket.setdefaulttimeout(DOWNLOAD_TIMEOUT)  # tonic's urlopen takes none: a silent server must not hang us
         root.mkdir(parents=True, exist_ok=True)
-        for train in (True, False):
-            tonic.datasets.NMNIST(save_to=str(root), train=train)
+        with _deadline(DOWNLOAD_DEADLINE):
+            for train in (True, False):
+                url = getattr(tonic.datasets.NMNIST, "train_url" if train else "test_url", "Mendeley Data")
+                fetching = f"{'train' if train else 'test'}.zip from {url}"
+                tonic.datasets.NMNIST(save_to=str(root), train=train)
     except BaseException as error:
         for path in [first_new] if first_new else set(target.iterdir()) - existing:
             shutil.rmtree(path, ignore_errors=True)  # a folder
@@ -148,6 +185,8 @@ def _download(root):
         reason = " ".join(str(getattr(reason, "strerror", None) or reason).split())
         if isinstance(error, TimeoutError) or "timed out" in reason:
             reason = f"no answer for {DOWNLOAD_TIMEOUT:g} s"
+        if isinstance(error, Overdue):
+            reason = f"{fetching} was still coming after {DOWNLOAD_DEADLINE:g} s, the most the download may take"
         raise MissingDataError(
             f"N-MNIST could not be downloaded ({reason}); download train.zip and test.zip of "
             f"N-MNIST by hand (dataset 468j46mzdv on Mendeley Data) and extract them so that "
