@@ -372,14 +372,18 @@ def refuse_strays(folder, made, root):
 
 def check_finished(root=None):
     """A BadDataError naming the fix if the N-MNIST copy at `root` (data.resolve_root's rules) is an
-    emulation that did not finish (no FINISHED mark) or whose recordings are not the ones it counted."""
+    emulation that did not finish (no FINISHED mark) or whose recordings are not the ones it counted.
+    The fix is the emulation's command again, which keeps every recording already made and makes the
+    rest (`emulate`): deleting the folder would throw that work away."""
     root = data.resolve_root(root)
     for folder in (root / "NMNIST", root):
         if os.path.lexists(folder / PROVENANCE):
             break
     else:
         return  # recorded, not emulated
-    fix = "rerun the same `run.py emulate` to finish it, or delete the folder and emulate again"
+    seed = provenance(folder)["seed"]
+    fix = (f"rerun `python run.py emulate --out {folder.parent} --seed {seed}` (with its --mnist, if it was given "
+           f"one) to finish it: the recordings already made are kept")
     if not os.path.lexists(folder / FINISHED):
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
     finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)

@@ -447,3 +447,34 @@ def test_a_rerun_stopped_midway_leaves_no_finished_mark_of_the_old_count(tmp_pat
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(out, "--workers", "1")) == 0
     assert (out / "NMNIST" / emulate.FINISHED).exists()
+
+
+def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(tmp_path, monkeypatch, capsys):
+    """An emulation stopped midway (Ctrl-C after 6 recordings) is refused by training in one line
+    naming the command that finishes it, not the deletion that would throw its recordings away;
+    that command, given the same --mnist, keeps the 6 and makes the rest."""
+    monkeypatch.setattr(emulate, "BATCH", 4)
+    out, encode, made = tmp_path / "emulated", emulate.encode, []
+
+    def interrupted(*events):
+        if len(made) == 6:
+            raise KeyboardInterrupt
+        made.append(None)
+        return encode(*events)
+    monkeypatch.setattr(emulate, "encode", interrupted)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1", "--seed", "3")) == 130
+    with pytest.raises(data.BadDataError) as refused:
+        emulate.check_finished(out)
+    assert str(refused.value) == (
+        f"{out / 'NMNIST'} holds an emulation that did not finish (no {emulate.FINISHED}); rerun `python run.py "
+        f"emulate --out {out} --seed 3` (with its --mnist, if it was given one) to finish it: the recordings already "
+        f"made are kept")
+    assert "delete" not in str(refused.value)
+    monkeypatch.setattr(emulate, "encode", encode)
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert run.main(["emulate", "--out", str(out), "--seed", "3", "--mnist", str(DIGITS), "--quiet"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["kept"] == 6 and done["recordings"] == sum(len(indices) for indices in INDICES.values()) - 6
+    emulate.check_finished(out)
