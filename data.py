@@ -127,7 +127,7 @@ class Overdue(Exception):
 
 
 @contextlib.contextmanager
-def _deadline(seconds):
+def deadline(seconds):
     """Raise Overdue in the block once `seconds` have passed, even inside a read that keeps
     receiving a byte now and then (SIGALRM; in the main thread only: elsewhere, no deadline)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
@@ -170,7 +170,7 @@ def _download(root):
     try:
         socket.setdefaulttimeout(DOWNLOAD_TIMEOUT)  # tonic's urlopen takes none: a silent server must not hang us
         root.mkdir(parents=True, exist_ok=True)
-        with _deadline(DOWNLOAD_DEADLINE):
+        with deadline(DOWNLOAD_DEADLINE):
             for train in (True, False):
                 url = getattr(tonic.datasets.NMNIST, "train_url" if train else "test_url", "Mendeley Data")
                 fetching = f"{'train' if train else 'test'}.zip from {url}"

@@ -38,6 +38,8 @@ OFFICIAL_SHA256 = {
 }
 MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/")
 MAX_DOWNLOAD_BYTES = 20_000_000  # the largest file, train-images-idx3-ubyte.gz, is 9.9 MB
+DOWNLOAD_TIMEOUT = 60.0  # seconds a download waits for a connection or for its next bytes
+DOWNLOAD_DEADLINE = 1800.0  # seconds one file's whole download may take, however slowly its bytes keep coming
 MAX_FILE_BYTES = 50_000_000  # the largest file, train-images-idx3-ubyte, is 47,040,016 bytes uncompressed
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049
 
@@ -162,9 +164,10 @@ def verified(path, sha256):
 
 def download(url, path, sha256, progress):
     """Download `url` (a gzipped IDX file) to `path` if its contents have SHA256 `sha256`, written
-    whole or not at all. None on success, else why not, in a few words."""
+    whole or not at all. None on success, else why not, in a few words. Each wait for the server
+    ends after DOWNLOAD_TIMEOUT seconds, the whole download after DOWNLOAD_DEADLINE."""
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        with data.deadline(DOWNLOAD_DEADLINE), urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
             with tqdm(total=int(response.headers.get("Content-Length") or 0) or None, unit="B", unit_scale=True,
                       desc=f"downloading {path.name}", disable=not progress, leave=False) as bar:
                 chunks, size = [], 0
@@ -175,6 +178,8 @@ def download(url, path, sha256, progress):
                     chunks.append(chunk)
                     size += len(chunk)
                     bar.update(len(chunk))
+    except data.Overdue:
+        return f"still coming after {DOWNLOAD_DEADLINE:g} s, the most a download may take"
     except OSError as error:  # a URLError, an HTTPError, a timeout, a connection reset
         reason = getattr(error, "reason", None) or error
         return " ".join(str(getattr(reason, "strerror", None) or reason).split())
