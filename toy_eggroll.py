@@ -246,12 +246,39 @@ def seeds_check(seeds=range(1, 11), generations=300):
             f"ends closer on {ahead} of {len(falls)} seeds, by {min(ratios):.1f}x to {max(ratios):.1f}x"]
 
 
-# The figure of docs/derivation.md and the numbers beside it, from the functions above.
+# What the figure of docs/derivation.md shows and the lines printed beside it, from the functions above.
 
 
-def draw(toy=Toy(), generations=300, draws=2000):
-    """The figure of docs/derivation.md, and the lines of numbers it shows: one generation at W = 0,
-    the mean of `draws` steps there, and `generations` of training with each kind of noise."""
+def staircase_view(x0=1.2, sigmas=(0.1, 0.6)):
+    """The staircase F and its smoothing J at each sigma on x from -3 to 3, and at x0, for each sigma,
+    J(x0), J'(x0) and ES's estimate of J'(x0) from 1,000 pairs."""
+    x = np.linspace(-3, 3, 1201)
+    return {"x": x, "F": staircase(x), "J": {sigma: smoothed_staircase(x, sigma)[0] for sigma in sigmas}, "x0": x0,
+            "at x0": {sigma: (smoothed_staircase(x0, sigma)[0], *staircase_slopes(x0, sigma)) for sigma in sigmas}}
+
+
+def plane_view(gradient, g, members, theta, vectors, span):
+    """The plane of G and of g's part across G, `span` either side of W: where the members lie in it,
+    F on a 101 x 101 grid of it, and the direction of each of `vectors` in it."""
+    along = gradient / np.linalg.norm(gradient)
+    across = g - (g * along).sum() * along
+    across /= np.linalg.norm(across)
+    offsets = members - theta
+    grid_along, grid_across = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
+    return {"members": ((offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))),
+            "grid": (grid_along, grid_across),
+            "F": -0.5 * ((grid_along - np.linalg.norm(gradient)) ** 2 + grid_across ** 2),
+            "directions": [np.array([(vector * along).sum(), (vector * across).sum()]) for vector in vectors],
+            "span": span}
+
+
+def figure_numbers(toy=Toy(), generations=300, draws=2000):
+    """What the figure shows, by name. At W = 0, where G = W* ("G"): one generation's step ("g", of rank
+    "rank") and population (step's) with the toy's noise and with full-rank noise ("full population");
+    the cosines with G of both steps and of the mean of `draws` steps with each noise, the mean steps'
+    lengths beside the Gaussian prediction, and the population in the plane of G and g ("plane").
+    Then ||W - W*||^2 over `generations` of training with each noise ("runs") and how many fold it
+    fell ("fall"); the staircase ("staircase"); and the settings themselves."""
     target = optimum(toy.seed)
     theta = np.zeros(SHAPE)
     gradient = target - theta
@@ -260,22 +287,57 @@ def draw(toy=Toy(), generations=300, draws=2000):
     mean_g = {label: mean_step(theta, target, setting, draws)[0]
               for label, setting in (("rank 1", toy), ("full rank", replace(toy, rank=None)))}
     runs = {"EGGROLL r = 1": train(toy, generations)[1], "full-rank ES": train(replace(toy, rank=None), generations)[1]}
-    fall = {label: distances[0] / distances[-1] for label, distances in runs.items()}
+    return {"G": gradient, "g": lowrank_g, "rank": np.linalg.matrix_rank(lowrank_g), "population": population,
+            "full population": full_population,
+            "cosine": {"g": cosine(lowrank_g, gradient), "full g": cosine(full_g, gradient),
+                       **{label: cosine(g, gradient) for label, g in mean_g.items()}},
+            "length": {label: np.linalg.norm(g) for label, g in mean_g.items()},
+            "predicted length": ranked_step_length(toy.pairs, toy.sigma),
+            "plane": plane_view(gradient, lowrank_g, population["members"], theta,
+                                (gradient, lowrank_g, mean_g["rank 1"]), 3.5 * toy.sigma),
+            "runs": runs, "fall": {label: distances[0] / distances[-1] for label, distances in runs.items()},
+            "staircase": staircase_view(), "toy": toy, "generations": generations, "draws": draws}
 
+
+def figure_lines(numbers):
+    """The lines printed beside the figure, from figure_numbers' `numbers`."""
+    stairs, generations, draws = numbers["staircase"], numbers["generations"], numbers["draws"]
+    lines = [f"staircase F = -round(|x|) at x = {stairs['x0']}: F' = 0; " + ", ".join(
+                 f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})"
+                 for sigma, (_, exact, estimate) in stairs["at x0"].items()),
+             f"one generation at W = 0: step g of rank {numbers['rank']}, cosine with G "
+             f"{numbers['cosine']['g']:.3f} (rank-1 noise), {numbers['cosine']['full g']:.3f} (full-rank noise)",
+             f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
+                 f"{numbers['cosine'][label]:.4f} ({label}), length {length:.2f}"
+                 for label, length in numbers["length"].items())
+             + f" (Gaussian prediction {numbers['predicted length']:.2f})"]
+    lines += [f"{label}: ||W - W*||^2 from {distances[0]:.2f} to {distances[-1]:.4f} in {generations} generations "
+              f"({numbers['fall'][label]:.0f}-fold)" for label, distances in numbers["runs"].items()]
+    return lines
+
+
+# The figure of docs/derivation.md: it draws what figure_numbers computed.
+
+
+def draw(numbers):
+    """The figure of figure_numbers' `numbers`: one generation at W = 0, the mean of many steps there,
+    training with each kind of noise, and the staircase."""
+    toy, generations, draws = numbers["toy"], numbers["generations"], numbers["draws"]
+    gradient, lowrank_g, population, full_population = (numbers[name] for name in ("G", "g", "population",
+                                                                                     "full population"))
     figure = Figure(figsize=(16, 8.4), layout="constrained")
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
-                    f"give a step of rank {np.linalg.matrix_rank(lowrank_g)},\non average along the true gradient (cosine "
-                    f"{cosine(mean_g['rank 1'], gradient):.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
-                    f"{fall['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
-                    f"{fall['full-rank ES']:.0f}-fold)")
+                    f"give a step of rank {numbers['rank']},\non average along the true gradient (cosine "
+                    f"{numbers['cosine']['rank 1']:.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
+                    f"{numbers['fall']['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
+                    f"{numbers['fall']['full-rank ES']:.0f}-fold)")
     top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
     heat = top.subplots(1, 4)
     scale = np.abs(np.concatenate([population["noise"][0].ravel(), full_population["noise"][0].ravel()])).max()
     for ax, matrix, title in (
             (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
             (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
-            (heat[2], lowrank_g,
-             f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {np.linalg.matrix_rank(lowrank_g)}"),
+            (heat[2], lowrank_g, f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {numbers['rank']}"),
             (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
         limit = scale if ax in heat[:2] else np.abs(matrix).max()
         image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
@@ -283,67 +345,53 @@ def draw(toy=Toy(), generations=300, draws=2000):
         ax.set(xticks=[], yticks=[])
         top.colorbar(image, ax=ax, shrink=0.8)
     staircase_ax, plane_ax, curve_ax = bottom.subplots(1, 3)
-    staircase_line = draw_staircase(staircase_ax)
-
-    # The population in the plane of G and of g's part across G, with F's contours in that plane.
-    along = gradient / np.linalg.norm(gradient)
-    across = lowrank_g - (lowrank_g * along).sum() * along
-    across /= np.linalg.norm(across)
-    offsets = population["members"] - theta
-    on_along, on_across = (offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))
-    span = 3.5 * toy.sigma
-    grid_along, grid_across = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
-    plane_fitness = -0.5 * ((grid_along - np.linalg.norm(gradient)) ** 2 + grid_across ** 2)
-    plane_ax.contour(grid_along, grid_across, plane_fitness, levels=12, colors="0.75", linewidths=0.7)
-    for p in range(toy.pairs):
-        plane_ax.plot(on_along[2 * p:2 * p + 2], on_across[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
-    dots = plane_ax.scatter(on_along, on_across, c=population["shaped"], cmap="coolwarm", s=45, edgecolor="k", zorder=2)
-    bottom.colorbar(dots, ax=plane_ax, label="centred rank c of the member's fitness")
-    arrow = 2.5 * toy.sigma
-    for vector, colour, label, width in ((gradient, "0.6", "true gradient G", 5),
-                                         (lowrank_g, "C2", "this generation's step g", 2),
-                                         (mean_g["rank 1"], "C1", f"mean of {draws} steps", 2)):
-        direction = np.array([(vector * along).sum(), (vector * across).sum()])
-        direction *= arrow / np.linalg.norm(direction)
-        plane_ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
-        plane_ax.plot([], [], color=colour, linewidth=width, label=label)
-    plane_ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
-                 xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
-                 title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
-                       f"pairs joined, coloured by centred rank; contours of F")
-    plane_ax.legend(fontsize=8, loc="lower left")
-    for label, distances in runs.items():
+    draw_staircase(staircase_ax, numbers["staircase"])
+    draw_plane(plane_ax, bottom, numbers)
+    for label, distances in numbers["runs"].items():
         curve_ax.plot(distances, label=label)
     curve_ax.set(yscale="log", xlabel="generation", ylabel="‖W − W*‖²  (= −2F)",
                  title=f"training: Adam (lr {toy.lr}) up the centred-rank step,\n{toy.pairs} pairs a generation")
     curve_ax.legend(fontsize=8)
-    lines = [staircase_line,
-             f"one generation at W = 0: step g of rank {np.linalg.matrix_rank(lowrank_g)}, cosine with G "
-             f"{cosine(lowrank_g, gradient):.3f} (rank-1 noise), {cosine(full_g, gradient):.3f} (full-rank noise)",
-             f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
-                 f"{cosine(g, gradient):.4f} ({label}), length {np.linalg.norm(g):.2f}" for label, g in mean_g.items())
-             + f" (Gaussian prediction {ranked_step_length(toy.pairs, toy.sigma):.2f})"]
-    lines += [f"{label}: ||W - W*||^2 from {distances[0]:.2f} to {distances[-1]:.4f} in {generations} generations "
-              f"({distances[0] / distances[-1]:.0f}-fold)" for label, distances in runs.items()]
-    return figure, lines
+    return figure
 
 
-def draw_staircase(ax, x0=1.2, sigmas=(0.1, 0.6)):
-    """The staircase, its smoothings at two sigmas and ES's slope estimates at x0; the line printed."""
-    x = np.linspace(-3, 3, 1201)
-    ax.plot(x, staircase(x), color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
-    parts = []
-    for sigma, colour in zip(sigmas, ("C0", "C3")):
-        exact, estimate = staircase_slopes(x0, sigma)
-        ax.plot(x, smoothed_staircase(x, sigma)[0], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
-        height = smoothed_staircase(x0, sigma)[0]
+def draw_plane(ax, subfigure, numbers):
+    """The population in the plane of G and of g's part across G (plane_view's), pairs joined and
+    coloured by centred rank, F's contours, and the arrows of G, g and the mean step."""
+    plane, toy, draws = numbers["plane"], numbers["toy"], numbers["draws"]
+    on_along, on_across = plane["members"]
+    span = plane["span"]
+    ax.contour(*plane["grid"], plane["F"], levels=12, colors="0.75", linewidths=0.7)
+    for p in range(toy.pairs):
+        ax.plot(on_along[2 * p:2 * p + 2], on_across[2 * p:2 * p + 2], color="0.85", linewidth=0.8, zorder=1)
+    dots = ax.scatter(on_along, on_across, c=numbers["population"]["shaped"], cmap="coolwarm", s=45, edgecolor="k",
+                      zorder=2)
+    subfigure.colorbar(dots, ax=ax, label="centred rank c of the member's fitness")
+    arrow = 2.5 * toy.sigma
+    for direction, colour, label, width in zip(plane["directions"], ("0.6", "C2", "C1"),
+                                               ("true gradient G", "this generation's step g",
+                                                f"mean of {draws} steps"), (5, 2, 2)):
+        direction = direction * (arrow / np.linalg.norm(direction))
+        ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
+        ax.plot([], [], color=colour, linewidth=width, label=label)
+    ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
+           xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
+           title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
+                 f"pairs joined, coloured by centred rank; contours of F")
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def draw_staircase(ax, stairs):
+    """The staircase, its smoothings and ES's slope estimates at x0 (staircase_view's)."""
+    x, x0 = stairs["x"], stairs["x0"]
+    ax.plot(x, stairs["F"], color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
+    for (sigma, (height, exact, estimate)), colour in zip(stairs["at x0"].items(), ("C0", "C3")):
+        ax.plot(x, stairs["J"][sigma], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
         ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
                 linestyle="--", linewidth=1.5)
-        parts.append(f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})")
     ax.plot([], [], color="0.5", linestyle="--", label="ES's slope from 1,000 pairs")
     ax.set(xlabel="x", ylabel="fitness", title="ES climbs J(x) = 𝔼 F(x + σε), smooth\nwhere F is a staircase")
     ax.legend(fontsize=8, loc="lower center")
-    return f"staircase F = -round(|x|) at x = {x0}: F' = 0; " + ", ".join(parts)
 
 
 def main(argv=None):
@@ -354,11 +402,11 @@ def main(argv=None):
                              "never overwritten")
     args = parser.parse_args(argv)
     exits.refuse_foreign_file(args.out, exits.PNG, "a PNG figure", "give another --out")
-    figure, lines = draw()
-    with writing(args.out) as temporary:
-        figure.savefig(temporary, format="png", dpi=72)
+    numbers = figure_numbers()
+    with writing(args.out) as temporary:  # the figure first: if the lines cannot be printed, it is there
+        draw(numbers).savefig(temporary, format="png", dpi=72)
     saved = f"the figure is in {args.out}"
-    exits.say("\n".join(lines), saved)
+    exits.say("\n".join(figure_lines(numbers)), saved)
     for check in (checks, seeds_check, quartic_check):  # each printed once measured
         exits.say("\n".join(check()), saved)
     exits.say(f"figure: {args.out}", saved)
