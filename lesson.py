@@ -48,12 +48,6 @@ import optim
 import snn
 import snn_eggroll
 
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()  # a notebook has no __file__
-SAMPLE = HERE / "nmnist-sample"
-CLAIMS = (1, 2, 3, 4, 5)
-PAGE_HEADER = "# EGGROLL in five claims"  # how the page (--page) begins: the first line of the lesson's text
-FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
-           4: "4_memory_time.png", 5: "5_training.png"}
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
 
 
@@ -431,8 +425,10 @@ def train_for(seconds, step, train, test, also=()):
     return np.array(curve)
 
 
-def training_race():
-    splits, root = load_recordings()
+def training_race(seconds, data_root):
+    """The race: `seconds` of CPU time for each method, on the recordings of `data_root` (--data-root,
+    or None: $NMNIST_ROOT, else the sample)."""
+    splits, root = load_recordings(data_root)
     test = data.Split(splits.test.packed[:1000], splits.test.labels[:1000], splits.test.n_time_bins)
     lif = snn.LIF()
     es_adam, bptt_adam = optim.Adam(lr=0.1), optim.Adam(lr=0.02)
@@ -446,25 +442,25 @@ def training_race():
             params, state, frames, labels, generation, full_rank, es_adam, lif)[:2],
         "BPTT": lambda params, state, frames, labels, generation: baselines.bptt_step(
             params, state, frames, labels, surrogate, bptt_adam, lif)[:2]}
-    es_curve = train_for(args.seconds, methods["vanilla ES"], splits.train, test)
+    es_curve = train_for(seconds, methods["vanilla ES"], splits.train, test)
     at = int(es_curve[-1, 0])  # vanilla ES's last generation: EGGROLL is scored after as many too
     curves = {label: es_curve if label == "vanilla ES" else
-              train_for(args.seconds, step, splits.train, test, also=[at] if label == "EGGROLL r = 4" else [])
+              train_for(seconds, step, splits.train, test, also=[at] if label == "EGGROLL r = 4" else [])
               for label, step in methods.items()}
     final = {label: curve[-1, 2] for label, curve in curves.items()}
     updates = {label: int(curve[-1, 0]) for label, curve in curves.items()}
     ratio = updates["EGGROLL r = 4"] / updates["vanilla ES"]
     # The cheaper generation (claim 4) goes further: in the same time, at least 3 times as many
     # generations, well above chance, and ahead of vanilla ES.
-    assert ratio >= 3, f"generations in {args.seconds:g} CPU seconds: {updates}"
+    assert ratio >= 3, f"generations in {seconds:g} CPU seconds: {updates}"
     assert final["EGGROLL r = 4"] >= 0.4 and final["EGGROLL r = 4"] > final["vanilla ES"], \
-        f"test accuracy after {args.seconds:g} CPU seconds: {final}"
+        f"test accuracy after {seconds:g} CPU seconds: {final}"
     egg_at = float(curves["EGGROLL r = 4"][curves["EGGROLL r = 4"][:, 0] == at, 2][0])
-    report(5, training_race_figure(args.seconds, test, curves, updates, final, ratio, at, egg_at),
+    report(5, training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_at),
            f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
-           f"in {args.seconds:g} CPU seconds of training each: " + "; ".join(
+           f"in {seconds:g} CPU seconds of training each: " + "; ".join(
                f"{label} {updates[label]} {'steps' if label == 'BPTT' else 'generations'} "
-               f"({args.seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
+               f"({seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
                for label in methods)
            + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
 
@@ -626,134 +622,18 @@ def training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_a
 
 
 # %%
-def markdown_cells(source):
-    """The text of the `# %% [markdown]` cells of a percent-format script, without the `# `."""
-    cells, current = [], None
-    for line in source.splitlines() + ["# %%"]:
-        if line.startswith("# %%"):
-            if current is not None:
-                cells.append("\n".join(current).strip())
-            current = [] if line.strip() == "# %% [markdown]" else None
-        elif current is not None:
-            current.append(line[2:] if line.startswith("# ") else line.lstrip("#"))
-    return cells
-
-
-def linked(path, folder):
-    """How a page in `folder` links to a file of the repository: relatively from inside it, else by
-    the whole path."""
-    return os.path.relpath(path, folder) if folder.is_relative_to(HERE) else str(path)
-
-
-def page(seconds):
-    """The lesson as markdown: its prose, and after each claim's text its figure and printed line."""
-    folder = args.page.resolve().parent
-    prose = markdown_cells(Path(__file__).read_text(encoding="utf-8"))
-    parts = []
-    for index, cell in enumerate(prose):
-        # links in the prose are relative to the repository; the page may live elsewhere
-        parts.append(re.sub(r"\]\((?!https?:)([^)]+)\)", lambda link: f"]({linked(HERE / link[1], folder)})", cell))
-        if index == 0:
-            command = " ".join(["python", shown(Path(sys.argv[0])), *sys.argv[1:]])
-            parts.append(f"*This page is `lesson.py` as `{command}` ran it, on {os.cpu_count()} CPU cores in "
-                         f"{seconds:.0f} s: its text, and after each claim the figure it drew and the line it "
-                         f"printed. Timings are this machine's.*")
-        claim = re.match(r"## (\d)\. ", cell)
-        if claim and int(claim[1]) in printed:
-            number = int(claim[1])
-            figure = os.path.relpath(args.out.resolve() / FIGURES[number], folder)  # written together
-            parts.append(f"![Claim {number}]({figure})\n\n```text\n{printed[number]}\n```")
-    return "\n\n".join(parts) + "\n"
-
-
-def write_whole(path, content):
-    """Write `content` to `path` whole: a new temporary file in the same folder (created exclusively,
-    never through a link planted under its name), then renamed over it. A link at `path` or what is
-    not a regular file there is refused: nothing is written through a link."""
-    if path.is_symlink():
-        raise OSError(errno.ELOOP, "it is a symbolic link, and the lesson writes no file through one: remove it",
-                      str(path))
-    if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
-        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    file = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(file, "wb") as opened:
-            opened.write(content)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-# %%
 # ---------------------------------------------------------------------------------------------
-# How the lesson runs: its options, checked before any work; Ctrl-C, other signals and a closed
-# standard output as one line; where claim 5's recordings are; the claims in order; the files, all
-# written at the end.
+# How the lesson runs: what a claim's report keeps and prints; where claim 5's recordings are; the
+# options; what the lesson will write, checked before any work; the page; and main, which runs the
+# claims in order and writes every file at the end.
 
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()  # a notebook has no __file__
+SAMPLE = HERE / "nmnist-sample"
+CLAIMS = (1, 2, 3, 4, 5)
+PAGE_HEADER = "# EGGROLL in five claims"  # how the page (--page) begins: the first line of the lesson's text
+FIGURES = {1: "1_lowrank_scale.png", 2: "2_forward_trick.png", 3: "3_gradient_estimate.png",
+           4: "4_memory_time.png", 5: "5_training.png"}
 
-def fail(message):
-    """A user's error: one line on stderr, exit status 2, nothing written."""
-    sys.exit(exits.fail(message))
-
-
-def claim_numbers(text):
-    """--claims 1,3 → [1, 3]."""
-    parts = [part.strip() for part in text.split(",")]
-    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
-        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
-    return sorted({int(part) for part in parts})
-
-
-parser = exits.Parser(prog="lesson.py", description="EGGROLL's claims, each derived, drawn as a figure and checked.")
-parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
-parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
-                                              "markdown page FILE (the figures linked from it)")
-parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
-                                                   "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
-                                                   "beside lesson.py)")
-parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
-                                                                               "(default: all five)")
-parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
-                                                                 "method (default: 20)")
-args = parser.parse_args([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
-if not 0 < args.seconds <= 86_400:
-    fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
-
-
-if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
-    # Ctrl-C, SIGTERM or SIGHUP, standard output gone (a closed pipe, a full disk), damaged data:
-    # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
-    sys.excepthook = exits.excepthook("run it again")
-
-
-def writable_folder_above(path, option):
-    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        fail(f"{option} {path}: {existing} is not a folder; choose another path")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
-    return existing
-
-
-# Everything the lesson will write is checked before any work: it writes all of it at the end.
-if args.out.exists() and not args.out.is_dir():
-    fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
-writable_folder_above(args.out, "--out")
-if args.page is not None:
-    if args.page.is_dir():
-        fail(f"--page {args.page} is a folder; give the path of a markdown file")
-    writable_folder_above(args.page.parent, "--page")
-for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] * (args.page is not None):
-    if path.is_symlink():  # nothing is written through a link (write_whole)
-        fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it or "
-             f"choose another --out or --page")
-for path in [args.out / FIGURES[claim] for claim in args.claims]:  # the lesson's own files are rewritten, no other
-    exits.refuse_foreign_file(path, exits.PNG, "a PNG figure", "choose another --out")
-exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")
 
 figures, printed = {}, {}  # per claim: the PNG's bytes, the printed lines
 
@@ -777,13 +657,25 @@ def wrapped(line, width=100):
                        for index, part in enumerate(line.split("; ")))
 
 
-def data_root():
-    """Where the real recordings are: --data-root, else $NMNIST_ROOT, else the sample; and which it is."""
-    if args.data_root is not None:
-        return args.data_root, "--data-root"
+def recordings_root(option):
+    """Where the real recordings are: `option` (--data-root), else $NMNIST_ROOT, else the sample; and
+    which it is."""
+    if option is not None:
+        return option, "--data-root"
     if os.environ.get("NMNIST_ROOT"):
         return Path(os.environ["NMNIST_ROOT"]), "$NMNIST_ROOT"
     return SAMPLE, "the sample"
+
+
+def load_recordings(option):
+    """The real recordings' splits and where they are (recordings_root), or one line and exit status
+    2 when they are missing or damaged."""
+    root, named = recordings_root(option)
+    if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
+        fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
+             f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
+             f"unset for the recordings of nmnist-sample/")
+    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
 
 
 def shown(path):
@@ -794,30 +686,158 @@ def shown(path):
         return str(path)
 
 
-def load_recordings():
-    """The real recordings' splits, or one line and exit status 2 when they are missing or damaged."""
-    root, named = data_root()
-    if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
-        fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
-             f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
-             f"unset for the recordings of nmnist-sample/")
-    return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
+def fail(message):
+    """A user's error: one line on stderr, exit status 2, nothing written."""
+    sys.exit(exits.fail(message))
 
 
-LESSON = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time, 5: training_race}
-began = time.perf_counter()
-for claim in args.claims:
-    LESSON[claim]()
-seconds = time.perf_counter() - began
-try:
-    args.out.mkdir(parents=True, exist_ok=True)
-    for number, content in figures.items():
-        write_whole(args.out / FIGURES[number], content)
-    if args.page is not None and "__file__" in globals():
-        args.page.parent.mkdir(parents=True, exist_ok=True)
-        write_whole(args.page, page(seconds).encode())
-except OSError as error:
-    fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
-         f"another --out or --page")
-exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
-          + f"; {seconds:.0f} s in all", f"the figures are in {args.out}")
+def claim_numbers(text):
+    """--claims 1,3 → [1, 3]."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
+        raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
+    return sorted({int(part) for part in parts})
+
+
+def options(argv):
+    """The lesson's options, from `argv` (None: the command line)."""
+    parser = exits.Parser(prog="lesson.py",
+                          description="EGGROLL's claims, each derived, drawn as a figure and checked.")
+    parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
+    parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
+                                                  "markdown page FILE (the figures linked from it)")
+    parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
+                                                       "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
+                                                       "beside lesson.py)")
+    parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
+                                                                                   "(default: all five)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
+                                                                     "method (default: 20)")
+    args = parser.parse_args(argv)
+    if not 0 < args.seconds <= 86_400:
+        fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
+    return args
+
+
+def writable_folder_above(path, option):
+    """The nearest existing folder at or above `path`, which must be writable, else a user error."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"{option} {path}: {existing} is not a folder; choose another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
+    return existing
+
+
+def check_what_is_written(args):
+    """Everything the lesson will write, checked before any work (it writes all of it at the end):
+    folders that exist or can be made, no link in the way, no file the lesson did not write."""
+    if args.out.exists() and not args.out.is_dir():
+        fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
+    writable_folder_above(args.out, "--out")
+    if args.page is not None:
+        if args.page.is_dir():
+            fail(f"--page {args.page} is a folder; give the path of a markdown file")
+        writable_folder_above(args.page.parent, "--page")
+    for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] * (args.page is not None):
+        if path.is_symlink():  # nothing is written through a link (write_whole)
+            fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it "
+                 f"or choose another --out or --page")
+    for path in [args.out / FIGURES[claim] for claim in args.claims]:  # the lesson's own files are rewritten, no other
+        exits.refuse_foreign_file(path, exits.PNG, "a PNG figure", "choose another --out")
+    exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")
+
+
+def write_whole(path, content):
+    """Write `content` to `path` whole: a new temporary file in the same folder (created exclusively,
+    never through a link planted under its name), then renamed over it. A link at `path` or what is
+    not a regular file there is refused: nothing is written through a link."""
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, "it is a symbolic link, and the lesson writes no file through one: remove it",
+                      str(path))
+    if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    file = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(file, "wb") as opened:
+            opened.write(content)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def markdown_cells(source):
+    """The text of the `# %% [markdown]` cells of a percent-format script, without the `# `."""
+    cells, current = [], None
+    for line in source.splitlines() + ["# %%"]:
+        if line.startswith("# %%"):
+            if current is not None:
+                cells.append("\n".join(current).strip())
+            current = [] if line.strip() == "# %% [markdown]" else None
+        elif current is not None:
+            current.append(line[2:] if line.startswith("# ") else line.lstrip("#"))
+    return cells
+
+
+def linked(path, folder):
+    """How a page in `folder` links to a file of the repository: relatively from inside it, else by
+    the whole path."""
+    return os.path.relpath(path, folder) if folder.is_relative_to(HERE) else str(path)
+
+
+def page(seconds, out, destination):
+    """The lesson as markdown for the page `destination`, its figures in the folder `out`: its prose,
+    and after each claim's text its figure and printed line."""
+    folder = destination.resolve().parent
+    prose = markdown_cells(Path(__file__).read_text(encoding="utf-8"))
+    parts = []
+    for index, cell in enumerate(prose):
+        # links in the prose are relative to the repository; the page may live elsewhere
+        parts.append(re.sub(r"\]\((?!https?:)([^)]+)\)", lambda link: f"]({linked(HERE / link[1], folder)})", cell))
+        if index == 0:
+            command = " ".join(["python", shown(Path(sys.argv[0])), *sys.argv[1:]])
+            parts.append(f"*This page is `lesson.py` as `{command}` ran it, on {os.cpu_count()} CPU cores in "
+                         f"{seconds:.0f} s: its text, and after each claim the figure it drew and the line it "
+                         f"printed. Timings are this machine's.*")
+        claim = re.match(r"## (\d)\. ", cell)
+        if claim and int(claim[1]) in printed:
+            number = int(claim[1])
+            figure = os.path.relpath(out.resolve() / FIGURES[number], folder)  # written together
+            parts.append(f"![Claim {number}]({figure})\n\n```text\n{printed[number]}\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+def main():
+    """The options and what they will write checked, the chosen claims run in order, then the figures
+    and the page written."""
+    args = options([] if "ipykernel" in sys.modules else None)  # a notebook takes the defaults
+    if "ipykernel" not in sys.modules:  # a notebook keeps its own handling
+        # Ctrl-C, SIGTERM or SIGHUP, standard output gone (a closed pipe, a full disk), damaged data:
+        # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
+        sys.excepthook = exits.excepthook("run it again")
+    check_what_is_written(args)
+    lesson = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time,
+              5: lambda: training_race(args.seconds, args.data_root)}
+    began = time.perf_counter()
+    for claim in args.claims:
+        lesson[claim]()
+    seconds = time.perf_counter() - began
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for number, content in figures.items():
+            write_whole(args.out / FIGURES[number], content)
+        if args.page is not None and "__file__" in globals():
+            args.page.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(args.page, page(seconds, args.out, args.page).encode())
+    except OSError as error:
+        fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
+             f"another --out or --page")
+    exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
+              + f"; {seconds:.0f} s in all", f"the figures are in {args.out}")
+
+
+# %%
+main()
