@@ -232,6 +232,26 @@ def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden)
             assert grad.reshape(-1)[i] == pytest.approx((up - down) / 2e-6, rel=1e-4, abs=1e-8), (name, i)
 
 
+@pytest.mark.parametrize("hidden", ["6,5,4", "conv2k3,conv3k2s2,4"])
+def test_bptts_loss_prices_the_spikes_of_every_hidden_layer(hidden):
+    """The loss bptt_step reports with a spike cost is the cross-entropy plus the cost times the
+    hidden spikes per sample of every hidden layer, Eq. (12), as snn.forward counts them."""
+    network = small_network(hidden)
+    rng = np.random.default_rng(3)
+    params = as_float64(snn.init_network(1, network, std=0.8))
+    frames = (rng.random((4, 3, network.sizes[0])) < 0.4).astype(np.float64)
+    labels = rng.integers(0, 3, 3)
+    cache = baselines.bptt_forward(params, frames, network=network)
+    assert all(cache[f"o{layer}"].sum() > 0 for layer in range(1, len(network.layers)))  # every hidden layer fires
+    counts, hidden_spikes = snn.forward(params, frames, count_hidden=True, network=network)
+    price, scale = 0.01, 2.0
+    _, _, stats = baselines.bptt_step(params, optim.init(params), frames, labels,
+                                      baselines.BPTTConfig(25.0, scale, spike_cost=price), optim.Adam(0.01),
+                                      network=network)
+    expected = snn.cross_entropy(counts[0], labels, 4, scale) + price * hidden_spikes[0] / 3
+    assert stats["loss"] == pytest.approx(float(expected), rel=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_bptts_gradient_keeps_the_parameters_float_type(dtype):
     """Through two convolutions (col2im between them) every gradient is in the parameters' float type."""
