@@ -353,6 +353,19 @@ def test_the_memory_estimate_covers_a_convolutional_generation(method, rank, mem
     assert peak <= estimate <= 4 * peak, (method, peak, estimate)
 
 
+@pytest.mark.parametrize("method", ["inference", "bptt"])
+def test_the_memory_estimate_counts_the_hidden_layers_together(method):
+    """resources.generation_bytes holds a deeper network's hidden layers as one layer as wide as
+    they are together: inference and BPTT, whose arrays are the neurons' and not the weights',
+    need as much for 2312-64-64-10 as for 2312-128-10, not what 2312-64-10 needs."""
+    import resources
+
+    def estimate(hidden):
+        return resources.generation_bytes(method, None, 256, 64, 10, network=snn.Network.parse(hidden))
+    assert estimate("64,64") == estimate("128") != estimate("64")
+    assert estimate("32,32,64") == estimate("128")
+
+
 @pytest.mark.parametrize("hidden, rank", [("64", 1), ("conv4k5s2,16,8", 3)])
 def test_the_noise_estimate_is_the_noise_eggroll_draws(hidden, rank):
     """resources.noise_bytes of EGGROLL is the float32 size of what its population draws per pair:
