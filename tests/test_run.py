@@ -860,6 +860,23 @@ def test_the_memory_estimate_grows_with_the_hidden_layers(method):
         resources.check_run_memory(dataclasses.replace(base, hidden="65536,65536"), np)
 
 
+def test_the_host_memory_of_a_gpu_run_covers_every_layers_weights_and_adam_moments():
+    """On a GPU the host holds the data and the parameters: what a network adds to run_bytes's RAM
+    over 2312-1-10 covers what its float32 weights, biases and Adam's two moments take over that
+    network's, the output layer's too (in 2312-1-65536-10 the largest weight matrix)."""
+    import optim
+    import snn
+
+    def held(hidden):
+        params = snn.init_network(0, snn.Network.parse(hidden))
+        state = optim.init(params)
+        return sum(value.nbytes for group in (params, state["m"], state["v"]) for value in group.values())
+    ram = {hidden: resources.run_bytes(dataclasses.replace(config.RunConfig(), hidden=hidden), gpu=True)[0]
+           for hidden in ("1", "64", "128,64", "1,65536", "conv8k5s2,64")}
+    for hidden in ram:
+        assert ram[hidden] - ram["1"] >= held(hidden) - held("1"), hidden
+
+
 def test_an_empty_setting_says_what_the_option_takes(capsys):
     """`--hidden ''`: one line saying what --hidden takes, with an example, not "a path or value"."""
     with pytest.raises(SystemExit) as exit_info:
