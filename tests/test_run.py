@@ -877,6 +877,21 @@ def test_the_host_memory_of_a_gpu_run_covers_every_layers_weights_and_adam_momen
         assert ram[hidden] - ram["1"] >= held(hidden) - held("1"), hidden
 
 
+@pytest.mark.parametrize("method", config.METHODS)
+def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method, monkeypatch):
+    """check_run_memory names the option whose halving saves the most, one the method takes: vanilla
+    ES and BPTT, whose command line refuses --rank, are never told to lower it, even at the smallest
+    settings on a small copy of the data, where halving nothing else saves."""
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (1, None))
+    options = {config.option(spec.name): spec for spec in dataclasses.fields(config.RunConfig)}
+    for settings in ({}, dict(population=2, batch_size=1, time_bins=1, hidden="1")):
+        run_config = dataclasses.replace(config.RunConfig(method=method), **settings)
+        with pytest.raises(run_folder.UsageError, match="the run needs about") as refused:
+            resources.check_run_memory(run_config, np, recordings=(20, 2))
+        named = str(refused.value).split()[0]
+        assert config.applies(options[named], method), str(refused.value)
+
+
 def test_an_empty_setting_says_what_the_option_takes(capsys):
     """`--hidden ''`: one line saying what --hidden takes, with an example, not "a path or value"."""
     with pytest.raises(SystemExit) as exit_info:
