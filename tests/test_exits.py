@@ -1,6 +1,7 @@
 """How the entry points end (exits.py): nano_eggroll.py, lesson.py and run.py end every data fault
 in one line and exit status 2; a result standard output cannot take is exit status 2; a network
 silent at every member is said; a fault in a step that is not a divergence is not called one."""
+import argparse
 import os
 import shutil
 import subprocess
@@ -162,3 +163,20 @@ def test_a_file_the_command_did_not_write_is_never_overwritten(tmp_path):
     exits.refuse_foreign_file(tmp_path / "absent.png", exits.PNG, "a PNG figure", "give another --out")
     exits.refuse_foreign_file(None, exits.PNG, "a PNG figure", "give another --out")
     assert notes.read_text() == "my notes\n"
+
+
+def test_an_output_folder_is_a_folder_or_a_new_name_never_a_file_or_a_dangling_link(tmp_path):
+    """exits.output_folder, the examples' --out: a folder (or a link to one) or a name not yet taken
+    passes; a file, or a link that leads nowhere (no folder can be made under its name), is refused
+    before any work, as "" is."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("")
+    (tmp_path / "to-folder").symlink_to(tmp_path / "folder")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for name in ("folder", "to-folder", "new"):
+        assert exits.output_folder(str(tmp_path / name)) == tmp_path / name
+    for text in (str(tmp_path / "file"), str(tmp_path / "dangling"), ""):
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            exits.output_folder(text)
+        assert str(refused.value) == f"expected a folder to write the records into, got {text!r}"
+    assert not (tmp_path / "nowhere").exists()
