@@ -621,6 +621,21 @@ def test_translate_equals_the_frames_of_moved_events():
                                       data.frames_from_events(moved, 10), err_msg=f"{(dy, dx)}")
 
 
+def test_a_split_smaller_than_a_batch_is_one_batch_of_all_of_it():
+    """data.minibatch of a training split of 5 samples at a batch size of 8: every step, as every
+    step of a growing batch, is the whole split in that step's epoch order."""
+    rng = np.random.default_rng(0)
+    bits = (rng.random((5, 2 * data.N_INPUTS)) < 0.1).astype(np.uint8)
+    split = data.Split(np.packbits(bits, axis=1), np.arange(5, dtype=np.int64), 2)  # label = index
+    for step in range(3):
+        frames, labels = data.minibatch(split, 8, np, 1, step)
+        np.testing.assert_array_equal(labels, data.epoch_order(5, 1, step))
+        np.testing.assert_array_equal(frames, split.frames(labels))
+    frames, labels = data.minibatch(split, 8, np, 1, 3, count=2)
+    np.testing.assert_array_equal(labels, np.concatenate([data.epoch_order(5, 1, epoch) for epoch in (3, 4)]))
+    assert frames.shape == (2, 10, data.N_INPUTS)
+
+
 def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
     """minibatch(max_shift=2): the same samples and labels as without it, each sample moved by
     one (dy, dx) in -2..2, the same again for the same (seed, step) and different for another step."""
