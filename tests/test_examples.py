@@ -152,11 +152,15 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
 
 def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys):
     """snn_depth's table holds the finished runs under runs/ (here a committed one) and leaves out,
-    with a line on stderr, a folder whose final.json lacks the scores or which run.py did not make."""
+    with a line on stderr, a folder whose final.json lacks the scores (or, as a run from before
+    they were measured, its test split's spikes) or which run.py did not make."""
     import shutil
     runs = tmp_path / "runs"
     shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", runs / "real")
-    for junk, final in (("no-scores", {"test_acc": 0.5}), ("no-mark", None)):
+    scored = json.loads((runs / "real" / "final.json").read_text())
+    del scored["test_sparsity"]
+    junks = (("no-scores", {"test_acc": 0.5}), ("no-sparsity", scored), ("no-mark", None))
+    for junk, final in junks:
         shutil.copytree(runs / "real", runs / junk)
         if final is None:
             (runs / junk / ".eggroll-run").unlink()
@@ -165,7 +169,7 @@ def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys)
     table = load_example("snn_depth").write_table(tmp_path)[0].read_text().splitlines()
     assert len(table) == 3 and "| 75.01 |" in table[2]
     err = capsys.readouterr().err
-    assert all(f"{runs / junk} is left out of the table" in err for junk in ("no-scores", "no-mark"))
+    assert all(f"{runs / junk} is left out of the table" in err for junk, _ in junks)
 
 
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
