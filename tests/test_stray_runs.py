@@ -98,3 +98,21 @@ def test_a_run_with_final_json_but_no_config_json_is_left_out_not_the_report_abo
     assert status == 0 and warnings == [f"warning: {runs / 'eggroll-r4-seed1'} is left out of the report: it is not "
                                         f"a run folder of this project (no .eggroll-run or no config.json)"]
     assert tables(results) != before and "eggroll-r4" in tables(results)["table.md"]
+
+
+def test_a_run_without_the_projects_mark_or_with_a_link_in_its_place_is_left_out(paper):
+    """The mark (.eggroll-run, a regular file) is what makes a folder one of the project's runs: a
+    copy of a run without it, or with a link to a mark in its place, is left out of every table."""
+    results, before = paper
+    runs = results / "paper" / "runs"
+    (runs / "eggroll-r4-seed1" / ".eggroll-run").unlink()
+    mark = runs / "es-seed3" / ".eggroll-run"
+    mark.rename(results / "mark")
+    mark.symlink_to(results / "mark")
+    status, warnings = report_only(results)
+    assert status == 0 and warnings == [f"warning: {runs / name} is left out of the report: it is not a run folder "
+                                        f"of this project (no .eggroll-run or no config.json)"
+                                        for name in ("eggroll-r4-seed1", "es-seed3")], warnings
+    rows = {name: [line for line in tables(results)["per_seed.md"].splitlines() if line.startswith(f"| {name} |")]
+            for name in ("eggroll-r4", "es")}
+    assert rows["eggroll-r4"][0].split(" | ")[1] == "–" and rows["es"][0].split(" | ")[3] == "– |", rows
