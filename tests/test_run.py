@@ -191,6 +191,30 @@ def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
         ["eggroll-r2-seed2", "eggroll-r2-seed3", "es-seed2", "es-seed3"]
 
 
+def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset, monkeypatch, capsys):
+    """reproduce --force deletes and trains again a run folder that holds a run of other settings
+    under a preset run's name; an unfinished run of the preset's own settings it resumes, keeping
+    what that run recorded, as reproduce without --force does."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=4, population=4, batch_size=50,
+                                                                 eval_every=2)})
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet", *dataset,
+            "--runs", "eggroll-r1,eggroll-r2", "--seeds", "1"]
+    assert run.main(args) == 0
+    other, own = (tmp_path / "results" / "quick" / "runs" / f"eggroll-r{rank}-seed1" for rank in (1, 2))
+    (own / "final.json").unlink()  # stopped after its last checkpoint, before its final evaluation
+    metrics = (own / "metrics.jsonl").read_text()
+    assert run.main(["train", "--out", str(other), "--force", "--method", "eggroll", "--rank", "1", "--generations", "2",
+                     "--population", "4", "--batch-size", "50", "--eval-every", "2", "--quiet", *dataset]) == 0
+    code, err = run_main(args, capsys)
+    assert code == 2 and f"{other} holds a run with other settings (generations 2, not 4)" in err, err
+    assert not (own / "final.json").exists()  # nothing after the refused run is trained
+    code, err = run_main(args + ["--force"], capsys)
+    assert code == 0, err
+    assert (own / "final.json").exists() and (own / "metrics.jsonl").read_text() == metrics  # resumed, not retrained
+    assert json.loads((other / "config.json").read_text())["generations"] == 4
+    assert json.loads((other / "final.json").read_text())["generations"] == 4
+
+
 def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(tmp_path, dataset, monkeypatch):
     """--config spike-cost trains BPTT and EGGROLL r = 4 at each cost, then the matched pair, into
     spike-cost/runs/<run>-<length>-cost<c>-seed<s> and writes table.md and spike_cost.png. At cost 0 a run is bit for bit `train` with the same settings
