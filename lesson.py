@@ -189,9 +189,10 @@ def forward_trick():
 # Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
 # gradient. Training feeds centred ranks instead, and its step then estimates the smoothed
-# gradient of a reshaped fitness, the share of the population that a member beats: it climbs to
-# the same optimum but is not ∇J (the derivation's section 4). This claim feeds raw differences and
-# measures the estimate's error, at full and at low rank. To know that gradient
+# gradient of a reshaped fitness, the share of the population that a member beats: each pair pulls
+# the way raw differences would, but the step is not ∇J and need not point along it (the
+# derivation's section 4). This claim feeds raw differences and measures the estimate's error, at
+# full and at low rank. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
 # G = θ* − θ. For a quadratic the antithetic difference is exact, the even terms cancelling:

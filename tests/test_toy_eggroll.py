@@ -58,7 +58,7 @@ def test_off_a_quadratic_the_low_rank_step_is_biased_as_derived(rank, name):
 def test_centred_ranks_step_along_the_gradient_at_a_length_of_their_own(scale):
     """With centred ranks the mean step of Gaussian noise is kappa_P / (2 sigma) along G/||G|| where
     F is nearly linear over the population: its length does not follow ||G|| (W* tripled, the same
-    length). Rank-1 noise bends it a little (its heavier tails): cosine with G above 0.99."""
+    length). Rank-1 noise makes it shorter; its cosine with G stays above 0.99."""
     target, theta = scale * optimum(1), np.zeros(toy_module.SHAPE)
     unit = target / np.linalg.norm(target)
     mean, error = mean_step(theta, target, replace(Toy(), rank=None), DRAWS)
