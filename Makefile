@@ -34,9 +34,10 @@ test: install
 lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
-# The toy of docs/derivation.md (about 20 CPU seconds): EGGROLL on an 8 x 6 quadratic, its figure redrawn in place.
+# The toy of docs/derivation.md (about 20 CPU seconds, at one BLAS thread): EGGROLL on an 8 x 6 quadratic, its
+# figure redrawn in place.
 derivation: install
-	$(PY) toy_eggroll.py --out docs/derivation.png
+	$(ONE_THREAD) $(PY) toy_eggroll.py --out docs/derivation.png
 
 reproduce: install
 	$(ONE_THREAD) $(PY) run.py reproduce --config paper $(DATA_OPTIONS) $(REAL_ROOT_OPTION)

@@ -13,9 +13,10 @@ the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient,
 formed here (eggroll.materialise) because the members are scored as matrices; the spiking network
 never forms it.
 
-`python toy_eggroll.py` trains with both kinds of noise (about 20 CPU seconds, on one core), prints
-how far each got and draws the figure into toy_eggroll.png (`--out FILE` elsewhere; `make
-derivation` redraws docs/derivation.png, the figure of docs/derivation.md).
+`OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (about 20 CPU
+seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png
+(`--out FILE` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
+docs/derivation.md).
 """
 import math
 import sys
@@ -122,12 +123,12 @@ def cosine(x, y):
 
 
 def staircase(x):
-    """A fitness with no gradient: -|x| rounded to whole steps, flat between its jumps as a spike
-    count is between the weights at which a spike appears or vanishes."""
+    """A fitness with no gradient: -|x| rounded to a whole number, flat between its jumps as a
+    spike count is between the weights at which a spike appears or vanishes."""
     return -np.round(np.abs(x))
 
 
-EDGES = np.arange(10) + 0.5  # where round(|x|) steps up, as far out as the figure goes
+EDGES = np.arange(10) + 0.5  # where round(|x|) jumps by one, as far out as the figure goes
 
 
 def smoothed_staircase(x, sigma):
@@ -170,8 +171,8 @@ def checks(toy=Toy(), draws=2000):
 
 
 def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, generations=400):
-    """Off quadratics the low-rank step is biased: the mean of the raw-difference step of
-    `fitness` (members (..., m, n) -> (...)) at W = W* over pairs x generations draws, and its
+    """Off quadratics the low-rank step is biased: the mean of `generations` raw-difference steps
+    of `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs, and its
     standard error per entry."""
     theta, setting = optimum(toy.seed), replace(toy, sigma=sigma, pairs=pairs)
     steps = []
@@ -226,8 +227,8 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=200):
             tails = "" if name == "entry" or rank is None else \
                 f", tails alone {gap(smoothed - sigma ** 2 * 6 / rank * theta)}"
             parts.append(f"{gap(mean)} ({label}; exact {gap(quartic_means(theta, sigma, rank)[name])}{tails})")
-        lines.append(f"quartic {formula} at W*, sigma {sigma}, mean of {pairs * generations:,} raw-difference "
-                     f"steps: from the smoothed gradient by " + ", ".join(parts))
+        lines.append(f"quartic {formula} at W*, sigma {sigma}, mean of {generations} raw-difference steps of "
+                     f"{pairs:,} pairs each: from the smoothed gradient by " + ", ".join(parts))
     return lines
 
 
@@ -257,15 +258,18 @@ def staircase_view(x0=1.2, sigmas=(0.1, 0.6)):
             "at x0": {sigma: (smoothed_staircase(x0, sigma)[0], *staircase_slopes(x0, sigma)) for sigma in sigmas}}
 
 
-def plane_view(gradient, g, members, theta, vectors, span):
-    """The plane of G and of g's part across G, `span` either side of W: where the members lie in it,
-    F on a 101 x 101 grid of it, and the direction of each of `vectors` in it."""
+def plane_view(gradient, g, members, theta, vectors):
+    """The plane of G and of g's part across G around W: where the members lie in it, F on a
+    101 x 101 grid of it, and the direction of each of `vectors` in it. The grid reaches `span`
+    either side of W, 1.1 times the farthest member's coordinate, so that every member shows."""
     along = gradient / np.linalg.norm(gradient)
     across = g - (g * along).sum() * along
     across /= np.linalg.norm(across)
     offsets = members - theta
+    coordinates = ((offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2)))
+    span = 1.1 * max(np.abs(coordinate).max() for coordinate in coordinates)
     grid_along, grid_across = np.meshgrid(np.linspace(-span, span, 101), np.linspace(-span, span, 101))
-    return {"members": ((offsets * along).sum(axis=(1, 2)), (offsets * across).sum(axis=(1, 2))),
+    return {"members": coordinates,
             "grid": (grid_along, grid_across),
             "F": -0.5 * ((grid_along - np.linalg.norm(gradient)) ** 2 + grid_across ** 2),
             "directions": [np.array([(vector * along).sum(), (vector * across).sum()]) for vector in vectors],
@@ -294,7 +298,7 @@ def figure_numbers(toy=Toy(), generations=300, draws=2000):
             "length": {label: np.linalg.norm(g) for label, g in mean_g.items()},
             "predicted length": ranked_step_length(toy.pairs, toy.sigma),
             "plane": plane_view(gradient, lowrank_g, population["members"], theta,
-                                (gradient, lowrank_g, mean_g["rank 1"]), 3.5 * toy.sigma),
+                                (gradient, lowrank_g, mean_g["rank 1"])),
             "runs": runs, "fall": {label: distances[0] / distances[-1] for label, distances in runs.items()},
             "staircase": staircase_view(), "toy": toy, "generations": generations, "draws": draws}
 
@@ -333,10 +337,13 @@ def draw(numbers):
                     f"{numbers['fall']['full-rank ES']:.0f}-fold)")
     top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
     heat = top.subplots(1, 4)
-    scale = np.abs(np.concatenate([population["noise"][0].ravel(), full_population["noise"][0].ravel()])).max()
+    first = 0  # the first pair, E_1 and ε_1, is index 0 of the arrays
+    scale = np.abs(np.concatenate([population["noise"][first].ravel(), full_population["noise"][first].ravel()])).max()
     for ax, matrix, title in (
-            (heat[0], population["noise"][0], "EGGROLL's noise E_1 = A_1 B_1ᵀ:\nrank 1, rows multiples of one"),
-            (heat[1], full_population["noise"][0], "full-rank noise ε_1:\n48 independent N(0, 1), rank 6"),
+            (heat[0], population["noise"][first], "EGGROLL's noise of the first pair, E_1 = A_1 B_1ᵀ:\n"
+                                                  "rank 1, rows multiples of one"),
+            (heat[1], full_population["noise"][first], "full-rank noise of the first pair, ε_1:\n"
+                                                       "48 independent N(0, 1), rank 6"),
             (heat[2], lowrank_g, f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {numbers['rank']}"),
             (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
         limit = scale if ax in heat[:2] else np.abs(matrix).max()
@@ -357,7 +364,8 @@ def draw(numbers):
 
 def draw_plane(ax, subfigure, numbers):
     """The population in the plane of G and of g's part across G (plane_view's), pairs joined and
-    coloured by centred rank, F's contours, and the arrows of G, g and the mean step."""
+    coloured by centred rank, F's contours, and the directions of G, g and the mean step as arrows
+    of one length, G's drawn last so that the mean step's, nearly along it, does not hide it."""
     plane, toy, draws = numbers["plane"], numbers["toy"], numbers["draws"]
     on_along, on_across = plane["members"]
     span = plane["span"]
@@ -367,18 +375,19 @@ def draw_plane(ax, subfigure, numbers):
     dots = ax.scatter(on_along, on_across, c=numbers["population"]["shaped"], cmap="coolwarm", s=45, edgecolor="k",
                       zorder=2)
     subfigure.colorbar(dots, ax=ax, label="centred rank c of the member's fitness")
-    arrow = 2.5 * toy.sigma
-    for direction, colour, label, width in zip(plane["directions"], ("0.6", "C2", "C1"),
-                                               ("true gradient G", "this generation's step g",
-                                                f"mean of {draws} steps"), (5, 2, 2)):
+    arrow = 0.7 * span
+    gradient_direction, g_direction, mean_direction = plane["directions"]
+    for direction, colour, label, width in ((mean_direction, "C1", f"mean of {draws} steps", 6),
+                                            (g_direction, "C2", "this generation's step g", 2),
+                                            (gradient_direction, "k", "true gradient G", 1.2)):
         direction = direction * (arrow / np.linalg.norm(direction))
         ax.annotate("", direction, (0, 0), arrowprops=dict(arrowstyle="->", color=colour, linewidth=width))
         ax.plot([], [], color=colour, linewidth=width, label=label)
     ax.set(aspect="equal", xlim=(-span, span), ylim=(-span, span),
            xlabel="along G (the fitness rises to the right)", ylabel="across G, towards g",
-           title=f"one generation: {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}),\n"
-                 f"pairs joined, coloured by centred rank; contours of F")
-    ax.legend(fontsize=8, loc="lower left")
+           title=f"one generation: all {2 * toy.pairs} members W ± σE_p (σ = {toy.sigma}), pairs joined,\n"
+                 f"coloured by centred rank; contours of F; arrows: directions only, not to scale")
+    ax.legend(fontsize=7, loc="upper left")
 
 
 def draw_staircase(ax, stairs):
