@@ -206,13 +206,14 @@ def forward_trick():
 #
 #     𝔼‖g − G‖² = (𝔼[⟨G, ε⟩² ‖ε‖²] − ‖G‖²) / P = (d + 1) ‖G‖² / P       for Gaussian ε,
 #
-# since 𝔼[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖² (⟨G, ε⟩² times each of the d terms ε_i² has mean ‖G‖², plus
-# 2 G_i² for the term of ε_i itself, its fourth moment 3 against 1). So the measure of the right
-# panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the number of pairs — stays
-# at d + 1 = 597 at every population size exactly when the error falls as 1/P. Low-rank noise adds
-# to 𝔼[⟨G, E⟩² ‖E‖²], mostly through the dependence between its entries (claim 1). At r = 1, A and B
-# are single columns, E = A Bᵀ, ⟨G, E⟩ = Aᵀ (G B) and ‖E‖² = ‖A‖² ‖B‖². Average first over A, a
-# Gaussian vector of m entries (the count above, with G B for G), then over B:
+# since 𝔼[⟨G, ε⟩² ‖ε‖²] = (d + 2) ‖G‖²: ⟨G, ε⟩² times one of the d squared entries of ε has mean
+# ‖G‖² plus twice the square of G's matching entry (that entry's fourth moment is 3, not 1). So the
+# measure of the right panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the
+# number of pairs — stays at d + 1 = 597 at every population size exactly when the error falls as
+# 1/P. Low-rank noise adds to 𝔼[⟨G, E⟩² ‖E‖²], mostly through the dependence between its entries
+# (claim 1). At r = 1, A and B are single columns, E = A Bᵀ, ⟨G, E⟩ = Aᵀ (G B) and
+# ‖E‖² = ‖A‖² ‖B‖². Average first over A, a Gaussian vector of m entries (the count above, with G B
+# for G), then over B:
 #
 #     𝔼[(Aᵀ G B)² ‖A‖² ‖B‖²] = (m + 2) 𝔼[‖G B‖² ‖B‖²] = (m + 2)(n + 2) ‖G‖²,
 #
@@ -369,10 +370,11 @@ def memory_and_time():
 # ## 5. In the same time, EGGROLL trains further than vanilla ES, on real recordings
 #
 # Claims 1–4 say that a low-rank generation perturbs the weights as far as a full-rank one (its
-# noise is as long), estimates the gradient nearly as well, and costs far less. So in equal time
-# EGGROLL should get further. Three methods train the same network from the same initial weights on
-# the same real recordings, each for the same CPU time (20 seconds by default, `--seconds`; the
-# process's CPU time over all its threads, as in claim 4, the evaluations not counted). The budget
+# noise is as long), that on claim 3's quadratic, fed raw differences, its estimate errs little more
+# than full-rank noise's, and that it costs far less. So in equal time EGGROLL should get further.
+# Three methods train the same network from the same initial weights on the same real recordings,
+# each for the same CPU time (20 seconds by default, `--seconds`; the process's CPU time over all
+# its threads, as in claim 4, the evaluations not counted). The budget
 # is time, not a count of network evaluations: a generation of 256 members runs 256 networks on its
 # minibatch where a BPTT step runs one and its backward pass, and what a user pays for is time.
 #
@@ -470,10 +472,10 @@ def training_race(seconds, data_root):
 # ## What to read next
 #
 # `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
-# pairs, member chunks, the GPU, several processes). Then `snn.py` (the LIF network), `noise.py` (the
-# Philox streams the factors are regenerated from), `baselines.py` (vanilla ES and BPTT), and the
-# tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py). Every file and
-# equation has its place in [docs/code.md](docs/code.md).
+# pairs, member chunks, the GPU, several processes). Then `noise.py` (the Philox streams the factors
+# are regenerated from), `snn.py` (the LIF network), `optim.py` (Adam, Eq. (9)), `baselines.py`
+# (vanilla ES and BPTT), and the tests that hold them to their equations (tests/test_eggroll.py,
+# tests/test_es.py). Every file and equation has its place in [docs/code.md](docs/code.md).
 
 # %%
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +566,8 @@ def gradient_estimate_figure(estimators, populations, repeats, cosine, error, pr
                           marker="o", capsize=3, label=label, **style)
         error_ax.axhline(predicted_error(rank), linestyle=":", **style)
     cosine_ax.set(xlabel="population 2P (members)", ylabel="cosine(estimate g, true gradient G)",
-                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted, "
-                        "1/√(1 + ‖g − G‖²/‖G‖²), the error at its predicted mean")
+                  title=f"direction: mean ± std of {repeats} estimates\ndotted: predicted cosine "
+                        "1/√(1 + 𝔼‖g − G‖²/‖G‖²), the error taken across G")
     error_ax.set(xlabel="population 2P (members)",
                  ylabel="P ‖g − G‖² / ‖G‖²\n(squared error relative to ‖G‖², times the pairs P)",
                  title="error: flat means it falls as 1/P; mean ± standard error\n"
@@ -585,8 +587,9 @@ def memory_and_time_figure(populations, methods, megabytes, seconds, memory_rati
     for label in methods:
         memory_ax.plot(populations, megabytes[label], marker="o", label=label)
         time_ax.plot(populations, seconds[label], marker="o", label=label)
-    memory_ax.set(ylabel="noise held at once in a generation (MB)", title="memory: r (m + n) against m n per pair")
-    time_ax.set(ylabel=f"CPU seconds per generation (N = 32, {os.cpu_count()} cores)",
+    memory_ax.set(ylabel="noise held at once in a generation (MB)",
+                  title="memory per pair and layer: r (m + n) + m numbers\nagainst m n + m (the weights' noise and the bias's)")
+    time_ax.set(ylabel="CPU seconds per generation, N = 32\n(the process's CPU time, over all its threads)",
                 title="time: median of 5 generations")
     for ax in (memory_ax, time_ax):
         ax.set(yscale="log", xlabel="population 2P (members)")
@@ -789,9 +792,10 @@ def linked(path, folder):
     return os.path.relpath(path, folder) if folder.is_relative_to(HERE) else str(path)
 
 
-def page(seconds, out, destination):
+def page(took, out, destination):
     """The lesson as markdown for the page `destination`, its figures in the folder `out`: its prose,
-    and after each claim's text its figure and printed line."""
+    and after each claim's text its figure and printed line. `took`: how long the run took, as
+    timing() says it."""
     folder = destination.resolve().parent
     prose = markdown_cells(Path(__file__).read_text(encoding="utf-8"))
     parts = []
@@ -800,8 +804,8 @@ def page(seconds, out, destination):
         parts.append(re.sub(r"\]\((?!https?:)([^)]+)\)", lambda link: f"]({linked(HERE / link[1], folder)})", cell))
         if index == 0:
             command = " ".join(["python", shown(Path(sys.argv[0])), *sys.argv[1:]])
-            parts.append(f"*This page is `lesson.py` as `{command}` ran it, on {os.cpu_count()} CPU cores in "
-                         f"{seconds:.0f} s: its text, and after each claim the figure it drew and the line it "
+            parts.append(f"*This page is `lesson.py` as `{command}` ran it, on {os.cpu_count()} CPU cores; it "
+                         f"took {took}. Its text, and after each claim the figure it drew and the line it "
                          f"printed. Timings are this machine's.*")
         claim = re.match(r"## (\d)\. ", cell)
         if claim and int(claim[1]) in printed:
@@ -809,6 +813,14 @@ def page(seconds, out, destination):
             figure = os.path.relpath(out.resolve() / FIGURES[number], folder)  # written together
             parts.append(f"![Claim {number}]({figure})\n\n```text\n{printed[number]}\n```")
     return "\n\n".join(parts) + "\n"
+
+
+def timing(wall, cpu):
+    """How long the claims took, as the page and the last line say it: the wall time, which other
+    programs on the machine stretch, the process's CPU seconds, which they do not, and the load
+    average (over the last minute, at the end) that tells which is which."""
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{wall:.0f} s wall, {cpu:.0f} CPU s{load}"
 
 
 def main():
@@ -822,22 +834,22 @@ def main():
     check_what_is_written(args)
     lesson = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time,
               5: lambda: training_race(args.seconds, args.data_root)}
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     for claim in args.claims:
         lesson[claim]()
-    seconds = time.perf_counter() - began
+    took = timing(time.perf_counter() - began, time.process_time() - cpu_began)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
         for number, content in figures.items():
             write_whole(args.out / FIGURES[number], content)
         if args.page is not None and "__file__" in globals():
             args.page.parent.mkdir(parents=True, exist_ok=True)
-            write_whole(args.page, page(seconds, args.out, args.page).encode())
+            write_whole(args.page, page(took, args.out, args.page).encode())
     except OSError as error:
         fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
              f"another --out or --page")
     exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
-              + f"; {seconds:.0f} s in all", f"the figures are in {args.out}")
+              + f"; took {took}", f"the figures are in {args.out}")
 
 
 # %%
