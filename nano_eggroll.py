@@ -1,14 +1,15 @@
 """nano EGGROLL: evolution strategies with low-rank perturbations, training a spiking network, on one page.
 
-The same method as eggroll.py, without what makes that one fast or safe (member chunks, blocks of
-pairs, a GPU, several processes, input checks). The equations are numbered as in README.md ("The
-method in equations") and derived in docs/derivation.md; each function holds the line it computes.
+The same method as eggroll.py, without what makes that one fast or safe (member chunks, members
+simulated a cache-sized group at a time; blocks of pairs; a GPU; several processes; input checks).
+The equations are numbered as in README.md ("The method in equations") and derived in
+docs/derivation.md; each function holds the line it computes.
 
 The network: an N-MNIST recording binned into T = 10 frames of 2312 inputs (34 x 34 pixels x 2
 polarities: brightness going up or down), into 64 and then 10 LIF (leaky integrate-and-fire)
-neurons. A LIF neuron adds its input current to a potential that is multiplied by beta each step, and
-spikes and resets to 0 when the potential reaches its threshold. The output neuron that spikes
-most names the digit.
+neurons. A LIF neuron adds its input current to a potential that is multiplied by beta (its leak)
+each frame, and spikes and resets to 0 when the potential reaches its threshold. The output neuron
+that spikes most names the digit.
 
 One generation: draw every pair's noise (5), run the 2P members theta +- sigma E_p without ever
 forming E_p (6), score them (3)-(4), replace the scores by their centred ranks c, weigh pair p by
@@ -21,15 +22,10 @@ holds them to it). This file keeps
 a generation's factors from the forward pass to the update; eggroll.py draws them again from their
 keys, so that no more than a block of them is held at once.
 
-Measured (results/reproductions/nano-and-lesson-times.md): `OPENBLAS_NUM_THREADS=1 python
-nano_eggroll.py` trains 300 generations of 256 members (rank 1, minibatches of 64 of the 162
-training recordings of nmnist-sample/) in 25–40 CPU seconds, to 98 % on the training recordings
-and 68–70 % test accuracy on the 100 real test recordings (chance: 10 %; seeds 1–3 give 56–71 %).
-The wall time it prints depends on what else the cores run: 22–42 s on 2 otherwise idle CPU cores,
-110 s on cores shared with four busy programs (the same 32 CPU seconds, a smaller share of each
-core); with more than one BLAS thread there, the threads also wait for each other, which lengthens
-it further. The BLAS thread count and the CPU round float32 sums differently, which moves that
-accuracy a point or two; at one thread a run repeats exactly on one machine.
+`OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
+minibatches of 64 of the 162 training recordings of nmnist-sample/) to 68–70 % test accuracy on the
+100 real test recordings in 26–33 CPU seconds; results/reproductions/nano-and-lesson-times.md holds
+the runs, their wall times and what moves them.
 """
 import math
 import sys
@@ -46,15 +42,16 @@ import noise  # Philox4x32-10: noise.normals(seed, generation, pairs, name, coun
 
 @dataclass(frozen=True)
 class Settings:
-    """The `best` preset's sigma, learning rate and readout (config.py), the learning rate held
-    constant; the paper's protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
+    """The sigma, learning rate and readout of the `best` preset (config.py: the longer-training
+    recipe of docs/accuracy.md, `make reproduce-best`), the learning rate held constant; the paper's
+    protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
     population: int = 256      # 2P members, P antithetic pairs
     rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
     lr: float = 0.03           # Adam's learning rate
     logit_scale: float = 5.0   # softmax(logit_scale * rate), Eq. (3)
     seed: int = 1              # of the initial weights, the noise and the minibatches
-    beta: float = 0.9          # LIF decay
+    beta: float = 0.9          # LIF leak
     threshold: float = 1.0     # LIF threshold V_th
 
 
@@ -157,7 +154,7 @@ def centred_ranks(values):
 
 
 def gradient(f, perturbations, sigma):
-    """Eqs. (7)-(8) from the pair differences f (P,):
+    """The step g, Eqs. (7)-(8), from the pair differences f (P,):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)^T B / (2 P sigma sqrt(r)), one product;
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
@@ -173,8 +170,8 @@ def gradient(f, perturbations, sigma):
 
 
 def adam(params, grads, state, lr, decay1=0.9, decay2=0.999, floor=1e-8):
-    """Eq. (9): one Adam step UP the gradient, as optim.adam_update: its first and second moments,
-    running means of g and g² over the steps that decay by decay1 and decay2 a step, bias-corrected,
+    """Eq. (9): one Adam step UP g, as optim.adam_update: its first and second moments,
+    running means of g and g² over the steps with averaging rates decay1 and decay2, bias-corrected,
     and the floor 10⁻⁸ added to the root of the second. `state` holds both moments ("momentum",
     "mean_square") and the count of steps so far."""
     steps = state["steps"] + 1
@@ -216,8 +213,8 @@ def accuracy(params, split, settings):
 
 
 def train(splits, settings, generations, batch_size, log_every=0):
-    """EGGROLL from init_params(settings.seed) on splits.train, the step-th minibatch as data.minibatch
-    draws it. Returns the parameters and the mean fitness of the population, generation by generation."""
+    """EGGROLL from init_params(settings.seed) on splits.train, each generation's minibatch as
+    data.minibatch draws it. Returns the parameters and the mean fitness of the population, generation by generation."""
     params = init_params(settings.seed)
     state, history = adam_init(params), []
     for generation in range(generations):
