@@ -212,7 +212,7 @@ def surrogate(v, lif, k):
 
 
 def lif_forward(current, lif, spike, k):
-    """One layer over all steps from its currents I (T, N, n): pre-reset potentials V and spikes o."""
+    """One layer over all frames from its currents I (T, N, n): pre-reset potentials V and spikes o."""
     xp = array_module_of(current)
     v, spikes = xp.empty_like(current), xp.empty_like(current)
     u = xp.zeros_like(current[0])
@@ -227,7 +227,7 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     """The network on frames (T, N, n_in), keeping what `bptt_backward` needs. `network`: the
     layers (None: fully connected, read off the weights' shapes).
 
-    Layer 1's current W1 s_t + b1 is one matrix product for all steps, as in snn.forward; each later
+    Layer 1's current W1 s_t + b1 is one matrix product for all frames, as in snn.forward; each later
     layer's follows once all spikes of the one before are known. smooth=True spikes with
     `smooth_spike` instead of H. Returns a dict: frames, v{l} and o{l} of every layer l (each
     (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes.
@@ -266,7 +266,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
                   spike_cost=0.0, network=None):
     """Gradients of the loss, Eqs. (3)-(4) and (12), for every parameter: a dict like params.
 
-    Backward through every layer and step, with Eq. (11) for every spike; a convolution's
+    Backward through every layer and frame, with Eq. (11) for every spike; a convolution's
     gradients gather over its patches, and its input's go back through col2im (`Network.fold`).
     detach_reset=True matches snnTorch (snntorch/_neurons/neurons.py, `mem_reset`: reset =
     spike_grad(mem - threshold).clone().detach()): no gradient flows through the o_t of the reset

@@ -211,8 +211,8 @@ class Population:
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
-        step = self.sigma[name] * drawn_noise
-        return array_module_of(value).stack([value + step, value - step], axis=1).reshape((self.members,) + value.shape)
+        perturbation = self.sigma[name] * drawn_noise
+        return array_module_of(value).stack([value + perturbation, value - perturbation], axis=1).reshape((self.members,) + value.shape)
 
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
@@ -259,7 +259,7 @@ def population_stats(fitnesses, shaped):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. The gradient estimate, Eqs. (7)-(8)
+# 4. The step g, Eqs. (7)-(8)
 
 def lowrank_gradient(f, A, B, sigma, n_pairs):
     """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)

@@ -3,9 +3,12 @@ theta += lr avg(g) / (sqrt(avg(g^2)) + eps) per entry, avg(g) and avg(g^2) its f
 moments (running means over the steps, bias-corrected), eps its constant 10^-8. Its state keeps
 the moments under Kingma & Ba's "m" and "v", not a matrix's rows m or a potential V.
 
-The ES methods hand it their gradient estimate g of the fitness and climb; BPTT hands it -g of
-the loss. With weight_decay > 0 every parameter also shrinks by lr * weight_decay * theta, the
-decoupled form of AdamW (Loshchilov & Hutter, 2019).
+The ES methods hand it their step g and climb it (g estimates the smoothed fitness's gradient when
+formed from raw fitness differences, not from centred ranks as in training: docs/derivation.md,
+section 4); BPTT hands it the negative of its surrogate gradient of the loss. With weight_decay > 0
+every parameter also shrinks by lr * weight_decay * theta, the decoupled form of AdamW (Loshchilov
+& Hutter, 2019). Its settings beta1 and beta2, the averaging rates (0.9, 0.999) of the two moments,
+keep Kingma & Ba's names: they are not the LIF neuron's leak β.
 """
 import math
 from dataclasses import dataclass
@@ -21,7 +24,7 @@ class Adam:
     """Adam's settings; lr is the rate of the current step (see `scheduled_lr`)."""
     lr: float
     weight_decay: float = 0.0
-    beta1: float = 0.9      # the decay rates of the first and second moments, Eq. (9)'s 0.9 and 0.999
+    beta1: float = 0.9      # the averaging rates of the first and second moments, Eq. (9)'s 0.9 and 0.999
     beta2: float = 0.999
     eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
 
@@ -32,7 +35,7 @@ def init(params):
 
 
 def ascend(params, grads, state, adam):
-    """One Adam step up the gradient for every parameter; new params and state (the old ones are
+    """One Adam step up g for every parameter; new params and state (the old ones are
     left as they were)."""
     t = state["t"] + 1
     new_params, m, v = {}, {}, {}

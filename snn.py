@@ -1,15 +1,15 @@
 """A layered leaky integrate-and-fire (LIF) network, simulated for a whole population at once.
 
 Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any depth, dense or convolutional layers), for
-every layer and time step t = 1..T:
+every layer and frame (time bin) t = 1..T:
 
     V_t = beta * V_{t-1} + W s_t + b                       (1)  membrane potential
     o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
 
-s_t is the layer's input at step t (an event frame for layer 1, the previous layer's spikes o_t for
+s_t is the layer's input at frame t (an event frame for layer 1, the previous layer's spikes o_t for
 the others). Layer l's parameters are named W{l} and b{l}, l counted from 1; the last layer is the
 output.
-The network's output is the mean spike rate of the output neurons over T steps, read out by a
+The network's output is the mean spike rate of the output neurons over the T frames, read out by a
 softmax (3) and scored by cross-entropy (4). Evolution strategies evaluate many perturbed copies
 ("members") of the network on the same minibatch; `simulate` runs them all, in cache-sized chunks
 of members, asking the caller for each layer's input current W s_t + b. That way every method
@@ -39,7 +39,7 @@ CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in 
 class LIF:
     """Neuron constants shared by all layers.
 
-    The paper does not give them. beta = 0.9 keeps a memory of about 1/(1 - beta) = 10 steps, the
+    The paper does not give them. beta = 0.9 keeps a memory of about 1/(1 - beta) = 10 frames, the
     whole T = 10 window, so evidence from every frame adds up; V_th = 1.0 is snnTorch's default.
     """
     beta: float = 0.9
@@ -342,13 +342,13 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     minibatch, a chunk of members at a time.
 
     input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
-        step t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
+        frame t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
     layer_current(layer, spikes, start, stop) -> currents W_l o_t + b_l into layer l >= 2 at every
-        step, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
+        frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
         l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
-        before, so a chunk runs layer 1 through all steps first, then layer 2, and so on.
+        before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
     Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
-    of hidden spikes (every layer but the last) of each member over the batch and all steps
+    of hidden spikes (every layer but the last) of each member over the batch and all frames
     (n_members,), else None.
     """
     dtype = dtype or xp.float32
@@ -385,14 +385,14 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
     the yardstick for what perturbations cost (on a GPU, for two dense layers, one kernel:
     gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
-    W1 s_t + b1 is one matrix product for all steps and members.
+    W1 s_t + b1 is one matrix product for all frames and members.
     """
     xp = array_module_of(frames)
     network = network_of(params, network)
     n_steps, batch, n_in = frames.shape
     sizes = network.sizes
     hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
-    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and step in one kernel
+    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and frame in one kernel
         counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
         return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],

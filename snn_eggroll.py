@@ -63,7 +63,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     per block (a convolution's x: every patch of every frame, `snn.Network.unfold`). Every later
     layer sees each member's own spikes s, so s [W^T | B_p] is one product per pair, its + and -
     members together. On a GPU, a network of two dense layers runs its LIF layers, for every
-    member and step, as one kernel (gpu.lowrank_lif_network)."""
+    member and frame, as one kernel (gpu.lowrank_lif_network)."""
     params = population.params
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
