@@ -48,6 +48,10 @@ SECOND_MEANINGS = [
     ("p as a probability, not a pair's index", r"\blog_p\b", "log_p = logits - numpy.log(total)"),
     ("e as one draw of the noise, not Euler's number", r"\bfor e in\b|\* e\)", "F(W + sigma * e) for e in eps"),
     ("p as a count of pairs in an array's shape, not a pair's index", r"\(T, p, ", "# (T, p, 2N pos, n)"),
+    ("step as a time bin, not the update g", r"\btime steps?\b", "for every layer and time step t = 1..T"),
+    ("ε_i as an entry, not the draw of pair p", r"ε_i(?![a-z])", "each of the d terms ε_i² has mean ‖G‖²"),
+    ("decay as Adam's averaging rates, not a weight decay or the leak", r"\bdecay rates?\b|\bdecays 0\.9",
+     "avg a running mean (decays 0.9, 0.999)"),
 ]
 
 # Code names (in a .py file's code, or a code block of a page) that would read as a symbol of the
