@@ -152,6 +152,11 @@ def staircase_slopes(x, sigma, pairs=1000, seed=0):
     return float(smoothed_staircase(x, sigma)[1]), float(estimate)
 
 
+def staircase_spread(x, sigma, pairs=1000, seeds=500):
+    """The standard error of staircase_slopes' estimate: its spread over `seeds` seeds."""
+    return float(np.std([staircase_slopes(x, sigma, pairs, seed)[1] for seed in range(seeds)]))
+
+
 def checks(toy=Toy(), draws=2000):
     """The lines of docs/derivation.md's sections 2 and 4 that the figure does not show: the mean of
     `draws` steps of raw differences against G, in standard errors, and the step's length with
@@ -252,10 +257,11 @@ def seeds_check(seeds=range(1, 11), generations=300):
 
 def staircase_view(x0=1.2, sigmas=(0.1, 0.6)):
     """The staircase F and its smoothing J at each sigma on x from -3 to 3, and at x0, for each sigma,
-    J(x0), J'(x0) and ES's estimate of J'(x0) from 1,000 pairs."""
+    J(x0), J'(x0), ES's estimate of J'(x0) from 1,000 pairs and that estimate's standard error."""
     x = np.linspace(-3, 3, 1201)
     return {"x": x, "F": staircase(x), "J": {sigma: smoothed_staircase(x, sigma)[0] for sigma in sigmas}, "x0": x0,
-            "at x0": {sigma: (smoothed_staircase(x0, sigma)[0], *staircase_slopes(x0, sigma)) for sigma in sigmas}}
+            "at x0": {sigma: (smoothed_staircase(x0, sigma)[0], *staircase_slopes(x0, sigma),
+                              staircase_spread(x0, sigma)) for sigma in sigmas}}
 
 
 def plane_view(gradient, g, members, theta, vectors):
@@ -307,8 +313,8 @@ def figure_lines(numbers):
     """The lines printed beside the figure, from figure_numbers' `numbers`."""
     stairs, generations, draws = numbers["staircase"], numbers["generations"], numbers["draws"]
     lines = [f"staircase F = -round(|x|) at x = {stairs['x0']}: F' = 0; " + ", ".join(
-                 f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} (sigma {sigma})"
-                 for sigma, (_, exact, estimate) in stairs["at x0"].items()),
+                 f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} +- {error:.3f} (sigma {sigma})"
+                 for sigma, (_, exact, estimate, error) in stairs["at x0"].items()),
              f"one generation at W = 0: step g of rank {numbers['rank']}, cosine with G "
              f"{numbers['cosine']['g']:.3f} (rank-1 noise), {numbers['cosine']['full g']:.3f} (full-rank noise)",
              f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
@@ -394,7 +400,7 @@ def draw_staircase(ax, stairs):
     """The staircase, its smoothings and ES's slope estimates at x0 (staircase_view's)."""
     x, x0 = stairs["x"], stairs["x0"]
     ax.plot(x, stairs["F"], color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
-    for (sigma, (height, exact, estimate)), colour in zip(stairs["at x0"].items(), ("C0", "C3")):
+    for (sigma, (height, exact, estimate, _)), colour in zip(stairs["at x0"].items(), ("C0", "C3")):
         ax.plot(x, stairs["J"][sigma], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
         ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
                 linestyle="--", linewidth=1.5)
