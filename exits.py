@@ -134,6 +134,26 @@ class Parser(argparse.ArgumentParser):
         tell(f"error: {message}; see {self.prog} --help")
         sys.exit(2)
 
+    def _print_message(self, message, file=None):
+        """argparse's writer of the help, which drops a failed write: a help that standard output
+        cannot take (/dev/full, a full disk) is one line and exit status 2, not a silent 0; one
+        that a closed pipe cuts short, exit status 141. (With standard output closed, `>&-`, the
+        help goes to stderr, as argparse has it.)"""
+        if not message or file is not sys.stdout or file is None:
+            return super()._print_message(message, file)
+        try:
+            file.write(message)
+            file.flush()
+        except BrokenPipeError:
+            silence(stderr=False)
+            tell("error: standard output was closed")
+            sys.exit(128 + signal.SIGPIPE)
+        except OSError as error:
+            silence(stderr=False)
+            tell(f"error: cannot write the help to standard output: {error.strerror or error}; rerun with standard "
+                 f"output where it can be written")
+            sys.exit(2)
+
 
 def at_least(low):
     """argparse type: an integer >= low."""

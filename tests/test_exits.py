@@ -92,6 +92,19 @@ def test_a_result_standard_output_cannot_take_is_one_line_and_exit_status_2(tmp_
     assert done.stderr.rstrip().endswith(where.format(tmp=tmp_path)), done.stderr
 
 
+@pytest.mark.parametrize("command", [["run.py", "--help"], ["run.py", "train", "--help"], ["lesson.py", "--help"],
+                                     ["examples/layer_drift.py", "--help"]])
+def test_a_help_standard_output_cannot_take_is_one_line_and_exit_status_2(command):
+    """--help with standard output on /dev/full: one line and exit status 2, not a silent 0 with the
+    help lost (argparse drops a failed write)."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, str(ROOT / command[0]), *command[1:]], cwd=ROOT, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == ("error: cannot write the help to standard output: No space left on device; rerun with "
+                           "standard output where it can be written\n")
+
+
 def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     """At --threshold 100 no neuron ever fires: every member scores -ln 10 and the run learns
     nothing; one warning line says so, once. At the default threshold the run says nothing."""
