@@ -63,40 +63,42 @@ def owned(folder):
     """Hold `folder` for this process: a second one that tries gets a UsageError naming the owner.
 
     An flock on folder/.lock (Linux, macOS): the OS releases it when the owner exits or is killed,
-    so a stale lock never blocks.
+    so a stale lock never blocks. Refused before it holds the folder (a full disk, another owner),
+    it takes away again the lock file and the folders it made.
     """
+    made = first_missing(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", folder)) from None
-    refuse_link(folder / LOCK)
-    created = not os.path.lexists(folder / LOCK)
-    try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
-        descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                             0o666)
-    except OSError as error:
-        raise UsageError(os_problem(error, "write", folder / LOCK)) from None
-    status = os.fstat(descriptor)
-    if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:  # a hard link is another file's content too
-        os.close(descriptor)
-        what = "not a regular file" if not stat.S_ISREG(status.st_mode) else \
-            f"a hard link, one of {status.st_nlink} names of one file"
-        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is {what}; remove it")
-    file = os.fdopen(descriptor, "r+")
+    created, file, holding = False, None, False
     try:
-        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        file.seek(0)
-        owner = file.read().strip() or "unknown"
-        file.close()
-        raise UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end "
-                         f"or stop it, then run again") from None
-    content = file.read(64)
-    if not re.fullmatch(r"\d*\n?", content):  # a lock holds its last owner's PID or nothing: this is not one
-        file.close()
-        raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it holds something other than a "
-                         f"process ID, so it is not this project's; move it away")
-    try:
+        refuse_link(folder / LOCK)
+        created = not os.path.lexists(folder / LOCK)
+        try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
+            descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                                 0o666)
+        except OSError as error:
+            raise UsageError(os_problem(error, "write", folder / LOCK)) from None
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:  # a hard link is another file's content too
+            os.close(descriptor)
+            created = False  # not a lock this process made: left as it is
+            what = "not a regular file" if not stat.S_ISREG(status.st_mode) else \
+                f"a hard link, one of {status.st_nlink} names of one file"
+            raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it is {what}; remove it")
+        file = os.fdopen(descriptor, "r+")
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            owner = file.read().strip() or "unknown"
+            raise UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end "
+                             f"or stop it, then run again") from None
+        content = file.read(64)
+        if not re.fullmatch(r"\d*\n?", content):  # a lock holds its last owner's PID or nothing: this is not one
+            raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it holds something other than a "
+                             f"process ID, so it is not this project's; move it away")
         try:  # the lock file is the one file written in place: the lock belongs to it
             file.seek(0)
             file.truncate()
@@ -104,14 +106,19 @@ def owned(folder):
             file.flush()
         except OSError as error:
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
+        holding = True
         yield
     except BaseException:
         if created and not is_run_folder(folder):  # refused (a linked mark too), or failed before it was a run's
             with contextlib.suppress(OSError):
                 (folder / LOCK).unlink()
+        if not holding:  # refused before the work began: the folders made for it go too, if empty
+            remove_made_folders(folder, made)
         raise
     finally:
-        file.close()
+        if file is not None:
+            with contextlib.suppress(OSError):  # a PID that a full disk did not take: its line is said already
+                file.close()
 
 
 # What to do about an OS error, by its errno: the end of a line that names the path and the error.

@@ -83,6 +83,34 @@ def test_a_second_process_on_a_run_folder_is_refused_and_a_killed_owner_never_bl
     assert run.main(train_args(finished_run, dataset, "--force")) == 0
 
 
+def test_a_lock_a_full_disk_does_not_take_is_named_and_leaves_no_folder(tmp_path, dataset, capsys, monkeypatch):
+    """A disk full when the lock's PID is written: the line names the lock file and the full disk
+    (not standard output, which the failed write's close would otherwise be taken for), and the
+    folders made for the run are gone again."""
+    class FullDisk:
+        def __init__(self, file):
+            self.file = file
+
+        def __getattr__(self, name):
+            return getattr(self.file, name)
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self):
+            self.file.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    fdopen = os.fdopen  # the lock alone is opened "r+"
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *args: (FullDisk if mode == "r+" else lambda file: file)(
+        fdopen(fd, mode, *args)))
+    out = tmp_path / "new" / "run"
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 2 and err == (f"error: cannot write {out / run_folder.LOCK}: No space left on device; free disk "
+                                 f"space there or use another folder\n"), err
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Damaged or foreign files
 
