@@ -387,6 +387,10 @@ def check_finished(root=None):
     if not os.path.lexists(folder / FINISHED):
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
     finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
+    if not (isinstance(finished, dict) and set(finished) == set(found) and isinstance(finished["paths_sha256"], str)
+            and all(type(finished[split]) is int and finished[split] >= 0 for split in SPLIT_FOLDER.values())):
+        raise data.BadDataError(f"{folder / FINISHED} is damaged (not the recordings of each split and a SHA256 of "
+                                f"their paths, as the emulation writes it); {fix}")
     if finished != found:
         counts = [" and ".join(f"{held.get(split)} {flag}" for flag, split in SPLIT_FOLDER.items())
                   for held in (found, finished)]

@@ -449,6 +449,29 @@ def test_a_rerun_stopped_midway_leaves_no_finished_mark_of_the_old_count(tmp_pat
     assert (out / "NMNIST" / emulate.FINISHED).exists()
 
 
+def test_a_damaged_finished_mark_is_refused_with_the_command_that_writes_it_again(tmp_path, capsys):
+    """A FINISHED.json that is JSON but not the recordings' counts (a list, an object without them,
+    a count that is not a whole number) is refused in one line naming it and the rerun that writes
+    it again, as any other disagreement with the recordings is, never an error of the program."""
+    out = tmp_path / "emulated"
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out)) == 0
+    mark = out / "NMNIST" / emulate.FINISHED
+    whole = json.loads(mark.read_text())
+    for damaged in ([1, 2], {}, None, {**whole, "Test": str(whole["Test"])}, {**whole, "Train": -1},
+                    {**whole, "more": 1}, {**whole, "paths_sha256": 0}):
+        mark.write_text(json.dumps(damaged))
+        with pytest.raises(data.BadDataError) as refused:
+            emulate.check_finished(out)
+        assert str(refused.value).startswith(f"{mark} is damaged (") and "rerun `python run.py emulate --out" in \
+            str(refused.value), damaged
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out)) == 0  # the rerun counts the recordings again
+    assert json.loads(mark.read_text()) == whole
+    emulate.check_finished(out)
+
+
 def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(tmp_path, monkeypatch, capsys):
     """An emulation stopped midway (Ctrl-C after 6 recordings) is refused by training in one line
     naming the command that finishes it, not the deletion that would throw its recordings away;
