@@ -534,16 +534,16 @@ def provenance(root=None):
     root = data.resolve_root(root)
     for path in (root / "NMNIST" / PROVENANCE, root / PROVENANCE):
         if path.exists() or path.is_symlink():
-            stored = read_json(path, "delete it and emulate the data again (python run.py emulate)", data.BadDataError)
+            fix = (f"put back the {PROVENANCE} that `run.py emulate` wrote there, or emulate into another --out: "
+                   f"without it the recordings beside it would pass for recorded N-MNIST")
+            stored = read_json(path, fix, data.BadDataError)
             if not isinstance(stored, dict) or not {"version", "seed", "mnist_sha256"} <= set(stored):
                 raise data.BadDataError(f"{path} is not an emulation's record (no emulator version, seed or SHA256 of "
-                                        f"the MNIST files); "
-                                        f"delete it and emulate the data again (python run.py emulate)")
+                                        f"the MNIST files); {fix}")
             whole = {key: type(stored[key]) is int and stored[key] >= 0 for key in ("version", "seed")}
             if not all(whole.values()) or not isinstance(stored["mnist_sha256"], dict):
                 wrong = next(key for key, fine in {**whole, "mnist_sha256": False}.items() if not fine)
                 raise data.BadDataError(f"{path} is damaged ({SETTING_WORDS[wrong]}: {json.dumps(stored[wrong])}); "
-                                        f"delete it and "
-                                        f"emulate the data again (python run.py emulate)")
+                                        f"{fix}")
             return stored
     return None

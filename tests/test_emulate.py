@@ -326,8 +326,30 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
         emulate.provenance(tmp_path / "seed0")  # a broken link is not taken for real data
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").unlink()
     (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text("{")
-    with pytest.raises(data.BadDataError, match="is not valid JSON.*delete it and emulate the data again"):
+    with pytest.raises(data.BadDataError, match="is not valid JSON.*put back the EMULATED.json"):
         emulate.provenance(tmp_path / "seed0")
+
+
+def test_a_damaged_record_of_an_emulation_is_never_to_be_deleted(tmp_path, capsys):
+    """A damaged EMULATED.json is refused with advice that keeps the recordings' origin: put the
+    record back, or emulate into another --out. Deleting it would make the emulated recordings
+    pass for recorded N-MNIST, and the folder's own emulation then refuses them."""
+    out = tmp_path / "emulated"
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out)) == 0
+    record = out / "NMNIST" / emulate.PROVENANCE
+    for damaged in ("{", "[]", json.dumps({"version": 1, "seed": -1, "mnist_sha256": {}})):
+        record.write_text(damaged)
+        with pytest.raises(data.BadDataError) as refused:
+            emulate.provenance(out)
+        assert "delete" not in str(refused.value) and str(refused.value).endswith(
+            "put back the EMULATED.json that `run.py emulate` wrote there, or emulate into another --out: without it "
+            "the recordings beside it would pass for recorded N-MNIST"), str(refused.value)
+    record.unlink()  # what the advice given before led to: these recordings are taken for recorded ones
+    assert emulate.provenance(out) is None
+    capsys.readouterr()
+    assert run.main(emulate_command(out)) == 2  # refused before MNIST is read
+    assert "holds recordings that were not emulated here" in capsys.readouterr().err
 
 
 def test_a_folder_emulated_with_anything_else_is_refused_naming_it(tmp_path):
