@@ -132,6 +132,7 @@ def check_reproduce(opts, grids):
                          f"--report-only to train the runs first")
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
+        check_rescorable(opts, grids)
     left = [] if opts.report_only else unfinished(opts, grids)
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
@@ -140,6 +141,33 @@ def check_reproduce(opts, grids):
         for _, config in left:
             resources.check_run_memory(config, xp, recordings, run=run_config.run_folder_name(config, opts.config))
     return left
+
+
+def check_rescorable(opts, grids):
+    """A UsageError if a finished run that --real-root would score has no checkpoint to score, and its
+    real.json holds scores on other recordings (its data's fingerprint differs, or, scored before
+    fingerprints were kept, its split sizes): the report would show those as the copy's."""
+    for results_dir, runs, _ in grids:
+        stale = []
+        for config in runs:
+            out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
+            if not run_folder.is_finished(out, config) or (out / CHECKPOINT).exists() or not (out / "real.json").exists():
+                continue
+            try:
+                real = run_folder.read_json(out / "real.json", "")
+            except UsageError:
+                continue  # damaged: the report names it
+            if run_folder.real_problem(real):
+                continue
+            splits = training.load_splits(opts.real_root, config.time_bins, opts.cache_dir)
+            sizes = {name: len(getattr(splits, name)) for name in ("train", "val", "test")}
+            if real["data"] != splits.fingerprint() if "data" in real else real.get("samples", sizes) != sizes:
+                stale.append(out)
+        if stale:
+            raise UsageError(f"--real-root {opts.real_root}: {len(stale)} finished run(s) of {results_dir} have no "
+                             f"{CHECKPOINT} to score on it, and their real.json holds scores on other recordings "
+                             f"(first {stale[0]}), which the report would show as this copy's; give --real-root the "
+                             f"recordings they were scored on, or leave it out to report the scores they hold")
 
 
 def unfinished(opts, grids):

@@ -181,6 +181,37 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
         assert json.loads(real.read_text())["samples"]["test"] == 20, real
 
 
+def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on(tmp_path, dataset, monkeypatch,
+                                                                                   capsys):
+    """--real-root on a finished run without its checkpoint, whose real.json scored other recordings
+    (by their fingerprint, or by the split sizes of a real.json written before fingerprints were
+    kept): one line, nothing written, not a table showing those scores as this copy's. The
+    recordings it was scored on, or no --real-root, report it."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
+    real_root = dataset[dataset.index("--data-root") + 1]
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset, "--runs",
+            "eggroll-r1", "--seeds", "1"]
+    assert run.main(args + ["--real-root", real_root]) == 0
+    out = tmp_path / "quick" / "runs" / "eggroll-r1-seed1"
+    (out / run_folder.CHECKPOINT).unlink()  # as the committed runs are kept
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
+    real = json.loads((out / "real.json").read_text())
+    for held in (real, {key: value for key, value in real.items() if key != "data"}):
+        (out / "real.json").write_text(json.dumps(held))
+        before = {path: path.read_bytes() for path in sorted((tmp_path / "quick").rglob("*")) if path.is_file()}
+        capsys.readouterr()
+        code, err = run_main(args + ["--report-only", "--real-root", str(other)], capsys)
+        assert code == 2 and err == (
+            f"error: --real-root {other}: 1 finished run(s) of {tmp_path / 'quick'} have no checkpoint.npz to score on "
+            f"it, and their real.json holds scores on other recordings (first {out}), which the report would show as "
+            f"this copy's; give --real-root the recordings they were scored on, or leave it out to report the scores "
+            f"they hold\n"), err
+        assert {path: path.read_bytes() for path in before} == before
+        assert run.main(args + ["--report-only", "--real-root", real_root]) == 0
+        assert run.main(args + ["--report-only"]) == 0
+
+
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1)})
