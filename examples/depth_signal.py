@@ -92,7 +92,7 @@ def main(argv=None):
     parser.add_argument("--ranks", type=exits.integers_at_least(1), default=[1, 4],
                         help="ranks of the estimates compared (default: 1,4)")
     parser.add_argument("--batch-size", type=exits.at_least(1), default=256, help="samples of the minibatch measured and of each "
-                                                                    "training generation (default: 256)")
+                                                                    "training generation, all of a split that holds fewer (default: 256)")
     parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
     parser.add_argument("--lr", type=exits.positive_number, default=0.03, help="EGGROLL's learning rate on a cosine (default: 0.03)")
     parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="the readout's scale (default: 5)")
@@ -137,7 +137,7 @@ def measure_along_a_run(opts, network):
             records += measure(params, frames, labels, network, generation, opts)
             print(table([r for r in records if r["generation"] == generation]), flush=True)
         if generation < opts.generations:
-            batch = rng.choice(len(splits.train), opts.batch_size, replace=False)
+            batch = rng.choice(len(splits.train), min(opts.batch_size, len(splits.train)), replace=False)  # all, if fewer
             adam = optim.Adam(optim.scheduled_lr(opts.lr, "cosine", generation, opts.generations))
             params, state, _ = snn_eggroll.generation_step(params, state, splits.train.frames(batch, np),
                                                            splits.train.labels[batch], generation, settings, adam,

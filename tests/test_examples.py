@@ -262,6 +262,18 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert (run / "checkpoint.npz").read_bytes() == checkpoint
 
 
+def test_depth_signal_takes_a_batch_larger_than_the_training_split_whole(tmp_path):
+    """--batch-size above the training recordings (162 in the sample) measures and trains on all of
+    them, as run.py train does, not an error of NumPy's after the first measurement."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--hidden", "12,6", "--generations", "1", "--every", "1",
+                           "--populations", "8", "--ranks", "1", "--batch-size", "100000", "--cache-dir",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [line.split(" | ")[0] for line in done.stdout.splitlines() if line.startswith("| ") and
+            line[2].isdigit()] == ["| 0", "| 1"]
+
+
 @pytest.mark.parametrize("options, message", [
     (["--populations", "abc"], "expected integers >= 2 separated by commas, got 'abc'"),
     (["--ranks", "1.5"], "expected integers >= 1 separated by commas, got '1.5'"),
