@@ -128,8 +128,8 @@ OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.EACCES: "make it accessible to this user or use another folder",
             errno.EPERM: "make it accessible to this user or use another folder",
             errno.EROFS: "that file system is read-only: use another folder",
-            errno.EISDIR: "a folder stands where a file should be: move that folder away",
-            errno.ENOTDIR: "a file stands where a folder of that path should be: move that file away",
+            errno.EISDIR: "a folder stands where a file should be: move that folder away, or use another path",
+            errno.ENOTDIR: "a file stands where a folder of that path should be: move that file away, or use another path",
             errno.ELOOP: "a symbolic link on that path leads back to itself: replace the link",
             errno.ENOENT: "a folder of that path does not exist: create it or use another path",
             errno.ENAMETOOLONG: "use a shorter path",
@@ -171,6 +171,9 @@ def open_regular(path, limit=None, error=UsageError, largest="such a file holds"
             raise refused(os.stat(path))
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)  # a FIFO: no wait
     except OSError as problem:
+        if problem.errno == errno.ENOENT and os.path.islink(path):  # not a missing folder: a broken link
+            raise error(f"cannot {action} {path}: it is a link to {os.readlink(path)}, which does not exist; replace "
+                        f"the link with the file, or remove it") from None
         raise error(os_problem(problem, action, path)) from None
     try:
         info = os.fstat(descriptor)

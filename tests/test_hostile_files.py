@@ -127,6 +127,21 @@ def test_open_regular_bounds_the_size_and_refuses_what_is_not_a_file(tmp_path):
             run_folder.read_bytes(path, 100, ValueError)
 
 
+def test_a_broken_link_is_named_as_one_not_as_a_missing_folder(tmp_path):
+    """A file that is a link to nothing is said to be one, with the fix that suits it, not "a folder
+    of that path does not exist"; a file standing where a folder should be also offers another path."""
+    link = tmp_path / "FINISHED.json"
+    link.symlink_to(tmp_path / "gone.json")
+    with pytest.raises(ValueError) as refused:
+        run_folder.read_json(link, "fix it", ValueError)
+    assert str(refused.value) == (f"cannot read {link}: it is a link to {tmp_path / 'gone.json'}, which does not "
+                                  f"exist; replace the link with the file, or remove it")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError) as made:
+        (tmp_path / "file" / "folder").mkdir()
+    assert run_folder.os_problem(made.value, "create").endswith("move that file away, or use another path")
+
+
 def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_path, trained, dataset, capsys):
     """A checkpoint whose weights are finite but near float32's largest: `evaluate` overflowed the
     membrane potentials into NaN with only RuntimeWarnings, and printed scores; now one line."""
