@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import signal
 import statistics
 import sys
@@ -479,6 +480,9 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     (e.g. the real recordings, for a model trained on emulated ones), frames made as in training;
     `option` names data_root in a message."""
     run_dir = Path(run_dir)
+    if os.path.lexists(run_dir) and not run_dir.is_dir():
+        raise UsageError(f"{run_dir} is not a folder, so it holds no trained run; give the --out folder of a "
+                         f"training run")
     for name in ("config.json", CHECKPOINT):
         run_folder.refuse_link(run_dir / name)
     if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():

@@ -307,6 +307,10 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     assert abs(weighted - final["val_acc"]) < 1e-12
     code, err = run_main(["evaluate", str(tmp_path / "absent")], capsys)
     assert code == 2 and "holds no trained run" in err
+    (tmp_path / "a-file").write_text("")  # not a folder: no advice to train into it
+    code, err = run_main(["evaluate", str(tmp_path / "a-file")], capsys)
+    assert code == 2 and err == (f"error: {tmp_path / 'a-file'} is not a folder, so it holds no trained run; give the "
+                                 f"--out folder of a training run\n"), err
 
 
 def test_evaluate_scores_all_recordings_as_one_set(tmp_path, dataset, capsys):
