@@ -581,6 +581,9 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
     cases = [(["--runs", "eggroll-r44"], "--runs: --config quick has no run eggroll-r44; use some of bptt, "
                                          "eggroll-r1, eggroll-r2, eggroll-r4, eggroll-r8, es"),
              (["--seeds", "1,99"], "--seeds: --config quick has no seed 99; use some of 1, 2, 3"),
+             (["--runs", "es,,bptt"], "--runs 'es,,bptt' holds an empty name; separate the names by single commas, "
+                                      "e.g. --runs bptt,eggroll-r1"),
+             (["--runs", ""], "--runs '' holds an empty name"),
              (["--seeds", "1,x"], "argument --seeds: expected comma-separated integers such as 1,2, got '1,x'"),
              (["--real-root", str(tmp_path / "absent")], f"--real-root {tmp_path / 'absent'} holds no N-MNIST"),
              (["--data-root", str(tmp_path / "absent")], f"--data-root {tmp_path / 'absent'} holds no N-MNIST"),
