@@ -168,6 +168,17 @@ def at_least(low):
     return number
 
 
+def members(text):
+    """argparse type: an ES population, an even integer >= 2 (P antithetic pairs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 2 or value % 2:
+        raise argparse.ArgumentTypeError(f"expected an even integer >= 2 (P antithetic pairs), got {text!r}")
+    return value
+
+
 def integers_at_least(low):
     """argparse type: comma-separated integers, each >= low (e.g. 512,2048)."""
     one = at_least(low)

@@ -62,7 +62,7 @@ def main():
     parser = exits.Parser(prog="depth_speed.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hidden", nargs="+", type=config.hidden_option, default=["64", "128,64", "conv8k5s3"],
                         help="the hidden layers of each network, as run.py train --hidden")
-    parser.add_argument("--members", type=exits.at_least(2), default=1024, help="EGGROLL's population (default: 1024)")
+    parser.add_argument("--members", type=exits.members, default=1024, help="EGGROLL's population (default: 1024)")
     parser.add_argument("--rank", type=exits.at_least(1), default=1)
     parser.add_argument("--repeats", type=exits.at_least(1), default=3, help="timed calls of each, after a warm-up")
     parser.add_argument("--device", choices=DEVICES, default="cpu")

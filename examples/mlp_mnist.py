@@ -124,7 +124,7 @@ def main(argv=None):
     add("--steps", type=exits.at_least(1), default=3000, help="minibatches: EGGROLL's generations, backprop's steps (3000)")
     add("--batch-size", type=exits.at_least(1), default=128, help="images per minibatch (128)")
     add("--train-samples", type=exits.at_least(1), default=60000, help="train on the first N training images (60000)")
-    add("--population", type=exits.at_least(1), default=512, help="EGGROLL's members, 2P: an even number (512)")
+    add("--population", type=exits.members, default=512, help="EGGROLL's members, 2P: an even number (512)")
     add("--rank", type=exits.at_least(1), default=1, help="of EGGROLL's perturbations (1)")
     add("--sigma", type=exits.positive_number, default=0.02, help="EGGROLL's noise scale (0.02)")
     add("--lr", type=exits.positive_number, default=0.006, help="EGGROLL's peak learning rate (0.006)")

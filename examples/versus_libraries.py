@@ -247,7 +247,7 @@ def one_request(parser, opts):
 def main():
     parser = exits.Parser(prog="versus_libraries.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hidden", nargs="+", type=exits.at_least(1), default=[32, 256])
-    parser.add_argument("--population", type=exits.at_least(2), default=256)
+    parser.add_argument("--population", type=exits.members, default=256)
     parser.add_argument("--generations", type=exits.at_least(1), default=300)
     parser.add_argument("--sigma", type=exits.positive_number, default=0.05)
     parser.add_argument("--lr", type=exits.positive_number, default=0.02)

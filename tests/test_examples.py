@@ -286,6 +286,23 @@ def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("script, option, extra", [
+    ("examples/versus_libraries.py", "--population", ["--out", "{tmp}/out"]),
+    ("examples/mlp_mnist.py", "--population", ["--mnist", "{tmp}/mnist"]),
+    ("examples/depth_speed.py", "--members", ["--out", "{tmp}/speed.md"])])
+@pytest.mark.parametrize("members", ["7", "0"])
+def test_an_odd_population_is_refused_as_its_option_before_any_work(tmp_path, script, option, extra, members):
+    """A population that is no number of antithetic pairs: one line naming the option, exit status 2,
+    before anything is written (versus_libraries.py made its --out folder first)."""
+    done = subprocess.run([sys.executable, str(ROOT / script), option, members,
+                           *(part.format(tmp=tmp_path) for part in extra)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        f"error: argument {option}: expected an even integer >= 2 (P antithetic pairs), got '{members}'; see "
+        f"{Path(script).name} --help\n"), done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("script, out, message", [
     (script, "", "expected a folder to write the records into, got ''")
     for script in ("examples/snn_depth.py", "examples/depth_signal.py", "examples/versus_libraries.py")] + [
