@@ -74,6 +74,15 @@ def main():
                                   "give another --out")
         xp = array_module(opts.device)
         networks = {hidden: snn.Network.parse(hidden) for hidden in ["64", *opts.hidden]}  # the paper's first
+        for hidden, network in networks.items():  # before any timing: a generation must fit in free memory
+            estimate = resources.generation_bytes("eggroll", opts.rank, opts.members // 2, REFERENCE["batch"],
+                                                  REFERENCE["time_bins"], xp is not numpy, network)
+            short = resources.shortfall((estimate, 0) if xp is numpy else (0, estimate), xp)
+            if short is not None:
+                raise exits.UsageError(f"--members {opts.members}: an EGGROLL generation of 2312-"
+                                       f"{hidden.replace(',', '-')}-10 needs about {resources.size_text(short[0])} of "
+                                       f"{short[2]} (estimated), more than the {resources.size_text(short[1])} free; "
+                                       f"lower --members")
         times = {hidden: seconds_of(network, opts.members, opts.rank, xp, opts.repeats)
                  for hidden, network in networks.items()}
         lines = [f"{device_name(xp)}; {opts.members} members, rank {opts.rank}, minibatch {REFERENCE['batch']}, "

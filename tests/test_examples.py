@@ -286,6 +286,18 @@ def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
 
 
+def test_depth_speed_refuses_members_beyond_free_memory_before_any_timing(tmp_path):
+    """More members than one generation's estimate leaves room for: one line naming --members and
+    the estimate, before the first timing (an out-of-memory line would cite an estimate never checked)."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_speed.py"), "--hidden", "64", "--members",
+                           "4000000000", "--repeats", "1", "--out", str(tmp_path / "speed.md")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: --members 4000000000: an EGGROLL generation of 2312-64-10 needs about ")
+    assert done.stderr.endswith(" free; lower --members\n") and done.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("script, option, extra", [
     ("examples/versus_libraries.py", "--population", ["--out", "{tmp}/out"]),
     ("examples/mlp_mnist.py", "--population", ["--mnist", "{tmp}/mnist"]),
