@@ -123,7 +123,7 @@ def main(argv=None):
     add("--seed", type=exits.at_least(0), default=1, help="of the initial weights, the minibatches and the noise (default: 1)")
     add("--steps", type=exits.at_least(1), default=3000, help="minibatches: EGGROLL's generations, backprop's steps (3000)")
     add("--batch-size", type=exits.at_least(1), default=128, help="images per minibatch (128)")
-    add("--train-samples", type=exits.at_least(1), default=60000, help="train on the first N training images (60000)")
+    add("--train-samples", type=exits.at_least(1), help="train on the first N training images (all, 60000 in MNIST)")
     add("--population", type=exits.members, default=512, help="EGGROLL's members, 2P: an even number (512)")
     add("--rank", type=exits.at_least(1), default=1, help="of EGGROLL's perturbations (1)")
     add("--sigma", type=exits.positive_number, default=0.02, help="EGGROLL's noise scale (0.02)")
@@ -133,6 +133,9 @@ def main(argv=None):
 
     def command():
         (images, labels), (test_images, test_labels) = load(opts.mnist)
+        if opts.train_samples is not None and opts.train_samples > len(images):  # trained on what it names, not silently on fewer
+            raise exits.UsageError(f"--train-samples {opts.train_samples}: {opts.mnist} holds {len(images):,} "
+                                   f"training images; use --train-samples {len(images)} or fewer")
         batches = images[:opts.train_samples], labels[:opts.train_samples], opts.steps, opts.batch_size
         table = [f"{'method':10s} {'test accuracy %':>16s} {'wall s':>8s}"]
         for name, train, settings in (("eggroll", train_eggroll, (opts.population, opts.rank, opts.sigma, opts.lr)),

@@ -100,6 +100,10 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
     accuracies = {line.split()[0]: float(line.split()[1]) for line in table}
     assert accuracies.keys() == {"eggroll", "backprop"}
     assert min(accuracies.values()) > 60                                            # percent; chance 10
+    capsys.readouterr()
+    status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "301"])
+    assert status == 2 and capsys.readouterr() == ("", f"error: --train-samples 301: {tmp_path} holds 300 training "
+                                                       f"images; use --train-samples 300 or fewer\n")
 
 
 @pytest.mark.parametrize("args", [["--mnist", "no-such-folder"], ["--mnist", "."], []])
