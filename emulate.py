@@ -56,7 +56,7 @@ from tqdm import tqdm
 
 import data
 import mnist
-from run_folder import TEMPORARY, UsageError, os_problem, owned, read_json, refuse_link, write_atomically, writing
+from run_folder import TEMPORARY, UsageError, holder, os_problem, owned, read_json, refuse_link, write_atomically, writing
 
 VERSION = 1  # of the emulator's bytes: a change to any recording's bytes is a new version
 SENSOR = 34  # pixels per side of the sensor's field
@@ -385,6 +385,10 @@ def check_finished(root=None):
     fix = (f"rerun `python run.py emulate --out {folder.parent} --seed {seed}` (with its --mnist, if it was given "
            f"one) to finish it: the recordings already made are kept")
     if not os.path.lexists(folder / FINISHED):
+        running = holder(folder)
+        if running is not None:  # not to be started again: it would be refused as in use
+            raise data.BadDataError(f"{folder} holds an emulation still being made (by process {running}); wait for "
+                                    f"it to finish, then run again")
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
     finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
     if not (isinstance(finished, dict) and set(finished) == set(found) and isinstance(finished["paths_sha256"], str)

@@ -121,6 +121,23 @@ def owned(folder):
                 file.close()
 
 
+def holder(folder):
+    """The PID (as its lock file says it) of the process that holds `folder` (`owned`) now, or None
+    if none does; the lock file is only read, never made."""
+    try:
+        descriptor = os.open(folder / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return file.read(64).decode(errors="replace").strip() or "unknown"
+        except OSError:
+            return None
+        return None
+
+
 # What to do about an OS error, by its errno: the end of a line that names the path and the error.
 OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.EDQUOT: "free space within your disk quota or use another folder",

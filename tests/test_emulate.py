@@ -494,6 +494,32 @@ def test_a_damaged_finished_mark_is_refused_with_the_command_that_writes_it_agai
     emulate.check_finished(out)
 
 
+def test_an_emulation_still_being_made_is_not_to_be_started_again(tmp_path):
+    """Training on a folder whose emulation is running (its lock held) is told to wait for it, not
+    to start the emulation again, which the running one would refuse; once it is gone, the rerun."""
+    out = tmp_path / "emulated"
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out)) == 0
+    (out / "NMNIST" / emulate.FINISHED).unlink()
+    code = ("import sys, time, pathlib, run_folder\n"
+            "with run_folder.owned(pathlib.Path(sys.argv[1])):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(120)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code, str(out / "NMNIST")], cwd=Path(run.__file__).parent,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        with pytest.raises(data.BadDataError) as refused:
+            emulate.check_finished(out)
+        assert str(refused.value) == (f"{out / 'NMNIST'} holds an emulation still being made (by process {owner.pid}); "
+                                      f"wait for it to finish, then run again")
+    finally:
+        owner.kill()
+        owner.wait()
+    with pytest.raises(data.BadDataError, match="did not finish .*rerun `python run.py emulate"):
+        emulate.check_finished(out)
+
+
 def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(tmp_path, monkeypatch, capsys):
     """An emulation stopped midway (Ctrl-C after 6 recordings) is refused by training in one line
     naming the command that finishes it, not the deletion that would throw its recordings away;
