@@ -162,6 +162,8 @@ class Population:
         product (float16 would round the members' differences away)."""
         check_known(self.params, name, bias)
         w = self.params[name]
+        if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
+            raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")
         try:
             x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
         except (TypeError, ValueError) as error:  # ragged rows, say
@@ -217,6 +219,7 @@ class Population:
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
         check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
+        i = int(i)  # a NumPy unsigned i would wrap 1 - 2 (i % 2), the - side's sign
         pair, sign = i // 2, 1 - 2 * (i % 2)
         one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
         drawn = {}
@@ -318,6 +321,13 @@ class Eggroll:
 
     def __post_init__(self):
         self.check_settings()
+        # Python ints, so that no product of them wraps in a NumPy integer type (rank * (m + n) in a
+        # uint8), and a copy of a sigma dict, so that a value changed in the caller's dict is not used
+        # unchecked
+        for setting in ("population", "rank", "seed"):
+            object.__setattr__(self, setting, int(getattr(self, setting)))
+        if isinstance(self.sigma, dict):
+            object.__setattr__(self, "sigma", dict(self.sigma))
 
     @property
     def pairs(self):
@@ -360,6 +370,8 @@ class Eggroll:
             raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
         if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
             raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
+        if fitness.dtype.kind in "biu" or fitness.dtype == numpy.float16:  # raw differences would wrap, fail or overflow
+            fitness = fitness.astype(numpy.float64)
         if fitness.shape != (members,):
             raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                              f"in member order, got {tuple(fitness.shape)}")
@@ -371,7 +383,7 @@ class Eggroll:
         params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                          optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
         check_stepped(params, self)
-        return State(params, optimiser, state.generation + 1), population_stats(fitnesses, shaped)
+        return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 
     def check_asked(self, state, population):
         """ValueError naming the fix unless `population` is ask(state)'s of this Eggroll."""
@@ -392,7 +404,7 @@ class Eggroll:
 
     def population_of(self, state, pairs):
         """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation."""
-        return Population(state.params, self.sigmas(state.params), self.rank, self.seed, state.generation,
+        return Population(state.params, self.sigmas(state.params), self.rank, self.seed, int(state.generation),
                           range(self.pairs)[pairs])
 
     def sigmas(self, params):
@@ -439,6 +451,9 @@ class Eggroll:
         for name, value in params.items():
             if not isinstance(name, str):
                 raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
+            if isinstance(value, (list, tuple)) or not hasattr(value, "dtype") and hasattr(value, "ndim"):
+                raise ValueError(f"parameter {name!r} is a {type(value).__name__}, not an array: give "
+                                 f"numpy.asarray({name}, dtype=numpy.float32)")
             if getattr(value, "ndim", None) not in (1, 2):
                 raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
                                  f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")

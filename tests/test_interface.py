@@ -119,6 +119,44 @@ def test_tell_takes_the_weight_decay_and_ranks_the_fitness_as_given():
     assert stats["max_fitness"] == fitness.max() and stats["mean_fitness"] == fitness.mean()
 
 
+def test_numpy_integers_count_as_the_python_ints_they_hold():
+    """A NumPy integer as a member's index, as the rank or population, or as the state's generation
+    is its value: an odd unsigned index is the - side, a uint8 rank draws the rank's factors
+    (rank * (m + n) does not wrap), and tell counts a uint8 generation on past 255."""
+    params = {"w": np.random.default_rng(0).normal(size=(20, 30)), "b": np.ones(20)}
+    es = eggroll.Eggroll(4, 4, 0.1, seed=3)
+    state = es.init(params)
+    pop = es.ask(state)
+    for index in (np.uint64(3), np.uint8(3), np.int64(2)):
+        assert all(np.array_equal(pop.member(index)[n], pop.member(int(index))[n]) for n in params)
+    small = eggroll.Eggroll(np.uint8(4), np.uint8(4), 0.1, seed=np.uint8(3))
+    assert small == es and type(small.rank) is int
+    assert all(np.array_equal(small.ask(state).member(1)[n], pop.member(1)[n]) for n in params)
+    late = eggroll.State(state.params, state.optimiser, np.uint8(255))
+    assert es.tell(late, es.ask(late), [1.0, 2.0, 3.0, 4.0])[0].generation == 256
+
+
+@pytest.mark.parametrize("fitness", [np.array([True, False, False, True]), np.array([0, 255, 3, 4], np.uint8),
+                                     np.array([2 ** 62, -2 ** 62, 0, 1]), np.array([6e4, -6e4, 1, 2], np.float16)])
+def test_raw_fitnesses_of_any_real_type_are_stepped_as_their_values(fitness):
+    """Raw shaping takes the differences of bools, integers and float16 as of their float64 values:
+    none wraps (0 - 255 in uint8 is 1), overflows (2^62 - -2^62 in int64, 6e4 - -6e4 in float16) or fails."""
+    es = eggroll.Eggroll(4, 1, 0.1, seed=0, shaping="raw")
+    state = es.init(mlp(1))
+    told, stats = es.tell(state, es.ask(state), fitness)
+    expected, _ = es.tell(state, es.ask(state), fitness.astype(np.float64))
+    assert all(np.array_equal(told.params[n], expected.params[n]) for n in state.params)
+
+
+def test_a_sigma_dict_changed_after_the_eggroll_is_made_is_not_used():
+    """The Eggroll holds a copy of a sigma dict, checked when made: a value changed in the caller's dict
+    afterwards (here one the Eggroll refuses) changes nothing."""
+    sigma = {name: 0.1 for name in mlp(1)}
+    es = eggroll.Eggroll(4, 1, sigma, seed=0)
+    sigma["layer0.weight"] = -5.0
+    assert es.ask(es.init(mlp(1))).sigma["layer0.weight"] == 0.1
+
+
 def test_init_copies_the_dict_it_is_given():
     """The state holds its own dict: a parameter replaced in the caller's dict after init is not the
     state's."""
@@ -231,6 +269,9 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.init({"w": np.ones(3, dtype=np.float16)}), "'w' is float16"),
     (lambda es, s: es.init({"w": np.ones((3, 6)), "b": np.ones(0)}), "'b' has shape (0,), no entries"),
     (lambda es, s: es.init({0: np.ones((3, 6))}), "parameter name 0 is not a string"),
+    (lambda es, s: es.init({"w": [[1.0] * 6] * 3}), "parameter 'w' is a list, not an array: give numpy.asarray(w, "),
+    (lambda es, s: es.ask(s).linear("layer0.weight", np.ma.masked_array(np.ones((2, 6)), mask=np.eye(2, 6))),
+     "x is a masked array: give every input a number (numpy.ma.filled(x, 0))"),
     # linear: a bias that fits its weight, a weight stored (in, out), a 1-D parameter as a weight
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(4)})).linear("w", np.ones((2, 6)), bias="b"),
      "bias 'b' has shape (4,), but w makes 3 outputs: give a 1-D bias of length 3"),
