@@ -103,6 +103,21 @@ def test_tell_is_its_stages_by_hand():
         assert stats["max_fitness"] == fitness.max()
 
 
+def test_the_step_is_the_mean_of_each_pairs_difference_times_its_noise():
+    """g of Eqs. (7)-(8) is sum_p f_p (member 2p - theta) / (2 P sigma^2), each member formed, for every
+    parameter under its own sigma: Adam's step is blind to g's scale, so tell alone would not show a
+    wrong 2P, sqrt(r) or sigma."""
+    params = mlp(8)
+    sigma = {name: 0.05 * (k + 1) for k, name in enumerate(params)}
+    es = eggroll.Eggroll(10, 2, sigma, seed=6)
+    pop = es.ask(eggroll.State(params, {}, 3))
+    f = np.random.default_rng(8).normal(size=5).astype(np.float32)
+    grads = eggroll.gradient(f, pop, 5)
+    for name, value in params.items():
+        expected = sum(f[p] * (pop.member(2 * p)[name] - value) for p in range(5)) / (2 * 5 * sigma[name] ** 2)
+        np.testing.assert_allclose(grads[name], expected, rtol=1e-5, atol=1e-9)
+
+
 def test_tell_takes_the_weight_decay_and_ranks_the_fitness_as_given():
     """tell's step is Adam's with this Eggroll's weight decay, from the centred ranks of the fitness in
     its own precision: float64 fitnesses a millionth apart, which float32 would tie, are ranked apart."""
@@ -137,10 +152,12 @@ def test_numpy_integers_count_as_the_python_ints_they_hold():
 
 
 @pytest.mark.parametrize("fitness", [np.array([True, False, False, True]), np.array([0, 255, 3, 4], np.uint8),
-                                     np.array([2 ** 62, -2 ** 62, 0, 1]), np.array([6e4, -6e4, 1, 2], np.float16)])
+                                     np.array([2 ** 62, -2 ** 62, 0, 1]), np.array([6e4, -6e4, 1, 2], np.float16),
+                                     np.array([2 ** 24 + 1, 2 ** 24, 3, 4])])
 def test_raw_fitnesses_of_any_real_type_are_stepped_as_their_values(fitness):
     """Raw shaping takes the differences of bools, integers and float16 as of their float64 values:
-    none wraps (0 - 255 in uint8 is 1), overflows (2^62 - -2^62 in int64, 6e4 - -6e4 in float16) or fails."""
+    none wraps (0 - 255 in uint8 is 1), overflows (2^62 - -2^62 in int64, 6e4 - -6e4 in float16), fails,
+    or rounds (2^24 + 1 - 2^24 is 0 in float32)."""
     es = eggroll.Eggroll(4, 1, 0.1, seed=0, shaping="raw")
     state = es.init(mlp(1))
     told, stats = es.tell(state, es.ask(state), fitness)
