@@ -351,6 +351,11 @@ def test_bad_input_is_one_value_error_naming_the_fix(make, message):
 W = {"w": np.ones((2, 3), np.float32)}
 
 
+class ArrayLike:
+    """Shaped like a weight matrix, but no array: it has no dtype to compute in."""
+    ndim, shape = 2, (2, 3)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0: use e.g. 512"),
     (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number, got 1.5: use e.g. 1 or 4"),
@@ -385,6 +390,10 @@ W = {"w": np.ones((2, 3), np.float32)}
     (lambda: (lambda es, state: es.tell(state, es.ask(state), np.ma.masked_array([1.0, 2, 3, 4], [0, 1, 0, 0])))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))"),
+    (lambda: (lambda es: es.ask(es.init(W)).linear("w", np.ma.masked_array(np.ones((2, 3)), mask=np.eye(2, 3))))(
+        eggroll.Eggroll(4, 1, 0.1, 0)), "x is a masked array: give every input a number (numpy.ma.filled(x, 0))"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
+     "parameter 'w' is a ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
 ])
 def test_a_refusal_reads_in_full_with_its_example(make, message):
     """The whole message, its example of a good value included: a user copies the fix from it."""
