@@ -1,12 +1,10 @@
 """Tests of data.py on synthetic recordings in the N-MNIST format, and on real recordings if present."""
 
 import hashlib
-import http.server
 import json
 import os
 import signal
 import socket
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 from tonic.io import read_mnist_file
 
 import data
+from trickling_server import trickling
 from nmnist_files import REAL_DIR, REAL_ROOT, SAMPLE, encode_events, needs_real, random_events, write_dataset, write_recording
 
 def tonic_frames(events, n_time_bins):
@@ -377,47 +376,18 @@ def test_the_download_deadline_is_the_one_the_docs_give():
     assert f"a download not done after {data.DOWNLOAD_DEADLINE:g} s, however slowly its bytes keep coming" in text
 
 
-class Trickle(http.server.BaseHTTPRequestHandler):
-    """A server that answers at once, then sends its body one byte every 0.1 s: never silent for
-    DOWNLOAD_TIMEOUT, and done with neither its body nor the test's time (it hangs up after 5 s)."""
-
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "1000000")
-        self.end_headers()
-        began = time.monotonic()
-        try:
-            while not self.server.stopping.is_set() and time.monotonic() - began < 5:
-                self.wfile.write(b"P")
-                self.wfile.flush()
-                time.sleep(0.1)
-        except OSError:  # the download gave up
-            pass
-
-    def log_message(self, *args):
-        pass
-
-
 def test_a_download_that_trickles_on_ends_at_its_deadline_and_leaves_nothing(tmp_path, monkeypatch):
     """tonic's own download from a server that keeps sending a byte now and then: one line after
     DOWNLOAD_DEADLINE (0.5 s here), naming the file, its URL and how to get the data by hand; the
     partial train.zip and the folders made are removed, and SIGALRM is as it was."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads, server.stopping = True, threading.Event()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/train.zip"
-    monkeypatch.setattr(tonic.datasets.NMNIST, "train_url", url)
     monkeypatch.setattr(data, "DOWNLOAD_DEADLINE", 0.5)
     handler = signal.getsignal(signal.SIGALRM)
     root = tmp_path / "root"
     began = time.monotonic()
-    try:
-        with pytest.raises(data.MissingDataError) as error:
-            load(root, tmp_path / "cache", download=True)
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
+    with trickling(b"P") as server, pytest.raises(data.MissingDataError) as error:
+        url = f"{server}/train.zip"
+        monkeypatch.setattr(tonic.datasets.NMNIST, "train_url", url)
+        load(root, tmp_path / "cache", download=True)
     assert time.monotonic() - began < 10
     assert str(error.value) == (
         f"N-MNIST could not be downloaded (train.zip from {url} was still coming after 0.5 s, the most the download "

@@ -19,6 +19,7 @@ import pytest
 import data
 import mnist
 import run
+from trickling_server import trickling
 
 PLAIN = Path(__file__).resolve().parent / "data" / "mnist-digits"  # the committed digits, uncompressed
 SHA256 = {name: hashlib.sha256((PLAIN / name).read_bytes()).hexdigest() for name in mnist.NAMES}
@@ -190,45 +191,17 @@ def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_p
     assert mnist.load(cache)[1] == SHA256 and not list(cache.glob("*.tmp"))
 
 
-class Trickle(http.server.BaseHTTPRequestHandler):
-    """A mirror that answers at once, then sends a byte every 0.1 s: never silent for DOWNLOAD_TIMEOUT,
-    never done (it hangs up after 5 s)."""
-
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "10000000")
-        self.end_headers()
-        began = time.monotonic()
-        try:
-            while time.monotonic() - began < 5:
-                self.wfile.write(b"\x1f")
-                self.wfile.flush()
-                time.sleep(0.1)
-        except OSError:  # the download gave up
-            pass
-
-    def log_message(self, *args):
-        pass
-
-
 def test_a_download_that_trickles_on_ends_at_its_deadline_and_leaves_nothing(tmp_path, monkeypatch):
     """A mirror that keeps sending a byte now and then: the file's download ends at DOWNLOAD_DEADLINE
     (0.5 s here) with one line naming the file, the mirror and the folder to fetch it into by hand;
     nothing is kept."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/mnist/"
-    monkeypatch.setattr(mnist, "MIRRORS", (url,))
     monkeypatch.setattr(mnist, "DOWNLOAD_DEADLINE", 0.5)
     folder = tmp_path / "cache" / "mnist"
     began = time.monotonic()
-    try:
-        with pytest.raises(data.MissingDataError) as error:
-            mnist.fetch(folder, progress=False)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with trickling(b"\x1f") as server, pytest.raises(data.MissingDataError) as error:
+        url = f"{server}/mnist/"
+        monkeypatch.setattr(mnist, "MIRRORS", (url,))
+        mnist.fetch(folder, progress=False)
     assert time.monotonic() - began < 4.5
     assert str(error.value) == (
         f"MNIST could not be downloaded (train-images-idx3-ubyte.gz from {url}: still coming after 0.5 s, the most "
