@@ -64,8 +64,8 @@ FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward ta
 FRESH_SUM = ("astype's copy flag on a sum just made: copied again or not, the array returned is the "
              "caller's alone")
 STATE_GENERATION = "State's generation defaults to 0, the one it restates"
-KIND_LETTERS = ("a dtype's kind is one letter, and no kind is X: the letters of \"XXbiufXX\" hold the same kinds "
-                "as \"biuf\"")
+KIND_LETTERS = ("a dtype's kind is one letter, and no kind is X: a string of kind letters between XX and XX "
+                "holds the same kinds as without them")
 WIDER_BUFFER = ("a zero buffer wider than the padded image: only its [pad, pad + size) part is read, the same "
                 "values")
 CLASS_AXIS = ("every input its contract allows is (B, n_out) counts (its docstring; its one caller passes "
