@@ -22,7 +22,8 @@ Read top to bottom:
   5. `tell`: shape, form g from the keys, and let Adam climb it (optim.py)                  (9)
 
 The method knows no network: its clients call `linear` where their layers multiply, the spiking
-network of snn.py among them (snn_eggroll.py).
+network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it names, is in
+interface_checks.py.
 
 Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); row j of A[p] is the j-th
 column of the paper's A_p. Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T. (Upper case, as in the
@@ -30,7 +31,6 @@ paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -39,13 +39,12 @@ import numpy
 from backend import array_module_of
 from distributed import ALONE
 import gpu
+from interface_checks import (MAX_GENERATION, check_finite, check_known, check_optimiser, check_params,
+                              check_settings, check_stepped, check_whole, fitness_array, input_array)
 import noise
 import optim
 
-MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
-MAX_GENERATION = 2 ** 32 - 1  # so is the generation
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
-SHAPINGS = ("centred_ranks", "raw")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,36 +156,11 @@ class Population:
 
         x is (N, n), shared by all members, or (2·pairs, N, n), one per member (a hidden layer's output).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
-        product is in x's float type, float32 or float64; an x of integers or bools (pixels, spikes),
-        or of float16, is first made the weight's float type, so that it gives each member's true
-        product (float16 would round the members' differences away)."""
-        check_known(self.params, name, bias)
+        product is in x's float type, float32 or float64 (input_array: integers, bools and float16
+        are first made the weight's)."""
+        x = input_array(x, self.params, name, bias, self.members)
         w = self.params[name]
-        if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
-            raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")
-        try:
-            x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
-        except (TypeError, ValueError) as error:  # ragged rows, say
-            raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
-        if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
-            raise ValueError(f"x must be real numbers, got an array of {x.dtype}: give x.astype(numpy.float32)")
-        if x.ndim < 2:
-            raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
-                             f"one per member: give one sample as x[None] (shape (1, n))")
-        if w.ndim != 2:
-            raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
-                             f"parameter is a bias, bias={name!r} beside its weight")
-        if bias is not None and self.params[bias].shape != (w.shape[0],):
-            raise ValueError(f"bias {bias!r} has shape {tuple(self.params[bias].shape)}, but {name} makes "
-                             f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
-        if x.shape[-1] != w.shape[1]:
-            transposed = x.shape[-1] == w.shape[0]
-            raise ValueError(f"x of shape {tuple(x.shape)} does not fit {name} of shape {tuple(w.shape)}: a layer "
-                             f"is x W^T, so x needs {w.shape[1]} columns"
-                             + (f"; store {name} as (out, in), its transpose" if transposed else ""))
         xp = array_module_of(x)
-        if x.dtype not in (numpy.float32, numpy.float64):
-            x = x.astype(w.dtype)
         rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T.astype(x.dtype, copy=False)                            # x W^T, once
         if bias is not None:
@@ -194,8 +168,6 @@ class Population:
         if x.ndim == 2:                                                       # one x for every member
             xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
             return antithetic(base, xb @ rows)
-        if x.shape[0] != self.members:
-            raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {self.members} members, got {x.shape[0]}")
         by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (pairs, 2, N, n)
         xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
@@ -320,7 +292,7 @@ class Eggroll:
     team: object = field(default=ALONE, compare=False)
 
     def __post_init__(self):
-        self.check_settings()
+        check_settings(self)
         # Python ints, so that no product of them wraps in a NumPy integer type (rank * (m + n) in a
         # uint8), and a copy of a sigma dict, so that a value changed in the caller's dict is not used
         # unchecked
@@ -346,6 +318,11 @@ class Eggroll:
                              f"give it finite starting values")
         return State(params, optim.init(params), 0)
 
+    def check(self, params):
+        """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
+        do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
+        check_params(self, params)
+
     def ask(self, state):
         """The population of this process's pairs at state.generation (all of them alone)."""
         check_state(state)
@@ -361,20 +338,7 @@ class Eggroll:
         check_state(state)
         self.check_asked(state, population)
         check_optimiser(state)
-        members = population.members
-        if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
-            raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
-        try:
-            fitness = array_module_of(next(iter(state.params.values()))).asarray(fitness)
-        except (TypeError, ValueError) as error:  # ragged, say
-            raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
-        if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
-            raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
-        if fitness.dtype.kind in "biu" or fitness.dtype == numpy.float16:  # raw differences would wrap, fail or overflow
-            fitness = fitness.astype(numpy.float64)
-        if fitness.shape != (members,):
-            raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
-                             f"in member order, got {tuple(fitness.shape)}")
+        fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
         shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
@@ -413,78 +377,6 @@ class Eggroll:
             return self.sigma
         return {name: self.sigma for name in params}
 
-    def check_settings(self):
-        """ValueError naming the fix, for settings EGGROLL cannot run with, when the Eggroll is made:
-        whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
-        and > 0; lr and weight decay finite and >= 0."""
-        check_whole("population", self.population, None, 2 * MAX_PAIRS, "e.g. 512")
-        check_population(self.population, 1.0)
-        check_whole("rank", self.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
-        check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
-        for name, sigma in (self.sigma.items() if isinstance(self.sigma, dict) else [(None, self.sigma)]):
-            if isinstance(self.sigma, dict) and not isinstance(name, str):
-                raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
-                                 f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
-            if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
-                raise ValueError(f"sigma is a float or a dict {{name: float}}, got a {type(sigma).__name__}: use e.g. "
-                                 f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
-            if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
-                raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
-                                 f"got {sigma!r}: use e.g. 0.1")
-        for setting, value in (("lr", self.lr), ("weight_decay", self.weight_decay)):
-            if not is_real(value) or not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
-                                 f"{'0.01' if setting == 'lr' else '0.0'}")
-        missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum")
-                   if not callable(getattr(self.team, method, None))]
-        if missing:
-            raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {self.team!r} "
-                             f"(it has no {', '.join(missing)})")
-        if self.shaping not in SHAPINGS:
-            raise ValueError(f"unknown shaping {self.shaping!r}: use one of {', '.join(SHAPINGS)}")
-
-    def check(self, params):
-        """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
-        do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
-        if not params:
-            raise ValueError("params is empty: give a dict of named 1-D and 2-D arrays")
-        for name, value in params.items():
-            if not isinstance(name, str):
-                raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
-            if isinstance(value, (list, tuple)) or not hasattr(value, "dtype") and hasattr(value, "ndim"):
-                raise ValueError(f"parameter {name!r} is a {type(value).__name__}, not an array: give "
-                                 f"numpy.asarray({name}, dtype=numpy.float32)")
-            if getattr(value, "ndim", None) not in (1, 2):
-                raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
-                                 f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
-            if value.size == 0:
-                raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
-            if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray:  # matrix, masked: other rules
-                raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
-                                 f"products and masks follow other rules: give numpy.asarray({name})")
-            if value.dtype not in (numpy.float32, numpy.float64):
-                raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 "
-                                 f"arrays; give {name}.astype(numpy.float32)")
-            if value.ndim == 2 and not 1 <= self.rank <= min(value.shape):
-                raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
-                                 f"{value.shape[0]}x{value.shape[1]}), got {self.rank}")
-        if self.rank < 1:  # no weight above named the range
-            raise ValueError(f"rank must be a whole number >= 1, got {self.rank}: use e.g. 1 or 4")
-        sigmas = self.sigmas(params)
-        if set(sigmas) != set(params):
-            raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
-                             f"give one sigma per parameter, or one float for all")
-        ids = {}
-        for name in params:
-            other = ids.setdefault(noise.param_id(name), name)
-            if other != name:
-                raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
-
-
-def is_real(value):
-    """A real number, not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
-
 
 def check_state(state):
     """ValueError naming the fix unless `state` is a State (of init or tell): a dict of parameters, and
@@ -496,62 +388,3 @@ def check_state(state):
                          f"make the state with init(params)")
     check_whole("state.generation", state.generation, 0, MAX_GENERATION,
                 "the State that init or tell returned, whose generation counts from 0")
-
-
-def check_optimiser(state):
-    """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
-    optimiser = state.optimiser
-    moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
-        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params) for moment in "mv")
-    if not moments:
-        raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
-                         "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
-
-
-def check_whole(setting, value, low, high, example):
-    """ValueError naming the fix unless value is a whole number (not a bool) in [low, high] (None:
-    no bound)."""
-    whole = isinstance(value, numbers.Integral) and not isinstance(value, (bool, numpy.bool_))
-    if not whole or (low is not None and value < low) or (high is not None and value > high):
-        limits = {(False, False): f" in {low}..{high}", (False, True): f" >= {low}", (True, False): f" <= {high}",
-                  (True, True): ""}[(low is None, high is None)]
-        raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
-
-
-def check_stepped(params, es):
-    """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
-    an lr so large that the step does, raw fitnesses whose differences overflow float32)."""
-    for name, value in params.items():
-        if not bool(array_module_of(value).isfinite(value).all()):
-            raise ValueError(f"this step would make parameter {name!r} NaN or inf (sigma {es.sigmas(params)[name]!r}, "
-                             f"lr {es.lr!r}): raise sigma or lower lr"
-                             + (", or shape the fitness by centred ranks" if es.shaping == "raw" else "")
-                             + "; the state told is left as it was")
-
-
-def check_finite(fitnesses):
-    """`fitnesses` as they are, or a ValueError if one is NaN or inf (their centred ranks would mean
-    nothing)."""
-    if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
-        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
-                         "or check the inputs for non-finite values")
-    return fitnesses
-
-
-def check_known(params, *names):
-    """ValueError naming the parameters there are, for a name that is none of them."""
-    for name in names:
-        if name is not None and not isinstance(name, str):
-            raise ValueError(f"a parameter's name is a string, got {name!r}: the parameters are "
-                             f"{', '.join(sorted(params))}")
-        if name is not None and name not in params:
-            raise ValueError(f"unknown parameter {name!r}: the parameters are {', '.join(sorted(params))}")
-
-
-def check_population(population, sigma):
-    """ValueError naming the fix unless population is 2P antithetic members and sigma > 0."""
-    if population < 2 or population % 2:
-        raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
-                         f"got {population}: use e.g. {max(2, population + population % 2)}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma}: use e.g. 0.1")

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from backend import array_module_of
 from distributed import ALONE
-from eggroll import Eggroll, State, antithetic, check_population, population_product, with_ones
+from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
+from interface_checks import check_population
 import optim
 import snn
 

@@ -1,0 +1,207 @@
+"""The ask/tell interface's refusals: for every input EGGROLL cannot run with, a ValueError that names
+the problem and its fix, before any work is done (a wrong-typed weight would otherwise step by whole
+units, a stale population along the wrong noise, a NaN learning rate to all-NaN parameters).
+
+eggroll.py, the method, calls them; nothing here computes any part of the method.
+"""
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy
+
+from backend import array_module_of
+import noise
+
+MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
+MAX_GENERATION = 2 ** 32 - 1  # so is the generation
+SHAPINGS = ("centred_ranks", "raw")
+
+
+def check_settings(es):
+    """ValueError naming the fix, for settings EGGROLL cannot run with, when the Eggroll is made:
+    whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
+    and > 0; lr and weight decay finite and >= 0."""
+    check_whole("population", es.population, None, 2 * MAX_PAIRS, "e.g. 512")
+    check_population(es.population, 1.0)
+    check_whole("rank", es.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
+    check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
+    for name, sigma in (es.sigma.items() if isinstance(es.sigma, dict) else [(None, es.sigma)]):
+        if isinstance(es.sigma, dict) and not isinstance(name, str):
+            raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
+                             f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
+        if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
+            raise ValueError(f"sigma is a float or a dict {{name: float}}, got a {type(sigma).__name__}: use e.g. "
+                             f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
+        if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
+                             f"got {sigma!r}: use e.g. 0.1")
+    for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
+        if not is_real(value) or not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
+                             f"{'0.01' if setting == 'lr' else '0.0'}")
+    missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum")
+               if not callable(getattr(es.team, method, None))]
+    if missing:
+        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {es.team!r} "
+                         f"(it has no {', '.join(missing)})")
+    if es.shaping not in SHAPINGS:
+        raise ValueError(f"unknown shaping {es.shaping!r}: use one of {', '.join(SHAPINGS)}")
+
+
+def check_params(es, params):
+    """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
+    do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
+    if not params:
+        raise ValueError("params is empty: give a dict of named 1-D and 2-D arrays")
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
+        if isinstance(value, (list, tuple)) or not hasattr(value, "dtype") and hasattr(value, "ndim"):
+            raise ValueError(f"parameter {name!r} is a {type(value).__name__}, not an array: give "
+                             f"numpy.asarray({name}, dtype=numpy.float32)")
+        if getattr(value, "ndim", None) not in (1, 2):
+            raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
+                             f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
+        if value.size == 0:
+            raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
+        if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray:  # matrix, masked: other rules
+            raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
+                             f"products and masks follow other rules: give numpy.asarray({name})")
+        if value.dtype not in (numpy.float32, numpy.float64):
+            raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 "
+                             f"arrays; give {name}.astype(numpy.float32)")
+        if value.ndim == 2 and not 1 <= es.rank <= min(value.shape):
+            raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
+                             f"{value.shape[0]}x{value.shape[1]}), got {es.rank}")
+    if es.rank < 1:  # no weight above named the range
+        raise ValueError(f"rank must be a whole number >= 1, got {es.rank}: use e.g. 1 or 4")
+    sigmas = es.sigmas(params)
+    if set(sigmas) != set(params):
+        raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
+                         f"give one sigma per parameter, or one float for all")
+    ids = {}
+    for name in params:
+        other = ids.setdefault(noise.param_id(name), name)
+        if other != name:
+            raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
+
+
+def is_real(value):
+    """A real number, not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
+
+
+def check_optimiser(state):
+    """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
+    optimiser = state.optimiser
+    moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
+        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params) for moment in "mv")
+    if not moments:
+        raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
+                         "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
+
+
+def check_whole(setting, value, low, high, example):
+    """ValueError naming the fix unless value is a whole number (not a bool) in [low, high] (None:
+    no bound)."""
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, (bool, numpy.bool_))
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        limits = {(False, False): f" in {low}..{high}", (False, True): f" >= {low}", (True, False): f" <= {high}",
+                  (True, True): ""}[(low is None, high is None)]
+        raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
+
+
+def check_stepped(params, es):
+    """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
+    an lr so large that the step does, raw fitnesses whose differences overflow float32)."""
+    for name, value in params.items():
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise ValueError(f"this step would make parameter {name!r} NaN or inf (sigma {es.sigmas(params)[name]!r}, "
+                             f"lr {es.lr!r}): raise sigma or lower lr"
+                             + (", or shape the fitness by centred ranks" if es.shaping == "raw" else "")
+                             + "; the state told is left as it was")
+
+
+def check_finite(fitnesses):
+    """`fitnesses` as they are, or a ValueError if one is NaN or inf (their centred ranks would mean
+    nothing)."""
+    if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
+        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
+                         "or check the inputs for non-finite values")
+    return fitnesses
+
+
+def check_known(params, *names):
+    """ValueError naming the parameters there are, for a name that is none of them."""
+    for name in names:
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"a parameter's name is a string, got {name!r}: the parameters are "
+                             f"{', '.join(sorted(params))}")
+        if name is not None and name not in params:
+            raise ValueError(f"unknown parameter {name!r}: the parameters are {', '.join(sorted(params))}")
+
+
+def check_population(population, sigma):
+    """ValueError naming the fix unless population is 2P antithetic members and sigma > 0."""
+    if population < 2 or population % 2:
+        raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
+                         f"got {population}: use e.g. {max(2, population + population % 2)}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0, got {sigma}: use e.g. 0.1")
+
+
+def fitness_array(fitness, members, like):
+    """`fitness` as an array of `like`'s module (float64 if it held integers, bools or float16, whose
+    differences would wrap, fail or overflow), or a ValueError naming the fix unless it is one real
+    number per member."""
+    if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
+        raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
+    try:
+        fitness = array_module_of(like).asarray(fitness)
+    except (TypeError, ValueError) as error:  # ragged, say
+        raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
+    if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
+        raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
+    if fitness.dtype.kind in "biu" or fitness.dtype == numpy.float16:
+        fitness = fitness.astype(numpy.float64)
+    if fitness.shape != (members,):
+        raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
+                         f"in member order, got {tuple(fitness.shape)}")
+    return fitness
+
+
+def input_array(x, params, name, bias, members):
+    """x as a float32 or float64 array that layer `name` (with `bias`) can take, (N, n) or (members, N, n),
+    or a ValueError naming the fix. An x of integers or bools (pixels, spikes), or of float16, is made the
+    weight's float type, so that it gives each member's true product (float16 would round the members'
+    differences away)."""
+    check_known(params, name, bias)
+    w = params[name]
+    if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
+        raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")
+    try:
+        x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
+    except (TypeError, ValueError) as error:  # ragged rows, say
+        raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
+    if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
+        raise ValueError(f"x must be real numbers, got an array of {x.dtype}: give x.astype(numpy.float32)")
+    if x.ndim < 2:
+        raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
+                         f"one per member: give one sample as x[None] (shape (1, n))")
+    if w.ndim != 2:
+        raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
+                         f"parameter is a bias, bias={name!r} beside its weight")
+    if bias is not None and params[bias].shape != (w.shape[0],):
+        raise ValueError(f"bias {bias!r} has shape {tuple(params[bias].shape)}, but {name} makes "
+                         f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
+    if x.shape[-1] != w.shape[1]:
+        transposed = x.shape[-1] == w.shape[0]
+        raise ValueError(f"x of shape {tuple(x.shape)} does not fit {name} of shape {tuple(w.shape)}: a layer "
+                         f"is x W^T, so x needs {w.shape[1]} columns"
+                         + (f"; store {name} as (out, in), its transpose" if transposed else ""))
+    if x.ndim > 2 and x.shape[0] != members:
+        raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
+    if x.dtype not in (numpy.float32, numpy.float64):
+        x = x.astype(w.dtype)
+    return x
