@@ -16,7 +16,7 @@ of members, asking the caller for each layer's input current W s_t + b. That way
 (EGGROLL, full-rank ES, plain inference) shares exactly this LIF code and differs only in how it
 forms the currents.
 
-A network is data (`Network`): its layers, each `Dense` (every neuron sees every input) or `Conv`
+A network is data (`Network`, after the dynamics): its layers, each `Dense` (every neuron sees every input) or `Conv`
 (a bank of square kernels slid over an image). A convolution is a dense layer applied to every
 patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
@@ -35,6 +35,9 @@ INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 
 
+# ---------------------------------------------------------------------------------------------
+# The dynamics, Eqs. (1)-(4): the neurons' constants, one step, a population simulated, the readout
+
 @dataclass(frozen=True)
 class LIF:
     """Neuron constants shared by all layers.
@@ -45,6 +48,118 @@ class LIF:
     beta: float = 0.9
     threshold: float = 1.0
 
+
+def lif_step(v, current, lif, spikes):
+    """One step of Eqs. (1)-(2), in place on the potentials `v`; writes the spikes o_t (0 or 1) into
+    `spikes`."""
+    xp = array_module_of(v)
+    if gpu.enabled(xp):
+        return gpu.lif_step(v, current, lif, spikes)
+    v *= lif.beta
+    v += current
+    xp.greater_equal(v, lif.threshold, out=spikes)
+    v *= 1 - spikes
+    return spikes
+
+
+def members_per_chunk(n_members, batch, n_hidden, xp):
+    """How many members to simulate together: all on a GPU, an L2-sized even number on a CPU."""
+    if xp is not numpy:
+        return n_members
+    fit = CHUNK_BYTES // (batch * n_hidden * 4)
+    return max(2, min(n_members, fit - fit % 2))
+
+
+def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
+             lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
+    """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
+    minibatch, a chunk of members at a time.
+
+    input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
+        frame t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
+    layer_current(layer, spikes, start, stop) -> currents W_l o_t + b_l into layer l >= 2 at every
+        frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
+        l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
+        before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
+    Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
+    of hidden spikes (every layer but the last) of each member over the batch and all frames
+    (n_members,), else None.
+    """
+    dtype = dtype or xp.float32
+    n_out = sizes[-1]
+    counts = xp.zeros((n_members, batch, n_out), dtype=dtype)
+    hidden_spikes = xp.zeros(n_members, dtype=xp.float64) if count_hidden else None
+    chunk = members_per_chunk(n_members, batch, max(sizes[1:-1]), xp)
+    for start in range(0, n_members, chunk):
+        stop = min(start + chunk, n_members)
+        v = xp.zeros((stop - start, batch, sizes[1]), dtype=dtype)
+        spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
+        for t in range(n_steps):
+            lif_step(v, input_current(t, start, stop), lif, spikes[t])
+        for layer in range(2, len(sizes)):
+            if count_hidden:
+                hidden_spikes[start:stop] += spikes.sum(axis=(0, 2, 3))
+            currents = layer_current(layer, spikes, start, stop)
+            v = xp.zeros((stop - start, batch, sizes[layer]), dtype=dtype)
+            if layer == len(sizes) - 1:
+                out_spikes = xp.empty_like(v)
+                for t in range(n_steps):
+                    counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
+            else:
+                spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
+                for t in range(n_steps):
+                    lif_step(v, currents[t], lif, spikes[t])
+    return counts, hidden_spikes
+
+
+def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
+    """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
+    `network`: the layers (None: fully connected, read off the weights' shapes).
+
+    Every member has the same weights; n_members > 1 is plain batch inference of a population,
+    the yardstick for what perturbations cost (on a GPU, for two dense layers, one kernel:
+    gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
+    W1 s_t + b1 is one matrix product for all frames and members.
+    """
+    xp = array_module_of(frames)
+    network = network_of(params, network)
+    n_steps, batch, n_in = frames.shape
+    sizes = network.sizes
+    hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
+    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and frame in one kernel
+        counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
+        return counts, (hidden_counts if count_hidden else None)
+    return simulate(lambda t, start, stop: hidden[t],
+                    lambda layer, spikes, start, stop: layer_current(params, layer, spikes, network),
+                    n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)
+
+
+def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
+    """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis."""
+    xp = array_module_of(counts)
+    logits = counts * (logit_scale / n_steps)
+    logits = logits - logits.max(axis=-1, keepdims=True)
+    return logits - xp.log(xp.exp(logits).sum(axis=-1, keepdims=True))
+
+
+def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
+    """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
+    member; counts (..., N, n_out)."""
+    xp = array_module_of(counts)
+    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
+    picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
+    return -picked[..., 0].mean(axis=-1)
+
+
+def correct_per_class(counts, labels):
+    """For each class, how many samples of that class the most-spiking output neuron classifies
+    right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
+    hits = to_numpy(counts.argmax(axis=-1) == labels)
+    return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The network as data: its layers, their shapes and parameters, and the checks of them
 
 @dataclass(frozen=True)
 class Dense:
@@ -313,113 +428,3 @@ def check_frames(params, frames, labels, network=None):
     if labels.shape != (frames.shape[1],):
         raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
                          f"got {tuple(labels.shape)}")
-
-
-def lif_step(v, current, lif, spikes):
-    """One step of Eqs. (1)-(2), in place on the potentials `v`; writes the spikes o_t (0 or 1) into
-    `spikes`."""
-    xp = array_module_of(v)
-    if gpu.enabled(xp):
-        return gpu.lif_step(v, current, lif, spikes)
-    v *= lif.beta
-    v += current
-    xp.greater_equal(v, lif.threshold, out=spikes)
-    v *= 1 - spikes
-    return spikes
-
-
-def members_per_chunk(n_members, batch, n_hidden, xp):
-    """How many members to simulate together: all on a GPU, an L2-sized even number on a CPU."""
-    if xp is not numpy:
-        return n_members
-    fit = CHUNK_BYTES // (batch * n_hidden * 4)
-    return max(2, min(n_members, fit - fit % 2))
-
-
-def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
-             lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
-    """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
-    minibatch, a chunk of members at a time.
-
-    input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
-        frame t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
-    layer_current(layer, spikes, start, stop) -> currents W_l o_t + b_l into layer l >= 2 at every
-        frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
-        l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
-        before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
-    Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
-    of hidden spikes (every layer but the last) of each member over the batch and all frames
-    (n_members,), else None.
-    """
-    dtype = dtype or xp.float32
-    n_out = sizes[-1]
-    counts = xp.zeros((n_members, batch, n_out), dtype=dtype)
-    hidden_spikes = xp.zeros(n_members, dtype=xp.float64) if count_hidden else None
-    chunk = members_per_chunk(n_members, batch, max(sizes[1:-1]), xp)
-    for start in range(0, n_members, chunk):
-        stop = min(start + chunk, n_members)
-        v = xp.zeros((stop - start, batch, sizes[1]), dtype=dtype)
-        spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
-        for t in range(n_steps):
-            lif_step(v, input_current(t, start, stop), lif, spikes[t])
-        for layer in range(2, len(sizes)):
-            if count_hidden:
-                hidden_spikes[start:stop] += spikes.sum(axis=(0, 2, 3))
-            currents = layer_current(layer, spikes, start, stop)
-            v = xp.zeros((stop - start, batch, sizes[layer]), dtype=dtype)
-            if layer == len(sizes) - 1:
-                out_spikes = xp.empty_like(v)
-                for t in range(n_steps):
-                    counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
-            else:
-                spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
-                for t in range(n_steps):
-                    lif_step(v, currents[t], lif, spikes[t])
-    return counts, hidden_spikes
-
-
-def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
-    """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
-    `network`: the layers (None: fully connected, read off the weights' shapes).
-
-    Every member has the same weights; n_members > 1 is plain batch inference of a population,
-    the yardstick for what perturbations cost (on a GPU, for two dense layers, one kernel:
-    gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
-    W1 s_t + b1 is one matrix product for all frames and members.
-    """
-    xp = array_module_of(frames)
-    network = network_of(params, network)
-    n_steps, batch, n_in = frames.shape
-    sizes = network.sizes
-    hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
-    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and frame in one kernel
-        counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
-        return counts, (hidden_counts if count_hidden else None)
-    return simulate(lambda t, start, stop: hidden[t],
-                    lambda layer, spikes, start, stop: layer_current(params, layer, spikes, network),
-                    n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)
-
-
-def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
-    """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis."""
-    xp = array_module_of(counts)
-    logits = counts * (logit_scale / n_steps)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    return logits - xp.log(xp.exp(logits).sum(axis=-1, keepdims=True))
-
-
-def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
-    """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
-    member; counts (..., N, n_out)."""
-    xp = array_module_of(counts)
-    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
-    picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
-    return -picked[..., 0].mean(axis=-1)
-
-
-def correct_per_class(counts, labels):
-    """For each class, how many samples of that class the most-spiking output neuron classifies
-    right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
-    hits = to_numpy(counts.argmax(axis=-1) == labels)
-    return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
-
