@@ -31,6 +31,7 @@ paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -39,7 +40,7 @@ import numpy
 from backend import array_module_of
 from distributed import ALONE
 import gpu
-from interface_checks import (MAX_GENERATION, check_finite, check_known, check_optimiser, check_params,
+from interface_checks import (MAX_GENERATION, a_kind, check_finite, check_known, check_optimiser, check_params,
                               check_settings, check_stepped, check_whole, fitness_array, input_array)
 import noise
 import optim
@@ -284,7 +285,7 @@ class Eggroll:
     differences), and a `team` of processes (distributed.py) that share the pairs out."""
     population: int
     rank: int
-    sigma: object
+    sigma: object = field(hash=False)  # a dict has no hash; equal Eggrolls still hash alike
     seed: int
     lr: float = 0.01
     weight_decay: float = 0.0
@@ -308,7 +309,7 @@ class Eggroll:
     def init(self, params):
         """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero."""
         if not isinstance(params, Mapping):
-            raise ValueError(f"params must be a dict of named arrays, got a {type(params).__name__}: use e.g. "
+            raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
         params = dict(params)
         self.check(params)
@@ -346,13 +347,13 @@ class Eggroll:
                                        self.pairs))                                              # (7)-(8)
         params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                          optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
-        check_stepped(params, self)
+        check_stepped(params, optimiser, self)
         return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 
     def check_asked(self, state, population):
         """ValueError naming the fix unless `population` is ask(state)'s of this Eggroll."""
         if not isinstance(population, Population):
-            raise ValueError(f"tell takes (state, population, fitness), got a {type(population).__name__} as the "
+            raise ValueError(f"tell takes (state, population, fitness), got {a_kind(population)} as the "
                              f"population: pass ask(state)'s answer before the fitness")
         if population.generation != state.generation:
             raise ValueError(f"the population is generation {population.generation}'s, the state is at generation "
@@ -363,8 +364,9 @@ class Eggroll:
         differ = [name for name in ("seed", "rank", "pairs", "sigma")
                   if getattr(population, name) != getattr(asked, name)]
         if differ:
-            raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} differ from this "
-                             f"one's): tell its fitness to the Eggroll that asked it")
+            raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} "
+                             f"{'differs' if len(differ) == 1 else 'differ'} from this one's): tell its fitness to "
+                             f"the Eggroll that asked it")
 
     def population_of(self, state, pairs):
         """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation."""
@@ -382,9 +384,13 @@ def check_state(state):
     """ValueError naming the fix unless `state` is a State (of init or tell): a dict of parameters, and
     a generation that keys the noise, a whole number in 0..2^32 - 1 (one 32-bit word of its counter)."""
     if not isinstance(state, State):
-        raise ValueError(f"state must be the State that init or tell returned, got a {type(state).__name__}")
+        raise ValueError(f"state must be the State that init or tell returned, got {a_kind(state)}")
     if not isinstance(state.params, Mapping):
-        raise ValueError(f"state.params must be a dict of named arrays, got a {type(state.params).__name__}: "
+        raise ValueError(f"state.params must be a dict of named arrays, got {a_kind(state.params)}: "
                          f"make the state with init(params)")
+    if isinstance(state.generation, numbers.Integral) and state.generation == MAX_GENERATION + 1:
+        raise ValueError(f"state.generation {state.generation} is past the last the noise can key, {MAX_GENERATION}: "
+                         f"every generation of this seed is spent; go on from its parameters under another seed, "
+                         f"Eggroll(..., seed=S).init(state.params)")
     check_whole("state.generation", state.generation, 0, MAX_GENERATION,
                 "the State that init or tell returned, whose generation counts from 0")

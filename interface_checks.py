@@ -31,7 +31,7 @@ def check_settings(es):
             raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
                              f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
         if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
-            raise ValueError(f"sigma is a float or a dict {{name: float}}, got a {type(sigma).__name__}: use e.g. "
+            raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(sigma)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
         if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
@@ -58,7 +58,7 @@ def check_params(es, params):
         if not isinstance(name, str):
             raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
         if isinstance(value, (list, tuple)) or not hasattr(value, "dtype") and hasattr(value, "ndim"):
-            raise ValueError(f"parameter {name!r} is a {type(value).__name__}, not an array: give "
+            raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
                              f"numpy.asarray({name}, dtype=numpy.float32)")
         if getattr(value, "ndim", None) not in (1, 2):
             raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
@@ -69,8 +69,11 @@ def check_params(es, params):
             raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
                              f"products and masks follow other rules: give numpy.asarray({name})")
         if value.dtype not in (numpy.float32, numpy.float64):
-            raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 "
-                             f"arrays; give {name}.astype(numpy.float32)")
+            native = value.dtype.newbyteorder("=") if value.dtype.kind == "f" else None
+            swapped = native in (numpy.float32, numpy.float64)  # '>f8' on this machine, say
+            order = " in this machine's byte order" if swapped else ""
+            raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 arrays{order}; "
+                             f"give {name}.astype(numpy.{native.name if swapped else 'float32'})")
         if value.ndim == 2 and not 1 <= es.rank <= min(value.shape):
             raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
                              f"{value.shape[0]}x{value.shape[1]}), got {es.rank}")
@@ -80,11 +83,22 @@ def check_params(es, params):
     if set(sigmas) != set(params):
         raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
                          f"give one sigma per parameter, or one float for all")
+    limits = numpy.finfo(numpy.float32)  # of the step g, formed in float32 whatever the parameters' type
+    for name in params:  # a sigma that float32 rounds to 0 or inf would step nowhere
+        if not float(limits.tiny) <= sigmas[name] <= float(limits.max):
+            raise ValueError(f"sigma of {name!r} must lie in {limits.tiny:.3g}..{limits.max:.3g}, float32's range, in "
+                             f"which the step is formed, got {sigmas[name]!r}: use e.g. 0.1")
     ids = {}
     for name in params:
         other = ids.setdefault(noise.param_id(name), name)
         if other != name:
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
+
+
+def a_kind(value):
+    """"a list", "an int": the article and the name of value's type, for a message."""
+    kind = type(value).__name__
+    return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def is_real(value):
@@ -112,15 +126,20 @@ def check_whole(setting, value, low, high, example):
         raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
 
 
-def check_stepped(params, es):
+def check_stepped(params, optimiser, es):
     """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
-    an lr so large that the step does, raw fitnesses whose differences overflow float32)."""
+    an lr so large that the step does, raw fitnesses whose differences overflow float32), or Adam's
+    average of g^2 inf, which would stop the parameter where it is from then on."""
+    raw = ", or shape the fitness by centred ranks" if es.shaping == "raw" else ""
     for name, value in params.items():
-        if not bool(array_module_of(value).isfinite(value).all()):
-            raise ValueError(f"this step would make parameter {name!r} NaN or inf (sigma {es.sigmas(params)[name]!r}, "
-                             f"lr {es.lr!r}): raise sigma or lower lr"
-                             + (", or shape the fitness by centred ranks" if es.shaping == "raw" else "")
-                             + "; the state told is left as it was")
+        xp = array_module_of(value)
+        settings = f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
+        if not bool(xp.isfinite(value).all()):
+            raise ValueError(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
+                             f"lower lr{raw}; the state told is left as it was")
+        if not bool(xp.isfinite(optimiser["v"][name]).all()):
+            raise ValueError(f"the step g of parameter {name!r} is too large for Adam's average of g^2 ({settings}): "
+                             f"raise sigma{raw}; the state told is left as it was")
 
 
 def check_finite(fitnesses):

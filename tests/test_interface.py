@@ -157,8 +157,8 @@ def test_numpy_integers_count_as_the_python_ints_they_hold():
 def test_raw_fitnesses_of_any_real_type_are_stepped_as_their_values(fitness):
     """Raw shaping takes the differences of bools, integers and float16 as of their float64 values:
     none wraps (0 - 255 in uint8 is 1), overflows (2^62 - -2^62 in int64, 6e4 - -6e4 in float16), fails,
-    or rounds (2^24 + 1 - 2^24 is 0 in float32)."""
-    es = eggroll.Eggroll(4, 1, 0.1, seed=0, shaping="raw")
+    or rounds (2^24 + 1 - 2^24 is 0 in float32). (sigma 1: a difference of 2^63 then keeps g^2 within float32.)"""
+    es = eggroll.Eggroll(4, 1, 1.0, seed=0, shaping="raw")
     state = es.init(mlp(1))
     told, stats = es.tell(state, es.ask(state), fitness)
     expected, _ = es.tell(state, es.ask(state), fitness.astype(np.float64))
@@ -198,6 +198,33 @@ def test_a_quadratic_in_named_parameters_is_climbed():
         pop = es.ask(state)
         state, _ = es.tell(state, pop, [-distance(pop.member(i)) for i in range(pop.members)])
     assert distance(state.params) < distance(start) / 10
+
+
+def test_an_eggroll_hashes_as_settings_do():
+    """An Eggroll is a key (a cache's, JAX's static argument), its sigma a float or a dict: equal
+    settings hash alike, and the sigma dict, not hashed, still tells them apart."""
+    sigma = {"w": 0.1}
+    assert hash(eggroll.Eggroll(4, 1, sigma, 0)) == hash(eggroll.Eggroll(4, 1, dict(sigma), 0))
+    assert eggroll.Eggroll(4, 1, sigma, 0) != eggroll.Eggroll(4, 1, {"w": 0.2}, 0)
+    assert len({eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 1)}) == 2
+
+
+def test_a_sigma_too_small_for_the_float32_step_is_refused_before_it_stalls():
+    """The step g is formed in float32 whatever the parameters' type: a sigma below float32's range is
+    refused for float64 weights too, and one whose g^2 overflows Adam's average (g ~ 1/sigma), which
+    would then step by 0 for good, is refused at tell with the state left as it was."""
+    with pytest.raises(ValueError, match="float32's range"):
+        eggroll.Eggroll(4, 1, 1e-39, 0).init({"w": np.ones((2, 3))})
+    for weights in (np.ones((2, 3)), np.ones((2, 3), np.float32)):
+        es = eggroll.Eggroll(4, 1, 1e-25, 0)
+        state = es.init({"w": weights})
+        with pytest.raises(ValueError, match=re.escape("the step g of parameter 'w' is too large for Adam's "
+                                                       "average of g^2 (sigma 1e-25, lr 0.01): raise sigma;")), \
+                np.errstate(over="ignore"):
+            es.tell(state, es.ask(state), [1.0, 2.0, 4.0, 3.0])
+        larger = eggroll.Eggroll(4, 1, 1e-15, 0)
+        stepped, _ = larger.tell(state, larger.ask(state), [1.0, 2.0, 4.0, 3.0])
+        assert np.isfinite(stepped.optimiser["v"]["w"]).all() and not np.array_equal(stepped.params["w"], weights)
 
 
 def test_a_pickled_state_resumes_with_the_same_bits():
@@ -324,7 +351,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     # the state: a generation that keys the noise, parameters in a dict, Adam's state to tell
     (lambda es, s: es.ask(eggroll.State(s.params, {}, 1.5)), "state.generation must be a whole number in 0..4294967295"),
     (lambda es, s: es.ask(eggroll.State(s.params, {}, -1)), "state.generation must be a whole number in 0..4294967295"),
-    (lambda es, s: es.ask(eggroll.State(s.params, {}, 2 ** 32)), "state.generation must be a whole number in 0.."),
+    (lambda es, s: es.ask(eggroll.State(s.params, {}, 2 ** 32 + 1)), "state.generation must be a whole number in 0.."),
     (lambda es, s: es.ask(eggroll.State(list(s.params.values()), {}, 0)), "state.params must be a dict"),
     (lambda es, s: (lambda hand: es.tell(hand, es.ask(hand), np.arange(4.0)))(eggroll.State(s.params, {}, 0)),
      "state.optimiser does not hold Adam's state of the parameters"),
@@ -333,8 +360,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(s, es.ask(s), np.ma.masked_array(np.arange(4.0), mask=[0, 1, 0, 0])),
      "fitness is a masked array"),
     # a step that would leave a parameter NaN or inf is refused
-    (lambda es, s: (lambda e: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 1e-320, 0)),
-     "this step would make parameter 'layer0.weight' NaN or inf (sigma 1e-320, lr 0.01): raise sigma or lower lr;"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 1e-320, 0).ask(s),
+     "sigma of 'layer0.weight' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e-320: use e.g. 0.1"),
     (lambda es, s: (lambda e, s: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 0.1, 0, lr=1e39),
                                                                           es.init(mlp(6, dtype=np.float32))),
      "this step would make parameter 'layer0.weight' NaN or inf (sigma 0.1, lr 1e+39)"),
@@ -393,7 +420,17 @@ class ArrayLike:
     (lambda: (lambda es: es.ask(es.init(W)).linear("w", np.ma.masked_array(np.ones((2, 3)), mask=np.eye(2, 3))))(
         eggroll.Eggroll(4, 1, 0.1, 0)), "x is a masked array: give every input a number (numpy.ma.filled(x, 0))"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
-     "parameter 'w' is a ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+     "parameter 'w' is an ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
+     f"parameter 'w' is {np.dtype(np.float64).newbyteorder()}: EGGROLL steps float32 or float64 arrays in this "
+     f"machine's byte order; give w.astype(numpy.float64)"),
+    (lambda: eggroll.Eggroll(4, 1, 1e39, 0).init(W),
+     "sigma of 'w' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e+39: use e.g. 0.1"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 1e-39}, 0).init(W),
+     "sigma of 'w' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e-39: use e.g. 0.1"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State(W, {}, 2 ** 32)),
+     "state.generation 4294967296 is past the last the noise can key, 4294967295: every generation of this seed is "
+     "spent; go on from its parameters under another seed, Eggroll(..., seed=S).init(state.params)"),
 ])
 def test_a_refusal_reads_in_full_with_its_example(make, message):
     """The whole message, its example of a good value included: a user copies the fix from it."""
@@ -413,7 +450,7 @@ def test_a_foreign_population_or_state_is_told_in_full():
     es, other = eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 1)
     state = es.init(W)
     assert told(es, state, other.ask(state)) == (
-        "the population was asked of another Eggroll (its seed differ from this one's): tell its fitness to the "
+        "the population was asked of another Eggroll (its seed differs from this one's): tell its fitness to the "
         "Eggroll that asked it")
     assert told(es, state, eggroll.Eggroll(4, 2, 0.1, 1).ask(state)) == (
         "the population was asked of another Eggroll (its seed, rank differ from this one's): tell its fitness to "
