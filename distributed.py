@@ -350,6 +350,8 @@ class Team(Alone):
 
 def team(update):
     """The Team of this MPI job; RuntimeError naming the install command if mpi4py is missing."""
+    if update not in UPDATES:
+        raise ValueError(f"unknown update {update!r}: use one of {', '.join(UPDATES)}")
     try:
         import mpi4py  # noqa: F401
     except ImportError:

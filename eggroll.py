@@ -4,7 +4,7 @@ The method's equations are stated in README.md ("The method in equations") and d
 docs/derivation.md; each function below holds the line of the equation it computes. The interface
 is evosax's and pycma's, ask and tell (docs/your-network.md):
 
-    es = Eggroll(population=512, rank=4, sigma=0.1, seed=1, lr=0.01)
+    es = Eggroll(population=512, rank=1, sigma=0.1, seed=1, lr=0.01)
     state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
     for generation in range(generations):
         pop = es.ask(state)                                        # keys only: no noise array is stored
@@ -40,8 +40,9 @@ import numpy
 from backend import array_module_of
 from distributed import ALONE
 import gpu
-from interface_checks import (MAX_GENERATION, a_kind, check_finite, check_known, check_optimiser, check_params,
-                              check_settings, check_stepped, check_whole, fitness_array, input_array)
+from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite, check_known, check_layer,
+                              check_optimiser, check_params, check_settings, check_stepped, check_whole,
+                              fitness_array, input_array)
 import noise
 import optim
 
@@ -110,7 +111,7 @@ def population_product(x, factors):
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a Population is itself, not its fields: it hashes
 class Population:
     """`ask`'s answer: the members theta +- sigma E_p of the pairs `pairs` at one generation, as keys.
 
@@ -142,6 +143,9 @@ class Population:
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
+        check_layer(self.params, weight, bias)
+        if dtype not in (numpy.float32, numpy.float64):
+            raise ValueError(f"rows are float32 or float64, got {dtype!r}")
         A, B = (factor.astype(dtype, copy=False) for factor in self.factors(weight))  # float64 stays float64
         xp = array_module_of(A)
         if bias is None:
@@ -169,7 +173,7 @@ class Population:
         if x.ndim == 2:                                                       # one x for every member
             xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
             return antithetic(base, xb @ rows)
-        by_pair = x.reshape(len(self.pairs), 2, -1, x.shape[-1])              # (pairs, 2, N, n)
+        by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, N, n)
         xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, N, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
@@ -191,6 +195,8 @@ class Population:
 
     def member(self, i):
         """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
+        if not self.members:
+            raise ValueError("this population holds no members (a process given no pairs): ask no member of it")
         check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
         i = int(i)  # a NumPy unsigned i would wrap 1 - 2 (i % 2), the - side's sign
         pair, sign = i // 2, 1 - 2 * (i % 2)
@@ -229,8 +235,9 @@ def pair_differences(shaped):
 
 
 def population_stats(fitnesses, shaped):
-    """What a generation reports: mean and max fitness, and the spread of the shaped fitnesses."""
-    return {"mean_fitness": float(fitnesses.mean()), "max_fitness": float(fitnesses.max()),
+    """What a generation reports: mean (summed in float64) and max fitness, and the spread of the
+    shaped fitnesses."""
+    return {"mean_fitness": float(fitnesses.mean(dtype="float64")), "max_fitness": float(fitnesses.max()),
             "shaped_std": float(shaped.std())}
 
 
@@ -268,7 +275,7 @@ def gradient(f, population, n_pairs):
 # ---------------------------------------------------------------------------------------------
 # 5. Ask and tell
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a State is itself, not its arrays (whose == is elementwise): it hashes
 class State:
     """What one generation hands the next: the parameters, Adam's state (optim.init) and the
     generation, which keys the noise. It pickles; a run loaded from it goes on with the same bits."""
@@ -293,14 +300,17 @@ class Eggroll:
     team: object = field(default=ALONE, compare=False)
 
     def __post_init__(self):
+        if isinstance(self.sigma, Mapping):  # a copy: a value changed in the caller's dict is not used unchecked
+            object.__setattr__(self, "sigma", dict(self.sigma))
         check_settings(self)
-        # Python ints, so that no product of them wraps in a NumPy integer type (rank * (m + n) in a
-        # uint8), and a copy of a sigma dict, so that a value changed in the caller's dict is not used
-        # unchecked
+        # Python ints and floats: no product of them wraps in a NumPy integer type (rank * (m + n) in
+        # a uint8), and none sets the float type of a product (a float64 or float16 sigma would)
         for setting in ("population", "rank", "seed"):
             object.__setattr__(self, setting, int(getattr(self, setting)))
-        if isinstance(self.sigma, dict):
-            object.__setattr__(self, "sigma", dict(self.sigma))
+        for setting in ("lr", "weight_decay"):
+            object.__setattr__(self, setting, float(getattr(self, setting)))
+        object.__setattr__(self, "sigma", {name: float(sigma) for name, sigma in self.sigma.items()}
+                           if isinstance(self.sigma, dict) else float(self.sigma))
 
     @property
     def pairs(self):
@@ -311,12 +321,13 @@ class Eggroll:
         if not isinstance(params, Mapping):
             raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
-        params = dict(params)
         self.check(params)
         not_finite = [name for name, value in params.items() if not bool(array_module_of(value).isfinite(value).all())]
         if not_finite:
             raise ValueError(f"parameter {not_finite[0]!r} holds NaN or inf: EGGROLL steps finite parameters; "
                              f"give it finite starting values")
+        params = {name: value.copy() for name, value in params.items()}  # the caller's arrays may change
+        check_agreed(self, params)
         return State(params, optim.init(params), 0)
 
     def check(self, params):
@@ -338,6 +349,7 @@ class Eggroll:
         Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
         check_state(state)
         self.check_asked(state, population)
+        self.check(state.params)
         check_optimiser(state)
         fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
@@ -376,7 +388,7 @@ class Eggroll:
     def sigmas(self, params):
         """{name: sigma} for every parameter."""
         if isinstance(self.sigma, dict):
-            return self.sigma
+            return dict(self.sigma)
         return {name: self.sigma for name in params}
 
 

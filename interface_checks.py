@@ -4,13 +4,14 @@ units, a stale population along the wrong noise, a NaN learning rate to all-NaN 
 
 eggroll.py, the method, calls them; nothing here computes any part of the method.
 """
+import hashlib
 import math
 import numbers
 from collections.abc import Mapping
 
 import numpy
 
-from backend import array_module_of
+from backend import array_module_of, to_numpy
 import noise
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
@@ -33,15 +34,18 @@ def check_settings(es):
         if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
             raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(sigma)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
-        if not is_real(sigma) or not (math.isfinite(sigma) and sigma > 0):
+        if not is_real(sigma) or not (is_finite(sigma) and sigma > 0):
             raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
                              f"got {sigma!r}: use e.g. 0.1")
     for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
-        if not is_real(value) or not (math.isfinite(value) and value >= 0):
+        if not is_real(value) or not (is_finite(value) and value >= 0):
             raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
                              f"{'0.01' if setting == 'lr' else '0.0'}")
     missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum")
                if not callable(getattr(es.team, method, None))]
+    if isinstance(es.team, type):
+        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got the class "
+                         f"{es.team.__name__}: give one of those")
     if missing:
         raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {es.team!r} "
                          f"(it has no {', '.join(missing)})")
@@ -57,7 +61,11 @@ def check_params(es, params):
     for name, value in params.items():
         if not isinstance(name, str):
             raise ValueError(f"parameter name {name!r} is not a string: name every parameter, e.g. 'W1'")
-        if isinstance(value, (list, tuple)) or not hasattr(value, "dtype") and hasattr(value, "ndim"):
+        try:
+            name.encode()  # its noise's key is SHA-256 of its UTF-8 bytes (noise.param_id)
+        except UnicodeEncodeError:
+            raise ValueError(f"parameter name {name!r} is no UTF-8 text (a lone surrogate): rename it") from None
+        if not hasattr(value, "dtype") and (hasattr(value, "ndim") or not isinstance(value, numbers.Number)):
             raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
                              f"numpy.asarray({name}, dtype=numpy.float32)")
         if getattr(value, "ndim", None) not in (1, 2):
@@ -95,6 +103,23 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
+def check_agreed(es, params):
+    """ValueError on every process of a team (distributed.team) whose processes were given other
+    settings or other starting parameters: each would step along its own noise, unseen."""
+    if getattr(es.team, "size", 1) == 1:
+        return
+    fingerprint = hashlib.sha256()
+    for name, value in sorted(params.items()):
+        host = numpy.ascontiguousarray(to_numpy(value))
+        fingerprint.update(f"{name} {host.dtype.str} {host.shape}".encode() + host.tobytes())
+    problem = es.team.disagreement({
+        "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
+        "weight_decay": es.weight_decay, "shaping": es.shaping, "starting parameters": fingerprint.hexdigest()[:16]})
+    if problem:
+        raise ValueError(f"the processes of this team were given different Eggrolls or parameters: {problem}; "
+                         f"give every process the same settings and starting parameters")
+
+
 def a_kind(value):
     """"a list", "an int": the article and the name of value's type, for a message."""
     kind = type(value).__name__
@@ -106,14 +131,26 @@ def is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
 
 
+def is_finite(number):
+    """A real number that is neither NaN nor infinite (an int too large for a float is infinite)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def check_optimiser(state):
     """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
     optimiser = state.optimiser
     moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
-        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params) for moment in "mv")
+        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params)
+        and all(getattr(optimiser[moment][name], "shape", None) == getattr(value, "shape", ())
+                for name, value in state.params.items()) for moment in "mv")
     if not moments:
         raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
                          "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
+    check_whole("state.optimiser's step count t", optimiser["t"], 0, None,
+                "the State that init or tell returned, whose count starts at 0")
 
 
 def check_whole(setting, value, low, high, example):
@@ -171,23 +208,38 @@ def check_population(population, sigma):
 
 
 def fitness_array(fitness, members, like):
-    """`fitness` as an array of `like`'s module (float64 if it held integers, bools or float16, whose
-    differences would wrap, fail or overflow), or a ValueError naming the fix unless it is one real
-    number per member."""
+    """`fitness` as a float64 array of `like`'s module, or a ValueError naming the fix unless it is one
+    real number per member. float64 holds every float32, float16, bool and integer up to 2^53 as it
+    is (their ranks unchanged), their differences neither wrap nor overflow, and every process of a
+    team gathers the same type."""
     if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
         raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
+    given = fitness
     try:
         fitness = array_module_of(like).asarray(fitness)
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
-        raise ValueError(f"fitness must be real numbers, one per member, got an array of {fitness.dtype}")
-    if fitness.dtype.kind in "biu" or fitness.dtype == numpy.float16:
-        fitness = fitness.astype(numpy.float64)
+        what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
+            else a_kind(given)
+        raise ValueError(f"fitness must be real numbers, one per member, got {what}")
+    fitness = fitness.astype(numpy.float64)  # native byte order too
     if fitness.shape != (members,):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
     return fitness
+
+
+def check_layer(params, name, bias):
+    """ValueError naming the fix unless `name` is a 2-D weight and `bias` None or its 1-D bias."""
+    check_known(params, name, bias)
+    w = params[name]
+    if w.ndim != 2:
+        raise ValueError(f"a layer needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
+                         f"parameter is a bias, bias={name!r} beside its weight")
+    if bias is not None and params[bias].shape != (w.shape[0],):
+        raise ValueError(f"bias {bias!r} has shape {tuple(params[bias].shape)}, but {name} makes "
+                         f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
 
 
 def input_array(x, params, name, bias, members):
@@ -195,7 +247,7 @@ def input_array(x, params, name, bias, members):
     or a ValueError naming the fix. An x of integers or bools (pixels, spikes), or of float16, is made the
     weight's float type, so that it gives each member's true product (float16 would round the members'
     differences away)."""
-    check_known(params, name, bias)
+    check_layer(params, name, bias)
     w = params[name]
     if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
         raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")
@@ -208,12 +260,6 @@ def input_array(x, params, name, bias, members):
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")
-    if w.ndim != 2:
-        raise ValueError(f"linear needs a 2-D weight, got {name} of shape {tuple(w.shape)}: a 1-D "
-                         f"parameter is a bias, bias={name!r} beside its weight")
-    if bias is not None and params[bias].shape != (w.shape[0],):
-        raise ValueError(f"bias {bias!r} has shape {tuple(params[bias].shape)}, but {name} makes "
-                         f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
     if x.shape[-1] != w.shape[1]:
         transposed = x.shape[-1] == w.shape[0]
         raise ValueError(f"x of shape {tuple(x.shape)} does not fit {name} of shape {tuple(w.shape)}: a layer "

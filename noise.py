@@ -72,7 +72,7 @@ def standard_normals(seed, generation, pairs, param_id, count, xp=numpy):
     blocks = xp.arange(n_blocks, dtype=xp.uint32)[None, :]
     pair_words = xp.asarray(pairs, dtype=xp.uint32)[:, None]
     normals = xp.empty((pair_words.shape[0], n_blocks, 4), dtype=xp.float32)
-    rows = max(1, BLOCKS_PER_PASS // n_blocks if xp is numpy else pair_words.shape[0])  # >= 1: no pair, no pass
+    rows = max(1, BLOCKS_PER_PASS // max(n_blocks, 1) if xp is numpy else pair_words.shape[0])  # >= 1: no pair, no pass
     for start in range(0, pair_words.shape[0], rows):
         words = philox4x32((blocks, pair_words[start:start + rows], param_id, generation), (seed, seed >> 32))
         chunk = normals[start:start + rows]

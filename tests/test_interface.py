@@ -6,6 +6,8 @@ import pickle
 import re
 import subprocess
 import sys
+import types
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import baselines
+import distributed
 import eggroll
 import noise
 import optim
 import snn
 import snn_eggroll
+from simulated_team import run_team
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -174,14 +178,19 @@ def test_a_sigma_dict_changed_after_the_eggroll_is_made_is_not_used():
     assert es.ask(es.init(mlp(1))).sigma["layer0.weight"] == 0.1
 
 
-def test_init_copies_the_dict_it_is_given():
-    """The state holds its own dict: a parameter replaced in the caller's dict after init is not the
-    state's."""
+def test_init_copies_the_dict_and_arrays_it_is_given():
+    """The state holds its own dict and arrays (pycma copies x0): a parameter replaced in the caller's
+    dict after init, or changed in place, as a view of a larger array too, is not the state's."""
     params = mlp(1)
+    whole = np.ones((5, 7))
+    params["view"] = whole[:, :3]
+    kept = {name: value.copy() for name, value in params.items()}
     state = eggroll.Eggroll(4, 1, 0.1, seed=0).init(params)
-    weight = params["layer0.weight"]
-    params["layer0.weight"] = np.zeros_like(weight)
-    assert state.params is not params and state.params["layer0.weight"] is weight
+    params["layer0.weight"] *= 100
+    whole[0, 0] = 99
+    params["layer1.bias"] = np.zeros_like(params["layer1.bias"])
+    assert state.params is not params
+    assert all(np.array_equal(state.params[name], kept[name]) for name in kept)
 
 
 def test_a_quadratic_in_named_parameters_is_climbed():
@@ -325,7 +334,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(es.init({"w": np.ones((6, 3))})).linear("w", np.ones((2, 6))),
      "a layer is x W^T, so x needs 3 columns; store w as (out, in), its transpose"),
     (lambda es, s: es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)})).linear("b", np.ones((2, 3))),
-     "linear needs a 2-D weight, got b of shape (3,)"),
+     "a layer needs a 2-D weight, got b of shape (3,)"),
     # linear: x real numbers, (N, n) or (2·pairs, N, n); names are strings; factors of a known name
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones(6)),
      "x of shape (6,) is not (N, n), one x for every member, nor (2·pairs, N, n), one per member"),
@@ -668,3 +677,146 @@ def test_a_network_with_missing_or_misfitting_layers_is_refused(broken):
     params, frames = deep_problem()
     with pytest.raises(ValueError, match="snn.init_network"):
         snn_eggroll.perturbed_forward(broken(params), frames, snn_eggroll.Config(4, 1, 0.1, 0, 1.0), 0)
+
+
+@pytest.mark.parametrize("sigma", [Fraction(1, 10), np.float64(0.1), np.float32(0.1), np.float16(0.1)])
+def test_a_sigma_of_any_real_type_steps_as_the_python_float_it_holds(sigma):
+    """A Fraction, a NumPy float64 (np.logspace's) or float16 sigma is taken as float(sigma): the
+    products stay in x's float type, a row of `perturbed` is `member` bit for bit, and the step is the
+    float sigma's (a float16 sigma would overflow 2 P sigma to inf and step by 0)."""
+    params = mlp(2, dtype=np.float32)
+    es, plain = eggroll.Eggroll(8, 2, sigma, 0), eggroll.Eggroll(8, 2, float(sigma), 0)
+    state = es.init(params)
+    pop, x = es.ask(state), np.ones((3, 6), np.float32)
+    out = pop.linear("layer0.weight", x, bias="layer0.bias")
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, plain.ask(state).linear("layer0.weight", x, bias="layer0.bias"))
+    assert np.array_equal(pop.perturbed("layer0.weight")[3], pop.member(3)["layer0.weight"])
+    fitness = np.arange(8.0)
+    told, plainly = es.tell(state, pop, fitness)[0], plain.tell(state, plain.ask(state), fitness)[0]
+    assert all(np.array_equal(told.params[n], plainly.params[n]) for n in params)
+    assert all(told.params[n].dtype == np.float32 and told.optimiser["v"][n].dtype == np.float32 for n in params)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite number > 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite number > 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite number >= 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-10 ** 400), "weight_decay must be a finite number >= 0, got"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=distributed.Alone),
+     "team must be distributed.ALONE or distributed.team(update), got the class Alone: give one of those"),
+    (lambda: distributed.team("nope"), "unknown update 'nope': use one of seeds, allreduce"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"\ud800": np.ones(3)}),
+     "parameter name '\\ud800' is no UTF-8 text (a lone surrogate): rename it"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (v for v in [1.0, 2.0])}),
+     "parameter 'w' is a generator, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+    (lambda: (lambda es, s: es.tell(s, es.ask(s), (v for v in range(4))))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness must be real numbers, one per member, got a generator"),
+])
+def test_a_setting_or_input_of_an_odd_type_is_one_value_error(make, message):
+    """Ints too large for a float, a class for a team, an update no team knows, a name with no UTF-8
+    bytes for the noise's key, a generator for an array: each one ValueError naming the fix."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
+
+
+def test_tell_checks_the_state_it_is_told_again():
+    """Parameters or Adam's state changed in a state between ask and tell, or made by hand, are refused
+    before any step: a float16 weight, a reshaped bias (which would broadcast to a matrix), moments of
+    other shapes, a step count that is no whole number."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    fitness = [1.0, 2.0, 3.0, 4.0]
+    for name, value, match in [("layer0.weight", lambda v: v.astype(np.float16), "is float16"),
+                               ("layer0.bias", lambda v: v[:, None], "Adam's state of the parameters"),
+                               ("layer1.weight", lambda v: np.ones((7, 9)), "Adam's state of the parameters")]:
+        state = es.init(mlp(1))
+        pop = es.ask(state)
+        state.params[name] = value(state.params[name])
+        with pytest.raises(ValueError, match=re.escape(match)):
+            es.tell(state, pop, fitness)
+    state = es.init(mlp(1))
+    for optimiser, match in [(dict(state.optimiser, t="0"), "step count t must be a whole number >= 0, got '0'"),
+                             (dict(state.optimiser, t=-1), "step count t must be a whole number >= 0, got -1"),
+                             (dict(state.optimiser, m={n: None for n in state.params}), "Adam's state")]:
+        hand_made = eggroll.State(state.params, optimiser, 0)
+        with pytest.raises(ValueError, match=re.escape(match)):
+            es.tell(hand_made, es.ask(hand_made), fitness)
+
+
+def test_rows_refuse_what_is_no_layer():
+    """Population.rows, the noise of one layer, takes a 2-D weight, its own 1-D bias and a float type."""
+    pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(mlp(1)))
+    for weight, bias, dtype, match in [("layer0.bias", None, np.float32, "a layer needs a 2-D weight"),
+                                       ("layer0.weight", "layer1.weight", np.float32, "bias 'layer1.weight' has shape"),
+                                       ("layer0.weight", "layer1.bias", np.float32, "bias 'layer1.bias' has shape"),
+                                       ("layer0.weight", None, np.int64, "rows are float32 or float64")]:
+        with pytest.raises(ValueError, match=re.escape(match)):
+            pop.rows(weight, bias, dtype)
+    rows, B = pop.rows("layer0.weight", "layer0.bias", np.float64)
+    assert rows.dtype == B.dtype == np.float64 and rows.shape == (2, 2, 5) and B.shape == (2, 1, 6)
+
+
+def test_a_process_given_no_pairs_runs_every_layer_and_is_told_so_for_a_member():
+    """A team may give a process no pairs: its layers, shared x or one per member, give (0, N, m), and
+    its noise is (0, count); asking it for a member says why there is none."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(mlp(1))
+    none = es.population_of(state, slice(0, 0))
+    assert none.linear("layer0.weight", np.ones((3, 6))).shape == (0, 3, 5)
+    assert none.linear("layer1.weight", np.ones((0, 3, 5)), bias="layer1.bias").shape == (0, 3, 3)
+    assert noise.normals(0, 0, np.arange(2), "w", 0).shape == (2, 0)
+    with pytest.raises(ValueError, match="this population holds no members"):
+        none.member(0)
+
+
+def test_fitness_of_any_float_type_or_byte_order_is_stepped_alike():
+    """tell ranks and gathers the fitness in float64, in this machine's byte order: float32, float64
+    and big-endian fitnesses of the same values give the same step (processes that gave different
+    types would otherwise gather each other's bytes as garbage)."""
+    es = eggroll.Eggroll(8, 1, 0.1, 0)
+    state = es.init(mlp(1, dtype=np.float32))
+    values = np.array([0.5, -1.25, 3.0, 2.0, 0.25, 7.5, -3.0, 1.0])
+    steps = [es.tell(state, es.ask(state), values.astype(dtype))[0].params
+             for dtype in (np.float32, np.float64, np.dtype(">f8"), np.dtype(">f4"))]
+    assert all(np.array_equal(step[n], steps[0][n]) for step in steps for n in steps[0])
+
+
+def test_processes_given_other_settings_or_parameters_are_refused_at_init():
+    """Under a team, init compares every process's settings and starting parameters: a seed or a
+    weight that differs on one process is one ValueError on each, naming what differs; the same on all
+    is taken."""
+    def init_with(seed_of, params_of):
+        def body(team):
+            try:
+                return eggroll.Eggroll(4, 1, 0.1, seed_of(team.rank), team=team).init(params_of(team.rank))
+            except ValueError as error:
+                return str(error)
+        return run_team(2, body)[0]
+
+    refused = init_with(lambda rank: rank, lambda rank: mlp(0))
+    assert refused[0] == refused[1] and refused[0].startswith(
+        "the processes of this team were given different Eggrolls or parameters: seed (rank 0: 0; rank 1: 1)")
+    refused = init_with(lambda rank: 0, lambda rank: mlp(rank))
+    assert refused[0] == refused[1] and "starting parameters (rank 0: " in refused[0]
+    taken = init_with(lambda rank: 0, lambda rank: mlp(0))
+    assert all(isinstance(state, eggroll.State) for state in taken)
+
+
+def test_states_and_populations_hash_and_compare_as_themselves():
+    """A State or a Population is itself: it hashes, and == is identity, never NumPy's elementwise
+    truth (which raises); the population's sigma is its own copy, not the Eggroll's."""
+    es = eggroll.Eggroll(4, 1, {name: 0.1 for name in mlp(1)}, 0)
+    state = es.init(mlp(1))
+    pop = es.ask(state)
+    assert len({state, pop, state}) == 2
+    assert state == state and state != pickle.loads(pickle.dumps(state))
+    pop.sigma["layer0.weight"] = -5.0
+    assert es.sigma["layer0.weight"] == 0.1 and es.ask(state).sigma["layer0.weight"] == 0.1
+
+
+def test_a_read_only_mapping_is_taken_as_sigma():
+    """Any Mapping of names to floats is a sigma, as any Mapping is a params."""
+    sigma = types.MappingProxyType({name: 0.1 for name in mlp(1)})
+    es = eggroll.Eggroll(4, 1, sigma, 0)
+    assert es.sigma == dict(sigma) and es == eggroll.Eggroll(4, 1, dict(sigma), 0)
