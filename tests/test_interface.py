@@ -772,14 +772,27 @@ def test_a_process_given_no_pairs_runs_every_layer_and_is_told_so_for_a_member()
 
 def test_fitness_of_any_float_type_or_byte_order_is_stepped_alike():
     """tell ranks and gathers the fitness in float64, in this machine's byte order: float32, float64
-    and big-endian fitnesses of the same values give the same step (processes that gave different
-    types would otherwise gather each other's bytes as garbage)."""
-    es = eggroll.Eggroll(8, 1, 0.1, 0)
-    state = es.init(mlp(1, dtype=np.float32))
-    values = np.array([0.5, -1.25, 3.0, 2.0, 0.25, 7.5, -3.0, 1.0])
+    and big-endian fitnesses of the same values give the same step, alone or from processes of a team
+    that gave different types (which would otherwise gather each other's bytes as garbage)."""
+    params = mlp(1, dtype=np.float32)
+    values = np.array([0.5, -1.25, 3.0, 2.0, 0.25, 7.5, -3.0, 1.0] * 16)
+    es = eggroll.Eggroll(128, 1, 0.1, 0)
+    state = es.init(params)
     steps = [es.tell(state, es.ask(state), values.astype(dtype))[0].params
              for dtype in (np.float32, np.float64, np.dtype(">f8"), np.dtype(">f4"))]
-    assert all(np.array_equal(step[n], steps[0][n]) for step in steps for n in steps[0])
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        state = es.init(params)
+        pop = es.ask(state)
+        mine = np.concatenate([values, values])[2 * pop.pairs.start:2 * pop.pairs.stop]
+        return es.tell(state, pop, mine.astype([np.float32, ">f8"][team.rank]))[0].params
+
+    alone = eggroll.Eggroll(256, 1, 0.1, 0)
+    start = alone.init(params)
+    steps.append(alone.tell(start, alone.ask(start), np.concatenate([values, values]))[0].params)
+    steps += run_team(2, body)[0]
+    assert all(np.array_equal(step[n], steps[0 if i < 4 else 4][n]) for i, step in enumerate(steps) for n in params)
 
 
 def test_processes_given_other_settings_or_parameters_are_refused_at_init():
