@@ -175,8 +175,8 @@ def check_stepped(params, optimiser, es):
             raise ValueError(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
                              f"lower lr{raw}; the state told is left as it was")
         if not bool(xp.isfinite(optimiser["v"][name]).all()):
-            raise ValueError(f"the step g of parameter {name!r} is too large for Adam's average of g^2 ({settings}): "
-                             f"raise sigma{raw}; the state told is left as it was")
+            raise ValueError(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
+                             f"large ({settings}): raise sigma{raw}; the state told is left as it was")
 
 
 def check_finite(fitnesses):

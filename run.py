@@ -17,22 +17,29 @@ failed. Ctrl-C, SIGTERM and SIGHUP say where the run stopped and how to continue
 line if stderr still takes it, exit status 141, the run's checkpoint intact; standard output that
 cannot take a result (`evaluate`'s scores) is exit status 2. Every command shares this handling (exits.handled).
 """
-import argparse
-import json
-import os
 import sys
-from dataclasses import fields
 
-import bench
-import comparison
-import config as run_config
-import distributed
-import emulate
-import exits
-import snn
-import reproduce
-import training
-from run_folder import UsageError
+STARTING = "error: interrupted while starting; nothing was written"  # Ctrl-C before exits.handled takes over
+
+try:  # NumPy and the project's modules take a moment to import: Ctrl-C meanwhile is one line too
+    import argparse
+    import json
+    import os
+    from dataclasses import fields
+
+    import bench
+    import comparison
+    import config as run_config
+    import distributed
+    import emulate
+    import exits
+    import snn
+    import reproduce
+    import training
+    from run_folder import UsageError
+except KeyboardInterrupt:
+    print(STARTING, file=sys.stderr)
+    sys.exit(130)
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
 # smaller side of each weight matrix (snn_eggroll.check_config), and memory bounds the sizes.
@@ -286,4 +293,9 @@ LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --t
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except KeyboardInterrupt:  # while the options are read
+        print(STARTING, file=sys.stderr)
+        status = 130
+    sys.exit(status)

@@ -109,7 +109,7 @@ def owned(folder):
         holding = True
         yield
     except BaseException:
-        if created and not is_run_folder(folder):  # refused (a linked mark too), or failed before it was a run's
+        if created:  # refused, failed or stopped: a lock file this process made goes (the flock goes at exit)
             with contextlib.suppress(OSError):
                 (folder / LOCK).unlink()
         if not holding:  # refused before the work began: the folders made for it go too, if empty
@@ -578,6 +578,7 @@ def prepare(out, config, resume, force, command="train"):
         finished = (out / "final.json").exists()
         if not resume:
             if finished:
+                check_final_record(out, config)
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
                                  f"(--resume scores it again and rewrites that file); use another --out to train it "
                                  f"again")
@@ -609,6 +610,22 @@ def prepare(out, config, resume, force, command="train"):
         write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
     write_atomically(out / "config.json", json.dumps(wanted, indent=1))
     return force or not holds_run
+
+
+def check_final_record(out, config):
+    """UsageError unless out/final.json is an intact record of the run `config` (config.json's): a
+    damaged one, or another run's copied in, is not this run's results."""
+    path, wanted = out / "final.json", run_config.stored(config)
+    rescore = f"{resume_command(out, config)} scores the run again from its checkpoint and rewrites it" \
+        if (out / CHECKPOINT).is_file() else "use another --out to train the run again"
+    final = read_json(path, rescore)
+    problem = final_problem(final) if isinstance(final, dict) else "not a JSON object"
+    if problem:
+        raise UsageError(f"{path} is damaged ({problem}), so this finished run has no results; {rescore}")
+    held = run_config.stored(run_config.from_stored(final["config"]))
+    if held != wanted:
+        raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
+                         f"{out / 'config.json'}; {rescore}")
 
 
 def refuse_foreign(out, force, instead):

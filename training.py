@@ -319,8 +319,9 @@ def generations(run, params, state, start, step_seconds, show, deadline):
                     validation = evaluate_and_save(run, params, state, done, stats, step_seconds)
                     bar.set_postfix(val_acc=f"{validation[0]:.3f}")
         except KeyboardInterrupt as stop:
-            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; its checkpoint holds "
-                              f"step {run.saved}", stop) from None
+            held = f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else \
+                "before its first checkpoint"
+            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; {held}", stop) from None
     return params, validation
 
 

@@ -193,3 +193,29 @@ def test_an_output_folder_is_a_folder_or_a_new_name_never_a_file_or_a_dangling_l
             exits.output_folder(text)
         assert str(refused.value) == f"expected a folder to write the records into, got {text!r}"
     assert not (tmp_path / "nowhere").exists()
+
+
+INTERRUPTED_AT = """
+import argparse, runpy, sys
+
+class Interrupting:  # Ctrl-C arriving while module {module!r} is imported
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, Interrupting())
+if {module!r} == "argparse-parse":  # or while the options are read
+    argparse.ArgumentParser.parse_known_args = lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt)
+sys.argv = ["run.py", "train", "--out", "never"]
+runpy.run_path("run.py", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("module", ["numpy", "bench", "argparse-parse"])
+def test_ctrl_c_while_run_py_starts_is_one_line(module, tmp_path):
+    """Ctrl-C while run.py imports NumPy or its modules, or reads its options, before exits.handled
+    takes over: one line, exit status 130, nothing written."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_AT.format(module=module)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "error: interrupted while starting; nothing was written\n")
+    assert not (ROOT / "never").exists()

@@ -227,8 +227,9 @@ def test_a_sigma_too_small_for_the_float32_step_is_refused_before_it_stalls():
     for weights in (np.ones((2, 3)), np.ones((2, 3), np.float32)):
         es = eggroll.Eggroll(4, 1, 1e-25, 0)
         state = es.init({"w": weights})
-        with pytest.raises(ValueError, match=re.escape("the step g of parameter 'w' is too large for Adam's "
-                                                       "average of g^2 (sigma 1e-25, lr 0.01): raise sigma;")), \
+        with pytest.raises(ValueError, match=re.escape("this step would make Adam's average of g^2 of parameter "
+                                                       "'w' NaN or inf, g too large (sigma 1e-25, lr 0.01): raise "
+                                                       "sigma;")), \
                 np.errstate(over="ignore"):
             es.tell(state, es.ask(state), [1.0, 2.0, 4.0, 3.0])
         larger = eggroll.Eggroll(4, 1, 1e-15, 0)

@@ -83,6 +83,33 @@ def test_a_second_process_on_a_run_folder_is_refused_and_a_killed_owner_never_bl
     assert run.main(train_args(finished_run, dataset, "--force")) == 0
 
 
+def test_a_refusal_leaves_no_lock_it_made_in_a_run_folder(finished_run, dataset, capsys):
+    """A finished run's folder without its .lock (removed, or copied without it): a refused command
+    leaves it so, the folder as it was."""
+    (finished_run / run_folder.LOCK).unlink()
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume", "--seed", "5"), capsys)
+    assert code == 2 and "holds a run with other settings (seed 1, not 5)" in err
+    assert not (finished_run / run_folder.LOCK).exists() and snapshot(finished_run) == before
+
+
+def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finished_run, dataset, capsys, tmp_path):
+    """`train` of a finished run names its final.json as the results only if it is intact and the run's
+    own: another run's copied in, or a damaged one, is said, with the command that scores the run again."""
+    final = json.loads((finished_run / "final.json").read_text())
+    rescore = f"`python run.py train --out {finished_run} --resume"
+    for changed, said in [(dict(final, config=dict(final["config"], seed=2)), "final.json is another run's (seed 2, "
+                                                                               "not 1), not the results of the run in"),
+                          (dict(final, test_acc=2.0), "final.json is damaged (test_acc must be a number in [0, 1], "
+                                                      "got 2.0), so this finished run has no results")]:
+        (finished_run / "final.json").write_text(json.dumps(changed))
+        code, err = run_main(train_args(finished_run, dataset), capsys)
+        assert code == 2 and said in err and rescore in err and err.count("\n") == 1, err
+    (finished_run / "final.json").write_text(json.dumps(final))
+    code, err = run_main(train_args(finished_run, dataset), capsys)
+    assert code == 2 and "already holds this run, finished: its results are in" in err
+
+
 def test_a_lock_a_full_disk_does_not_take_is_named_and_leaves_no_folder(tmp_path, dataset, capsys, monkeypatch):
     """A disk full when the lock's PID is written: the line names the lock file and the full disk
     (not standard output, which the failed write's close would otherwise be taken for), and the
@@ -487,6 +514,16 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
     assert records == [5, 10]
 
 
+def test_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path, dataset, capsys, monkeypatch):
+    """Ctrl-C at the first step: no checkpoint is promised that is not there, and --resume starts it."""
+    out = tmp_path / "run"
+    monkeypatch.setattr(snn_eggroll, "generation_step", failing_at(0, interrupt))
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 130 and err == f"error: interrupted: {out} stopped at step 0 of 10; before its first checkpoint; " \
+                                  f"rerun with --resume to continue\n"
+    assert not (out / run_folder.CHECKPOINT).exists()
+
+
 def resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_older):
     """A run stopped at step 7, its checkpoint rewritten as an older version wrote it (`as_older`),
     then resumed: it must end in the weights of the run trained in one go. Returns its folder."""
@@ -614,7 +651,8 @@ def test_a_run_that_goes_non_finite_between_evaluations_keeps_every_step_before_
 
 def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, capsys, monkeypatch):
     """The parameters stay finite while a second moment overflows to inf: the run stops in one line
-    at its next checkpoint instead of writing one that --resume would refuse; step 5's stays."""
+    at its next step (tell refuses to step from it), without writing a checkpoint of that state,
+    which --resume would refuse; step 5's stays."""
     real = snn_eggroll.generation_step
 
     def overflowing_at_step_7(params, state, frames, labels, generation, *args):
@@ -626,7 +664,7 @@ def test_adam_moments_gone_non_finite_are_not_checkpointed(tmp_path, dataset, ca
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert f"training went non-finite by step 10 (adam_v/W1 holds NaN or inf), so {out / run_folder.CHECKPOINT}" in err
+    assert f"training went non-finite by step 7 (adam_v/W1 holds NaN or inf), so {out / run_folder.CHECKPOINT}" in err
     with np.load(out / run_folder.CHECKPOINT) as stored:
         assert int(stored["step"]) == 5
 
