@@ -146,11 +146,8 @@ def stray_problem(folder, final, expected):
     wanted = config.stored(expected[folder.name])
     for source, settings in (("config.json", config.stored(run_folder.read_config(folder))),
                              ("final.json", config.stored(config.from_stored(final["config"])))):
-        differing = sorted(key for key in set(wanted) | set(settings) if settings.get(key) != wanted.get(key))
-        if differing:
-            def value(held, key):  # a lever left at its default is not stored
-                return json.dumps(held[key]) if key in held else "its default"
-            shown = "; ".join(f"{key} {value(settings, key)}, not {value(wanted, key)}" for key in differing)
+        if settings != wanted:
+            shown = run_folder.differences(settings, wanted)
             return (f"its {source} says other settings than the preset's run of its name ({shown}); move it out "
                     f"of the runs folder to keep it (reproduce then trains the preset's run under that name)")
     return None

@@ -134,7 +134,7 @@ def main(argv=None):
     train_parser.add_argument("--distributed", action="store_true",
                               help="spread the ES population over the processes of an MPI job: "
                                    "mpiexec -n K python run.py train --distributed ...")
-    train_parser.add_argument("--update", choices=distributed.UPDATES, default="seeds",
+    train_parser.add_argument("--update", choices=distributed.UPDATES,
                               help="with --distributed: every process forms the whole update from the noise "
                                    "seeds (bit-exact), or the gradient of its own pairs, summed by one "
                                    "all-reduce (default: seeds)")
@@ -283,6 +283,13 @@ def checked_options(parser, commands, argv):
             setattr(opts, name, os.path.expanduser(getattr(opts, name)))
     if not hasattr(opts, "distributed"):
         opts.distributed = False
+    if opts.command == "train":
+        if opts.resume and opts.force:
+            commands.choices["train"].error("--resume continues the run in --out, --force deletes it: give one of them")
+        if opts.update is not None and not opts.distributed:
+            commands.choices["train"].error("--update says how the processes of a job share the update: give it "
+                                            "with --distributed, or leave it out")
+        opts.update = opts.update or "seeds"
     return opts
 
 

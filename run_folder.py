@@ -537,11 +537,16 @@ def resume_command(out, config):
 
 
 def differences(stored, wanted):
-    """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ..."."""
-    def value(held, key):  # a lever left at its default is not stored
-        return json.dumps(held[key]) if key in held else "its default"
+    """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ...". A setting
+    left out of one (at its default, or one the method has not) is shown at its default; one that
+    then agrees follows from another that differs (an ES run has no rank) and is not shown."""
+    defaults = run_config.RunConfig()
+
+    def value(held, key):
+        return json.dumps(held[key] if key in held else getattr(defaults, key, None))
     keys = sorted(key for key in set(wanted) | set(stored) if stored.get(key) != wanted.get(key))
-    return "; ".join(f"{key} {value(stored, key)}, not {value(wanted, key)}" for key in keys)
+    shown = [key for key in keys if value(stored, key) != value(wanted, key)] or keys
+    return "; ".join(f"{key} {value(stored, key)}, not {value(wanted, key)}" for key in shown)
 
 
 def prepare(out, config, resume, force, command="train"):

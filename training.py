@@ -279,6 +279,9 @@ def set_up(config, out, team, progress, command):
                              progress and team.rank == 0)
         if not len(splits.train):
             raise UsageError("the training split is empty: check --data-root")
+        if config.batch_size > len(splits.train) and team.rank == 0 and command == "train":
+            print(f"note: --batch-size {config.batch_size} is more than the training split's {len(splits.train)} "
+                  f"recordings: every minibatch is the whole split", file=sys.stderr)
         lif = config.lif()
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         step = method_step(config, lif, team, total_steps)

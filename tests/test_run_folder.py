@@ -4,6 +4,7 @@ leaving a checkpoint that resumes to the same bits."""
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -91,6 +92,22 @@ def test_a_refusal_leaves_no_lock_it_made_in_a_run_folder(finished_run, dataset,
     code, err = run_main(train_args(finished_run, dataset, "--resume", "--seed", "5"), capsys)
     assert code == 2 and "holds a run with other settings (seed 1, not 5)" in err
     assert not (finished_run / run_folder.LOCK).exists() and snapshot(finished_run) == before
+
+
+def test_other_settings_are_named_by_their_values_and_only_where_they_differ(finished_run, dataset, capsys):
+    """Resuming with other settings names each by its value, a default too (hidden 64), and leaves out
+    what follows from another (an ES run has no rank, an EGGROLL run no ES mode)."""
+    for extra, said in [(["--hidden", "32"], '(hidden "64", not "32")'),
+                        (["--method", "es"], '(method "eggroll", not "es")')]:
+        code, err = run_main(train_args(finished_run, dataset, "--resume", *extra), capsys)
+        assert code == 2 and f"holds a run with other settings {said};" in err, err
+
+
+def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
+    """--batch-size above the training split's size trains on the whole split each step, and says so."""
+    code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
+    assert code == 0 and re.fullmatch(r"note: --batch-size 100000 is more than the training split's \d+ recordings: "
+                                      r"every minibatch is the whole split\n", err), err
 
 
 def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finished_run, dataset, capsys, tmp_path):

@@ -82,12 +82,12 @@ def test_a_run_trained_with_other_settings_is_left_out(paper):
 
 
 def test_a_setting_the_preset_leaves_at_its_default_is_named_so(paper):
-    """A lever at its default is not stored: the warning says "its default", not null."""
+    """A lever at its default is not stored: the warning names the default's value, not null."""
     results, _ = paper
     path = results / "paper" / "runs" / "es-seed3" / "config.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), hidden="128,64")))
     status, warnings = report_only(results)
-    assert status == 0 and len(warnings) == 1 and 'hidden "128,64", not its default' in warnings[0], warnings
+    assert status == 0 and len(warnings) == 1 and 'hidden "128,64", not "64"' in warnings[0], warnings
 
 
 def test_a_run_with_final_json_but_no_config_json_is_left_out_not_the_report_aborted(paper):
