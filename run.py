@@ -63,8 +63,19 @@ def add_config_options(parser, names=None):
         if spec.type is bool:
             parser.add_argument(run_config.option(spec.name), action="store_true", default=None, help=help_text)
         else:
-            parser.add_argument(run_config.option(spec.name), type=spec.type, choices=meta["choices"],
+            kind = ascii_typed(spec.type) if spec.type in (int, float) else spec.type
+            parser.add_argument(run_config.option(spec.name), type=kind, choices=meta["choices"],
                                 default=None, help=help_text)
+
+
+def ascii_typed(kind):
+    """kind(text) for text in ASCII: int() and float() read other scripts' digits too (a full-width ６４)."""
+    def parse(text):
+        if not text.isascii():
+            raise ValueError(text)
+        return kind(text)
+    parse.__name__ = kind.__name__  # argparse names it in its message: "invalid int value"
+    return parse
 
 
 def config_from_options(opts):

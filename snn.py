@@ -194,7 +194,7 @@ def output_shape(spec, image):
             (width + 2 * spec.padding - spec.kernel) // spec.stride + 1)
 
 
-CONV = re.compile(r"conv(?P<channels>\d+)k(?P<kernel>\d+)(?:s(?P<stride>\d+))?(?:p(?P<padding>\d+))?")
+CONV = re.compile(r"conv(?P<channels>\d+)k(?P<kernel>\d+)(?:s(?P<stride>\d+))?(?:p(?P<padding>\d+))?", re.ASCII)
 MAX_WIDTH = 65536  # neurons of a dense layer, kernels of a convolution
 
 
@@ -217,7 +217,7 @@ class Network:
         layers = []
         for part in hidden.split(","):
             conv = CONV.fullmatch(part)
-            if part.isdigit():
+            if part.isascii() and part.isdigit():  # not a superscript or another script's digits
                 layers.append(Dense(int(part)))
             elif conv:
                 layers.append(Conv(**{key: int(value) for key, value in conv.groupdict().items() if value}))

@@ -137,6 +137,8 @@ def test_init_params_is_init_network_of_the_dense_network():
     ("64,0", "layer 2 (0) has 0 neurons: give it 1..65536"),
     ("64,", "layer '' is neither a width"),
     ("conv8x5", "layer 'conv8x5' is neither a width (64) nor a convolution (conv8k5s2"),
+    ("\uff16\uff14", "layer '\uff16\uff14' is neither a width"),  # full-width digits: int() reads them, the docs do not
+    ("conv\uff18k5", "layer 'conv\uff18k5' is neither a width"),
 ])
 def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
     with pytest.raises(ValueError) as caught:

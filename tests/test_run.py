@@ -614,6 +614,8 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
     for argv, message in [(["train", "--rank", "x"], "argument --rank: invalid int value: 'x'"),
                           (["train", "--method", "sgd"], "argument --method: invalid choice: 'sgd'"),
                           (["train", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+                          (["train", "--seed", "\uff11"], "argument --seed: invalid int value: '\uff11'"),
+                          (["train", "--sigma", "0.\uff11"], "argument --sigma: invalid float value: '0.\uff11'"),
                           (["train", "--resume", "--force"], "--resume continues the run in --out, --force deletes it"),
                           (["train", "--update", "allreduce"], "--update says how the processes of a job share"),
                           (["bench", "--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
