@@ -234,6 +234,10 @@ def list_recordings(folder):
         if entry.name in DIGITS and isinstance(_kind(entry), OSError):
             raise _unreadable(entry, _kind(entry), "class folder")
     class_dirs = sorted(e.name for e in _entries(folder) if e.name in DIGITS and _kind(e) == "folder")
+    for entry in _entries(folder):  # recordings under another name would be passed over without a word
+        if entry.name not in DIGITS and _kind(entry) == "folder" and holds_recordings(entry.path):
+            raise BadDataError(f"{entry.path} holds recordings but is no class folder (0..9), so they would be "
+                               f"left out; move it out of {folder}")
     if not class_dirs:
         raise MissingDataError(f"no class folders 0..9 in {folder}; expected {folder}/<digit>/*.bin")
     missing = [str(folder / name) for name in DIGITS if name not in class_dirs]
@@ -257,6 +261,15 @@ def list_recordings(folder):
                                    f"them from {folder.name.lower()}.zip of N-MNIST")
         recordings += [(folder / name / f, int(name)) for f in sorted(files)]
     return recordings
+
+
+def holds_recordings(path):
+    """Whether the folder `path` holds a *.bin entry (one it cannot read holds none that matters)."""
+    try:
+        with os.scandir(path) as entries:
+            return any(entry.name.endswith(".bin") for entry in entries)
+    except OSError:
+        return False
 
 
 def read_events(path):

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import time
@@ -443,6 +444,19 @@ def test_empty_class_folder(root, tmp_path):
         path.unlink()
     with pytest.raises(data.MissingDataError, match=r"Train/3 holds no \.bin"):
         load(root, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("name", ["11", "foo", "03"])
+def test_recordings_in_a_folder_no_digit_names_are_refused_not_passed_over(root, tmp_path, name):
+    """A folder beside the class folders that holds recordings (a digit misnamed, a copy) would drop them
+    from the split unseen: refused, naming it; one without recordings, or unreadable, is left alone."""
+    other = root / "NMNIST" / "Test" / name
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    load(root, tmp_path / "cache")
+    shutil.copy(next((root / "NMNIST" / "Test" / "3").iterdir()), other / "00001.bin")
+    with pytest.raises(data.BadDataError, match=f"{other} holds recordings but is no class folder"):
+        load(root, tmp_path / "cache2")
 
 
 def test_missing_class_folder(root, tmp_path):
