@@ -56,7 +56,8 @@ def path_of(folder, name):
             return path
     raise data.MissingDataError(
         f"MNIST not found in {folder}: {name}.gz (or {name}) is missing; put the four MNIST IDX files "
-        f"({', '.join(f'{n}.gz' for n in NAMES)}) there, or leave out --mnist to download them")
+        f"({', '.join(f'{n}.gz' for n in NAMES)}) there, the four for either --split (the emulation's "
+        f"fingerprint names them all), or leave out --mnist to download them")
 
 
 def read(path):

@@ -248,3 +248,13 @@ def test_a_warning_of_unofficial_files_is_one_clean_line(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("warning: ") and done.stderr.count("\n") == 1, done.stderr
     assert "differ from the official MNIST files" in done.stderr and "UserWarning" not in done.stderr
+
+
+def test_a_folder_of_the_test_files_alone_is_told_that_all_four_are_needed(tmp_path):
+    """`emulate --split test` still reads all four files (the fingerprint names each): a folder of the
+    two test files is told so, not merely that a training file is missing."""
+    for name in mnist.FILES["test"]:
+        (tmp_path / f"{name}.gz").write_bytes(b"")
+    with pytest.raises(data.MissingDataError, match=r"train-images-idx3-ubyte\.gz \(or train-images-idx3-ubyte\) is "
+                                                    r"missing; .* the four for either --split"):
+        mnist.load(tmp_path)
