@@ -382,8 +382,8 @@ def check_finished(root=None):
     else:
         return  # recorded, not emulated
     seed = provenance(folder)["seed"]
-    fix = (f"rerun `python run.py emulate --out {folder.parent} --seed {seed}` (with its --mnist, if it was given "
-           f"one) to finish it: the recordings already made are kept")
+    command = f"`python run.py emulate --out {folder.parent} --seed {seed}` (with its --mnist, if it was given one)"
+    fix = f"rerun {command} to finish it: the recordings already made are kept"
     if not os.path.lexists(folder / FINISHED):
         running = holder(folder)
         if running is not None:  # not to be started again: it would be refused as in use
@@ -398,10 +398,12 @@ def check_finished(root=None):
     if finished != found:
         counts = [" and ".join(f"{held.get(split)} {flag}" for flag, split in SPLIT_FOLDER.items())
                   for held in (found, finished)]
-        differ = (f"holds {counts[0]} recordings, but its emulation finished with {counts[1]}"
-                  if counts[0] != counts[1] else
-                  "holds other recordings than its emulation finished with (one moved to another digit or renamed)")
-        raise data.BadDataError(f"{folder} {differ}; {fix}")
+        if counts[0] != counts[1]:
+            raise data.BadDataError(f"{folder} holds {counts[0]} recordings, but its emulation finished with "
+                                    f"{counts[1]}; {fix}")
+        raise data.BadDataError(f"{folder} holds other recordings than its emulation finished with (one moved to "
+                                f"another digit or renamed); rerun {command}: it names each recording that is not "
+                                f"where it made it, to move out, and makes the missing ones")
     for split, flag in zip(SPLIT_FOLDER.values(), SPLIT_FOLDER):
         if not found[split]:  # emulated with --split of the other: training and scoring read both
             raise data.BadDataError(f"{folder} holds no emulated {split} recordings; add them with `run.py emulate "

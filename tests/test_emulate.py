@@ -222,6 +222,13 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
     other = test / next(d for d in data.DIGITS if d != moved.parent.name) / moved.name
     recording = moved.read_bytes()
     moved.unlink()
+    other.write_bytes(recording)  # training is told what the rerun does about it
+    with pytest.raises(data.BadDataError, match=re.escape(f"(one moved to another digit or renamed); rerun `python run.py "
+                                                          f"emulate --out {tmp_path} --seed 0` (with its --mnist, if it "
+                                                          f"was given one): it names each recording that is not where "
+                                                          f"it made it, to move out")):
+        emulate.check_finished(tmp_path)
+    other.unlink()
     for stray in (other, test / "3" / "99999.bin"):
         stray.write_bytes(recording)
         before = {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")}
