@@ -280,6 +280,9 @@ def check_writable(path, option, folder=False):
     if not folder and path.is_symlink():  # nothing is written through a link (run_folder.writing)
         raise UsageError(f"{option} {path} is a symbolic link (to {os.readlink(path)}), and the project writes no "
                          f"file through one: give the path of the file itself")
+    if folder and path.is_symlink() and not path.exists():  # a dangling or looping link: nothing to write into
+        raise UsageError(f"{option} {path} is a symbolic link to {os.readlink(path)}, which leads to no folder (it "
+                         f"does not exist, or the links loop): give a folder, or make the one it names")
     if path.exists() and path.is_dir() != folder:
         raise UsageError(f"{option} {path} is {'not ' if folder else ''}a folder; give a "
                          f"{'folder' if folder else 'file'} path")

@@ -286,9 +286,10 @@ def create_new(path):
 def refuse_link(path):
     """A UsageError if `path` is a symbolic link: the project writes no file through one."""
     if os.path.islink(path):
+        fix = "replace the link by a copy of the file it names, or remove it" if os.path.exists(path) else \
+            "it leads to no file (it does not exist, or the links loop): remove it"
         raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)}), and the project reads and writes "
-                         f"its own files only, never through a link: replace the link by a copy of the file it "
-                         f"names, or remove it")
+                         f"its own files only, never through a link: {fix}")
 
 
 @contextlib.contextmanager

@@ -73,8 +73,22 @@ def test_a_dangling_checkpoint_link_is_refused_not_taken_for_a_fresh_start(tmp_p
     (out / "checkpoint.npz").unlink()
     (out / "checkpoint.npz").symlink_to(tmp_path / "elsewhere.npz")
     assert train(out, dataset, "--resume") == 2
-    assert f"{out / 'checkpoint.npz'} is a symbolic link" in capsys.readouterr().err
+    assert f"{out / 'checkpoint.npz'} is a symbolic link (to {tmp_path / 'elsewhere.npz'}), and the project reads " \
+           f"and writes its own files only, never through a link: it leads to no file (it does not exist, or the " \
+           f"links loop): remove it" in capsys.readouterr().err
     assert not (tmp_path / "elsewhere.npz").exists()
+
+
+@pytest.mark.parametrize("target", ["absent", "out"])
+def test_an_out_that_is_a_link_to_no_folder_is_named_so(tmp_path, dataset, capsys, target):
+    """--out a link that leads nowhere, or to itself: one line that says so, and nothing is made."""
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / target)
+    assert train(out, dataset) == 2
+    assert capsys.readouterr().err == f"error: --out {out} is a symbolic link to {tmp_path / target}, which leads to " \
+                                      f"no folder (it does not exist, or the links loop): give a folder, or make the " \
+                                      f"one it names\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
 def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path, dataset, capsys, monkeypatch):
