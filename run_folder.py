@@ -729,6 +729,8 @@ def metrics_until(path, step):
             record = parse_json(line, ValueError)
         except ValueError:
             if number == len(lines):
+                print(f"note: {path} line {number}, its last, is cut short (a kill while it was written): it is "
+                      f"left out", file=sys.stderr)
                 continue
             problem = "it is not JSON"
         else:

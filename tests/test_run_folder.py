@@ -347,6 +347,19 @@ METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must
                     "line 2 is damaged (generation 5 does not follow generation 5)")]
 
 
+def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
+    """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
+    says so, and goes on."""
+    (finished_run / "final.json").unlink()
+    metrics = finished_run / "metrics.jsonl"
+    kept = metrics.read_text().splitlines()[0]
+    metrics.write_text(kept + '\n{"generation": 1')
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == f"note: {metrics} line 2, its last, is cut short (a kill while it was written): it " \
+                                f"is left out\n", err
+    assert metrics.read_text().splitlines()[0] == kept
+
+
 def test_a_value_in_metrics_jsonl_is_checked_for_type_and_range(finished_run, dataset, capsys):
     (finished_run / "final.json").unlink()
     for lines, problem in METRICS_DAMAGES:
