@@ -3,6 +3,7 @@ on the same device, one table layout whether or not runs were scored on real rec
 that say what they show, and one-line errors for damaged run files."""
 import json
 import math
+import shutil
 from pathlib import Path
 
 import matplotlib.container
@@ -163,12 +164,16 @@ def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tm
 
 
 def test_write_report_returns_the_files_it_wrote(tmp_path):
+    """Each table and figure, and no rank ablation of an earlier report once its EGGROLL runs are gone."""
     write_run(tmp_path, "es", 1)
     write_run(tmp_path, "eggroll-r2", 1)
     written = report.write_report(tmp_path, "quick")
     assert sorted(p.name for p in written) == ["accuracy_time.png", "convergence.png", "per_seed.md",
                                               "rank_ablation.png", "sparsity.md", "table.md", "wallclock.png"]
     assert all(p.parent == tmp_path and p.stat().st_size > 0 for p in written)
+    shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
+    written = report.write_report(tmp_path, "quick")
+    assert "rank_ablation.png" not in [p.name for p in written] and not (tmp_path / "rank_ablation.png").exists()
 
 
 @pytest.fixture
