@@ -464,6 +464,15 @@ def foreign_problem(stored, wanted):
     return None
 
 
+def holds_results(out):
+    """Whether `out` holds an intact final.json: a run's results, which --force would delete."""
+    try:
+        final = read_json(out / "final.json", "")
+    except UsageError:  # missing, unreadable or not JSON
+        return False
+    return isinstance(final, dict) and final_problem(final) is None
+
+
 def read_arrays(path):
     """The arrays of a checkpoint, or None if it is not an .npz archive (empty, cut short, an .npy);
     a UsageError naming it if it is not a regular file or declares an array larger than this
@@ -477,8 +486,12 @@ def load_checkpoint(path, xp, like, identity, total_steps=None):
     damaged, or belongs to another run than `identity` (see `identity`; its data is compared unless
     None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
     2 have no end-to-end time (None)."""
-    damaged = lambda problem: UsageError(f"checkpoint {path} is damaged ({problem}); train the run again with "
-                                         f"--force (it deletes this run's files) or in another --out")  # without it the run is not resumed (run_folder.prepare)
+    fix = ("restore it from a copy to score the run again (its final.json holds the run's results, which --force "
+           "would delete), or train the run again in another --out") if holds_results(path.parent) else \
+        "train the run again with --force (it deletes this run's files) or in another --out"  # (run_folder.prepare)
+
+    def damaged(problem):
+        return UsageError(f"checkpoint {path} is damaged ({problem}); {fix}")
     arrays = read_arrays(path)
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0

@@ -347,6 +347,18 @@ METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must
                     "line 2 is damaged (generation 5 does not follow generation 5)")]
 
 
+def test_a_damaged_checkpoint_beside_the_runs_results_is_not_advised_away_by_force(finished_run, dataset, capsys):
+    """A finished run's checkpoint cut short: its final.json still holds the run's results, which
+    --force would delete; the advice is a copy of the checkpoint, or another --out."""
+    checkpoint = finished_run / run_folder.CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])
+    for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
+        code, err = run_main(args, capsys)
+        assert code == 2 and err.endswith("; restore it from a copy to score the run again (its final.json holds the "
+                                          "run's results, which --force would delete), or train the run again in "
+                                          "another --out\n"), err
+
+
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
     """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
     says so, and goes on."""
