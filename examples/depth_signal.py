@@ -6,12 +6,14 @@ ranks; at initialisation and every --every generations of an EGGROLL run (the `b
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
 
-Prints the table at each measurement; with --out DIR also writes DIR/<network>-sigma<sigma>-logit<scale>.jsonl
-(one record per generation, population, rank and layer) and DIR/<network>-sigma<sigma>-logit<scale>.md (its
-table). A cosine near 0 means the layer's step is
-mostly noise: Adam then moves its weights by about lr per generation all the same (Eq. (9)
-normalises the step), a random walk that the layer's signal has to outrun. A firing rate of 0 in
-the output layer means every member scores -ln 10 and ties: the estimate has nothing to rank.
+Prints the table at each measurement; with --out DIR also writes
+DIR/<network>-sigma<sigma>-logit<scale>.jsonl (one record per generation, population, rank and
+layer, each with the settings it was made with) and DIR/<network>-sigma<sigma>-logit<scale>.md (its
+table, whose last line states them); records or a table of other settings are never written over:
+such settings take another --out. A cosine near 0 means the layer's step is mostly noise: Adam then
+moves its weights by about lr per generation all the same (Eq. (9) normalises the step), a random
+walk that the layer's signal has to outrun. A firing rate of 0 in the output layer means every
+member scores -ln 10 and ties: the estimate has nothing to rank.
 """
 import json
 import sys
@@ -34,6 +36,8 @@ from run_folder import write_atomically  # noqa: E402
 
 TRAIN_POPULATION = 512  # the `best` preset's EGGROLL recipe: 512 members, r = 1, lr on a cosine
 SLOPE = 1.0  # BPTT's surrogate slope in the `best` preset
+SETTINGS = ("generations", "every", "populations", "ranks", "batch_size", "sigma", "lr", "logit_scale", "init_std",
+            "seed")  # what the records were made with, beside the network
 
 
 def eggroll_estimate(params, frames, labels, network, population, rank, seed, opts):
@@ -51,7 +55,7 @@ def cosine(a, b):
 
 def measure(params, frames, labels, network, generation, opts):
     """The records of one point of the run: every layer's firing rate and, per population and
-    rank, the cosine between EGGROLL's g and BPTT's -gradient of its weights."""
+    rank, the cosine between EGGROLL's g and BPTT's -gradient of its weights, each with the settings."""
     cache = baselines.bptt_forward(params, frames, snn.LIF(), k=SLOPE, network=network)
     bptt = baselines.bptt_backward(params, cache, labels, snn.LIF(), SLOPE, opts.logit_scale, network=network)
     layers = range(1, len(network.layers) + 1)
@@ -62,7 +66,8 @@ def measure(params, frames, labels, network, generation, opts):
             estimate = eggroll_estimate(params, frames, labels, network, population, rank, opts.seed + generation, opts)
             records += [{"network": str(network), "generation": generation, "population": population, "rank": rank,
                          "layer": layer, "firing_rate": rates[layer],
-                         "cosine": cosine(estimate[f"W{layer}"], -bptt[f"W{layer}"])} for layer in layers]
+                         "cosine": cosine(estimate[f"W{layer}"], -bptt[f"W{layer}"]), "settings": settings_of(opts)}
+                        for layer in layers]
     return records
 
 
@@ -78,6 +83,43 @@ def table(records):
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(f"{row[layer]['cosine']:.3f}" for layer in layers)
                      + " | " + " | ".join(f"{row[layer]['firing_rate']:.3f}" for layer in layers) + " |")
     return "\n".join(lines) + "\n"
+
+
+def settings_of(opts):
+    return {name: getattr(opts, name) for name in SETTINGS}
+
+
+def footer(settings):
+    """The table's last line: the settings its rows were made with."""
+    members, ranks = (", ".join(map(str, settings[name])) for name in ("populations", "ranks"))
+    return (f"Generations {settings['generations']}, measured every {settings['every']}, minibatch "
+            f"{settings['batch_size']}; members {members}; ranks {ranks}; sigma {settings['sigma']:g}, lr "
+            f"{settings['lr']:g} on a cosine, readout scale {settings['logit_scale']:g}, init std "
+            f"{settings['init_std']:g}, seed {settings['seed']}.")
+
+
+def differences(made, wanted):
+    """How the settings `made` differ from `wanted`, as "populations [16], not [32]; ..."."""
+    if not isinstance(made, dict):
+        return "the records do not state theirs"
+    return "; ".join(f"{key} {made.get(key)}, not {wanted[key]}" for key in SETTINGS if made.get(key) != wanted[key])
+
+
+def check_records(out, name, wanted):
+    """Before any work: a UsageError if the records or the table under `out` were made with other
+    settings than `wanted` (they are kept: another --out measures these)."""
+    records, table_path = out / f"{name}.jsonl", out / f"{name}.md"
+    if records.is_file():
+        try:
+            made = json.loads(records.read_text(errors="replace").partition("\n")[0]).get("settings")
+        except ValueError:
+            made = None
+        if made != wanted:
+            raise exits.UsageError(f"{records} holds records made with other settings ({differences(made, wanted)}); "
+                                   f"give another --out for these settings (they are left as they are)")
+    if table_path.is_file() and not table_path.read_text(errors="replace").rstrip("\n").endswith(footer(wanted)):
+        raise exits.UsageError(f"{table_path} is a table of other settings than these; give another --out for these "
+                               f"settings (it is left as it is)")
 
 
 def main(argv=None):
@@ -111,6 +153,7 @@ def main(argv=None):
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",
                                       "this table", "give another --out")
+            check_records(opts.out, records_name(network, opts), settings_of(opts))
         training.emulate.check_finished(opts.data_root)  # an emulation of one split says how to add the other
         resources.nmnist_recordings(opts.data_root, "--data-root")  # this example downloads nothing: a copy is needed
         measure_along_a_run(opts, network)
@@ -146,7 +189,7 @@ def measure_along_a_run(opts, network):
         return
     name = records_name(network, opts)
     write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
-    write_atomically(opts.out / f"{name}.md", table(records))
+    write_atomically(opts.out / f"{name}.md", f"{table(records)}\n{footer(settings_of(opts))}\n")
 
 
 if __name__ == "__main__":

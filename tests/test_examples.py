@@ -221,6 +221,40 @@ def test_the_depth_signal_example_records_every_layer(tmp_path):
                                                                  "cache"]
 
 
+def test_depth_signal_keeps_the_records_and_table_of_other_settings(tmp_path):
+    """Every record states the settings it was made with and the table's last line them too; a rerun
+    into the same --out with other settings (more members, another lr) is one line, exit status 2,
+    before any work, the records and the table as they were (the table alone, too); the same
+    settings run again and write the same files."""
+    command = [sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--hidden", "8", "--generations", "1", "--every", "1", "--populations", "8", "--ranks", "1",
+               "--batch-size", "8", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    records, table = tmp_path / "8-sigma0.2-logit5.jsonl", tmp_path / "8-sigma0.2-logit5.md"
+    written = records.read_text(), table.read_text()
+    assert all(json.loads(line)["settings"] == {"generations": 1, "every": 1, "populations": [8], "ranks": [1],
+                                                "batch_size": 8, "sigma": 0.2, "lr": 0.03, "logit_scale": 5.0,
+                                                "init_std": 0.3, "seed": 1} for line in written[0].splitlines())
+    assert written[1].endswith("\nGenerations 1, measured every 1, minibatch 8; members 8; ranks 1; sigma 0.2, lr "
+                               "0.03 on a cosine, readout scale 5, init std 0.3, seed 1.\n")
+    for option, value, difference in (("--populations", "16", "populations [8], not [16]"),
+                                      ("--lr", "0.1", "lr 0.03, not 0.1")):
+        other = [*command, option, value]
+        done = subprocess.run(other, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stdout == "" and done.stderr == (
+            f"error: {records} holds records made with other settings ({difference}); give another --out for these "
+            f"settings (they are left as they are)\n"), done.stderr
+        assert (records.read_text(), table.read_text()) == written
+    records.rename(tmp_path / "kept.jsonl")
+    done = subprocess.run(other, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr == f"error: {table} is a table of other settings than these; give " \
+                                                   f"another --out for these settings (it is left as it is)\n"
+    assert table.read_text() == written[1] and not records.exists()
+    (tmp_path / "kept.jsonl").rename(records)
+    assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    assert (records.read_text(), table.read_text()) == written
+
+
 def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():
     """layer_drift's noise walk: the RMS distance of Adam's steps on pure noise is lr sqrt(steps) at
     a constant lr, within 3 % (the SE of 10,000 entries is 0.7 %) after 400 steps, and 5-15 % more
