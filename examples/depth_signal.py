@@ -1,8 +1,8 @@
 """Where does a deeper spiking network lose EGGROLL's signal? On one minibatch, per layer: how
 often its neurons fire, and how well EGGROLL's gradient estimate g (Eqs. (7)-(8)) points along
 BPTT's surrogate gradient (the cosine between g and -dL/dW), for several population sizes and
-ranks; at initialisation and every --every generations of an EGGROLL run (the `best` recipe's
-512 members at rank 1 by default, its sigma, learning rate and readout scale unless given).
+ranks; at initialisation, every --every generations and at the end of an EGGROLL run (the `best`
+recipe's 512 members at rank 1 by default, its sigma, learning rate and readout scale unless given).
 
     OPENBLAS_NUM_THREADS=1 python examples/depth_signal.py --data-root DIR --hidden 128,64 [--generations 300]
 
@@ -128,7 +128,8 @@ def main(argv=None):
     parser.add_argument("--hidden", type=config.hidden_option, default="128,64",
                         help="the hidden layers, as run.py train --hidden")
     parser.add_argument("--generations", type=exits.at_least(1), default=300, help="EGGROLL generations of the run (default: 300)")
-    parser.add_argument("--every", type=exits.at_least(1), default=100, help="generations between measurements (default: 100)")
+    parser.add_argument("--every", type=exits.at_least(1), default=100,
+                        help="generations between measurements, the last measured too (default: 100)")
     parser.add_argument("--populations", type=exits.integers_at_least(2), default=[256, 1024, 4096],
                         help="members of the estimates compared (default: 256,1024,4096)")
     parser.add_argument("--ranks", type=exits.integers_at_least(1), default=[1, 4],
@@ -166,7 +167,8 @@ def records_name(network, opts):
 
 
 def measure_along_a_run(opts, network):
-    """Measure at generation 0 and every --every generations of an EGGROLL run; write the records."""
+    """Measure at generation 0, every --every generations and the last of an EGGROLL run; write the
+    records."""
     splits = training.load_splits(opts.data_root, 10, opts.cache_dir)  # an emulation only if whole
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)  # before the run: a folder it cannot write ends it at once
@@ -176,7 +178,7 @@ def measure_along_a_run(opts, network):
     state, rng, records = optim.init(params), np.random.default_rng(opts.seed), []
     settings = snn_eggroll.Config(TRAIN_POPULATION, 1, opts.sigma, opts.seed, opts.logit_scale)
     for generation in range(opts.generations + 1):
-        if generation % opts.every == 0:
+        if generation % opts.every == 0 or generation == opts.generations:
             records += measure(params, frames, labels, network, generation, opts)
             print(table([r for r in records if r["generation"] == generation]), flush=True)
         if generation < opts.generations:

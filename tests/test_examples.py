@@ -312,6 +312,17 @@ def test_depth_signal_takes_a_batch_larger_than_the_training_split_whole(tmp_pat
             line[2].isdigit()] == ["| 0", "| 1"]
 
 
+def test_depth_signal_measures_the_last_generation_too(tmp_path):
+    """--every beyond --generations still measures the trained end, not only generation 0."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--hidden", "8", "--generations", "2", "--every", "5",
+                           "--populations", "8", "--ranks", "1", "--batch-size", "8", "--cache-dir",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert [line.split(" | ")[0] for line in done.stdout.splitlines() if line.startswith("| ") and
+            line[2].isdigit()] == ["| 0", "| 2"]
+
+
 @pytest.mark.parametrize("options, message", [
     (["--populations", "abc"], "expected integers >= 2 separated by commas, got 'abc'"),
     (["--ranks", "1.5"], "expected integers >= 1 separated by commas, got '1.5'"),
