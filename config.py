@@ -33,6 +33,17 @@ def network_problem(hidden):
     return None
 
 
+def rank_problem(rank, network, option="--rank"):
+    """Why EGGROLL cannot perturb `network` at `rank`, given as `option`, or None: a perturbation
+    A B^T of rank r needs r <= the smaller side of every weight matrix."""
+    sides = {f"W{layer}": network.weight_shape(layer) for layer in range(1, len(network.layers) + 1)}
+    name, shape = min(sides.items(), key=lambda item: min(item[1]))
+    if rank <= min(shape):
+        return None
+    return (f"{option} {rank} exceeds the smaller side of {name} ({shape[0]}x{shape[1]}) of the network "
+            f"{'-'.join(map(str, network.sizes))}: use {option} <= {min(shape)}")
+
+
 def hidden_option(text):
     """argparse type of a script's --hidden: the value as run.py stores it (064 is 64), or the
     layer it cannot build."""
@@ -208,13 +219,8 @@ def check(config):
         value = getattr(config, spec.name)
         if rule and applies(spec, config.method) and not rule[0](value):
             raise ValueError(f"{option(spec.name)} {rule[1]}, got {value}: use e.g. {option(spec.name)} {rule[2]}")
-    if config.method == "eggroll":  # a perturbation A B^T of rank r needs r <= the smaller side of every weight matrix
-        network = config.network
-        sides = {f"W{layer}": network.weight_shape(layer) for layer in range(1, len(network.layers) + 1)}
-        name, shape = min(sides.items(), key=lambda item: min(item[1]))
-        if config.rank > min(shape):
-            raise ValueError(f"--rank {config.rank} exceeds the smaller side of {name} ({shape[0]}x{shape[1]}) of "
-                             f"the network {'-'.join(map(str, network.sizes))}: use --rank <= {min(shape)}")
+    if config.method == "eggroll" and rank_problem(config.rank, config.network):
+        raise ValueError(rank_problem(config.rank, config.network))
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
         raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
                          f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")

@@ -149,6 +149,8 @@ def main(argv=None):
 
     def command():
         network = snn.Network.parse(opts.hidden)
+        if config.rank_problem(max(opts.ranks), network, "--ranks"):
+            raise exits.UsageError(config.rank_problem(max(opts.ranks), network, "--ranks"))
         if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.jsonl", b'{"network": ',
                                       "these records", "give another --out")

@@ -74,6 +74,9 @@ def main():
                                   "give another --out")
         xp = array_module(opts.device)
         networks = {hidden: snn.Network.parse(hidden) for hidden in ["64", *opts.hidden]}  # the paper's first
+        for network in networks.values():
+            if config.rank_problem(opts.rank, network):
+                raise exits.UsageError(config.rank_problem(opts.rank, network))
         for hidden, network in networks.items():  # before any timing: a generation must fit in free memory
             estimate = resources.generation_bytes("eggroll", opts.rank, opts.members // 2, REFERENCE["batch"],
                                                   REFERENCE["time_bins"], xp is not numpy, network)

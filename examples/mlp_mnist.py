@@ -132,6 +132,11 @@ def main(argv=None):
     opts = parser.parse_args(argv)
 
     def command():
+        shapes = {name: value.shape for name, value in init_mlp(opts.seed).items() if value.ndim == 2}
+        name = min(shapes, key=lambda name: min(shapes[name]))
+        if opts.rank > min(shapes[name]):  # a perturbation of rank r needs r <= the smaller side of every weight
+            raise exits.UsageError(f"--rank {opts.rank} exceeds the smaller side of {name} ({shapes[name][0]}x"
+                                   f"{shapes[name][1]}): use --rank <= {min(shapes[name])}")
         (images, labels), (test_images, test_labels) = load(opts.mnist)
         if opts.train_samples is not None and opts.train_samples > len(images):  # trained on what it names, not silently on fewer
             raise exits.UsageError(f"--train-samples {opts.train_samples}: {opts.mnist} holds {len(images):,} "

@@ -397,6 +397,22 @@ def test_nano_eggroll_answers_help():
     assert done.returncode == 0 and done.stdout.startswith("nano EGGROLL: evolution strategies") and not done.stderr
 
 
+@pytest.mark.parametrize("command, message", [
+    (["examples/mlp_mnist.py", "--mnist", "nowhere", "--rank", "1000"],
+     "--rank 1000 exceeds the smaller side of out.w (10x128): use --rank <= 10"),
+    (["examples/depth_speed.py", "--rank", "11", "--out", "{tmp}/speed.md"],
+     "--rank 11 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
+    (["examples/depth_signal.py", "--data-root", "nowhere", "--hidden", "8", "--ranks", "1,9", "--out", "{tmp}"],
+     "--ranks 9 exceeds the smaller side of W1 (8x2312) of the network 2312-8-10: use --ranks <= 8")])
+def test_a_rank_beyond_the_networks_weights_is_refused_as_its_option(tmp_path, command, message):
+    """A rank larger than the smaller side of a weight matrix: one line naming the option and the
+    largest rank it takes, exit status 2, before any work."""
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path) for part in command]], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr == f"error: {message}\n", done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("option, value", [("--backprop-lr", "nan"), ("--lr", "-0.01"), ("--sigma", "inf"),
                                            ("--seed", "-1"), ("--population", "0")])
 def test_mlp_mnist_refuses_nonsense_settings(option, value):
