@@ -143,10 +143,16 @@ def main(argv=None):
                                    f"training images; use --train-samples {len(images)} or fewer")
         batches = images[:opts.train_samples], labels[:opts.train_samples], opts.steps, opts.batch_size
         table = [f"{'method':10s} {'test accuracy %':>16s} {'wall s':>8s}"]
-        for name, train, settings in (("eggroll", train_eggroll, (opts.population, opts.rank, opts.sigma, opts.lr)),
-                                      ("backprop", train_backprop, (opts.backprop_lr,))):
+        for name, train, settings, rates in (
+                ("eggroll", train_eggroll, (opts.population, opts.rank, opts.sigma, opts.lr), "--lr or --sigma"),
+                ("backprop", train_backprop, (opts.backprop_lr,), "--backprop-lr")):
             start = time.perf_counter()
-            params = train(init_mlp(opts.seed), *batches, *settings, opts.seed)
+            try:  # weights pushed out of float32's range: one line naming the options, not NumPy's warnings
+                with np.errstate(over="raise", invalid="raise"):
+                    params = train(init_mlp(opts.seed), *batches, *settings, opts.seed)
+            except FloatingPointError as error:
+                raise exits.UsageError(f"{name} overflowed float32 ({error}): its steps are too large; lower "
+                                       f"{rates}") from None
             seconds = time.perf_counter() - start
             table.append(f"{name:10s} {100 * accuracy(params, test_images, test_labels):16.2f} {seconds:8.1f}")
         exits.say("\n".join(table), "run it again with standard output open")

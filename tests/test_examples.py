@@ -87,12 +87,17 @@ def write_idx(folder, name, array, magic):
     (folder / f"{name}.gz").write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes(), mtime=0))
 
 
-@pytest.mark.filterwarnings("ignore:.*differ from the official MNIST files")
-def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
+def write_mnist(folder):
+    """MNIST's four IDX files in `folder`: 300 training and 100 test images of the separable task."""
     for split, n, seed in (("train", 300, 0), ("t10k", 100, 1)):
         images, labels = separable(n, seed)
-        write_idx(tmp_path, f"{split}-images-idx3-ubyte", (images * 255).reshape(n, 28, 28), 2051)
-        write_idx(tmp_path, f"{split}-labels-idx1-ubyte", labels, 2049)
+        write_idx(folder, f"{split}-images-idx3-ubyte", (images * 255).reshape(n, 28, 28), 2051)
+        write_idx(folder, f"{split}-labels-idx1-ubyte", labels, 2049)
+
+
+@pytest.mark.filterwarnings("ignore:.*differ from the official MNIST files")
+def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
+    write_mnist(tmp_path)
     status = example.main(["--mnist", str(tmp_path), "--steps", "30", "--batch-size", "32", "--population", "64",
                            "--lr", "0.01", "--backprop-lr", "0.003"])
     assert status == 0
@@ -104,6 +109,22 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
     status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "301"])
     assert status == 2 and capsys.readouterr() == ("", f"error: --train-samples 301: {tmp_path} holds 300 training "
                                                        f"images; use --train-samples 300 or fewer\n")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--lr", "1e30", "eggroll overflowed float32 (overflow encountered in matmul): its steps are too large; lower "
+                     "--lr or --sigma"),
+    ("--backprop-lr", "1e30", "backprop overflowed float32 (overflow encountered in matmul): its steps are too "
+                              "large; lower --backprop-lr")])
+def test_steps_that_overflow_are_one_line_without_numpys_warnings(tmp_path, option, value, message):
+    """A learning rate that pushes the weights past float32: the error line naming the options to
+    lower, exit status 2, and no NumPy warning before it (only the synthetic files' own)."""
+    write_mnist(tmp_path)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--mnist", str(tmp_path), "--steps", "3", "--population", "8",
+                           "--batch-size", "16", option, value], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert [line for line in done.stderr.splitlines() if "differ from the official MNIST files" not in line] == \
+        [f"error: {message}"], done.stderr
 
 
 @pytest.mark.parametrize("args", [["--mnist", "no-such-folder"], ["--mnist", "."], []])
