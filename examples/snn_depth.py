@@ -96,7 +96,8 @@ def table(folders):
         real = json.loads((out / "real.json").read_text())["accuracy"]["all"] if (out / "real.json").exists() else None
         network = f"2312-{settings['hidden'].replace(',', '-')}-10"
         evolved = settings["method"] != "bptt"
-        budget = f"{settings['generations']} generations" if evolved else f"{settings['epochs']} epochs"
+        count, unit = (settings["generations"], "generation") if evolved else (settings["epochs"], "epoch")
+        budget = f"{count} {unit}" if count == 1 else f"{count} {unit}s"
         sparsity = final["test_sparsity"]
         recipe = ", ".join(f"{settings[name]:g}" if name in settings else "–"
                            for name in ("sigma", "lr", "logit_scale", "init_std")) if evolved else \

@@ -153,7 +153,7 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     assert [row[:2] for row in rows] == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"],
                                          ["| eggroll", "2312-12-6-10"], ["| bptt", "2312-12-10"],
                                          ["| bptt", "2312-conv2k5s3-10"], ["| bptt", "2312-12-6-10"]]
-    assert rows[0][3:] == ["2 generations", "0.2, 0.03, 1, 0.3"] and rows[3][3:] == ["1 epochs", "–, –, –, 0.3"]
+    assert rows[0][3:] == ["2 generations", "0.2, 0.03, 1, 0.3"] and rows[3][3:] == ["1 epoch", "–, –, –, 0.3"]
     runs = tmp_path / "runs"
     assert sorted(p.name for p in runs.iterdir()) == [
         "bptt-hidden-12-6-e1-seed1", "bptt-hidden-12-e1-seed1", "bptt-hidden-conv2k5s3-e1-seed1",
@@ -195,6 +195,21 @@ def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys)
     assert len(table) == 3 and "| 75.01 |" in table[2]
     err = capsys.readouterr().err
     assert all(f"{runs / junk} is left out of the table" in err for junk, _ in junks)
+
+
+def test_the_depth_tables_budget_is_singular_for_one(tmp_path):
+    """A budget of one generation or one epoch is "1 generation", "1 epoch"; more, plural."""
+    import shutil
+    rows = {}
+    for name, key in (("hidden-64-g300-logit1-seed1", "generations"), ("bptt-hidden-64-seed1", "epochs")):
+        for count in (1, 2):
+            copy = tmp_path / f"{name}-{count}"
+            shutil.copytree(ROOT / "results" / "depth" / "runs" / name, copy)
+            settings = json.loads((copy / "config.json").read_text())
+            (copy / "config.json").write_text(json.dumps({**settings, key: count}))
+            rows[key, count] = load_example("snn_depth").table([copy]).splitlines()[2].split(" | ")[3]
+    assert rows == {("generations", 1): "1 generation", ("generations", 2): "2 generations",
+                    ("epochs", 1): "1 epoch", ("epochs", 2): "2 epochs"}
 
 
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
