@@ -9,7 +9,9 @@ r = 1 at one population and budget and by hand-written BPTT, each with one recip
 A run is resumed where it stopped and a finished one left as it is (run.py train --resume refuses a
 folder trained with other settings), so the script can be stopped and run again; copies with
 different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
-copy (real.json, scored again when the recordings differ from those it scored).
+copy (real.json, scored again when the recordings differ from those it scored); the table names
+the copy its real-recordings scores are from, in the header, or in each cell if they are from
+several.
 """
 import json
 import os
@@ -84,16 +86,31 @@ def settings_of(out):
     return {"hidden": "64", **json.loads((out / "config.json").read_text())}
 
 
+def copy_scored(real):
+    """The N-MNIST copy a real.json scored its run on, as --real-root named it (relative to the
+    repository); the first runs' real.json did not record it."""
+    return real.get("data_root", "copy not recorded")
+
+
 def table(folders):
     """A Markdown table of the finished runs: method, network, budget, the recipe's levers, test,
-    validation and real-recordings accuracy, seconds per update and of all updates, hidden spikes
-    and synaptic operations per test sample."""
-    lines = ["| method | network | members | budget | σ, lr, logit scale, init std | test % | val % | "
-             "real recordings % | s / update | step s | hidden spikes | synaptic ops |",
+    validation and real-recordings accuracy (the copy scored named in the header, or in each cell
+    if the runs were scored on different copies), seconds per update and of all updates, hidden
+    spikes and synaptic operations per test sample."""
+    reals = {out: json.loads((out / "real.json").read_text()) for out in folders if (out / "real.json").exists()}
+    copies = sorted({copy_scored(real) for real in reals.values()})
+    one_copy = len(copies) == 1
+    lines = ["| method | network | members | budget | σ, lr, logit scale, init std | test % | val % | real recordings % "
+             + (f"({copies[0]}) " if one_copy else "") + "| s / update | step s | hidden spikes | synaptic ops |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for out in folders:
         final, settings = json.loads((out / "final.json").read_text()), settings_of(out)
-        real = json.loads((out / "real.json").read_text())["accuracy"]["all"] if (out / "real.json").exists() else None
+        if out not in reals:
+            real = "–"
+        elif one_copy:
+            real = f"{100 * reals[out]['accuracy']['all']:.2f}"
+        else:
+            real = f"{100 * reals[out]['accuracy']['all']:.2f} ({copy_scored(reals[out])})"
         network = f"2312-{settings['hidden'].replace(',', '-')}-10"
         evolved = settings["method"] != "bptt"
         count, unit = (settings["generations"], "generation") if evolved else (settings["epochs"], "epoch")
@@ -104,7 +121,7 @@ def table(folders):
             f"–, –, –, {settings['init_std']:g}"
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
                      f"{recipe} | {100 * final['test_acc']:.2f} | "
-                     f"{100 * final['val_acc']:.2f} | {'–' if real is None else f'{100 * real:.2f}'} | "
+                     f"{100 * final['val_acc']:.2f} | {real} | "
                      f"{final['median_seconds_per_generation']:.3f} | {final['total_seconds']:.0f} | "
                      f"{sparsity['hidden_spikes_per_sample']:.1f} | {sparsity['synaptic_ops_per_sample']:,.0f} |")
     return "\n".join(lines)

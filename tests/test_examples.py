@@ -212,6 +212,24 @@ def test_the_depth_tables_budget_is_singular_for_one(tmp_path):
                     ("epochs", 1): "1 epoch", ("epochs", 2): "2 epochs"}
 
 
+def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
+    """Runs all scored on one --real-root copy: the header names it. Runs scored on different copies
+    (a later call with another --real-root for other networks): each score names its own."""
+    import shutil
+    runs = []
+    for name in ("bptt-hidden-64-seed1", "bptt-hidden-128-seed1"):
+        shutil.copytree(ROOT / "results" / "depth" / "runs" / name, tmp_path / name)
+        runs.append(tmp_path / name)
+    real = json.loads((runs[0] / "real.json").read_text())
+    for run, copy, accuracy in ((runs[0], "A", 0.5), (runs[1], "A", 0.25)):
+        (run / "real.json").write_text(json.dumps({**real, "data_root": copy, "accuracy": {"all": accuracy}}))
+    lines = load_example("snn_depth").table(runs).splitlines()
+    assert "| real recordings % (A) |" in lines[0] and "| 50.00 |" in lines[2] and "| 25.00 |" in lines[3]
+    (runs[1] / "real.json").write_text(json.dumps({**real, "data_root": "B", "accuracy": {"all": 0.25}}))
+    lines = load_example("snn_depth").table(runs).splitlines()
+    assert "| real recordings % |" in lines[0] and "| 50.00 (A) |" in lines[2] and "| 25.00 (B) |" in lines[3]
+
+
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
     """examples/depth_speed.py: a row per network, the paper's first at 1.0x, every time positive,
     and each EGGROLL generation's peak memory within resources.py's estimate (which run.py train
