@@ -202,9 +202,9 @@ def markdown_file(text):
 
 
 def figure_file(text):
-    """argparse type: the path of a figure to write: a file (not empty, not a folder) in an existing
+    """argparse type: the path of a figure to write: a .png file (not a folder) in an existing
     folder, checked before the work."""
-    if not text or text.endswith(os.sep) or os.path.isdir(text):
+    if not text.endswith(".png") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .png file to draw the figure in, got {text!r}")
     if not os.path.isdir(os.path.dirname(text) or "."):
         raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")

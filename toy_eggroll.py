@@ -15,7 +15,7 @@ never forms it.
 
 `OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (about 20 CPU
 seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png
-(`--out FILE` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
+(`--out FILE.png` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
 docs/derivation.md).
 """
 import math
@@ -413,8 +413,8 @@ def main(argv=None):
     parser = exits.Parser(prog="toy_eggroll.py",
                           description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", type=exits.figure_file, default="toy_eggroll.png",
-                        help="the figure's file (default: toy_eggroll.png); a file there that is not a PNG is "
-                             "never overwritten")
+                        help="the figure's .png file (default: toy_eggroll.png); a file there that is not a PNG "
+                             "is never overwritten")
     args = parser.parse_args(argv)
     exits.refuse_foreign_file(args.out, exits.PNG, "a PNG figure", "give another --out")
     numbers = figure_numbers()

@@ -601,7 +601,7 @@ def test_the_library_comparison_keeps_records_and_tables_of_other_settings(tmp_p
 
 
 @pytest.mark.parametrize("command, victim", [
-    (["toy_eggroll.py", "--out", "{tmp}/notes.md"], "notes.md"),
+    (["toy_eggroll.py", "--out", "{tmp}/notes.png"], "notes.png"),
     (["lesson.py", "--claims", "1", "--out", "{tmp}/figures", "--page", "{tmp}/notes.md"], "notes.md"),
     (["lesson.py", "--claims", "1", "--out", "{tmp}"], "1_lowrank_scale.png"),
     (["examples/layer_drift.py", "{tmp}", "--out", "{tmp}/notes.md"], "notes.md"),

@@ -86,18 +86,29 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     for line in result.stdout.splitlines()[:-1]:  # docs/derivation.md quotes what the toy prints
         assert f"\n    {line}\n" in page, line
     assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    (tmp_path / "notes").write_text("mine")
+    (tmp_path / "notes.png").write_text("mine")
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
                               (["--out", "."], "expected the path of a .png file to draw the figure in, got '.'"),
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
-                              (["--out", "notes"], "notes is a file this command did not write (not a PNG figure): "
-                                                   "it is left as it is; give another --out")):
+                              (["--out", "notes.png"], "notes.png is a file this command did not write (not a PNG "
+                                                       "figure): it is left as it is; give another --out")):
         result = run_toy(*options, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
             result.stderr
         assert fragment in result.stderr and "Traceback" not in result.stderr
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "notes", "toy.png"]
-    assert (tmp_path / "notes").read_text() == "mine"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "notes.png", "toy.png"]
+    assert (tmp_path / "notes.png").read_text() == "mine"
+
+
+@pytest.mark.parametrize("out", ["x.txt", "notes.md", "figure.png.bak", "figure"])
+def test_a_figure_path_not_ending_in_png_is_refused(tmp_path, out):
+    """--out names the PNG file the figure is drawn in: a path of another kind (x.txt), as a folder
+    is, is one line, exit status 2, before any work, nothing written."""
+    result = run_toy("--out", out, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr == (
+        f"error: argument --out: expected the path of a .png file to draw the figure in, got {out!r}; see "
+        f"toy_eggroll.py --help\n"), result.stderr
+    assert [path.name for path in tmp_path.iterdir() if path.name != ".matplotlib"] == []  # matplotlib's own
 
 
 def test_a_closed_standard_output_is_one_line_and_the_figure_stays_whole(tmp_path):
