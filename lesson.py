@@ -25,28 +25,35 @@
 # repository. It opens as a notebook too (Jupyter with jupytext, or VS Code): `# %%` starts a cell.
 
 # %%
-import argparse
-import errno
-import io
-import math
-import os
-import re
 import sys
-import textwrap
-import time
-from pathlib import Path
 
-import numpy as np
-from matplotlib.figure import Figure
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import argparse
+    import errno
+    import io
+    import math
+    import os
+    import re
+    import textwrap
+    import time
+    from pathlib import Path
 
-import baselines
-import data
-import eggroll
-import exits
-import noise
-import optim
-import snn
-import snn_eggroll
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    import baselines
+    import data
+    import eggroll
+    import exits
+    import noise
+    import optim
+    import snn
+    import snn_eggroll
+except KeyboardInterrupt:
+    if "ipykernel" in sys.modules:  # a notebook keeps its own handling
+        raise
+    sys.stderr.write("error: interrupted; run it again\n")
+    sys.exit(130)
 
 INPUT_DENSITY = 0.082  # fraction of the 2312 inputs active in a frame of the real recordings
 

@@ -27,17 +27,22 @@ minibatches of 64 of the 162 training recordings of nmnist-sample/) to 68–70 %
 100 real test recordings in 26–33 CPU seconds; results/reproductions/nano-and-lesson-times.md holds
 the runs, their wall times and what moves them.
 """
-import math
 import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import math
+    import time
+    from dataclasses import dataclass
+    from pathlib import Path
 
-import data   # the project's N-MNIST loader, for the training loop only
-import exits  # how the command ends: one line and an exit status for every error
-import noise  # Philox4x32-10: noise.normals(seed, generation, pairs, name, count), float32
+    import numpy as np
+
+    import data   # the project's N-MNIST loader, for the training loop only
+    import exits  # how the command ends: one line and an exit status for every error
+    import noise  # Philox4x32-10: noise.normals(seed, generation, pairs, name, count), float32
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; nothing was written, run it again to start over\n")
+    sys.exit(130)
 
 
 @dataclass(frozen=True)

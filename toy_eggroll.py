@@ -18,18 +18,23 @@ seconds at one BLAS thread), prints how far each got and draws the figure into t
 (`--out FILE.png` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
 docs/derivation.md).
 """
-import math
 import sys
-from dataclasses import dataclass, replace
 
-import numpy as np
-from matplotlib.figure import Figure
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import math
+    from dataclasses import dataclass, replace
 
-import baselines
-import eggroll
-import exits
-import optim
-from run_folder import writing
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    import baselines
+    import eggroll
+    import exits
+    import optim
+    from run_folder import writing
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; nothing was written; run it again\n")
+    sys.exit(130)
 
 SHAPE = (8, 6)   # m x n
 STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from

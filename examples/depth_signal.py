@@ -15,24 +15,29 @@ moves its weights by about lr per generation all the same (Eq. (9) normalises th
 walk that the layer's signal has to outrun. A firing rate of 0 in the output layer means every
 member scores -ln 10 and ties: the estimate has nothing to rank.
 """
-import json
 import sys
-from pathlib import Path
 
-import numpy as np
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import json
+    from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the project's modules
-import baselines                          # noqa: E402
-import config                             # noqa: E402
-import eggroll                            # noqa: E402
-import exits                              # noqa: E402
-import optim                              # noqa: E402
-import resources                          # noqa: E402
-import snn                                # noqa: E402
-import snn_eggroll                        # noqa: E402
-import training                           # noqa: E402
-from run_folder import write_atomically  # noqa: E402
+    import numpy as np
+
+    ROOT = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(ROOT))  # the project's modules
+    import baselines                          # noqa: E402
+    import config                             # noqa: E402
+    import eggroll                            # noqa: E402
+    import exits                              # noqa: E402
+    import optim                              # noqa: E402
+    import resources                          # noqa: E402
+    import snn                                # noqa: E402
+    import snn_eggroll                        # noqa: E402
+    import training                           # noqa: E402
+    from run_folder import write_atomically  # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; rerun the same command\n")
+    sys.exit(130)
 
 TRAIN_POPULATION = 512  # the `best` preset's EGGROLL recipe: 512 members, r = 1, lr on a cosine
 SLOPE = 1.0  # BPTT's surrogate slope in the `best` preset

@@ -10,25 +10,30 @@ beside resources.py's estimate, which `run.py train` checks before it starts.
 Dense networks of two layers run the fused CUDA kernels on a GPU; every other network the generic
 CuPy path, the NumPy code on the GPU's arrays.
 """
-import re
 import sys
-import tracemalloc
-from pathlib import Path
 
-import numpy
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import re
+    import tracemalloc
+    from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the project's modules
-import baselines                     # noqa: E402
-import config                        # noqa: E402
-import exits                         # noqa: E402
-import optim                         # noqa: E402
-import resources                     # noqa: E402
-import snn                           # noqa: E402
-import snn_eggroll                   # noqa: E402
-from backend import DEVICES, array_module, device_name  # noqa: E402
-from bench import INPUT_DENSITY, REFERENCE, time_calls  # noqa: E402
-from run_folder import write_atomically  # noqa: E402
+    import numpy
+
+    ROOT = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(ROOT))  # the project's modules
+    import baselines                     # noqa: E402
+    import config                        # noqa: E402
+    import exits                         # noqa: E402
+    import optim                         # noqa: E402
+    import resources                     # noqa: E402
+    import snn                           # noqa: E402
+    import snn_eggroll                   # noqa: E402
+    from backend import DEVICES, array_module, device_name  # noqa: E402
+    from bench import INPUT_DENSITY, REFERENCE, time_calls  # noqa: E402
+    from run_folder import write_atomically  # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; rerun the same command\n")
+    sys.exit(130)
 
 
 def seconds_of(network, members, rank, xp, repeats):

@@ -11,19 +11,24 @@ squares; one that moved no further than the walk learned nothing the noise did n
 
     python examples/layer_drift.py RUN [RUN ...] [--out results/depth/signal/drift.md]
 """
-import math
 import sys
-from pathlib import Path
 
-import numpy as np
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import math
+    from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the project's modules
-import exits                              # noqa: E402
-import optim                              # noqa: E402
-import run_folder                         # noqa: E402
-import snn                                # noqa: E402
-from run_folder import UsageError, write_atomically  # noqa: E402
+    import numpy as np
+
+    ROOT = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(ROOT))  # the project's modules
+    import exits                              # noqa: E402
+    import optim                              # noqa: E402
+    import run_folder                         # noqa: E402
+    import snn                                # noqa: E402
+    from run_folder import UsageError, write_atomically  # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; rerun the same command\n")
+    sys.exit(130)
 
 
 def noise_walk(lr, schedule, steps, entries=10_000, seed=0):

@@ -5,19 +5,24 @@ falling to 0 on a cosine. --mnist: the folder of the four MNIST IDX files (mnist
 
     OPENBLAS_NUM_THREADS=1 python examples/mlp_mnist.py --mnist path/to/mnist
 """
-import dataclasses
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import dataclasses
+    import time
+    from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's modules
-import data     # noqa: E402
-import eggroll  # noqa: E402
-import exits    # noqa: E402
-import mnist    # noqa: E402
-import optim    # noqa: E402
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project's modules
+    import data     # noqa: E402
+    import eggroll  # noqa: E402
+    import exits    # noqa: E402
+    import mnist    # noqa: E402
+    import optim    # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; run it again\n")
+    sys.exit(130)
 
 LAYERS = ("h1", "h2", "out")
 

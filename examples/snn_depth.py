@@ -13,20 +13,25 @@ copy (real.json, scored again when the recordings differ from those it scored); 
 the copy its real-recordings scores are from, in the header, or in each cell if they are from
 several.
 """
-import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the project's modules
-import config                                # noqa: E402
-import exits                                 # noqa: E402
-import resources                             # noqa: E402
-import snn                                   # noqa: E402
-import training                              # noqa: E402
-from run_folder import RUN_MARK, write_atomically  # noqa: E402
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    ROOT = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(ROOT))  # the project's modules
+    import config                                # noqa: E402
+    import exits                                 # noqa: E402
+    import resources                             # noqa: E402
+    import snn                                   # noqa: E402
+    import training                              # noqa: E402
+    from run_folder import RUN_MARK, write_atomically  # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; rerun the same command to continue (finished runs are left as they are)\n")
+    sys.exit(130)
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
 # recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's

@@ -14,22 +14,27 @@ or a table of other settings is never written over: such settings take another -
 EGGROLL share sigma and Adam's learning rate; sep-CMA starts from the same point with step size
 sigma and adapts its own.
 """
-import argparse
-import importlib.util
-import json
-import resource
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import argparse
+    import importlib.util
+    import json
+    import resource
+    import subprocess
+    import time
+    from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the project's modules
-import eggroll                          # noqa: E402
-import exits                            # noqa: E402
-from run_folder import write_atomically  # noqa: E402
+    import numpy as np
+
+    ROOT = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(ROOT))  # the project's modules
+    import eggroll                          # noqa: E402
+    import exits                            # noqa: E402
+    from run_folder import write_atomically  # noqa: E402
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted; rerun the same command\n")
+    sys.exit(130)
 
 METHODS = {"eggroll": "eggroll (this project), rank 1", "openes": "evosax OpenES", "sepcma": "pycma sep-CMA"}
 LIBRARIES = {"eggroll": None, "openes": "evosax", "sepcma": "cma"}

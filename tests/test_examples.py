@@ -444,6 +444,26 @@ def test_a_mistyped_option_is_one_line_not_a_usage_block(script):
     assert "usage:" not in done.stderr
 
 
+@pytest.mark.parametrize("script, again", [
+    ("toy_eggroll.py", "nothing was written; run it again"),
+    ("lesson.py", "run it again"),
+    ("nano_eggroll.py", "nothing was written, run it again to start over"),
+    ("examples/mlp_mnist.py", "run it again"),
+    ("examples/snn_depth.py", "rerun the same command to continue (finished runs are left as they are)"),
+    ("examples/depth_signal.py", "rerun the same command"),
+    ("examples/depth_speed.py", "rerun the same command"),
+    ("examples/layer_drift.py", "rerun the same command"),
+    ("examples/versus_libraries.py", "rerun the same command")])
+def test_ctrl_c_while_the_modules_load_is_one_line(tmp_path, script, again):
+    """Ctrl-C before exits.py has loaded (SIGINT sent as NumPy is imported, as a slow start-up meets
+    it): the script's own line, as exits.py words it later, exit status 130, not a traceback."""
+    (tmp_path / "numpy.py").write_text("import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGINT)\n")
+    done = subprocess.run([sys.executable, str(ROOT / script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 130 and done.stdout == "" and done.stderr == f"error: interrupted; {again}\n", \
+        done.stderr
+
+
 def test_nano_eggroll_answers_help():
     """nano_eggroll.py --help prints what the file is and does, and exits 0 without training."""
     done = subprocess.run([sys.executable, str(ROOT / "nano_eggroll.py"), "--help"], capture_output=True, text=True,
