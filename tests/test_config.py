@@ -212,3 +212,11 @@ def test_a_hidden_value_is_stored_as_the_network_writes_it(typed, stored):
     add_config_options(parser)
     given = config_from_options(parser.parse_args(["--method", "eggroll", "--hidden", typed]))
     assert config.stored(given).get("hidden") == stored
+
+
+def test_a_bptt_config_json_holding_epochs_keeps_them_beside_any_generations():
+    """Only a BPTT config.json without `epochs` gave them as `generations`: one that holds both
+    (every setting stored, generations at its default) is read with its own epochs."""
+    stored = {"method": "bptt", "epochs": 60, "generations": 100, "seed": 2}
+    assert config.from_stored(stored).epochs == 60
+    assert config.from_stored({"method": "bptt", "generations": 60}).epochs == 60

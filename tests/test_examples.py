@@ -230,6 +230,33 @@ def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     assert "| real recordings % |" in lines[0] and "| 50.00 (A) |" in lines[2] and "| 25.00 (B) |" in lines[3]
 
 
+def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_path, monkeypatch):
+    """snn_depth writes a run's real.json as the project writes every file (run_folder.writing): a
+    new file renamed into place, so a real.json that is a link is refused in one line and the file it
+    names left as it was, not written through; a plain one is replaced with the new scores."""
+    from types import SimpleNamespace
+    depth = load_example("snn_depth")
+    opts = SimpleNamespace(out=tmp_path, seed=1, data_root="data", real_root=str(tmp_path / "real"),
+                           **{name: default for name, (default, _, _) in depth.LEVERS.items()})
+    scores = {"accuracy": {"all": 0.5}}
+    monkeypatch.setattr(depth.subprocess, "run", lambda command, **_: subprocess.CompletedProcess(
+        command, 0, stdout=json.dumps(scores), stderr=""))
+    monkeypatch.setattr(depth.training, "scored_on", lambda out, root: False)
+    out = depth.run_folder("eggroll", "64", opts)
+    out.mkdir(parents=True)
+    theirs = tmp_path / "theirs.json"
+    theirs.write_text("kept")
+    (out / "real.json").symlink_to(theirs)
+    with pytest.raises(run_folder.UsageError, match=f"{out / 'real.json'} is a symbolic link"):
+        depth.train("eggroll", "64", opts)
+    assert theirs.read_text() == "kept" and sorted(p.name for p in out.iterdir()) == ["real.json"]
+    (out / "real.json").unlink()
+    (out / "real.json").write_text("old")
+    depth.train("eggroll", "64", opts)
+    assert json.loads((out / "real.json").read_text())["accuracy"] == scores["accuracy"]
+    assert sorted(p.name for p in out.iterdir()) == ["real.json"]
+
+
 def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
     """examples/depth_speed.py: a row per network, the paper's first at 1.0x, every time positive,
     and each EGGROLL generation's peak memory within resources.py's estimate (which run.py train

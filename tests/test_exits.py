@@ -219,3 +219,19 @@ def test_ctrl_c_while_run_py_starts_is_one_line(module, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (130, "error: interrupted while starting; nothing was written\n")
     assert not (ROOT / "never").exists()
+
+
+def test_a_table_path_is_a_new_or_own_md_file_never_a_folder_named_md(tmp_path):
+    """exits.markdown_file, a --md option: a .md file in an existing folder passes, written or not;
+    a folder that happens to be named *.md is refused before any work, as a name without .md and a
+    file in a folder that does not exist are."""
+    (tmp_path / "table.md").write_text("| a |\n")
+    (tmp_path / "folder.md").mkdir()
+    for name in ("table.md", "new.md"):
+        assert exits.markdown_file(str(tmp_path / name)) == tmp_path / name
+    for text in (str(tmp_path / "folder.md"), str(tmp_path / "table.txt")):
+        with pytest.raises(argparse.ArgumentTypeError) as refused:
+            exits.markdown_file(text)
+        assert str(refused.value) == f"expected the path of a .md file to write the table to, got {text!r}"
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a folder: create it or give another path"):
+        exits.markdown_file(str(tmp_path / "missing" / "table.md"))

@@ -86,6 +86,21 @@ def test_fold_is_the_adjoint_of_unfold_and_counts_the_synapses(first, second, se
             assert inside == network.positions(layer) * fan_in
 
 
+@pytest.mark.parametrize("image", [(2, 6, 9), (2, 9, 6)])
+def test_fold_is_the_adjoint_of_unfold_on_an_image_that_is_not_square(image):
+    """col2im crops its padded image back to the input's height and width, each its own: on a
+    non-square image too, fold is unfold's adjoint and keeps the input's shape."""
+    network = snn.Network((snn.Conv(2, 3, 2, 1), snn.Conv(3, 2, 1, 1), snn.Dense(2)), image).checked()
+    rng = np.random.default_rng(0)
+    for layer in (1, 2):
+        x = rng.random((2, 3, network.sizes[layer - 1]))
+        unfolded = network.unfold(layer, x)
+        g = rng.random(unfolded.shape)
+        folded = network.fold(layer, g)
+        assert folded.shape == x.shape
+        assert np.isclose(np.sum(unfolded * g), np.sum(x * folded), rtol=1e-10)
+
+
 def test_a_dense_layer_feeds_its_width_and_its_products_are_the_plain_ones():
     network = snn.Network.parse("12,5", n_out=3, image=(2, 3, 3))
     assert network.sizes == (18, 12, 5, 3) and network.positions(2) == 1
@@ -353,6 +368,26 @@ def test_the_memory_estimate_covers_a_convolutional_generation(method, rank, mem
     tracemalloc.stop()
     estimate = resources.generation_bytes(method, rank, members // 2, batch, time_bins, network=network)
     assert peak <= estimate <= 4 * peak, (method, peak, estimate)
+
+
+def test_bptts_memory_estimate_covers_a_convolution_whose_patches_outweigh_its_neurons():
+    """A 9 x 9 kernel reads 162 inputs per position, 20 times what its LIF neurons hold: BPTT's
+    estimate counts layer 1's patches, forward and back, so it still covers the peak tracemalloc
+    sees (the neurons' arrays alone are a sixth of it)."""
+    import tracemalloc
+    import resources
+    network = snn.Network.parse("conv2k9,8")
+    batch, time_bins = 4, 10
+    rng = np.random.default_rng(0)
+    frames = (rng.random((time_bins, batch, network.sizes[0])) < 0.05).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    params = snn.init_network(0, network)
+    tracemalloc.start()
+    baselines.bptt_step(params, optim.init(params), frames, labels, baselines.BPTTConfig(25, 1), optim.Adam(0.01),
+                        network=network)
+    peak = tracemalloc.get_traced_memory()[1] + frames.nbytes
+    tracemalloc.stop()
+    assert peak <= resources.generation_bytes("bptt", None, 0, batch, time_bins, network=network)
 
 
 @pytest.mark.parametrize("method", ["inference", "bptt"])

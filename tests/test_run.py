@@ -943,6 +943,35 @@ def test_the_host_memory_of_a_gpu_run_covers_every_layers_weights_and_adam_momen
         assert ram[hidden] - ram["1"] >= held(hidden) - held("1"), hidden
 
 
+def test_the_least_that_a_cgroup_or_an_ancestor_leaves_bounds_the_ram(tmp_path):
+    """A job's group inside a parent group with a tighter limit: the parent's limit holds for the
+    job too, so the least that any of them leaves is what is free (cgroup v2)."""
+    root = tmp_path / "cgroup"
+    for group, limit, usage in (("job", 3 * 10**9, 2 * 10**9), ("job/7", 10 * 10**9, 10**9)):
+        (root / group).mkdir(parents=True)
+        (root / group / "memory.max").write_text(f"{limit}\n")
+        (root / group / "memory.current").write_text(f"{usage}\n")
+    (tmp_path / "cgroup.txt").write_text("0::/job/7\n")
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 10**9
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_the_memory_estimate_of_a_growing_minibatch_is_that_of_its_largest(gpu):
+    """--batch-growth 4 from --batch-size 64: the last generations train on 256 recordings at once,
+    so the run needs what a run of --batch-size 256 needs; BPTT has no growth."""
+    base = config.RunConfig(batch_size=64)
+    grown = dataclasses.replace(base, batch_growth=4)
+    assert resources.run_bytes(grown, gpu) == resources.run_bytes(dataclasses.replace(base, batch_size=256), gpu)
+    assert resources.run_bytes(grown, gpu)[gpu] > resources.run_bytes(base, gpu)[gpu]
+
+
+def test_a_narrower_network_halves_the_kernels_of_a_convolution_too():
+    """The --hidden that check_run_memory suggests halves every hidden layer: a dense one's width,
+    a convolution's kernels (never below 1), its kernel size, stride and padding kept."""
+    import snn
+    assert resources.narrower(snn.Network.parse("conv8k5s2p1,conv1k3,32")) == "conv4k5s2p1,conv1k3,16"
+
+
 @pytest.mark.parametrize("method", config.METHODS)
 def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method, monkeypatch):
     """check_run_memory names the option whose halving saves the most, one the method takes: vanilla

@@ -649,6 +649,24 @@ def test_a_run_that_lost_its_checkpoint_is_not_restarted_from_scratch_by_resume(
     assert run_main(train_args(out, dataset, "--force"), capsys)[0] == 0
 
 
+@pytest.mark.parametrize("command, advice", [("train", "use another --out to train it again (its final.json is "
+                                                       "kept)"),
+                                             ("reproduce", "move {out} away to train the run again")])
+def test_a_finished_run_without_its_checkpoint_is_not_trained_again_by_resume(tmp_path, command, advice):
+    """A finished run whose checkpoint.npz (and metrics.jsonl) is gone: --resume has nothing to go
+    on from, and starting afresh would replace the final.json it holds, so it is refused in one
+    line that says how to train it again, and the folder is left as it was."""
+    out, settings = tmp_path / "run", run_config.RunConfig(generations=5)
+    run_folder.prepare(out, settings, resume=False, force=False)
+    (out / "final.json").write_text('{"test_acc": 0.5}')
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    with pytest.raises(run_folder.UsageError) as refused:
+        run_folder.prepare(out, settings, resume=True, force=False, command=command)
+    assert str(refused.value) == (f"{out} holds a finished run but no checkpoint.npz to resume from; "
+                                  f"{advice.format(out=out)}")
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
 @pytest.mark.parametrize("start, batch_growth, max_shift", [(0, 1, 0), (3, 1, 2), (2, 3, 1), (7, 1, 0)])
 def test_the_minibatches_made_ahead_are_each_steps_own_in_order(start, batch_growth, max_shift):
     """training.minibatches, which makes the next minibatch in a worker thread while a step runs,
@@ -756,6 +774,16 @@ def test_a_link_is_refused_and_a_device_is_never_replaced(tmp_path):
     with pytest.raises(run_folder.UsageError, match="is not a regular file"):
         resources.check_writable(pipe, "--json")
     assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+
+
+def test_a_folder_that_cannot_be_entered_is_not_writable(tmp_path, monkeypatch):
+    """A file is created in a folder through its search (x) permission as well as its write (w)
+    one: a folder that grants w but not x is refused before any work (os.access is asked for both;
+    the tests may run as root, who may do anything, so its answer is made here)."""
+    monkeypatch.setattr(resources.os, "access", lambda path, mode: not mode & os.X_OK)
+    with pytest.raises(run_folder.UsageError, match=f"--json {tmp_path / 'out.json'}: the folder {tmp_path} is "
+                                                    f"not writable for this user"):
+        resources.check_writable(tmp_path / "out.json", "--json")
 
 
 def test_first_missing_counts_a_link_as_there_even_a_broken_one(tmp_path):
