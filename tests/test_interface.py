@@ -429,6 +429,13 @@ class ArrayLike:
      "fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))"),
     (lambda: (lambda es: es.ask(es.init(W)).linear("w", np.ma.masked_array(np.ones((2, 3)), mask=np.eye(2, 3))))(
         eggroll.Eggroll(4, 1, 0.1, 0)), "x is a masked array: give every input a number (numpy.ma.filled(x, 0))"),
+    (lambda: (lambda es, state: es.tell(state, es.ask(state), [0.0, np.inf, 1.0, 2.0]))(
+        eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw"), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 0.1}, 0).init(dict(W, b=np.ones(2, np.float32))),
+     "sigma names ['w'] but the parameters are ['b', 'w']: give one sigma per parameter, or one float for all"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (1.0, 2.0)}),
+     "parameter 'w' is a tuple, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
      "parameter 'w' is an ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
@@ -480,9 +487,37 @@ def test_a_foreign_population_or_state_is_told_in_full():
         "the fitness by centred ranks; the state told is left as it was")
 
 
+def test_a_population_of_a_later_generation_is_refused_too():
+    """tell refuses a population of any generation but the state's: a later one (asked of a state made
+    by hand around the same parameters) as well as a stale one, for its noise is not the step's."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    later = eggroll.State(state.params, state.optimiser, 3)
+    assert told(es, state, es.ask(later)) == (
+        "the population is generation 3's, the state is at generation 0: tell the fitness of ask(state) with that "
+        "same state")
+
+
+def test_a_state_missing_any_part_of_adams_state_is_not_told():
+    """tell checks every part of Adam's state before it steps: the second moments under the parameters'
+    names (not only the first), and the step count t; a state lacking one is refused by name, not a
+    KeyError from inside Adam."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
+               "returned (a State(params, {}, generation) made by hand can be asked, not told)")
+    for optimiser in (dict(state.optimiser, v={"x": np.zeros(1)}), {"m": state.optimiser["m"],
+                                                                      "v": state.optimiser["v"]}):
+        handmade = eggroll.State(state.params, optimiser, 0)
+        assert told(es, handmade, es.ask(handmade)) == no_adam
+
+
+@pytest.mark.parametrize("sigma", [0.1, np.float64(0.1), np.float32(0.1)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_member_keeps_its_parameters_float_type(dtype):
-    es = eggroll.Eggroll(4, 2, 0.1, 0)
+def test_a_member_keeps_its_parameters_float_type(dtype, sigma):
+    """A member's parameters are in their own float type whatever the type of sigma: a NumPy float64
+    sigma does not make a float32 member float64."""
+    es = eggroll.Eggroll(4, 2, sigma, 0)
     params = {"w": np.ones((2, 3), dtype), "b": np.ones(2, dtype)}
     member = es.ask(es.init(params)).member(1)
     assert {name: value.dtype for name, value in member.items()} == {"w": dtype, "b": dtype}

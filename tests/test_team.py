@@ -233,6 +233,32 @@ def test_a_process_that_skips_a_collective_call_is_an_error_not_a_hang():
         late.set()
 
 
+def test_a_process_holds_the_share_of_its_rank_in_the_job_not_on_its_machine():
+    """my_pairs follows the process's rank in the whole job: on two machines of one process each (local
+    rank 0 on both) the second process holds the second share, and sums it in the all-reduce update."""
+    world = World(2)
+    teams = [make_team(LocalComm(world, rank), "allreduce") for rank in range(2)]
+    for team in teams:
+        team.local_rank, team.local_size = 0, 1  # one process on each machine
+    assert [team.my_pairs(100, 64) for team in teams] == [slice(0, 64), slice(64, 100)]
+    assert [team.update_pairs(100, 64) for team in teams] == [slice(0, 64), slice(64, 100)]
+
+
+def test_allreduce_sums_float64_gradients_in_float64():
+    """Team.sum under "allreduce" gives every process each gradient summed over the processes, in its
+    shape, and float64 gradients are summed in float64, not rounded to float32 on the way (1e-15 here;
+    float32 would be 1e-8 off)."""
+    def body(team):
+        return team.sum({"w": np.full((2, 3), 1 / 3) * (team.rank + 1), "b": np.full(4, 0.1) * (team.rank + 1)})
+
+    results, _ = run_team(2, body, "allreduce")
+    for summed in results:
+        assert summed["w"].shape == (2, 3) and summed["b"].shape == (4,)
+        assert summed["w"].dtype == summed["b"].dtype == np.float64
+        np.testing.assert_allclose(summed["w"], np.full((2, 3), 1.0), rtol=1e-15)
+        np.testing.assert_allclose(summed["b"], np.full(4, 0.3), rtol=1e-15)
+
+
 def test_a_share_that_disagrees_with_the_counts_is_refused():
     """Allgatherv refuses a process that sends more or fewer values than the counts say (MPI
     truncates, or fills the rest with garbage), and a send of another dtype."""
