@@ -1,4 +1,4 @@
-"""One population over many processes (MPI through mpi4py): only fitnesses travel.
+"""One population over many processes (MPI through mpi4py): fitnesses travel, not noise.
 
 Every member's noise is a pure function of (seed, generation, pair, parameter), and every process
 reads the same minibatch (a function of seed and step). So process k evaluates its own share of
@@ -19,7 +19,9 @@ Every process speaks: a check that fails on one process is reported by the first
 process's rank (`problems`), and a signal any process receives stops them all at the same
 generation (`stop_if_signalled`), so that none is left waiting in a collective call. Before a
 run, the processes compare what defines it (`disagreement`): a job whose processes were given
-different settings, data or code stops before its first generation.
+different settings, data or code stops before its first generation; and EGGROLL's ask compares,
+every generation, a fingerprint of each process's settings, generation and parameters (a state
+resumed otherwise on one process stops the job, not its weights).
 
 No collective call that can wait on a late peer holds a process beyond the reach of a signal:
 each is started non-blocking and waited for in Python (`Team.wait`), where a signal is noted. (The
@@ -259,7 +261,8 @@ class Team(Alone):
         if self.update == "seeds":
             return grads
         xp = array_module_of(next(iter(grads.values())))
-        flat = numpy.concatenate([to_numpy(g).ravel() for g in grads.values()])
+        names = sorted(grads)  # one order on every process, whatever order each process's dict holds
+        flat = numpy.concatenate([to_numpy(grads[name]).ravel() for name in names])
         total = numpy.empty_like(flat)
         began = time.perf_counter()
         # Blocking, unlike the other calls: an MPI may sum in another order in its non-blocking
@@ -268,10 +271,11 @@ class Team(Alone):
         self.seconds += time.perf_counter() - began
         self.bytes_sent += 2 * flat.nbytes * (self.size - 1) // self.size  # a ring all-reduce
         summed, start = {}, 0
-        for name, g in grads.items():
+        for name in names:
+            g = grads[name]
             summed[name] = xp.asarray(total[start:start + g.size].reshape(g.shape))
             start += g.size
-        return summed
+        return {name: summed[name] for name in grads}
 
     def total(self, counts):
         summed = numpy.empty_like(counts)
@@ -301,7 +305,8 @@ class Team(Alone):
             held = {}
             for rank, values in enumerate(every):
                 value = values.get(name)
-                held.setdefault(value if isinstance(value, str) else json.dumps(value), []).append(str(rank))
+                held.setdefault(value if isinstance(value, str) else json.dumps(value, sort_keys=True),
+                                []).append(str(rank))
             if len(held) > 1:
                 return f"{name} (" + "; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)}: {value}"
                                                for value, ranks in held.items()) + ")"

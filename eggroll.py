@@ -124,6 +124,11 @@ class Population:
     generation: int
     pairs: range         # the indices of the pairs: keys, so that asking costs nothing however many
 
+    def __post_init__(self):
+        if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)):
+            raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
+                             "pairs a range): ask for one")
+
     @property
     def members(self):
         return 2 * len(self.pairs)
@@ -144,8 +149,9 @@ class Population:
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
+        dtype = numpy.dtype(dtype)  # float is float64, as NumPy reads it
         if dtype not in (numpy.float32, numpy.float64):
-            raise ValueError(f"rows are float32 or float64, got {dtype!r}")
+            raise ValueError(f"rows are float32 or float64, got {dtype}")
         A, B = (factor.astype(dtype, copy=False) for factor in self.factors(weight))  # float64 stays float64
         xp = array_module_of(A)
         if bias is None:
@@ -317,7 +323,8 @@ class Eggroll:
         return self.population // 2
 
     def init(self, params):
-        """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero."""
+        """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero.
+        Under a team, every process calls it (they compare their settings and parameters)."""
         if not isinstance(params, Mapping):
             raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
@@ -336,9 +343,11 @@ class Eggroll:
         check_params(self, params)
 
     def ask(self, state):
-        """The population of this process's pairs at state.generation (all of them alone)."""
+        """The population of this process's pairs at state.generation (all of them alone). Under a
+        team, every process calls it (they compare their settings, parameters and generation)."""
         check_state(state)
         self.check(state.params)
+        check_agreed(self, state.params, state.generation)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
 
     def tell(self, state, population, fitness):
@@ -372,6 +381,9 @@ class Eggroll:
                              f"{state.generation}: tell the fitness of ask(state) with that same state")
         if population.params is not state.params:
             raise ValueError("the population was asked of another state's parameters: tell the state it was asked of")
+        if set(population.sigma) != set(state.params):
+            raise ValueError("parameters were added to or removed from the state since ask: tell the state as it was "
+                             "asked, and change it after")
         asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
         differ = [name for name in ("seed", "rank", "pairs", "sigma")
                   if getattr(population, name) != getattr(asked, name)]
@@ -387,8 +399,8 @@ class Eggroll:
 
     def sigmas(self, params):
         """{name: sigma} for every parameter."""
-        if isinstance(self.sigma, dict):
-            return dict(self.sigma)
+        if isinstance(self.sigma, dict):  # Python floats: the dict may have been changed since (check_params)
+            return {name: float(sigma) for name, sigma in self.sigma.items()}
         return {name: self.sigma for name in params}
 
 

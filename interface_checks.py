@@ -27,30 +27,39 @@ def check_settings(es):
     check_population(es.population, 1.0)
     check_whole("rank", es.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
-    for name, sigma in (es.sigma.items() if isinstance(es.sigma, dict) else [(None, es.sigma)]):
-        if isinstance(es.sigma, dict) and not isinstance(name, str):
-            raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
-                             f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
-        if isinstance(sigma, Mapping) or getattr(sigma, "ndim", 0) or isinstance(sigma, (list, tuple)):
-            raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(sigma)}: use e.g. "
-                             f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
-        if not is_real(sigma) or not (is_finite(sigma) and sigma > 0):
-            raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
-                             f"got {sigma!r}: use e.g. 0.1")
+    check_sigma(es.sigma)
     for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
         if not is_real(value) or not (is_finite(value) and value >= 0):
             raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
                              f"{'0.01' if setting == 'lr' else '0.0'}")
-    missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum")
-               if not callable(getattr(es.team, method, None))]
+    if es.lr * es.weight_decay >= 1:
+        raise ValueError(f"lr x weight_decay must be < 1, got {es.lr} x {es.weight_decay}: each step multiplies "
+                         f"the parameters by 1 - lr x weight_decay, which would zero or flip them; lower one")
+    needed = ("my_pairs", "update_pairs", "gather", "sum") + (("disagreement",) if getattr(es.team, "size", 1) > 1
+                                                              else ())
+    missing = [method for method in needed if not callable(getattr(es.team, method, None))]
     if isinstance(es.team, type):
         raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got the class "
                          f"{es.team.__name__}: give one of those")
     if missing:
         raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {es.team!r} "
                          f"(it has no {', '.join(missing)})")
-    if es.shaping not in SHAPINGS:
+    if not isinstance(es.shaping, str) or es.shaping not in SHAPINGS:
         raise ValueError(f"unknown shaping {es.shaping!r}: use one of {', '.join(SHAPINGS)}")
+
+
+def check_sigma(sigma):
+    """ValueError naming the fix unless sigma is a finite number > 0, or a dict of them under string names."""
+    for name, value in (sigma.items() if isinstance(sigma, dict) else [(None, sigma)]):
+        if isinstance(sigma, dict) and not isinstance(name, str):
+            raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
+                             f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
+        if isinstance(value, Mapping) or getattr(value, "ndim", 0) or isinstance(value, (list, tuple)):
+            raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(value)}: use e.g. "
+                             f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
+        if not is_real(value) or not (is_finite(value) and value > 0):
+            raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
+                             f"got {value!r}: use e.g. 0.1")
 
 
 def check_params(es, params):
@@ -76,6 +85,10 @@ def check_params(es, params):
         if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray:  # matrix, masked: other rules
             raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
                              f"products and masks follow other rules: give numpy.asarray({name})")
+        xp = array_module_of(value)
+        if not (isinstance(value, numpy.ndarray) or xp is not numpy and hasattr(xp, "asnumpy")):  # torch's, JAX's
+            raise ValueError(f"parameter {name!r} is {a_kind(value)}: EGGROLL steps NumPy arrays, or CuPy's on a "
+                             f"GPU; give numpy.asarray({name})")
         if value.dtype not in (numpy.float32, numpy.float64):
             native = value.dtype.newbyteorder("=") if value.dtype.kind == "f" else None
             swapped = native in (numpy.float32, numpy.float64)  # '>f8' on this machine, say
@@ -85,8 +98,13 @@ def check_params(es, params):
         if value.ndim == 2 and not 1 <= es.rank <= min(value.shape):
             raise ValueError(f"rank must lie in 1..{min(value.shape)} (the smaller side of {name}, "
                              f"{value.shape[0]}x{value.shape[1]}), got {es.rank}")
+    modules = {array_module_of(value).__name__ for value in params.values()}
+    if len(modules) > 1:
+        raise ValueError(f"the parameters live in different array modules ({', '.join(sorted(modules))}): give "
+                         f"them all as NumPy arrays, or all as CuPy arrays")
     if es.rank < 1:  # no weight above named the range
         raise ValueError(f"rank must be a whole number >= 1, got {es.rank}: use e.g. 1 or 4")
+    check_sigma(es.sigma)  # a sigma dict may have been changed since the Eggroll was made
     sigmas = es.sigmas(params)
     if set(sigmas) != set(params):
         raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
@@ -103,9 +121,10 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, params):
-    """ValueError on every process of a team (distributed.team) whose processes were given other
-    settings or other starting parameters: each would step along its own noise, unseen."""
+def check_agreed(es, params, generation=0):
+    """ValueError on every process of a team (distributed.team) whose processes hold other settings,
+    another update, other parameters or another generation: each would step along its own noise,
+    unseen. A collective call: init and ask make it on every process."""
     if getattr(es.team, "size", 1) == 1:
         return
     fingerprint = hashlib.sha256()
@@ -114,14 +133,18 @@ def check_agreed(es, params):
         fingerprint.update(f"{name} {host.dtype.str} {host.shape}".encode() + host.tobytes())
     problem = es.team.disagreement({
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
-        "weight_decay": es.weight_decay, "shaping": es.shaping, "starting parameters": fingerprint.hexdigest()[:16]})
+        "weight_decay": es.weight_decay, "shaping": es.shaping, "update": getattr(es.team, "update", None),
+        "generation": int(generation), "parameters": fingerprint.hexdigest()[:16]})
     if problem:
-        raise ValueError(f"the processes of this team were given different Eggrolls or parameters: {problem}; "
-                         f"give every process the same settings and starting parameters")
+        raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
+                         f"process the same settings, and the same state (the same starting parameters, or the "
+                         f"same pickled State)")
 
 
 def a_kind(value):
-    """"a list", "an int": the article and the name of value's type, for a message."""
+    """"a list", "an int", "a NumPy array": the article and the name of value's type, for a message."""
+    if isinstance(value, numpy.ndarray):
+        return "a NumPy array"
     kind = type(value).__name__
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
@@ -149,7 +172,7 @@ def check_optimiser(state):
     if not moments:
         raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
                          "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
-    check_whole("state.optimiser's step count t", optimiser["t"], 0, None,
+    check_whole("state.optimiser's step count t", optimiser["t"], 0, 2 ** 63 - 1,
                 "the State that init or tell returned, whose count starts at 0")
 
 
@@ -188,14 +211,15 @@ def check_finite(fitnesses):
     return fitnesses
 
 
-def check_known(params, *names):
-    """ValueError naming the parameters there are, for a name that is none of them."""
-    for name in names:
-        if name is not None and not isinstance(name, str):
-            raise ValueError(f"a parameter's name is a string, got {name!r}: the parameters are "
+def check_known(params, name, bias=None):
+    """ValueError naming the parameters there are, for a name (or a bias other than None) that is none
+    of them."""
+    for given in (name, bias) if bias is not None else (name,):
+        if not isinstance(given, str):
+            raise ValueError(f"a parameter's name is a string, got {given!r}: the parameters are "
                              f"{', '.join(sorted(params))}")
-        if name is not None and name not in params:
-            raise ValueError(f"unknown parameter {name!r}: the parameters are {', '.join(sorted(params))}")
+        if given not in params:
+            raise ValueError(f"unknown parameter {given!r}: the parameters are {', '.join(sorted(params))}")
 
 
 def check_population(population, sigma):
@@ -219,6 +243,17 @@ def fitness_array(fitness, members, like):
         fitness = array_module_of(like).asarray(fitness)
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
+    if fitness.dtype.kind == "O":  # Fractions or Decimals, say: numbers, if float() takes them
+        try:
+            fitness = fitness.astype(numpy.float64)
+        except (TypeError, ValueError):
+            pass
+    if fitness.dtype.kind in "iu":
+        with numpy.errstate(invalid="ignore"):  # a uint64 near 2^64 rounds past its range: not held, as said
+            held = bool((fitness.astype(numpy.float64).astype(fitness.dtype) == fitness).all())
+        if not held:
+            raise ValueError("fitness holds integers that float64, in which they are ranked, cannot hold exactly "
+                             "(beyond 2^53): give them as floats, or shift or scale them")
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
         what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
             else a_kind(given)

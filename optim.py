@@ -37,7 +37,7 @@ def init(params):
 def ascend(params, grads, state, adam):
     """One Adam step up g for every parameter; new params and state (the old ones are
     left as they were)."""
-    t = state["t"] + 1
+    t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
         update = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update

@@ -22,6 +22,7 @@ import optim
 import snn
 import snn_eggroll
 from simulated_team import run_team
+import strict_array
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -282,7 +283,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw").tell(s, es.ask(s), [0.0, np.inf, 1.0, 2.0]),
      "NaN or inf"),
     # the population told is the one this Eggroll asked for this state
-    (lambda es, s: es.tell(s, np.zeros(4), np.zeros(4)), "tell takes (state, population, fitness), got a ndarray"),
+    (lambda es, s: es.tell(s, np.zeros(4), np.zeros(4)), "tell takes (state, population, fitness), got a NumPy array"),
     (lambda es, s: es.tell(es.tell(s, es.ask(s), np.arange(4.0))[0], es.ask(s), np.arange(4.0)),
      "the population is generation 0's, the state is at generation 1"),
     (lambda es, s: es.tell(s, es.ask(es.init(mlp(6))), np.arange(4.0)), "asked of another state's parameters"),
@@ -772,8 +773,8 @@ def test_tell_checks_the_state_it_is_told_again():
         with pytest.raises(ValueError, match=re.escape(match)):
             es.tell(state, pop, fitness)
     state = es.init(mlp(1))
-    for optimiser, match in [(dict(state.optimiser, t="0"), "step count t must be a whole number >= 0, got '0'"),
-                             (dict(state.optimiser, t=-1), "step count t must be a whole number >= 0, got -1"),
+    for optimiser, match in [(dict(state.optimiser, t="0"), "step count t must be a whole number in 0..9223372036854775807, got '0'"),
+                             (dict(state.optimiser, t=-1), "step count t must be a whole number in 0..9223372036854775807, got -1"),
                              (dict(state.optimiser, m={n: None for n in state.params}), "Adam's state")]:
         hand_made = eggroll.State(state.params, optimiser, 0)
         with pytest.raises(ValueError, match=re.escape(match)):
@@ -845,9 +846,9 @@ def test_processes_given_other_settings_or_parameters_are_refused_at_init():
 
     refused = init_with(lambda rank: rank, lambda rank: mlp(0))
     assert refused[0] == refused[1] and refused[0].startswith(
-        "the processes of this team were given different Eggrolls or parameters: seed (rank 0: 0; rank 1: 1)")
+        "the processes of this team hold different Eggrolls or states: seed (rank 0: 0; rank 1: 1)")
     refused = init_with(lambda rank: 0, lambda rank: mlp(rank))
-    assert refused[0] == refused[1] and "starting parameters (rank 0: " in refused[0]
+    assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0]
     taken = init_with(lambda rank: 0, lambda rank: mlp(0))
     assert all(isinstance(state, eggroll.State) for state in taken)
 
@@ -869,3 +870,146 @@ def test_a_read_only_mapping_is_taken_as_sigma():
     sigma = types.MappingProxyType({name: 0.1 for name in mlp(1)})
     es = eggroll.Eggroll(4, 1, sigma, 0)
     assert es.sigma == dict(sigma) and es == eggroll.Eggroll(4, 1, dict(sigma), 0)
+
+
+class CountingTeam(distributed.Alone):
+    """A team of two that agrees with itself and keeps what it was asked to compare."""
+    size = 2
+
+    def __init__(self):
+        self.compared = []
+
+    def disagreement(self, values):
+        self.compared.append(values)
+        return None
+
+
+def test_a_team_compares_settings_update_generation_and_parameters_at_init_and_every_ask():
+    team = CountingTeam()
+    es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
+    state = es.init(W)
+    es.ask(eggroll.State(state.params, state.optimiser, 3))
+    assert [values["generation"] for values in team.compared] == [0, 3]
+    assert {"population", "rank", "sigma", "seed", "lr", "weight_decay", "shaping", "update",
+            "parameters"} <= set(team.compared[0])
+    assert team.compared[0]["parameters"] == team.compared[1]["parameters"]
+
+
+def test_processes_agree_whatever_order_their_dicts_hold_and_disagree_on_a_resumed_state():
+    """The same parameters and sigma in another dict order are the same Eggroll and state: allreduce
+    sums each name's gradient with its own (not the next name's), and the processes end alike; a
+    process asking at another generation stops every process with one ValueError."""
+    params = mlp(1, dtype=np.float32)
+
+    def body(team):
+        ordered = params if team.rank == 0 else dict(reversed(list(params.items())))
+        sigma = {name: 0.1 for name in (ordered if team.rank == 0 else reversed(list(ordered)))}
+        es = eggroll.Eggroll(256, 1, sigma, 0, team=team)
+        state = es.init(ordered)
+        for _ in range(2):
+            pop = es.ask(state)
+            out = pop.linear("layer1.weight", np.tanh(pop.linear("layer0.weight", np.ones((3, 6), np.float32))))
+            state, _ = es.tell(state, pop, out.sum(axis=(1, 2)))
+        return state.params
+
+    first, second = run_team(2, body, "allreduce")[0]
+    assert all(np.array_equal(first[name], second[name]) for name in params)
+
+    def skewed(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        state = es.init(params)
+        try:
+            es.ask(eggroll.State(state.params, state.optimiser, team.rank))
+        except ValueError as error:
+            return str(error)
+
+    said = run_team(2, skewed)[0]
+    assert said[0] == said[1] and "generation (rank 0: 0; rank 1: 1)" in said[0]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda es: es.sigma.update(w="0.1"), "sigma of 'w' must be a finite number > 0, got '0.1'"),
+    (lambda es: es.sigma.update(w=np.array([0.1, 0.2])), "sigma is a float or a dict {name: float}, got a NumPy array"),
+])
+def test_a_sigma_dict_changed_in_place_is_checked_again_at_ask(change, message):
+    es = eggroll.Eggroll(4, 1, {"w": 0.1}, 0)
+    state = es.init(W)
+    change(es)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        es.ask(state)
+
+
+def test_a_float16_put_into_a_sigma_dict_steps_as_its_float():
+    fitness = np.random.default_rng(0).normal(size=64)
+    steps = []
+    for sigma in (1.0, np.float16(1.0)):
+        es = eggroll.Eggroll(64, 1, {"w": 1.0}, 0)
+        state = es.init(W)
+        es.sigma["w"] = sigma
+        steps.append(es.tell(state, es.ask(state), fitness)[0].params["w"])
+    assert np.array_equal(*steps) and not np.array_equal(steps[0], W["w"])
+
+
+class DuckTeam:
+    size = 2
+
+    def my_pairs(self, n_pairs, per_block):
+        return slice(0, n_pairs)
+
+    update_pairs = my_pairs
+
+    def gather(self, values, *args):
+        return values
+
+    def sum(self, grads):
+        return grads
+
+
+class NotNumpy:
+    """An array of another library (torch's, JAX's): NumPy's dtype, no NumPy array."""
+    ndim, shape, size, dtype = 2, (2, 3), 6, np.dtype(np.float32)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=DuckTeam()), "(it has no disagreement)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=0.5, weight_decay=2.0), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping=np.array(["raw"])), "unknown shaping array(['raw']"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": NotNumpy()}),
+     "parameter 'w' is a NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": strict_array.asarray(np.ones((2, 3), np.float32)),
+                                                 "b": np.ones(2, np.float32)}),
+     "the parameters live in different array modules (numpy, strict_array): give them all as NumPy arrays"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W)).factors(None),
+     "a parameter's name is a string, got None"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W)).rows(None, None, np.float32),
+     "a parameter's name is a string, got None"),
+    (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)), "a Population is made by Eggroll.ask"),
+    (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness holds integers that float64, in which they are ranked, cannot hold exactly"),
+    (lambda: (lambda es, s: es.tell(eggroll.State(s.params, dict(s.optimiser, t=10 ** 400), 0), es.ask(s), range(4)))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "state.optimiser's step count t must be a whole number in 0..9223372036854775807"),
+])
+def test_odd_teams_settings_arrays_names_and_counts_are_refused_by_name(make, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
+
+
+def test_parameters_added_since_ask_are_named_so():
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    pop = es.ask(state)
+    state.params["extra"] = np.ones(2, np.float32)
+    with pytest.raises(ValueError, match="parameters were added to or removed from the state since ask"):
+        es.tell(state, pop, range(4))
+
+
+def test_fractions_are_fitness_and_float_is_float64_for_rows_and_a_numpy_count_does_not_wrap():
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    told = es.tell(state, es.ask(state), [Fraction(1, 3), Fraction(2, 3), Fraction(1), Fraction(0)])[0]
+    assert np.array_equal(told.params["w"], es.tell(state, es.ask(state), [1 / 3, 2 / 3, 1.0, 0.0])[0].params["w"])
+    assert es.ask(state).rows("w", None, float)[0].dtype == np.float64
+    _, moments = optim.ascend(W, W, dict(optim.init(W), t=np.int32(2 ** 31 - 1)), optim.Adam(0.01))
+    assert moments["t"] == 2 ** 31
