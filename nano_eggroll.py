@@ -174,26 +174,26 @@ def gradient(f, perturbations, sigma):
     return grads
 
 
-def adam(params, grads, state, lr, decay1=0.9, decay2=0.999, floor=1e-8):
-    """Eq. (9): one Adam step UP g, as optim.adam_update: its first and second moments,
-    running means of g and g² over the steps with averaging rates decay1 and decay2, bias-corrected,
-    and the floor 10⁻⁸ added to the root of the second. `state` holds both moments ("momentum",
-    "mean_square") and the count of steps so far."""
-    steps = state["steps"] + 1
+def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
+    """Eq. (9): one Adam update UP g, as optim.adam_update: its first and second moments,
+    running means of g and g² over the generations with averaging coefficients coef1 and coef2,
+    bias-corrected, and the floor 10⁻⁸ added to the root of the second. `state` holds both moments
+    ("momentum", "mean_square") and the count of Adam's updates so far, U ("updates")."""
+    updates = state["updates"] + 1
     new, momentum, mean_square = {}, {}, {}
     for name in params:
-        momentum[name] = decay1 * state["momentum"][name] + (1 - decay1) * grads[name]
-        mean_square[name] = decay2 * state["mean_square"][name] + (1 - decay2) * grads[name] ** 2
-        update = (momentum[name] / (1 - decay1 ** steps)) / (np.sqrt(mean_square[name] / (1 - decay2 ** steps))
+        momentum[name] = coef1 * state["momentum"][name] + (1 - coef1) * grads[name]
+        mean_square[name] = coef2 * state["mean_square"][name] + (1 - coef2) * grads[name] ** 2
+        update = (momentum[name] / (1 - coef1 ** updates)) / (np.sqrt(mean_square[name] / (1 - coef2 ** updates))
                                                             + floor)
         new[name] = (params[name] + lr * update).astype(params[name].dtype)
-    return new, {"momentum": momentum, "mean_square": mean_square, "steps": steps}
+    return new, {"momentum": momentum, "mean_square": mean_square, "updates": updates}
 
 
 def adam_init(params):
-    """Adam's state at the start: both moments zero, no steps taken."""
+    """Adam's state at the start: both moments zero, no update made (U = 0)."""
     return {"momentum": {name: np.zeros_like(value) for name, value in params.items()},
-            "mean_square": {name: np.zeros_like(value) for name, value in params.items()}, "steps": 0}
+            "mean_square": {name: np.zeros_like(value) for name, value in params.items()}, "updates": 0}
 
 
 def generation_step(params, state, x, labels, generation, settings):
