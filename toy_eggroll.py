@@ -180,6 +180,35 @@ def checks(toy=Toy(), draws=2000):
             f"ranks, {lengths[1, False]:.1f} -> {lengths[3, False]:.1f} with raw differences"]
 
 
+def across_check(toy=Toy(), draws=20000):
+    """The line of docs/derivation.md, section 4, on the part of the mean centred-rank step across G
+    at W = 0, on the toy's F and on the linear F(W) = <W*, W> (gradient W* everywhere), with rank-1
+    and with full-rank noise: the mean of `draws` steps, its cosine with G, the length of its part
+    across G, and the length that part would have from sampling noise alone (the root of the summed
+    variances of a single step's across part, over `draws`). Section 4's argument, for Gaussian
+    noise, puts the mean step along G; at rank 1 the across part is larger than the noise explains.
+    The draws are `draws` populations of P pairs, one Philox pair each; ranks by sorting (the
+    fitnesses are continuous, so no ties)."""
+    target, theta = optimum(toy.seed), np.zeros(SHAPE)
+    along = target / np.linalg.norm(target)
+    parts = []
+    for name, score in (("toy's F", lambda members: fitness(members, target)),
+                        ("linear F", lambda members: (members * target).sum(axis=(-2, -1)))):
+        for label, rank in (("rank 1", 1), ("full rank", None)):
+            noise, _ = noise_of(replace(toy, rank=rank, pairs=toy.pairs * draws), 0)
+            noise = noise.reshape(draws, toy.pairs, *SHAPE)
+            scores = score(np.stack([theta + toy.sigma * noise, theta - toy.sigma * noise], axis=2))
+            shaped = np.argsort(np.argsort(scores.reshape(draws, -1), axis=1), axis=1) / (2 * toy.pairs - 1) - 0.5
+            f = shaped[:, 0::2] - shaped[:, 1::2]
+            steps = np.einsum("dp,dpmn->dmn", f, noise) / (2 * toy.pairs * toy.sigma)
+            across = steps - (steps * along).sum(axis=(1, 2))[:, None, None] * along
+            mean, expected = steps.mean(axis=0), math.sqrt(across.var(axis=0, ddof=1).sum() / draws)
+            length, off = np.linalg.norm(mean), np.linalg.norm(across.mean(axis=0))
+            parts.append(f"{name} {label}: cosine {cosine(mean, target):.4f}, length {length:.2f}, across G "
+                         f"{off:.3f} = {100 * off / length:.1f} % of it (noise alone {expected:.3f})")
+    return [f"mean of {draws:,} centred-rank steps at W = 0, its part across G: " + "; ".join(parts)]
+
+
 def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, generations=400):
     """Off quadratics the low-rank step is biased: the mean of `generations` raw-difference steps
     of `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs, and its
@@ -342,7 +371,7 @@ def draw(numbers):
                                                                                      "full population"))
     figure = Figure(figsize=(16, 8.4), layout="constrained")
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
-                    f"give a step of rank {numbers['rank']},\non average along the true gradient (cosine "
+                    f"give a step of rank {numbers['rank']},\non average close to the true gradient (cosine "
                     f"{numbers['cosine']['rank 1']:.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
                     f"{numbers['fall']['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
                     f"{numbers['fall']['full-rank ES']:.0f}-fold)")
@@ -427,7 +456,7 @@ def main(argv=None):
         draw(numbers).savefig(temporary, format="png", dpi=72)
     saved = f"the figure is in {args.out}"
     exits.say("\n".join(figure_lines(numbers)), saved)
-    for check in (checks, seeds_check, quartic_check):  # each printed once measured
+    for check in (checks, across_check, seeds_check, quartic_check):  # each printed once measured
         exits.say("\n".join(check()), saved)
     exits.say(f"figure: {args.out}", saved)
 
