@@ -208,7 +208,7 @@ def smooth_spike(v, lif, k):
 
 
 def surrogate(v, lif, k):
-    """Eq. (11): dS/dV = 1 / (1 + k |V - V_th|)^2."""
+    """Eq. (11): do/dV = 1 / (1 + k |V - V_th|)^2, o the spike."""
     return 1 / (1 + k * abs(v - lif.threshold)) ** 2
 
 

@@ -98,9 +98,9 @@ class RunConfig:
     batch_size: int = setting(256, "samples per minibatch", check=count("256"))
     sigma: float = setting(0.1, "ES noise scale sigma (with --sigma-schedule: at the first generation)", ES_METHODS,
                            check=between(1e-6, 10, "0.1"))
-    sigma_schedule: str = setting("constant", "constant; cosine: sigma falls to --sigma-min along (1 + cos(pi g / G)) "
-                                              "/ 2; exponential: sigma x (sigma-min / sigma)^(g / G), generation g "
-                                              "of G", ES_METHODS, choices=SIGMA_SCHEDULES, lever=True)
+    sigma_schedule: str = setting("constant", "constant; cosine: sigma falls to --sigma-min along (1 + cos(pi done)) "
+                                              "/ 2; exponential: sigma x (sigma-min / sigma)^done, done the share "
+                                              "of the generations made", ES_METHODS, choices=SIGMA_SCHEDULES, lever=True)
     sigma_min: float = setting(0.02, "where --sigma-schedule takes sigma by the end", ES_METHODS,
                                check=between(1e-6, 10, "0.02"), lever=True)
     output_sigma_scale: float = setting(1.0, "sigma of the output layer (W2, b2) as a multiple of the hidden "

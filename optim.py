@@ -1,14 +1,15 @@
 """The optimiser all three methods share: Adam (Kingma & Ba, 2015), ascending, Eq. (9):
 theta += lr avg(g) / (sqrt(avg(g^2)) + eps) per entry, avg(g) and avg(g^2) its first and second
-moments (running means over the steps, bias-corrected), eps its constant 10^-8. Its state keeps
-the moments under Kingma & Ba's "m" and "v", not a matrix's rows m or a potential V.
+moments (running means over Adam's updates, bias-corrected), eps its constant 10^-8. Its state keeps
+the moments under Kingma & Ba's "m" and "v", not a matrix's rows m or a potential V, and the count
+of updates so far, Q in the docs, under their "t", not a frame t.
 
 The ES methods hand it their step g and climb it (g estimates the smoothed fitness's gradient when
 formed from raw fitness differences, not from centred ranks as in training: docs/derivation.md,
 section 4); BPTT hands it the negative of its surrogate gradient of the loss. With weight_decay > 0
 every parameter also shrinks by lr * weight_decay * theta, the decoupled form of AdamW (Loshchilov
-& Hutter, 2019). Its settings beta1 and beta2, the averaging rates (0.9, 0.999) of the two moments,
-keep Kingma & Ba's names: they are not the LIF neuron's leak β.
+& Hutter, 2019). Its settings beta1 and beta2, the averaging coefficients (0.9, 0.999) of the two
+moments, keep Kingma & Ba's names: they are not the LIF neuron's leak β.
 """
 import math
 from dataclasses import dataclass
@@ -21,21 +22,21 @@ SCHEDULES = ("constant", "cosine")
 
 @dataclass(frozen=True)
 class Adam:
-    """Adam's settings; lr is the rate of the current step (see `scheduled_lr`)."""
+    """Adam's settings; lr is the learning rate of the current update (see `scheduled_lr`)."""
     lr: float
     weight_decay: float = 0.0
-    beta1: float = 0.9      # the averaging rates of the first and second moments, Eq. (9)'s 0.9 and 0.999
+    beta1: float = 0.9      # the averaging coefficients of the first and second moments, Eq. (9)'s 0.9 and 0.999
     beta2: float = 0.999
     eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
 
 
 def init(params):
-    """Adam's state: first and second moments at zero, step count 0."""
+    """Adam's state: first and second moments at zero, update count Q = 0."""
     return {"m": {k: v * 0 for k, v in params.items()}, "v": {k: v * 0 for k, v in params.items()}, "t": 0}
 
 
 def ascend(params, grads, state, adam):
-    """One Adam step up g for every parameter; new params and state (the old ones are
+    """One Adam update up g for every parameter; new params and state (the old ones are
     left as they were)."""
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
@@ -46,7 +47,7 @@ def ascend(params, grads, state, adam):
 
 
 def adam_update(value, grad, m, v, t, adam):
-    """Step t of Adam for one parameter, Eq. (9): the first and second moments m = avg(g) and
+    """Adam's update number Q (the argument t) for one parameter, Eq. (9): the first and second moments m = avg(g) and
     v = avg(g^2) move towards grad and grad^2, theta += lr avg(g) / (sqrt(avg(g^2)) + eps), both
     corrected for their start at zero, then the decoupled decay. Returns the new theta, m and v."""
     m = adam.beta1 * m + (1 - adam.beta1) * grad
