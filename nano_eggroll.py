@@ -24,7 +24,7 @@ keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
 minibatches of 64 of the 162 training recordings of nmnist-sample/) to 68–70 % test accuracy on the
-100 real test recordings in 26–33 CPU seconds; results/reproductions/nano-and-lesson-times.md holds
+100 real test recordings in 25–40 CPU seconds; results/reproductions/nano-and-lesson-times.md holds
 the runs, their wall times and what moves them.
 """
 import sys
@@ -178,7 +178,7 @@ def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
     """Eq. (9): one Adam update UP g, as optim.adam_update: its first and second moments,
     running means of g and g² over the generations with averaging coefficients coef1 and coef2,
     bias-corrected, and the floor 10⁻⁸ added to the root of the second. `state` holds both moments
-    ("momentum", "mean_square") and the count of Adam's updates so far, U ("updates")."""
+    ("momentum", "mean_square") and the count of Adam's updates so far, Q ("updates")."""
     updates = state["updates"] + 1
     new, momentum, mean_square = {}, {}, {}
     for name in params:
@@ -191,7 +191,7 @@ def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
 
 
 def adam_init(params):
-    """Adam's state at the start: both moments zero, no update made (U = 0)."""
+    """Adam's state at the start: both moments zero, no update made (Q = 0)."""
     return {"momentum": {name: np.zeros_like(value) for name, value in params.items()},
             "mean_square": {name: np.zeros_like(value) for name, value in params.items()}, "updates": 0}
 
