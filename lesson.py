@@ -226,8 +226,8 @@ def forward_trick():
 #
 # 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
 # independent such terms; only the means of products of four entries within one term exceed the
-# Gaussian's, r terms weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix
-# (tests/test_es.py checks it at every rank). Of it, each entry's own tail, 𝔼[E_ij⁴] = 3 + 6/r,
+# Gaussian's, r terms weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix W,
+# G_W the true gradient's part for W (tests/test_es.py checks it at every rank). Of it, each entry's own tail, 𝔼[E_ij⁴] = 3 + 6/r,
 # gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2 entries that share
 # a row or a column with each entry, 𝔼[E_ij² E_ij′²] = 1 + 2/r: dependence, not tails. Here that is
 # 15 % more error at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it would be at most 4,754/r
@@ -395,7 +395,7 @@ def memory_and_time():
 # - BPTT (`baselines.bptt_step`): backpropagation through the 10 frames, with the fast-sigmoid
 #   surrogate slope k = 2 for the spike's derivative, minibatches of 64, Adam at lr 0.02, logit
 #   scale 10 (the paper preset's settings, the learning rate held constant: in a time budget the
-#   number of steps is not known in advance).
+#   number of updates is not known in advance).
 #
 # Accuracy is the most-spiking output's on the test recordings (at most the first 1,000), after
 # geometrically spaced numbers of updates; nothing is chosen by it. The data: `--data-root`, else
@@ -469,7 +469,7 @@ def training_race(seconds, data_root):
     report(5, training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_at),
            f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
            f"in {seconds:g} CPU seconds of training each: " + "; ".join(
-               f"{label} {updates[label]} {'steps' if label == 'BPTT' else 'generations'} "
+               f"{label} {updates[label]} {'updates' if label == 'BPTT' else 'generations'} "
                f"({seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
                for label in methods)
            + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
@@ -626,7 +626,7 @@ def training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_a
         ax.legend(fontsize=8)
     time_ax.set(xlabel="CPU seconds of training (log scale)",
                 title=f"the same time for each: EGGROLL's generations are {ratio:.0f}× cheaper")
-    update_ax.set(xlabel="updates made (log scale; ES: generations, BPTT: steps)",
+    update_ax.set(xlabel="updates made (log scale; ES: generations, BPTT: minibatch updates)",
                   title=f"per update {pace}: after {at} generations,\nEGGROLL {100 * egg_at:.0f} %, "
                         f"vanilla ES {100 * final['vanilla ES']:.0f} %")
     return figure
