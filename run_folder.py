@@ -644,7 +644,8 @@ def check_final_record(out, config):
     held = run_config.stored(run_config.from_stored(final["config"]))
     if held != wanted:
         raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
-                         f"{out / 'config.json'}; {rescore}")
+                         f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
+                         f"then {rescore}")
 
 
 def refuse_foreign(out, force, instead):

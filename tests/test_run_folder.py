@@ -116,7 +116,9 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
     final = json.loads((finished_run / "final.json").read_text())
     rescore = f"`python run.py train --out {finished_run} --resume"
     for changed, said in [(dict(final, config=dict(final["config"], seed=2)), "final.json is another run's (seed 2, "
-                                                                               "not 1), not the results of the run in"),
+                                                                               "not 1), not the results of the run in "
+                                                                               f"{finished_run / 'config.json'}: move it "
+                                                                               f"out of {finished_run} to keep it"),
                           (dict(final, test_acc=2.0), "final.json is damaged (test_acc must be a number in [0, 1], "
                                                       "got 2.0), so this finished run has no results")]:
         (finished_run / "final.json").write_text(json.dumps(changed))
