@@ -459,6 +459,22 @@ def test_recordings_in_a_folder_no_digit_names_are_refused_not_passed_over(root,
         load(root, tmp_path / "cache2")
 
 
+def test_a_folder_beside_the_class_folders_that_cannot_be_read_is_left_alone(root, tmp_path, monkeypatch):
+    """A folder beside the class folders whose entries cannot be listed (no read permission) holds no
+    recordings that matter: the split loads; the class folders are read as before."""
+    other = root / "NMNIST" / "Test" / "foo"
+    other.mkdir()
+    shutil.copy(next((root / "NMNIST" / "Test" / "3").iterdir()), other / "00001.bin")
+    scandir = os.scandir
+
+    def unreadable(path="."):
+        if os.fspath(path) == str(other):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+    monkeypatch.setattr(os, "scandir", unreadable)
+    load(root, tmp_path / "cache")
+
+
 def test_missing_class_folder(root, tmp_path):
     for path in (root / "NMNIST" / "Train" / "7").iterdir():
         path.unlink()

@@ -237,6 +237,7 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
             assert run.main(emulate_command(tmp_path, "--split", "test")) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{stray} is not a recording this emulation makes" in err
+        assert "(its digit or number is not MNIST's); move it out of " in err, err  # one stray: no "0 more"
         assert {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")} == before
         stray.unlink()
     with pytest.warns(UserWarning):

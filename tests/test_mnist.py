@@ -97,6 +97,19 @@ def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path, gzipped):
         mnist.load(tmp_path)
 
 
+def test_a_gzip_file_cut_short_and_a_file_of_no_labels_are_told_apart(tmp_path):
+    """A .gz file that ends before its data (a download cut short) is refused in one line, though zlib
+    raises nothing for it; an IDX label file that holds no labels is read as none, not a NumPy error."""
+    labels = (PLAIN / "t10k-labels-idx1-ubyte").read_bytes()
+    cut = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    cut.write_bytes(gzip.compress(labels, mtime=0)[:-12])
+    with pytest.raises(data.BadDataError) as error:
+        mnist.read(cut)
+    assert str(error.value) == (f"{cut}: not a whole gzip file (it ends before its data); replace it with the "
+                                f"official MNIST file")
+    assert mnist.parse(labels[:4] + bytes(4), "t10k-labels-idx1-ubyte").shape == (0,)
+
+
 def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_path, capsys):
     """Images and labels swapped, or an image file copied over a label file: named by what the file
     holds and what its name says; a .gz that inflates past any MNIST file is refused as it inflates."""

@@ -618,6 +618,7 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["train", "--sigma", "0.\uff11"], "argument --sigma: invalid float value: '0.\uff11'"),
                           (["train", "--resume", "--force"], "--resume continues the run in --out, --force deletes it"),
                           (["train", "--update", "allreduce"], "--update says how the processes of a job share"),
+                          (["train", "--update", "seeds"], "--update says how the processes of a job share"),
                           (["bench", "--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
                           (["reproduce", "--populations", "1e3"], "argument --populations: expected comma"),
                           ([], "the following arguments are required: command")]:

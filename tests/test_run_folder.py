@@ -110,6 +110,20 @@ def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, c
                                       r"every minibatch is the whole split\n", err), err
 
 
+def test_a_minibatch_of_the_whole_split_is_no_note_nor_is_a_reproduce_run(tmp_path, dataset, capsys):
+    """The note is `train`'s, for a --batch-size above the split: a minibatch of exactly the split's
+    recordings draws none, nor does a preset's run that reproduce trains (its runs are its own)."""
+    code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
+    recordings = re.search(r"training split's (\d+) recordings", err).group(1)
+    code, err = run_main(train_args(tmp_path / "whole", dataset, "--batch-size", recordings), capsys)
+    assert code == 0 and err == "", err
+    options = dict(zip(dataset[::2], dataset[1::2]))
+    settings = run_config.RunConfig(generations=2, population=8, batch_size=100000, eval_every=2,
+                                    data_root=options["--data-root"], cache_dir=options["--cache-dir"])
+    training.train(settings, tmp_path / "reproduced", progress=False, command="reproduce")
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finished_run, dataset, capsys, tmp_path):
     """`train` of a finished run names its final.json as the results only if it is intact and the run's
     own: another run's copied in, or a damaged one, is said, with the command that scores the run again."""
@@ -120,7 +134,8 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
                                                                                f"{finished_run / 'config.json'}: move it "
                                                                                f"out of {finished_run} to keep it"),
                           (dict(final, test_acc=2.0), "final.json is damaged (test_acc must be a number in [0, 1], "
-                                                      "got 2.0), so this finished run has no results")]:
+                                                      "got 2.0), so this finished run has no results"),
+                          ([final], "final.json is damaged (not a JSON object), so this finished run has no results")]:
         (finished_run / "final.json").write_text(json.dumps(changed))
         code, err = run_main(train_args(finished_run, dataset), capsys)
         assert code == 2 and said in err and rescore in err and err.count("\n") == 1, err
@@ -359,6 +374,18 @@ def test_a_damaged_checkpoint_beside_the_runs_results_is_not_advised_away_by_for
         assert code == 2 and err.endswith("; restore it from a copy to score the run again (its final.json holds the "
                                           "run's results, which --force would delete), or train the run again in "
                                           "another --out\n"), err
+
+
+def test_a_damaged_checkpoint_beside_a_damaged_final_json_is_advised_force(finished_run, dataset, capsys):
+    """A final.json that is no intact record (a score out of range) holds no results --force would
+    lose: beside a damaged checkpoint, the advice is --force or another --out, not a copy."""
+    final = json.loads((finished_run / "final.json").read_text())
+    (finished_run / "final.json").write_text(json.dumps(dict(final, test_acc=2.0)))
+    checkpoint = finished_run / run_folder.CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and err.endswith("; train the run again with --force (it deletes this run's files) or in "
+                                      "another --out\n"), err
 
 
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
