@@ -283,6 +283,15 @@ def test_a_run_folder_link_that_leads_nowhere_is_said_not_passed_over(tmp_path, 
     assert err.count("warning: ") == 2 and "es-seed2 is left out of the report: it is a link to" in err, err
 
 
+def test_a_run_folder_link_that_leads_to_a_run_is_read_without_a_warning(tmp_path, capsys):
+    """A link under runs/ to a run's folder (a run kept elsewhere) is read as the run: no warning."""
+    write_run(tmp_path / "elsewhere", "es", 2)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "es-seed2").symlink_to(tmp_path / "elsewhere" / "runs" / "es-seed2")
+    assert len(report.collect(tmp_path)["es"]) == 1
+    assert capsys.readouterr().err == ""
+
+
 def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):
     """real.json's run is the folder as a shell may write it, "runs/es-seed1/": still this run's."""
     out = write_run(tmp_path, "es", 1)
