@@ -69,13 +69,15 @@ def reproduce_grids(opts, deadline):
     if opts.data:
         if opts.real_root:  # before the emulation's minutes, not after them
             resources.nmnist_recordings(opts.real_root, "--real-root")
+            training.check_real_root(opts.real_root)
         comparison.make_data(opts)  # emulated first, if that is the data
     left = check_reproduce(opts, grids)
     if opts.data:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
-    elif left:  # a grid's new runs train on the data its finished runs trained on
-        growing = {results_dir for results_dir, _ in left}
-        comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in growing],
+    elif left or not opts.report_only:  # the finished runs, skipped or beside new ones, are --data-root's
+        checked = {results_dir for results_dir, _ in left} if opts.report_only else \
+            {results_dir for results_dir, _, _ in grids}
+        comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in checked],
                               fix=comparison.OWN_FOLDER)
     for results_dir, runs, write_report in grids:
         if opts.report_only and not has_finished_run(results_dir):
@@ -135,6 +137,7 @@ def check_reproduce(opts, grids):
                          f"--report-only to train the runs first")
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
+        training.check_real_root(opts.real_root)
         check_rescorable(opts, grids)
     left = [] if opts.report_only else unfinished(opts, grids)
     if left or opts.real_root:

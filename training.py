@@ -513,6 +513,15 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
             "accuracy_per_digit": {name: score[2] for name, score in scores.items()}, "data": splits.fingerprint()}
 
 
+def check_real_root(root):
+    """A UsageError if --real-root `root` holds emulated N-MNIST: its scores are reported as real
+    recordings'."""
+    if emulate.provenance(root) is not None:
+        raise UsageError(f"--real-root {root} holds emulated N-MNIST (its EMULATED.json says so), and its scores "
+                         f"would be reported as real recordings'; give recorded N-MNIST (nmnist-sample/, a download), "
+                         f"or score a run on an emulation with `run.py evaluate RUN --data-root {root}`")
+
+
 def scored_on(run_dir, data_root, cache_dir=None):
     """Whether run_dir's real.json scored its run on the recordings at data_root as they are now
     (the fingerprint of their frames and labels, split by split, not the folder's name)."""

@@ -8,9 +8,10 @@ recipe's 512 members at rank 1 by default, its sigma, learning rate and readout 
 
 Prints the table at each measurement; with --out DIR also writes
 DIR/<network>-sigma<sigma>-logit<scale>.jsonl (one record per generation, population, rank and
-layer, each with the settings it was made with) and DIR/<network>-sigma<sigma>-logit<scale>.md (its
-table, whose last line states them); records or a table of other settings are never written over:
-such settings take another --out. A cosine near 0 means the layer's step is mostly noise: Adam then
+layer, each with the settings it was made with and the data's fingerprint) and
+DIR/<network>-sigma<sigma>-logit<scale>.md (its table, whose last line states the settings); records
+or a table of other settings, or records of other data, are never written over: they take another
+--out. A cosine near 0 means the layer's step is mostly noise: Adam then
 moves its weights by about lr per generation all the same (Eq. (9) normalises the step), a random
 walk that the layer's signal has to outrun. A firing rate of 0 in the output layer means every
 member scores -ln 10 and ties: the estimate has nothing to rank.
@@ -127,6 +128,20 @@ def check_records(out, name, wanted):
                                f"settings (it is left as it is)")
 
 
+def check_data(out, name, fingerprint):
+    """A UsageError if the records under `out` were measured on other data (records older than the
+    data's record hold none: they are taken as they are)."""
+    records = out / f"{name}.jsonl"
+    if records.is_file():
+        try:
+            made = json.loads(records.read_text(errors="replace").partition("\n")[0]).get("data")
+        except ValueError:
+            made = None
+        if made is not None and made != fingerprint:
+            raise exits.UsageError(f"{records} holds records measured on other data (--data-root); give another --out "
+                                   f"for this data (they are left as they are)")
+
+
 def main(argv=None):
     parser = exits.Parser(prog="depth_signal.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="folder holding N-MNIST (its Train and Test folders)")
@@ -164,7 +179,10 @@ def main(argv=None):
             check_records(opts.out, records_name(network, opts), settings_of(opts))
         training.emulate.check_finished(opts.data_root)  # an emulation of one split says how to add the other
         resources.nmnist_recordings(opts.data_root, "--data-root")  # this example downloads nothing: a copy is needed
-        measure_along_a_run(opts, network)
+        splits = training.load_splits(opts.data_root, 10, opts.cache_dir)  # an emulation only if whole
+        if opts.out is not None:
+            check_data(opts.out, records_name(network, opts), splits.fingerprint())
+        measure_along_a_run(opts, network, splits)
     return exits.handled(command, "rerun the same command")
 
 
@@ -173,10 +191,9 @@ def records_name(network, opts):
     return f"{str(network).replace(',', '-')}-sigma{opts.sigma:g}-logit{opts.logit_scale:g}"
 
 
-def measure_along_a_run(opts, network):
-    """Measure at generation 0, every --every generations and the last of an EGGROLL run; write the
-    records."""
-    splits = training.load_splits(opts.data_root, 10, opts.cache_dir)  # an emulation only if whole
+def measure_along_a_run(opts, network, splits):
+    """Measure at generation 0, every --every generations and the last of an EGGROLL run on `splits`;
+    write the records, each with the data's fingerprint."""
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)  # before the run: a folder it cannot write ends it at once
     measured = np.arange(min(opts.batch_size, len(splits.val)))
@@ -197,7 +214,8 @@ def measure_along_a_run(opts, network):
     if opts.out is None:
         return
     name = records_name(network, opts)
-    write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    write_atomically(opts.out / f"{name}.jsonl", "".join(json.dumps(dict(r, data=splits.fingerprint())) + "\n"
+                                                         for r in records))
     write_atomically(opts.out / f"{name}.md", f"{table(records)}\n{footer(settings_of(opts))}\n")
 
 

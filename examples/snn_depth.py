@@ -154,6 +154,8 @@ def main():
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after
                 resources.nmnist_recordings(root, option)
+        if opts.real_root is not None:
+            training.check_real_root(opts.real_root)
         for method in opts.methods:
             for hidden in opts.hidden:
                 train(method, hidden, opts)

@@ -334,6 +334,13 @@ def test_depth_signal_keeps_the_records_and_table_of_other_settings(tmp_path):
     (tmp_path / "kept.jsonl").rename(records)
     assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
     assert (records.read_text(), table.read_text()) == written
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=10, n_test=2, seed=3).parent  # the same settings
+    elsewhere = [str(other) if arg == str(ROOT / "nmnist-sample") else arg for arg in command]  # on other data
+    done = subprocess.run(elsewhere, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr == f"error: {records} holds records measured on other data " \
+                                                   f"(--data-root); give another --out for this data (they are " \
+                                                   f"left as they are)\n", done.stderr
+    assert (records.read_text(), table.read_text()) == written
 
 
 def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():

@@ -144,7 +144,7 @@ def test_force_replaces_a_run(tmp_path, dataset):
     assert json.loads((out / "final.json").read_text())["generations"] == 3
 
 
-def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, dataset, monkeypatch):
+def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, dataset, monkeypatch, capsys):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1),
                                                   "bptt": dict(epochs=1, lr=1e-3)})
@@ -179,6 +179,15 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert run.main(args + ["--report-only", "--real-root", str(other)]) == 0  # other recordings: scored again
     for real in reals:
         assert json.loads(real.read_text())["samples"]["test"] == 20, real
+
+    trained_on = dataset[dataset.index("--data-root") + 1]  # every run finished: skipped only on its own data
+    elsewhere = [str(other) if arg == trained_on else arg for arg in args]
+    code, err = run_main(elsewhere, capsys)
+    assert code == 2 and "was trained on other data than" in err, err
+    assert [f.stat().st_mtime_ns for f in finals] == stamps
+    (other / "NMNIST" / "EMULATED.json").write_text(json.dumps({"version": 1, "seed": 0, "mnist_sha256": {}}))
+    code, err = run_main(args + ["--report-only", "--real-root", str(other)], capsys)
+    assert code == 2 and f"--real-root {other} holds emulated N-MNIST (its EMULATED.json says so)" in err, err
 
 
 def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on(tmp_path, dataset, monkeypatch,
