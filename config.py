@@ -41,7 +41,7 @@ def rank_problem(rank, network, option="--rank"):
     if rank <= min(shape):
         return None
     return (f"{option} {rank} exceeds the smaller side of {name} ({shape[0]}x{shape[1]}) of the network "
-            f"{'-'.join(map(str, network.sizes))}: use {option} <= {min(shape)}")
+            f"{network.sizes[0]}-{str(network).replace(',', '-')}-{network.sizes[-1]}: use {option} <= {min(shape)}")
 
 
 def hidden_option(text):

@@ -249,6 +249,9 @@ def list_recordings(folder):
         files = []
         for entry in _entries(folder / name):
             if not entry.name.endswith(".bin"):
+                if _kind(entry) == "folder" and holds_recordings(entry.path):  # they would be left out unseen
+                    raise BadDataError(f"{entry.path} holds recordings inside the class folder {folder / name}, where "
+                                       f"only its own *.bin are read; move them up into it, or out of {folder}")
                 continue
             kind = _kind(entry)
             if isinstance(kind, OSError):

@@ -466,7 +466,8 @@ def refuse_recorded(root):
         for folder in (root, root.parent):
             if any(folder.glob("*/*/*.bin")):
                 raise UsageError(f"{folder} holds recordings that were not emulated here (no {root / PROVENANCE}); "
-                                 f"emulate into another --out")
+                                 f"emulate into another folder (run.py emulate's --out, reproduce --data emulated's "
+                                 f"--data-root)")
 
 
 PARTIAL = re.compile(r"\d{5}\.bin" + TEMPORARY)  # run_folder.writing's temporary file of a recording

@@ -297,10 +297,14 @@ def checked_options(parser, commands, argv):
     if opts.command == "train":
         if opts.resume and opts.force:
             commands.choices["train"].error("--resume continues the run in --out, --force deletes it: give one of them")
+        if opts.distributed and opts.method == "bptt":
+            commands.choices["train"].error("BPTT runs on one process: drop --distributed (it spreads an ES population)")
         if opts.update is not None and not opts.distributed:
             commands.choices["train"].error("--update says how the processes of a job share the update: give it "
                                             "with --distributed, or leave it out")
         opts.update = opts.update or "seeds"
+    if opts.command == "reproduce" and opts.report_only and opts.force:
+        commands.choices["reproduce"].error("--report-only trains nothing, so --force would delete nothing: drop one")
     return opts
 
 

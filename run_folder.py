@@ -595,6 +595,10 @@ def prepare(out, config, resume, force, command="train"):
             raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); "
                              f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
         finished = (out / "final.json").exists()
+        metrics = out / "metrics.jsonl"
+        if not finished and not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
+            raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
+                             f"{CHECKPOINT}; {again['lost']}")
         if not resume:
             if finished:
                 check_final_record(out, config)
@@ -604,10 +608,6 @@ def prepare(out, config, resume, force, command="train"):
             raise UsageError(f"{out} already holds this run, unfinished: continue it with --resume")
         if not (out / CHECKPOINT).exists() and finished:
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
-        metrics = out / "metrics.jsonl"
-        if not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
-            raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
-                             f"{CHECKPOINT}; {again['lost']}")
     if resume and not force and command == "train" and not (out / CHECKPOINT).exists():  # a job may resume or start alike
         print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
               f": the run starts at its first step", file=sys.stderr)

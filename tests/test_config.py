@@ -64,7 +64,7 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(method="bptt", spike_cost=1.5), "--spike-cost must lie in [0.0, 1.0], got 1.5"),
     (dict(rank=100), "--rank 100 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
     (dict(rank=5, hidden="conv4k5s3,32"), "--rank 5 exceeds the smaller side of W1 (4x50) of the network "
-                                          "2312-400-32-10: use --rank <= 4"),
+                                          "2312-conv4k5s3-32-10: use --rank <= 4"),
 ])
 def test_check_names_the_option_the_rule_and_an_example(changes, message):
     with pytest.raises(ValueError) as error:

@@ -475,6 +475,15 @@ def test_a_folder_beside_the_class_folders_that_cannot_be_read_is_left_alone(roo
     load(root, tmp_path / "cache")
 
 
+def test_recordings_in_a_folder_inside_a_class_folder_are_refused_not_passed_over(root, tmp_path):
+    """Only a class folder's own *.bin are read: recordings one folder further down are refused, named."""
+    inner = root / "NMNIST" / "Train" / "3" / "more"
+    inner.mkdir()
+    shutil.copy(next((root / "NMNIST" / "Train" / "3").glob("*.bin")), inner / "00001.bin")
+    with pytest.raises(data.BadDataError, match=f"{inner} holds recordings inside the class folder"):
+        load(root, tmp_path / "cache")
+
+
 def test_missing_class_folder(root, tmp_path):
     for path in (root / "NMNIST" / "Train" / "7").iterdir():
         path.unlink()

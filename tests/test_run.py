@@ -625,6 +625,8 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["train", "--no-such-option"], "unrecognized arguments: --no-such-option"),
                           (["train", "--seed", "\uff11"], "argument --seed: invalid int value: '\uff11'"),
                           (["train", "--sigma", "0.\uff11"], "argument --sigma: invalid float value: '0.\uff11'"),
+                          (["train", "--method", "bptt", "--distributed"], "BPTT runs on one process: drop --distributed"),
+                          (["reproduce", "--report-only", "--force"], "--report-only trains nothing, so --force would "),
                           (["train", "--resume", "--force"], "--resume continues the run in --out, --force deletes it"),
                           (["train", "--update", "allreduce"], "--update says how the processes of a job share"),
                           (["train", "--update", "seeds"], "--update says how the processes of a job share"),

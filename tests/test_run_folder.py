@@ -388,6 +388,17 @@ def test_a_damaged_checkpoint_beside_a_damaged_final_json_is_advised_force(finis
                                       "another --out\n"), err
 
 
+def test_a_run_that_lost_its_checkpoint_is_told_so_with_or_without_resume(finished_run, dataset, capsys):
+    """An unfinished run whose checkpoint is gone: the same advice whether --resume was given or not
+    (continuing it with --resume would be refused)."""
+    (finished_run / "final.json").unlink()
+    (finished_run / run_folder.CHECKPOINT).unlink()
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and "holds a run that has trained (its metrics.jsonl has records) but not its " \
+                             "checkpoint.npz; put it back to continue, or use --force" in err, (extra, err)
+
+
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
     """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
     says so, and goes on."""
