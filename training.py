@@ -399,7 +399,8 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
     validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team,
                                                 network=run.config.network)
     if run.leader:
-        record = {"generation": done, "epoch": done / run.per_epoch, "wall_seconds": sum(step_seconds),
+        first, count = run.config.minibatches(done - 1, run.total_steps)  # --batch-growth: more than one a step
+        record = {"generation": done, "epoch": (first + count) / run.per_epoch, "wall_seconds": sum(step_seconds),
                   **timed(run), "device": device_name(run.xp), "val_acc": val_acc, "spikes_per_sample": spikes,
                   **stats}
         run_folder.append_line(run.out / "metrics.jsonl", json.dumps(record))

@@ -833,3 +833,13 @@ def test_first_missing_counts_a_link_as_there_even_a_broken_one(tmp_path):
     assert run_folder.first_missing(tmp_path / "broken" / "a" / "b") == tmp_path / "broken" / "a"
     assert run_folder.first_missing(tmp_path / "new" / "a") == tmp_path / "new"
     assert run_folder.first_missing(tmp_path) is None
+
+
+def test_the_epoch_of_a_growing_minibatch_counts_every_minibatch_taken(tmp_path, dataset):
+    """metrics.jsonl's epoch is the minibatches taken so far over those of an epoch: with --batch-growth 4
+    the four updates take 1, 2, 3 and 4 minibatches, so 1, 3, 6 and 10 of them in all."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "4", "--batch-growth", "4", "--population", "8",
+                     "--batch-size", "16", "--eval-every", "1", "--quiet", *dataset]) == 0
+    epochs = [json.loads(line)["epoch"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert np.allclose(np.array(epochs) / epochs[0], [1, 3, 6, 10])
