@@ -1013,3 +1013,138 @@ def test_fractions_are_fitness_and_float_is_float64_for_rows_and_a_numpy_count_d
     assert es.ask(state).rows("w", None, float)[0].dtype == np.float64
     _, moments = optim.ascend(W, W, dict(optim.init(W), t=np.int32(2 ** 31 - 1)), optim.Adam(0.01))
     assert moments["t"] == 2 ** 31
+
+
+def test_more_refusals_read_in_full():
+    """The message of each refusal in full: a sigma dict of dicts, a parameter in the other byte order
+    as float32 too, a masked parameter, a fitness of text given as a list, a per-member x of more than
+    three dimensions with the wrong member count, rows of float16, a bool or text learning rate."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    swapped = np.dtype(np.float32).newbyteorder()
+    pop = es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)}))
+    cases = [
+        (lambda: eggroll.Eggroll(4, 1, {"w": {"x": 0.1}}, 0),
+         "sigma is a float or a dict {name: float}, got a dict: use e.g. 0.1 or {'W1': 0.1, 'b1': 0.1}"),
+        (lambda: es.init({"w": np.ones((2, 3), swapped)}),
+         f"parameter 'w' is {swapped}: EGGROLL steps float32 or float64 arrays in this machine's byte order; "
+         f"give w.astype(numpy.float32)"),
+        (lambda: es.init({"w": np.ma.masked_array(np.ones((2, 3)), mask=np.eye(2, 3))}),
+         "parameter 'w' is a numpy.ma.MaskedArray, whose products and masks follow other rules: give "
+         "numpy.asarray(w)"),
+        (lambda: (lambda state: es.tell(state, es.ask(state), ["a", "b", "c", "d"]))(es.init(W)),
+         "fitness must be real numbers, one per member, got an array of <U1"),
+        (lambda: pop.linear("w", np.ones((5, 2, 2, 6))), "x of shape (2·pairs, N, n) needs 2·pairs = 4 members, got 5"),
+        (lambda: pop.rows("w", "b", np.float16), "rows are float32 or float64, got float16"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=True), "lr must be a finite number >= 0, got True: use e.g. 0.01"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay="0.1"),
+         "weight_decay must be a finite number >= 0, got '0.1': use e.g. 0.0"),
+    ]
+    for make, message in cases:
+        with pytest.raises(ValueError) as raised:
+            make()
+        assert str(raised.value) == message
+
+
+def test_a_per_member_x_of_more_dimensions_is_each_members_product():
+    """x of shape (2·pairs, a, N, n), one stack of inputs per member, gives each member's own product."""
+    es = eggroll.Eggroll(4, 1, 0.2, seed=2)
+    pop = es.ask(es.init(mlp(3)))
+    x = np.random.default_rng(3).normal(size=(4, 2, 3, 6))
+    out = pop.linear("layer0.weight", x, bias="layer0.bias")
+    for i in range(4):
+        member = pop.member(i)
+        np.testing.assert_allclose(out[i], x[i] @ member["layer0.weight"].T + member["layer0.bias"], rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_the_ends_of_float32s_range_are_sigmas():
+    """float32's smallest normal number and its largest are each a sigma init takes (the range is closed)."""
+    for sigma in (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)):
+        state = eggroll.Eggroll(4, 1, sigma, 0).init(W)
+        assert set(state.params) == {"w"}
+
+
+def test_a_refused_step_names_a_sigma_dicts_own_sigma():
+    """With sigma a dict, the refusal of a step whose g^2 overflows names the parameter's own sigma."""
+    es = eggroll.Eggroll(4, 1, {"w": 1e-25, "b": 0.1}, 0)
+    state = es.init(dict(W, b=np.ones(2, np.float32)))
+    with np.errstate(over="ignore"):
+        message = told(es, state, es.ask(state))
+    assert message.startswith("this step would make Adam's average of g^2 of parameter 'w' NaN or inf, g too "
+                              "large (sigma 1e-25, lr 0.01): raise sigma;")
+
+
+def test_adams_state_of_other_names_or_no_dict_is_not_told():
+    """Adam's moments must be dicts under exactly the parameters' names: a moment that is no dict, or
+    one with a name more, is refused by name (not a TypeError, not taken)."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
+               "returned (a State(params, {}, generation) made by hand can be asked, not told)")
+    for optimiser in (dict(state.optimiser, m=None), dict(state.optimiser, v=5),
+                      dict(state.optimiser, m={**state.optimiser["m"], "x": np.zeros(1)})):
+        handmade = eggroll.State(state.params, optimiser, 0)
+        assert told(es, handmade, es.ask(handmade)) == no_adam
+
+
+def test_learning_rates_of_any_real_type_step_as_the_python_floats_they_hold():
+    """A Fraction or NumPy lr and weight decay are taken as float: the Eggroll holds Python floats, and
+    tell's step is the float settings' bit for bit (a NumPy float64 lr would form a float32 weight's
+    step in float64)."""
+    params = mlp(2, dtype=np.float32)
+    plain = eggroll.Eggroll(8, 2, 0.1, 0, lr=0.01, weight_decay=0.5)
+    state = plain.init(params)
+    fitness = np.arange(8.0)
+    expected = plain.tell(state, plain.ask(state), fitness)[0].params
+    for lr, decay in ((Fraction(1, 100), Fraction(1, 2)), (np.float64(0.01), np.float64(0.5))):
+        es = eggroll.Eggroll(8, 2, 0.1, 0, lr=lr, weight_decay=decay)
+        assert type(es.lr) is float and type(es.weight_decay) is float
+        stepped = es.tell(state, es.ask(state), fitness)[0].params
+        assert all(np.array_equal(stepped[n], expected[n]) for n in params)
+
+
+def test_a_sigma_dict_of_any_real_type_holds_python_floats():
+    """The values of a sigma dict are taken as float, as a single sigma is: a NumPy float64 one does not
+    make a float32 layer's products float64."""
+    params = mlp(2, dtype=np.float32)
+    es = eggroll.Eggroll(4, 1, {name: np.float64(0.1) for name in params}, 0)
+    assert all(type(sigma) is float for sigma in es.sigma.values())
+    pop = es.ask(es.init(params))
+    assert pop.linear("layer0.weight", np.ones((3, 6), np.float32), bias="layer0.bias").dtype == np.float32
+
+
+def test_any_mapping_of_parameters_is_a_state_to_ask():
+    """A State made by hand around a read-only Mapping of parameters is asked as the dict would be."""
+    params = mlp(1)
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    pop = es.ask(eggroll.State(types.MappingProxyType(params), {}, 2))
+    plain = es.ask(eggroll.State(params, {}, 2))
+    assert all(np.array_equal(pop.member(3)[n], plain.member(3)[n]) for n in params)
+
+
+def test_a_rank_above_a_bias_length_is_taken():
+    """The rank bounds the weights alone: a bias shorter than the rank is perturbed as any bias is."""
+    es = eggroll.Eggroll(4, 3, 0.1, 0)
+    state = es.init({"w": np.ones((3, 6)), "b": np.ones(2)})
+    assert es.ask(state).member(1)["b"].shape == (2,)
+
+
+def test_processes_given_another_sigma_or_shape_are_refused_and_another_order_is_taken():
+    """init compares every setting of a team's processes, sigma among them, and each parameter's shape as
+    well as its values; the same parameters in another dict order are the same parameters."""
+    def init_with(sigma_of, params_of):
+        def body(team):
+            try:
+                return eggroll.Eggroll(4, 1, sigma_of(team.rank), 0, team=team).init(params_of(team.rank))
+            except ValueError as error:
+                return str(error)
+        return run_team(2, body)[0]
+
+    refused = init_with(lambda rank: 0.1 * (rank + 1), lambda rank: W)
+    assert refused[0] == refused[1] and refused[0].startswith(
+        "the processes of this team hold different Eggrolls or states: sigma (rank 0: 0.1; rank 1: 0.2)")
+    refused = init_with(lambda rank: 0.1, lambda rank: {"w": np.zeros((2, 3) if rank else (3, 2), np.float32)})
+    assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0]
+    params = mlp(0)
+    taken = init_with(lambda rank: 0.1, lambda rank: dict(reversed(params.items())) if rank else params)
+    assert all(isinstance(state, eggroll.State) for state in taken)

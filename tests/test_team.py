@@ -396,3 +396,16 @@ def test_a_process_that_left_is_named_by_the_ones_that_wait_for_it(monkeypatch):
     assert str(distributed.Left(0, [1], 2)) == (
         "rank 0 of 2 left the job (exit or return) while rank 1 waited for it in a collective call; end a job by "
         "raising an exception, which stops every process")
+
+
+def test_a_disagreement_names_the_ranks_that_hold_each_value():
+    """Team.disagreement names the first value that differs with the ranks holding each, "ranks" for
+    several; text as it is, other values as JSON."""
+    def body(team):
+        return team.disagreement({"seed": 0, "shaping": "raw" if team.rank == 2 else "centred_ranks",
+                                  "sigma": 0.1 if team.rank == 1 else 0.2})
+
+    results, _ = run_team(3, body)
+    assert results == ["shaping (ranks 0, 1: centred_ranks; rank 2: raw)"] * 3
+    agreed, _ = run_team(3, lambda team: team.disagreement({"seed": 0, "sigma": {"w": 0.1}}))
+    assert agreed == [None] * 3
