@@ -23,9 +23,10 @@ a generation's factors from the forward pass to the update; eggroll.py draws the
 keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
-minibatches of 64 of the 162 training recordings of nmnist-sample/) to 68–70 % test accuracy on the
-100 real test recordings in 25–40 CPU seconds; results/reproductions/nano-and-lesson-times.md holds
-the runs, their wall times and what moves them.
+minibatches of 64 of the 162 training recordings of nmnist-sample/) in 25–40 CPU seconds and scores
+the 100 real test recordings: 68 % or 70 % at seed 1, 56–71 % over seeds 1–3 (one standard error at
+100 recordings is about 4.7 points); results/reproductions/nano-and-lesson-times.md holds the runs,
+their wall times and what moves them.
 """
 import sys
 
@@ -50,11 +51,11 @@ class Settings:
     """The sigma, learning rate and readout of the `best` preset (config.py: the longer-training
     recipe of docs/accuracy.md, `make reproduce-best`), the learning rate held constant; the paper's
     protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
-    population: int = 256      # 2P members, P antithetic pairs
+    members: int = 256         # 2P, the count of members: P antithetic pairs
     rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
     lr: float = 0.03           # Adam's learning rate
-    logit_scale: float = 5.0   # softmax(logit_scale * rate), Eq. (3)
+    logit_scale: float = 5.0   # softmax(logit_scale * rate), rate = counts / T, Eq. (3)
     seed: int = 1              # of the initial weights, the noise and the minibatches
     beta: float = 0.9          # LIF leak
     threshold: float = 1.0     # LIF threshold V_th
@@ -91,10 +92,11 @@ def forward(params, x, settings):
     return lif(hidden @ params["W2"].T + params["b2"], settings.beta, settings.threshold).sum(axis=0)
 
 
-def fitness(counts, labels, n_steps, logit_scale):
-    """-cross-entropy of softmax(logit_scale * counts / T), Eqs. (3)-(4): counts (..., N, 10) ->
-    (...), the mean over the batch. Sums in the order of snn.cross_entropy, to the last bit."""
-    logits = counts * (logit_scale / n_steps)
+def fitness(counts, labels, n_frames, logit_scale):
+    """-cross-entropy of softmax(logit_scale * rate), rate = counts / T (T = n_frames), Eqs. (3)-(4):
+    counts (..., N, 10) -> (...), the mean over the batch. Sums in the order of snn.cross_entropy,
+    to the last bit."""
+    logits = counts * (logit_scale / n_frames)
     logits = logits - logits.max(axis=-1, keepdims=True)
     log_y_hat = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))   # log softmax, (3)
     one_hot = labels[:, None] == np.arange(counts.shape[-1])
@@ -109,7 +111,7 @@ def draw_noise(params, generation, settings):
     column j of the paper's A_p; b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
-    pairs, r = np.arange(settings.population // 2), settings.rank
+    pairs, r = np.arange(settings.members // 2), settings.rank
     perturbations = {}
     for name, value in params.items():
         if name.startswith("W"):
@@ -133,17 +135,17 @@ def population_forward(params, perturbations, x, settings):
     delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
     T, batch, n_in = x.shape
     P, r, _ = A_W1.shape
-    scale = settings.sigma / math.sqrt(r)
+    sigma_over_root_r = settings.sigma / math.sqrt(r)
     sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)  # member axis: +, then -
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
     # A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n), so x B_p = x @ B_W1[p].T.
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = (x @ B_W1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
-    pair_term = (scale * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
+    pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
     # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
-    pair_term = (scale * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
+    pair_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)
     return out.sum(axis=0)
 
@@ -176,8 +178,8 @@ def gradient(f, perturbations, sigma):
 
 def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
     """Eq. (9): one Adam update UP g, as optim.adam_update: its first and second moments,
-    running means of g and g² over the generations with averaging coefficients coef1 and coef2,
-    bias-corrected, and the floor 10⁻⁸ added to the root of the second. `state` holds both moments
+    exponential moving averages of g and g² over the generations with averaging coefficients coef1
+    and coef2, bias-corrected, and the floor 10⁻⁸ added to the root of the second. `state` holds both moments
     ("momentum", "mean_square") and the count of Adam's updates so far, Q ("updates")."""
     updates = state["updates"] + 1
     new, momentum, mean_square = {}, {}, {}
@@ -232,8 +234,8 @@ def train(splits, settings, generations, batch_size, log_every=0):
     return params, history
 
 
-USAGE = ("usage: python nano_eggroll.py [--seed N]\n\n"
-         "  --seed N   seed of the initial weights, the noise and the minibatches, a whole number in 0..2^63-1 "
+USAGE = ("usage: python nano_eggroll.py [--seed SEED]\n\n"
+         "  --seed SEED   seed of the initial weights, the noise and the minibatches, a whole number in 0..2^63-1 "
          "(default: 1)\n  -h, --help  this text; the other settings are the Settings class and main()")
 
 
@@ -246,7 +248,7 @@ def seed_of(args):
         if digits and int(args[1]) < 2 ** 63:
             return int(args[1])
         raise exits.UsageError(f"--seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {args[1]!r}")
-    raise exits.UsageError(f"nano_eggroll.py takes one option, --seed N (got {' '.join(args)}); its other "
+    raise exits.UsageError(f"nano_eggroll.py takes one option, --seed SEED (got {' '.join(args)}); its other "
                            f"settings are the Settings class and main(); see nano_eggroll.py --help")
 
 

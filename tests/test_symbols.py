@@ -72,6 +72,7 @@ SECOND_MEANINGS_IN_CODE = [
     ("v and rank as fitness values and a fitness rank, not a potential and the noise's rank",
      r"\bv = values\b|\brank = below\b", "v = values.ravel()"),
     ("L as the layer count in a message, not the loss", r"\bWL\b|\bL >= 2\b", 'else "L >= 2"'),
+    ("N as a seed, not the batch size", r"--seed N\b", 'USAGE = ("usage: python nano_eggroll.py [--seed N]\\n"'),
     ("p as a count of pairs in a message, not a pair's index", r"\(2p, |\b2p = ",
      'f"x of shape (2p, N, n) needs 2p = {self.members} members"'),
 ]
