@@ -123,6 +123,15 @@ def ranked_step_length(pairs, sigma):
     return kappa / (2 * sigma)
 
 
+def raw_variance_ratio(shape, rank):
+    """The variance of the raw-difference step, summed over entries, with rank-r noise against
+    full-rank noise, on a quadratic: one pair's term <G, E> E has summed variance
+    ||G||^2 (mn + 1 + 2(m + n + 1)/r) against ||G||^2 (mn + 1) (E's fourth moments, as in
+    quartic_means; at r = 1 the first is ((m + 2)(n + 2) - 1) ||G||^2)."""
+    m, n = shape
+    return (m * n + 1 + 2 * (m + n + 1) / rank) / (m * n + 1)
+
+
 def cosine(x, y):
     return float((x * y).sum() / (np.linalg.norm(x) * np.linalg.norm(y)))
 
@@ -163,19 +172,25 @@ def staircase_spread(x, sigma, pairs=1000, seeds=500):
 
 
 def checks(toy=Toy(), draws=2000):
-    """The lines of docs/derivation.md's sections 2 and 4 that the figure does not show: the mean of
-    `draws` steps of raw differences against G, in standard errors, and the step's length with
-    centred ranks and with raw differences (full-rank noise) as W* is tripled."""
+    """The lines of docs/derivation.md's sections 2, 4 and 5 that the figure does not show: the mean
+    of `draws` steps of raw differences against G, in standard errors; their variance with low-rank
+    noise against full-rank noise, measured and exact; and the step's length with centred ranks and
+    with raw differences (full-rank noise) as W* is tripled."""
     theta, full_rank = np.zeros(SHAPE), replace(toy, rank=None)
-    worst = []
+    worst, variance = [], {}
     for label, setting in (("rank 1", toy), ("rank 2", replace(toy, rank=2)), ("full rank", full_rank)):
         mean, error = mean_step(theta, optimum(toy.seed), setting, draws, ranked=False)
         worst.append(f"{(np.abs(mean - optimum(toy.seed)) / error).max():.1f} ({label})")
+        variance[setting.rank] = float((error ** 2).sum())  # a step's variance summed over entries, / draws
+    ratios = ", ".join(f"{variance[rank] / variance[None]:.2f}x (rank {rank}; exact "
+                       f"{raw_variance_ratio(SHAPE, rank):.2f}x)" for rank in (1, 2))
     lengths = {(scale, ranked): float(np.linalg.norm(mean_step(theta, scale * optimum(toy.seed), full_rank, draws,
                                                                ranked)[0]))
                for scale in (1, 3) for ranked in (True, False)}
     return [f"raw differences, mean of {draws} steps at W = 0: at most " + ", ".join(worst)
             + " standard errors from G at any entry",
+            f"raw differences, variance of one step at W = 0 summed over entries, against full-rank noise's: {ratios}; "
+            f"exact for a 64 x 2312 layer {raw_variance_ratio((64, 2312), 1):.2f}x (rank 1)",
             f"W* tripled, full-rank noise: step length {lengths[1, True]:.2f} -> {lengths[3, True]:.2f} with centred "
             f"ranks, {lengths[1, False]:.1f} -> {lengths[3, False]:.1f} with raw differences"]
 
