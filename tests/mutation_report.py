@@ -68,6 +68,8 @@ KIND_LETTERS = ("a dtype's kind is one letter, and no kind is X: a string of kin
                 "holds the same kinds as without them")
 WIDER_BUFFER = ("a zero buffer wider than the padded image: only its [pad, pad + size) part is read, the same "
                 "values")
+PASS_SIZE = ("how many pairs go through Philox in one pass only sets the chunks; each pair's normals are the "
+             "same whatever chunk it is in (standard_normals is a pure function of its keys)")
 CLASS_AXIS = ("every input its contract allows is (B, n_out) counts (its docstring; its one caller passes "
               "counts[0] of one member), whose axis 1 is the last axis, -1")
 
@@ -150,6 +152,7 @@ EQUIVALENT = {
     "noise.x_param_id__mutmut_10": (
         "digest()[:5]", "a fifth byte read little-endian lands above bit 31, which & 0x7FFFFFFF clears"),
     "noise.x_standard_normals__mutmut_21": ("xp.arange(n_blocks, dtype=None)", PHILOX_WORDS),
+    "noise.x_standard_normals__mutmut_49": ("BLOCKS_PER_PASS // max(n_blocks, 2)", PASS_SIZE),
     "noise.x_standard_normals__mutmut_23": ("xp.arange(n_blocks, )", PHILOX_WORDS),
     "baselines.x_batched_forward__mutmut_95": ("sigma / sign[None, :, None, None]", SIGN),
     "baselines.x_batched_forward__mutmut_124": ("sigma / sign[None, :, None]", SIGN),
