@@ -1148,3 +1148,43 @@ def test_processes_given_another_sigma_or_shape_are_refused_and_another_order_is
     params = mlp(0)
     taken = init_with(lambda rank: 0.1, lambda rank: dict(reversed(params.items())) if rank else params)
     assert all(isinstance(state, eggroll.State) for state in taken)
+
+
+def test_the_newer_refusals_read_in_full():
+    """The whole line of each: a hand-made Population, a member of an empty share, parameters added
+    since ask, integers float64 cannot hold, a step count that is no whole number."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    added = eggroll.State(dict(state.params), state.optimiser, 0)
+    asked = es.ask(added)
+    added.params["extra"] = np.ones(2, np.float32)
+    for make, message in [
+        (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)),
+         "a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its pairs a range): ask "
+         "for one"),
+        (lambda: es.population_of(state, slice(0, 0)).member(0),
+         "this population holds no members (a process given no pairs): ask no member of it"),
+        (lambda: es.tell(added, asked, range(4)),
+         "parameters were added to or removed from the state since ask: tell the state as it was asked, and change "
+         "it after"),
+        (lambda: es.tell(state, es.ask(state), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])),
+         "fitness holds integers that float64, in which they are ranked, cannot hold exactly (beyond 2^53): give "
+         "them as floats, or shift or scale them"),
+        (lambda: es.tell(eggroll.State(state.params, dict(state.optimiser, t=0.5), 0), es.ask(state), range(4)),
+         "state.optimiser's step count t must be a whole number in 0..9223372036854775807, got 0.5: use the State "
+         "that init or tell returned, whose count starts at 0"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float32).newbyteorder())}),
+         f"parameter 'w' is {np.dtype(np.float32).newbyteorder()}: EGGROLL steps float32 or float64 arrays in this "
+         f"machine's byte order; give w.astype(numpy.float32)"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.float16)}),
+         "parameter 'w' is float16: EGGROLL steps float32 or float64 arrays; give w.astype(numpy.float32)"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": 1.0}),
+         "parameter 'w' has shape (): EGGROLL perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of "
+         "them"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": range(3)}),
+         "parameter 'w' is a range, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+    ]:
+        with pytest.raises(ValueError) as raised:
+            make()
+        assert str(raised.value) == message
+    assert eggroll.Eggroll(4, 1, 0.1, 0).ask(state).linear("w", np.ones((1, 3), np.float32)).shape == (4, 1, 2)
