@@ -320,7 +320,8 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
         warnings.simplefilter("error")  # refused before the MNIST files are read: no warning about them first
         assert run.main(emulate_command(real)) == 2
     assert capsys.readouterr().err == (f"error: {real} holds recordings that were not emulated here (no "
-                                       f"{real / 'NMNIST' / 'EMULATED.json'}); emulate into another --out\n")
+                                       f"{real / 'NMNIST' / 'EMULATED.json'}); emulate into another folder (run.py "
+                                       f"emulate's --out, reproduce --data emulated's --data-root)\n")
     assert emulate.provenance(real) is None and files_of(real) == before and not (real / "NMNIST").exists()
     for damaged, named in (({"seed": float("nan")}, "--seed: NaN"), ({"version": "1"}, 'the emulator\'s version: "1"'),
                            ({"mnist_sha256": []}, "the MNIST files: []")):
