@@ -397,7 +397,7 @@ def plot_figures(results_dir, runs, names, preset):
                "accuracy_time.png": accuracy_time_figure(runs, names, preset)}
     if any(f"eggroll-r{r}" in runs for r in config.RANKS):
         figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
-    elif (results_dir / "rank_ablation.png").is_file():  # an earlier report's, of runs no longer there
+    elif run_folder.is_own_file(results_dir / "rank_ablation.png"):  # an earlier report's, of runs no longer there
         (results_dir / "rank_ablation.png").unlink()
     for file_name, figure in figures.items():
         run_folder.save_figure(figure, results_dir / file_name)

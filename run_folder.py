@@ -74,10 +74,13 @@ def owned(folder):
     created, file, holding = False, None, False
     try:
         refuse_link(folder / LOCK)
-        created = not os.path.lexists(folder / LOCK)
-        try:  # never through a link, and a FIFO opens without waiting (then refused as not a file)
-            descriptor = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                                 0o666)
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # never through a link; a FIFO won't wait
+        try:  # this process made the lock only if it creates it here (and removes it on a refusal)
+            try:
+                descriptor = os.open(folder / LOCK, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                created = True
+            except FileExistsError:
+                descriptor = os.open(folder / LOCK, flags)
         except OSError as error:
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         status = os.fstat(descriptor)
@@ -462,6 +465,16 @@ def foreign_problem(stored, wanted):
                     f"with the --data-root it was trained on (`run.py evaluate` scores a run on other data), or "
                     f"train on this data in another folder")
     return None
+
+
+def is_own_file(path):
+    """Whether `path` is a regular file of one name, no link: a file the project may have written, and
+    may replace or delete (a link, or one name of a hard-linked file, is someone else's too)."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_nlink == 1
 
 
 def holds_results(out):

@@ -174,6 +174,12 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
     shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
     written = report.write_report(tmp_path, "quick")
     assert "rank_ablation.png" not in [p.name for p in written] and not (tmp_path / "rank_ablation.png").exists()
+    theirs = tmp_path / "theirs.png"
+    theirs.write_bytes(b"the user's")
+    (tmp_path / "rank_ablation.png").symlink_to(theirs)  # a link is not the report's to delete: refused
+    with pytest.raises(run_folder.UsageError, match="rank_ablation.png is a symbolic link"):
+        report.write_report(tmp_path, "quick")
+    assert (tmp_path / "rank_ablation.png").is_symlink() and theirs.read_bytes() == b"the user's"
 
 
 @pytest.fixture
