@@ -143,7 +143,8 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     check_two_layers(params, "vanilla ES")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
-    interface_checks.check_population(config.population, config.sigma)
+    interface_checks.check_population(config.population)
+    interface_checks.check_sigma(config.sigma)
     forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden, pairs)
 

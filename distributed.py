@@ -92,6 +92,7 @@ class Left(RuntimeError):
 class Alone:
     """A single process: it holds every pair, and nothing travels."""
     rank, size, local_rank, local_size = 0, 1, 0, 1
+    update = "seeds"  # its one process sums every pair's noise, as each process of a team(update="seeds") does
 
     def my_pairs(self, n_pairs, pairs_per_block):
         """The pairs this process evaluates, as a slice of 0..n_pairs-1."""

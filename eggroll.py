@@ -169,7 +169,7 @@ class Population:
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
         are first made the weight's)."""
-        x = input_array(x, self.params, name, bias, self.members)
+        x = input_array(x, self.params, name, self.members)
         w = self.params[name]
         xp = array_module_of(x)
         rows, B = self.rows(name, bias, x.dtype)

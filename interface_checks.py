@@ -24,7 +24,7 @@ def check_settings(es):
     whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
     and > 0; lr and weight decay finite and >= 0."""
     check_whole("population", es.population, None, 2 * MAX_PAIRS, "e.g. 512")
-    check_population(es.population, 1.0)
+    check_population(es.population)
     check_whole("rank", es.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
     check_sigma(es.sigma)
@@ -35,9 +35,9 @@ def check_settings(es):
     if es.lr * es.weight_decay >= 1:
         raise ValueError(f"lr x weight_decay must be < 1, got {es.lr} x {es.weight_decay}: each step multiplies "
                          f"the parameters by 1 - lr x weight_decay, which would zero or flip them; lower one")
-    needed = ("my_pairs", "update_pairs", "gather", "sum") + (("disagreement",) if getattr(es.team, "size", 1) > 1
-                                                              else ())
-    missing = [method for method in needed if not callable(getattr(es.team, method, None))]
+    missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum", "disagreement")
+               if not callable(getattr(es.team, method, None))] + [name for name in ("size", "update")
+                                                                    if not hasattr(es.team, name)]
     if isinstance(es.team, type):
         raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got the class "
                          f"{es.team.__name__}: give one of those")
@@ -54,7 +54,7 @@ def check_sigma(sigma):
         if isinstance(sigma, dict) and not isinstance(name, str):
             raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
                              f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
-        if isinstance(value, Mapping) or getattr(value, "ndim", 0) or isinstance(value, (list, tuple)):
+        if isinstance(value, (Mapping, list, tuple)) or numpy.ndim(value) > 0:
             raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(value)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
         if not is_real(value) or not (is_finite(value) and value > 0):
@@ -74,7 +74,7 @@ def check_params(es, params):
             name.encode()  # its noise's key is SHA-256 of its UTF-8 bytes (noise.param_id)
         except UnicodeEncodeError:
             raise ValueError(f"parameter name {name!r} is no UTF-8 text (a lone surrogate): rename it") from None
-        if not hasattr(value, "dtype") and (hasattr(value, "ndim") or not isinstance(value, numbers.Number)):
+        if not hasattr(value, "dtype") and not isinstance(value, numbers.Number):  # a number: "shape ()" below
             raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
                              f"numpy.asarray({name}, dtype=numpy.float32)")
         if getattr(value, "ndim", None) not in (1, 2):
@@ -90,7 +90,7 @@ def check_params(es, params):
             raise ValueError(f"parameter {name!r} is {a_kind(value)}: EGGROLL steps NumPy arrays, or CuPy's on a "
                              f"GPU; give numpy.asarray({name})")
         if value.dtype not in (numpy.float32, numpy.float64):
-            native = value.dtype.newbyteorder("=") if value.dtype.kind == "f" else None
+            native = value.dtype.newbyteorder("=")
             swapped = native in (numpy.float32, numpy.float64)  # '>f8' on this machine, say
             order = " in this machine's byte order" if swapped else ""
             raise ValueError(f"parameter {name!r} is {value.dtype}: EGGROLL steps float32 or float64 arrays{order}; "
@@ -125,7 +125,7 @@ def check_agreed(es, params, generation=0):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
     another update, other parameters or another generation: each would step along its own noise,
     unseen. A collective call: init and ask make it on every process."""
-    if getattr(es.team, "size", 1) == 1:
+    if es.team.size == 1:
         return
     fingerprint = hashlib.sha256()
     for name, value in sorted(params.items()):
@@ -133,7 +133,7 @@ def check_agreed(es, params, generation=0):
         fingerprint.update(f"{name} {host.dtype.str} {host.shape}".encode() + host.tobytes())
     problem = es.team.disagreement({
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
-        "weight_decay": es.weight_decay, "shaping": es.shaping, "update": getattr(es.team, "update", None),
+        "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
         "generation": int(generation), "parameters": fingerprint.hexdigest()[:16]})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
@@ -167,7 +167,7 @@ def check_optimiser(state):
     optimiser = state.optimiser
     moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
         isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params)
-        and all(getattr(optimiser[moment][name], "shape", None) == getattr(value, "shape", ())
+        and all(getattr(optimiser[moment][name], "shape", None) == value.shape
                 for name, value in state.params.items()) for moment in "mv")
     if not moments:
         raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
@@ -222,13 +222,11 @@ def check_known(params, name, bias=None):
             raise ValueError(f"unknown parameter {given!r}: the parameters are {', '.join(sorted(params))}")
 
 
-def check_population(population, sigma):
-    """ValueError naming the fix unless population is 2P antithetic members and sigma > 0."""
+def check_population(population):
+    """ValueError naming the fix unless population is 2P antithetic members."""
     if population < 2 or population % 2:
         raise ValueError(f"population must be an even number >= 2 (antithetic pairs), "
                          f"got {population}: use e.g. {max(2, population + population % 2)}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma}: use e.g. 0.1")
 
 
 def fitness_array(fitness, members, like):
@@ -265,7 +263,7 @@ def fitness_array(fitness, members, like):
     return fitness
 
 
-def check_layer(params, name, bias):
+def check_layer(params, name, bias=None):
     """ValueError naming the fix unless `name` is a 2-D weight and `bias` None or its 1-D bias."""
     check_known(params, name, bias)
     w = params[name]
@@ -277,12 +275,12 @@ def check_layer(params, name, bias):
                          f"{w.shape[0]} outputs: give a 1-D bias of length {w.shape[0]}")
 
 
-def input_array(x, params, name, bias, members):
-    """x as a float32 or float64 array that layer `name` (with `bias`) can take, (N, n) or (members, N, n),
+def input_array(x, params, name, members):
+    """x as a float32 or float64 array that layer `name` can take, (N, n) or (members, N, n),
     or a ValueError naming the fix. An x of integers or bools (pixels, spikes), or of float16, is made the
     weight's float type, so that it gives each member's true product (float16 would round the members'
     differences away)."""
-    check_layer(params, name, bias)
+    check_layer(params, name)
     w = params[name]
     if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
         raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")

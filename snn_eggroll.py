@@ -12,7 +12,7 @@ from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import check_population
+from interface_checks import check_population, check_sigma
 import optim
 import snn
 
@@ -150,6 +150,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
 def check_config(config, params, network=None):
     """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with
     (`network`: its layers, None: fully connected)."""
-    check_population(config.population, config.sigma)
+    check_population(config.population)
+    check_sigma(config.sigma)
     snn.check_params(params, network)
     config.method(params).check(params)  # the rank against every weight matrix, as ask checks it

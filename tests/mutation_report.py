@@ -70,6 +70,8 @@ WIDER_BUFFER = ("a zero buffer wider than the padded image: only its [pad, pad +
                 "values")
 PASS_SIZE = ("how many pairs go through Philox in one pass only sets the chunks; each pair's normals are the "
              "same whatever chunk it is in (standard_normals is a pure function of its keys)")
+LOWER_VOWELS = ("kind[0].lower() is a lower-case letter, or no letter, never X: the vowels between XX and XX "
+                "are the same lower-case letters")
 CLASS_AXIS = ("every input its contract allows is (B, n_out) counts (its docstring; its one caller passes "
               "counts[0] of one member), whose axis 1 is the last axis, -1")
 
@@ -134,12 +136,12 @@ EQUIVALENT = {
     "baselines.x_pair_noise__mutmut_50": ("astype(value.dtype, copy=True)", COPY_FLAG),
     "eggroll.xǁEggrollǁinit__mutmut_22": ('State(params, optim.init(params), )', STATE_GENERATION),
     "eggroll.xǁEggrollǁinit__mutmut_9": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
-    "eggroll.xǁPopulationǁlinear__mutmut_24": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_26": ('w.T.astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_27": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_32": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_34": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_35": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_22": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_24": ('w.T.astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_25": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_30": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_32": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_33": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_47": ('self.pairs[pair:pair + 2]', "only the first pair's factors, pair p's, are read, and noise is a pure function of its pair: drawing p + 1 beside it changes none of its bits"),
     "eggroll.xǁPopulationǁmember__mutmut_55": ('factor.astype(value.dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_57": ('factor.astype(value.dtype, )', COPY_FLAG),
@@ -163,7 +165,9 @@ EQUIVALENT = {
     "interface_checks.x_fitness_array__mutmut_23": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
     "interface_checks.x_fitness_array__mutmut_32": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_47": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
-    "interface_checks.x_input_array__mutmut_16": ('not in "XXbiufXX"', KIND_LETTERS),
+    "interface_checks.x_input_array__mutmut_14": ('not in "XXbiufXX"', KIND_LETTERS),
+    "interface_checks.x_fitness_array__mutmut_15": ('in "XXiuXX"', KIND_LETTERS),
+    "interface_checks.x_a_kind__mutmut_13": ("in 'XXaeiouXX'", LOWER_VOWELS),
 }
 
 # name -> (text the mutated line contains, the GPU test that kills it)

@@ -647,7 +647,7 @@ def test_an_output_sigma_scale_not_above_zero_is_named(scale):
 def test_bad_population_error_suggests_the_next_even_population(population, suggestion):
     """The error for a population that is odd or < 2 suggests the next even number, at least 2."""
     with pytest.raises(ValueError, match=rf"got {population}: use e\.g\. {suggestion}$"):
-        interface_checks.check_population(population, 0.1)
+        interface_checks.check_population(population)
 
 
 def test_rank_equal_to_the_smaller_side_is_accepted():

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import types
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -419,7 +420,7 @@ class ArrayLike:
      "(a State(params, {}, generation) made by hand can be asked, not told)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=None),
      "team must be distributed.ALONE or distributed.team(update), got None (it has no my_pairs, update_pairs, "
-     "gather, sum)"),
+     "gather, sum, disagreement, size, update)"),
     (lambda: (lambda es: es.ask(es.init(dict(W, b=np.ones(2, np.float32)))).linear("nope", np.ones((2, 3))))(
         eggroll.Eggroll(4, 1, 0.1, 0)), "unknown parameter 'nope': the parameters are b, w"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 2, 2), np.float32)}),
@@ -847,8 +848,9 @@ def test_processes_given_other_settings_or_parameters_are_refused_at_init():
     refused = init_with(lambda rank: rank, lambda rank: mlp(0))
     assert refused[0] == refused[1] and refused[0].startswith(
         "the processes of this team hold different Eggrolls or states: seed (rank 0: 0; rank 1: 1)")
-    refused = init_with(lambda rank: 0, lambda rank: mlp(rank))
-    assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0]
+    refused = init_with(lambda rank: 0, lambda rank: mlp(rank))  # named by a fingerprint short enough to read
+    assert refused[0] == refused[1] and re.search(r"states: parameters \(rank 0: [0-9a-f]{16}; rank 1: [0-9a-f]{16}\);",
+                                                  refused[0])
     taken = init_with(lambda rank: 0, lambda rank: mlp(0))
     assert all(isinstance(state, eggroll.State) for state in taken)
 
@@ -874,7 +876,7 @@ def test_a_read_only_mapping_is_taken_as_sigma():
 
 class CountingTeam(distributed.Alone):
     """A team of two that agrees with itself and keeps what it was asked to compare."""
-    size = 2
+    size, update = 2, "allreduce"
 
     def __init__(self):
         self.compared = []
@@ -892,6 +894,7 @@ def test_a_team_compares_settings_update_generation_and_parameters_at_init_and_e
     assert [values["generation"] for values in team.compared] == [0, 3]
     assert {"population", "rank", "sigma", "seed", "lr", "weight_decay", "shaping", "update",
             "parameters"} <= set(team.compared[0])
+    assert team.compared[0]["update"] == "allreduce"  # the team's own: processes that sum otherwise differ
     assert team.compared[0]["parameters"] == team.compared[1]["parameters"]
 
 
@@ -951,8 +954,6 @@ def test_a_float16_put_into_a_sigma_dict_steps_as_its_float():
 
 
 class DuckTeam:
-    size = 2
-
     def my_pairs(self, n_pairs, per_block):
         return slice(0, n_pairs)
 
@@ -970,12 +971,35 @@ class NotNumpy:
     ndim, shape, size, dtype = 2, (2, 3), 6, np.dtype(np.float32)
 
 
+class ArrayApiArray(NotNumpy):
+    """An array of a library that names its module by the array API (JAX's): a module with no asnumpy,
+    neither NumPy nor CuPy."""
+    def __array_namespace__(self):
+        return types.SimpleNamespace(float32=np.float32, float64=np.float64)
+
+
+class SizelessTeam(DuckTeam):
+    """A team with every method but no size or update: how many processes it has, and how they sum, are
+    unknown."""
+    def disagreement(self, values):
+        return None
+
+
 @pytest.mark.parametrize("make, message", [
-    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=DuckTeam()), "(it has no disagreement)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=DuckTeam()), "(it has no disagreement, size, update)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=0.5, weight_decay=2.0), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping=np.array(["raw"])), "unknown shaping array(['raw']"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": NotNumpy()}),
      "parameter 'w' is a NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayApiArray()}),
+     "parameter 'w' is an ArrayApiArray: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=SizelessTeam()), "(it has no size, update)"),
+    (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array(list("abcd"))))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness must be real numbers, one per member, got an array of <U1"),
+    (lambda: (lambda es, s: es.tell(s, es.ask(s), np.ones(4, np.complex64)))(
+        eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
+     "fitness must be real numbers, one per member, got an array of complex64"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": strict_array.asarray(np.ones((2, 3), np.float32)),
                                                  "b": np.ones(2, np.float32)}),
      "the parameters live in different array modules (numpy, strict_array): give them all as NumPy arrays"),
@@ -994,6 +1018,17 @@ class NotNumpy:
 def test_odd_teams_settings_arrays_names_and_counts_are_refused_by_name(make, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make()
+
+
+def test_integers_float64_cannot_hold_are_refused_without_a_warning_first():
+    """A uint64 fitness near 2^64 rounds past uint64's range in float64: the one ValueError says so,
+    with no RuntimeWarning about the cast printed before it."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="fitness holds integers that float64"):
+            es.tell(state, es.ask(state), np.array([2 ** 64 - 1, 2 ** 64 - 2, 0, 1], dtype=np.uint64))
 
 
 def test_parameters_added_since_ask_are_named_so():
