@@ -248,8 +248,13 @@ def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset
     code, err = run_main(args, capsys)
     assert code == 2 and f"{other} holds a run with other settings (generations 2, not 4)" in err, err
     assert not (own / "final.json").exists()  # nothing after the refused run is trained
+    trained = []  # (run, force) of each run reproduce trains: a retrained run would record the same metrics
+    train = training.train
+    monkeypatch.setattr(training, "train", lambda config, out, **kw: trained.append((out.name, kw["force"]))
+                        or train(config, out, **kw))
     code, err = run_main(args + ["--force"], capsys)
     assert code == 0, err
+    assert trained == [("eggroll-r1-seed1", True), ("eggroll-r2-seed1", False)]
     assert (own / "final.json").exists() and (own / "metrics.jsonl").read_text() == metrics  # resumed, not retrained
     assert json.loads((other / "config.json").read_text())["generations"] == 4
     assert json.loads((other / "final.json").read_text())["generations"] == 4
