@@ -128,15 +128,23 @@ def population_forward(params, perturbations, x, settings):
     x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
-    of a pair differ only in its sign."""
+    of a pair differ only in its sign. The same counts, the slow way, each E_p formed
+    (tests/test_nano_eggroll.py checks that the two agree):
+
+        for p in range(P):
+            for s, sign in enumerate((1, -1)):
+                member = {W: params[W] + sign * sigma * A_W[p].T @ B_W[p] / sqrt(r) for W in ("W1", "W2")}
+                member |= {b: params[b] + sign * sigma * delta_b[p] for b in ("b1", "b2")}
+                counts[s, p] = forward(member, x, settings)                         # (N, 10)
+    """
     # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
-    A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])
-    A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])
-    delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)
-    T, batch, n_in = x.shape
+    A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
+    A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
+    delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)  # (P, 64), (P, 10)
+    T, batch, n_in = x.shape                                                    # T, N, 2312
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
-    sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)  # member axis: +, then -
+    sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)                # (2, 1, 1, 1): +, then -
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
     # A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n), so x B_p = x @ B_W1[p].T.
@@ -146,8 +154,8 @@ def population_forward(params, perturbations, x, settings):
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
     # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
     pair_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
-    out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)
-    return out.sum(axis=0)
+    out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)
+    return out.sum(axis=0)                                                      # (2, P, N, 10)
 
 
 def centred_ranks(values):

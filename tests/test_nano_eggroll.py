@@ -96,6 +96,26 @@ def test_generations_give_the_reference_parameters_real_network_and_recordings(s
     assert_same_parameters(float64(nano.init_params(s.seed)), batches, s)
 
 
+def test_population_forward_counts_are_every_member_formed_and_run_alone():
+    """Eq. (6) without E_p gives each member the spike counts of its own weights theta +- sigma E_p,
+    formed and run through forward one member at a time: the slow way population_forward's
+    docstring writes out. Float64, whose rounding moves no spike here."""
+    s = nano.Settings(members=2 * 5, rank=2, sigma=0.3, seed=4)
+    params = float64(nano.init_params(2, (20, 7, 4), std=1.0))
+    x = random_batches(1, 6, 5, 20, 4, 0.3, seed=1)[0][0]
+    drawn = nano.draw_noise(params, 0, s)
+    counts = nano.population_forward(params, drawn, x, s)
+    slow = np.empty_like(counts)
+    for p in range(5):
+        for side, sign in enumerate((1, -1)):
+            member = {W: params[W] + sign * s.sigma * drawn[W][0][p].T @ drawn[W][1][p] / np.sqrt(s.rank)
+                      for W in ("W1", "W2")}
+            member |= {b: params[b] + sign * s.sigma * drawn[b][p] for b in ("b1", "b2")}
+            slow[side, p] = nano.forward(member, x, s)
+    assert counts.shape == (2, 5, 5, 4) and np.array_equal(counts, slow)
+    assert len({member.tobytes() for member in counts.reshape(10, -1)}) > 5  # the members differ
+
+
 def test_the_parts_are_the_reference_bit_for_bit():
     """Initial weights, Eq. (5)'s factors and bias noise, centred ranks with ties, and Adam steps."""
     params = nano.init_params(5, (30, 8, 4))
