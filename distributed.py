@@ -20,8 +20,9 @@ process's rank (`problems`), and a signal any process receives stops them all at
 generation (`stop_if_signalled`), so that none is left waiting in a collective call. Before a
 run, the processes compare what defines it (`disagreement`): a job whose processes were given
 different settings, data or code stops before its first generation; and EGGROLL's ask compares,
-every generation, a fingerprint of each process's settings, generation and parameters (a state
-resumed otherwise on one process stops the job, not its weights).
+every generation, a fingerprint of each process's settings, generation and parameters, and its
+tell the generation each process tells (a state resumed otherwise on one process stops the job,
+not its weights).
 
 No collective call that can wait on a late peer holds a process beyond the reach of a signal:
 each is started non-blocking and waited for in Python (`Team.wait`), where a signal is noted. (The

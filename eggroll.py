@@ -41,8 +41,8 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite, check_known, check_layer,
-                              check_optimiser, check_params, check_settings, check_stepped, check_whole,
-                              fitness_array, input_array)
+                              check_optimiser, check_params, check_settings, check_stepped, check_told, check_whole,
+                              fitness_array, input_array, layout_of, same_values)
 import noise
 import optim
 
@@ -123,11 +123,13 @@ class Population:
     seed: int
     generation: int
     pairs: range         # the indices of the pairs: keys, so that asking costs nothing however many
+    layout: dict = field(init=False, repr=False)  # {name: (shape, dtype)} when asked, for tell to compare
 
     def __post_init__(self):
         if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)):
             raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
                              "pairs a range): ask for one")
+        object.__setattr__(self, "layout", layout_of(self.params))
 
     @property
     def members(self):
@@ -333,7 +335,8 @@ class Eggroll:
         if not_finite:
             raise ValueError(f"parameter {not_finite[0]!r} holds NaN or inf: EGGROLL steps finite parameters; "
                              f"give it finite starting values")
-        params = {name: value.copy() for name, value in params.items()}  # the caller's arrays may change
+        params = {name: value.copy() if type(value) is not numpy.memmap else numpy.array(value)  # a file's: in memory
+                  for name, value in params.items()}  # the caller's arrays may change
         check_agreed(self, params)
         return State(params, optim.init(params), 0)
 
@@ -361,6 +364,7 @@ class Eggroll:
         self.check(state.params)
         check_optimiser(state)
         fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
+        check_told(self, state.generation)
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
         shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
@@ -379,14 +383,18 @@ class Eggroll:
         if population.generation != state.generation:
             raise ValueError(f"the population is generation {population.generation}'s, the state is at generation "
                              f"{state.generation}: tell the fitness of ask(state) with that same state")
-        if population.params is not state.params:
+        if population.params is not state.params and not same_values(population.params, state.params):
             raise ValueError("the population was asked of another state's parameters: tell the state it was asked of")
-        if set(population.sigma) != set(state.params):
-            raise ValueError("parameters were added to or removed from the state since ask: tell the state as it was "
-                             "asked, and change it after")
+        if population.layout != layout_of(state.params):  # the same dict, changed in place
+            raise ValueError("parameters were added to, removed from, retyped or reshaped in the state since ask: "
+                             "tell the state as it was asked, and change it after")
         asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
         differ = [name for name in ("seed", "rank", "pairs", "sigma")
                   if getattr(population, name) != getattr(asked, name)]
+        if differ == ["sigma"]:
+            raise ValueError(f"the population was asked with sigma {population.sigma}, this Eggroll's is "
+                             f"{asked.sigma}: tell its fitness to the Eggroll that asked it, and change a sigma after "
+                             f"tell, not between ask and tell")
         if differ:
             raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} "
                              f"{'differs' if len(differ) == 1 else 'differ'} from this one's): tell its fitness to "

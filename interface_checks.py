@@ -30,7 +30,7 @@ def check_settings(es):
     check_sigma(es.sigma)
     for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
         if not is_real(value) or not (is_finite(value) and value >= 0):
-            raise ValueError(f"{setting} must be a finite number >= 0, got {value!r}: use e.g. "
+            raise ValueError(f"{setting} must be a finite int or float >= 0, got {value!r}: use e.g. "
                              f"{'0.01' if setting == 'lr' else '0.0'}")
     if es.lr * es.weight_decay >= 1:
         raise ValueError(f"lr x weight_decay must be < 1, got {es.lr} x {es.weight_decay}: each step multiplies "
@@ -58,7 +58,7 @@ def check_sigma(sigma):
             raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(value)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
         if not is_real(value) or not (is_finite(value) and value > 0):
-            raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite number > 0, "
+            raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite int or float > 0, "
                              f"got {value!r}: use e.g. 0.1")
 
 
@@ -82,7 +82,7 @@ def check_params(es, params):
                              f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
         if value.size == 0:
             raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
-        if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray:  # matrix, masked: other rules
+        if isinstance(value, numpy.ndarray) and type(value) not in (numpy.ndarray, numpy.memmap):  # matrix, masked
             raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
                              f"products and masks follow other rules: give numpy.asarray({name})")
         xp = array_module_of(value)
@@ -141,11 +141,36 @@ def check_agreed(es, params, generation=0):
                          f"same pickled State)")
 
 
+def layout_of(params):
+    """{name: (shape, dtype)} of every parameter: what a step needs unchanged from ask to tell."""
+    return {name: (tuple(value.shape), value.dtype.str) for name, value in params.items()}
+
+
+def same_values(params, others):
+    """Whether two dicts of parameters hold the same names, types and values (a state and its
+    population pickled apart hold equal copies)."""
+    return layout_of(params) == layout_of(others) and all(
+        bool(array_module_of(value).array_equal(value, others[name])) for name, value in params.items())
+
+
+def check_told(es, generation):
+    """ValueError on every process of a team whose processes tell different generations: their fitnesses
+    would be gathered into one step, each along another generation's noise. A collective call."""
+    if es.team.size == 1:
+        return
+    problem = es.team.disagreement({"generation": int(generation)})
+    if problem:
+        raise ValueError(f"the processes of this team tell different generations: {problem}; every process tells "
+                         f"the fitness of ask(state) for the same state")
+
+
 def a_kind(value):
-    """"a list", "an int", "a NumPy array": the article and the name of value's type, for a message."""
+    """"a list", "an int", "a NumPy array", "an array.array": the article and the name of value's type, for a
+    message."""
     if isinstance(value, numpy.ndarray):
         return "a NumPy array"
-    kind = type(value).__name__
+    kind = type(value).__name__ if type(value).__module__ == "builtins" else \
+        f"{type(value).__module__}.{type(value).__name__}"  # array.array, decimal.Decimal: not the builtins
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
 
@@ -165,13 +190,20 @@ def is_finite(number):
 def check_optimiser(state):
     """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
     optimiser = state.optimiser
-    moments = isinstance(optimiser, Mapping) and "t" in optimiser and all(
-        isinstance(optimiser.get(moment), Mapping) and set(optimiser[moment]) == set(state.params)
-        and all(getattr(optimiser[moment][name], "shape", None) == value.shape
-                for name, value in state.params.items()) for moment in "mv")
-    if not moments:
+    if not (isinstance(optimiser, Mapping) and "t" in optimiser
+            and all(isinstance(optimiser.get(moment), Mapping) for moment in "mv")):
         raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
                          "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
+    for name, value in state.params.items():
+        shapes = {getattr(optimiser[moment].get(name), "shape", None) for moment in "mv"}
+        if shapes != {value.shape}:
+            raise ValueError(f"Adam's state holds no moments of parameter {name!r} of shape {tuple(value.shape)}: it "
+                             f"was added to the state or reshaped since init or tell; add or reshape parameters before "
+                             f"init, or start again with init(state.params) (Adam and the generation from zero)")
+    for name in set(optimiser["m"]) | set(optimiser["v"]):
+        if name not in state.params:
+            raise ValueError(f"Adam's state holds moments of {name!r}, which the state's parameters lack: it was "
+                             f"removed since init or tell; start again with init(state.params) (Adam and the generation from zero)")
     check_whole("state.optimiser's step count t", optimiser["t"], 0, 2 ** 63 - 1,
                 "the State that init or tell returned, whose count starts at 0")
 
@@ -233,7 +265,8 @@ def fitness_array(fitness, members, like):
     """`fitness` as a float64 array of `like`'s module, or a ValueError naming the fix unless it is one
     real number per member. float64 holds every float32, float16, bool and integer up to 2^53 as it
     is (their ranks unchanged), their differences neither wrap nor overflow, and every process of a
-    team gathers the same type."""
+    team gathers the same type; integers beyond, and numbers (long doubles, Fractions, Decimals)
+    that it would make equal, are refused."""
     if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
         raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
     given = fitness
@@ -241,11 +274,18 @@ def fitness_array(fitness, members, like):
         fitness = array_module_of(like).asarray(fitness)
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
-    if fitness.dtype.kind == "O":  # Fractions or Decimals, say: numbers, if float() takes them
+    if fitness.dtype.kind == "O":  # Fractions, Decimals, ints beyond int64, say: numbers, if float() takes them
+        missing = [member for member, value in enumerate(fitness.ravel()) if value is None]
+        if missing:
+            raise ValueError(f"fitness holds None (member {missing[0]}): give every member a number")
         try:
-            fitness = fitness.astype(numpy.float64)
-        except (TypeError, ValueError):
-            pass
+            converted = fitness.astype(numpy.float64)
+        except (TypeError, ValueError):  # text, say: no real numbers, as said below
+            converted = None
+        if converted is not None:
+            fitness = held_apart(fitness, converted)
+    if fitness.dtype.kind == "f" and fitness.dtype.itemsize > 8:  # long double
+        fitness = held_apart(fitness, fitness.astype(numpy.float64))
     if fitness.dtype.kind in "iu":
         with numpy.errstate(invalid="ignore"):  # a uint64 near 2^64 rounds past its range: not held, as said
             held = bool((fitness.astype(numpy.float64).astype(fitness.dtype) == fitness).all())
@@ -261,6 +301,16 @@ def fitness_array(fitness, members, like):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
     return fitness
+
+
+def held_apart(given, converted):
+    """`converted`, the fitness `given` as float64, or a ValueError if float64 made two of its different
+    values one: their ranks would tie, and the step lose them. (Python's numbers compare and hash by
+    value across types, so a set counts the different values of any mix of them.)"""
+    if len(set(converted.ravel().tolist())) < len(set(given.ravel().tolist())):
+        raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can tell "
+                         "apart: shift or scale them (e.g. subtract their mean) before tell")
+    return converted
 
 
 def check_layer(params, name, bias=None):
@@ -284,12 +334,14 @@ def input_array(x, params, name, members):
     w = params[name]
     if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
         raise ValueError("x is a masked array: give every input a number (numpy.ma.filled(x, 0))")
+    given = x
     try:
         x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
     except (TypeError, ValueError) as error:  # ragged rows, say
         raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
-        raise ValueError(f"x must be real numbers, got an array of {x.dtype}: give x.astype(numpy.float32)")
+        what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
+        raise ValueError(f"x must be real numbers, got {what}: give numpy.asarray(x, dtype=numpy.float32)")
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")

@@ -345,7 +345,7 @@ def test_es_checks_sigma_population_and_frames():
     """Full-rank ES refuses sigma <= 0, an odd population and mis-shaped frames like EGGROLL does."""
     params, frames, labels, config = es_problem(0, np.float32)
     state = optim.init(params)
-    with pytest.raises(ValueError, match="sigma must be a finite number > 0"):
+    with pytest.raises(ValueError, match="sigma must be a finite int or float > 0"):
         baselines.es_forward(params, frames, replace(config, sigma=0.0), 0)
     with pytest.raises(ValueError, match="population must be an even number"):
         baselines.es_forward(params, frames, replace(config, population=7), 0)

@@ -1,6 +1,7 @@
 """EGGROLL's ask/tell interface (eggroll.Eggroll) over any named 1-D and 2-D arrays, and the spiking
 network of any depth as its client: the population's products against every member formed,
 resume through pickle, clear errors, and the spiking network's generation as ask -> forward -> tell."""
+import array
 import os
 import pickle
 import re
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import types
 import warnings
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -287,10 +289,13 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(s, np.zeros(4), np.zeros(4)), "tell takes (state, population, fitness), got a NumPy array"),
     (lambda es, s: es.tell(es.tell(s, es.ask(s), np.arange(4.0))[0], es.ask(s), np.arange(4.0)),
      "the population is generation 0's, the state is at generation 1"),
-    (lambda es, s: es.tell(s, es.ask(es.init(mlp(6))), np.arange(4.0)), "asked of another state's parameters"),
+    (lambda es, s: es.tell(s, es.ask(es.init(mlp(7))), np.arange(4.0)), "asked of another state's parameters"),
     (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.1, seed=1).ask(s), np.arange(4.0)), "its seed differ"),
     (lambda es, s: es.tell(s, eggroll.Eggroll(4, 2, 0.1, seed=0).ask(s), np.arange(4.0)), "its rank differ"),
-    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.2, seed=0).ask(s), np.arange(4.0)), "its sigma differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.2, seed=0).ask(s), np.arange(4.0)),
+     "the population was asked with sigma {'layer0.weight': 0.2, 'layer0.bias': 0.2, 'layer1.weight': 0.2, "
+     "'layer1.bias': 0.2}, this Eggroll's is {'layer0.weight': 0.1, 'layer0.bias': 0.1, 'layer1.weight': 0.1, "
+     "'layer1.bias': 0.1}: tell its fitness to the Eggroll that asked it, and change a sigma after tell"),
     (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs differ"),
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
@@ -299,10 +304,10 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "sigma's keys must be the parameters' names, strings, got 1"),
     (lambda es, s: eggroll.Eggroll(4, 1, dict.fromkeys([*s.params, "extra"], 0.1), 0).init(s.params),
      "one sigma per parameter"),
-    (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite number > 0, got -0.1"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.0, 0), "sigma must be a finite number > 0, got 0.0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, -0.1, 0), "sigma must be a finite int or float > 0, got -0.1"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.0, 0), "sigma must be a finite int or float > 0, got 0.0"),
     (lambda es, s: eggroll.Eggroll(4, 1, {**dict.fromkeys(s.params, 0.1), "layer0.bias": 0}, 0),
-     "sigma of 'layer0.bias' must be a finite number > 0, got 0"),
+     "sigma of 'layer0.bias' must be a finite int or float > 0, got 0"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": np.inf}, 0), "sigma of 'layer0.weight' must be a finite"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, shaping="z"), "unknown shaping"),
     (lambda es, s: es.init({"cube": np.ones((2, 2, 2))}), "reshape it"),
@@ -314,11 +319,11 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 1.0, 0.1, 0), "rank must be a whole number, got 1.0"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 2 ** 64), "seed must be a whole number in 0..18446744073709551615"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, -1), "seed must be a whole number in 0.."),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=np.nan), "lr must be a finite number >= 0, got nan"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=-0.01), "lr must be a finite number >= 0"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=np.nan), "weight_decay must be a finite number >= 0"),
-    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-1.0), "weight_decay must be a finite number >= 0"),
-    (lambda es, s: eggroll.Eggroll(4, 1, True, 0), "sigma must be a finite number > 0, got True"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=np.nan), "lr must be a finite int or float >= 0, got nan"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=-0.01), "lr must be a finite int or float >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=np.nan), "weight_decay must be a finite int or float >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-1.0), "weight_decay must be a finite int or float >= 0"),
+    (lambda es, s: eggroll.Eggroll(4, 1, True, 0), "sigma must be a finite int or float > 0, got True"),
     # parameters: float32 or float64, non-empty, named by strings
     (lambda es, s: es.init({"w": np.ones((3, 6), dtype=np.int64)}), "'w' is int64: EGGROLL steps float32 or float64"),
     (lambda es, s: es.init({"w": np.ones((3, 6), dtype=bool)}), "give w.astype(numpy.float32)"),
@@ -400,9 +405,9 @@ class ArrayLike:
     (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number, got 1.5: use e.g. 1 or 4"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, -1),
      "seed must be a whole number in 0..18446744073709551615, got -1: use e.g. 0"),
-    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=float("nan")), "lr must be a finite number >= 0, got nan: use e.g. 0.01"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=float("nan")), "lr must be a finite int or float >= 0, got nan: use e.g. 0.01"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-1.0),
-     "weight_decay must be a finite number >= 0, got -1.0: use e.g. 0.0"),
+     "weight_decay must be a finite int or float >= 0, got -1.0: use e.g. 0.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping="nope"), "unknown shaping 'nope': use one of centred_ranks, raw"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({}), "params is empty: give a dict of named 1-D and 2-D arrays"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": 1.0}),
@@ -439,7 +444,7 @@ class ArrayLike:
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (1.0, 2.0)}),
      "parameter 'w' is a tuple, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
-     "parameter 'w' is an ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+     "parameter 'w' is a test_interface.ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
      f"parameter 'w' is {np.dtype(np.float64).newbyteorder()}: EGGROLL steps float32 or float64 arrays in this "
      f"machine's byte order; give w.astype(numpy.float64)"),
@@ -481,7 +486,10 @@ def test_a_foreign_population_or_state_is_told_in_full():
     assert told(es, eggroll.State(W, None, 0), es.ask(eggroll.State(W, None, 0))) == no_adam
     other_names = dict(state.optimiser, m={"x": np.zeros(1)})
     handmade = eggroll.State(state.params, other_names, 0)
-    assert told(es, handmade, es.ask(handmade)) == no_adam
+    assert told(es, handmade, es.ask(handmade)) == (
+        "Adam's state holds no moments of parameter 'w' of shape (2, 3): it was added to the state or reshaped since "
+        "init or tell; add or reshape parameters before init, or start again with init(state.params) (Adam and the "
+        "generation from zero)")
     raw = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
     start = raw.init(W)
     assert told(raw, start, raw.ask(start), (1e308, -1e308, 1e308, -1e308)) == (
@@ -508,10 +516,11 @@ def test_a_state_missing_any_part_of_adams_state_is_not_told():
     state = es.init(W)
     no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
                "returned (a State(params, {}, generation) made by hand can be asked, not told)")
-    for optimiser in (dict(state.optimiser, v={"x": np.zeros(1)}), {"m": state.optimiser["m"],
-                                                                      "v": state.optimiser["v"]}):
+    for optimiser, said in ((dict(state.optimiser, v={"x": np.zeros(1)}), "Adam's state holds no moments of "
+                                                                           "parameter 'w' of shape (2, 3)"),
+                            ({"m": state.optimiser["m"], "v": state.optimiser["v"]}, no_adam)):
         handmade = eggroll.State(state.params, optimiser, 0)
-        assert told(es, handmade, es.ask(handmade)) == no_adam
+        assert told(es, handmade, es.ask(handmade)).startswith(said)
 
 
 @pytest.mark.parametrize("sigma", [0.1, np.float64(0.1), np.float32(0.1)])
@@ -737,10 +746,10 @@ def test_a_sigma_of_any_real_type_steps_as_the_python_float_it_holds(sigma):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite number > 0, got 1000"),
-    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite number > 0, got 1000"),
-    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite number >= 0, got 1000"),
-    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-10 ** 400), "weight_decay must be a finite number >= 0, got"),
+    (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite int or float > 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite int or float > 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite int or float >= 0, got 1000"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-10 ** 400), "weight_decay must be a finite int or float >= 0, got"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=distributed.Alone),
      "team must be distributed.ALONE or distributed.team(update), got the class Alone: give one of those"),
     (lambda: distributed.team("nope"), "unknown update 'nope': use one of seeds, allreduce"),
@@ -761,13 +770,15 @@ def test_a_setting_or_input_of_an_odd_type_is_one_value_error(make, message):
 
 def test_tell_checks_the_state_it_is_told_again():
     """Parameters or Adam's state changed in a state between ask and tell, or made by hand, are refused
-    before any step: a float16 weight, a reshaped bias (which would broadcast to a matrix), moments of
-    other shapes, a step count that is no whole number."""
+    before any step: a weight made float16 or float32 (its moments are float64), a reshaped bias (which
+    would broadcast to a matrix), a weight of other shape, a step count that is no whole number."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     fitness = [1.0, 2.0, 3.0, 4.0]
-    for name, value, match in [("layer0.weight", lambda v: v.astype(np.float16), "is float16"),
-                               ("layer0.bias", lambda v: v[:, None], "Adam's state of the parameters"),
-                               ("layer1.weight", lambda v: np.ones((7, 9)), "Adam's state of the parameters")]:
+    since_ask = "parameters were added to, removed from, retyped or reshaped in the state since ask"
+    for name, value, match in [("layer0.weight", lambda v: v.astype(np.float16), since_ask),
+                               ("layer0.weight", lambda v: v.astype(np.float32), since_ask),
+                               ("layer0.bias", lambda v: v[:, None], since_ask),
+                               ("layer1.weight", lambda v: np.ones((7, 9)), since_ask)]:
         state = es.init(mlp(1))
         pop = es.ask(state)
         state.params[name] = value(state.params[name])
@@ -931,7 +942,7 @@ def test_processes_agree_whatever_order_their_dicts_hold_and_disagree_on_a_resum
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda es: es.sigma.update(w="0.1"), "sigma of 'w' must be a finite number > 0, got '0.1'"),
+    (lambda es: es.sigma.update(w="0.1"), "sigma of 'w' must be a finite int or float > 0, got '0.1'"),
     (lambda es: es.sigma.update(w=np.array([0.1, 0.2])), "sigma is a float or a dict {name: float}, got a NumPy array"),
 ])
 def test_a_sigma_dict_changed_in_place_is_checked_again_at_ask(change, message):
@@ -990,9 +1001,9 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=0.5, weight_decay=2.0), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping=np.array(["raw"])), "unknown shaping array(['raw']"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": NotNumpy()}),
-     "parameter 'w' is a NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+     "parameter 'w' is a test_interface.NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayApiArray()}),
-     "parameter 'w' is an ArrayApiArray: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+     "parameter 'w' is a test_interface.ArrayApiArray: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=SizelessTeam()), "(it has no size, update)"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array(list("abcd"))))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
@@ -1036,7 +1047,7 @@ def test_parameters_added_since_ask_are_named_so():
     state = es.init(W)
     pop = es.ask(state)
     state.params["extra"] = np.ones(2, np.float32)
-    with pytest.raises(ValueError, match="parameters were added to or removed from the state since ask"):
+    with pytest.raises(ValueError, match="parameters were added to, removed from, retyped or reshaped in the state since ask"):
         es.tell(state, pop, range(4))
 
 
@@ -1070,9 +1081,9 @@ def test_more_refusals_read_in_full():
          "fitness must be real numbers, one per member, got an array of <U1"),
         (lambda: pop.linear("w", np.ones((5, 2, 2, 6))), "x of shape (2·pairs, N, n) needs 2·pairs = 4 members, got 5"),
         (lambda: pop.rows("w", "b", np.float16), "rows are float32 or float64, got float16"),
-        (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=True), "lr must be a finite number >= 0, got True: use e.g. 0.01"),
+        (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=True), "lr must be a finite int or float >= 0, got True: use e.g. 0.01"),
         (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay="0.1"),
-         "weight_decay must be a finite number >= 0, got '0.1': use e.g. 0.0"),
+         "weight_decay must be a finite int or float >= 0, got '0.1': use e.g. 0.0"),
     ]
     for make, message in cases:
         with pytest.raises(ValueError) as raised:
@@ -1116,10 +1127,13 @@ def test_adams_state_of_other_names_or_no_dict_is_not_told():
     state = es.init(W)
     no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
                "returned (a State(params, {}, generation) made by hand can be asked, not told)")
-    for optimiser in (dict(state.optimiser, m=None), dict(state.optimiser, v=5),
-                      dict(state.optimiser, m={**state.optimiser["m"], "x": np.zeros(1)})):
+    for optimiser in (dict(state.optimiser, m=None), dict(state.optimiser, v=5)):
         handmade = eggroll.State(state.params, optimiser, 0)
         assert told(es, handmade, es.ask(handmade)) == no_adam
+    handmade = eggroll.State(state.params, dict(state.optimiser, m={**state.optimiser["m"], "x": np.zeros(1)}), 0)
+    assert told(es, handmade, es.ask(handmade)) == (
+        "Adam's state holds moments of 'x', which the state's parameters lack: it was removed since init or tell; "
+        "start again with init(state.params) (Adam and the generation from zero)")
 
 
 def test_learning_rates_of_any_real_type_step_as_the_python_floats_they_hold():
@@ -1200,7 +1214,8 @@ def test_the_newer_refusals_read_in_full():
         (lambda: es.population_of(state, slice(0, 0)).member(0),
          "this population holds no members (a process given no pairs): ask no member of it"),
         (lambda: es.tell(added, asked, range(4)),
-         "parameters were added to or removed from the state since ask: tell the state as it was asked, and change "
+         "parameters were added to, removed from, retyped or reshaped in the state since ask: tell the state as it was "
+         "asked, and change "
          "it after"),
         (lambda: es.tell(state, es.ask(state), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])),
          "fitness holds integers that float64, in which they are ranked, cannot hold exactly (beyond 2^53): give "
@@ -1223,3 +1238,105 @@ def test_the_newer_refusals_read_in_full():
             make()
         assert str(raised.value) == message
     assert eggroll.Eggroll(4, 1, 0.1, 0).ask(state).linear("w", np.ones((1, 3), np.float32)).shape == (4, 1, 2)
+
+
+def test_a_population_pickled_apart_from_its_state_is_told_as_the_one_asked():
+    """A state and its population saved in two files (a checkpoint mid-generation) hold equal copies
+    of the parameters, not one dict: tell takes them, and steps as it would have without the pickle."""
+    es = eggroll.Eggroll(8, 1, 0.1, 0)
+    state = es.init(mlp(2))
+    pop = es.ask(state)
+    fitness = pop.linear("layer0.weight", np.ones((3, 6))).sum(axis=(1, 2))
+    apart = es.tell(pickle.loads(pickle.dumps(state)), pickle.loads(pickle.dumps(pop)), fitness)[0]
+    together = es.tell(state, pop, fitness)[0]
+    assert all(np.array_equal(apart.params[name], together.params[name]) for name in state.params)
+    changed = pickle.loads(pickle.dumps(state))
+    changed.params["layer0.bias"][0] += 1.0  # another state's values: refused, not stepped
+    with pytest.raises(ValueError, match="the population was asked of another state's parameters"):
+        es.tell(changed, pickle.loads(pickle.dumps(pop)), fitness)
+
+
+@pytest.mark.parametrize("fitness", [
+    [2 ** 70 + 3, 2 ** 70 + 1, 2 ** 70 + 2, 2 ** 70],                          # Python ints beyond int64
+    [Fraction(1, 3) + Fraction(k, 10 ** 30) for k in (3, 1, 2, 0)],             # closer than float64's step
+    [Decimal(f"1.{k:021d}") for k in (3, 1, 2, 0)],                            # 1 + 3e-21, ...
+])
+def test_numbers_float64_would_make_equal_are_refused_not_tied(fitness):
+    """Different fitnesses that float64, in which they are ranked, cannot tell apart would tie and give
+    no step: refused by name, as integers beyond 2^53 are; the same numbers held apart are taken."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError, match="fitness holds numbers closer together than float64, in which they are "
+                                         "ranked, can tell apart: shift or scale them"):
+        es.tell(state, es.ask(state), fitness)
+    apart = [float((value - min(fitness)) * 10 ** 30) for value in fitness]  # shifted and scaled, as advised
+    assert not np.array_equal(es.tell(state, es.ask(state), apart)[0].params["w"], W["w"])
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps, reason="long double is float64 here")
+def test_long_doubles_float64_would_make_equal_are_refused():
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    fitness = np.longdouble(1) + np.array([3, 1, 2, 0], np.longdouble) * np.longdouble(2.0 ** -60)
+    with pytest.raises(ValueError, match="fitness holds numbers closer together than float64"):
+        es.tell(state, es.ask(state), fitness)
+
+
+def test_a_missing_fitness_is_named_as_missing_not_as_nan():
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError, match=re.escape("fitness holds None (member 1): give every member a number")):
+        es.tell(state, es.ask(state), [1.0, None, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("x, kind", [(None, "a NoneType"), ((row for row in np.ones((2, 3))), "a generator"),
+                                     (np.ones((2, 3), np.complex64), "an array of complex64")])
+def test_an_x_of_no_numbers_names_its_kind_and_a_fix_that_applies_to_it(x, kind):
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    pop = es.ask(es.init(W))
+    with pytest.raises(ValueError, match=re.escape(f"x must be real numbers, got {kind}: give "
+                                                   f"numpy.asarray(x, dtype=numpy.float32)")):
+        pop.linear("w", x)
+
+
+def test_kinds_outside_the_builtins_are_named_with_their_module():
+    """A parameter that is an array.array, a sigma that is a Decimal: named so, not "an array" (which
+    a reader takes for NumPy's) or a bare class name."""
+    with pytest.raises(ValueError, match=re.escape("parameter 'w' is an array.array, not an array")):
+        eggroll.Eggroll(4, 1, 0.1, 0).init({"w": array.array("f", [1.0, 2.0])})
+    with pytest.raises(ValueError, match=re.escape("sigma must be a finite int or float > 0, got Decimal('0.1')")):
+        eggroll.Eggroll(4, 1, Decimal("0.1"), 0)
+
+
+def test_a_memory_mapped_parameter_is_taken_and_copied_into_memory(tmp_path):
+    np.save(tmp_path / "w.npy", W["w"])
+    mapped = np.load(tmp_path / "w.npy", mmap_mode="r")
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": mapped})
+    assert type(state.params["w"]) is np.ndarray and np.array_equal(state.params["w"], W["w"])
+    fitness = np.arange(4.0)
+    stepped = es.tell(state, es.ask(state), fitness)[0].params["w"]
+    plain = es.init(W)
+    assert np.array_equal(stepped, es.tell(plain, es.ask(plain), fitness)[0].params["w"])
+
+
+def test_processes_telling_different_generations_are_refused_on_every_process():
+    """A process that tells an older (state, population), each valid alone, while the others tell the
+    current one: the gathered fitnesses would mix two generations. One ValueError on every process."""
+    params = mlp(1, dtype=np.float32)
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        first = es.init(params)
+        asked = es.ask(first)
+        fitness = lambda pop: pop.linear("layer0.weight", np.ones((2, 6), np.float32)).sum(axis=(1, 2))
+        second, _ = es.tell(first, asked, fitness(asked))
+        later = es.ask(second)
+        try:
+            es.tell(first, asked, fitness(asked)) if team.rank == 1 else es.tell(second, later, fitness(later))
+        except ValueError as error:
+            return str(error)
+
+    said = run_team(2, body)[0]
+    assert said[0] == said[1] == ("the processes of this team tell different generations: generation (rank 0: 1; "
+                                  "rank 1: 0); every process tells the fitness of ask(state) for the same state")
