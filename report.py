@@ -6,12 +6,14 @@ results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_c
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
 import numpy
 
 import config
+import exits
 import mnist
 import snn
 import run_folder
@@ -83,13 +85,42 @@ def read_metrics(path):
     return records
 
 
+# Every table and figure a report writes into results/<preset> (or a hyperscale part), and how each
+# begins: a file of one of these names that begins otherwise is the user's, and is left as it is.
+HEADINGS = re.compile(rb"# (Table [12] \(|Sparsity and energy \(|Hyperscale |The screen: |The price of a spike: "
+                      rb"|The \S+ preset on this machine)")
+FIGURES = ("rank_ablation.png", "convergence.png", "wallclock.png", "accuracy_time.png", "protocol.png",
+           "budget_accuracy.png", "budget_speed.png", "levers.png", "spike_cost.png")
+OWN_FILES = {**dict.fromkeys(("table.md", "per_seed.md", "sparsity.md", "comparison.md"), HEADINGS),
+             **dict.fromkeys(FIGURES, exits.PNG)}
+
+
+def refuse_foreign_files(results_dir):
+    """Before any work: a UsageError for a file in results_dir under the name of a report's table or
+    figure that no report wrote (it does not begin as the report's own do), which it would replace."""
+    for name, heading in OWN_FILES.items():
+        exits.refuse_foreign_file(results_dir / name, heading, "a table or figure of run.py reproduce",
+                                  f"move it out of {results_dir}, or give reproduce another --results")
+
+
 def prepare_results(results_dir):
     """Make results_dir, and refuse, before anything is written, a link in it under the name of a
-    table or a figure (*.md, *.png): the report writes its own files, never through a link."""
+    table or a figure (*.md, *.png), and a file of a report's name that no report wrote: the report
+    writes its own files, never through a link nor over a user's."""
     results_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(results_dir.iterdir()):
         if path.suffix in (".md", ".png"):
             run_folder.refuse_link(path)
+    refuse_foreign_files(results_dir)
+
+
+def remove_stale_figures(results_dir, written):
+    """Delete the figures an earlier report drew in results_dir that this one, `written`, did not (of
+    runs no longer there, or of none): only a report's own, a PNG file of one name."""
+    for name in FIGURES:
+        path = results_dir / name
+        if path not in written and run_folder.is_own_file(path) and path.read_bytes().startswith(exits.PNG):
+            path.unlink()
 
 
 def collect(results_dir, expected=None):
@@ -397,8 +428,6 @@ def plot_figures(results_dir, runs, names, preset):
                "accuracy_time.png": accuracy_time_figure(runs, names, preset)}
     if any(f"eggroll-r{r}" in runs for r in config.RANKS):
         figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
-    elif run_folder.is_own_file(results_dir / "rank_ablation.png"):  # an earlier report's, of runs no longer there
-        (results_dir / "rank_ablation.png").unlink()
     for file_name, figure in figures.items():
         run_folder.save_figure(figure, results_dir / file_name)
     return [results_dir / file_name for file_name in figures]

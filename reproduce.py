@@ -86,6 +86,7 @@ def reproduce_grids(opts, deadline):
         with run_folder.owned(results_dir):
             reproduce_runs(opts, results_dir, runs, deadline)
             written = write_report(results_dir, expected=expected[results_dir])
+            report.remove_stale_figures(results_dir, written)
         print(f"results written to {results_dir}: {', '.join(Path(path).name for path in written)}", file=sys.stderr)
         if opts.data:
             print(comparison.write(results_dir, opts.config), end="")
@@ -131,6 +132,8 @@ def check_reproduce(opts, grids):
     is left to train) --data-root, the device, and the memory of every run left to train; returns
     those runs, (results_dir, config) each (none with --report-only)."""
     resources.check_writable(opts.results, "--results", folder=True)
+    for results_dir, _, _ in grids:  # a user's file under a table's or a figure's name is never replaced
+        report.refuse_foreign_files(results_dir)
     if opts.report_only and not any(has_finished_run(results_dir) for results_dir, _, _ in grids):
         folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
         raise UsageError(f"--report-only: no run in {folders} has finished, so there is nothing to report; drop "

@@ -3,6 +3,7 @@ on the same device, one table layout whether or not runs were scored on real rec
 that say what they show, and one-line errors for damaged run files."""
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -54,9 +55,10 @@ def write_preset_run(results_dir, preset, name, seed, **final):
 
 def keep_figure(figures):
     """A stand-in for Figure.savefig that keeps the figure in `figures` under the name of the file it
-    was to become (it is written to <name>.<8 hex digits>.tmp, then renamed), and writes that file empty."""
+    was to become (it is written to <name>.<8 hex digits>.tmp, then renamed), and writes that file as a
+    PNG's first bytes alone (a report's own figure, which the next report may replace)."""
     def savefig(fig, path, **_):
-        Path(path).write_bytes(b"")
+        Path(path).write_bytes(b"\x89PNG\r\n\x1a\n")
         figures[Path(path).name.rsplit(".", 2)[0]] = fig
     return savefig
 
@@ -173,6 +175,7 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
     assert all(p.parent == tmp_path and p.stat().st_size > 0 for p in written)
     shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
     written = report.write_report(tmp_path, "quick")
+    report.remove_stale_figures(tmp_path, written)
     assert "rank_ablation.png" not in [p.name for p in written] and not (tmp_path / "rank_ablation.png").exists()
     theirs = tmp_path / "theirs.png"
     theirs.write_bytes(b"the user's")
@@ -180,6 +183,33 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
     with pytest.raises(run_folder.UsageError, match="rank_ablation.png is a symbolic link"):
         report.write_report(tmp_path, "quick")
     assert (tmp_path / "rank_ablation.png").is_symlink() and theirs.read_bytes() == b"the user's"
+
+
+def test_a_users_files_under_a_reports_names_are_refused_and_left_as_they_are(tmp_path):
+    """A table.md or a figure's name that no report wrote (another heading, no PNG) is the user's: the
+    report refuses it before it writes anything, and neither replaces nor deletes it."""
+    write_run(tmp_path, "es", 1)
+    for name, text in (("table.md", b"my table"), ("convergence.png", b"not a png"), ("rank_ablation.png", b"mine")):
+        (tmp_path / name).write_bytes(text)
+        with pytest.raises(run_folder.UsageError, match=re.escape(
+                f"{tmp_path / name} is a file this command did not write (not a table or figure of run.py "
+                f"reproduce): it is left as it is; move it out of {tmp_path}, or give reproduce another --results")):
+            report.write_report(tmp_path, "quick")
+        assert (tmp_path / name).read_bytes() == text and not (tmp_path / "per_seed.md").exists()
+        (tmp_path / name).unlink()
+
+
+def test_a_report_of_no_runs_left_removes_the_figures_it_drew_before(tmp_path):
+    """Once no run is left to report, the earlier report's figures go with its table's rows: only the
+    report's own (PNG, of its names), not a user's figure beside them."""
+    write_run(tmp_path, "eggroll-r2", 1)
+    drawn = [p for p in report.write_report(tmp_path, "quick") if p.suffix == ".png"]
+    (tmp_path / "mine.png").write_bytes(drawn[0].read_bytes())
+    shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
+    written = report.write_report(tmp_path, "quick")
+    report.remove_stale_figures(tmp_path, written)
+    assert not any(p.suffix == ".png" for p in written)
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["mine.png"] and len(drawn) == 4
 
 
 @pytest.fixture

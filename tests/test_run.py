@@ -3,6 +3,7 @@ and `reproduce` writes its tables and figures and skips finished runs."""
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -258,6 +259,29 @@ def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset
     assert (own / "final.json").exists() and (own / "metrics.jsonl").read_text() == metrics  # resumed, not retrained
     assert json.loads((other / "config.json").read_text())["generations"] == 4
     assert json.loads((other / "final.json").read_text())["generations"] == 4
+
+
+def test_reproduce_refuses_a_users_file_under_a_tables_name_before_it_trains(tmp_path, dataset, monkeypatch, capsys):
+    """A per_seed.md of the user's in results/<preset>: one line, exit status 2, before any run trains,
+    and the file as it was; and a report whose runs are all gone again takes its figures with them."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
+    results = tmp_path / "results"
+    (results / "quick").mkdir(parents=True)
+    (results / "quick" / "per_seed.md").write_text("my notes\n")
+    args = ["reproduce", "--config", "quick", "--results", str(results), "--quiet", *dataset,
+            "--runs", "eggroll-r2", "--seeds", "1"]
+    code, err = run_main(args, capsys)
+    assert code == 2 and err == (f"error: {results / 'quick' / 'per_seed.md'} is a file this command did not write (not "
+                                 f"a table or figure of run.py reproduce): it is left as it is; move it out of "
+                                 f"{results / 'quick'}, or give reproduce another --results\n")
+    assert not (results / "quick" / "runs").exists() and (results / "quick" / "per_seed.md").read_text() == "my notes\n"
+    (results / "quick" / "per_seed.md").unlink()
+    assert run.main(args) == 0 and len(list((results / "quick").glob("*.png"))) == 4
+    shutil.move(results / "quick" / "runs" / "eggroll-r2-seed1", tmp_path / "moved")
+    code, err = run_main(args[:-4] + ["--report-only"], capsys)
+    assert code == 2 and "nothing to report" in err  # no run left: no report, the figures of the last as they were
+    assert len(list((results / "quick").glob("*.png"))) == 4
 
 
 def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(tmp_path, dataset, monkeypatch):
