@@ -329,11 +329,13 @@ def format_bench(summary):
 
 
 def data_pipeline(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
-    """Seconds to build (always rebuilt) and load the frame cache, and minibatch samples/s on one epoch."""
+    """Seconds to build (always rebuilt) and load the frame cache, and minibatch samples/s on one epoch
+    (of batches of batch_size, or of the whole training split where it is smaller, as in a small sample)."""
     t0 = time.perf_counter()
     data.load_nmnist(root, n_time_bins, cache_dir, rebuild=True)
     t1 = time.perf_counter()
     splits = data.load_nmnist(root, n_time_bins, cache_dir, progress=False)
+    batch_size = min(batch_size, len(splits.train))  # batches drops a last partial batch: none would be timed
     t2 = time.perf_counter()
     n = sum(len(y) for _, y in data.batches(splits.train, batch_size))
     t3 = time.perf_counter()

@@ -73,3 +73,11 @@ def test_an_existing_json_file_is_replaced_so_the_bench_runs_twice(tmp_path, cap
         assert run.main(["bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json",
                          str(target)]) == 0, capsys.readouterr().err
     assert started == [str(target)] * 2
+
+
+def test_the_data_pipeline_times_minibatches_of_a_split_smaller_than_one_batch(tmp_path):
+    """The sample's training split (162 recordings) holds no whole batch of 256: the pipeline times
+    batches of the whole split instead, and says so, rather than 0 samples/s."""
+    from nmnist_files import SAMPLE
+    timed = bench.data_pipeline(SAMPLE, tmp_path / "cache", batch_size=256)
+    assert timed["n_train"] == 162 and timed["batch_size"] == 162 and timed["batches_samples_per_s"] > 0
