@@ -843,7 +843,11 @@ def main():
               5: lambda: training_race(args.seconds, args.data_root)}
     began, cpu_began = time.perf_counter(), time.process_time()
     for claim in args.claims:
-        lesson[claim]()
+        try:
+            lesson[claim]()
+        except AssertionError as refuted:  # a claim's own check, failed here: one line, exit status 1
+            more = f"; give it more CPU seconds than --seconds {args.seconds:g} (default 20)" * (claim == 5)
+            sys.exit(exits.fail(f"claim {claim} did not hold: {refuted}{more}; nothing was written", status=1))
     took = timing(time.perf_counter() - began, time.process_time() - cpu_began)
     try:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -112,6 +112,18 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         assert existing.read_text() == "keep me"
 
 
+def test_a_claim_that_does_not_hold_at_its_budget_is_one_line_and_writes_nothing(tmp_path):
+    """Claim 5 checks its own conclusion; at a tenth of a CPU second EGGROLL cannot reach it: one line
+    saying so and how to give it time, exit status 1 (a check that failed, not a user's error), no
+    traceback, no figure."""
+    out = tmp_path / "figures"
+    result = run_lesson("--claims", "5", "--seconds", "0.1", "--out", str(out), cwd=tmp_path, cache=tmp_path / "cache")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr[-3000:]
+    assert result.stderr.startswith("error: claim 5 did not hold: ") and result.stderr.endswith(
+        "; give it more CPU seconds than --seconds 0.1 (default 20); nothing was written\n"), result.stderr
+    assert not out.exists()
+
+
 def test_claims_that_need_no_data_run_before_the_data_is_read(tmp_path):
     """Claim 1 needs no data: it runs and prints its line before claim 5 finds no recordings; the
     run then stops with one line, exit status 2, and writes nothing."""
