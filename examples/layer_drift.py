@@ -49,6 +49,10 @@ def drift(run_dir):
     initialisation, the noise walk and the coherent part."""
     run_dir = Path(run_dir)
     if not (run_dir / run_folder.CHECKPOINT).is_file():
+        if (run_dir / "final.json").is_file():  # the repository's runs keep their records, not their weights
+            raise UsageError(f"{run_dir} holds a finished run but not its {run_folder.CHECKPOINT} (a committed run keeps "
+                             f"none): train it again into a folder of your own (examples/snn_depth.py --out DIR with "
+                             f"its options) and give that run's folder")
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
     if not (run_dir / "final.json").is_file():  # the walk is the whole run's: an unfinished one has not walked it
         raise UsageError(f"{run_dir} has not finished (no final.json); finish it with run.py train --resume")
