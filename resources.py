@@ -296,4 +296,21 @@ def check_writable(path, option, folder=False):
     if not existing.is_dir():
         raise UsageError(f"{option} {path}: {existing} is not a folder; choose another path")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: the folder {existing} is not writable for this user; choose another path")
+        raise UsageError(f"{option} {path}: {unwritable(existing, existing == path)}")
+
+
+def unwritable(folder, itself):
+    """Why the existing `folder` cannot be written, and the fix: where the command writes into
+    `folder` itself (a run to resume or replace, a results folder), making it writable, since
+    another path would start over; where it makes something new in it, that or another path."""
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        return f"the folder {folder} is on a read-only file system; " + (
+            "mount it read-write, or copy the folder onto a writable file system and give that path" if itself else
+            "choose a path on a writable file system")
+    return f"the folder {folder} is not writable (its permissions, or an immutable attribute); " + (
+        "make it writable (chmod u+w, or chattr -i if it is immutable) and run again" if itself else
+        "make it writable, or choose another path")

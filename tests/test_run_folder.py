@@ -821,9 +821,31 @@ def test_a_folder_that_cannot_be_entered_is_not_writable(tmp_path, monkeypatch):
     one: a folder that grants w but not x is refused before any work (os.access is asked for both;
     the tests may run as root, who may do anything, so its answer is made here)."""
     monkeypatch.setattr(resources.os, "access", lambda path, mode: not mode & os.X_OK)
-    with pytest.raises(run_folder.UsageError, match=f"--json {tmp_path / 'out.json'}: the folder {tmp_path} is "
-                                                    f"not writable for this user"):
+    with pytest.raises(run_folder.UsageError) as refused:
         resources.check_writable(tmp_path / "out.json", "--json")
+    assert str(refused.value) == (f"--json {tmp_path / 'out.json'}: the folder {tmp_path} is not writable (its "
+                                  f"permissions, or an immutable attribute); make it writable, or choose another path")
+
+
+def test_a_folder_to_resume_in_that_cannot_be_written_is_to_be_made_writable(tmp_path, monkeypatch):
+    """A run folder (--resume, --force) or a results folder that cannot be written: the fix is to
+    make it writable, as another path would start over; on a read-only file system, which no user
+    caused, it says so (os.statvfs's answer is made here, as the tests may run as root)."""
+    monkeypatch.setattr(resources.os, "access", lambda path, mode: False)
+    with pytest.raises(run_folder.UsageError) as refused:
+        resources.check_writable(tmp_path, "--out", folder=True)
+    assert str(refused.value) == (f"--out {tmp_path}: the folder {tmp_path} is not writable (its permissions, or an "
+                                  f"immutable attribute); make it writable (chmod u+w, or chattr -i if it is "
+                                  f"immutable) and run again")
+    monkeypatch.setattr(resources.os, "statvfs", lambda path: types.SimpleNamespace(f_flag=os.ST_RDONLY))
+    with pytest.raises(run_folder.UsageError) as refused:
+        resources.check_writable(tmp_path, "--out", folder=True)
+    assert str(refused.value) == (f"--out {tmp_path}: the folder {tmp_path} is on a read-only file system; mount it "
+                                  f"read-write, or copy the folder onto a writable file system and give that path")
+    with pytest.raises(run_folder.UsageError) as refused:
+        resources.check_writable(tmp_path / "b.json", "--json")
+    assert str(refused.value) == (f"--json {tmp_path / 'b.json'}: the folder {tmp_path} is on a read-only file "
+                                  f"system; choose a path on a writable file system")
 
 
 def test_first_missing_counts_a_link_as_there_even_a_broken_one(tmp_path):
