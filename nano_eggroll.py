@@ -248,9 +248,11 @@ USAGE = ("usage: python nano_eggroll.py [--seed SEED]\n\n"
 
 
 def seed_of(args):
-    """The seed the one option gives, --seed followed by a whole number (default: Settings.seed)."""
+    """The seed the one option gives, --seed followed by a whole number, or --seed=N (default:
+    Settings.seed)."""
     if not args:
         return Settings.seed
+    args = args[0].split("=", 1) if len(args) == 1 and args[0].startswith("--seed=") else args  # --seed=2 too
     if len(args) == 2 and args[0] == "--seed":
         digits = args[1].isascii() and args[1].isdigit()  # not a superscript or another script's digits
         if digits and int(args[1]) < 2 ** 63:

@@ -165,6 +165,7 @@ def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp
     """--seed SEED is the one option; any other is refused in one line (exit status 2); a closed stdout
     (`| head -c 20`) ends the run at its next line with one line on stderr, exit status 141, no traceback."""
     assert nano.seed_of([]) == nano.Settings.seed and nano.seed_of(["--seed", "3"]) == 3
+    assert nano.seed_of(["--seed=3"]) == 3  # as argparse takes it
     for wrong in (["--generations", "5"], ["--seed"], ["--seed", "2", "--seed", "3"]):
         done = subprocess.run([sys.executable, nano.__file__, *wrong], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes one option, --seed SEED"), \
@@ -174,12 +175,14 @@ def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp
     assert status == 141 and err == "error: standard output was closed\n", err
 
 
-@pytest.mark.parametrize("value", ["²", "-1", "2.5", "٣", str(2 ** 63)])
-def test_a_seed_that_is_no_whole_number_is_one_line_naming_the_option(value):
-    """--seed takes ASCII digits in 0..2^63-1: a superscript two, another script's digit or a number
-    out of range is one line naming --seed and an example, not int()'s words."""
-    done = subprocess.run([sys.executable, nano.__file__, "--seed", value], capture_output=True,
-                          text=True, timeout=60)
+@pytest.mark.parametrize("value", ["²", "-1", "2.5", "٣", str(2 ** 63), ""])
+@pytest.mark.parametrize("form", ["--seed VALUE", "--seed=VALUE"])
+def test_a_seed_that_is_no_whole_number_is_one_line_naming_the_option(value, form):
+    """--seed takes ASCII digits in 0..2^63-1, given as --seed N or --seed=N: a superscript two,
+    another script's digit, a number out of range or nothing is one line naming --seed and an
+    example, not int()'s words."""
+    args = ["--seed", value] if form == "--seed VALUE" else [f"--seed={value}"]
+    done = subprocess.run([sys.executable, nano.__file__, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and done.stderr == (
         f"error: --seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {value!r}\n")
 
