@@ -490,10 +490,17 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
                          f"training run")
     for name in ("config.json", CHECKPOINT):
         run_folder.refuse_link(run_dir / name)
-    if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
+    if not (run_dir / "config.json").exists():
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)
+    if not (run_dir / CHECKPOINT).exists():  # `train --out` there is refused: a run is there
+        metrics = run_dir / "metrics.jsonl"
+        trained = (run_dir / "final.json").exists() or metrics.is_file() and metrics.stat().st_size > 0
+        fix = "put it back (a committed run keeps none), or train the run again with its settings (its config.json) " \
+              "in another --out and evaluate that folder" if trained else \
+            f"continue it with {run_folder.resume_command(run_dir, config)}, then evaluate it"
+        raise UsageError(f"{run_dir} holds a run but not its {CHECKPOINT}, so no weights to score; {fix}")
     xp = array_module(device)
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))

@@ -351,6 +351,28 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
                                  f"--out folder of a training run\n"), err
 
 
+def test_evaluate_of_a_run_without_its_checkpoint_gives_a_fix_that_works(tmp_path, dataset, capsys):
+    """A finished run without its checkpoint.npz (as a committed run is kept), where `train --out`
+    is refused: `evaluate` says to put it back or train the run again elsewhere; a run that never
+    reached one, to continue it with the command that does."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    (out / run_folder.CHECKPOINT).unlink()
+    capsys.readouterr()
+    code, err = run_main(["evaluate", str(out), *dataset], capsys)
+    assert code == 2 and err == (f"error: {out} holds a run but not its checkpoint.npz, so no weights to score; put it "
+                                 f"back (a committed run keeps none), or train the run again with its settings (its "
+                                 f"config.json) in another --out and evaluate that folder\n"), err
+    code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset], capsys)
+    assert code == 2 and "already holds this run, finished" in err  # what evaluate said before
+    (out / "final.json").unlink()
+    (out / "metrics.jsonl").write_text("")  # stopped before its first checkpoint
+    code, err = run_main(["evaluate", str(out), *dataset], capsys)
+    assert code == 2 and err == (f"error: {out} holds a run but not its checkpoint.npz, so no weights to score; "
+                                 f"continue it with {run_folder.resume_command(out, run_folder.read_config(out))}, "
+                                 f"then evaluate it\n"), err
+
+
 def test_evaluate_scores_all_recordings_as_one_set(tmp_path, dataset, capsys):
     """`evaluate`'s accuracy "all" is the share of every recording scored right: each split's
     accuracy weighted by its number of recordings."""
