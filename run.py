@@ -184,7 +184,8 @@ def main(argv=None):
     reproduce_parser.add_argument("--force", action="store_true",
                                   help="retrain runs whose stored settings differ from the preset (deletes them)")
     reproduce_parser.add_argument("--report-only", action="store_true",
-                                  help="train nothing: write the tables and figures of the runs finished so far")
+                                  help="train nothing: write the tables and figures of every run of the preset finished "
+                                       "so far (it takes no --runs, --seeds, --populations, --data-root)")
     reproduce_parser.add_argument("--data", choices=comparison.DATA_SOURCES,
                                   help="train on this machine into <results>/local/<data>/<config>/ and compare "
                                        "with the paper and the committed runs (comparison.md): emulated, the "
@@ -285,6 +286,14 @@ def checked_options(parser, commands, argv):
         takes = f"it {rule[1]}, e.g. {named} {rule[2]}" if rule else \
             "give a path" if empty[0] in PATHS else "give a value (see --help)"
         commands.choices[opts.command].error(f"{named} is empty: {takes}")
+    if opts.command == "reproduce" and opts.report_only:  # before the defaults, which hide what was given
+        passed_over = [f"--{name}" for name in reproduce.SELECTORS if getattr(opts, name) is not None]
+        if passed_over:
+            commands.choices["reproduce"].error(f"--report-only reports every finished run of the preset: drop "
+                                                f"{passed_over[0]}, which picks the runs to train")
+        unused = [run_config.option(name) for name in ("data_root", "download") if getattr(opts, name) is not None]
+        if unused and not opts.data:  # with --data, the finished runs are checked against that data
+            commands.choices["reproduce"].error(f"--report-only trains nothing, so it reads no data: drop {unused[0]}")
     defaults = run_config.RunConfig()
     for name in WHERE + ("download",):
         if getattr(opts, name, False) is None:

@@ -168,16 +168,17 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert [f.stat().st_mtime_ns for f in finals] == stamps
 
     real_root = dataset[dataset.index("--data-root") + 1]
-    assert run.main(args + ["--report-only", "--real-root", real_root]) == 0
+    reported = [*args[:6], *dataset[2:], "--report-only"]  # no --data-root: it trains on nothing
+    assert run.main(reported + ["--real-root", real_root]) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
     assert len(list(report.glob("runs/*/real.json"))) == 8
     assert "real recordings % |" in (report / "table.md").read_text()
     reals = sorted(report.glob("runs/*/real.json"))
     scored = [r.read_bytes() for r in reals]
-    assert run.main(args + ["--report-only", "--real-root", real_root]) == 0  # the same recordings: kept
+    assert run.main(reported + ["--real-root", real_root]) == 0  # the same recordings: kept
     assert [r.read_bytes() for r in reals] == scored
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
-    assert run.main(args + ["--report-only", "--real-root", str(other)]) == 0  # other recordings: scored again
+    assert run.main(reported + ["--real-root", str(other)]) == 0  # other recordings: scored again
     for real in reals:
         assert json.loads(real.read_text())["samples"]["test"] == 20, real
 
@@ -187,7 +188,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert code == 2 and "was trained on other data than" in err, err
     assert [f.stat().st_mtime_ns for f in finals] == stamps
     (other / "NMNIST" / "EMULATED.json").write_text(json.dumps({"version": 1, "seed": 0, "mnist_sha256": {}}))
-    code, err = run_main(args + ["--report-only", "--real-root", str(other)], capsys)
+    code, err = run_main(reported + ["--real-root", str(other)], capsys)
     assert code == 2 and f"--real-root {other} holds emulated N-MNIST (its EMULATED.json says so)" in err, err
 
 
@@ -205,21 +206,22 @@ def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on
     assert run.main(args + ["--real-root", real_root]) == 0
     out = tmp_path / "quick" / "runs" / "eggroll-r1-seed1"
     (out / run_folder.CHECKPOINT).unlink()  # as the committed runs are kept
+    reported = [*args[:6], *dataset[2:], "--report-only"]  # every finished run, on no data of its own
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
     real = json.loads((out / "real.json").read_text())
     for held in (real, {key: value for key, value in real.items() if key != "data"}):
         (out / "real.json").write_text(json.dumps(held))
         before = {path: path.read_bytes() for path in sorted((tmp_path / "quick").rglob("*")) if path.is_file()}
         capsys.readouterr()
-        code, err = run_main(args + ["--report-only", "--real-root", str(other)], capsys)
+        code, err = run_main(reported + ["--real-root", str(other)], capsys)
         assert code == 2 and err == (
             f"error: --real-root {other}: 1 finished run(s) of {tmp_path / 'quick'} have no checkpoint.npz to score on "
             f"it, and their real.json holds scores on other recordings (first {out}), which the report would show as "
             f"this copy's; give --real-root the recordings they were scored on, or leave it out to report the scores "
             f"they hold\n"), err
         assert {path: path.read_bytes() for path in before} == before
-        assert run.main(args + ["--report-only", "--real-root", real_root]) == 0
-        assert run.main(args + ["--report-only"]) == 0
+        assert run.main(reported + ["--real-root", real_root]) == 0
+        assert run.main(reported) == 0
 
 
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
@@ -279,7 +281,7 @@ def test_reproduce_refuses_a_users_file_under_a_tables_name_before_it_trains(tmp
     (results / "quick" / "per_seed.md").unlink()
     assert run.main(args) == 0 and len(list((results / "quick").glob("*.png"))) == 4
     shutil.move(results / "quick" / "runs" / "eggroll-r2-seed1", tmp_path / "moved")
-    code, err = run_main(args[:-4] + ["--report-only"], capsys)
+    code, err = run_main(args[:6] + ["--report-only"], capsys)
     assert code == 2 and "nothing to report" in err  # no run left: no report, the figures of the last as they were
     assert len(list((results / "quick").glob("*.png"))) == 4
 
@@ -314,7 +316,7 @@ def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(
 def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(tmp_path, dataset, capsys):
     """--report-only never trains; where no run has finished there is nothing to report: one line,
     and no table of empty cells."""
-    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset]
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset[2:]]
     code, err = run_main(args, capsys)
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
@@ -477,13 +479,17 @@ def test_every_setting_is_an_option_with_its_default_in_the_help(capsys):
 
 def test_hyperscale_options_are_refused_elsewhere_and_each_part_has_its_own_folder_and_lock(tmp_path, capsys):
     results = tmp_path / "results"
-    cases = [(["--config", "quick", "--part", "budget"], "--part is for --config hyperscale; drop it for --config "
-                                                         "quick"),
-             (["--config", "paper", "--populations", "512"], "--populations is for --config hyperscale"),
-             (["--config", "hyperscale", "--deadline", "-1"], "--deadline must be >= 0 seconds, got -1.0"),
-             (["--config", "hyperscale", "--deadline", "nan"], "--deadline must be >= 0 seconds, got nan")]
+    nothing_to_train = ["--data-root", str(tmp_path / "absent")]  # should a check be missing
+    cases = [(["--config", "quick", "--part", "budget", "--report-only"], "--part is for --config hyperscale; drop it "
+                                                                          "for --config quick"),
+             (["--config", "paper", "--populations", "512", *nothing_to_train], "--populations is for --config "
+                                                                                 "hyperscale"),
+             (["--config", "hyperscale", "--deadline", "-1", "--report-only"], "--deadline must be >= 0 seconds, got "
+                                                                               "-1.0"),
+             (["--config", "hyperscale", "--deadline", "nan", "--report-only"], "--deadline must be >= 0 seconds, got "
+                                                                                "nan")]
     for extra, message in cases:
-        code, err = run_main(["reproduce", "--results", str(results), "--report-only", *extra], capsys)
+        code, err = run_main(["reproduce", "--results", str(results), *extra], capsys)
         assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
     assert not results.exists()
 
@@ -661,11 +667,29 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
     code, err = run_main(base + ["--runs", "es"], capsys)
     assert code == 2 and "error: run es-seed1 needs about " in err and "1.0 MB free; leave it out" in err, err
     code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "protocol", "--results", str(results),
-                          "--runs", "es", "--populations", "32768", "--report-only"], capsys)
+                          "--runs", "es", "--populations", "32768"], capsys)
     assert code == 2 and "no run of --config hyperscale --part protocol has --runs es --populations 32768" in err
     assert not results.exists()
-    code, err = run_main(base + ["--report-only", "--data-root", str(tmp_path / "absent")], capsys)  # trains nothing
+    code, err = run_main(base[:-4] + ["--report-only"], capsys)  # trains nothing
     assert code == 2 and "there is nothing to report" in err and not results.exists(), err
+
+
+@pytest.mark.parametrize("given, message", [
+    (["--runs", "eggroll-r2"], "--report-only reports every finished run of the preset: drop --runs, which picks the "
+                               "runs to train"),
+    (["--seeds", "1"], "--report-only reports every finished run of the preset: drop --seeds, which picks the runs to "
+                       "train"),
+    (["--data-root", "nmnist-sample"], "--report-only trains nothing, so it reads no data: drop --data-root")])
+def test_report_only_refuses_the_options_it_would_pass_over(tmp_path, capsys, given, message):
+    """--report-only reports every finished run of the preset on the data they trained on: a --runs
+    or --seeds (which pick runs to train), or a --data-root (it trains on nothing), would be passed
+    over silently, and is refused in one line before anything is read; the report is as it was."""
+    results = tmp_path / "results"
+    write_preset_run(results / "quick", "quick", "eggroll-r1", 1)
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["reproduce", "--config", "quick", "--results", str(results), "--report-only", "--quiet", *given])
+    assert exit_.value.code == 2 and capsys.readouterr().err == f"error: {message}; see run.py reproduce --help\n"
+    assert sorted(path.name for path in (results / "quick").iterdir()) == ["runs"]
 
 
 def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):

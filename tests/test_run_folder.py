@@ -505,8 +505,7 @@ def test_a_write_cut_short_by_a_file_size_limit_names_the_file_and_keeps_the_old
     before = {p.name: p.read_bytes() for p in results.iterdir() if p.is_file()}
     assert len(before["rank_ablation.png"]) > 25 * 1024  # the limit bites
     done = subprocess.run([sys.executable, str(ROOT / "run.py"), "reproduce", "--config", "quick", "--results",
-                           str(tmp_path / "results"), "--runs", "eggroll-r4,bptt", "--seeds", "1", "--report-only",
-                           "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                           str(tmp_path / "results"), "--report-only", "--quiet"], cwd=ROOT, capture_output=True, text=True,
                           preexec_fn=limited("RLIMIT_FSIZE", 25 * 1024))
     assert done.returncode == 2 and done.stderr.count("error") == 1, done.stderr  # after the runs it skipped
     assert done.stderr.endswith(f"\nerror: cannot write {results / 'rank_ablation.png'}: File too large; the limit on "
