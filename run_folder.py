@@ -461,9 +461,9 @@ def foreign_problem(stored, wanted):
                 f"would delete this checkpoint, which is intact, and train from the start)")
     for split, fingerprint in (wanted["data"] or {}).items():
         if stored["data"] is not None and stored["data"].get(split) != fingerprint:
-            return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); resume "
-                    f"with the --data-root it was trained on (`run.py evaluate` scores a run on other data), or "
-                    f"train on this data in another folder")
+            return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); give "
+                    f"the --data-root it was trained on to continue it, or train on this data in another folder "
+                    f"(`run.py evaluate` scores a run on other data)")
     return None
 
 

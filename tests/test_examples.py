@@ -175,6 +175,23 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
         ["2 generations"] * 3 + ["3 generations"]
 
 
+def test_the_depth_example_on_other_data_than_its_runs_gives_advice_that_fits_it(tmp_path):
+    """snn_depth.py continues its runs itself (it has no --resume): a run it trained on other data
+    is refused in one line whose fix is one of its own options, the --data-root the run trained on
+    or another folder for the runs (--out)."""
+    command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--out", str(tmp_path / "depth"), "--generations", "1", "--hidden", "4", "--methods", "eggroll"]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=30, n_test=1, seed=3).parent  # a minibatch's worth
+    command[command.index("--data-root") + 1] = str(other)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    checkpoint = tmp_path / "depth" / "runs" / "hidden-4-g1-seed1" / run_folder.CHECKPOINT
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: checkpoint {checkpoint} was trained on other data (train: "), done.stderr
+    assert done.stderr.endswith("; give the --data-root it was trained on to continue it, or train on this data in "
+                                "another folder (`run.py evaluate` scores a run on other data)\n"), done.stderr
+
+
 def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys):
     """snn_depth's table holds the finished runs under runs/ (here a committed one) and leaves out,
     with a line on stderr, a folder whose final.json lacks the scores (or, as a run from before
