@@ -179,6 +179,15 @@ def members(text):
     return value
 
 
+def populations(text):
+    """argparse type: comma-separated ES populations, each an even integer >= 2 (e.g. 256,1024)."""
+    try:
+        return [members(part) for part in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected even integers >= 2 (P antithetic pairs) separated by commas, got "
+                                         f"{text!r}") from None
+
+
 def integers_at_least(low):
     """argparse type: comma-separated integers, each >= low (e.g. 512,2048)."""
     one = at_least(low)

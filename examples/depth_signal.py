@@ -150,8 +150,8 @@ def main(argv=None):
     parser.add_argument("--generations", type=exits.at_least(1), default=300, help="EGGROLL generations of the run (default: 300)")
     parser.add_argument("--every", type=exits.at_least(1), default=100,
                         help="generations between measurements, the last measured too (default: 100)")
-    parser.add_argument("--populations", type=exits.integers_at_least(2), default=[256, 1024, 4096],
-                        help="members of the estimates compared (default: 256,1024,4096)")
+    parser.add_argument("--populations", type=exits.populations, default=[256, 1024, 4096],
+                        help="members of the estimates compared, each an even number (default: 256,1024,4096)")
     parser.add_argument("--ranks", type=exits.integers_at_least(1), default=[1, 4],
                         help="ranks of the estimates compared (default: 1,4)")
     parser.add_argument("--batch-size", type=exits.at_least(1), default=256, help="samples of the minibatch measured and of each "

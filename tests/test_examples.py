@@ -433,9 +433,9 @@ def test_depth_signal_measures_the_last_generation_too(tmp_path):
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--populations", "abc"], "expected integers >= 2 separated by commas, got 'abc'"),
+    (["--populations", "abc"], "expected even integers >= 2 (P antithetic pairs) separated by commas, got 'abc'"),
     (["--ranks", "1.5"], "expected integers >= 1 separated by commas, got '1.5'"),
-    (["--populations", ""], "expected integers >= 2 separated by commas, got ''"),
+    (["--populations", ""], "expected even integers >= 2 (P antithetic pairs) separated by commas, got ''"),
     (["--out", str(ROOT / "README.md")], f"expected a folder to write the records into, got '{ROOT / 'README.md'}'"),
 ])
 def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
@@ -470,6 +470,19 @@ def test_an_odd_population_is_refused_as_its_option_before_any_work(tmp_path, sc
     assert done.returncode == 2 and done.stderr == (
         f"error: argument {option}: expected an even integer >= 2 (P antithetic pairs), got '{members}'; see "
         f"{Path(script).name} --help\n"), done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("populations", ["7", "256,7", "0", "8,,16"])
+def test_the_signal_examples_populations_are_refused_as_their_option_before_any_work(tmp_path, populations):
+    """--populations of depth_signal.py, each a number of antithetic pairs: one that is not is one
+    line naming --populations, exit status 2, before any data is read."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root", "nowhere",
+                           "--populations", populations, "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        f"error: argument --populations: expected even integers >= 2 (P antithetic pairs) separated by commas, got "
+        f"'{populations}'; see depth_signal.py --help\n"), done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
