@@ -146,7 +146,7 @@ def main(argv=None):
     parser = exits.Parser(prog="depth_signal.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="folder holding N-MNIST (its Train and Test folders)")
     parser.add_argument("--hidden", type=config.hidden_option, default="128,64",
-                        help="the hidden layers, as run.py train --hidden")
+                        help="the hidden layers, as run.py train --hidden (default: 128,64)")
     parser.add_argument("--generations", type=exits.at_least(1), default=300, help="EGGROLL generations of the run (default: 300)")
     parser.add_argument("--every", type=exits.at_least(1), default=100,
                         help="generations between measurements, the last measured too (default: 100)")
@@ -159,12 +159,16 @@ def main(argv=None):
     parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
     parser.add_argument("--lr", type=exits.positive_number, default=0.03, help="EGGROLL's learning rate on a cosine (default: 0.03)")
     parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="the readout's scale (default: 5)")
-    parser.add_argument("--init-std", type=exits.positive_number, default=snn.INIT_STD, help="W, b ~ N(0, init_std^2)")
-    parser.add_argument("--seed", type=exits.at_least(0), default=1)
+    parser.add_argument("--init-std", type=exits.positive_number, default=snn.INIT_STD,
+                        help=f"W, b ~ N(0, init_std^2) (default: {snn.INIT_STD:g})")
+    parser.add_argument("--seed", type=exits.at_least(0), default=1,
+                        help="of the initial weights, the run's noise and minibatches, and the noise of the "
+                             "estimates measured (default: 1)")
     parser.add_argument("--out", type=exits.output_folder,
                         help="also write the records and the table into this folder (results/depth/signal: the "
                              "committed ones)")
-    parser.add_argument("--cache-dir", default=None, help="folder for the frame cache")
+    parser.add_argument("--cache-dir", default=None,
+                        help="folder for the frame cache (default: $EGGROLL_CACHE, else ~/.cache/eggroll-snn/frames)")
     opts = parser.parse_args(argv)
 
     def command():

@@ -136,17 +136,22 @@ def main():
     parser = exits.Parser(prog="snn_depth.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-root", required=True, help="N-MNIST to train on (run.py train --data-root)")
     parser.add_argument("--real-root", help="another N-MNIST copy to score every run on")
-    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "depth", help="folder of the runs and table.md")
+    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "depth",
+                        help="folder of the runs and table.md (default: results/depth)")
     parser.add_argument("--hidden", nargs="+", type=config.hidden_option, default=["64", "128", "128,64", "conv8k5s3"],
-                        help="the hidden layers of each network, as run.py train --hidden")
-    parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES))
+                        help="the hidden layers of each network, as run.py train --hidden (default: 64 128 128,64 "
+                             "conv8k5s3)")
+    parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES),
+                        help="which methods train each network, each with its recipe (default: eggroll bptt)")
     parser.add_argument("--generations", type=exits.at_least(1), default=1000, help="EGGROLL's generations (default: 1000)")
     parser.add_argument("--epochs", type=exits.at_least(1), default=5, help="BPTT's epochs (default: 5)")
     parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
     parser.add_argument("--lr", type=exits.positive_number, default=0.03, help="EGGROLL's learning rate (default: 0.03)")
     parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="EGGROLL's readout scale (default: 5)")
-    parser.add_argument("--init-std", type=exits.positive_number, default=0.3, help="W, b ~ N(0, init_std^2) in every layer")
-    parser.add_argument("--seed", type=exits.at_least(0), default=1)
+    parser.add_argument("--init-std", type=exits.positive_number, default=0.3,
+                        help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
+    parser.add_argument("--seed", type=exits.at_least(0), default=1,
+                        help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()
 
     def command():

@@ -251,13 +251,21 @@ def one_request(parser, opts):
 
 def main():
     parser = exits.Parser(prog="versus_libraries.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hidden", nargs="+", type=exits.at_least(1), default=[32, 256])
-    parser.add_argument("--population", type=exits.members, default=256)
-    parser.add_argument("--generations", type=exits.at_least(1), default=300)
-    parser.add_argument("--sigma", type=exits.positive_number, default=0.05)
-    parser.add_argument("--lr", type=exits.positive_number, default=0.02)
-    parser.add_argument("--seed", type=exits.at_least(0), default=1)
-    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "versus")
+    parser.add_argument("--hidden", nargs="+", type=exits.at_least(1), default=[32, 256],
+                        help="the widths H of the MLP 64-H-10, each trained by every method (default: 32 256)")
+    parser.add_argument("--population", type=exits.members, default=256,
+                        help="members of a generation, of every method: an even number (default: 256)")
+    parser.add_argument("--generations", type=exits.at_least(1), default=300,
+                        help="generations of every method (default: 300)")
+    parser.add_argument("--sigma", type=exits.positive_number, default=0.05,
+                        help="the noise scale of EGGROLL and OpenES, sep-CMA's initial step size (default: 0.05)")
+    parser.add_argument("--lr", type=exits.positive_number, default=0.02,
+                        help="Adam's learning rate of EGGROLL and OpenES (default: 0.02)")
+    parser.add_argument("--seed", type=exits.at_least(0), default=1,
+                        help="of the digits' split, the initial weights and every method's noise (default: 1)")
+    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "versus",
+                        help="a folder (not a file), made if new: the records go into <out>/runs/<method>-h<H>/"
+                             "final.json, the table into <out>/table.md (default: results/versus)")
     parser.add_argument("--one", nargs=2, metavar=("METHOD", "HIDDEN"),
                         help="train one method (eggroll, openes or sepcma) on one width in this process and print "
                              "its record (what the comparison runs in a process of its own)")

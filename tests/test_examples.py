@@ -2,6 +2,7 @@
 task, the hand-written backward pass is the gradient, the command runs end to end on a synthetic
 IDX folder, and a missing --mnist folder is one line and exit status 2; the spiking examples of
 depth (snn_depth.py, depth_signal.py, depth_speed.py) on the repository's sample."""
+import argparse
 import gzip
 import json
 import os
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 import eggroll
+import exits
 import run_folder
 import snn
 from examples_import import example as load_example
@@ -484,6 +486,36 @@ def test_the_signal_examples_populations_are_refused_as_their_option_before_any_
         f"error: argument --populations: expected even integers >= 2 (P antithetic pairs) separated by commas, got "
         f"'{populations}'; see depth_signal.py --help\n"), done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+class Parsed(Exception):
+    """Raised, with the parser, where an example's main() would read its command line."""
+
+
+def default_words(value):
+    """How an option's default is written in its help: a list item by item, a path inside the
+    repository relative to it, a number as %g writes it."""
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    if isinstance(value, Path):
+        return [str(value.relative_to(ROOT))]
+    return [f"{value:g}" if isinstance(value, float) else str(value)]
+
+
+@pytest.mark.parametrize("script", sorted(path.stem for path in (ROOT / "examples").glob("*.py")))
+def test_every_option_of_an_example_has_a_help_that_names_its_default(script, monkeypatch):
+    """--help of each script of examples/ says what every option is, and its default where it has one."""
+    def parsed(parser, args=None, namespace=None):
+        raise Parsed(parser)
+    module = load_example(script)
+    monkeypatch.setattr(exits.Parser, "parse_args", parsed)
+    with pytest.raises(Parsed) as stop:
+        module.main()
+    for action in stop.value.args[0]._actions:
+        assert action.help, f"{script}.py {action.option_strings or action.dest} has no help"
+        if action.default not in (None, False, argparse.SUPPRESS) and not action.required:
+            assert all(word in action.help for word in default_words(action.default)), \
+                f"{script}.py {action.option_strings}: its help {action.help!r} does not name {action.default!r}"
 
 
 @pytest.mark.parametrize("script, out, message", [
