@@ -245,6 +245,24 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
     raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}")
 
 
+# The most resident memory one `run.py emulate` worker process held: a spawned Python with NumPy and
+# emulate.py, emulating a batch of 128 MNIST digits (emulate.BATCH), measured by ru_maxrss at 87 MB
+# (Python 3.11, NumPy 2.4, x86-64); a sampled 12-worker emulation held about 53 MB a process.
+EMULATE_WORKER_BYTES = 90 * 10**6
+
+
+def check_emulate_workers(workers):
+    """UsageError, before any work, unless `workers` processes of `run.py emulate --workers` fit in
+    free RAM (1 emulates in this process, starting none). More workers than CPU cores is allowed."""
+    if workers < 2:
+        return
+    needed, free = workers * EMULATE_WORKER_BYTES, available_bytes(numpy)[0]
+    if needed > free:
+        raise UsageError(f"--workers {workers}: {workers} worker processes need about {size_text(needed)} of RAM "
+                         f"(some {size_text(EMULATE_WORKER_BYTES)} each), more than the {size_text(free)} free; use "
+                         f"--workers {max(1, free // EMULATE_WORKER_BYTES)} or fewer")
+
+
 def narrower(network):
     """--hidden of `network` with every hidden layer half as wide (a convolution: half its kernels)."""
     return ",".join(str(replace(layer, width=max(1, layer.width // 2)) if isinstance(layer, snn.Dense)

@@ -35,6 +35,7 @@ try:  # NumPy and the project's modules take a moment to import: Ctrl-C meanwhil
     import exits
     import snn
     import reproduce
+    import resources
     import training
     from run_folder import UsageError
 except KeyboardInterrupt:
@@ -213,7 +214,10 @@ def main(argv=None):
     emulate_parser.add_argument("--split", choices=("train", "test", "both"), default="both",
                                 help="which MNIST digits (default: both)")
     emulate_parser.add_argument("--workers", type=exits.at_least(1), default=min(2, os.cpu_count() or 1),
-                                help="processes; the recordings do not depend on it (default: %(default)s)")
+                                help=f"processes, each holding up to about "
+                                     f"{resources.size_text(resources.EMULATE_WORKER_BYTES)} of RAM (more than free "
+                                     f"memory holds are refused); the recordings do not depend on it (default: "
+                                     f"%(default)s)")
     emulate_parser.add_argument("--seed", type=exits.at_least(0), default=0,
                                 help="the emulated sensor's and every recording's noise (default: 0, the "
                                      "project's emulated N-MNIST)")
@@ -248,6 +252,7 @@ def main(argv=None):
         elif opts.command == "reproduce":
             reproduce.reproduce(opts)
         elif opts.command == "emulate":
+            resources.check_emulate_workers(opts.workers)
             splits = ("train", "test") if opts.split == "both" else (opts.split,)
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")

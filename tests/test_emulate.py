@@ -20,6 +20,7 @@ import pytest
 import data
 import emulate
 import mnist
+import resources
 import run
 import run_folder
 
@@ -302,6 +303,25 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.count("\n") == 1 and extra[0] in err, err
     assert not out.exists()
+
+
+def test_more_workers_than_free_memory_holds_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Each worker is a process of its own (resources.EMULATE_WORKER_BYTES): --workers beyond what
+    free RAM holds is one line naming --workers and a count that fits, exit status 2, nothing made;
+    a count that fits passes, however many cores there are."""
+    free = int(3.5 * resources.EMULATE_WORKER_BYTES)
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (free, None))
+    out = tmp_path / "out"
+    assert run.main(emulate_command(out, "--workers", "4")) == 2
+    assert capsys.readouterr().err == (
+        f"error: --workers 4: 4 worker processes need about {resources.size_text(4 * resources.EMULATE_WORKER_BYTES)} "
+        f"of RAM (some {resources.size_text(resources.EMULATE_WORKER_BYTES)} each), more than the "
+        f"{resources.size_text(free)} free; use --workers 3 or fewer\n")
+    assert not out.exists()
+    resources.check_emulate_workers(3)
+    resources.check_emulate_workers(1)  # in this process: none started
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (0, None))
+    resources.check_emulate_workers(1)
 
 
 def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
