@@ -122,6 +122,12 @@ def _split_dirs(root, download):
     return dirs
 
 
+def fetch_nmnist(root=None):
+    """Download N-MNIST into <root>/NMNIST with tonic unless a copy is there (`_download`); a
+    MissingDataError if that fails or a copy lacks a split."""
+    _split_dirs(resolve_root(root), download=True)
+
+
 class Overdue(Exception):
     """A download past its deadline. Not an OSError, so that no downloader's retry catches it."""
 

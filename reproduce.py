@@ -13,6 +13,7 @@ from pathlib import Path
 
 import comparison
 import config as run_config
+import data
 import report
 import resources
 import run_folder
@@ -79,6 +80,8 @@ def reproduce_grids(opts, deadline):
             {results_dir for results_dir, _, _ in grids}
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in checked],
                               fix=comparison.OWN_FOLDER)
+    if left and opts.download:  # once no finished run refuses this data, and before the first run is announced
+        data.fetch_nmnist(opts.data_root)
     for results_dir, runs, write_report in grids:
         if opts.report_only and not has_finished_run(results_dir):
             print(f"{results_dir}: no run has finished, no report written", file=sys.stderr)

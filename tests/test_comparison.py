@@ -172,6 +172,19 @@ def test_bad_data_options_are_one_line_and_exit_2(tmp_path, capsys, extra, said)
     assert not (tmp_path / "local").exists()
 
 
+def test_the_data_to_download_is_fetched_before_the_first_run_is_announced(tmp_path, monkeypatch, capsys):
+    """reproduce --data nmnist where the copy is absent: a failed download is the one line said,
+    before any run is announced, and nothing is left under --results."""
+    def unreachable(root):
+        raise data.MissingDataError("N-MNIST could not be downloaded (no answer for 60 s); download it by hand")
+    monkeypatch.setattr(data, "_download", unreachable)
+    results = tmp_path / "results"
+    code, err = run_main(["reproduce", "--config", "quick", "--data", "nmnist", "--results", str(results), "--runs",
+                          "bptt", "--seeds", "1", "--data-root", str(tmp_path / "absent"), "--quiet"], capsys)
+    assert code == 2 and err == "error: N-MNIST could not be downloaded (no answer for 60 s); download it by hand\n"
+    assert not results.exists()
+
+
 def test_a_grid_trains_no_run_beside_finished_runs_of_other_data(tmp_path, dataset, monkeypatch, capsys):
     """reproduce without --data: where a grid's finished runs trained on other data than --data-root
     (the committed ones on emulated N-MNIST, a user's copy real), no run is trained into that folder:
