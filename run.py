@@ -289,7 +289,7 @@ def checked_options(parser, commands, argv):
         specs = {spec.name: spec for spec in fields(run_config.RunConfig)}
         rule = specs[empty[0]].metadata["check"] if empty[0] in specs else None
         takes = f"it {rule[1]}, e.g. {named} {rule[2]}" if rule else \
-            "give a path" if empty[0] in PATHS else "give a value (see --help)"
+            "give a path" if empty[0] in PATHS else "give a value"
         commands.choices[opts.command].error(f"{named} is empty: {takes}")
     if opts.command == "reproduce" and opts.report_only:  # before the defaults, which hide what was given
         passed_over = [f"--{name}" for name in reproduce.SELECTORS if getattr(opts, name) is not None]

@@ -951,6 +951,14 @@ def test_the_address_space_left_keeps_room_for_blas_buffers(tmp_path, monkeypatc
     assert resources.address_space_free_bytes(str(status)) is None
 
 
+def test_an_empty_value_is_refused_with_one_pointer_to_the_help(capsys):
+    """An option given '' where it takes a value: one line that points at --help once."""
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["bench", "--methods", ""])
+    assert exit_.value.code == 2 and capsys.readouterr().err == \
+        "error: --methods is empty: give a value; see run.py bench --help\n"
+
+
 @pytest.mark.parametrize("args, named", [(["train", "--out", ""], "--out"), (["evaluate", ""], "run_dir"),
                                          (["bench", "--json", ""], "--json"),
                                          (["reproduce", "--results", ""], "--results")])
