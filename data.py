@@ -60,7 +60,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import create_new, first_missing, load_npz, os_problem, read_bytes
+from run_folder import create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -394,7 +394,7 @@ def _build_cache(path, recordings, labels, header, progress):
     for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
         packed[i] = _pack_recording(file, header["n_time_bins"])
     meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
-    tmp = None
+    tmp, made = None, first_missing(path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = create_new(path)  # a new file of its own, never one planted under its name
@@ -402,11 +402,13 @@ def _build_cache(path, recordings, labels, header, progress):
             np.savez(f, packed=packed, labels=labels, meta=np.array(json.dumps(meta)))
         os.replace(tmp, path)
     except OSError as error:
-        raise OSError(f"{os_problem(error, 'write the frame cache', path)}, or point $EGGROLL_CACHE (run.py: "
-                      f"--cache-dir) at a writable folder") from error
+        elsewhere = "" if error.errno == errno.EFBIG else \
+            ", or point $EGGROLL_CACHE (run.py: --cache-dir) at a writable folder"  # a size limit holds anywhere
+        raise OSError(f"{os_problem(error, 'write the frame cache', path)}{elsewhere}") from error
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+        remove_made_folders(path.parent, made)  # those it made, if a failure left them empty
 
 
 def _load_cache(path, header, labels):

@@ -861,6 +861,22 @@ def limited(resource_name, limit):
     return limit_child
 
 
+def test_a_frame_cache_cut_short_by_a_file_size_limit_leaves_no_folder_and_says_what_helps(tmp_path, dataset):
+    """`train` under `ulimit -f 100` (100 KB, less than the frame cache): one line whose fix is the
+    limit (another cache folder would meet it too), and neither the cache folders nor the run
+    folder it made are left behind."""
+    cache = tmp_path / "cache" / "frames"
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--out", str(tmp_path / "run"), *SMALL,
+                           "--generations", "1", "--data-root", dataset[1], "--cache-dir", str(cache)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          preexec_fn=limited("RLIMIT_FSIZE", 100 * 1024))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: cannot write the frame cache {cache}/nmnist-"), done.stderr
+    assert done.stderr.endswith(": File too large; the limit on a file's size (ulimit -f) is too low for it: raise "
+                                "it or lift it\n"), done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_memory_is_checked_before_the_weights_are_made(tmp_path, dataset):
     """A network whose weights alone outgrow the memory (2312-65536-65536-10: 4.4 billion weights) is
     refused by the estimate, naming --hidden, before init draws a single weight."""
