@@ -784,6 +784,13 @@ def test_tell_checks_the_state_it_is_told_again():
         state.params[name] = value(state.params[name])
         with pytest.raises(ValueError, match=re.escape(match)):
             es.tell(state, pop, fitness)
+    for swap, kind in [(lambda v: np.ma.masked_array(v, np.zeros(v.shape, bool)), "numpy.ma.MaskedArray"),
+                       (np.asmatrix, "numpy.matrix")]:  # the same shape and type, swapped in place: checked again
+        state = es.init(mlp(1))
+        pop = es.ask(state)
+        state.params["layer0.weight"] = swap(state.params["layer0.weight"])
+        with pytest.raises(ValueError, match=re.escape(f"parameter 'layer0.weight' is a {kind}")):
+            es.tell(state, pop, fitness)
     state = es.init(mlp(1))
     for optimiser, match in [(dict(state.optimiser, t="0"), "step count t must be a whole number in 0..9223372036854775807, got '0'"),
                              (dict(state.optimiser, t=-1), "step count t must be a whole number in 0..9223372036854775807, got -1"),
@@ -917,7 +924,7 @@ def test_processes_agree_whatever_order_their_dicts_hold_and_disagree_on_a_resum
 
     def body(team):
         ordered = params if team.rank == 0 else dict(reversed(list(params.items())))
-        sigma = {name: 0.1 for name in (ordered if team.rank == 0 else reversed(list(ordered)))}
+        sigma = {name: 0.1 for name in (reversed(list(params)) if team.rank else params)}  # each in its own order
         es = eggroll.Eggroll(256, 1, sigma, 0, team=team)
         state = es.init(ordered)
         for _ in range(2):
@@ -1320,7 +1327,28 @@ def test_a_memory_mapped_parameter_is_taken_and_copied_into_memory(tmp_path):
     assert np.array_equal(stepped, es.tell(plain, es.ask(plain), fitness)[0].params["w"])
 
 
-def test_processes_telling_different_generations_are_refused_on_every_process():
+@pytest.mark.parametrize("fitness, as_floats", [
+    ([Fraction(1), Fraction(1), Fraction(2), Fraction(3)], [1.0, 1.0, 2.0, 3.0]),
+    ([2 ** 70, 2 ** 70, 2 ** 70 + 2 ** 20, 0], [1.0, 1.0, 2.0, 0.0]),
+    (np.array([1, 1, 2, 3], dtype=np.longdouble), [1.0, 1.0, 2.0, 3.0])])
+def test_ties_already_in_an_exact_fitness_are_ranked_as_ties(fitness, as_floats):
+    """A tie the fitness holds itself (two members that scored the same Fraction) is no tie float64
+    made: told, and stepped as the same ranks in floats."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": np.ones((2, 2))})
+    got = es.tell(state, es.ask(state), fitness)[0].params["w"]
+    assert np.array_equal(got, es.tell(state, es.ask(state), as_floats)[0].params["w"])
+
+
+def test_a_sigma_dict_in_another_order_is_the_same_setting_for_a_team():
+    def body(team):
+        sigma = {"w": 0.1, "b": 0.2} if team.rank == 0 else {"b": 0.2, "w": 0.1}
+        return eggroll.Eggroll(4, 1, sigma, 0, team=team).init({"w": np.ones((2, 2)), "b": np.ones(2)})
+    assert all(isinstance(state, eggroll.State) for state in run_team(2, body)[0])
+
+
+@pytest.mark.parametrize("update", ["seeds", "allreduce"])
+def test_processes_telling_different_generations_are_refused_on_every_process(update):
     """A process that tells an older (state, population), each valid alone, while the others tell the
     current one: the gathered fitnesses would mix two generations. One ValueError on every process."""
     params = mlp(1, dtype=np.float32)
@@ -1337,6 +1365,6 @@ def test_processes_telling_different_generations_are_refused_on_every_process():
         except ValueError as error:
             return str(error)
 
-    said = run_team(2, body)[0]
+    said = run_team(2, body, update)[0]
     assert said[0] == said[1] == ("the processes of this team tell different generations: generation (rank 0: 1; "
                                   "rank 1: 0); every process tells the fitness of ask(state) for the same state")
