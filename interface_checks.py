@@ -150,7 +150,7 @@ def same_values(params, others):
     """Whether two dicts of parameters hold the same names, types and values (a state and its
     population pickled apart hold equal copies)."""
     return layout_of(params) == layout_of(others) and all(
-        bool(array_module_of(value).array_equal(value, others[name])) for name, value in params.items())
+        numpy.array_equal(to_numpy(value), to_numpy(others[name])) for name, value in params.items())
 
 
 def check_told(es, generation):

@@ -72,6 +72,9 @@ PASS_SIZE = ("how many pairs go through Philox in one pass only sets the chunks;
              "same whatever chunk it is in (standard_normals is a pure function of its keys)")
 LOWER_VOWELS = ("kind[0].lower() is a lower-case letter, or no letter, never X: the vowels between XX and XX "
                 "are the same lower-case letters")
+FLOAT_SIZES = ("a NumPy float is 2, 4, 8, 12 or 16 bytes wide, and float64 and narrower convert to float64 exactly, "
+               "so held_apart finds no two values made one and returns the float64 array the next line makes too: "
+               "> 9 and >= 8 pick the same long doubles, for the same result")
 CLASS_AXIS = ("every input its contract allows is (B, n_out) counts (its docstring; its one caller passes "
               "counts[0] of one member), whose axis 1 is the last axis, -1")
 
@@ -134,7 +137,7 @@ EQUIVALENT = {
     "baselines.x_pair_noise__mutmut_47": ("astype(value.dtype, copy=None)", COPY_FLAG),
     "baselines.x_pair_noise__mutmut_49": ("astype(value.dtype, )", COPY_FLAG),
     "baselines.x_pair_noise__mutmut_50": ("astype(value.dtype, copy=True)", COPY_FLAG),
-    "eggroll.xǁEggrollǁinit__mutmut_22": ('State(params, optim.init(params), )', STATE_GENERATION),
+    "eggroll.xǁEggrollǁinit__mutmut_27": ('State(params, optim.init(params), )', STATE_GENERATION),
     "eggroll.xǁEggrollǁinit__mutmut_9": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
     "eggroll.xǁPopulationǁlinear__mutmut_22": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁlinear__mutmut_24": ('w.T.astype(x.dtype, )', COPY_FLAG),
@@ -161,13 +164,15 @@ EQUIVALENT = {
     "interface_checks.x_check_finite__mutmut_4": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
     "interface_checks.x_check_stepped__mutmut_11": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
     "interface_checks.x_check_whole__mutmut_16": ('(True, True): f" >= {low}"', 'every caller gives an upper bound whenever it gives a lower one (a population, a member, a seed, a generation), so no other entry is read'),
-    "interface_checks.x_fitness_array__mutmut_13": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
-    "interface_checks.x_fitness_array__mutmut_23": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
-    "interface_checks.x_fitness_array__mutmut_32": ('not in "XXbiufXX"', KIND_LETTERS),
-    "interface_checks.x_fitness_array__mutmut_47": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
-    "interface_checks.x_input_array__mutmut_14": ('not in "XXbiufXX"', KIND_LETTERS),
-    "interface_checks.x_fitness_array__mutmut_15": ('in "XXiuXX"', KIND_LETTERS),
-    "interface_checks.x_a_kind__mutmut_13": ("in 'XXaeiouXX'", LOWER_VOWELS),
+    "interface_checks.x_fitness_array__mutmut_18": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
+    "interface_checks.x_fitness_array__mutmut_37": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
+    "interface_checks.x_fitness_array__mutmut_56": ('not in "XXbiufXX"', KIND_LETTERS),
+    "interface_checks.x_fitness_array__mutmut_71": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
+    "interface_checks.x_input_array__mutmut_15": ('not in "XXbiufXX"', KIND_LETTERS),
+    "interface_checks.x_fitness_array__mutmut_39": ('in "XXiuXX"', KIND_LETTERS),
+    "interface_checks.x_fitness_array__mutmut_30": ("itemsize >= 8", FLOAT_SIZES),
+    "interface_checks.x_fitness_array__mutmut_31": ("itemsize > 9", FLOAT_SIZES),
+    "interface_checks.x_a_kind__mutmut_21": ("in 'XXaeiouXX'", LOWER_VOWELS),
 }
 
 # name -> (text the mutated line contains, the GPU test that kills it)
