@@ -168,6 +168,7 @@ EQUIVALENT = {
     "interface_checks.x_fitness_array__mutmut_37": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
     "interface_checks.x_fitness_array__mutmut_56": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_71": ('fitness.astype(None)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
+    "interface_checks.x_fitness_array__mutmut_47": ('fitness.astype(None).astype(fitness.dtype)', 'NumPy and CuPy read astype(None) as float64, the type it names'),
     "interface_checks.x_input_array__mutmut_15": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_39": ('in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_30": ("itemsize >= 8", FLOAT_SIZES),
