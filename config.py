@@ -103,8 +103,8 @@ class RunConfig:
                                               "of the generations made", ES_METHODS, choices=SIGMA_SCHEDULES, lever=True)
     sigma_min: float = setting(0.02, "where --sigma-schedule takes sigma by the end", ES_METHODS,
                                check=between(1e-6, 10, "0.02"), lever=True)
-    output_sigma_scale: float = setting(1.0, "sigma of the output layer (W2, b2) as a multiple of the hidden "
-                                             "layer's (W1, b1)", ("eggroll",),
+    output_sigma_scale: float = setting(1.0, "sigma of the output layer (the last; W2, b2 in 2312-64-10) as a "
+                                             "multiple of the other layers'", ("eggroll",),
                                         check=between(0, 100, "0.5", open_low=True), lever=True)
     batch_growth: int = setting(1, "the minibatch grows from --batch-size at the first generation to this many "
                                    "times it at the last, in whole minibatches", ES_METHODS,

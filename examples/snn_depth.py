@@ -45,7 +45,7 @@ RECIPES = {
 # option: (default, the methods it applies to, its mark in a run's folder name away from the default)
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
-          "init_std": (0.3, ("eggroll", "bptt"), "init")}
+          "init_std": (0.3, ("eggroll", "bptt"), "init"), "output_sigma_scale": (1.0, ("eggroll",), "out")}
 
 
 def levers(method, opts):
@@ -150,6 +150,8 @@ def main():
     parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="EGGROLL's readout scale (default: 5)")
     parser.add_argument("--init-std", type=exits.positive_number, default=0.3,
                         help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
+    parser.add_argument("--output-sigma-scale", type=exits.positive_number, default=1.0,
+                        help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()

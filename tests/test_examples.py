@@ -249,6 +249,25 @@ def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     assert "| real recordings % |" in lines[0] and "| 50.00 (A) |" in lines[2] and "| 25.00 (B) |" in lines[3]
 
 
+def test_the_depth_examples_output_sigma_lever_reaches_train_and_marks_its_folder(tmp_path, monkeypatch):
+    """--output-sigma-scale, away from its default 1, is passed to run.py train and named in the run's
+    folder, after the other levers; BPTT, which has no sigma, takes no part of it."""
+    from types import SimpleNamespace
+    depth = load_example("snn_depth")
+    opts = SimpleNamespace(out=tmp_path, seed=1, data_root="data", real_root=None,
+                           **{name: default for name, (default, _, _) in depth.LEVERS.items()})
+    opts.generations, opts.sigma, opts.logit_scale, opts.output_sigma_scale = 300, 0.1, 1.0, 2.0
+    commands = []
+    monkeypatch.setattr(depth.subprocess, "run", lambda command, **_: commands.append(command)
+                        or subprocess.CompletedProcess(command, 0, stdout="", stderr=""))
+    depth.train("eggroll", "128,64", opts)
+    depth.train("bptt", "128,64", opts)
+    assert commands[0][commands[0].index("--output-sigma-scale") + 1] == "2.0"
+    assert commands[0][commands[0].index("--out") + 1] == str(tmp_path / "runs" / "hidden-128-64-g300-sigma0.1-logit1-out2-seed1")
+    assert "--output-sigma-scale" not in commands[1] and commands[1][commands[1].index("--out") + 1] == \
+        str(tmp_path / "runs" / "bptt-hidden-128-64-seed1")
+
+
 def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_path, monkeypatch):
     """snn_depth writes a run's real.json as the project writes every file (run_folder.writing): a
     new file renamed into place, so a real.json that is a link is refused in one line and the file it
