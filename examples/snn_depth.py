@@ -124,6 +124,8 @@ def table(folders):
         recipe = ", ".join(f"{settings[name]:g}" if name in settings else "–"
                            for name in ("sigma", "lr", "logit_scale", "init_std")) if evolved else \
             f"–, –, –, {settings['init_std']:g}"
+        if settings.get("output_sigma_scale", 1.0) != 1.0:  # a lever of a few runs: named where it is used
+            recipe += f"; output σ × {settings['output_sigma_scale']:g}"
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
                      f"{recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {real} | "

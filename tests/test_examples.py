@@ -266,6 +266,9 @@ def test_the_depth_examples_output_sigma_lever_reaches_train_and_marks_its_folde
     assert commands[0][commands[0].index("--out") + 1] == str(tmp_path / "runs" / "hidden-128-64-g300-sigma0.1-logit1-out2-seed1")
     assert "--output-sigma-scale" not in commands[1] and commands[1][commands[1].index("--out") + 1] == \
         str(tmp_path / "runs" / "bptt-hidden-128-64-seed1")
+    recipe = lambda name: depth.table([ROOT / "results" / "depth" / "runs" / name]).splitlines()[2].split(" | ")[4]
+    assert recipe("hidden-128-64-g300-sigma0.1-logit1-out2-seed1") == "0.1, 0.03, 1, 0.3; output σ × 2"
+    assert recipe("hidden-128-64-g300-sigma0.1-logit1-seed1") == "0.1, 0.03, 1, 0.3"  # the default, unsaid
 
 
 def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_path, monkeypatch):
