@@ -12,7 +12,7 @@
 # contradicts a claim fails loudly.
 #
 # It assumes the method as [docs/derivation.md](docs/derivation.md) derives it, with the symbols
-# and equation numbers of the [README's table](README.md#the-method-in-equations): E = A Bᵀ/√r is
+# and equation numbers of the [README's table](README.md#the-method-in-equations): E = A_p B_pᵀ/√r is
 # one pair's low-rank noise of a weight matrix W (m × n), Eq. (5), and 𝔼 an expectation over the
 # noise. Each claim says which part of the derivation it puts to the test.
 #
@@ -63,27 +63,27 @@ def standard_error(samples):
 
 
 # %% [markdown]
-# ## 1. E = A Bᵀ/√r is as long a perturbation as full-rank noise, at every rank, Eq. (5)
+# ## 1. E = A_p B_pᵀ/√r is as long a perturbation as full-rank noise, at every rank, Eq. (5)
 #
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
 # Eq. (5) are r (m + n) = 2,376 r. Does the low-rank E perturb the weights as far? The derivation
 # (section 5) gives an entry's variance; this claim adds E's length and an entry's shape. An entry
-# of E is a sum of r independent products of two independent 𝒩(0, 1) numbers, an entry of A and
-# one of B, each product of mean 0 and variance 1 · 1 = 1:
+# of E is a sum of r independent products of two independent 𝒩(0, 1) numbers, an entry of A_p and
+# one of B_p, each product of mean 0 and variance 1 · 1 = 1:
 #
-#     E_ij = (1/√r) (A_i1 B_j1 + … + A_ir B_jr)
+#     E_ij = (1/√r) ((A_p)_i1 (B_p)_j1 + … + (A_p)_ir (B_p)_jr)
 #     Var(E_ij) = (1/√r)² · (r · 1) = 1.
 #
 # The 1/√r brings the variance back to 1 at every rank, so ‖E‖²_F = Σ_ij E_ij² ≈ mn: a perturbation
 # σE has the length σ√(mn) of full-rank ES at every rank, and one σ means the same at every rank
 # (without the 1/√r the perturbation would grow as √r). What the rank does change is how the
 # entries go together. E has rank r, and its entries, uncorrelated, are not independent: every
-# entry of row i is made from row i of A, a_i, so given a_i they are independent Gaussians of
+# entry of row i is made from row i of A_p, a_i, so given a_i they are independent Gaussians of
 # variance ‖a_i‖²/r, and two of them have 𝔼[E_ij² E_ij′²] = 𝔼[‖a_i‖⁴]/r² = (r² + 2r)/r² = 1 + 2/r,
-# not 1 (a column likewise, through B). This dependence is most of what low rank adds to the
+# not 1 (a column likewise, through B_p). This dependence is most of what low rank adds to the
 # estimate's error (claim 3) and to its bias off quadratics (the derivation, section 5's last
 # part). An entry alone changes less. Its fourth moment counts the terms of
-# (A_i1 B_j1 + … + A_ir B_jr)⁴ whose factors pair up: r terms that are one product to the fourth,
+# ((A_p)_i1 (B_p)_j1 + … + (A_p)_ir (B_p)_jr)⁴ whose factors pair up: r terms that are one product to the fourth,
 # of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two different products squared, of mean 1, so
 #
 #     𝔼[E_ij⁴] = (9 r + 3 r (r − 1)) / r² = 3 + 6/r,
@@ -125,13 +125,13 @@ def lowrank_scale():
 # ## 2. The population is evaluated without ever forming E, Eq. (6)
 #
 # A member's first layer multiplies its input x (one row per sample and frame, n = 2312 wide)
-# by (W ± σE)ᵀ, E = A Bᵀ/√r of one pair (A m × r, B n × r). Transposing Eq. (5) gives
-# Eᵀ = (A Bᵀ)ᵀ/√r = B Aᵀ/√r, and a product of matrices can be grouped either way (the derivation's
+# by (W ± σE)ᵀ, E = A_p B_pᵀ/√r of one pair p (A_p m × r, B_p n × r). Transposing Eq. (5)
+# gives Eᵀ = (A_p B_pᵀ)ᵀ/√r = B_p A_pᵀ/√r, and a product of matrices can be grouped either way (the derivation's
 # section 5; here it is checked), so
 #
-#     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B) Aᵀ.
+#     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B_p) A_pᵀ.
 #
-# x Wᵀ is the same for every member: computed once. (x B) Aᵀ costs n r + r m multiply-adds per row
+# x Wᵀ is the same for every member: computed once. (x B_p) A_pᵀ costs n r + r m multiply-adds per row
 # where x Eᵀ costs n m: 15.6 times fewer at r = 4 (m = 64, n = 2312). x [B_1 … B_P] serves the whole
 # population (`eggroll.population_product` makes it one product per block of 64 pairs, so that
 # every BLAS call has one shape), and the two members of a pair reuse it with opposite signs. A
@@ -218,11 +218,11 @@ def forward_trick():
 # measure of the right panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the
 # number of pairs — stays at d + 1 = 597 at every population size exactly when the error falls as
 # 1/P. Low-rank noise adds to 𝔼[⟨G, E⟩² ‖E‖²], mostly through the dependence between its entries
-# (claim 1). At r = 1, A and B are single columns, E = A Bᵀ, ⟨G, E⟩ = Aᵀ (G B) and
-# ‖E‖² = ‖A‖² ‖B‖². Average first over A, a Gaussian vector of m entries (the count above, with G B
-# for G), then over B:
+# (claim 1). At r = 1, A_p and B_p are single columns, E = A_p B_pᵀ, ⟨G, E⟩ = A_pᵀ (G B_p) and
+# ‖E‖² = ‖A_p‖² ‖B_p‖². Average first over A_p, a Gaussian vector of m entries (the count above, with G B_p
+# for G), then over B_p:
 #
-#     𝔼[(Aᵀ G B)² ‖A‖² ‖B‖²] = (m + 2) 𝔼[‖G B‖² ‖B‖²] = (m + 2)(n + 2) ‖G‖²,
+#     𝔼[(A_pᵀ G B_p)² ‖A_p‖² ‖B_p‖²] = (m + 2) 𝔼[‖G B_p‖² ‖B_p‖²] = (m + 2)(n + 2) ‖G‖²,
 #
 # 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
 # independent such terms; only the means of products of four entries within one term exceed the
@@ -494,11 +494,11 @@ def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
     figure = Figure(figsize=(14, 4.3), layout="constrained")
     figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so E is as long "
                     "as full-rank noise at every rank;\nwhat the rank changes is how the entries go together (a "
-                    "row's entries share a row of A) and, right, an entry's tails, heavier at low rank")
+                    "row's entries share a row of A_p) and, right, an entry's tails, heavier at low rank")
     variance_ax, norm_ax, shape_ax = figure.subplots(1, 3)
     variance_ax.errorbar(ranks, [variance[r].mean() for r in ranks], [variance[r].std() for r in ranks],
-                         marker="o", capsize=3, label="A Bᵀ/√r, Eq. (5)")
-    variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A Bᵀ, without the 1/√r")
+                         marker="o", capsize=3, label="A_p B_pᵀ/√r, Eq. (5)")
+    variance_ax.plot(ranks, [r * variance[r].mean() for r in ranks], "--", marker="s", label="A_p B_pᵀ, without the 1/√r")
     variance_ax.axhline(variance["full"].mean(), color="gray", linestyle=":", label="full-rank Gaussian (vanilla ES)")
     variance_ax.set(xscale="log", yscale="log", xlabel="rank r of the perturbation",
                     ylabel="variance of an entry of E (mean ± std over 32 pairs)", title="variance: 1 at every rank")
