@@ -185,9 +185,10 @@ def gradient(f, perturbations, sigma):
 
 
 def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
-    """Eq. (9): one Adam update UP g, as optim.adam_update: its first and second moments,
-    exponential moving averages of g and g² over the generations with averaging coefficients coef1
-    and coef2, bias-corrected, and the floor 10⁻⁸ added to the root of the second. `state` holds both moments
+    """Eq. (9) at weight decay 0 (the recipe's): one Adam update UP g, as optim.adam_update: its
+    first and second moments, exponential moving averages of g and g² over the generations with
+    averaging coefficients coef1 and coef2, bias-corrected, and the floor 10⁻⁸ added to the root of
+    the second. `state` holds both moments
     ("momentum", "mean_square") and the count of Adam's updates so far, Q ("updates")."""
     updates = state["updates"] + 1
     new, momentum, mean_square = {}, {}, {}
