@@ -160,6 +160,22 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
 
 
+def test_the_derivations_whole_generation_is_the_methods_and_climbs():
+    """derivation.md's third code block, on the plain loop's toy: its centred ranks are
+    eggroll.centred_ranks' (no ties on this F), its step the project's gradient of those ranks, and
+    300 generations of it with Adam close ||W - W*||^2 at least 100-fold."""
+    import eggroll
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
+    scope = {}
+    exec(blocks[0], scope)
+    exec(blocks[2], scope)
+    start = (scope["W_star"] ** 2).sum()
+    assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
+    fitness, c = scope["fitness"], scope["c"]
+    assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
+    assert np.allclose(scope["f"], eggroll.pair_differences(eggroll.centred_ranks(fitness.ravel())), atol=1e-6)
+
+
 def test_running_mds_generation_loop_runs_as_printed():
     """docs/running.md's loop, run in the project's folder as the page says (its first two
     generations, not a hundred): every name it uses is imported, and each generation moves the
