@@ -22,18 +22,21 @@ SHAPINGS = ("centred_ranks", "raw")
 def check_settings(es):
     """ValueError naming the fix, for settings EGGROLL cannot run with, when the Eggroll is made:
     whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
-    and > 0; lr and weight decay finite and >= 0."""
+    and > 0; lr and weight decay finite and >= 0, their product < 1. The ranges are checked on the
+    Python floats the step uses (a Fraction or a float32 product may round to 1 as floats)."""
     check_whole("population", es.population, None, 2 * MAX_PAIRS, "e.g. 512")
     check_population(es.population)
     check_whole("rank", es.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
     check_sigma(es.sigma)
     for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
-        if not is_real(value) or not (is_finite(value) and value >= 0):
+        converted = as_float(value)
+        if converted is None or not (math.isfinite(converted) and converted >= 0):
             raise ValueError(f"{setting} must be a finite int or float >= 0, got {value!r}: use e.g. "
                              f"{'0.01' if setting == 'lr' else '0.0'}")
-    if es.lr * es.weight_decay >= 1:
-        raise ValueError(f"lr x weight_decay must be < 1, got {es.lr} x {es.weight_decay}: each step multiplies "
+    lr, weight_decay = float(es.lr), float(es.weight_decay)
+    if lr * weight_decay >= 1:
+        raise ValueError(f"lr x weight_decay must be < 1, got {lr} x {weight_decay}: each step multiplies "
                          f"the parameters by 1 - lr x weight_decay, which would zero or flip them; lower one")
     missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum", "disagreement")
                if not callable(getattr(es.team, method, None))] + [name for name in ("size", "update")
@@ -57,7 +60,8 @@ def check_sigma(sigma):
         if isinstance(value, (Mapping, list, tuple)) or numpy.ndim(value) > 0:
             raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(value)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
-        if not is_real(value) or not (is_finite(value) and value > 0):
+        converted = as_float(value)
+        if converted is None or not (math.isfinite(converted) and converted > 0):
             raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite int or float > 0, "
                              f"got {value!r}: use e.g. 0.1")
 
@@ -179,12 +183,15 @@ def is_real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
 
 
-def is_finite(number):
-    """A real number that is neither NaN nor infinite (an int too large for a float is infinite)."""
+def as_float(value):
+    """A real number (not a bool) as the Python float a step uses (an infinity if it lies beyond
+    float's range), or None for any other value: a check of a setting's range checks this."""
+    if not is_real(value):
+        return None
     try:
-        return math.isfinite(number)
-    except OverflowError:
-        return False
+        return float(value)
+    except OverflowError:  # an int or a Fraction
+        return math.inf if value > 0 else -math.inf
 
 
 def check_optimiser(state):

@@ -1368,3 +1368,17 @@ def test_processes_telling_different_generations_are_refused_on_every_process(up
     said = run_team(2, body, update)[0]
     assert said[0] == said[1] == ("the processes of this team tell different generations: generation (rank 0: 1; "
                                   "rank 1: 0); every process tells the fitness of ask(state) for the same state")
+
+
+@pytest.mark.parametrize("lr, weight_decay, said", [
+    (Fraction(1, 3), 3 - Fraction(1, 10 ** 20), "0.3333333333333333 x 3.0"),  # < 1 exactly, 1.0 as floats
+    (np.float32(0.49382624), 2.0250037733722026, "0.4938262403011322 x 2.0250037733722026")])  # < 1 in float32
+def test_lr_times_weight_decay_is_checked_as_the_floats_the_step_uses(lr, weight_decay, said):
+    """The settings are checked as the Python floats the step multiplies the parameters by: a product
+    below 1 only in its own type would zero or flip every parameter."""
+    with pytest.raises(ValueError) as raised:
+        eggroll.Eggroll(4, 1, 0.1, 0, lr=lr, weight_decay=weight_decay)
+    assert str(raised.value) == (f"lr x weight_decay must be < 1, got {said}: each step multiplies the parameters "
+                                 f"by 1 - lr x weight_decay, which would zero or flip them; lower one")
+    with pytest.raises(ValueError, match=re.escape("sigma must be a finite int or float > 0, got Fraction(1, 1")):
+        eggroll.Eggroll(4, 1, Fraction(1, 10 ** 400), 0)  # > 0, but 0.0 as a float
