@@ -151,7 +151,10 @@ class Population:
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
             x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
-        dtype = numpy.dtype(dtype)  # float is float64, as NumPy reads it
+        try:
+            dtype = numpy.dtype(dtype)  # float is float64, as NumPy reads it
+        except TypeError:  # a name NumPy knows no type by
+            raise ValueError(f"rows are float32 or float64, got {dtype!r}") from None
         if dtype not in (numpy.float32, numpy.float64):
             raise ValueError(f"rows are float32 or float64, got {dtype}")
         A, B = (factor.astype(dtype, copy=False) for factor in self.factors(weight))  # float64 stays float64

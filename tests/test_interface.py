@@ -801,12 +801,14 @@ def test_tell_checks_the_state_it_is_told_again():
 
 
 def test_rows_refuse_what_is_no_layer():
-    """Population.rows, the noise of one layer, takes a 2-D weight, its own 1-D bias and a float type."""
+    """Population.rows, the noise of one layer, takes a 2-D weight, its own 1-D bias and a float type (a
+    name NumPy knows no type by is refused as another type is)."""
     pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(mlp(1)))
     for weight, bias, dtype, match in [("layer0.bias", None, np.float32, "a layer needs a 2-D weight"),
                                        ("layer0.weight", "layer1.weight", np.float32, "bias 'layer1.weight' has shape"),
                                        ("layer0.weight", "layer1.bias", np.float32, "bias 'layer1.bias' has shape"),
-                                       ("layer0.weight", None, np.int64, "rows are float32 or float64")]:
+                                       ("layer0.weight", None, np.int64, "rows are float32 or float64, got int64"),
+                                       ("layer0.weight", None, "banana", "rows are float32 or float64, got 'banana'")]:
         with pytest.raises(ValueError, match=re.escape(match)):
             pop.rows(weight, bias, dtype)
     rows, B = pop.rows("layer0.weight", "layer0.bias", np.float64)
