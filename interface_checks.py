@@ -273,7 +273,7 @@ def fitness_array(fitness, members, like):
     real number per member. float64 holds every float32, float16, bool and integer up to 2^53 as it
     is (their ranks unchanged), their differences neither wrap nor overflow, and every process of a
     team gathers the same type; integers beyond, and numbers (long doubles, Fractions, Decimals)
-    that it would make equal, are refused."""
+    that it would make equal or that lie beyond its range, are refused."""
     if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
         raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
     given = fitness
@@ -285,13 +285,18 @@ def fitness_array(fitness, members, like):
         missing = [member for member, value in enumerate(fitness.ravel()) if value is None]
         if missing:
             raise ValueError(f"fitness holds None (member {missing[0]}): give every member a number")
+    beyond = beyond_float64(fitness)
+    if beyond is not None:
+        raise ValueError(f"fitness holds numbers beyond float64's range, in which they are ranked (member {beyond}): "
+                         f"scale them before tell")
+    if fitness.dtype.kind == "O":
         try:
             converted = fitness.astype(numpy.float64)
         except (TypeError, ValueError):  # text, say: no real numbers, as said below
             converted = None
         if converted is not None:
             fitness = held_apart(fitness, converted)
-    if fitness.dtype.kind == "f" and fitness.dtype.itemsize > 8:  # long double
+    if is_long_double(fitness.dtype):
         fitness = held_apart(fitness, fitness.astype(numpy.float64))
     if fitness.dtype.kind in "iu":
         with numpy.errstate(invalid="ignore"):  # a uint64 near 2^64 rounds past its range: not held, as said
@@ -308,6 +313,35 @@ def fitness_array(fitness, members, like):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
     return fitness
+
+
+def is_long_double(dtype):
+    """A float type wider than float64 (numpy.longdouble on most machines)."""
+    return dtype.kind == "f" and dtype.itemsize > 8
+
+
+def beyond_float64(values):
+    """The flat index of the first of `values` (an array) that is a finite number beyond float64's
+    range, or None: a Python int, Fraction, Decimal or long double that float64 would make inf (or
+    cannot take at all)."""
+    if is_long_double(values.dtype):
+        with numpy.errstate(over="ignore"):
+            beyond = numpy.isfinite(values) & ~numpy.isfinite(values.astype(numpy.float64))
+        return int(beyond.argmax()) if beyond.any() else None
+    if values.dtype.kind != "O":  # NumPy's other numbers all fit
+        return None
+    for index, value in enumerate(values.ravel()):
+        if isinstance(value, (str, bytes, bytearray)):  # text, whatever float() makes of it: no number
+            continue
+        try:
+            as_float = float(value)
+        except OverflowError:  # an int or a Fraction
+            return index
+        except (TypeError, ValueError):  # None, a signalling NaN: no number, refused as such elsewhere
+            continue
+        if math.isinf(as_float) and value != as_float:  # a Decimal, say: finite, made inf
+            return index
+    return None
 
 
 def held_apart(given, converted):
@@ -346,6 +380,8 @@ def input_array(x, params, name, members):
         x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
     except (TypeError, ValueError) as error:  # ragged rows, say
         raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
+    if beyond_float64(x) is not None:
+        raise ValueError("x holds numbers beyond float64's range: scale them")
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
         what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
         raise ValueError(f"x must be real numbers, got {what}: give numpy.asarray(x, dtype=numpy.float32)")

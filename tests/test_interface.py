@@ -1384,3 +1384,30 @@ def test_lr_times_weight_decay_is_checked_as_the_floats_the_step_uses(lr, weight
                                  f"by 1 - lr x weight_decay, which would zero or flip them; lower one")
     with pytest.raises(ValueError, match=re.escape("sigma must be a finite int or float > 0, got Fraction(1, 1")):
         eggroll.Eggroll(4, 1, Fraction(1, 10 ** 400), 0)  # > 0, but 0.0 as a float
+
+
+@pytest.mark.parametrize("fitness, member", [
+    ([10 ** 400, 1, 2, 3], 0), ([1, -10 ** 400, 2, 3], 1), ([Fraction(10 ** 400, 3), 1, 2, 3], 0),
+    ([1, 2, Decimal("1e400"), 3], 2), (np.array([1, 2, 3, 10], np.longdouble) ** np.array([1, 1, 1, 400]), 3)])
+def test_a_finite_fitness_beyond_float64s_range_is_refused_as_such(fitness, member):
+    """A number float64, in which the fitness is ranked, cannot hold (an int or Fraction it cannot take,
+    a Decimal or long double it would make inf) is no NaN or inf: one ValueError saying to scale it."""
+    if not isinstance(fitness, list) and np.isinf(fitness[member]):
+        pytest.skip("long double is float64 here")
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning first
+        es.tell(state, es.ask(state), fitness)
+    assert str(raised.value) == (f"fitness holds numbers beyond float64's range, in which they are ranked (member "
+                                 f"{member}): scale them before tell")
+
+
+@pytest.mark.parametrize("x", [[[10 ** 400, 0, 0]], np.array([[Decimal("-1e400"), 0, 0]], dtype=object)])
+def test_an_x_beyond_float64s_range_is_refused_as_such(x):
+    """Numbers in x that no float type holds are refused as such, not as no numbers with a fix (asarray to
+    float32) that would make them inf."""
+    pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W))
+    with pytest.raises(ValueError) as raised:
+        pop.linear("w", x)
+    assert str(raised.value) == "x holds numbers beyond float64's range: scale them"
