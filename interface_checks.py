@@ -272,8 +272,8 @@ def fitness_array(fitness, members, like):
     """`fitness` as a float64 array of `like`'s module, or a ValueError naming the fix unless it is one
     real number per member. float64 holds every float32, float16, bool and integer up to 2^53 as it
     is (their ranks unchanged), their differences neither wrap nor overflow, and every process of a
-    team gathers the same type; integers beyond, and numbers (long doubles, Fractions, Decimals)
-    that it would make equal or that lie beyond its range, are refused."""
+    team gathers the same type; numbers that it would make equal (integers beyond 2^53, long doubles,
+    Fractions, Decimals), or that lie beyond its range, are refused."""
     if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
         raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
     given = fitness
@@ -298,12 +298,10 @@ def fitness_array(fitness, members, like):
             fitness = held_apart(fitness, converted)
     if is_long_double(fitness.dtype):
         fitness = held_apart(fitness, fitness.astype(numpy.float64))
-    if fitness.dtype.kind in "iu":
-        with numpy.errstate(invalid="ignore"):  # a uint64 near 2^64 rounds past its range: not held, as said
-            held = bool((fitness.astype(numpy.float64).astype(fitness.dtype) == fitness).all())
-        if not held:
-            raise ValueError("fitness holds integers that float64, in which they are ranked, cannot hold exactly "
-                             "(beyond 2^53): give them as floats, or shift or scale them")
+    if fitness.dtype.kind in "iu" and fitness.dtype.itemsize > 4:  # int64, uint64: rounded beyond 2^53
+        if made_equal(fitness, fitness.astype(numpy.float64)):
+            raise ValueError("fitness holds integers that float64, in which they are ranked, cannot tell apart "
+                             "(beyond 2^53): shift them (e.g. subtract their smallest) before tell")
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
         what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
             else a_kind(given)
@@ -344,11 +342,17 @@ def beyond_float64(values):
     return None
 
 
+def made_equal(given, converted):
+    """Whether `converted`, the fitness `given` as float64, holds two of its different values as one:
+    their ranks would tie, and the step lose them. (Python's numbers compare and hash by value across
+    types, so a set counts the different values of any mix of them.)"""
+    return len(set(converted.ravel().tolist())) < len(set(given.ravel().tolist()))
+
+
 def held_apart(given, converted):
     """`converted`, the fitness `given` as float64, or a ValueError if float64 made two of its different
-    values one: their ranks would tie, and the step lose them. (Python's numbers compare and hash by
-    value across types, so a set counts the different values of any mix of them.)"""
-    if len(set(converted.ravel().tolist())) < len(set(given.ravel().tolist())):
+    values one (made_equal)."""
+    if made_equal(given, converted):
         raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can tell "
                          "apart: shift or scale them (e.g. subtract their mean) before tell")
     return converted

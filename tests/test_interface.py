@@ -1030,7 +1030,7 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)), "a Population is made by Eggroll.ask"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
-     "fitness holds integers that float64, in which they are ranked, cannot hold exactly"),
+     "fitness holds integers that float64, in which they are ranked, cannot tell apart"),
     (lambda: (lambda es, s: es.tell(eggroll.State(s.params, dict(s.optimiser, t=10 ** 400), 0), es.ask(s), range(4)))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "state.optimiser's step count t must be a whole number in 0..9223372036854775807"),
@@ -1041,8 +1041,8 @@ def test_odd_teams_settings_arrays_names_and_counts_are_refused_by_name(make, me
 
 
 def test_integers_float64_cannot_hold_are_refused_without_a_warning_first():
-    """A uint64 fitness near 2^64 rounds past uint64's range in float64: the one ValueError says so,
-    with no RuntimeWarning about the cast printed before it."""
+    """Two uint64 fitnesses near 2^64, which float64 makes one: the one ValueError says so, with no
+    RuntimeWarning about the cast printed before it."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     with warnings.catch_warnings():
@@ -1227,8 +1227,8 @@ def test_the_newer_refusals_read_in_full():
          "asked, and change "
          "it after"),
         (lambda: es.tell(state, es.ask(state), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])),
-         "fitness holds integers that float64, in which they are ranked, cannot hold exactly (beyond 2^53): give "
-         "them as floats, or shift or scale them"),
+         "fitness holds integers that float64, in which they are ranked, cannot tell apart (beyond 2^53): shift "
+         "them (e.g. subtract their smallest) before tell"),
         (lambda: es.tell(eggroll.State(state.params, dict(state.optimiser, t=0.5), 0), es.ask(state), range(4)),
          "state.optimiser's step count t must be a whole number in 0..9223372036854775807, got 0.5: use the State "
          "that init or tell returned, whose count starts at 0"),
@@ -1272,7 +1272,7 @@ def test_a_population_pickled_apart_from_its_state_is_told_as_the_one_asked():
 ])
 def test_numbers_float64_would_make_equal_are_refused_not_tied(fitness):
     """Different fitnesses that float64, in which they are ranked, cannot tell apart would tie and give
-    no step: refused by name, as integers beyond 2^53 are; the same numbers held apart are taken."""
+    no step: refused by name, as integers it makes equal are; the same numbers held apart are taken."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     with pytest.raises(ValueError, match="fitness holds numbers closer together than float64, in which they are "
@@ -1411,3 +1411,16 @@ def test_an_x_beyond_float64s_range_is_refused_as_such(x):
     with pytest.raises(ValueError) as raised:
         pop.linear("w", x)
     assert str(raised.value) == "x holds numbers beyond float64's range: scale them"
+
+
+@pytest.mark.parametrize("fitness", [np.array([2 ** 53 + 1, 0, 1, 2]),
+                                     -(1_700_000_000_000_000_123 + 4096 * np.array([2, 0, 3, 1])),  # -time.time_ns()
+                                     np.array([2 ** 64 - 1, 0, 1, 2], np.uint64)])
+def test_integers_beyond_2_to_the_53_that_float64_holds_apart_are_ranked(fitness):
+    """Integers beyond 2^53 that float64 keeps apart (nanosecond times, thousands apart) rank as they are,
+    as Python ints beyond int64 do: only integers float64 would make equal are refused."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    got = es.tell(state, es.ask(state), fitness)[0].params["w"]
+    assert np.array_equal(got, es.tell(state, es.ask(state), fitness.tolist())[0].params["w"])
+    assert np.array_equal(got, es.tell(state, es.ask(state), fitness.astype(np.float64))[0].params["w"])
