@@ -282,9 +282,12 @@ def fitness_array(fitness, members, like):
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
     if fitness.dtype.kind == "O":  # Fractions, Decimals, ints beyond int64, say: numbers, if float() takes them
-        missing = [member for member, value in enumerate(fitness.ravel()) if value is None]
-        if missing:
-            raise ValueError(f"fitness holds None (member {missing[0]}): give every member a number")
+        for member, value in enumerate(fitness.ravel()):
+            if value is None:
+                raise ValueError(f"fitness holds None (member {member}): give every member a number")
+            if isinstance(value, (str, bytes, bytearray)):  # which float() would read as a number
+                raise ValueError(f"fitness must be real numbers, one per member, got text (member {member}: "
+                                 f"{value!r})")
     beyond = beyond_float64(fitness)
     if beyond is not None:
         raise ValueError(f"fitness holds numbers beyond float64's range, in which they are ranked (member {beyond}): "
@@ -292,7 +295,7 @@ def fitness_array(fitness, members, like):
     if fitness.dtype.kind == "O":
         try:
             converted = fitness.astype(numpy.float64)
-        except (TypeError, ValueError):  # text, say: no real numbers, as said below
+        except (TypeError, ValueError):  # complex numbers, a signalling NaN, say: no real numbers, as said below
             converted = None
         if converted is not None:
             fitness = held_apart(fitness, converted)

@@ -1424,3 +1424,18 @@ def test_integers_beyond_2_to_the_53_that_float64_holds_apart_are_ranked(fitness
     got = es.tell(state, es.ask(state), fitness)[0].params["w"]
     assert np.array_equal(got, es.tell(state, es.ask(state), fitness.tolist())[0].params["w"])
     assert np.array_equal(got, es.tell(state, es.ask(state), fitness.astype(np.float64))[0].params["w"])
+
+
+@pytest.mark.parametrize("fitness, said", [
+    (np.array(["1", "2", "3", "4"], dtype=object), "member 0: '1'"),
+    (np.array([1.0, b"2", 3.0, 4.0], dtype=object), "member 1: b'2'"),
+    (np.array(["1", "1.0", "2", "3"], dtype=object), "member 0: '1'"),  # not "closer together than float64"
+    (np.frompyfunc(lambda v: bytearray(b"4") if v == 4 else v, 1, 1)(np.arange(1.0, 5.0)),
+     "member 3: bytearray(b'4')")])
+def test_text_among_a_fitness_is_refused_as_text(fitness, said):
+    """Text is no number, whatever float() reads it as: refused in an object array as in a list of text."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised:
+        es.tell(state, es.ask(state), fitness)
+    assert str(raised.value) == f"fitness must be real numbers, one per member, got text ({said})"
