@@ -276,6 +276,9 @@ def fitness_array(fitness, members, like):
     Fractions, Decimals), or that lie beyond its range, are refused."""
     if isinstance(fitness, numpy.ma.MaskedArray):  # asarray drops the mask: a masked member would be ranked
         raise ValueError("fitness is a masked array: give every member a number (numpy.ma.filled(fitness, low))")
+    if fitness is None and members == 0:
+        raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
+                         "an empty fitness, []")
     given = fitness
     try:
         fitness = array_module_of(like).asarray(fitness)

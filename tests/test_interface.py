@@ -1439,3 +1439,20 @@ def test_text_among_a_fitness_is_refused_as_text(fitness, said):
     with pytest.raises(ValueError) as raised:
         es.tell(state, es.ask(state), fitness)
     assert str(raised.value) == f"fitness must be real numbers, one per member, got text ({said})"
+
+
+def test_none_from_a_process_given_no_members_says_so():
+    """A process of a team given no pairs holds no members: None as its fitness is told to be [] (it has
+    no member 0 to name), and [] is taken."""
+    def body(team, fitness_of_none):
+        es = eggroll.Eggroll(2, 1, 0.1, 0, team=team)
+        state = es.init(W)
+        pop = es.ask(state)
+        return es.tell(state, pop, fitness_of_none if pop.members == 0 else [1.0, 2.0])[0].params["w"]
+
+    with pytest.raises(ValueError) as raised:
+        run_team(2, lambda team: body(team, None))
+    assert str(raised.value) == ("fitness is None, and this process holds no members (its team gave it no pairs): "
+                                 "tell it an empty fitness, []")
+    first, second = run_team(2, lambda team: body(team, []))[0]
+    assert np.array_equal(first, second)
