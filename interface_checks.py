@@ -280,8 +280,10 @@ def fitness_array(fitness, members, like):
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
     given = fitness
-    try:
-        fitness = array_module_of(like).asarray(fitness)
+    if isinstance(fitness, (list, tuple)):  # one device number a member, say: each copied to the host
+        fitness = [to_numpy(value) if array_module_of(value) is not numpy else value for value in fitness]
+    try:  # on the host, where Fractions, None and ints beyond int64 are objects to check (a device has none)
+        fitness = numpy.asarray(to_numpy(fitness) if array_module_of(fitness) is not numpy else fitness)
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
     if fitness.dtype.kind == "O":  # Fractions, Decimals, ints beyond int64, say: numbers, if float() takes them
@@ -316,7 +318,7 @@ def fitness_array(fitness, members, like):
     if fitness.shape != (members,):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
-    return fitness
+    return array_module_of(like).asarray(fitness)
 
 
 def is_long_double(dtype):

@@ -1456,3 +1456,26 @@ def test_none_from_a_process_given_no_members_says_so():
                                  "tell it an empty fitness, []")
     first, second = run_team(2, lambda team: body(team, []))[0]
     assert np.array_equal(first, second)
+
+
+@pytest.mark.parametrize("fitness, said", [
+    ([Fraction(3, 1), Fraction(1, 3), Fraction(2, 1), Fraction(0)], None),
+    ([2 ** 70 + 3 * 2 ** 20, 2 ** 70 + 2 ** 20, 2 ** 70 + 2 * 2 ** 20, 2 ** 70], None),
+    ([strict_array.asarray(np.float32(v)) for v in (3, 1, 2, 0)], None),  # one device number a member
+    ([1.0, None, 2.0, 3.0], "fitness holds None (member 1): give every member a number")])
+def test_a_fitness_for_device_parameters_is_read_on_the_host_first(fitness, said):
+    """With the parameters on a device (strict_array, CuPy's stand-in), the fitness is read as it is on
+    the host: Fractions and Python ints are ranked, None is named, then the float64 fitness moves to the
+    device; the step is the host's bit for bit."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    on_device = es.init({"w": strict_array.asarray(W["w"])})
+    if said is not None:
+        with pytest.raises(ValueError) as raised:
+            es.tell(on_device, es.ask(on_device), fitness)
+        assert str(raised.value) == said
+        return
+    stepped = es.tell(on_device, es.ask(on_device), fitness)[0].params["w"]
+    on_host = es.init(W)
+    host_fitness = [value.get() if isinstance(value, strict_array.StrictArray) else value for value in fitness]
+    assert isinstance(stepped, strict_array.StrictArray)
+    assert np.array_equal(stepped.get(), es.tell(on_host, es.ask(on_host), host_fitness)[0].params["w"])
