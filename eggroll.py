@@ -42,7 +42,7 @@ from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite, check_known, check_layer,
                               check_optimiser, check_params, check_settings, check_stepped, check_told, check_whole,
-                              fitness_array, input_array, layout_of, same_values)
+                              changes_since, fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
@@ -123,13 +123,15 @@ class Population:
     seed: int
     generation: int
     pairs: range         # the indices of the pairs: keys, so that asking costs nothing however many
-    layout: dict = field(init=False, repr=False)  # {name: (shape, dtype)} when asked, for tell to compare
+    # the parameters' fingerprint when asked (interface_checks.fingerprint_of), for tell to compare; None: taken now
+    fingerprint: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)):
             raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
                              "pairs a range): ask for one")
-        object.__setattr__(self, "layout", layout_of(self.params))
+        if self.fingerprint is None:
+            object.__setattr__(self, "fingerprint", fingerprint_of(self.params))
 
     @property
     def members(self):
@@ -211,7 +213,8 @@ class Population:
         check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
         i = int(i)  # a NumPy unsigned i would wrap 1 - 2 (i % 2), the - side's sign
         pair, sign = i // 2, 1 - 2 * (i % 2)
-        one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
+        one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1],
+                         self.fingerprint)
         drawn = {}
         for name, value in self.params.items():
             factors = one.factors(name)
@@ -383,14 +386,19 @@ class Eggroll:
         if not isinstance(population, Population):
             raise ValueError(f"tell takes (state, population, fitness), got {a_kind(population)} as the "
                              f"population: pass ask(state)'s answer before the fitness")
+        if "fingerprint" not in vars(population):  # unpickled, by a version before tell compared fingerprints
+            raise ValueError("this population was pickled by an older eggroll.py: ask the state again (the same "
+                             "members, the same bits)")
         if population.generation != state.generation:
             raise ValueError(f"the population is generation {population.generation}'s, the state is at generation "
                              f"{state.generation}: tell the fitness of ask(state) with that same state")
-        if population.params is not state.params and not same_values(population.params, state.params):
-            raise ValueError("the population was asked of another state's parameters: tell the state it was asked of")
-        if population.layout != layout_of(state.params):  # the same dict, changed in place
-            raise ValueError("parameters were added to, removed from, retyped or reshaped in the state since ask: "
-                             "tell the state as it was asked, and change it after")
+        changed = changes_since(population.fingerprint, state.params)
+        if changed and population.params is state.params:
+            raise ValueError(f"the state's parameters changed since ask ({changed}): tell the state as it was asked, "
+                             f"and change it after")
+        if changed:  # another dict: another state's, or this one's pickled apart from the population and changed
+            raise ValueError(f"the population was asked of another state's parameters, or of this state's before they "
+                             f"changed ({changed}): tell the state it was asked of, as it was asked")
         asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
         differ = [name for name in ("seed", "rank", "pairs", "sigma")
                   if getattr(population, name) != getattr(asked, name)]

@@ -131,30 +131,51 @@ def check_agreed(es, params, generation=0):
     unseen. A collective call: init and ask make it on every process."""
     if es.team.size == 1:
         return
-    fingerprint = hashlib.sha256()
-    for name, value in sorted(params.items()):
-        host = numpy.ascontiguousarray(to_numpy(value))
-        fingerprint.update(f"{name} {host.dtype.str} {host.shape}".encode() + host.tobytes())
     problem = es.team.disagreement({
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
         "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
-        "generation": int(generation), "parameters": fingerprint.hexdigest()[:16]})
+        "generation": int(generation), "parameters": digest_of(params)[:16]})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
                          f"process the same settings, and the same state (the same starting parameters, or the "
                          f"same pickled State)")
 
 
+def fingerprint_of(params):
+    """The parameters as a step needs them unchanged from ask to tell: their layout (layout_of) and the
+    sha256 of their values (digest_of)."""
+    return layout_of(params), digest_of(params)
+
+
 def layout_of(params):
-    """{name: (shape, dtype)} of every parameter: what a step needs unchanged from ask to tell."""
-    return {name: (tuple(value.shape), value.dtype.str) for name, value in params.items()}
+    """{name: (dtype, shape)} of every parameter (None where a value has no such attribute)."""
+    return {name: (getattr(getattr(value, "dtype", None), "str", None), getattr(value, "shape", None))
+            for name, value in params.items()}
 
 
-def same_values(params, others):
-    """Whether two dicts of parameters hold the same names, types and values (a state and its
-    population pickled apart hold equal copies)."""
-    return layout_of(params) == layout_of(others) and all(
-        numpy.array_equal(to_numpy(value), to_numpy(others[name])) for name, value in params.items())
+def digest_of(params):
+    """The sha256 (hex) of every parameter's name, dtype, shape and values (of a host copy), in name
+    order: the same parameters, on any process, in any dict order, give the same digest."""
+    digest = hashlib.sha256()
+    for name, value in sorted(params.items()):
+        host = numpy.ascontiguousarray(to_numpy(value))
+        digest.update(f"{name} {host.dtype.str} {host.shape}".encode() + host.tobytes())
+    return digest.hexdigest()
+
+
+def changes_since(asked, params):
+    """What changed in `params` since their fingerprint `asked` was taken: the names added, removed,
+    retyped or reshaped, else "values", or None if nothing did."""
+    then, now = asked[0], layout_of(params)
+    kept = [name for name in now if name in then]
+    named = [f"{change} {', '.join(map(repr, names))}" for change, names in (
+        ("added", [name for name in now if name not in then]),
+        ("removed", [name for name in then if name not in now]),
+        ("retyped", [name for name in kept if now[name][0] != then[name][0]]),
+        ("reshaped", [name for name in kept if now[name][1] != then[name][1]])) if names]
+    if named:
+        return "; ".join(named)
+    return None if digest_of(params) == asked[1] else "values"
 
 
 def check_told(es, generation):

@@ -480,7 +480,8 @@ def test_a_foreign_population_or_state_is_told_in_full():
         "the population was asked of another Eggroll (its seed, rank differ from this one's): tell its fitness to "
         "the Eggroll that asked it")
     assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
-        "the population was asked of another state's parameters: tell the state it was asked of")
+        "the population was asked of another state's parameters, or of this state's before they changed (values): "
+        "tell the state it was asked of, as it was asked")
     no_adam = ("state.optimiser does not hold Adam's state of the parameters: tell a State that init or tell "
                "returned (a State(params, {}, generation) made by hand can be asked, not told)")
     assert told(es, eggroll.State(W, None, 0), es.ask(eggroll.State(W, None, 0))) == no_adam
@@ -771,19 +772,22 @@ def test_a_setting_or_input_of_an_odd_type_is_one_value_error(make, message):
 def test_tell_checks_the_state_it_is_told_again():
     """Parameters or Adam's state changed in a state between ask and tell, or made by hand, are refused
     before any step: a weight made float16 or float32 (its moments are float64), a reshaped bias (which
-    would broadcast to a matrix), a weight of other shape, a step count that is no whole number."""
+    would broadcast to a matrix), a weight of other shape, a bias of other values, a step count that is no
+    whole number."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     fitness = [1.0, 2.0, 3.0, 4.0]
-    since_ask = "parameters were added to, removed from, retyped or reshaped in the state since ask"
-    for name, value, match in [("layer0.weight", lambda v: v.astype(np.float16), since_ask),
-                               ("layer0.weight", lambda v: v.astype(np.float32), since_ask),
-                               ("layer0.bias", lambda v: v[:, None], since_ask),
-                               ("layer1.weight", lambda v: np.ones((7, 9)), since_ask)]:
+    since_ask = "the state's parameters changed since ask ({}): tell the state as it was asked, and change it after"
+    for name, value, change in [("layer0.weight", lambda v: v.astype(np.float16), "retyped 'layer0.weight'"),
+                                ("layer0.weight", lambda v: v.astype(np.float32), "retyped 'layer0.weight'"),
+                                ("layer0.bias", lambda v: v[:, None], "reshaped 'layer0.bias'"),
+                                ("layer1.weight", lambda v: np.ones((7, 9)), "reshaped 'layer1.weight'"),
+                                ("layer1.bias", lambda v: v + 1, "values")]:
         state = es.init(mlp(1))
         pop = es.ask(state)
         state.params[name] = value(state.params[name])
-        with pytest.raises(ValueError, match=re.escape(match)):
+        with pytest.raises(ValueError) as raised:
             es.tell(state, pop, fitness)
+        assert str(raised.value) == since_ask.format(change)
     for swap, kind in [(lambda v: np.ma.masked_array(v, np.zeros(v.shape, bool)), "numpy.ma.MaskedArray"),
                        (np.asmatrix, "numpy.matrix")]:  # the same shape and type, swapped in place: checked again
         state = es.init(mlp(1))
@@ -1056,7 +1060,7 @@ def test_parameters_added_since_ask_are_named_so():
     state = es.init(W)
     pop = es.ask(state)
     state.params["extra"] = np.ones(2, np.float32)
-    with pytest.raises(ValueError, match="parameters were added to, removed from, retyped or reshaped in the state since ask"):
+    with pytest.raises(ValueError, match=re.escape("the state's parameters changed since ask (added 'extra')")):
         es.tell(state, pop, range(4))
 
 
@@ -1223,9 +1227,8 @@ def test_the_newer_refusals_read_in_full():
         (lambda: es.population_of(state, slice(0, 0)).member(0),
          "this population holds no members (a process given no pairs): ask no member of it"),
         (lambda: es.tell(added, asked, range(4)),
-         "parameters were added to, removed from, retyped or reshaped in the state since ask: tell the state as it was "
-         "asked, and change "
-         "it after"),
+         "the state's parameters changed since ask (added 'extra'): tell the state as it was asked, and change it "
+         "after"),
         (lambda: es.tell(state, es.ask(state), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])),
          "fitness holds integers that float64, in which they are ranked, cannot tell apart (beyond 2^53): shift "
          "them (e.g. subtract their smallest) before tell"),
@@ -1260,8 +1263,9 @@ def test_a_population_pickled_apart_from_its_state_is_told_as_the_one_asked():
     together = es.tell(state, pop, fitness)[0]
     assert all(np.array_equal(apart.params[name], together.params[name]) for name in state.params)
     changed = pickle.loads(pickle.dumps(state))
-    changed.params["layer0.bias"][0] += 1.0  # another state's values: refused, not stepped
-    with pytest.raises(ValueError, match="the population was asked of another state's parameters"):
+    changed.params["layer0.bias"][0] += 1.0  # changed after the pickle: refused, not stepped
+    with pytest.raises(ValueError, match=re.escape("the population was asked of another state's parameters, or of this "
+                                                   "state's before they changed (values)")):
         es.tell(changed, pickle.loads(pickle.dumps(pop)), fitness)
 
 
@@ -1479,3 +1483,45 @@ def test_a_fitness_for_device_parameters_is_read_on_the_host_first(fitness, said
     host_fitness = [value.get() if isinstance(value, strict_array.StrictArray) else value for value in fitness]
     assert isinstance(stepped, strict_array.StrictArray)
     assert np.array_equal(stepped.get(), es.tell(on_host, es.ask(on_host), host_fitness)[0].params["w"])
+
+
+def test_values_changed_in_place_between_ask_and_tell_are_refused_pickled_or_not():
+    """A state's values changed in place after ask (the fitness was scored at the old ones): refused at
+    tell, as a change of names, types or shapes is, whether or not the population was pickled apart from
+    the state, and on the one process of a team that changed them."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    pop = es.ask(state)
+    apart = pickle.loads(pickle.dumps(pop))
+    state.params["w"][:] = 100
+    assert told(es, state, pop) == ("the state's parameters changed since ask (values): tell the state as it was "
+                                    "asked, and change it after")
+    assert told(es, state, apart) == ("the population was asked of another state's parameters, or of this state's "
+                                      "before they changed (values): tell the state it was asked of, as it was asked")
+    state.params["w"][:] = 1  # as asked again
+    assert es.tell(state, apart, [1.0, 2.0, 3.0, 4.0])[0].generation == 1
+
+    def body(team):
+        es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
+        state = es.init(W)
+        pop = es.ask(state)
+        if team.rank == 1:
+            state.params["w"][0, 0] = 5.0
+        return es.tell(state, pop, [1.0, 2.0][:pop.members])
+
+    with pytest.raises(ValueError, match=re.escape("the state's parameters changed since ask (values)")):
+        run_team(2, body)
+
+
+def test_a_population_pickled_by_an_older_version_is_asked_again():
+    """A Population unpickled from a version before tell compared fingerprints has none (pickle restores
+    the fields it saved): tell says to ask again, which gives the same members and the same step."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    pop = es.ask(state)
+    older = object.__new__(eggroll.Population)  # as pickle rebuilds one: its saved fields, no __init__
+    vars(older).update({name: value for name, value in vars(pop).items() if name != "fingerprint"},
+                       layout={"w": ((2, 3), "<f4")})
+    assert told(es, state, older) == ("this population was pickled by an older eggroll.py: ask the state again (the "
+                                      "same members, the same bits)")
+    assert np.array_equal(es.ask(state).member(1)["w"], older.member(1)["w"])
