@@ -41,7 +41,8 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite, check_known, check_layer,
-                              check_optimiser, check_params, check_settings, check_stepped, check_told, check_whole,
+                              check_optimiser, check_params, check_settings, check_sigma, check_stepped, check_told,
+                              check_whole,
                               changes_since, fingerprint_of, fitness_array, input_array)
 import noise
 import optim
@@ -399,12 +400,13 @@ class Eggroll:
         if changed:  # another dict: another state's, or this one's pickled apart from the population and changed
             raise ValueError(f"the population was asked of another state's parameters, or of this state's before they "
                              f"changed ({changed}): tell the state it was asked of, as it was asked")
-        asked = self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
-        differ = [name for name in ("seed", "rank", "pairs", "sigma")
-                  if getattr(population, name) != getattr(asked, name)]
+        check_sigma(self.sigma)  # a sigma dict may have been changed since ask
+        asked = {"seed": self.seed, "rank": self.rank, "pairs": range(self.pairs)[self.team.my_pairs(
+            self.pairs, PAIRS_PER_BLOCK)], "sigma": self.sigmas(state.params)}  # what ask(state) would give now
+        differ = [name for name, value in asked.items() if getattr(population, name) != value]
         if differ == ["sigma"]:
             raise ValueError(f"the population was asked with sigma {population.sigma}, this Eggroll's is "
-                             f"{asked.sigma}: tell its fitness to the Eggroll that asked it, and change a sigma after "
+                             f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma after "
                              f"tell, not between ask and tell")
         if differ:
             raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} "

@@ -1525,3 +1525,17 @@ def test_a_population_pickled_by_an_older_version_is_asked_again():
     assert told(es, state, older) == ("this population was pickled by an older eggroll.py: ask the state again (the "
                                       "same members, the same bits)")
     assert np.array_equal(es.ask(state).member(1)["w"], older.member(1)["w"])
+
+
+@pytest.mark.parametrize("change, now", [(lambda sigma: sigma.update(c=0.1), "{'w': 0.1, 'b': 0.1, 'c': 0.1}"),
+                                         (lambda sigma: sigma.pop("b"), "{'w': 0.1}")])
+def test_a_sigma_name_added_or_removed_between_ask_and_tell_is_a_sigma_changed_since_ask(change, now):
+    """A name added to or removed from a sigma dict after ask is a sigma changed between ask and tell, said
+    so, not blamed on a Population made by hand."""
+    es = eggroll.Eggroll(4, 1, {"w": 0.1, "b": 0.1}, 0)
+    state = es.init(dict(W, b=np.ones(2, np.float32)))
+    pop = es.ask(state)
+    change(es.sigma)
+    assert told(es, state, pop) == (
+        f"the population was asked with sigma {{'w': 0.1, 'b': 0.1}}, this Eggroll's is {now}: tell its fitness to "
+        f"the Eggroll that asked it, and change a sigma after tell, not between ask and tell")
