@@ -176,7 +176,7 @@ class Population:
         x is (N, n), shared by all members, or (2·pairs, N, n), one per member (a hidden layer's output).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
-        are first made the weight's)."""
+        are first made the weight's; integers it cannot hold exactly are refused)."""
         x = input_array(x, self.params, name, self.members)
         w = self.params[name]
         xp = array_module_of(x)

@@ -403,7 +403,7 @@ def input_array(x, params, name, members):
     """x as a float32 or float64 array that layer `name` can take, (N, n) or (members, N, n),
     or a ValueError naming the fix. An x of integers or bools (pixels, spikes), or of float16, is made the
     weight's float type, so that it gives each member's true product (float16 would round the members'
-    differences away)."""
+    differences away); integers that type cannot hold exactly (beyond 2^24 for float32) are refused."""
     check_layer(params, name)
     w = params[name]
     if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
@@ -429,5 +429,21 @@ def input_array(x, params, name, members):
     if x.ndim > 2 and x.shape[0] != members:
         raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
     if x.dtype not in (numpy.float32, numpy.float64):
-        x = x.astype(w.dtype)
+        x = exactly(x, w.dtype)
     return x
+
+
+def exactly(x, dtype):
+    """x (integers, bools, float16) as float `dtype`, or a ValueError naming the fix if it holds integers
+    that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
+    converted = x.astype(dtype)
+    digits = numpy.finfo(dtype).nmant + 1  # the integers up to 2^digits are exact
+    if x.dtype.kind in "iu" and 8 * x.dtype.itemsize > digits:  # int32 or int64 in float32, say
+        with numpy.errstate(invalid="ignore"):  # one near 2^63 rounds past int64's range: not held, as said
+            held = bool((converted.astype(x.dtype) == x).all())
+        if not held:
+            fix = "give numpy.asarray(x, dtype=numpy.float64), which multiplies in float64, or scale it" \
+                if dtype == numpy.float32 else "scale it"
+            raise ValueError(f"x holds integers beyond 2^{digits} that {dtype}, the weight's type and the "
+                             f"product's, cannot hold exactly: {fix}")
+    return converted

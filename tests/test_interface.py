@@ -1539,3 +1539,25 @@ def test_a_sigma_name_added_or_removed_between_ask_and_tell_is_a_sigma_changed_s
     assert told(es, state, pop) == (
         f"the population was asked with sigma {{'w': 0.1, 'b': 0.1}}, this Eggroll's is {now}: tell its fitness to "
         f"the Eggroll that asked it, and change a sigma after tell, not between ask and tell")
+
+
+@pytest.mark.parametrize("x, weights, fix", [
+    (np.array([[2 ** 24 + 1, 0, 0]]), np.float32,
+     "give numpy.asarray(x, dtype=numpy.float64), which multiplies in float64, or scale it"),
+    (np.array([[2 ** 64 - 1, 0, 0]], np.uint64), np.float32,
+     "give numpy.asarray(x, dtype=numpy.float64), which multiplies in float64, or scale it"),
+    (np.array([[2 ** 53 + 1, 0, 0]]), np.float64, "scale it")])
+def test_integer_inputs_the_weights_float_type_cannot_hold_are_refused(x, weights, fix):
+    """An integer x is made the weight's float type: one it would round (2^24 + 1 in float32) would give
+    the product of another x, so it is refused; integers it holds, large or not, are taken as before."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    pop = es.ask(es.init({"w": np.ones((2, 3), weights)}))
+    digits = np.finfo(weights).nmant + 1
+    with pytest.raises(ValueError) as raised, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pop.linear("w", x)
+    assert str(raised.value) == (f"x holds integers beyond 2^{digits} that {np.dtype(weights)}, the weight's type "
+                                 f"and the product's, cannot hold exactly: {fix}")
+    held = np.array([[2 ** digits, 2 ** (digits + 1), -2 ** digits]], x.dtype if x.dtype != np.uint64 else np.int64)
+    np.testing.assert_array_equal(pop.linear("w", held), pop.linear("w", held.astype(weights)))
+    assert pop.linear("w", x.astype(np.float64)).dtype == np.float64  # the fix named, taken
