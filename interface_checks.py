@@ -216,7 +216,8 @@ def as_float(value):
 
 
 def check_optimiser(state):
-    """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter."""
+    """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter:
+    moments of its shape, finite, the average of g^2 >= 0, and a whole step count."""
     optimiser = state.optimiser
     if not (isinstance(optimiser, Mapping) and "t" in optimiser
             and all(isinstance(optimiser.get(moment), Mapping) for moment in "mv")):
@@ -232,6 +233,18 @@ def check_optimiser(state):
         if name not in state.params:
             raise ValueError(f"Adam's state holds moments of {name!r}, which the state's parameters lack: it was "
                              f"removed since init or tell; start again with init(state.params) (Adam and the generation from zero)")
+    for name in state.params:
+        for moment, what in (("m", "average of g"), ("v", "average of g^2")):
+            values = optimiser[moment][name]
+            if not bool(array_module_of(values).isfinite(values).all()):
+                problem = "NaN or inf"
+            elif moment == "v" and bool((values < 0).any()):
+                problem = "a negative value"
+            else:
+                continue
+            raise ValueError(f"Adam's {what} of parameter {name!r} holds {problem}, which no step makes: the state's "
+                             f"optimiser was damaged; tell an undamaged State, or start again with init(state.params) "
+                             f"(Adam and the generation from zero)")
     check_whole("state.optimiser's step count t", optimiser["t"], 0, 2 ** 63 - 1,
                 "the State that init or tell returned, whose count starts at 0")
 

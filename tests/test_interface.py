@@ -1561,3 +1561,17 @@ def test_integer_inputs_the_weights_float_type_cannot_hold_are_refused(x, weight
     held = np.array([[2 ** digits, 2 ** (digits + 1), -2 ** digits]], x.dtype if x.dtype != np.uint64 else np.int64)
     np.testing.assert_array_equal(pop.linear("w", held), pop.linear("w", held.astype(weights)))
     assert pop.linear("w", x.astype(np.float64)).dtype == np.float64  # the fix named, taken
+
+
+@pytest.mark.parametrize("moment, value, said", [("m", np.nan, "average of g of parameter 'w' holds NaN or inf"),
+                                                 ("v", np.inf, "average of g^2 of parameter 'w' holds NaN or inf"),
+                                                 ("v", -1.0, "average of g^2 of parameter 'w' holds a negative value")])
+def test_adams_moments_damaged_are_refused_by_name_not_blamed_on_sigma(moment, value, said):
+    """A NaN, infinite or negative moment (a damaged checkpoint) is named before the step, which it would
+    make NaN (not a sigma or an lr to change)."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(dict(W, b=np.ones(2, np.float32)))
+    state.optimiser[moment]["w"][0, 0] = value
+    assert told(es, state, es.ask(state)) == (
+        f"Adam's {said}, which no step makes: the state's optimiser was damaged; tell an undamaged State, or start "
+        f"again with init(state.params) (Adam and the generation from zero)")
