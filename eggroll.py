@@ -47,6 +47,7 @@ from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite
 import noise
 import optim
 
+PLAIN_COPIES = (numpy.memmap, numpy.recarray)  # parameters init copies into a plain ndarray (a file's: in memory)
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
 
 
@@ -342,7 +343,7 @@ class Eggroll:
         if not_finite:
             raise ValueError(f"parameter {not_finite[0]!r} holds NaN or inf: EGGROLL steps finite parameters; "
                              f"give it finite starting values")
-        params = {name: value.copy() if type(value) is not numpy.memmap else numpy.array(value)  # a file's: in memory
+        params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
         check_agreed(self, params)
         return State(params, optim.init(params), 0)

@@ -86,7 +86,8 @@ def check_params(es, params):
                              f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
         if value.size == 0:
             raise ValueError(f"parameter {name!r} has shape {tuple(value.shape)}, no entries: leave it out")
-        if isinstance(value, numpy.ndarray) and type(value) not in (numpy.ndarray, numpy.memmap):  # matrix, masked
+        if isinstance(value, numpy.ndarray) and type(value) not in (numpy.ndarray, numpy.memmap, numpy.recarray):
+            # a matrix, a masked array (a recarray's products are an ndarray's: its fields' type is refused below)
             raise ValueError(f"parameter {name!r} is a {type(value).__module__}.{type(value).__name__}, whose "
                              f"products and masks follow other rules: give numpy.asarray({name})")
         xp = array_module_of(value)

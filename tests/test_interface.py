@@ -1575,3 +1575,15 @@ def test_adams_moments_damaged_are_refused_by_name_not_blamed_on_sigma(moment, v
     assert told(es, state, es.ask(state)) == (
         f"Adam's {said}, which no step makes: the state's optimiser was damaged; tell an undamaged State, or start "
         f"again with init(state.params) (Adam and the generation from zero)")
+
+
+def test_a_record_array_without_fields_is_taken_and_copied_into_a_plain_array():
+    """A numpy.recarray of floats multiplies as an ndarray does: init takes it, as a memmap, into a plain
+    ndarray, and steps it as the plain array."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": W["w"].view(np.recarray)})
+    assert type(state.params["w"]) is np.ndarray
+    plain = es.init(W)
+    fitness = np.arange(4.0)
+    assert np.array_equal(es.tell(state, es.ask(state), fitness)[0].params["w"],
+                          es.tell(plain, es.ask(plain), fitness)[0].params["w"])
