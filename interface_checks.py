@@ -111,8 +111,8 @@ def check_params(es, params):
         raise ValueError(f"rank must be a whole number >= 1, got {es.rank}: use e.g. 1 or 4")
     check_sigma(es.sigma)  # a sigma dict may have been changed since the Eggroll was made
     sigmas = es.sigmas(params)
-    if set(sigmas) != set(params):
-        raise ValueError(f"sigma names {sorted(sigmas)} but the parameters are {sorted(params)}: "
+    if set(sigmas) != set(params):  # in ascii, names that print alike ('é' as one code point or two) show apart
+        raise ValueError(f"sigma names {ascii(sorted(sigmas))} but the parameters are {ascii(sorted(params))}: "
                          f"give one sigma per parameter, or one float for all")
     limits = numpy.finfo(numpy.float32)  # of the step g, formed in float32 whatever the parameters' type
     for name in params:  # a sigma that float32 rounds to 0 or inf would step nowhere

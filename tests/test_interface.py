@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import types
+import unicodedata
 import warnings
 from decimal import Decimal
 from fractions import Fraction
@@ -1587,3 +1588,13 @@ def test_a_record_array_without_fields_is_taken_and_copied_into_a_plain_array():
     fitness = np.arange(4.0)
     assert np.array_equal(es.tell(state, es.ask(state), fitness)[0].params["w"],
                           es.tell(plain, es.ask(plain), fitness)[0].params["w"])
+
+
+def test_names_that_differ_only_in_unicode_normalisation_are_shown_apart():
+    """A sigma name and a parameter name that print alike (é as one code point, or e and an accent) are
+    shown by their code points, so that the mismatch can be seen."""
+    composed, decomposed = unicodedata.normalize("NFC", "é"), unicodedata.normalize("NFD", "é")
+    with pytest.raises(ValueError) as raised:
+        eggroll.Eggroll(4, 1, {composed: 0.1}, 0).init({decomposed: np.ones(3)})
+    assert str(raised.value) == ("sigma names ['\\xe9'] but the parameters are ['e\\u0301']: give one sigma per "
+                                 "parameter, or one float for all")
