@@ -253,8 +253,11 @@ def pair_differences(shaped):
 def population_stats(fitnesses, shaped):
     """What a generation reports: mean (summed in float64) and max fitness, and the spread of the
     shaped fitnesses."""
-    return {"mean_fitness": float(fitnesses.mean(dtype="float64")), "max_fitness": float(fitnesses.max()),
-            "shaped_std": float(shaped.std())}
+    with numpy.errstate(over="ignore"):
+        mean = float(fitnesses.mean(dtype="float64"))
+    if not math.isfinite(mean):  # finite fitnesses near float64's largest, whose sum overflows: shares summed
+        mean = float((fitnesses / fitnesses.size).sum(dtype="float64"))
+    return {"mean_fitness": mean, "max_fitness": float(fitnesses.max()), "shaped_std": float(shaped.std())}
 
 
 # ---------------------------------------------------------------------------------------------

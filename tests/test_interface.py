@@ -1598,3 +1598,16 @@ def test_names_that_differ_only_in_unicode_normalisation_are_shown_apart():
         eggroll.Eggroll(4, 1, {composed: 0.1}, 0).init({decomposed: np.ones(3)})
     assert str(raised.value) == ("sigma names ['\\xe9'] but the parameters are ['e\\u0301']: give one sigma per "
                                  "parameter, or one float for all")
+
+
+def test_the_mean_fitness_of_finite_fitnesses_near_float64s_largest_is_finite():
+    """The mean of finite fitnesses whose sum overflows float64 is their mean, not inf (and no warning);
+    any other fitness's mean is NumPy's, bit for bit."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = es.tell(state, es.ask(state), [1.7e308, 1.7e308, 1e308, 0.0])[1]
+    assert stats["mean_fitness"] == 1.1e308 and stats["max_fitness"] == 1.7e308
+    fitness = np.random.default_rng(0).normal(size=4) * 1e3
+    assert es.tell(state, es.ask(state), fitness)[1]["mean_fitness"] == float(fitness.mean())
