@@ -40,10 +40,9 @@ import numpy
 from backend import array_module_of
 from distributed import ALONE
 import gpu
-from interface_checks import (MAX_GENERATION, a_kind, check_agreed, check_finite, check_known, check_layer,
-                              check_optimiser, check_params, check_settings, check_sigma, check_stepped, check_told,
-                              check_whole,
-                              changes_since, fingerprint_of, fitness_array, input_array)
+from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
+                              check_known, check_layer, check_optimiser, check_params, check_settings, check_sigma,
+                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
@@ -378,8 +377,10 @@ class Eggroll:
         check_told(self, state.generation)
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
         shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
+        with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
+            differences = check_differences(pair_differences(shaped))
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
-        grads = self.team.sum(gradient(pair_differences(shaped)[summed], self.population_of(state, summed),
+        grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
                                        self.pairs))                                              # (7)-(8)
         params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                          optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)

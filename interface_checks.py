@@ -262,7 +262,7 @@ def check_whole(setting, value, low, high, example):
 
 def check_stepped(params, optimiser, es):
     """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
-    an lr so large that the step does, raw fitnesses whose differences overflow float32), or Adam's
+    an lr so large that the step does, raw fitness differences so large that g does), or Adam's
     average of g^2 inf, which would stop the parameter where it is from then on."""
     raw = ", or shape the fitness by centred ranks" if es.shaping == "raw" else ""
     for name, value in params.items():
@@ -274,6 +274,15 @@ def check_stepped(params, optimiser, es):
         if not bool(xp.isfinite(optimiser["v"][name]).all()):
             raise ValueError(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
                              f"large ({settings}): raise sigma{raw}; the state told is left as it was")
+
+
+def check_differences(differences):
+    """The pair differences f_p (float32) as they are, or a ValueError if one is inf: raw fitnesses whose
+    differences exceed float32's range, which no sigma or lr can step along."""
+    if not bool(array_module_of(differences).isfinite(differences).all()):
+        raise ValueError("the fitness differences exceed float32's range, in which the step is formed: scale the "
+                         "fitness (or shape it by centred ranks)")
+    return differences
 
 
 def check_finite(fitnesses):

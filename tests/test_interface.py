@@ -383,7 +383,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: (lambda e, s: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 0.1, 0, lr=1e39),
                                                                           es.init(mlp(6, dtype=np.float32))),
      "this step would make parameter 'layer0.weight' NaN or inf (sigma 0.1, lr 1e+39)"),
-    (lambda es, s: (lambda e: e.tell(s, e.ask(s), [1e308, -1e308, 1e308, -1e308]))(
+    (lambda es, s: (lambda e: e.tell(s, e.ask(s), [1e38, -1e38, 1e38, -1e38]))(
         eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")), "or shape the fitness by centred ranks"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
@@ -494,7 +494,7 @@ def test_a_foreign_population_or_state_is_told_in_full():
         "generation from zero)")
     raw = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
     start = raw.init(W)
-    assert told(raw, start, raw.ask(start), (1e308, -1e308, 1e308, -1e308)) == (
+    assert told(raw, start, raw.ask(start), (1e38, -1e38, 1e38, -1e38)) == (
         "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or shape "
         "the fitness by centred ranks; the state told is left as it was")
 
@@ -1611,3 +1611,16 @@ def test_the_mean_fitness_of_finite_fitnesses_near_float64s_largest_is_finite():
     assert stats["mean_fitness"] == 1.1e308 and stats["max_fitness"] == 1.7e308
     fitness = np.random.default_rng(0).normal(size=4) * 1e3
     assert es.tell(state, es.ask(state), fitness)[1]["mean_fitness"] == float(fitness.mean())
+
+
+@pytest.mark.parametrize("fitness", [[1e39, -1e39, 0.0, 1.0], [1e308, -1e308, 1e308, -1e308]])
+def test_raw_fitness_differences_beyond_float32s_range_are_refused_before_the_step(fitness):
+    """Raw shaping forms the step from the pairs' differences in float32: differences beyond its range
+    are refused as such, with no overflow warning, not as a step a higher sigma or lower lr would mend."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        es.tell(state, es.ask(state), fitness)
+    assert str(raised.value) == ("the fitness differences exceed float32's range, in which the step is formed: scale "
+                                 "the fitness (or shape it by centred ranks)")
