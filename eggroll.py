@@ -411,8 +411,8 @@ class Eggroll:
         differ = [name for name, value in asked.items() if getattr(population, name) != value]
         if differ == ["sigma"]:
             raise ValueError(f"the population was asked with sigma {population.sigma}, this Eggroll's is "
-                             f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma after "
-                             f"tell, not between ask and tell")
+                             f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma "
+                             f"after tell, not between ask and tell")
         if differ:
             raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} "
                              f"{'differs' if len(differ) == 1 else 'differ'} from this one's): tell its fitness to "
