@@ -347,7 +347,7 @@ class Eggroll:
                              f"give it finite starting values")
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
-        check_agreed(self, params)
+        check_agreed(self, params, call="init")
         return State(params, optim.init(params), 0)
 
     def check(self, params):

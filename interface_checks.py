@@ -126,13 +126,13 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, params, generation=0):
+def check_agreed(es, params, generation=0, call="ask"):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
     another update, other parameters or another generation: each would step along its own noise,
-    unseen. A collective call: init and ask make it on every process."""
+    unseen. A collective call: init and ask (`call`) make it on every process."""
     if es.team.size == 1:
         return
-    problem = es.team.disagreement({
+    problem = disagreement(es, call, {
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
         "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
         "generation": int(generation), "parameters": digest_of(params)[:16]})
@@ -184,10 +184,21 @@ def check_told(es, generation):
     would be gathered into one step, each along another generation's noise. A collective call."""
     if es.team.size == 1:
         return
-    problem = es.team.disagreement({"generation": int(generation)})
+    problem = disagreement(es, "tell", {"generation": int(generation)})
     if problem:
         raise ValueError(f"the processes of this team tell different generations: {problem}; every process tells "
                          f"the fitness of ask(state) for the same state")
+
+
+def disagreement(es, call, values):
+    """Where the processes of es.team hold different `values` (Team.disagreement), each tagged with the
+    call (init, ask or tell) that compares them, or None; a ValueError on every process if they are in
+    different calls (one skipped a tell, say), whose values no comparison of one call's would explain."""
+    problem = es.team.disagreement({"call": call, **values})
+    if problem and problem.startswith("call ("):
+        raise ValueError(f"the processes of this team are in different calls ({problem[len('call ('):]}: every "
+                         f"process calls init once, then ask, then tell, each generation")
+    return problem
 
 
 def a_kind(value):

@@ -1624,3 +1624,26 @@ def test_raw_fitness_differences_beyond_float32s_range_are_refused_before_the_st
         es.tell(state, es.ask(state), fitness)
     assert str(raised.value) == ("the fitness differences exceed float32's range, in which the step is formed: scale "
                                  "the fitness (or shape it by centred ranks)")
+
+
+def test_a_process_that_skips_a_tell_is_said_to_be_in_another_call():
+    """One process asks again where the others tell: the comparisons ask and tell make meet each other,
+    and every process says which call each is in, not that their settings differ."""
+    params = mlp(1, dtype=np.float32)
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        state = es.init(params)
+        try:
+            for generation in range(2):
+                pop = es.ask(state)
+                if team.rank == 1 and generation == 0:
+                    continue  # this process skips a tell
+                fitness = pop.linear("layer0.weight", np.ones((2, 6), np.float32)).sum(axis=(1, 2))
+                state, _ = es.tell(state, pop, fitness)
+        except ValueError as error:
+            return str(error)
+
+    said = run_team(2, body)[0]
+    assert said[0] == said[1] == ("the processes of this team are in different calls (rank 0: tell; rank 1: ask): "
+                                  "every process calls init once, then ask, then tell, each generation")
