@@ -13,6 +13,8 @@ import data
 import emulate
 import report
 import run
+import run_folder
+import training
 from nmnist_files import write_dataset
 from test_report import write_preset_run, write_run
 from test_run import run_main
@@ -213,3 +215,30 @@ def test_a_grid_trains_no_run_beside_finished_runs_of_other_data(tmp_path, datas
     (finished / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": fingerprint}}))
     assert run.main(args + ["--data-root", str(root)]) == 0
     assert sorted(path.name for path in (grid / "runs").iterdir()) == ["bptt-seed1", "eggroll-r1-seed1", "es-seed1"]
+
+
+def test_a_users_comparison_md_is_refused_and_the_comparisons_own_is_not(tmp_path):
+    """reproduce --data writes comparison.md into the grid's folder: a user's file of that name is
+    refused before any work (and left as it is); the comparison's own, from an earlier run, is not."""
+    grid = tmp_path / "local" / "quick"
+    grid.mkdir(parents=True)
+    (grid / "comparison.md").write_text("my comparison notes\n")
+    with pytest.raises(run_folder.UsageError, match="comparison.md is a file this command did not write"):
+        report.refuse_foreign_files(grid)
+    assert (grid / "comparison.md").read_text() == "my comparison notes\n"
+    (grid / "comparison.md").unlink()
+    write_run(grid, "es", 1)
+    comparison.write(grid, "quick")
+    report.refuse_foreign_files(grid)
+
+
+@pytest.mark.parametrize("given", ["the copy's folder", "its NMNIST folder"])
+def test_real_root_refuses_an_emulation_however_it_is_pointed_at(tmp_path, given):
+    """--real-root given an emulated copy, or that copy's NMNIST folder itself (the flat layout data.py
+    reads as well: Train/, Test/ and EMULATED.json side by side), is an emulation all the same."""
+    base = tmp_path / "emulated" / "NMNIST"
+    write_dataset(base, n_train=1, n_test=1)
+    (base / emulate.PROVENANCE).write_text(json.dumps(comparison.PROJECT_EMULATION))
+    root = base.parent if given == "the copy's folder" else base
+    with pytest.raises(run_folder.UsageError, match="holds emulated N-MNIST"):
+        training.check_real_root(str(root))

@@ -220,3 +220,21 @@ def test_a_bptt_config_json_holding_epochs_keeps_them_beside_any_generations():
     stored = {"method": "bptt", "epochs": 60, "generations": 100, "seed": 2}
     assert config.from_stored(stored).epochs == 60
     assert config.from_stored({"method": "bptt", "generations": 60}).epochs == 60
+
+
+# A lever is stored in config.json only away from its default, so its default is part of every run
+# folder written before: a run trained with --sigma-schedule cosine at the default --sigma-min holds
+# no sigma_min, and reads back with whatever the default is now.
+LEVER_DEFAULTS = {"sigma_schedule": "constant", "sigma_min": 0.02, "output_sigma_scale": 1.0, "batch_growth": 1,
+                  "hidden": "64"}
+
+
+def test_a_levers_default_is_the_one_earlier_run_folders_were_written_with():
+    levers = {spec.name: spec.default for spec in dataclasses.fields(config.RunConfig) if spec.metadata["lever"]}
+    assert levers == LEVER_DEFAULTS
+
+
+def test_a_config_json_without_sigma_min_reads_as_the_run_it_trained():
+    stored = {"method": "eggroll", "sigma_schedule": "cosine", "sigma": 0.2}
+    run = config.from_stored(stored)
+    assert run.sigma_at(1, 1) == 0.02

@@ -578,3 +578,10 @@ def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(t
     done = json.loads(capsys.readouterr().out)
     assert done["kept"] == 6 and done["recordings"] == sum(len(indices) for indices in INDICES.values()) - 6
     emulate.check_finished(out)
+
+
+def test_two_workers_are_checked_against_free_memory(monkeypatch):
+    """--workers 2 starts two processes: refused where free RAM holds one."""
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (int(1.5 * resources.EMULATE_WORKER_BYTES), None))
+    with pytest.raises(run_folder.UsageError, match="--workers 2: 2 worker processes need about .* use --workers 1 or fewer"):
+        resources.check_emulate_workers(2)

@@ -3,6 +3,7 @@ on the same device, one table layout whether or not runs were scored on real rec
 that say what they show, and one-line errors for damaged run files."""
 import json
 import math
+import os
 import re
 import shutil
 from pathlib import Path
@@ -556,3 +557,26 @@ def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
     write_run(tmp_path, "es-cost0", 1, config={"method": "es", "seed": 1})
     with pytest.raises(ValueError, match="es-cost0: final.json has no test_sparsity"):
         report.write_spike_cost_report(tmp_path)
+
+
+def test_a_stale_figure_with_a_second_name_is_left_as_it_is(tmp_path):
+    """A figure the user hard-linked elsewhere is someone else's too: a report with no run left for
+    it does not delete its name in the results folder."""
+    write_run(tmp_path, "eggroll-r2", 1)
+    report.write_report(tmp_path, "quick")
+    os.link(tmp_path / "rank_ablation.png", tmp_path.parent / f"{tmp_path.name}-kept.png")
+    shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
+    write_run(tmp_path, "es", 1)
+    report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
+    assert (tmp_path / "rank_ablation.png").is_file()
+
+
+def test_a_users_file_that_only_quotes_a_reports_heading_is_still_the_users(tmp_path):
+    """A table.md of the user's that quotes a report's heading further down (notes on a copied
+    table) does not begin as the report's own: refused, and left as it is."""
+    write_run(tmp_path, "es", 1)
+    notes = b"My notes on the run\n\n# Table 1 (quick): copied from the report\n"
+    (tmp_path / "table.md").write_bytes(notes)
+    with pytest.raises(run_folder.UsageError, match="is a file this command did not write"):
+        report.write_report(tmp_path, "quick")
+    assert (tmp_path / "table.md").read_bytes() == notes

@@ -20,7 +20,7 @@ import resources
 import run
 import run_folder
 import training
-from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, write_dataset
+from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, random_events, write_dataset, write_recording
 from test_report import write_preset_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1106,3 +1106,98 @@ def test_an_empty_setting_says_what_the_option_takes(capsys):
     assert exit_info.value.code == 2 and err.count("\n") == 1
     assert err.startswith("error: --hidden is empty: it must be layers that fit N-MNIST's 34 x 34 frames") \
         and "e.g. --hidden conv8k5s2,64" in err and "path" not in err, err
+
+
+def test_reproduce_removes_a_figure_no_run_draws_any_more(tmp_path):
+    """Once the EGGROLL runs of a grid are gone, reproduce's report takes the earlier rank ablation away."""
+    grid = tmp_path / "results" / "quick"
+    write_preset_run(grid, "quick", "eggroll-r2", 1)
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--report-only", "--quiet"]
+    assert run.main(args) == 0 and (grid / "rank_ablation.png").is_file()
+    shutil.rmtree(grid / "runs" / "eggroll-r2-seed1")
+    write_preset_run(grid, "quick", "es", 1)
+    assert run.main(args) == 0
+    assert not (grid / "rank_ablation.png").exists()
+
+
+def test_report_only_reports_the_hyperscale_parts_that_have_a_finished_run(tmp_path, capsys):
+    """--report-only over the hyperscale parts where only one has a finished run: that part's report
+    is written and the others are said to have none, not the whole command refused."""
+    results = tmp_path / "results"
+    part = results / "hyperscale" / "protocol"
+    first = config.hyperscale_runs("protocol")[0]
+    out = write_run(part, f"{first.name}-m{first.population}", first.seed, config=config.stored(first))
+    assert out.name == config.run_folder_name(first, "hyperscale")
+    (out / "config.json").write_text(json.dumps(config.stored(first)))
+    (out / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    code = run.main(["reproduce", "--config", "hyperscale", "--report-only", "--results", str(results), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert (part / "table.md").is_file() and "budget: no run has finished, no report written" in err
+
+
+def test_reproduce_real_root_never_writes_real_json_through_a_link(tmp_path, dataset, capsys, monkeypatch):
+    """A real.json that is a link to a user's file: reproduce --real-root refuses it, the file as it was."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=16,
+                                                                 eval_every=1)})
+    results = tmp_path / "results"
+    args = ["reproduce", "--config", "quick", "--results", str(results), "--runs", "eggroll-r1", "--seeds", "1",
+            "--quiet", *dataset]
+    assert run.main(args) == 0
+    out = results / "quick" / "runs" / "eggroll-r1-seed1"
+    theirs = tmp_path / "notes.json"
+    theirs.write_text("the user's notes")
+    (out / "real.json").unlink(missing_ok=True)
+    (out / "real.json").symlink_to(theirs)
+    capsys.readouterr()
+    code = run.main(args + ["--real-root", dataset[1]])
+    err = capsys.readouterr().err
+    assert code == 2 and "real.json is a symbolic link" in err, err
+    assert theirs.read_text() == "the user's notes"
+
+
+def test_a_run_resumes_only_on_its_own_test_split(tmp_path, dataset, capsys):
+    """--resume on a copy whose Test folder differs (one recording replaced): refused, naming the test split."""
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), "--generations", "4", "--population", "8", "--batch-size", "16",
+            "--eval-every", "2", "--quiet"]
+    assert run.main(args + dataset) == 0
+    (out / "final.json").unlink()  # unfinished: --resume continues it
+    other = tmp_path / "other"
+    shutil.copytree(dataset[1], other, ignore=shutil.ignore_patterns("cache"))
+    recording = next((other / "NMNIST" / "Test" / "0").glob("*.bin"))
+    write_recording(recording, *random_events(np.random.default_rng(99), 300))
+    capsys.readouterr()
+    code = run.main(args + ["--data-root", str(other), "--cache-dir", str(tmp_path / "cache"), "--resume"])
+    err = capsys.readouterr().err
+    assert code == 2 and "was trained on other data (test: " in err, err
+    assert not (out / "final.json").exists()
+
+
+@pytest.mark.parametrize("population", [512, 16384])  # the evaluation's memory or the generation's the larger
+def test_max_shift_counts_for_the_minibatch_made_ahead_on_a_cpu(population):
+    """A GPU's estimate counts --max-shift's copies for the minibatch a step uses; on a CPU the next
+    minibatch is made, and shifted, while that step runs: its copies count too, so the CPU estimate
+    grows by more."""
+    plain = dataclasses.replace(config.RunConfig(), population=population)
+    shifted = dataclasses.replace(plain, max_shift=1)
+    cpu = resources.run_bytes(shifted, False)[0] - resources.run_bytes(plain, False)[0]
+    gpu = resources.run_bytes(shifted, True)[1] - resources.run_bytes(plain, True)[1]
+    assert gpu > 0 and cpu > gpu
+
+
+def test_a_run_folder_to_resume_that_cannot_be_written_is_refused_before_any_work(tmp_path, dataset, capsys,
+                                                                                   monkeypatch):
+    """train --resume in a run folder this user cannot write: one line, make it writable, and the
+    run's files as they were (the tests may run as root, so os.access's answer is made here)."""
+    out = tmp_path / "run"
+    args = ["train", "--out", str(out), "--generations", "2", "--population", "8", "--batch-size", "16",
+            "--eval-every", "1", "--quiet", *dataset]
+    assert run.main(args) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"}
+    capsys.readouterr()
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    code = run.main(args + ["--resume"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--out {out}: the folder {out} is not writable" in err and "make it writable" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"} == before
