@@ -223,8 +223,8 @@ def as_float(value):
         return None
     try:
         return float(value)
-    except OverflowError:  # an int or a Fraction
-        return math.inf if value > 0 else -math.inf
+    except OverflowError:  # an int or a Fraction: refused as not finite, whatever its sign
+        return math.inf
 
 
 def check_optimiser(state):

@@ -1647,3 +1647,53 @@ def test_a_process_that_skips_a_tell_is_said_to_be_in_another_call():
     said = run_team(2, body)[0]
     assert said[0] == said[1] == ("the processes of this team are in different calls (rank 0: tell; rank 1: ask): "
                                   "every process calls init once, then ask, then tell, each generation")
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda p: p.__setitem__("c", np.ones(2)), "added 'c'"),
+    (lambda p: p.pop("b"), "removed 'b'"),
+    (lambda p: p.__setitem__("w", p["w"].astype(np.float32)), "retyped 'w'"),
+    (lambda p: p.__setitem__("b", p["b"][:, None]), "reshaped 'b'"),
+    (lambda p: (p.__setitem__("c", np.ones(2)), p.__setitem__("d", np.ones(2)),
+                p.__setitem__("w", p["w"].astype(np.float32))), "added 'c', 'd'; retyped 'w'"),
+    (lambda p: p["w"].__setitem__((0, 0), 5.0), "values"),
+    (lambda p: p.__setitem__("w", [[1.0, 1, 1], [1, 1, 1]]), "retyped 'w'; reshaped 'w'"),  # no array at all
+])
+def test_what_changed_in_the_state_since_ask_is_named_in_full(change, said):
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": np.ones((2, 3)), "b": np.ones(2)})
+    pop = es.ask(state)
+    change(state.params)
+    with pytest.raises(ValueError, match=re.escape(f"the state's parameters changed since ask ({said}): tell the "
+                                                   f"state as it was asked, and change it after")):
+        es.tell(state, pop, range(4))
+
+
+def test_a_team_tags_each_comparison_with_its_call_and_a_dict_is_no_fitness():
+    team = CountingTeam()
+    es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
+    state = es.init(W)
+    es.ask(state)
+    assert [values["call"] for values in team.compared] == ["init", "ask"]
+    with pytest.raises(ValueError, match=re.escape("fitness must be real numbers, one per member, got a dict")):
+        eggroll.Eggroll(4, 1, 0.1, 0).tell(state, eggroll.Eggroll(4, 1, 0.1, 0).ask(state), {"a": 1})
+
+
+@pytest.mark.parametrize("x", [np.array([["a", 10 ** 400, 0]], dtype=object),
+                               np.array([[None, 10 ** 400, 0]], dtype=object)])
+def test_a_number_beyond_float64_is_found_past_text_or_none_before_it(x):
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    pop = es.ask(es.init({"w": np.ones((2, 3))}))
+    with pytest.raises(ValueError, match=re.escape("x holds numbers beyond float64's range: scale them")):
+        pop.linear("w", x)
+
+
+@pytest.mark.parametrize("fitness, said", [
+    ([Decimal("sNaN"), 10 ** 400, 1, 2], "fitness holds numbers beyond float64's range, in which they are ranked "
+                                         "(member 1): scale them before tell"),
+    (np.ones(4, np.complex128), "fitness must be real numbers, one per member, got an array of complex128")])
+def test_a_fitness_past_a_signalling_nan_or_of_wide_complex_numbers_is_named(fitness, said):
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": np.ones((2, 3))})
+    with pytest.raises(ValueError, match=re.escape(said)):
+        es.tell(state, es.ask(state), fitness)
