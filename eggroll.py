@@ -42,7 +42,8 @@ from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
                               check_known, check_layer, check_optimiser, check_params, check_settings, check_sigma,
-                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array, input_array)
+                              check_stepped, check_told, check_whole, digest_of, fingerprint_of, fitness_array,
+                              input_array)
 import noise
 import optim
 
@@ -124,15 +125,14 @@ class Population:
     seed: int
     generation: int
     pairs: range         # the indices of the pairs: keys, so that asking costs nothing however many
-    # the parameters' fingerprint when asked (interface_checks.fingerprint_of), for tell to compare; None: taken now
+    # the parameters' fingerprint when ask made it (interface_checks.fingerprint_of), for tell to compare;
+    # None in the populations tell and member make for themselves, which are never told
     fingerprint: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)):
             raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
                              "pairs a range): ask for one")
-        if self.fingerprint is None:
-            object.__setattr__(self, "fingerprint", fingerprint_of(self.params))
 
     @property
     def members(self):
@@ -214,8 +214,7 @@ class Population:
         check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
         i = int(i)  # a NumPy unsigned i would wrap 1 - 2 (i % 2), the - side's sign
         pair, sign = i // 2, 1 - 2 * (i % 2)
-        one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1],
-                         self.fingerprint)
+        one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
         drawn = {}
         for name, value in self.params.items():
             factors = one.factors(name)
@@ -347,7 +346,7 @@ class Eggroll:
                              f"give it finite starting values")
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
-        check_agreed(self, params, call="init")
+        check_agreed(self, digest_of(params), call="init")
         return State(params, optim.init(params), 0)
 
     def check(self, params):
@@ -360,8 +359,9 @@ class Eggroll:
         team, every process calls it (they compare their settings, parameters and generation)."""
         check_state(state)
         self.check(state.params)
-        check_agreed(self, state.params, state.generation)
-        return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK))
+        fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
+        check_agreed(self, fingerprint[1], state.generation)
+        return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK), fingerprint)
 
     def tell(self, state, population, fitness):
         """The next state from the fitness of `population`'s members, one each in member order, higher
@@ -392,9 +392,9 @@ class Eggroll:
         if not isinstance(population, Population):
             raise ValueError(f"tell takes (state, population, fitness), got {a_kind(population)} as the "
                              f"population: pass ask(state)'s answer before the fitness")
-        if "fingerprint" not in vars(population):  # unpickled, by a version before tell compared fingerprints
-            raise ValueError("this population was pickled by an older eggroll.py: ask the state again (the same "
-                             "members, the same bits)")
+        if population.fingerprint is None:  # made by hand, or pickled by a version before tell compared them
+            raise ValueError("this population was not made by this eggroll.py's ask (made by hand, or pickled by an "
+                             "older version): ask the state again (the same members, the same bits)")
         if population.generation != state.generation:
             raise ValueError(f"the population is generation {population.generation}'s, the state is at generation "
                              f"{state.generation}: tell the fitness of ask(state) with that same state")
@@ -418,10 +418,11 @@ class Eggroll:
                              f"{'differs' if len(differ) == 1 else 'differ'} from this one's): tell its fitness to "
                              f"the Eggroll that asked it")
 
-    def population_of(self, state, pairs):
-        """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation."""
+    def population_of(self, state, pairs, fingerprint=None):
+        """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation (with ask's
+        `fingerprint` of the parameters, for tell to compare)."""
         return Population(state.params, self.sigmas(state.params), self.rank, self.seed, int(state.generation),
-                          range(self.pairs)[pairs])
+                          range(self.pairs)[pairs], fingerprint)
 
     def sigmas(self, params):
         """{name: sigma} for every parameter."""

@@ -126,16 +126,16 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, params, generation=0, call="ask"):
+def check_agreed(es, digest, generation=0, call="ask"):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
-    another update, other parameters or another generation: each would step along its own noise,
-    unseen. A collective call: init and ask (`call`) make it on every process."""
+    another update, other parameters (`digest`, digest_of's) or another generation: each would step
+    along its own noise, unseen. A collective call: init and ask (`call`) make it on every process."""
     if es.team.size == 1:
         return
     problem = disagreement(es, call, {
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
         "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
-        "generation": int(generation), "parameters": digest_of(params)[:16]})
+        "generation": int(generation), "parameters": digest[:16]})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
                          f"process the same settings, and the same state (the same starting parameters, or the "
@@ -352,19 +352,15 @@ def fitness_array(fitness, members, like):
     if beyond is not None:
         raise ValueError(f"fitness holds numbers beyond float64's range, in which they are ranked (member {beyond}): "
                          f"scale them before tell")
-    if fitness.dtype.kind == "O":
+    wide = is_long_double(fitness.dtype) or fitness.dtype.kind in "iu" and fitness.dtype.itemsize > 4  # int64: 2^53
+    if fitness.dtype.kind == "O" or wide:  # Fractions, Decimals, big ints, long doubles: float64 may round them
         try:
             converted = fitness.astype(numpy.float64)
         except (TypeError, ValueError):  # complex numbers, a signalling NaN, say: no real numbers, as said below
             converted = None
-        if converted is not None:
-            fitness = held_apart(fitness, converted)
-    if is_long_double(fitness.dtype):
-        fitness = held_apart(fitness, fitness.astype(numpy.float64))
-    if fitness.dtype.kind in "iu" and fitness.dtype.itemsize > 4:  # int64, uint64: rounded beyond 2^53
-        if made_equal(fitness, fitness.astype(numpy.float64)):
-            raise ValueError("fitness holds integers that float64, in which they are ranked, cannot tell apart "
-                             "(beyond 2^53): shift them (e.g. subtract their smallest) before tell")
+        if converted is not None and made_equal(fitness, converted):
+            raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
+                             "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
         what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
             else a_kind(given)
@@ -410,15 +406,6 @@ def made_equal(given, converted):
     their ranks would tie, and the step lose them. (Python's numbers compare and hash by value across
     types, so a set counts the different values of any mix of them.)"""
     return len(set(converted.ravel().tolist())) < len(set(given.ravel().tolist()))
-
-
-def held_apart(given, converted):
-    """`converted`, the fitness `given` as float64, or a ValueError if float64 made two of its different
-    values one (made_equal)."""
-    if made_equal(given, converted):
-        raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can tell "
-                         "apart: shift or scale them (e.g. subtract their mean) before tell")
-    return converted
 
 
 def check_layer(params, name, bias=None):

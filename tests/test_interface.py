@@ -1035,7 +1035,7 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)), "a Population is made by Eggroll.ask"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
-     "fitness holds integers that float64, in which they are ranked, cannot tell apart"),
+     "fitness holds numbers closer together than float64, in which they are ranked, can tell apart"),
     (lambda: (lambda es, s: es.tell(eggroll.State(s.params, dict(s.optimiser, t=10 ** 400), 0), es.ask(s), range(4)))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "state.optimiser's step count t must be a whole number in 0..9223372036854775807"),
@@ -1052,7 +1052,7 @@ def test_integers_float64_cannot_hold_are_refused_without_a_warning_first():
     state = es.init(W)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ValueError, match="fitness holds integers that float64"):
+        with pytest.raises(ValueError, match="fitness holds numbers closer together than float64"):
             es.tell(state, es.ask(state), np.array([2 ** 64 - 1, 2 ** 64 - 2, 0, 1], dtype=np.uint64))
 
 
@@ -1231,8 +1231,8 @@ def test_the_newer_refusals_read_in_full():
          "the state's parameters changed since ask (added 'extra'): tell the state as it was asked, and change it "
          "after"),
         (lambda: es.tell(state, es.ask(state), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])),
-         "fitness holds integers that float64, in which they are ranked, cannot tell apart (beyond 2^53): shift "
-         "them (e.g. subtract their smallest) before tell"),
+         "fitness holds numbers closer together than float64, in which they are ranked, can tell apart: shift or "
+         "scale them (e.g. subtract their smallest) before tell"),
         (lambda: es.tell(eggroll.State(state.params, dict(state.optimiser, t=0.5), 0), es.ask(state), range(4)),
          "state.optimiser's step count t must be a whole number in 0..9223372036854775807, got 0.5: use the State "
          "that init or tell returned, whose count starts at 0"),
@@ -1514,17 +1514,21 @@ def test_values_changed_in_place_between_ask_and_tell_are_refused_pickled_or_not
         run_team(2, body)
 
 
-def test_a_population_pickled_by_an_older_version_is_asked_again():
+def test_a_population_pickled_by_an_older_version_or_made_by_hand_is_asked_again():
     """A Population unpickled from a version before tell compared fingerprints has none (pickle restores
-    the fields it saved): tell says to ask again, which gives the same members and the same step."""
+    the fields it saved), nor has one made by hand: tell says to ask again, which gives the same members
+    and the same step."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     pop = es.ask(state)
     older = object.__new__(eggroll.Population)  # as pickle rebuilds one: its saved fields, no __init__
     vars(older).update({name: value for name, value in vars(pop).items() if name != "fingerprint"},
                        layout={"w": ((2, 3), "<f4")})
-    assert told(es, state, older) == ("this population was pickled by an older eggroll.py: ask the state again (the "
-                                      "same members, the same bits)")
+    again = ("this population was not made by this eggroll.py's ask (made by hand, or pickled by an older version): "
+             "ask the state again (the same members, the same bits)")
+    assert told(es, state, older) == again
+    by_hand = eggroll.Population(pop.params, pop.sigma, pop.rank, pop.seed, pop.generation, pop.pairs)
+    assert told(es, state, by_hand) == again
     assert np.array_equal(es.ask(state).member(1)["w"], older.member(1)["w"])
 
 
