@@ -358,9 +358,11 @@ def fitness_array(fitness, members, like):
             converted = fitness.astype(numpy.float64)
         except (TypeError, ValueError):  # complex numbers, a signalling NaN, say: no real numbers, as said below
             converted = None
-        if converted is not None and made_equal(fitness, converted):
-            raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
-                             "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
+        if converted is not None:
+            if made_equal(fitness, converted):
+                raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
+                                 "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
+            fitness = converted
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
         what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
             else a_kind(given)
