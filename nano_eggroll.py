@@ -19,7 +19,7 @@ The noise comes from the project's Philox streams (noise.py: Philox4x32-10, a co
 generator, makes every number a function of seed, generation, pair, parameter and position), so
 this file and eggroll.py draw the same numbers and take the same steps (tests/test_nano_eggroll.py
 holds them to it). This file keeps
-a generation's factors from the forward pass to the update; eggroll.py draws them again from their
+a generation's factors from the forward pass to the step g (Eq. (7)); eggroll.py draws them again from their
 keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
@@ -132,10 +132,10 @@ def population_forward(params, perturbations, x, settings):
     (tests/test_nano_eggroll.py checks that the two agree):
 
         for p in range(P):
-            for s, sign in enumerate((1, -1)):
+            for side, sign in enumerate((1, -1)):
                 member = {W: params[W] + sign * sigma * A_W[p].T @ B_W[p] / sqrt(r) for W in ("W1", "W2")}
                 member |= {b: params[b] + sign * sigma * delta_b[p] for b in ("b1", "b2")}
-                counts[s, p] = forward(member, x, settings)                         # (N, 10)
+                counts[side, p] = forward(member, x, settings)                      # (N, 10)
     """
     # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
     A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
