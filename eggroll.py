@@ -42,7 +42,7 @@ from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
                               check_known, check_layer, check_optimiser, check_params, check_settings, check_sigma,
-                              check_stepped, check_told, check_whole, digest_of, fingerprint_of, fitness_array,
+                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array,
                               input_array)
 import noise
 import optim
@@ -335,7 +335,8 @@ class Eggroll:
 
     def init(self, params):
         """The first state: a copy of the dict `params` (any names, 1-D and 2-D arrays), Adam at zero.
-        Under a team, every process calls it (they compare their settings and parameters)."""
+        Under a team, every process calls it, or one does and broadcasts the state: the processes
+        compare their settings and parameters at ask."""
         if not isinstance(params, Mapping):
             raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
@@ -346,7 +347,6 @@ class Eggroll:
                              f"give it finite starting values")
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
-        check_agreed(self, digest_of(params), call="init")
         return State(params, optim.init(params), 0)
 
     def check(self, params):

@@ -126,13 +126,13 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, digest, generation=0, call="ask"):
+def check_agreed(es, digest, generation):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
     another update, other parameters (`digest`, digest_of's) or another generation: each would step
-    along its own noise, unseen. A collective call: init and ask (`call`) make it on every process."""
+    along its own noise, unseen. A collective call: ask makes it on every process."""
     if es.team.size == 1:
         return
-    problem = disagreement(es, call, {
+    problem = disagreement(es, "ask", {
         "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
         "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
         "generation": int(generation), "parameters": digest[:16]})
@@ -192,12 +192,12 @@ def check_told(es, generation):
 
 def disagreement(es, call, values):
     """Where the processes of es.team hold different `values` (Team.disagreement), each tagged with the
-    call (init, ask or tell) that compares them, or None; a ValueError on every process if they are in
+    call (ask or tell) that compares them, or None; a ValueError on every process if they are in
     different calls (one skipped a tell, say), whose values no comparison of one call's would explain."""
     problem = es.team.disagreement({"call": call, **values})
     if problem and problem.startswith("call ("):
         raise ValueError(f"the processes of this team are in different calls ({problem[len('call ('):]}: every "
-                         f"process calls init once, then ask, then tell, each generation")
+                         f"process calls ask, then tell, each generation")
     return problem
 
 

@@ -858,16 +858,18 @@ def test_fitness_of_any_float_type_or_byte_order_is_stepped_alike():
     assert all(np.array_equal(step[n], steps[0 if i < 4 else 4][n]) for i, step in enumerate(steps) for n in params)
 
 
-def test_processes_given_other_settings_or_parameters_are_refused_at_init():
-    """Under a team, init compares every process's settings and starting parameters: a seed or a
-    weight that differs on one process is one ValueError on each, naming what differs; the same on all
-    is taken."""
+def test_processes_given_other_settings_or_parameters_are_refused_at_ask():
+    """Under a team, ask compares every process's settings and parameters: a seed or a weight that
+    differs on one process is one ValueError on each, naming what differs; the same on all is taken."""
     def init_with(seed_of, params_of):
         def body(team):
+            es = eggroll.Eggroll(4, 1, 0.1, seed_of(team.rank), team=team)
+            state = es.init(params_of(team.rank))
             try:
-                return eggroll.Eggroll(4, 1, 0.1, seed_of(team.rank), team=team).init(params_of(team.rank))
+                es.ask(state)
             except ValueError as error:
                 return str(error)
+            return state
         return run_team(2, body)[0]
 
     refused = init_with(lambda rank: rank, lambda rank: mlp(0))
@@ -911,10 +913,11 @@ class CountingTeam(distributed.Alone):
         return None
 
 
-def test_a_team_compares_settings_update_generation_and_parameters_at_init_and_every_ask():
+def test_a_team_compares_settings_update_generation_and_parameters_at_every_ask():
     team = CountingTeam()
     es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
     state = es.init(W)
+    es.ask(state)
     es.ask(eggroll.State(state.params, state.optimiser, 3))
     assert [values["generation"] for values in team.compared] == [0, 3]
     assert {"population", "rank", "sigma", "seed", "lr", "weight_decay", "shaping", "update",
@@ -1192,15 +1195,40 @@ def test_a_rank_above_a_bias_length_is_taken():
     assert es.ask(state).member(1)["b"].shape == (2,)
 
 
+def test_a_state_made_by_one_process_and_broadcast_steps_as_one_made_by_every_process():
+    """init is no collective call, so one process may make the state and broadcast it (a state loaded
+    from one file, say): the team then steps exactly as when every process made its own."""
+    def steps(made_by_rank_0_only):
+        def body(team):
+            es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)  # 2 blocks of 64 pairs: one for each process
+            state = es.init(mlp(0)) if team.rank == 0 or not made_by_rank_0_only else None
+            if made_by_rank_0_only:
+                state = team.broadcast(state)
+            for _ in range(2):
+                pop = es.ask(state)
+                fitness = pop.linear("layer0.weight", np.ones((2, 6), np.float32)).sum(axis=(1, 2))
+                state, _ = es.tell(state, pop, fitness)
+            return state.params
+        return run_team(2, body)[0]
+
+    alone, together = steps(True), steps(False)
+    for name in together[0]:
+        assert np.array_equal(alone[0][name], together[0][name]) and np.array_equal(alone[1][name], together[1][name])
+    assert not np.array_equal(together[0]["layer0.weight"], mlp(0)["layer0.weight"])  # it stepped
+
+
 def test_processes_given_another_sigma_or_shape_are_refused_and_another_order_is_taken():
-    """init compares every setting of a team's processes, sigma among them, and each parameter's shape as
+    """ask compares every setting of a team's processes, sigma among them, and each parameter's shape as
     well as its values; the same parameters in another dict order are the same parameters."""
     def init_with(sigma_of, params_of):
         def body(team):
+            es = eggroll.Eggroll(4, 1, sigma_of(team.rank), 0, team=team)
+            state = es.init(params_of(team.rank))
             try:
-                return eggroll.Eggroll(4, 1, sigma_of(team.rank), 0, team=team).init(params_of(team.rank))
+                es.ask(state)
             except ValueError as error:
                 return str(error)
+            return state
         return run_team(2, body)[0]
 
     refused = init_with(lambda rank: 0.1 * (rank + 1), lambda rank: W)
@@ -1650,7 +1678,7 @@ def test_a_process_that_skips_a_tell_is_said_to_be_in_another_call():
 
     said = run_team(2, body)[0]
     assert said[0] == said[1] == ("the processes of this team are in different calls (rank 0: tell; rank 1: ask): "
-                                  "every process calls init once, then ask, then tell, each generation")
+                                  "every process calls ask, then tell, each generation")
 
 
 @pytest.mark.parametrize("change, said", [
@@ -1678,7 +1706,7 @@ def test_a_team_tags_each_comparison_with_its_call_and_a_dict_is_no_fitness():
     es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
     state = es.init(W)
     es.ask(state)
-    assert [values["call"] for values in team.compared] == ["init", "ask"]
+    assert [values["call"] for values in team.compared] == ["ask"]  # init compares nothing: ask does
     with pytest.raises(ValueError, match=re.escape("fitness must be real numbers, one per member, got a dict")):
         eggroll.Eggroll(4, 1, 0.1, 0).tell(state, eggroll.Eggroll(4, 1, 0.1, 0).ask(state), {"a": 1})
 
