@@ -211,6 +211,11 @@ def a_kind(value):
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
 
+def is_integer(value):
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(value, (int, numpy.integer)) and not isinstance(value, (bool, numpy.bool_))
+
+
 def is_real(value):
     """A real number, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
@@ -300,8 +305,8 @@ def check_finite(fitnesses):
     """`fitnesses` as they are, or a ValueError if one is NaN or inf (their centred ranks would mean
     nothing)."""
     if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
-        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, "
-                         "or check the inputs for non-finite values")
+        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for "
+                         "non-finite values (a member to be ranked last takes a finite fitness below the others')")
     return fitnesses
 
 
@@ -335,10 +340,14 @@ def fitness_array(fitness, members, like):
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
     given = fitness
+    as_objects = False
     if isinstance(fitness, (list, tuple)):  # one device number a member, say: each copied to the host
         fitness = [to_numpy(value) if array_module_of(value) is not numpy else value for value in fitness]
+        as_objects = any(is_integer(value) and abs(int(value)) > 2 ** 53 for value in fitness)  # beside a float,
+        # NumPy makes the list float64 itself, merging such integers unseen: held as objects, they are checked
     try:  # on the host, where Fractions, None and ints beyond int64 are objects to check (a device has none)
-        fitness = numpy.asarray(to_numpy(fitness) if array_module_of(fitness) is not numpy else fitness)
+        fitness = numpy.asarray(to_numpy(fitness) if array_module_of(fitness) is not numpy else fitness,
+                                dtype=object if as_objects else None)
     except (TypeError, ValueError) as error:  # ragged, say
         raise ValueError(f"fitness must be real numbers, one per member: {error}") from None
     if fitness.dtype.kind == "O":  # Fractions, Decimals, ints beyond int64, say: numbers, if float() takes them

@@ -665,9 +665,10 @@ def test_rank_equal_to_the_smaller_side_is_accepted():
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_centred_ranks_rejects_non_finite_fitness(bad):
     """NaN or infinite fitness raises ValueError saying so (ranks of NaN are meaningless), and
-    what to do about it."""
-    with pytest.raises(ValueError, match=re.escape("fitness holds NaN or inf: lower the learning rate or sigma, "
-                                                   "or check the inputs for non-finite values")):
+    what to do about it (an infeasible member given -inf, say, gets a finite low fitness)."""
+    with pytest.raises(ValueError, match=re.escape("fitness holds NaN or inf: lower the learning rate or sigma, or "
+                                                   "check the inputs for non-finite values (a member to be ranked "
+                                                   "last takes a finite fitness below the others')")):
         eggroll.centred_ranks(np.array([0.1, bad, 0.3, 0.2]))
 
 

@@ -1302,6 +1302,9 @@ def test_a_population_pickled_apart_from_its_state_is_told_as_the_one_asked():
     [2 ** 70 + 3, 2 ** 70 + 1, 2 ** 70 + 2, 2 ** 70],                          # Python ints beyond int64
     [Fraction(1, 3) + Fraction(k, 10 ** 30) for k in (3, 1, 2, 0)],             # closer than float64's step
     [Decimal(f"1.{k:021d}") for k in (3, 1, 2, 0)],                            # 1 + 3e-21, ...
+    [2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, -1.0],                             # beside a float NumPy makes them float64
+    [2 ** 64 - 1, 2 ** 64 - 2, 0, 1],                                          # uint64's range, NumPy's float64 too
+    [np.int64(2 ** 60 + 3), np.int64(2 ** 60 + 1), np.int64(2 ** 60 + 2), 1.0],
 ])
 def test_numbers_float64_would_make_equal_are_refused_not_tied(fitness):
     """Different fitnesses that float64, in which they are ranked, cannot tell apart would tie and give
