@@ -79,14 +79,19 @@ class Stopped(KeyboardInterrupt):
         self.signum, self.everywhere = signum, everywhere
 
 
+LEFT_HOW = ("left the job (an exit, a return, a KeyboardInterrupt, or an error under a sys.excepthook set after "
+            "the team's)")
+
+
 class Left(RuntimeError):
-    """Process `gone` left the job (sys.exit, or its script returned) while the processes `waiters`
-    waited for it in a collective call: a script's error, which would leave them waiting for ever."""
+    """Process `gone` left the job without the team's error hook (sys.exit, its script returned, a
+    KeyboardInterrupt, a hook of the script's own) while the processes `waiters` waited for it in a
+    collective call: a script's error, which would leave them waiting for ever."""
 
     def __init__(self, gone, waiters, size):
         waited = f"rank{'s' * (len(waiters) > 1)} {', '.join(map(str, waiters))}"
-        super().__init__(f"rank {gone} of {size} left the job (exit or return) while {waited} waited for it in a "
-                         f"collective call; end a job by raising an exception, which stops every process")
+        super().__init__(f"rank {gone} of {size} {LEFT_HOW} while {waited} waited for it in a collective call; end a "
+                         f"job by raising an exception (under the team's sys.excepthook), which stops every process")
         self.gone, self.waiters, self.size = gone, waiters, size
 
 
@@ -155,6 +160,10 @@ class Team(Alone):
 
     def my_pairs(self, n_pairs, pairs_per_block):
         return share(n_pairs, pairs_per_block, self.rank, self.size)
+
+    def __reduce__(self):
+        raise TypeError("a Team does not pickle (its link to the job's processes cannot travel), nor an Eggroll "
+                        "that holds one: pickle the State, and make the Eggroll again with distributed.team(...)")
 
     def update_pairs(self, n_pairs, pairs_per_block):
         return slice(0, n_pairs) if self.update == "seeds" else self.my_pairs(n_pairs, pairs_per_block)

@@ -79,8 +79,7 @@ def check_params(es, params):
         except UnicodeEncodeError:
             raise ValueError(f"parameter name {name!r} is no UTF-8 text (a lone surrogate): rename it") from None
         if not hasattr(value, "dtype") and not isinstance(value, numbers.Number):  # a number: "shape ()" below
-            raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
-                             f"numpy.asarray({name}, dtype=numpy.float32)")
+            raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give {dense(value, name)}")
         if getattr(value, "ndim", None) not in (1, 2):
             raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
                              f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
@@ -93,7 +92,7 @@ def check_params(es, params):
         xp = array_module_of(value)
         if not (isinstance(value, numpy.ndarray) or xp is not numpy and hasattr(xp, "asnumpy")):  # torch's, JAX's
             raise ValueError(f"parameter {name!r} is {a_kind(value)}: EGGROLL steps NumPy arrays, or CuPy's on a "
-                             f"GPU; give numpy.asarray({name})")
+                             f"GPU; give {dense(value, name)}")
         if value.dtype not in (numpy.float32, numpy.float64):
             native = value.dtype.newbyteorder("=")
             swapped = native in (numpy.float32, numpy.float64)  # '>f8' on this machine, say
@@ -199,6 +198,12 @@ def disagreement(es, call, values):
         raise ValueError(f"the processes of this team are in different calls ({problem[len('call ('):]}: every "
                          f"process calls ask, then tell, each generation")
     return problem
+
+
+def dense(value, name):
+    """The call that makes `value`, named `name`, a NumPy array of floats: a sparse matrix's
+    toarray (scipy.sparse: asarray would wrap it as one object), else numpy.asarray."""
+    return f"{name}.toarray()" if hasattr(value, "toarray") else f"numpy.asarray({name}, dtype=numpy.float32)"
 
 
 def a_kind(value):
@@ -449,7 +454,7 @@ def input_array(x, params, name, members):
         raise ValueError("x holds numbers beyond float64's range: scale them")
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
         what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
-        raise ValueError(f"x must be real numbers, got {what}: give numpy.asarray(x, dtype=numpy.float32)")
+        raise ValueError(f"x must be real numbers, got {what}: give {dense(given, 'x')}")
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")

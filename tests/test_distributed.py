@@ -546,8 +546,9 @@ def test_a_process_that_leaves_while_another_waits_for_it_ends_the_job_with_one_
         "else:\n"
         "    team.problems(None)\n"), timeout=60)
     assert code != 0 and seconds < 30, err
-    assert errors == ["error: rank 0 of 2 left the job (exit or return) while rank 1 waited for it in a collective "
-                      "call; end a job by raising an exception, which stops every process"], err
+    assert errors == [f"error: rank 0 of 2 {distributed.LEFT_HOW} while rank 1 waited for it in a collective "
+                      "call; end a job by raising an exception (under the team's sys.excepthook), which stops every "
+                      "process"], err
     assert "Traceback" not in err
 
 

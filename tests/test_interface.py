@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import given, settings, strategies as st
 
 import baselines
@@ -439,7 +440,8 @@ class ArrayLike:
         eggroll.Eggroll(4, 1, 0.1, 0)), "x is a masked array: give every input a number (numpy.ma.filled(x, 0))"),
     (lambda: (lambda es, state: es.tell(state, es.ask(state), [0.0, np.inf, 1.0, 2.0]))(
         eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw"), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
-     "fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values"),
+     "fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values (a member "
+     "to be ranked last takes a finite fitness below the others')"),
     (lambda: eggroll.Eggroll(4, 1, {"w": 0.1}, 0).init(dict(W, b=np.ones(2, np.float32))),
      "sigma names ['w'] but the parameters are ['b', 'w']: give one sigma per parameter, or one float for all"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (1.0, 2.0)}),
@@ -1018,9 +1020,14 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=0.5, weight_decay=2.0), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping=np.array(["raw"])), "unknown shaping array(['raw']"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": NotNumpy()}),
-     "parameter 'w' is a test_interface.NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+     "parameter 'w' is a test_interface.NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayApiArray()}),
-     "parameter 'w' is a test_interface.ArrayApiArray: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w)"),
+     "parameter 'w' is a test_interface.ArrayApiArray: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w, dtype=numpy.float32)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": scipy.sparse.csr_matrix(np.ones((2, 3)))}),
+     "parameter 'w' is a scipy.sparse._csr.csr_matrix: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give "
+     "w.toarray()"),  # numpy.asarray would wrap it as one object
+    (lambda: (lambda es: es.ask(es.init(W)).linear("w", scipy.sparse.csr_matrix(np.ones((4, 3)))))(
+        eggroll.Eggroll(4, 1, 0.1, 0)), "x must be real numbers, got an array of object: give x.toarray()"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=SizelessTeam()), "(it has no size, update)"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array(list("abcd"))))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),

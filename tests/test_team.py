@@ -10,6 +10,8 @@ pairs on 3). The real MPI jobs are in test_distributed.py; this file runs in abo
 """
 import functools
 import io
+import pickle
+import re
 import sys
 import threading
 import time
@@ -237,6 +239,16 @@ def test_a_process_that_skips_a_collective_call_is_an_error_not_a_hang():
         late.set()
 
 
+def test_a_team_and_an_eggroll_that_holds_one_refuse_to_pickle_in_one_line():
+    """A Team's MPI link cannot travel: pickling it, or an Eggroll that holds it, says so and what to
+    pickle instead, rather than fail inside on the mpi4py module it holds."""
+    held = object.__new__(distributed.Team)  # no MPI started: what a Team holds is never reached
+    for value in (held, eggroll.Eggroll(4, 1, 0.1, 0, team=held)):
+        with pytest.raises(TypeError, match=re.escape("a Team does not pickle (its link to the job's processes cannot "
+                                                      "travel), nor an Eggroll that holds one: pickle the State")):
+            pickle.dumps(value)
+
+
 def test_a_process_holds_the_share_of_its_rank_in_the_job_not_on_its_machine():
     """my_pairs follows the process's rank in the whole job: on two machines of one process each (local
     rank 0 on both) the second process holds the second share, and sums it in the all-reduce update."""
@@ -391,12 +403,14 @@ def test_a_process_that_left_is_named_by_the_ones_that_wait_for_it(monkeypatch):
         return line, waited
 
     results = run_team(3, body, timeout=30)[0]
-    assert results[1][0] == ("error: rank 0 of 3 left the job (exit or return) while ranks 1, 2 waited for it in a "
-                             "collective call; end a job by raising an exception, which stops every process")
+    assert results[1][0] == (f"error: rank 0 of 3 {distributed.LEFT_HOW} while ranks 1, 2 waited for it in a "
+                             "collective call; end a job by raising an exception (under the team's sys.excepthook), "
+                             "which stops every process")
     assert results[2][0] is None and all(0.3 < waited < 5 for _, waited in results[1:])
     assert str(distributed.Left(0, [1], 2)) == (
-        "rank 0 of 2 left the job (exit or return) while rank 1 waited for it in a collective call; end a job by "
-        "raising an exception, which stops every process")
+        "rank 0 of 2 left the job (an exit, a return, a KeyboardInterrupt, or an error under a sys.excepthook set "
+        "after the team's) while rank 1 waited for it in a collective call; end a job by raising an exception (under "
+        "the team's sys.excepthook), which stops every process")
 
 
 def test_a_disagreement_names_the_ranks_that_hold_each_value():
