@@ -454,7 +454,7 @@ def input_array(x, params, name, members):
         raise ValueError("x holds numbers beyond float64's range: scale them")
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
         what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
-        raise ValueError(f"x must be real numbers, got {what}: give {dense(given, 'x')}")
+        raise ValueError(f"x must be an array of ints or floats, got {what}: give {dense(given, 'x')}")
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")

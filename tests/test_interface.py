@@ -351,9 +351,9 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("layer0.weight", np.float64(1.0)),
      "x of shape () is not (N, n)"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6), dtype=complex)),
-     "x must be real numbers, got an array of complex128"),
+     "x must be an array of ints or floats, got an array of complex128"),
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6), dtype=object)),
-     "x must be real numbers, got an array of object"),
+     "x must be an array of ints or floats, got an array of object"),
     (lambda es, s: es.ask(s).linear("layer0.weight", [[1.0] * 6, [1.0] * 5]), "x must be an array of real numbers"),
     (lambda es, s: es.ask(s).linear(["layer0.weight"], np.ones((2, 6))), "a parameter's name is a string, got ['layer0"),
     (lambda es, s: es.ask(s).perturbed(0), "a parameter's name is a string, got 0"),
@@ -1027,7 +1027,8 @@ class SizelessTeam(DuckTeam):
      "parameter 'w' is a scipy.sparse._csr.csr_matrix: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give "
      "w.toarray()"),  # numpy.asarray would wrap it as one object
     (lambda: (lambda es: es.ask(es.init(W)).linear("w", scipy.sparse.csr_matrix(np.ones((4, 3)))))(
-        eggroll.Eggroll(4, 1, 0.1, 0)), "x must be real numbers, got an array of object: give x.toarray()"),
+        eggroll.Eggroll(4, 1, 0.1, 0)), "x must be an array of ints or floats, got an array of object: give "
+     "x.toarray()"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=SizelessTeam()), "(it has no size, update)"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array(list("abcd"))))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
@@ -1346,7 +1347,7 @@ def test_a_missing_fitness_is_named_as_missing_not_as_nan():
 def test_an_x_of_no_numbers_names_its_kind_and_a_fix_that_applies_to_it(x, kind):
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     pop = es.ask(es.init(W))
-    with pytest.raises(ValueError, match=re.escape(f"x must be real numbers, got {kind}: give "
+    with pytest.raises(ValueError, match=re.escape(f"x must be an array of ints or floats, got {kind}: give "
                                                    f"numpy.asarray(x, dtype=numpy.float32)")):
         pop.linear("w", x)
 
