@@ -586,20 +586,28 @@ def prepare(out, config, resume, force, command="train"):
                        "other": "give the run's own settings to continue it, or use another --out for these "
                                 "(that run is left as it is)",
                        "finished": "use another --out to train it again (its final.json is kept)",
-                       "lost": "put it back to continue, or use --force to train afresh (it deletes the "
-                               "run's config.json, metrics.jsonl and final.json)"},
+                       "lost": "use --force to train afresh (it deletes the run's config.json, metrics.jsonl "
+                               "and final.json)"},
              "reproduce": {"unknown": f"{config_fix(out)}",
                            "other": f"move {out} away to keep it; reproduce then trains the preset's run there",
                            "finished": f"move {out} away to train the run again",
-                           "lost": f"put it back to continue, or move {out} away to train the run afresh"}}[command]
+                           "lost": f"move {out} away to train the run afresh"}}[command]
     for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
     marked = is_run_folder(out)
     if not marked:
         refuse_foreign(out, force, "use another --out" if command == "train" else f"move {out} away")
-    holds_run = any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
+    metrics = out / "metrics.jsonl"
+    trained = metrics.is_file() and metrics.stat().st_size > 0  # its records: the run has trained
+    holds_run = trained or any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
     if holds_run and not force:
-        if not (out / "config.json").exists():
+        finished = (out / "final.json").exists()
+        lost = [name for name in ("config.json", CHECKPOINT) if not (out / name).exists()]
+        if trained and not finished and CHECKPOINT in lost:
+            raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
+                             f"{' nor its '.join(lost)}; put {'them' if len(lost) > 1 else 'it'} back to continue, "
+                             f"or {again['lost']}")
+        if "config.json" in lost:
             raise UsageError(f"{out} holds a run without its config.json, so its settings are unknown; "
                              f"{again['unknown']}")
         stored_config = read_config(out)
@@ -607,11 +615,6 @@ def prepare(out, config, resume, force, command="train"):
         if stored != wanted:
             raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); "
                              f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
-        finished = (out / "final.json").exists()
-        metrics = out / "metrics.jsonl"
-        if not finished and not (out / CHECKPOINT).exists() and metrics.is_file() and metrics.stat().st_size > 0:
-            raise UsageError(f"{out} holds a run that has trained (its metrics.jsonl has records) but not its "
-                             f"{CHECKPOINT}; {again['lost']}")
         if not resume:
             if finished:
                 check_final_record(out, config)

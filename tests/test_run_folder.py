@@ -399,6 +399,19 @@ def test_a_run_that_lost_its_checkpoint_is_told_so_with_or_without_resume(finish
                              "checkpoint.npz; put it back to continue, or use --force" in err, (extra, err)
 
 
+def test_a_run_that_lost_its_config_json_too_is_refused_not_trained_over(finished_run, dataset, capsys):
+    """A trained run left with its metrics.jsonl alone: neither --resume nor a run of other settings
+    takes it for an empty folder and writes over its records."""
+    for name in ("final.json", run_folder.CHECKPOINT, "config.json"):
+        (finished_run / name).unlink()
+    before = snapshot(finished_run)
+    for extra in (["--resume"], ["--seed", "5"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and "holds a run that has trained (its metrics.jsonl has records) " \
+            "but not its config.json nor its checkpoint.npz; put them back to continue, or use --force" in err, err
+        assert snapshot(finished_run) == before
+
+
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
     """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
     says so, and goes on."""
