@@ -628,15 +628,7 @@ def prepare(out, config, resume, force, command="train"):
         print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
               f": the run starts at its first step", file=sys.stderr)
     if force:
-        in_the_way = [out / name for name in RUN_FILES if (out / name).is_dir()]
-        if in_the_way:
-            raise UsageError(f"--force cannot delete {in_the_way[0]}: it is a folder, not a file of a run; move it "
-                             f"away or use another --out")
-        for path in run_files(out):
-            try:
-                path.unlink(missing_ok=True)
-            except OSError as error:
-                raise UsageError(os_problem(error, "delete", path)) from None
+        delete_all(run_files(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -645,6 +637,34 @@ def prepare(out, config, resume, force, command="train"):
         write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
     write_atomically(out / "config.json", json.dumps(wanted, indent=1))
     return force or not holds_run
+
+
+def delete_all(paths):
+    """Delete the files `paths` (what --force deletes), all or none: each is first moved aside under
+    a temporary name, and where one cannot be (a folder, an immutable file, a folder not writable)
+    those moved go back, and a UsageError names it; nothing is deleted before all are moved."""
+    in_the_way = [path for path in paths if path.is_dir() and not path.is_symlink()]
+    if in_the_way:
+        raise UsageError(f"--force cannot delete {in_the_way[0]}: it is a folder, not a file of a run; move it "
+                         f"away or use another --out")
+    moved = []
+    try:
+        for path in paths:
+            aside = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")  # a run's file too (run_files)
+            while os.path.lexists(aside):
+                aside = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+            os.rename(path, aside)
+            moved.append((path, aside))
+    except OSError as error:
+        for before, aside in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.rename(aside, before)
+        raise UsageError(os_problem(error, "delete", path)) from None
+    for _, aside in moved:
+        try:
+            aside.unlink(missing_ok=True)
+        except OSError as error:
+            raise UsageError(os_problem(error, "delete", aside)) from None
 
 
 def check_final_record(out, config):

@@ -412,6 +412,29 @@ def test_a_run_that_lost_its_config_json_too_is_refused_not_trained_over(finishe
         assert snapshot(finished_run) == before
 
 
+def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, capsys, monkeypatch):
+    """--force that cannot delete one of the run's files (a folder under a temporary file's name, an
+    immutable file) deletes none of them."""
+    before = snapshot(finished_run)
+    (finished_run / "final.json.0123abcd.tmp").mkdir()
+    code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
+    assert code == 2 and err == (f"error: --force cannot delete {finished_run / 'final.json.0123abcd.tmp'}: it is a "
+                                 f"folder, not a file of a run; move it away or use another --out\n"), err
+    (finished_run / "final.json.0123abcd.tmp").rmdir()
+    assert snapshot(finished_run) == before
+    rename = os.rename
+
+    def immutable_metrics(source, target):
+        if os.path.basename(source) == "metrics.jsonl":
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        rename(source, target)
+    monkeypatch.setattr(os, "rename", immutable_metrics)
+    code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
+    assert code == 2 and err.startswith(f"error: cannot delete {finished_run / 'metrics.jsonl'}: Operation not "
+                                        f"permitted;"), err
+    assert snapshot(finished_run) == before
+
+
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
     """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
     says so, and goes on."""
