@@ -555,6 +555,8 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     for name, folder in dirs.items():
         recordings = list_recordings(folder)
         listed[name] = recordings, _stats(recordings)
+    for folder in dirs.values():
+        _check_one_label(folder, listed[folder.name])
     _check_apart(dirs, listed)
     full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild, listed["Train"])
     test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild, listed["Test"])
@@ -564,13 +566,32 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     return NMNIST(train, val, test, {"Train": train_info, "Test": test_info})
 
 
+def _same_file(stat):
+    """What tells one recording's file from another's, whatever name reaches it (a link)."""
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _check_one_label(folder, listed):
+    """BadDataError if a split's folder reaches one recording by two names (a digit folder that is a
+    link to another, a file linked under two labels): a recording is one sample, of one digit."""
+    seen = {}
+    for (path, _), stat in zip(*listed):
+        first = seen.setdefault(_same_file(stat), path) if stat.st_ino else path
+        if first == path:
+            continue
+        if first.parent == path.parent:
+            raise BadDataError(f"{path.parent} holds one recording under two names ({path} is {first}): a recording "
+                               f"is one sample; remove one of the names")
+        raise BadDataError(f"{first.parent} and {path.parent} share recordings ({path} is {first}): a recording has "
+                           f"one label: give each digit folder its own recordings, not links to another's")
+
+
 def _check_apart(dirs, listed):
     """BadDataError if the Train and Test folders share a recording (the same file reached through a
     link, or one folder a link to the other): the test split must be unseen in training."""
-    same = lambda stat: (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    train = {same(stat): path for (path, _), stat in zip(*listed["Train"]) if stat.st_ino}
+    train = {_same_file(stat): path for (path, _), stat in zip(*listed["Train"]) if stat.st_ino}
     for (path, _), stat in zip(*listed["Test"]):
-        seen = train.get(same(stat))
+        seen = train.get(_same_file(stat))
         if seen is not None:
             raise BadDataError(f"{dirs['Test']} and {dirs['Train']} share recordings ({path} is {seen}); the test "
                                f"split must hold its own: restore {dirs['Test']} from test.zip of N-MNIST")

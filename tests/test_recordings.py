@@ -52,3 +52,27 @@ def test_an_entry_that_is_not_what_it_should_be_is_named_before_anything_is_read
         path.write_bytes(b"")
     with pytest.raises(data.BadDataError, match=re.escape(f"every one of the 101 recordings in {train} is empty")):
         load(root, tmp_path / "cache")
+
+
+def test_one_recording_reached_by_two_names_within_a_split_is_refused(root, tmp_path, no_download):
+    """A digit folder that is a link to another digit's, or a recording linked under a second label
+    or a second name: one line naming both, not a split trained and scored with wrong labels."""
+    train, test = root / "NMNIST" / "Train", root / "NMNIST" / "Test"
+    recording = sorted((train / "2").glob("*.bin"))[0]
+    cases = [(lambda: (test / "3").rename(tmp_path / "3"), lambda: (test / "3").symlink_to("5"),
+              lambda: ((test / "3").unlink(), (tmp_path / "3").rename(test / "3")),
+              f"{test / '3'} and {test / '5'} share recordings"),
+             (lambda: None, lambda: os.link(recording, train / "7" / "99999.bin"),
+              lambda: (train / "7" / "99999.bin").unlink(),
+              f"{train / '2'} and {train / '7'} share recordings ({train / '7' / '99999.bin'} is {recording}): a "
+              f"recording has one label"),
+             (lambda: None, lambda: os.link(recording, train / "2" / "99999.bin"),
+              lambda: (train / "2" / "99999.bin").unlink(), f"{train / '2'} holds one recording under two names")]
+    for keep, make, undo, message in cases:
+        keep()
+        make()
+        with pytest.raises(data.BadDataError) as error:
+            load(root, tmp_path / "cache")
+        assert message in str(error.value) and "\n" not in str(error.value), str(error.value)
+        undo()
+    assert len(load(root, tmp_path / "cache").test) == len(list(test.rglob("*.bin")))
