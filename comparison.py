@@ -73,14 +73,14 @@ def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, downloa
     not the project's emulated N-MNIST."""
     foreign, fingerprints = [], {}
     made = emulate.provenance(data_root)
-    absent = resources.nmnist_recordings(data_root, "--data-root", required=False) is None  # to be downloaded
+    absent = resources.nmnist_recordings(data_root, "--data-root", required=not download) is None  # to be downloaded
     for final_path in sorted((Path(results_dir) / "runs").glob("*/final.json")):
         final = report.read_record(final_path, run_folder.final_problem, report.final_fix(final_path.parent))
         record = final.get("data")
         if record is None:
             if made is None or any(made.get(key) != value for key, value in PROJECT_EMULATION.items()):
                 foreign.append((final_path.parent, "it trained on the project's emulated N-MNIST before runs "
-                                                   "recorded their data"))
+                                                   "recorded their data" + "; a download is the real N-MNIST" * absent))
             continue
         if record.get("emulated") is not None and absent:
             foreign.append((final_path.parent, f"it trained on {report.data_description(record)}; a download "

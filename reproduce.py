@@ -79,7 +79,8 @@ def reproduce_grids(opts, deadline):
         checked = {results_dir for results_dir, _ in left} if opts.report_only else \
             {results_dir for results_dir, _, _ in grids}
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in checked],
-                              fix=comparison.OWN_FOLDER)
+                              fix=comparison.OWN_FOLDER + ("" if left else "; or, as every run has finished, add "
+                                                           "--report-only to rewrite the report without the data"))
     if left and opts.download:  # once no finished run refuses this data, and before the first run is announced
         data.fetch_nmnist(opts.data_root)
     for results_dir, runs, write_report in grids:

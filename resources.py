@@ -271,8 +271,8 @@ def narrower(network):
 
 def nmnist_recordings(root, option, required=True):
     """(training, test) recordings of the N-MNIST copy at `root` (None: the default), counted
-    without reading them. Where there is none, or it lacks a part: a UsageError naming `option`,
-    or None if not `required` (it may be downloaded; data.load_nmnist reports it otherwise)."""
+    without reading them. Where there is none: a UsageError naming `option`, or None if not
+    `required` (it may be downloaded); where it lacks a part (no download adds one), a UsageError."""
     root = data.resolve_root(root)
     base = next((b for b in (root / "NMNIST", root) if (b / "Train").is_dir() or (b / "Test").is_dir()), None)
     missing = [str(base / split) for split in ("Train", "Test") if base and not (base / split).is_dir()]
@@ -286,7 +286,7 @@ def nmnist_recordings(root, option, required=True):
             return tuple(len(data.list_recordings(base / split)) for split in ("Train", "Test"))
         except OSError as error:  # a digit missing, or a folder that cannot be read
             problem = f"{root}: {error}"
-    if required:
+    if required or base is not None:
         raise UsageError(f"{option} {problem}")
     return None
 

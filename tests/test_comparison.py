@@ -217,6 +217,33 @@ def test_a_grid_trains_no_run_beside_finished_runs_of_other_data(tmp_path, datas
     assert sorted(path.name for path in (grid / "runs").iterdir()) == ["bptt-seed1", "eggroll-r1-seed1", "es-seed1"]
 
 
+def test_a_complete_grid_without_its_data_is_told_what_is_missing(tmp_path, monkeypatch, capsys):
+    """reproduce of a grid whose every run has finished, trained before runs recorded their data: a
+    --data-root that holds no N-MNIST, or lacks a split, is called so (not other data); one a download
+    would fill is other data, and --report-only is offered, as nothing is left to train."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=16,
+                                                                 eval_every=1), "bptt": dict(epochs=1)})
+    monkeypatch.setattr(config, "SEEDS", (1,))
+    monkeypatch.setattr(config, "RANKS", (1,))
+    monkeypatch.setattr(data, "_download", lambda root: pytest.fail("downloaded"))
+    grid = tmp_path / "results" / "quick"
+    for name in ("bptt", "es", "eggroll-r1"):
+        write_preset_run(grid, "quick", name, 1)
+    partial = tmp_path / "partial"
+    (partial / "NMNIST" / "Train").mkdir(parents=True)
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet", "--data-root"]
+    for where, message in (([str(tmp_path / "absent")], f"error: --data-root {tmp_path / 'absent'} holds no N-MNIST"),
+                           ([str(partial), "--download"], f"error: --data-root {partial}: the split folder "
+                                                          f"{partial / 'NMNIST' / 'Test'} is missing; restore it"),
+                           ([str(tmp_path / "absent"), "--download"], f"error: {grid / 'runs' / 'bptt-seed1'} was "
+                                                                      f"trained on other data than")):
+        code, err = run_main(args + where, capsys)
+        assert code == 2 and err.count("\n") == 1 and err.startswith(message), err
+    assert "a download is the real N-MNIST" in err and err.endswith("add --report-only to rewrite the report "
+                                                                      "without the data\n"), err
+    assert not (tmp_path / "absent").exists() and not (partial / "NMNIST" / "Test").exists()
+
+
 def test_a_users_comparison_md_is_refused_and_the_comparisons_own_is_not(tmp_path):
     """reproduce --data writes comparison.md into the grid's folder: a user's file of that name is
     refused before any work (and left as it is); the comparison's own, from an earlier run, is not."""
