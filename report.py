@@ -3,6 +3,7 @@
 under results/<preset>/runs; for the hyperscale preset a table.md and figures per part, from
 results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_cost.png.
 """
+import hashlib
 import json
 import math
 import os
@@ -85,42 +86,104 @@ def read_metrics(path):
     return records
 
 
-# Every table and figure a report writes into results/<preset> (or a hyperscale part), and how each
-# begins: a file of one of these names that begins otherwise is the user's, and is left as it is.
+# Every table a report writes into results/<preset> (or a hyperscale part), and how each begins: a
+# file of one of these names that begins otherwise is the user's, and is left as it is.
 HEADINGS = re.compile(rb"# (Table [12] \(|Sparsity and energy \(|Hyperscale |The screen: |The price of a spike: "
                       rb"|The \S+ preset on this machine)")
+TABLES = ("table.md", "per_seed.md", "sparsity.md", "comparison.md")
+# Every figure a report draws there, each known by its sha256 in the folder's record of the figures
+# the report drew (FIGURE_RECORD, one "<sha256>  <name>" a line, as sha256sum writes): a file of one
+# of these names that the record does not hold is the user's, and is left as it is.
 FIGURES = ("rank_ablation.png", "convergence.png", "wallclock.png", "accuracy_time.png", "protocol.png",
            "budget_accuracy.png", "budget_speed.png", "levers.png", "spike_cost.png")
-OWN_FILES = {**dict.fromkeys(("table.md", "per_seed.md", "sparsity.md", "comparison.md"), HEADINGS),
-             **dict.fromkeys(FIGURES, exits.PNG)}
+FIGURE_RECORD = ".figures.sha256"
+RECORD_LINE = re.compile(rb"([0-9a-f]{64})  (" + b"|".join(re.escape(name.encode()) for name in FIGURES) + rb")\n")
+MAX_FIGURE_BYTES = 2**26  # a figure of the report is some 100 kB
+MAX_RECORD_BYTES = 2**16  # the record holds a line or two per figure, of some 90 bytes each
 
 
 def refuse_foreign_files(results_dir):
     """Before any work: a UsageError for a file in results_dir under the name of a report's table or
-    figure that no report wrote (it does not begin as the report's own do), which it would replace."""
-    for name, heading in OWN_FILES.items():
-        exits.refuse_foreign_file(results_dir / name, heading, "a table or figure of run.py reproduce",
-                                  f"move it out of {results_dir}, or give reproduce another --results")
+    figure that no report wrote (a table that does not begin as the report's own do, a figure that
+    the record of the report's figures does not hold), which it would replace."""
+    instead = f"move it out of {results_dir}, or give reproduce another --results"
+    for name in TABLES:
+        exits.refuse_foreign_file(results_dir / name, HEADINGS, "a table or figure of run.py reproduce", instead)
+    recorded = recorded_figures(results_dir)
+    for name in FIGURES:
+        path = results_dir / name
+        if os.path.isfile(path) and not os.path.islink(path) and figure_digest(path) not in recorded.get(name, ()):
+            raise run_folder.UsageError(f"{path} is not a figure the report drew (its {FIGURE_RECORD} does not hold "
+                                        f"it): it is left as it is; {instead}")
+
+
+def recorded_figures(results_dir):
+    """{name: the sha256 digests} of the figures the report drew in results_dir, as its record says
+    (none where there is no record); a UsageError if that file is no such record."""
+    path = results_dir / FIGURE_RECORD
+    if not os.path.lexists(path):
+        return {}
+    run_folder.refuse_link(path)
+    text = run_folder.read_bytes(path, MAX_RECORD_BYTES)
+    lines = list(RECORD_LINE.finditer(text))
+    if sum(len(line[0]) for line in lines) != len(text):
+        raise run_folder.UsageError(f"{path} is not the record of the report's figures (\"<sha256>  <figure>\" "
+                                    f"lines): it is left as it is; move it out of {results_dir}, or give "
+                                    f"reproduce another --results")
+    recorded = {}
+    for line in lines:
+        recorded.setdefault(line[2].decode(), set()).add(line[1].decode())
+    return recorded
+
+
+def figure_digest(path):
+    """The sha256 of the file `path`, in hex."""
+    return hashlib.sha256(run_folder.read_bytes(path, MAX_FIGURE_BYTES)).hexdigest()
+
+
+def write_figure_record(results_dir, recorded):
+    """Replace results_dir's record of the report's figures by `recorded` ({name: digests})."""
+    run_folder.write_atomically(results_dir / FIGURE_RECORD, "".join(
+        f"{digest}  {name}\n" for name in sorted(recorded) for digest in sorted(recorded[name])))
+
+
+def save_figure(figure, path):
+    """Draw `figure` into the PNG `path` as `run_folder.writing` writes: its digest joins the folder's
+    record of the report's figures before the file takes its name, so the report knows it for its own
+    (beside the digest of the figure it replaces, should the rename not happen)."""
+    with run_folder.writing(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight")
+        recorded = recorded_figures(path.parent)
+        replaced = {figure_digest(path)} if path.is_file() else set()
+        recorded[path.name] = recorded.get(path.name, set()) & replaced | {figure_digest(temporary)}
+        write_figure_record(path.parent, recorded)
 
 
 def prepare_results(results_dir):
     """Make results_dir, and refuse, before anything is written, a link in it under the name of a
-    table or a figure (*.md, *.png), and a file of a report's name that no report wrote: the report
-    writes its own files, never through a link nor over a user's."""
+    table, a figure (*.md, *.png) or the figures' record, and a file of a report's name that no
+    report wrote: the report writes its own files, never through a link nor over a user's."""
     results_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(results_dir.iterdir()):
-        if path.suffix in (".md", ".png"):
+        if path.suffix in (".md", ".png") or path.name == FIGURE_RECORD:
             run_folder.refuse_link(path)
     refuse_foreign_files(results_dir)
 
 
 def remove_stale_figures(results_dir, written):
     """Delete the figures an earlier report drew in results_dir that this one, `written`, did not (of
-    runs no longer there, or of none): only a report's own, a PNG file of one name."""
+    runs no longer there, or of none): only the report's own, a file of one name that the record
+    holds; then the record holds this report's figures alone."""
+    recorded, kept = recorded_figures(results_dir), {}
     for name in FIGURES:
         path = results_dir / name
-        if path not in written and run_folder.is_own_file(path) and path.read_bytes().startswith(exits.PNG):
+        ours = os.path.isfile(path) and not os.path.islink(path) and figure_digest(path) in recorded.get(name, ())
+        if ours and (path in written or not run_folder.is_own_file(path)):  # drawn now, or a name of a linked file
+            kept[name] = {figure_digest(path)}
+        elif ours:
             path.unlink()
+    if recorded:
+        write_figure_record(results_dir, kept)
 
 
 def collect(results_dir, expected=None):
@@ -429,7 +492,7 @@ def plot_figures(results_dir, runs, names, preset):
     if any(f"eggroll-r{r}" in runs for r in config.RANKS):
         figures = {"rank_ablation.png": rank_ablation_figure(runs, preset), **figures}
     for file_name, figure in figures.items():
-        run_folder.save_figure(figure, results_dir / file_name)
+        save_figure(figure, results_dir / file_name)
     return [results_dir / file_name for file_name in figures]
 
 
@@ -609,7 +672,7 @@ def write_hyperscale_report(results_dir, part, expected=None):
     written = [results_dir / "table.md"]
     run_folder.write_atomically(written[0], "\n".join(text) + "\n")
     for file_name, figure in (figures(runs, grid) if runs else {}).items():
-        run_folder.save_figure(figure, results_dir / file_name)
+        save_figure(figure, results_dir / file_name)
         written.append(results_dir / file_name)
     return written
 
@@ -813,13 +876,13 @@ def write_screen_report(results_dir, expected=None):
     written = [results_dir / "table.md"]
     run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
     if names:
-        run_folder.save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
+        save_figure(convergence_figure(runs, names, "screen"), results_dir / "convergence.png")
         written.append(results_dir / "convergence.png")
     if gains:
         recipe = samples_per_generation(runs["eggroll-r1-base"][0][0]["config"])
         samples = {levers[name]: samples_per_generation(runs[name][0][0]["config"]) / recipe for name in gains}
         figure = levers_figure({levers[name]: points for name, points in gains.items()}, samples, noise)
-        run_folder.save_figure(figure, results_dir / "levers.png")
+        save_figure(figure, results_dir / "levers.png")
         written.append(results_dir / "levers.png")
     return written
 
@@ -901,7 +964,7 @@ def write_spike_cost_report(results_dir, expected=None):
     written = [results_dir / "table.md"]
     run_folder.write_atomically(written[0], "\n".join(lines) + "\n")
     if grid:
-        run_folder.save_figure(spike_cost_figure(runs, grid), results_dir / "spike_cost.png")
+        save_figure(spike_cost_figure(runs, grid), results_dir / "spike_cost.png")
         written.append(results_dir / "spike_cost.png")
     return written
 

@@ -343,12 +343,6 @@ def append_line(path, text):
             os.fsync(file.fileno())
 
 
-def save_figure(figure, path):
-    """Write a matplotlib figure to `path` (its format from the suffix) as `writing` does."""
-    with writing(path) as temporary:
-        figure.savefig(temporary, format=Path(path).suffix[1:], dpi=120, bbox_inches="tight")
-
-
 # ---------------------------------------------------------------------------------------------
 # Checkpoints
 

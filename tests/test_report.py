@@ -18,6 +18,8 @@ import report
 import run_folder
 import snn
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
          "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1,
@@ -187,17 +189,41 @@ def test_write_report_returns_the_files_it_wrote(tmp_path):
 
 
 def test_a_users_files_under_a_reports_names_are_refused_and_left_as_they_are(tmp_path):
-    """A table.md or a figure's name that no report wrote (another heading, no PNG) is the user's: the
-    report refuses it before it writes anything, and neither replaces nor deletes it."""
+    """A table.md or a figure's name that no report wrote (another heading; a file, even a PNG, that
+    the record of the report's figures does not hold) is the user's: the report refuses it before
+    it writes anything, and neither replaces nor deletes it."""
     write_run(tmp_path, "es", 1)
-    for name, text in (("table.md", b"my table"), ("convergence.png", b"not a png"), ("rank_ablation.png", b"mine")):
+    users_png = (ROOT / "docs" / "derivation.png").read_bytes()
+    for name, text in (("table.md", b"my table"), ("convergence.png", b"not a png"), ("rank_ablation.png", users_png)):
         (tmp_path / name).write_bytes(text)
+        what = "is a file this command did not write (not a table or figure of run.py reproduce)" \
+            if name == "table.md" else f"is not a figure the report drew (its {report.FIGURE_RECORD} does not hold it)"
         with pytest.raises(run_folder.UsageError, match=re.escape(
-                f"{tmp_path / name} is a file this command did not write (not a table or figure of run.py "
-                f"reproduce): it is left as it is; move it out of {tmp_path}, or give reproduce another --results")):
+                f"{tmp_path / name} {what}: it is left as it is; move it out of {tmp_path}, or give reproduce "
+                f"another --results")):
             report.write_report(tmp_path, "quick")
         assert (tmp_path / name).read_bytes() == text and not (tmp_path / "per_seed.md").exists()
         (tmp_path / name).unlink()
+
+
+def test_a_users_png_over_a_figure_the_report_drew_is_refused_not_replaced(tmp_path):
+    """The report knows its figures by their digests in its record, not by their first bytes: a
+    user's own PNG saved under a figure's name, one the report draws again or one it no longer draws
+    (which it would delete), is refused and kept; its own figures are replaced."""
+    write_run(tmp_path, "eggroll-r2", 1)
+    report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
+    shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
+    write_run(tmp_path, "es", 1)
+    users_png = (ROOT / "docs" / "derivation.png").read_bytes()
+    for name in ("wallclock.png", "rank_ablation.png"):
+        drawn = (tmp_path / name).read_bytes()
+        (tmp_path / name).write_bytes(users_png)
+        with pytest.raises(run_folder.UsageError, match=f"{name} is not a figure the report drew"):
+            report.write_report(tmp_path, "quick")
+        assert (tmp_path / name).read_bytes() == users_png
+        (tmp_path / name).write_bytes(drawn)
+    report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["accuracy_time.png", "convergence.png", "wallclock.png"]
 
 
 def test_a_report_of_no_runs_left_removes_the_figures_it_drew_before(tmp_path):

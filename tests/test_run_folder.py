@@ -579,7 +579,7 @@ def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch,
     monkeypatch.setattr(os, "fsync", lambda descriptor: half_then_full(f"/proc/self/fd/{descriptor}"))
     write = {"text": lambda: run_folder.write_atomically(path, "new"),
              "line": lambda: run_folder.append_line(path, "new"),
-             "figure": lambda: run_folder.save_figure(types.SimpleNamespace(savefig=half_then_full), path)}[writer]
+             "figure": lambda: report.save_figure(types.SimpleNamespace(savefig=half_then_full), path)}[writer]
     with pytest.raises(run_folder.UsageError) as error:
         write()
     assert str(error.value) == f"cannot write {path}: No space left on device; free disk space there or use another " \
