@@ -588,9 +588,11 @@ def prepare(out, config, resume, force, command="train"):
                            "lost": f"move {out} away to train the run afresh"}}[command]
     for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
+    instead = "use another --out" if command == "train" else f"move {out} away"
+    refuse_odd_mark(out, instead)
     marked = is_run_folder(out)
     if not marked:
-        refuse_foreign(out, force, "use another --out" if command == "train" else f"move {out} away")
+        refuse_foreign(out, force, instead)
     metrics = out / "metrics.jsonl"
     trained = metrics.is_file() and metrics.stat().st_size > 0  # its records: the run has trained
     holds_run = trained or any((out / name).exists() for name in ("config.json", CHECKPOINT, "final.json"))
@@ -690,6 +692,20 @@ def refuse_foreign(out, force, instead):
         name = theirs[0].name if theirs else others[0]
         raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
                          f"the project did not write{', so --force deletes nothing there' * force}; {instead}")
+
+
+def refuse_odd_mark(out, instead):
+    """A UsageError ending with what to do `instead` if out/.eggroll-run is there but is no file (a
+    folder, a pipe): the folder is then neither marked as a run's nor free of the mark."""
+    mark = out / RUN_MARK
+    try:
+        kind = stat.S_IFMT(os.stat(mark).st_mode)
+    except OSError:
+        return
+    if kind != stat.S_IFREG:
+        raise UsageError(f"{mark} is {FILE_KINDS.get(kind, 'not a file')}, not the file that marks a run folder of "
+                         f"this project: if {out} holds a run of this project, put a file of that name in its place "
+                         f"(any text); else {instead}")
 
 
 def is_run_folder(out):

@@ -113,6 +113,22 @@ def test_a_copy_of_a_finished_run_without_its_mark_is_not_a_finished_run(tmp_pat
     assert "touch" not in err and "--force" not in err  # no forged mark, nothing deleted
 
 
+def test_a_mark_that_is_a_folder_is_named_as_such(tmp_path, dataset, capsys):
+    """A run whose .eggroll-run is a folder is not told it has no mark, nor that the project did not
+    write its files: the line names the folder, and nothing changes."""
+    out = tmp_path / "run"
+    assert train(out, dataset) == 0
+    (out / run_folder.RUN_MARK).unlink()
+    (out / run_folder.RUN_MARK).mkdir()
+    before = snapshot(out)
+    assert train(out, dataset, "--resume") == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {out / run_folder.RUN_MARK} is a folder, not the file that marks a run folder of this "
+                   f"project: if {out} holds a run of this project, put a file of that name in its place (any text); "
+                   f"else use another --out\n"), err
+    assert snapshot(out) == before
+
+
 def test_every_committed_run_folder_is_marked():
     """The run folders under results/ carry the mark (added to them, no number changed)."""
     folders = {path.parent for path in (ROOT / "results").rglob("config.json")}
