@@ -560,12 +560,15 @@ def resume_command(out, config):
 def differences(stored, wanted):
     """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ...". A setting
     left out of one (at its default, or one the method has not) is shown at its default; one that
-    then agrees follows from another that differs (an ES run has no rank) and is not shown."""
+    then agrees follows from another that differs (an ES run has no rank) and is not shown. Runs of
+    two methods differ by their method alone: the other settings are those of another kind of run."""
     defaults = run_config.RunConfig()
 
     def value(held, key):
         return json.dumps(held[key] if key in held else getattr(defaults, key, None))
     keys = sorted(key for key in set(wanted) | set(stored) if stored.get(key) != wanted.get(key))
+    if "method" in keys:
+        keys = ["method"]
     shown = [key for key in keys if value(stored, key) != value(wanted, key)] or keys
     return "; ".join(f"{key} {value(stored, key)}, not {value(wanted, key)}" for key in shown)
 

@@ -96,11 +96,15 @@ def test_a_refusal_leaves_no_lock_it_made_in_a_run_folder(finished_run, dataset,
 
 def test_other_settings_are_named_by_their_values_and_only_where_they_differ(finished_run, dataset, capsys):
     """Resuming with other settings names each by its value, a default too (hidden 64), and leaves out
-    what follows from another (an ES run has no rank, an EGGROLL run no ES mode)."""
+    what follows from another (an ES run has no rank, an EGGROLL run no ES mode, a BPTT run no
+    population nor generations, an EGGROLL run no epochs)."""
     for extra, said in [(["--hidden", "32"], '(hidden "64", not "32")'),
                         (["--method", "es"], '(method "eggroll", not "es")')]:
         code, err = run_main(train_args(finished_run, dataset, "--resume", *extra), capsys)
         assert code == 2 and f"holds a run with other settings {said};" in err, err
+    bptt = ["train", "--out", str(finished_run), "--method", "bptt", "--epochs", "1", "--batch-size", "16", *dataset]
+    code, err = run_main(bptt, capsys)
+    assert code == 2 and 'holds a run with other settings (method "eggroll", not "bptt");' in err, err
 
 
 def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
