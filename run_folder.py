@@ -612,7 +612,12 @@ def prepare(out, config, resume, force, command="train"):
         stored_config = read_config(out)
         stored = run_config.stored(stored_config)
         if stored != wanted:
-            raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); "
+            unstated = [key for key in sorted(stored) if stored[key] != wanted.get(key)
+                        and key not in read_json(out / "config.json", config_fix(out))]
+            unstated_fix = f"its config.json has no {', '.join(unstated)}, so the run's is taken as the default: " \
+                           f"if it lost the run's, restore it from a copy of the run (a finished run's final.json " \
+                           f"holds its settings under \"config\"); else " if unstated else ""
+            raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); {unstated_fix}"
                              f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
         if not resume:
             if finished:

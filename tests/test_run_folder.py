@@ -107,6 +107,18 @@ def test_other_settings_are_named_by_their_values_and_only_where_they_differ(fin
     assert code == 2 and 'holds a run with other settings (method "eggroll", not "bptt");' in err, err
 
 
+def test_a_setting_config_json_lacks_is_said_to_be_missing_not_only_other(finished_run, dataset, capsys):
+    """A config.json that lost a setting (the run's seed): the refusal says the file has none, and
+    that restoring it is the fix if it lost the run's, not only that the settings differ."""
+    config_json = finished_run / "config.json"
+    config_json.write_text(json.dumps({k: v for k, v in json.loads(config_json.read_text()).items() if k != "seed"}))
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume", "--seed", "2"), capsys)
+    assert code == 2 and err.count("\n") == 1 and "holds a run with other settings (seed 1, not 2); its config.json " \
+        "has no seed, so the run's is taken as the default: if it lost the run's, restore it from a copy" in err, err
+    assert snapshot(finished_run) == before
+
+
 def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
     """--batch-size above the training split's size trains on the whole split each step, and says so."""
     code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
