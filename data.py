@@ -100,12 +100,17 @@ def resolve_root(root=None):
     return Path(root).expanduser()
 
 
+def split_base(root):
+    """The folder of `root` that holds the split folders Train and Test (or one of them): root/NMNIST
+    (tonic's layout) or root itself; None where neither does, as in a folder that holds no N-MNIST."""
+    return next((base for base in (root / "NMNIST", root) if (base / "Train").is_dir() or (base / "Test").is_dir()),
+                None)
+
+
 def _split_dirs(root, download):
     """The Train and Test folders under `root`, downloading with tonic only if asked and absent."""
-    for base in (root / "NMNIST", root):
-        if (base / "Train").is_dir() or (base / "Test").is_dir():
-            break
-    else:
+    base = split_base(root)
+    if base is None:
         if not download:
             raise MissingDataError(
                 f"N-MNIST not found in {root} (expected {root}/NMNIST/Train/<digit>/*.bin or "

@@ -274,7 +274,7 @@ def nmnist_recordings(root, option, required=True):
     without reading them. Where there is none: a UsageError naming `option`, or None if not
     `required` (it may be downloaded); where it lacks a part (no download adds one), a UsageError."""
     root = data.resolve_root(root)
-    base = next((b for b in (root / "NMNIST", root) if (b / "Train").is_dir() or (b / "Test").is_dir()), None)
+    base = data.split_base(root)
     missing = [str(base / split) for split in ("Train", "Test") if base and not (base / split).is_dir()]
     if base is None:
         problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
@@ -289,6 +289,14 @@ def nmnist_recordings(root, option, required=True):
     if required or base is not None:
         raise UsageError(f"{option} {problem}")
     return None
+
+
+def refuse_data_folder(folder, fix):
+    """A UsageError ending with `fix` if `folder` holds N-MNIST's split folders (data.split_base): a
+    data folder, which the project only reads, is never a run's folder."""
+    if data.split_base(Path(folder)) is not None:
+        raise UsageError(f"{folder} holds N-MNIST (its Train and Test folders): it is a data folder, which the "
+                         f"project only reads, not a run's; {fix}")
 
 
 def check_writable(path, option, folder=False):

@@ -274,6 +274,8 @@ def set_up(config, out, team, progress, command):
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:
+            if not run_folder.is_run_folder(out):
+                resources.refuse_data_folder(out, "use another --out")
             resources.check_writable(out, "--out", folder=True)
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
                              progress and team.rank == 0)
@@ -491,6 +493,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     for name in ("config.json", CHECKPOINT):
         run_folder.refuse_link(run_dir / name)
     if not (run_dir / "config.json").exists():
+        resources.refuse_data_folder(run_dir, f"give evaluate a run's folder (train's --out), and this one with "
+                                              f"{option}")
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)

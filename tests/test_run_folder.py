@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,6 +118,20 @@ def test_a_setting_config_json_lacks_is_said_to_be_missing_not_only_other(finish
     assert code == 2 and err.count("\n") == 1 and "holds a run with other settings (seed 1, not 2); its config.json " \
         "has no seed, so the run's is taken as the default: if it lost the run's, restore it from a copy" in err, err
     assert snapshot(finished_run) == before
+
+
+def test_a_data_folder_is_never_taken_for_a_run_folder(tmp_path, dataset, capsys):
+    """The data folder given where a run's is expected: train does not write a run into it, and
+    evaluate does not advise training into it; each says what the folder is."""
+    root = Path(dataset[dataset.index("--data-root") + 1])
+    before = {path: path.stat().st_mtime_ns for path in root.rglob("*")}
+    code, err = run_main(train_args(root, dataset), capsys)
+    assert code == 2 and err == (f"error: {root} holds N-MNIST (its Train and Test folders): it is a data folder, "
+                                 f"which the project only reads, not a run's; use another --out\n"), err
+    code, err = run_main(["evaluate", str(root), *dataset], capsys)
+    assert code == 2 and err.endswith("not a run's; give evaluate a run's folder (train's --out), and this one with "
+                                      "--data-root\n") and "train --out" not in err, err
+    assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == before
 
 
 def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
