@@ -254,7 +254,7 @@ def list_recordings(folder):
     missing = [str(folder / name) for name in DIGITS if name not in class_dirs]
     if missing:
         raise MissingDataError(f"class folder(s) {', '.join(missing)} missing (all ten digits are "
-                               f"needed); restore them from {folder.name.lower()}.zip of N-MNIST")
+                               f"needed); {_how_to_restore(folder)}")
     recordings = []
     for name in class_dirs:
         files = []
@@ -271,10 +271,19 @@ def list_recordings(folder):
                 raise BadDataError(f"{entry.path} is a {kind}, not a recording; move it out of {folder / name}")
             files.append(entry.name)
         if not files:
-            raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; restore "
-                                   f"them from {folder.name.lower()}.zip of N-MNIST")
+            raise MissingDataError(f"class folder {folder / name} holds no .bin recordings; "
+                                   f"{_how_to_restore(folder)}")
         recordings += [(folder / name / f, int(name)) for f in sorted(files)]
     return recordings
+
+
+def _how_to_restore(split_folder):
+    """How to put back the recordings of a split folder (Train or Test): from N-MNIST's zip, or, for
+    an emulated copy (its EMULATED.json beside the folder), by emulating one from other MNIST files."""
+    if os.path.lexists(split_folder.parent / "EMULATED.json"):
+        return (f"{split_folder.parent} was emulated from MNIST (its EMULATED.json says so): emulate a copy from "
+                f"MNIST files that hold every digit (`run.py emulate --mnist DIR --out NEW`)")
+    return f"restore them from {split_folder.name.lower()}.zip of N-MNIST"
 
 
 def holds_recordings(path):
@@ -534,7 +543,7 @@ def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild, listed):
     if meta["n_short"] == len(labels):
         raise BadDataError(f"every one of the {len(labels)} recordings in {folder} is empty or shorter than "
                            f"{n_time_bins} us, so its frames hold no event; they are not N-MNIST recordings: "
-                           f"restore them from {folder.name.lower()}.zip of N-MNIST")
+                           f"{_how_to_restore(folder)}")
     if meta["n_short"]:
         _warn(f"{meta['n_short']} of {len(labels)} recordings in {folder} are empty or "
               f"shorter than {n_time_bins} us; their frames are all zero")
@@ -599,7 +608,7 @@ def _check_apart(dirs, listed):
         seen = train.get(_same_file(stat))
         if seen is not None:
             raise BadDataError(f"{dirs['Test']} and {dirs['Train']} share recordings ({path} is {seen}); the test "
-                               f"split must hold its own: restore {dirs['Test']} from test.zip of N-MNIST")
+                               f"split must hold its own recordings: {_how_to_restore(dirs['Test'])}")
 
 
 @functools.lru_cache(maxsize=2)

@@ -76,3 +76,21 @@ def test_one_recording_reached_by_two_names_within_a_split_is_refused(root, tmp_
         assert message in str(error.value) and "\n" not in str(error.value), str(error.value)
         undo()
     assert len(load(root, tmp_path / "cache").test) == len(list(test.rglob("*.bin")))
+
+
+def test_a_digit_missing_from_an_emulated_copy_is_to_be_emulated_not_restored_from_n_mnist(root, tmp_path,
+                                                                                           no_download):
+    """An empty digit folder is restored from N-MNIST's zip in a recorded copy; in an emulated one
+    (its EMULATED.json beside the splits) it is emulated from MNIST files that hold every digit."""
+    test = root / "NMNIST" / "Test"
+    for recording in (test / "3").glob("*.bin"):
+        recording.unlink()
+    for emulated, fix in ((False, "restore them from test.zip of N-MNIST"),
+                          (True, "emulate a copy from MNIST files that hold every digit")):
+        if emulated:
+            (root / "NMNIST" / "EMULATED.json").write_text("{}")
+        with pytest.raises(data.MissingDataError) as error:
+            load(root, tmp_path / "cache")
+        message = str(error.value)
+        assert message.startswith(f"class folder {test / '3'} holds no .bin recordings; ") and fix in message \
+            and ("zip" in message) is not emulated, message
