@@ -532,8 +532,11 @@ def read_config(out):
     path = out / "config.json"
     fix = config_fix(out)
     values = read_json(path, fix)
-    if not isinstance(values, dict) or values.get("method") not in run_config.METHODS:
+    if not isinstance(values, dict) or "method" not in values:
         raise UsageError(f"{path} does not hold a run's settings (a JSON object with a method); {fix}")
+    if values["method"] not in run_config.METHODS:
+        raise UsageError(f"{path} is damaged (method must be one of {', '.join(run_config.METHODS)}, got "
+                         f"{json.dumps(values['method'])}); {fix}")
     try:
         return run_config.from_stored(values)
     except ValueError as error:

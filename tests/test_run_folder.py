@@ -368,7 +368,9 @@ CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
                   ({"init_std": -1}, "init_std must lie in (0, 10], got -1"),
                   ({"time_bins": 0}, "time_bins must lie in 1..1000, got 0"),
                   ({"lr_schedule": "linear"}, 'lr_schedule must be one of constant, cosine, got "linear"'),
-                  ({"colour": "red"}, "colour is not a setting a run stores")]
+                  ({"colour": "red"}, "colour is not a setting a run stores"),
+                  ({"method": "EGGROLL"}, 'method must be one of eggroll, es, bptt, got "EGGROLL"'),
+                  ({"method": 3}, "method must be one of eggroll, es, bptt, got 3")]
 
 
 def test_a_setting_in_config_json_is_checked_by_the_rules_of_its_option(finished_run, dataset, capsys):
