@@ -133,8 +133,8 @@ def has_finished_run(results_dir):
 def check_reproduce(opts, grids):
     """What reproduce will use, checked before the first run trains: the --results folder (with
     --report-only, that it holds a finished run), the N-MNIST copies of --real-root and (if a run
-    is left to train) --data-root, the device, and the memory of every run left to train; returns
-    those runs, (results_dir, config) each (none with --report-only)."""
+    is left to train) --data-root, the device, and the folder and memory of every run left to
+    train; returns those runs, (results_dir, config) each (none with --report-only)."""
     resources.check_writable(opts.results, "--results", folder=True)
     for results_dir, _, _ in grids:  # a user's file under a table's or a figure's name is never replaced
         report.refuse_foreign_files(results_dir)
@@ -147,6 +147,12 @@ def check_reproduce(opts, grids):
         training.check_real_root(opts.real_root)
         check_rescorable(opts, grids)
     left = [] if opts.report_only else unfinished(opts, grids)
+    for results_dir, config in left:
+        out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
+        if os.path.lexists(out) and not out.is_dir():
+            what = f"a link to {os.readlink(out)}, which leads to no folder" if os.path.islink(out) else "not a folder"
+            raise UsageError(f"{out} is {what}, and {run_config.run_label(config, opts.config)} trains there: move it "
+                             f"out of {out.parent}")
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
     if left:
@@ -208,9 +214,6 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             continue
         else:
             print(label, file=sys.stderr)
-            if os.path.lexists(out) and not out.is_dir():
-                raise UsageError(f"{out} is not a folder, and {run_config.run_label(config, opts.config)} trains "
-                                 f"there: move it out of {out.parent}")
             stored = run_folder.read_config(out) if run_folder.is_run_folder(out) and (out / "config.json").exists() \
                 else None  # in a folder that is not a run's, config.json is not the project's to read
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)

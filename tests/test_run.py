@@ -998,14 +998,22 @@ def test_a_quoted_tilde_means_home_and_a_newline_in_a_path_keeps_the_error_one_l
 
 
 def test_a_file_where_a_reproduce_run_folder_should_be_is_named_as_such(tmp_path, capsys):
+    """A file, or a link that leads nowhere, where a run's folder should be: one line naming it,
+    before any run is announced."""
     runs = tmp_path / "quick" / "runs"
     runs.mkdir(parents=True)
     (runs / "bptt-seed1").write_text("mine")
-    assert run.main(["reproduce", "--config", "quick", "--results", str(tmp_path), "--runs", "bptt", "--seeds", "1",
-                     "--data-root", str(ROOT / "nmnist-sample"), "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == f"error: {runs / 'bptt-seed1'} is not a folder, and bptt seed 1 trains there: move it out of {runs}"
+    (runs / "es-seed1").symlink_to(tmp_path / "nowhere")
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--seeds", "1", "--data-root",
+            str(ROOT / "nmnist-sample"), "--quiet", "--runs"]
+    assert run.main(args + ["bptt"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {runs / 'bptt-seed1'} is not a folder, and bptt seed 1 trains there: move it out of {runs}\n"
     assert (runs / "bptt-seed1").read_text() == "mine"
+    assert run.main(args + ["es"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {runs / 'es-seed1'} is a link to {tmp_path / 'nowhere'}, which leads to no folder, and es "
+                   f"seed 1 trains there: move it out of {runs}\n")
 
 
 def test_a_reproduce_that_fails_leaves_no_folders_it_made(tmp_path, dataset, monkeypatch):
