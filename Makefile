@@ -5,14 +5,16 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+# A path given to a target, quoted for the shell: any character but a newline is taken as it is.
+quoted = '$(subst ','\'',$(1))'
 # REAL_ROOT=path/to/nmnist: the reproduce targets also score every run on that N-MNIST copy (--real-root).
 REAL_ROOT ?=
-REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(REAL_ROOT))
+REAL_ROOT_OPTION = $(if $(REAL_ROOT),--real-root $(call quoted,$(REAL_ROOT)))
 # DATA=emulated: the project's emulated N-MNIST, made from MNIST first (MNIST_ROOT=DIR: the four MNIST
 # files there, else downloaded, 11 MB); DATA=nmnist: the real N-MNIST, downloaded by tonic (1.4 GB).
 DATA ?= emulated
 MNIST_ROOT ?=
-DATA_OPTIONS = --data $(DATA) $(if $(MNIST_ROOT),--mnist $(MNIST_ROOT))
+DATA_OPTIONS = --data $(DATA) $(if $(MNIST_ROOT),--mnist $(call quoted,$(MNIST_ROOT)))
 # one BLAS thread per run, as the committed runs were trained
 ONE_THREAD = OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 
