@@ -121,6 +121,8 @@ def test_a_claim_that_does_not_hold_at_its_budget_is_one_line_and_writes_nothing
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr[-3000:]
     assert result.stderr.startswith("error: claim 5 did not hold: ") and result.stderr.endswith(
         "; give it more CPU seconds than --seconds 0.1 (default 20); nothing was written\n"), result.stderr
+    assert re.search(r"CPU seconds: EGGROLL r = 4 \d+( %)?, vanilla ES \d+( %)?, BPTT \d+( %)?;", result.stderr) \
+        and "{" not in result.stderr, result.stderr
     assert not out.exists()
 
 
