@@ -202,8 +202,8 @@ def integers_at_least(low):
 
 def markdown_file(text):
     """argparse type: the path of a Markdown table to write: a .md file in an existing folder, never
-    a run's checkpoint or another file the name of a table does not fit."""
-    if not text.endswith(".md") or os.path.isdir(text):
+    a run's checkpoint or another file the name of a table does not fit (.MD is .md too)."""
+    if not text.lower().endswith(".md") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .md file to write the table to, got {text!r}")
     if not os.path.isdir(os.path.dirname(text) or "."):  # checked before the work, not after
         raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")
@@ -211,9 +211,9 @@ def markdown_file(text):
 
 
 def figure_file(text):
-    """argparse type: the path of a figure to write: a .png file (not a folder) in an existing
-    folder, checked before the work."""
-    if not text.endswith(".png") or os.path.isdir(text):
+    """argparse type: the path of a figure to write: a .png file (.PNG too; not a folder) in an
+    existing folder, checked before the work."""
+    if not text.lower().endswith(".png") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .png file to draw the figure in, got {text!r}")
     if not os.path.isdir(os.path.dirname(text) or "."):
         raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")

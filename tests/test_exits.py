@@ -235,3 +235,13 @@ def test_a_table_path_is_a_new_or_own_md_file_never_a_folder_named_md(tmp_path):
         assert str(refused.value) == f"expected the path of a .md file to write the table to, got {text!r}"
     with pytest.raises(argparse.ArgumentTypeError, match="is not a folder: create it or give another path"):
         exits.markdown_file(str(tmp_path / "missing" / "table.md"))
+
+
+def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
+    """toy.PNG is a PNG path, TABLE.MD a Markdown one; a folder so named, or another extension, is not."""
+    assert exits.figure_file(str(tmp_path / "toy.PNG")) == tmp_path / "toy.PNG"
+    assert exits.markdown_file(str(tmp_path / "TABLE.MD")) == tmp_path / "TABLE.MD"
+    (tmp_path / "folder.PNG").mkdir()
+    for text in (str(tmp_path / "folder.PNG"), str(tmp_path / "toy.jpg")):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected the path of a .png file"):
+            exits.figure_file(text)
