@@ -100,9 +100,10 @@ def parse(raw, path):
                             f"damaged); replace it with the official MNIST file")
 
 
-def load(folder):
+def load(folder, unofficial_means="their recordings are not the project's emulated N-MNIST"):
     """MNIST from `folder`: ({"train": (images, labels), "test": (images, labels)}, the SHA256 of each
-    of the four uncompressed files). Files that are not the official ones are read with a warning."""
+    of the four uncompressed files). Files that are not the official ones are read with a warning
+    ending with what that means for the caller (`unofficial_means`)."""
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         state = "is not a folder" if folder.exists() else "does not exist"
@@ -124,7 +125,7 @@ def load(folder):
     unofficial = [name for name in NAMES if sha256[name] != OFFICIAL_SHA256[name]]
     if unofficial:
         warnings.warn_explicit(f"{', '.join(unofficial)} in {folder} differ from the official MNIST files "
-                               f"(SHA256); their recordings are not the project's emulated N-MNIST",
+                               f"(SHA256); {unofficial_means}",
                                UserWarning, __file__, 0)
     return splits, sha256
 
