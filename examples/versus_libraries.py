@@ -263,15 +263,19 @@ def main():
                         help="Adam's learning rate of EGGROLL and OpenES (default: 0.02)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="of the digits' split, the initial weights and every method's noise (default: 1)")
-    parser.add_argument("--out", type=exits.output_folder, default=ROOT / "results" / "versus",
+    parser.add_argument("--out", type=exits.output_folder,
                         help="a folder (not a file), made if new: the records go into <out>/runs/<method>-h<H>/"
                              "final.json, the table into <out>/table.md (default: results/versus)")
     parser.add_argument("--one", nargs=2, metavar=("METHOD", "HIDDEN"),
                         help="train one method (eggroll, openes or sepcma) on one width in this process and print "
-                             "its record (what the comparison runs in a process of its own)")
+                             "its record, writing nothing (what the comparison runs in a process of its own)")
     opts = parser.parse_args()
     wanted = {name: getattr(opts, name) for name in SETTINGS}
     asked = one_request(parser, opts) if opts.one else None  # (method, width)
+    if asked and opts.out is not None:
+        parser.error("argument --one: it prints its record and writes nothing; drop --out, or drop --one to run "
+                     "the comparison into --out")
+    opts.out = opts.out or ROOT / "results" / "versus"
 
     def command():
         if asked:
@@ -288,7 +292,8 @@ def main():
         (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:
             for method in methods:
-                done = subprocess.run([sys.executable, __file__, *sys.argv[1:], "--one", method, str(hidden)],
+                settings = [word for name in SETTINGS for word in (f"--{name}", str(getattr(opts, name)))]
+                done = subprocess.run([sys.executable, __file__, *settings, "--one", method, str(hidden)],
                                       capture_output=True, text=True)
                 if done.returncode:
                     sys.stderr.write(done.stderr)

@@ -693,6 +693,20 @@ def test_the_library_comparisons_one_run_is_asked_for_by_a_known_method_and_widt
     assert done.stdout == "" and list(tmp_path.iterdir()) == []
 
 
+def test_the_library_comparisons_one_run_refuses_an_out_it_would_not_write(tmp_path):
+    """--one prints its record and writes nothing: an --out beside it is refused in one line, not
+    passed over, and no folder is made; the comparison's own runs are given no --out."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, str(VERSUS), "--one", "eggroll", "4", "--generations", "1", "--population",
+                           "8", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("error: argument --one: it prints its record and writes "
+                                                           "nothing; drop --out") and done.stdout == "", done.stderr
+    assert not out.exists()
+    done = subprocess.run([sys.executable, str(VERSUS), "--hidden", "2", "--generations", "1", "--population", "8",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and (out / "runs" / "eggroll-h2" / "final.json").is_file(), done.stderr
+
+
 def versus_record(method="eggroll", hidden=12, **settings):
     return {"method": method, "hidden": hidden, "population": 8, "generations": 1, "evaluations": 8, "sigma": 0.05,
             "lr": 0.02, "seed": 1, "train_acc": 0.5, "test_acc": 0.25, "seconds_per_generation": 0.2,
