@@ -443,7 +443,9 @@ def _load_cache(path, header, labels):
             return None
         cached = stored["packed"], stored["labels"], meta
     except (BadDataError, KeyError, ValueError, RecursionError) as error:  # BadDataError: not a regular file
-        _warn(f"frame cache {path} is unreadable ({type(error).__name__}: {error}); rebuilding it")
+        why = str(error) if isinstance(error, BadDataError) else f"it holds no array {error.args[0]}" \
+            if isinstance(error, KeyError) else "its metadata is not JSON"
+        _warn(f"frame cache {path} is unreadable ({why}); rebuilding it")
         return None
     problem = _cache_problem(*cached, labels)
     if problem:

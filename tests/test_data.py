@@ -274,8 +274,9 @@ def test_damaged_cache_is_rebuilt_and_replaced(root, tmp_path, monkeypatch, dama
     path = Path(first.info["Test"]["cache"])
     damage(path)
     built = count_builds(monkeypatch)
-    with pytest.warns(UserWarning, match=f"frame cache {path} is unreadable"):
+    with pytest.warns(UserWarning, match=f"frame cache {path} is unreadable") as warned:
         second = load(root, tmp_path / "cache")
+    assert not any("Error" in str(warning.message) for warning in warned), [str(w.message) for w in warned]
     assert built == [path.name]
     np.testing.assert_array_equal(second.test.packed, first.test.packed)
     load(root, tmp_path / "cache")
