@@ -428,4 +428,4 @@ def add_options(parser):
     parser.add_argument("--json", help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
                                             "this N-MNIST copy, and serving its minibatches")
-    parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir")
+    parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir; with --data-root only")

@@ -299,6 +299,18 @@ def checked_options(parser, commands, argv):
         unused = [run_config.option(name) for name in ("data_root", "download") if getattr(opts, name) is not None]
         if unused and not opts.data:  # with --data, the finished runs are checked against that data
             commands.choices["reproduce"].error(f"--report-only trains nothing, so it reads no data: drop {unused[0]}")
+        if opts.deadline is not None:
+            commands.choices["reproduce"].error("--report-only trains nothing, so no run stops at a deadline: drop "
+                                                "--deadline")
+        used = ("device", "cache_dir") if opts.real_root else ("cache_dir",) if opts.data else ()
+        unused = [run_config.option(name) for name in ("device", "cache_dir")
+                  if getattr(opts, name) is not None and name not in used]
+        if unused:
+            commands.choices["reproduce"].error(f"--report-only trains nothing, and without --real-root scores "
+                                                f"nothing: drop {unused[0]}")
+    if opts.command == "bench" and opts.cache_dir is not None and opts.data_root is None:
+        commands.choices["bench"].error("--cache-dir holds the frames of --data-root's recordings, and bench without "
+                                        "--data-root reads none: give --data-root too, or drop --cache-dir")
     defaults = run_config.RunConfig()
     for name in WHERE + ("download",):
         if getattr(opts, name, False) is None:

@@ -221,7 +221,7 @@ def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on
             f"they hold\n"), err
         assert {path: path.read_bytes() for path in before} == before
         assert run.main(reported + ["--real-root", real_root]) == 0
-        assert run.main(reported) == 0
+        assert run.main([*args[:6], "--report-only"]) == 0  # no --real-root: no cache of frames to read
 
 
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
@@ -316,7 +316,7 @@ def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(
 def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(tmp_path, dataset, capsys):
     """--report-only never trains; where no run has finished there is nothing to report: one line,
     and no table of empty cells."""
-    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only", *dataset[2:]]
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only"]
     code, err = run_main(args, capsys)
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
@@ -484,10 +484,10 @@ def test_hyperscale_options_are_refused_elsewhere_and_each_part_has_its_own_fold
                                                                           "for --config quick"),
              (["--config", "paper", "--populations", "512", *nothing_to_train], "--populations is for --config "
                                                                                  "hyperscale"),
-             (["--config", "hyperscale", "--deadline", "-1", "--report-only"], "--deadline must be >= 0 seconds, got "
-                                                                               "-1.0"),
-             (["--config", "hyperscale", "--deadline", "nan", "--report-only"], "--deadline must be >= 0 seconds, got "
-                                                                                "nan")]
+             (["--config", "hyperscale", "--deadline", "-1", *nothing_to_train], "--deadline must be >= 0 seconds, "
+                                                                                 "got -1.0"),
+             (["--config", "hyperscale", "--deadline", "nan", *nothing_to_train], "--deadline must be >= 0 seconds, "
+                                                                                  "got nan")]
     for extra, message in cases:
         code, err = run_main(["reproduce", "--results", str(results), *extra], capsys)
         assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
@@ -679,17 +679,32 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
                                "runs to train"),
     (["--seeds", "1"], "--report-only reports every finished run of the preset: drop --seeds, which picks the runs to "
                        "train"),
-    (["--data-root", "nmnist-sample"], "--report-only trains nothing, so it reads no data: drop --data-root")])
+    (["--data-root", "nmnist-sample"], "--report-only trains nothing, so it reads no data: drop --data-root"),
+    (["--deadline", "5"], "--report-only trains nothing, so no run stops at a deadline: drop --deadline"),
+    (["--device", "auto"], "--report-only trains nothing, and without --real-root scores nothing: drop --device"),
+    (["--cache-dir", "cache"], "--report-only trains nothing, and without --real-root scores nothing: drop "
+                               "--cache-dir")])
 def test_report_only_refuses_the_options_it_would_pass_over(tmp_path, capsys, given, message):
     """--report-only reports every finished run of the preset on the data they trained on: a --runs
-    or --seeds (which pick runs to train), or a --data-root (it trains on nothing), would be passed
-    over silently, and is refused in one line before anything is read; the report is as it was."""
+    or --seeds (which pick runs to train), a --data-root (it trains on nothing), a --deadline, or a
+    --device or --cache-dir without --real-root (which scores runs with them) would be passed over
+    silently, and is refused in one line before anything is read; the report is as it was."""
     results = tmp_path / "results"
     write_preset_run(results / "quick", "quick", "eggroll-r1", 1)
     with pytest.raises(SystemExit) as exit_:
         run.main(["reproduce", "--config", "quick", "--results", str(results), "--report-only", "--quiet", *given])
     assert exit_.value.code == 2 and capsys.readouterr().err == f"error: {message}; see run.py reproduce --help\n"
     assert sorted(path.name for path in (results / "quick").iterdir()) == ["runs"]
+
+
+def test_bench_refuses_a_cache_dir_it_would_not_use(tmp_path, capsys):
+    """bench reads recordings only with --data-root: a --cache-dir without it is refused in one line."""
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["bench", "--cache-dir", str(tmp_path / "cache")])
+    assert exit_.value.code == 2 and capsys.readouterr().err == (
+        "error: --cache-dir holds the frames of --data-root's recordings, and bench without --data-root reads none: "
+        "give --data-root too, or drop --cache-dir; see run.py bench --help\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
