@@ -183,14 +183,15 @@ def machine_description(xp):
 
 
 def chosen_methods(names):
-    """The (method, rank) rows that --methods names ("all", or e.g. "es-batched,eggroll-r4")."""
+    """The (method, rank) rows that --methods names ("all", or e.g. "es-batched,eggroll-r4"), each
+    once, in the order named (a name given twice is one row, timed once)."""
     if names == "all":
         return BENCH_METHODS
     known = {method_name(*row): row for row in BENCH_METHODS}
     unknown = [name for name in names.split(",") if name not in known]
     if unknown:
         raise ValueError(f"unknown method {unknown[0]!r} in --methods: use 'all' or some of {', '.join(known)}")
-    return [known[name] for name in names.split(",")]
+    return [known[name] for name in dict.fromkeys(names.split(","))]
 
 
 def check_request(opts, team=distributed.ALONE):

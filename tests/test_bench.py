@@ -81,3 +81,8 @@ def test_the_data_pipeline_times_minibatches_of_a_split_smaller_than_one_batch(t
     from nmnist_files import SAMPLE
     timed = bench.data_pipeline(SAMPLE, tmp_path / "cache", batch_size=256)
     assert timed["n_train"] == 162 and timed["batch_size"] == 162 and timed["batches_samples_per_s"] > 0
+
+
+def test_a_method_named_twice_is_one_row_timed_once():
+    """--methods eggroll-r1,es-batched,eggroll-r1: each row once, in the order first named."""
+    assert bench.chosen_methods("eggroll-r1,es-batched,eggroll-r1") == [("eggroll", 1), ("es-batched", None)]
