@@ -206,7 +206,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
         out = results_dir / "runs" / run_config.run_folder_name(config, opts.config)
         label = f"[{index}/{len(runs)}] {run_config.run_label(config, opts.config)}"
         if run_folder.is_finished(out, config):
-            print(f"{label}: finished in {out}, skipped", file=sys.stderr)
+            if not opts.report_only:  # where nothing trains, nothing is skipped
+                print(f"{label}: finished in {out}, skipped", file=sys.stderr)
         elif opts.report_only:
             continue
         elif deadline is not None and time.monotonic() >= deadline:
