@@ -705,6 +705,17 @@ def refuse_foreign(out, force, instead):
                          f"the project did not write{', so --force deletes nothing there' * force}; {instead}")
 
 
+def refuse_shared_folder(out):
+    """A UsageError if `out` is the file system's root or the home folder, which hold everyone's files,
+    as a run folder: a run writes its files straight into it (`--out $UNSET/` lands in the root)."""
+    where = Path(os.path.realpath(out))
+    shared = "the file system's root" if where == Path(where.anchor) else \
+        "your home folder" if where == Path(os.path.realpath(Path.home())) else None
+    if shared:
+        raise UsageError(f"{out} is {shared}, and a run writes its files straight into its folder: give --out a "
+                         f"folder of its own (e.g. {Path(out) / 'runs' / 'first'})")
+
+
 def refuse_odd_mark(out, instead):
     """A UsageError ending with what to do `instead` if out/.eggroll-run is there but is no file (a
     folder, a pipe): the folder is then neither marked as a run's nor free of the mark."""

@@ -275,6 +275,7 @@ def set_up(config, out, team, progress, command):
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:
             if not run_folder.is_run_folder(out):
+                run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")
             resources.check_writable(out, "--out", folder=True)
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,

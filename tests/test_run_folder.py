@@ -134,6 +134,20 @@ def test_a_data_folder_is_never_taken_for_a_run_folder(tmp_path, dataset, capsys
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == before
 
 
+def test_the_root_or_the_home_folder_is_no_run_folder(tmp_path, dataset, capsys, monkeypatch):
+    """--out / (an unset variable's `$RUNS/`) or the home folder: refused in one line, nothing written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    code, err = run_main(train_args("~", dataset), capsys)
+    assert code == 2 and err == (f"error: {home} is your home folder, and a run writes its files straight into its "
+                                 f"folder: give --out a folder of its own (e.g. {home / 'runs' / 'first'})\n"), err
+    assert list(home.iterdir()) == []
+    with pytest.raises(run_folder.UsageError, match="^/ is the file system's root, and a run writes its files"):
+        run_folder.refuse_shared_folder(Path("/"))
+    run_folder.refuse_shared_folder(home / "runs")
+
+
 def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
     """--batch-size above the training split's size trains on the whole split each step, and says so."""
     code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
