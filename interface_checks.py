@@ -79,7 +79,8 @@ def check_params(es, params):
         except UnicodeEncodeError:
             raise ValueError(f"parameter name {name!r} is no UTF-8 text (a lone surrogate): rename it") from None
         if not hasattr(value, "dtype") and not isinstance(value, numbers.Number):  # a number: "shape ()" below
-            raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give {dense(value, name)}")
+            raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
+                             f"numpy.asarray({name}, dtype=numpy.float32)")
         if getattr(value, "ndim", None) not in (1, 2):
             raise ValueError(f"parameter {name!r} has shape {tuple(getattr(value, 'shape', ()))}: EGGROLL "
                              f"perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them")
@@ -345,11 +346,11 @@ def fitness_array(fitness, members, like):
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
     given = fitness
-    as_objects = False
     if isinstance(fitness, (list, tuple)):  # one device number a member, say: each copied to the host
         fitness = [to_numpy(value) if array_module_of(value) is not numpy else value for value in fitness]
-        as_objects = any(is_integer(value) and abs(int(value)) > 2 ** 53 for value in fitness)  # beside a float,
-        # NumPy makes the list float64 itself, merging such integers unseen: held as objects, they are checked
+    # a list's integers are held as objects, checked below: beside a float NumPy would make them float64
+    # itself, merging those beyond 2^53 unseen
+    as_objects = isinstance(fitness, list) and any(map(is_integer, fitness))
     try:  # on the host, where Fractions, None and ints beyond int64 are objects to check (a device has none)
         fitness = numpy.asarray(to_numpy(fitness) if array_module_of(fitness) is not numpy else fitness,
                                 dtype=object if as_objects else None)
