@@ -482,6 +482,9 @@ def test_a_foreign_population_or_state_is_told_in_full():
     assert told(es, state, eggroll.Eggroll(4, 2, 0.1, 1).ask(state)) == (
         "the population was asked of another Eggroll (its seed, rank differ from this one's): tell its fitness to "
         "the Eggroll that asked it")
+    assert told(es, state, eggroll.Eggroll(4, 1, 0.2, 1).ask(state)) == (  # sigma too: not a sigma changed alone
+        "the population was asked of another Eggroll (its seed, sigma differ from this one's): tell its fitness to "
+        "the Eggroll that asked it")
     assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
         "the population was asked of another state's parameters, or of this state's before they changed (values): "
         "tell the state it was asked of, as it was asked")
@@ -1155,10 +1158,12 @@ def test_adams_state_of_other_names_or_no_dict_is_not_told():
     for optimiser in (dict(state.optimiser, m=None), dict(state.optimiser, v=5)):
         handmade = eggroll.State(state.params, optimiser, 0)
         assert told(es, handmade, es.ask(handmade)) == no_adam
-    handmade = eggroll.State(state.params, dict(state.optimiser, m={**state.optimiser["m"], "x": np.zeros(1)}), 0)
-    assert told(es, handmade, es.ask(handmade)) == (
-        "Adam's state holds moments of 'x', which the state's parameters lack: it was removed since init or tell; "
-        "start again with init(state.params) (Adam and the generation from zero)")
+    for moment in ("m", "v"):  # a name more in either moment
+        extra = dict(state.optimiser, **{moment: {**state.optimiser[moment], "x": np.zeros(1)}})
+        handmade = eggroll.State(state.params, extra, 0)
+        assert told(es, handmade, es.ask(handmade)) == (
+            "Adam's state holds moments of 'x', which the state's parameters lack: it was removed since init or "
+            "tell; start again with init(state.params) (Adam and the generation from zero)")
 
 
 def test_learning_rates_of_any_real_type_step_as_the_python_floats_they_hold():

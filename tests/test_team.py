@@ -424,3 +424,18 @@ def test_a_disagreement_names_the_ranks_that_hold_each_value():
     assert results == ["shaping (ranks 0, 1: centred_ranks; rank 2: raw)"] * 3
     agreed, _ = run_team(3, lambda team: team.disagreement({"seed": 0, "sigma": {"w": 0.1}}))
     assert agreed == [None] * 3
+    # a setting only a later rank holds (a lever left at its default is not stored) differs too
+    later, _ = run_team(2, lambda team: team.disagreement({"seed": 0, **({"batch_growth": 4} if team.rank else {})}))
+    assert later == ["batch_growth (rank 0: null; rank 1: 4)"] * 2
+
+
+def test_the_code_version_tells_modules_of_other_names_apart(tmp_path):
+    """Two copies of the project agree on their code only if every module has the same name and
+    contents: the same contents under another name are other code."""
+    for folder, name in (("one", "b.py"), ("two", "c.py")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
+        (tmp_path / folder / name).write_text("y = 2\n")
+    assert distributed.code_version(tmp_path / "one") != distributed.code_version(tmp_path / "two")
+    (tmp_path / "two" / "c.py").rename(tmp_path / "two" / "b.py")
+    assert distributed.code_version(tmp_path / "one") == distributed.code_version(tmp_path / "two")
