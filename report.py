@@ -177,10 +177,12 @@ def remove_stale_figures(results_dir, written):
     recorded, kept = recorded_figures(results_dir), {}
     for name in FIGURES:
         path = results_dir / name
-        ours = os.path.isfile(path) and not os.path.islink(path) and figure_digest(path) in recorded.get(name, ())
-        if ours and (path in written or not run_folder.is_own_file(path)):  # drawn now, or a name of a linked file
-            kept[name] = {figure_digest(path)}
-        elif ours:
+        digest = figure_digest(path) if os.path.isfile(path) and not os.path.islink(path) else None
+        if digest not in recorded.get(name, ()):  # none there, or the user's
+            continue
+        if path in written or not run_folder.is_own_file(path):  # drawn now, or a name of a linked file
+            kept[name] = {digest}
+        else:
             path.unlink()
     if recorded:
         write_figure_record(results_dir, kept)
