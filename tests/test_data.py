@@ -154,6 +154,9 @@ def test_default_root(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert data.resolve_root() == tmp_path / "eggroll-snn" / "nmnist"
     assert data.resolve_root(tmp_path / "x") == tmp_path / "x"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NMNIST_ROOT", "~/nmnist")  # as a job script sets it, the quotes keeping ~ from the shell
+    assert data.resolve_root() == data.resolve_root("~/nmnist") == tmp_path / "nmnist"
 
 
 def test_cache_reused(root, tmp_path, monkeypatch):
@@ -369,6 +372,19 @@ def test_failed_download_says_how_to_get_the_data_and_cleans_up(tmp_path, monkey
                  f"{root}/NMNIST/Test/<digit>/*.bin", "--data-root", "NMNIST_ROOT"):
         assert part in message
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_an_interrupted_download_stays_an_interruption_and_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) during the download ends the command as an interruption, not as a
+    download that failed with advice to fetch the files by hand; what it created is removed."""
+    def interrupted_nmnist(save_to, train):
+        (Path(save_to) / "NMNIST").mkdir(exist_ok=True)
+        (Path(save_to) / "NMNIST" / "train.zip").write_bytes(b"zi")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(tonic.datasets, "NMNIST", interrupted_nmnist)
+    with pytest.raises(KeyboardInterrupt):
+        load(tmp_path / "root", tmp_path / "cache", download=True)
+    assert not (tmp_path / "root" / "NMNIST").exists()
 
 
 def test_the_download_waits_as_long_as_the_docs_say():

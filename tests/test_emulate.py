@@ -401,8 +401,9 @@ def test_a_folder_emulated_with_anything_else_is_refused_naming_it(tmp_path):
 
 
 def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files(tmp_path, capsys):
-    """A link planted as NMNIST/Test or as train.zip is refused and what it names is left as it was;
-    a user's file that merely looks temporary (00005.bin.orig.tmp) survives the clean-up."""
+    """A link planted as NMNIST itself, NMNIST/Test or train.zip is refused and what it names is left
+    as it was; a user's file that merely looks temporary (00005.bin.orig.tmp, or one that only begins
+    like a partial recording) survives the clean-up."""
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.bin.tmp").write_text("the user's")
@@ -414,15 +415,22 @@ def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files
         with pytest.warns(UserWarning):
             assert run.main(emulate_command(out)) == 2
         assert f"{out / 'NMNIST' / planted} is a symbolic link" in capsys.readouterr().err
+    out = tmp_path / "out-NMNIST"
+    out.mkdir()
+    (out / "NMNIST").symlink_to(foreign)
+    assert run.main(emulate_command(out)) == 2  # refused before MNIST is read
+    assert f"{out / 'NMNIST'} is a symbolic link" in capsys.readouterr().err
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.bin.tmp", "zip"]
     assert all(p.read_text() == "the user's" for p in foreign.iterdir())
     out = tmp_path / "out"
     mine = out / "NMNIST" / "Train" / "5" / "00005.bin.orig.tmp"
     mine.parent.mkdir(parents=True)
     mine.write_text("the user's")
+    also_mine = mine.with_name("00005.bin.0f3a9c1e.tmp.orig")  # a partial recording's name, then more
+    also_mine.write_text("the user's")
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(out)) == 0
-    assert mine.read_text() == "the user's"
+    assert mine.read_text() == also_mine.read_text() == "the user's"
 
 
 def test_one_emulation_at_a_time_in_a_folder(tmp_path, capsys):
@@ -461,6 +469,20 @@ def test_the_workers_end_when_the_emulation_is_killed(tmp_path):
     left = [pid for pid in workers if Path(f"/proc/{pid}").exists()
             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
     assert not left, f"processes {left} outlived the killed emulation"
+
+
+def test_a_stopped_pool_emulation_starts_no_more_batches(tmp_path):
+    """An emulation on worker processes stopped (Ctrl-C, an error) after its first batch: the
+    batches in progress finish, the queued ones never start (a stop does not mean finishing)."""
+    images, labels = read_digits()["train"]
+    jobs = [("train", images[i % len(labels)][None], labels[i % len(labels)][None], [i + 1], str(tmp_path))
+            for i in range(200)]
+    for digit in data.DIGITS:
+        (tmp_path / "NMNIST" / "Train" / digit).mkdir(parents=True)
+    results = emulate.run_jobs(jobs, 2, 0)
+    next(results)
+    results.close()
+    assert len(list(tmp_path.rglob("*.bin"))) < len(jobs) // 2
 
 
 def test_timestamps_at_both_ends_of_the_23_bit_range_are_kept_and_beyond_it_dropped(monkeypatch):

@@ -4,6 +4,7 @@ silent at every member is said; a fault in a step that is not a divergence is no
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,21 @@ def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
     for text in (str(tmp_path / "folder.PNG"), str(tmp_path / "toy.jpg")):
         with pytest.raises(argparse.ArgumentTypeError, match="expected the path of a .png file"):
             exits.figure_file(text)
+
+
+@pytest.mark.parametrize("error, stdouts", [
+    (OSError(28, "No space left on device"), True),  # no file name: a write to standard output
+    (OSError(28, "No space left on device", "/full/disk/figure.png"), False),  # a file of the command's
+    (BrokenPipeError(32, "Broken pipe"), True)])
+def test_only_a_write_naming_no_file_is_a_lost_standard_output(error, stdouts):
+    """A full disk under a named file leaves stdout open: what the command printed still shows."""
+    assert exits.lost_stdout(error) is stdouts
+
+
+def test_a_handled_command_puts_back_the_signal_handlers_it_replaced():
+    """After run.main returns (in a notebook, a test, a harness), Ctrl-C is the caller's again."""
+    before = {signum: signal.getsignal(signum) for signum in exits.SIGNALS}
+    assert exits.handled(lambda: None, "again") == 0
+    with pytest.raises(ZeroDivisionError):
+        exits.handled(lambda: 1 / 0, "again")  # a bug: raised again, with the handlers put back
+    assert {signum: signal.getsignal(signum) for signum in exits.SIGNALS} == before

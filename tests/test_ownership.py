@@ -66,12 +66,14 @@ def test_force_on_a_run_removes_only_the_runs_files(tmp_path, dataset, capsys):
     (out / "notes.txt").write_text("my notes")
     (out / "config.json.tmp").write_text("my draft")  # not the <name>.<8 hex>.tmp of the project's writes
     (out / "metrics.jsonl.0123abcd.tmp").write_text("{}")  # a write the project left half done: its own
+    (out / "final.json.0123abcd.tmp.keep").write_text("my copy")  # begins like one, is not one
     (out / "plots").mkdir()
     (out / "real.json").write_text("{}")
     before = json.loads((out / "final.json").read_text())
     assert train(out, dataset, "--force", "--seed", "2") == 0
     assert (out / "notes.txt").read_text() == "my notes" and (out / "plots").is_dir()
     assert (out / "config.json.tmp").read_text() == "my draft" and not (out / "metrics.jsonl.0123abcd.tmp").exists()
+    assert (out / "final.json.0123abcd.tmp.keep").read_text() == "my copy"
     assert not (out / "real.json").exists()  # the project's name in its own run folder: its file
     assert json.loads((out / "final.json").read_text())["config"]["seed"] == 2 != before["config"]["seed"]
 

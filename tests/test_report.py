@@ -6,6 +6,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import matplotlib.container
@@ -281,6 +282,15 @@ def test_convergence_legend_stands_outside_the_plot_clear_of_the_bptt_line(figur
     assert legend.x0 >= plot.x1 and legend.x1 <= fig.bbox.x1  # right of the plot, inside the figure
 
 
+def test_the_convergence_bands_are_the_std_over_seeds_the_tables_give(figures):
+    """Each method's band is mean ± the sample std (ddof 1) over its seeds, as in the tables: the
+    fixture's seeds lie 2 points apart at every generation."""
+    for band in figures["convergence.png"].axes[0].collections:
+        vertices = band.get_paths()[0].vertices
+        first = vertices[vertices[:, 0] == vertices[:, 0].min(), 1]
+        assert first.max() - first.min() == pytest.approx(2 * 2 * statistics.stdev(config.SEEDS))
+
+
 def test_a_cut_last_line_of_metrics_is_skipped(tmp_path):
     out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
     with open(out / "metrics.jsonl", "a") as file:
@@ -306,6 +316,10 @@ DAMAGES = {
                                                                   "wall_seconds": 1.0}) + "\n", "it is another run's"),
     "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
         {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10"),
+    "metrics.jsonl without a validation accuracy": ("metrics.jsonl", json.dumps({"generation": 10, "wall_seconds": 1.0})
+                                                    + "\n" + json.dumps({"generation": 20, "val_acc": FINAL["val_acc"],
+                                                                          "wall_seconds": 2.0}) + "\n",
+                                                    "(val_acc is missing)"),
     "metrics.jsonl foreign": ("metrics.jsonl", json.dumps({"loss": 1.0}) + "\n", "is damaged (generation is missing)"),
     "metrics.jsonl out of range": ("metrics.jsonl", json.dumps({"generation": 10, "val_acc": 1.5, "wall_seconds": 1.0}),
                                    "(val_acc must be a number in [0, 1], got 1.5)"),

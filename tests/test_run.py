@@ -1078,8 +1078,8 @@ def test_the_host_memory_of_a_gpu_run_covers_every_layers_weights_and_adam_momen
 
 
 def test_the_least_that_a_cgroup_or_an_ancestor_leaves_bounds_the_ram(tmp_path):
-    """A job's group inside a parent group with a tighter limit: the parent's limit holds for the
-    job too, so the least that any of them leaves is what is free (cgroup v2)."""
+    """A job's group inside a parent group: whichever limit is tighter, the parent's or the job's
+    own, holds for the job, so the least that any of them leaves is what is free (cgroup v2)."""
     root = tmp_path / "cgroup"
     for group, limit, usage in (("job", 3 * 10**9, 2 * 10**9), ("job/7", 10 * 10**9, 10**9)):
         (root / group).mkdir(parents=True)
@@ -1087,6 +1087,8 @@ def test_the_least_that_a_cgroup_or_an_ancestor_leaves_bounds_the_ram(tmp_path):
         (root / group / "memory.current").write_text(f"{usage}\n")
     (tmp_path / "cgroup.txt").write_text("0::/job/7\n")
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 10**9
+    (root / "job/7/memory.max").write_text(f"{15 * 10**8}\n")  # now the job's own group is the tighter
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 5 * 10**8
 
 
 @pytest.mark.parametrize("gpu", [False, True])

@@ -258,6 +258,8 @@ def write_npy(out):
      "param/W2 holds NaN or inf"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.int64(11))),
      "its step 11, adam_t 10 and 10 step_seconds disagree"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:-1])),
+     "its step 10, adam_t 10 and 9 step_seconds disagree"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.array([2, 2]))),
      "step is int64 (2,), expected an integer"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:, None])),
@@ -457,6 +459,30 @@ def test_a_run_that_lost_its_config_json_too_is_refused_not_trained_over(finishe
         assert code == 2 and err.count("\n") == 1 and "holds a run that has trained (its metrics.jsonl has records) " \
             "but not its config.json nor its checkpoint.npz; put them back to continue, or use --force" in err, err
         assert snapshot(finished_run) == before
+
+
+def test_a_run_folder_left_with_its_results_alone_is_refused_not_trained_over(finished_run, dataset, capsys):
+    """Its final.json is the only copy of the run's results: no run of any settings writes over it."""
+    for name in (run_folder.CHECKPOINT, "config.json", "metrics.jsonl"):
+        (finished_run / name).unlink()
+    before = snapshot(finished_run)
+    for extra in (["--resume"], ["--seed", "5"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and "holds a run without its config.json" in err, err
+        assert snapshot(finished_run) == before
+
+
+def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, dataset):
+    """reproduce --real-root and examples/snn_depth.py score a run again unless its real.json is a
+    score of those very recordings: one that is JSON but no record, or a record missing its accuracy,
+    is none (and is then written again, not shown)."""
+    root, cache = dataset[1], dataset[3]
+    held = training.load_splits(root, run_folder.read_config(finished_run).time_bins, cache).fingerprint()
+    real = finished_run / "real.json"
+    for text, scored in (("[1]", False), (json.dumps({"data": held}), False),
+                         (json.dumps({"data": held, "accuracy": {"all": 0.5}, "run": "x", "generation": 10}), True)):
+        real.write_text(text)
+        assert training.scored_on(finished_run, root, cache) is scored, text
 
 
 def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, capsys, monkeypatch):
