@@ -318,8 +318,9 @@ def gradient_estimate():
 # 16. Measured here: `snn_eggroll.generation_step` and the batched `baselines.es_generation_step` (one
 # whole generation: forward, centred ranks, estimate and Adam step), the median of 5 calls after
 # one warm-up, on 32 samples of random binary frames at the real recordings' input density. Time
-# is the process's CPU time, summed over its threads: unlike the wall clock, it is not stretched
-# by other programs running on the machine.
+# is the process's CPU time, summed over its threads: unlike the wall clock, it leaves out the time
+# other programs run, but they still slow it through the caches and memory they share, so the
+# ratios are steadiest on an idle machine.
 
 # %%
 def noise_megabytes(rank, pairs):
@@ -332,7 +333,7 @@ def noise_megabytes(rank, pairs):
 
 def median_seconds(call, repeats=5):
     """Median CPU seconds (this process's, all its threads) of `repeats` calls after one warm-up
-    call: unlike the wall clock, not stretched by other programs on the machine."""
+    call: unlike the wall clock, it leaves out the time other programs on the machine run."""
     call()
     seconds = []
     for _ in range(repeats):
