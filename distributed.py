@@ -121,6 +121,13 @@ class Alone:
         """A float64 NumPy array of counts added up over processes."""
         return counts
 
+    def broadcast(self, value):
+        """Rank 0's value (any picklable object) on every process: this one's."""
+        return value
+
+    def barrier(self):
+        """Wait until every process has come here: at once, alone."""
+
     def problems(self, problem):
         """Every process's `problem` (any picklable value), in rank order."""
         return [problem]
@@ -294,7 +301,6 @@ class Team(Alone):
         return summed
 
     def broadcast(self, value):
-        """Rank 0's value (any picklable object) on every process."""
         data = numpy.frombuffer(pickle.dumps(value), dtype=numpy.uint8) if self.rank == 0 else None
         size = numpy.array([0 if data is None else data.size], dtype=numpy.int64)
         self.wait(self.comm.Ibcast(size, root=0))
@@ -304,7 +310,6 @@ class Team(Alone):
         return value if self.rank == 0 else pickle.loads(data.tobytes())
 
     def barrier(self):
-        """Wait until every process has come here."""
         self.wait(self.comm.Ibarrier())
 
     def problems(self, problem):

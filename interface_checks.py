@@ -7,7 +7,7 @@ eggroll.py, the method, calls them; nothing here computes any part of the method
 import hashlib
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy
 
@@ -78,6 +78,10 @@ def check_params(es, params):
             name.encode()  # its noise's key is SHA-256 of its UTF-8 bytes (noise.param_id)
         except UnicodeEncodeError:
             raise ValueError(f"parameter name {name!r} is no UTF-8 text (a lone surrogate): rename it") from None
+        if isinstance(value, Mapping):  # a tree of parameters, as JAX's libraries hold them
+            inner = next(iter(value), "w")
+            raise ValueError(f"parameter {name!r} is {a_kind(value)} of parameters: give one flat dict of named arrays, "
+                             f"e.g. {{'{name}.{inner}': ...}} for each of them")
         if not hasattr(value, "dtype") and not isinstance(value, numbers.Number):  # a number: "shape ()" below
             raise ValueError(f"parameter {name!r} is {a_kind(value)}, not an array: give "
                              f"numpy.asarray({name}, dtype=numpy.float32)")
@@ -132,14 +136,17 @@ def check_agreed(es, digest, generation):
     along its own noise, unseen. A collective call: ask makes it on every process."""
     if es.team.size == 1:
         return
-    problem = disagreement(es, "ask", {
-        "population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
-        "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update,
-        "generation": int(generation), "parameters": digest[:16]})
+    problem = disagreement(es, "ask", {**settings_of(es), "generation": int(generation), "parameters": digest[:16]})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
                          f"process the same settings, and the same state (the same starting parameters, or the "
                          f"same pickled State)")
+
+
+def settings_of(es):
+    """What an Eggroll's step depends on beside the state: its settings and its team's update."""
+    return {"population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
+            "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
 
 
 def fingerprint_of(params):
@@ -180,14 +187,18 @@ def changes_since(asked, params):
 
 
 def check_told(es, generation):
-    """ValueError on every process of a team whose processes tell different generations: their fitnesses
-    would be gathered into one step, each along another generation's noise. A collective call."""
+    """ValueError on every process of a team whose processes tell different generations, or with
+    settings changed on some since ask: their fitnesses would be gathered into one step, each along
+    another generation's noise, or each process would take another step. A collective call."""
     if es.team.size == 1:
         return
-    problem = disagreement(es, "tell", {"generation": int(generation)})
-    if problem:
+    problem = disagreement(es, "tell", {**settings_of(es), "generation": int(generation)})
+    if problem and problem.startswith("generation ("):
         raise ValueError(f"the processes of this team tell different generations: {problem}; every process tells "
                          f"the fitness of ask(state) for the same state")
+    if problem:
+        raise ValueError(f"the processes of this team tell with different Eggrolls: {problem}; change a setting on "
+                         f"every process alike, between a tell and the next ask")
 
 
 def disagreement(es, call, values):
@@ -215,6 +226,11 @@ def a_kind(value):
     kind = type(value).__name__ if type(value).__module__ == "builtins" else \
         f"{type(value).__module__}.{type(value).__name__}"  # array.array, decimal.Decimal: not the builtins
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
+
+
+def array_kind(value):
+    """"a NumPy array of float32", "a cupy.ndarray of float64", "a list": for a message."""
+    return f"{a_kind(value)} of {value.dtype}" if hasattr(value, "dtype") else a_kind(value)
 
 
 def is_integer(value):
@@ -247,6 +263,15 @@ def check_optimiser(state):
         raise ValueError("state.optimiser does not hold Adam's state of the parameters: tell a State that init or "
                          "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
     for name, value in state.params.items():
+        for moment, what in (("m", "average of g"), ("v", "average of g^2")):
+            values = optimiser[moment].get(name)
+            if values is None:
+                continue  # no moments of the parameter: said below
+            if getattr(values, "dtype", None) != value.dtype or array_module_of(values) is not array_module_of(value):
+                raise ValueError(f"Adam's {what} of parameter {name!r} is {array_kind(values)}, not {array_kind(value)} as "
+                                 f"the parameter: tell a State that init or tell returned, or, restoring one "
+                                 f"from a file, give each moment as its parameter's array type and dtype (e.g. "
+                                 f"numpy.asarray(m, dtype=params[name].dtype))")
         shapes = {getattr(optimiser[moment].get(name), "shape", None) for moment in "mv"}
         if shapes != {value.shape}:
             raise ValueError(f"Adam's state holds no moments of parameter {name!r} of shape {tuple(value.shape)}: it "
@@ -346,8 +371,8 @@ def fitness_array(fitness, members, like):
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
     given = fitness
-    if isinstance(fitness, (list, tuple)):  # one device number a member, say: each copied to the host
-        fitness = [to_numpy(value) if array_module_of(value) is not numpy else value for value in fitness]
+    if is_sequence(fitness):  # a list, tuple or deque of numbers, or of a reduction's 0-d arrays, say
+        fitness = [number_of(value) for value in fitness]
     # a list's integers are held as objects, checked below: beside a float NumPy would make them float64
     # itself, merging those beyond 2^53 unseen
     as_objects = isinstance(fitness, list) and any(map(is_integer, fitness))
@@ -379,14 +404,26 @@ def fitness_array(fitness, members, like):
                                  "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
             fitness = converted
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
-        what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) \
-            else a_kind(given)
+        what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or is_sequence(given) else a_kind(given)
         raise ValueError(f"fitness must be real numbers, one per member, got {what}")
     fitness = fitness.astype(numpy.float64)  # native byte order too
     if fitness.shape != (members,):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
     return array_module_of(like).asarray(fitness)
+
+
+def is_sequence(value):
+    """A list, tuple, deque or other sequence of values, not text."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def number_of(value):
+    """One member's fitness as a host value: a device array copied, a 0-d array's number taken out
+    (as NumPy's scalar of its type), anything else as it is."""
+    if array_module_of(value) is not numpy:
+        value = to_numpy(value)
+    return value[()] if isinstance(value, numpy.ndarray) and value.ndim == 0 else value
 
 
 def is_long_double(dtype):
@@ -466,9 +503,9 @@ def input_array(x, params, name, members):
                          + (f"; store {name} as (out, in), its transpose" if transposed else ""))
     if x.ndim > 2 and x.shape[0] != members:
         raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
-    if x.dtype not in (numpy.float32, numpy.float64):
-        x = exactly(x, w.dtype)
-    return x
+    if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):
+        return x.astype(x.dtype.newbyteorder("="), copy=False)  # another machine's byte order ('>f8'): its type
+    return exactly(x, w.dtype)
 
 
 def exactly(x, dtype):

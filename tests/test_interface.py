@@ -2,6 +2,8 @@
 network of any depth as its client: the population's products against every member formed,
 resume through pickle, clear errors, and the spiking network's generation as ask -> forward -> tell."""
 import array
+import collections
+import dataclasses
 import os
 import pickle
 import re
@@ -446,6 +448,9 @@ class ArrayLike:
      "sigma names ['w'] but the parameters are ['b', 'w']: give one sigma per parameter, or one float for all"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (1.0, 2.0)}),
      "parameter 'w' is a tuple, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"enc": {"w": W["w"], "b": np.ones(2, np.float32)}}),
+     "parameter 'enc' is a dict of parameters: give one flat dict of named arrays, e.g. {'enc.w': ...} for each of "
+     "them"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
      "parameter 'w' is a test_interface.ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
@@ -525,7 +530,19 @@ def test_a_state_missing_any_part_of_adams_state_is_not_told():
                "returned (a State(params, {}, generation) made by hand can be asked, not told)")
     for optimiser, said in ((dict(state.optimiser, v={"x": np.zeros(1)}), "Adam's state holds no moments of "
                                                                            "parameter 'w' of shape (2, 3)"),
-                            ({"m": state.optimiser["m"], "v": state.optimiser["v"]}, no_adam)):
+                            ({"m": state.optimiser["m"], "v": state.optimiser["v"]}, no_adam),
+                            (dict(state.optimiser, m={"w": state.optimiser["m"]["w"].tolist()}),  # as read from JSON
+                             "Adam's average of g of parameter 'w' is a list, not a NumPy array of float32 as the "
+                             "parameter: tell a State that init or tell returned, or, restoring one from a file, give "
+                             "each moment as its parameter's array type and dtype (e.g. numpy.asarray(m, "
+                             "dtype=params[name].dtype))"),
+                            (dict(state.optimiser, v={"w": np.zeros((2, 3), np.complex64)}),
+                             "Adam's average of g^2 of parameter 'w' is a NumPy array of complex64, not a NumPy array "
+                             "of float32 as the parameter"),
+                            (dict(state.optimiser, m={"w": np.full((2, 3), Fraction(0), dtype=object)}),
+                             "Adam's average of g of parameter 'w' is a NumPy array of object, not"),
+                            (dict(state.optimiser, m={"w": np.zeros((2, 3))}),
+                             "Adam's average of g of parameter 'w' is a NumPy array of float64, not")):
         handmade = eggroll.State(state.params, optimiser, 0)
         assert told(es, handmade, es.ask(handmade)).startswith(said)
 
@@ -571,17 +588,18 @@ def test_a_float16_input_is_multiplied_in_the_weights_float_type(weights):
 
 
 @pytest.mark.parametrize("weights", [np.float32, np.float64])
-@pytest.mark.parametrize("inputs", [np.float32, np.float64])
+@pytest.mark.parametrize("inputs", [np.float32, np.float64, ">f4", ">f8"])
 @pytest.mark.parametrize("per_member", [False, True])
 def test_linear_is_in_xs_float_type_with_or_without_a_bias(weights, inputs, per_member):
-    """A float x is multiplied in its own float type, whatever the weights' (the docstring's rule),
-    shared or one per member; without a bias each member's output is x (theta + sigma E_p)^T alone."""
+    """A float x is multiplied in its own float type, whatever the weights' (the docstring's rule) and
+    whatever its byte order, shared or one per member; without a bias each member's output is
+    x (theta + sigma E_p)^T alone."""
     es = eggroll.Eggroll(4, 2, 0.3, seed=1)
     pop = es.ask(es.init(mlp(3, dtype=weights)))
     x = np.random.default_rng(2).normal(size=(4, 3, 6) if per_member else (3, 6)).astype(inputs)
     for bias in (None, "layer0.bias"):
         out = pop.linear("layer0.weight", x, bias=bias)
-        assert out.dtype == inputs
+        assert out.dtype == np.dtype(inputs).newbyteorder("=")
         for i in range(4):
             member = {name: value.astype(np.float64) for name, value in pop.member(i).items()}
             exact = (x[i] if per_member else x).astype(np.float64) @ member["layer0.weight"].T
@@ -1225,6 +1243,7 @@ def test_a_state_made_by_one_process_and_broadcast_steps_as_one_made_by_every_pr
         return run_team(2, body)[0]
 
     alone, together = steps(True), steps(False)
+    assert distributed.ALONE.broadcast(alone) is alone and distributed.ALONE.barrier() is None  # the script alone
     for name in together[0]:
         assert np.array_equal(alone[0][name], together[0][name]) and np.array_equal(alone[1][name], together[1][name])
     assert not np.array_equal(together[0]["layer0.weight"], mlp(0)["layer0.weight"])  # it stepped
@@ -1318,6 +1337,9 @@ def test_a_population_pickled_apart_from_its_state_is_told_as_the_one_asked():
     [2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, -1.0],                             # beside a float NumPy makes them float64
     [2 ** 64 - 1, 2 ** 64 - 2, 0, 1],                                          # uint64's range, NumPy's float64 too
     [np.int64(2 ** 60 + 3), np.int64(2 ** 60 + 1), np.int64(2 ** 60 + 2), 1.0],
+    collections.deque([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, -1.0]),          # any sequence, not a list alone
+    collections.UserList([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, -1.0]),
+    (np.array(2 ** 60 + 3), 2 ** 60 + 1, 2 ** 60 + 2, -1.0),                   # a 0-d array's integer too
 ])
 def test_numbers_float64_would_make_equal_are_refused_not_tied(fitness):
     """Different fitnesses that float64, in which they are ranked, cannot tell apart would tie and give
@@ -1338,6 +1360,21 @@ def test_long_doubles_float64_would_make_equal_are_refused():
     fitness = np.longdouble(1) + np.array([3, 1, 2, 0], np.longdouble) * np.longdouble(2.0 ** -60)
     with pytest.raises(ValueError, match="fitness holds numbers closer together than float64"):
         es.tell(state, es.ask(state), fitness)
+
+
+@pytest.mark.parametrize("fitness", [
+    [np.array(1.0), 2, 3, 4],                                        # a reduction's 0-d array beside a penalty 0
+    [Fraction(1, 3), np.array(2.0), 3.0, np.float32(4.0)],
+    (np.array(1, np.int8), np.array(2.0, np.float16), 3, np.array(True) + 3),
+])
+def test_a_fitness_of_0_d_arrays_among_numbers_is_stepped_as_their_values(fitness):
+    """A member's fitness is often a reduction's answer, a 0-d array (always so on a GPU): among
+    Python's or NumPy's numbers it counts as its number."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    told, _ = es.tell(state, es.ask(state), fitness)
+    expected, _ = es.tell(state, es.ask(state), [float(value) for value in fitness])
+    assert np.array_equal(told.params["w"], expected.params["w"])
 
 
 def test_a_missing_fitness_is_named_as_missing_not_as_nan():
@@ -1419,6 +1456,28 @@ def test_processes_telling_different_generations_are_refused_on_every_process(up
     said = run_team(2, body, update)[0]
     assert said[0] == said[1] == ("the processes of this team tell different generations: generation (rank 0: 1; "
                                   "rank 1: 0); every process tells the fitness of ask(state) for the same state")
+
+
+@pytest.mark.parametrize("setting, value", [("lr", 0.02), ("weight_decay", 0.1), ("shaping", "raw")])
+def test_a_setting_changed_on_one_process_between_ask_and_tell_is_refused_on_every_process(setting, value):
+    """One process changes its Eggroll after ask: each would take another step from the same gathered
+    fitnesses, and the processes' parameters part unseen. One ValueError on every process."""
+    params = mlp(1, dtype=np.float32)
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, lr=0.01, team=team)
+        state = es.init(params)
+        asked = es.ask(state)
+        if team.rank == 1:
+            es = dataclasses.replace(es, **{setting: value})  # a schedule applied late, on one process
+        try:
+            es.tell(state, asked, asked.linear("layer0.weight", np.ones((2, 6), np.float32)).sum(axis=(1, 2)))
+        except ValueError as error:
+            return str(error)
+
+    said = run_team(2, body)[0]
+    assert said[0] == said[1] and said[0].startswith(f"the processes of this team tell with different Eggrolls: "
+                                                     f"{setting} (rank 0: "), said
 
 
 @pytest.mark.parametrize("lr, weight_decay, said", [
