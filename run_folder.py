@@ -622,6 +622,8 @@ def prepare(out, config, resume, force, command="train"):
                            f"holds its settings under \"config\"); else " if unstated else ""
             raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); {unstated_fix}"
                              f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
+        if resume and finished:
+            check_final_record(out, config, damaged_too=False)  # a damaged one is what --resume rewrites
         if not resume:
             if finished:
                 check_final_record(out, config)
@@ -642,8 +644,10 @@ def prepare(out, config, resume, force, command="train"):
         raise UsageError(os_problem(error, "create the folder", out)) from None
     if not marked:
         write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
-    write_atomically(out / "config.json", json.dumps(wanted, indent=1))
-    return force or not holds_run
+    fresh = force or not holds_run
+    if fresh:  # a run resumed keeps its config.json as it is: it holds these settings (compared above)
+        write_atomically(out / "config.json", json.dumps(wanted, indent=1))
+    return fresh
 
 
 def delete_all(paths):
@@ -674,14 +678,21 @@ def delete_all(paths):
             raise UsageError(os_problem(error, "delete", aside)) from None
 
 
-def check_final_record(out, config):
+def check_final_record(out, config, damaged_too=True):
     """UsageError unless out/final.json is an intact record of the run `config` (config.json's): a
-    damaged one, or another run's copied in, is not this run's results."""
+    damaged one (unless not `damaged_too`), or another run's copied in, is not this run's results."""
     path, wanted = out / "final.json", run_config.stored(config)
     rescore = f"{resume_command(out, config)} scores the run again from its checkpoint and rewrites it" \
         if (out / CHECKPOINT).is_file() else "use another --out to train the run again"
-    final = read_json(path, rescore)
+    try:
+        final = read_json(path, rescore)
+    except UsageError:
+        if damaged_too:
+            raise
+        return
     problem = final_problem(final) if isinstance(final, dict) else "not a JSON object"
+    if problem and not damaged_too:
+        return
     if problem:
         raise UsageError(f"{path} is damaged ({problem}), so this finished run has no results; {rescore}")
     held = run_config.stored(run_config.from_stored(final["config"]))

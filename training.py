@@ -155,18 +155,36 @@ def method_step(config, lif, team, total_steps):
         params, state, frames, labels, bptt, adam, lif, config.network)
 
 
-def resume_point(out, resume, params, xp, total_steps, identity):
+def resume_point(out, resume, params, xp, total_steps, identity, time_bins):
     """(params, Adam state, first step, seconds of the steps done, end-to-end seconds so far): a
     fresh start, or the checkpoint in `out`, which must belong to the run `identity`
-    (run_folder.identity); metrics past it are dropped."""
+    (run_folder.identity) and hold weights the network of `time_bins` frames can run; metrics past it
+    are dropped."""
     start, step_seconds, end_to_end, state = 0, [], 0.0, optim.init(params)
     if resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds, end_to_end = run_folder.load_checkpoint(out / CHECKPOINT, xp, params,
                                                                                     identity, total_steps)
+        layer = too_large(params, time_bins)
+        if layer is not None:
+            raise UsageError(f"checkpoint {out / CHECKPOINT} holds weights too large for the network (layer "
+                             f"{layer}'s membrane potentials could pass float32's range): they are no trained run's; "
+                             f"train the run again with --force")
     metrics_path = out / "metrics.jsonl"
     run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
                                                       for r in run_folder.metrics_until(metrics_path, start)))
     return params, state, start, step_seconds, end_to_end
+
+
+def too_large(params, time_bins):
+    """The first layer l whose membrane potential could pass float32's range within `time_bins` frames,
+    or None: its inputs and spikes lie in [0, 1], so each frame adds at most the largest row sum of
+    |W_l| plus |b_l| to a potential that the leak only shrinks. No trained run's weights come near."""
+    for layer in range(1, snn.n_layers(params) + 1):
+        weights = numpy.abs(to_numpy(params[f"W{layer}"]).astype(numpy.float64))
+        largest = weights.sum(axis=1).max() + numpy.abs(to_numpy(params[f"b{layer}"]).astype(numpy.float64)).max()
+        if not time_bins * largest < numpy.finfo(numpy.float32).max:
+            return layer
+    return None
 
 
 def settings_of_job(config, team):
@@ -240,8 +258,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
             # Start, or continue from the last checkpoint, which the first process reads for all.
-            begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity) if run.leader \
-                else None
+            begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
+                                 config.time_bins) if run.leader else None
             params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
                 else begin
             run.saved = start

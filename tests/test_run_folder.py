@@ -485,6 +485,50 @@ def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, datase
         assert training.scored_on(finished_run, root, cache) is scored, text
 
 
+def test_a_refused_resume_leaves_config_json_as_it_was(tmp_path, dataset, capsys):
+    """A run of seed 2 whose config.json lost its seed: --resume (seed 1 then) is refused by the
+    checkpoint, and the file still lacks the seed, so that the advice to restore it still holds."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset, "--seed", "2")) == 0
+    (out / "final.json").unlink()
+    settings = json.loads((out / "config.json").read_text())
+    del settings["seed"]
+    (out / "config.json").write_text(json.dumps(settings))
+    before = snapshot(out)
+    code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+    assert code == 2 and "belongs to another run (seed 2, not 1)" in err, err
+    assert snapshot(out) == before
+    code, err = run_main(train_args(out, dataset, "--resume", "--seed", "2"), capsys)
+    assert code == 2 and "its config.json has no seed" in err, err
+
+
+def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
+    """Another run's results copied into a run's folder: --resume, which rescores the run and writes
+    its own final.json, refuses as the plain command does, the file kept."""
+    final = json.loads((finished_run / "final.json").read_text())
+    final["config"]["generations"] = 2
+    (finished_run / "final.json").write_text(json.dumps(final))
+    before = snapshot(finished_run)
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and "final.json is another run's (generations 2, not 10)" in err, (extra, err)
+        assert snapshot(finished_run) == before
+    (finished_run / "final.json").write_text("{damaged")  # a damaged one is what --resume writes again
+    assert run.main(train_args(finished_run, dataset, "--resume")) == 0
+    assert json.loads((finished_run / "final.json").read_text())["config"]["generations"] == 10
+
+
+def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run, dataset, capsys):
+    """Finite weights whose potentials would overflow (no trained run's): --resume refuses them as
+    evaluate does, rather than train on with NumPy's overflow warnings."""
+    (finished_run / "final.json").unlink()
+    rewrite_checkpoint(finished_run, lambda a: a["param/W1"].__setitem__(slice(None), 3e37))
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and err.count("\n") == 1 and "holds weights too large for the network (layer 1's" in err, err
+    assert snapshot(finished_run) == before
+
+
 def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, capsys, monkeypatch):
     """--force that cannot delete one of the run's files (a folder under a temporary file's name, an
     immutable file) deletes none of them."""
