@@ -194,7 +194,7 @@ def collect(results_dir, expected=None):
     and the fix, for a damaged or foreign file. `expected` ({folder name: RunConfig}, the preset's
     runs, as reproduce passes it): a folder that is not one of them is named in a warning line and
     left out (`stray_problem`)."""
-    runs = {}
+    runs, trained_on, scored_on = {}, {}, {}  # the data each run trained, and was scored, on: {key: folder}
     for entry in sorted((results_dir / "runs").glob("*")):
         if entry.is_symlink() and not entry.exists():  # glob passes over it: say so
             print(f"warning: {entry} is left out of the report: it is a link to {os.readlink(entry)}, which does "
@@ -213,13 +213,26 @@ def collect(results_dir, expected=None):
                 raise ValueError(f"{real_path} scores another run ({real['run']}, at generation {real['generation']}), "
                                  f"not {final_path.parent} at generation {final['generations']}: {RESCORE}")
             final["real_acc"] = real["accuracy"]["all"]
+            if real.get("data") is not None:  # (a real.json from before scores named their recordings: none)
+                scored_on.setdefault(json.dumps(real["data"], sort_keys=True), real_path)
         metrics = read_metrics(final_path.parent / "metrics.jsonl")
         if metrics and (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
                                                                                    final["val_acc"]):
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} ends at generation {metrics[-1]['generation']} "
                              f"with validation accuracy {metrics[-1].get('val_acc')}, not where {final_path} does "
                              f"({final['generations']}, {final['val_acc']}): it is another run's; {RETRAIN}")
+        if final.get("data") is not None:  # (a run from before runs recorded their data: none)
+            trained_on.setdefault(json.dumps(final["data"]["fingerprint"], sort_keys=True), final_path.parent)
         runs.setdefault(name, []).append((final, metrics))
+    if len(trained_on) > 1:
+        first, second = list(trained_on.values())[:2]
+        raise ValueError(f"{first} and {second} were trained on different data (their final.json's data), and a "
+                         f"table never mixes two data sets: move the runs of one data set out of "
+                         f"{results_dir / 'runs'} (or train them again on the other)")
+    if len(scored_on) > 1:
+        first, second = list(scored_on.values())[:2]
+        raise ValueError(f"{first} and {second} score different recordings, which one column of real-recording "
+                         f"accuracies would mix: {RESCORE} on one copy")
     return runs
 
 

@@ -291,6 +291,29 @@ def test_the_convergence_bands_are_the_std_over_seeds_the_tables_give(figures):
         assert first.max() - first.min() == pytest.approx(2 * 2 * statistics.stdev(config.SEEDS))
 
 
+def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
+    """A table never mixes two data sets: runs whose final.json name different training data, or whose
+    real.json scored different recordings, are one ValueError naming two of them and the fix; a run
+    from before runs named their data is read beside either."""
+    emulated = {"fingerprint": {"train": "a", "test": "b"}, "emulated": {"seed": 0}}
+    write_run(tmp_path, "es", 1, data=emulated)
+    write_run(tmp_path, "es", 2, data=None)
+    report.write_report(tmp_path, "paper")
+    other = write_run(tmp_path, "bptt", 1, data={"fingerprint": {"train": "c", "test": "b"}})
+    with pytest.raises(ValueError, match=re.escape(f"{other} and {tmp_path / 'runs' / 'es-seed1'} were trained on "
+                                                   f"different data")) as error:
+        report.write_report(tmp_path, "paper")
+    assert "a table never mixes two data sets: move the runs of one data set out of" in str(error.value)
+    shutil.rmtree(other)
+    for seed, recordings in ((1, "r1"), (2, "r2")):
+        folder = tmp_path / "runs" / f"es-seed{seed}"
+        (folder / "real.json").write_text(json.dumps({"run": str(folder), "generation": 20, "accuracy": {"all": 0.5},
+                                                      "data": {"test": recordings}}))
+    with pytest.raises(ValueError, match="score different recordings, which one column of real-recording "
+                                         "accuracies would mix: rerun reproduce with --real-root"):
+        report.write_report(tmp_path, "paper")
+
+
 def test_a_cut_last_line_of_metrics_is_skipped(tmp_path):
     out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
     with open(out / "metrics.jsonl", "a") as file:
