@@ -53,8 +53,8 @@ def prepare(opts):
     else:
         if opts.mnist:
             raise UsageError("--mnist is for --data emulated (real N-MNIST is downloaded as it is); drop it")
-        opts.download = True
-        if emulate.provenance(opts.data_root) is not None:
+        opts.download = not opts.report_only
+        if not opts.report_only and emulate.provenance(opts.data_root) is not None:
             raise UsageError(f"--data nmnist: {data.resolve_root(opts.data_root)} holds emulated recordings; give "
                              f"--data-root a copy of the real N-MNIST, or use --data emulated")
 

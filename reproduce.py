@@ -73,7 +73,7 @@ def reproduce_grids(opts, deadline):
             training.check_real_root(opts.real_root)
         comparison.make_data(opts)  # emulated first, if that is the data
     left = check_reproduce(opts, grids)
-    if opts.data:
+    if opts.data and not opts.report_only:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
     elif left or not opts.report_only:  # the finished runs, skipped or beside new ones, are --data-root's
         checked = {results_dir for results_dir, _ in left} if opts.report_only else \

@@ -297,12 +297,12 @@ def checked_options(parser, commands, argv):
             commands.choices["reproduce"].error(f"--report-only reports every finished run of the preset: drop "
                                                 f"{passed_over[0]}, which picks the runs to train")
         unused = [run_config.option(name) for name in ("data_root", "download") if getattr(opts, name) is not None]
-        if unused and not opts.data:  # with --data, the finished runs are checked against that data
+        if unused:  # with --data too: the report reads the runs' records only
             commands.choices["reproduce"].error(f"--report-only trains nothing, so it reads no data: drop {unused[0]}")
         if opts.deadline is not None:
             commands.choices["reproduce"].error("--report-only trains nothing, so no run stops at a deadline: drop "
                                                 "--deadline")
-        used = ("device", "cache_dir") if opts.real_root else ("cache_dir",) if opts.data else ()
+        used = ("device", "cache_dir") if opts.real_root else ()
         unused = [run_config.option(name) for name in ("device", "cache_dir")
                   if getattr(opts, name) is not None and name not in used]
         if unused:

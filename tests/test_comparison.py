@@ -244,6 +244,31 @@ def test_a_complete_grid_without_its_data_is_told_what_is_missing(tmp_path, monk
     assert not (tmp_path / "absent").exists() and not (partial / "NMNIST" / "Test").exists()
 
 
+@pytest.mark.parametrize("source", ["nmnist", "emulated"])
+def test_a_comparison_report_reads_no_data(tmp_path, monkeypatch, capsys, source):
+    """reproduce --data ... --report-only writes the tables and comparison.md from the finished runs'
+    records alone: no download, no emulation, no --data-root asked for or taken."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=16,
+                                                                 eval_every=1), "bptt": dict(epochs=1)})
+    monkeypatch.setattr(config, "SEEDS", (1,))
+    monkeypatch.setattr(config, "RANKS", (1,))
+    monkeypatch.setattr(data, "_download", lambda root: pytest.fail("downloaded"))
+    monkeypatch.setattr(emulate, "emulate", lambda *args, **kwargs: pytest.fail("emulated"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no N-MNIST there
+    grid = tmp_path / "results" / "local" / source / "quick"
+    for name in ("bptt", "es", "eggroll-r1"):
+        write_preset_run(grid, "quick", name, 1)
+    args = ["reproduce", "--config", "quick", "--data", source, "--results", str(tmp_path / "results"), "--quiet",
+            "--report-only"]
+    assert run.main(args) == 0
+    assert (grid / "comparison.md").is_file() and (grid / "table.md").is_file()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
+        run.main(args + ["--data-root", str(tmp_path)])
+    assert refused.value.code == 2
+    assert "--report-only trains nothing, so it reads no data: drop --data-root" in capsys.readouterr().err
+
+
 def test_a_users_comparison_md_is_refused_and_the_comparisons_own_is_not(tmp_path):
     """reproduce --data writes comparison.md into the grid's folder: a user's file of that name is
     refused before any work (and left as it is); the comparison's own, from an earlier run, is not."""
