@@ -405,7 +405,7 @@ def format_distributed(summary):
 def positive_int(text):
     """argparse type: an integer >= 1."""
     try:
-        value = int(text)
+        value = exits.plain(int, text)
     except ValueError:
         value = 0
     if value < 1:

@@ -155,11 +155,20 @@ class Parser(argparse.ArgumentParser):
             sys.exit(2)
 
 
+def plain(kind, text):
+    """kind(text) (int or float) for a number as people type it, ASCII without digit-group
+    underscores; a ValueError otherwise (int() and float() read other scripts' digits, a full-width
+    ６４, and read 0_1 as 1)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return kind(text)
+
+
 def at_least(low):
     """argparse type: an integer >= low."""
     def number(text):
         try:
-            value = int(text)
+            value = plain(int, text)
         except ValueError:
             value = None
         if value is None or value < low:
@@ -171,7 +180,7 @@ def at_least(low):
 def members(text):
     """argparse type: an ES population, an even integer >= 2 (P antithetic pairs)."""
     try:
-        value = int(text)
+        value = plain(int, text)
     except ValueError:
         value = None
     if value is None or value < 2 or value % 2:
@@ -252,7 +261,7 @@ def refuse_foreign_file(path, header, what, instead):
 def positive_number(text):
     """argparse type: a finite number > 0."""
     try:
-        value = float(text)
+        value = plain(float, text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):

@@ -70,11 +70,10 @@ def add_config_options(parser, names=None):
 
 
 def ascii_typed(kind):
-    """kind(text) for text in ASCII: int() and float() read other scripts' digits too (a full-width ６４)."""
+    """argparse type: exits.plain's kind(text), named as argparse names int and float ("invalid int
+    value")."""
     def parse(text):
-        if not text.isascii():
-            raise ValueError(text)
-        return kind(text)
+        return exits.plain(kind, text)
     parse.__name__ = kind.__name__  # argparse names it in its message: "invalid int value"
     return parse
 
@@ -126,7 +125,7 @@ class Parser(exits.Parser):
 def integers(text):
     """argparse type: comma-separated integers, e.g. 1,2."""
     try:
-        return [int(item) for item in text.split(",")]
+        return [ascii_typed(int)(item) for item in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,2, got {text!r}") from None
 
@@ -179,7 +178,7 @@ def main(argv=None):
     reproduce_parser.add_argument("--populations", type=integers,
                                   help="with --config hyperscale: only these populations, e.g. 512,2048: some of "
                                        f"{', '.join(map(str, populations))}, as the part has them (default: all)")
-    reproduce_parser.add_argument("--deadline", type=float,
+    reproduce_parser.add_argument("--deadline", type=ascii_typed(float),
                                   help="seconds from now (>= 0) after which no run trains: the one running stops at "
                                        "its next step, checkpointed, and the next reproduce resumes it (default: none)")
     reproduce_parser.add_argument("--force", action="store_true",

@@ -264,3 +264,13 @@ def test_a_handled_command_puts_back_the_signal_handlers_it_replaced():
     with pytest.raises(ZeroDivisionError):
         exits.handled(lambda: 1 / 0, "again")  # a bug: raised again, with the handlers put back
     assert {signum: signal.getsignal(signum) for signum in exits.SIGNALS} == before
+
+
+@pytest.mark.parametrize("parse", [exits.at_least(1), exits.members, exits.positive_number, exits.populations,
+                                   exits.integers_at_least(1)])
+@pytest.mark.parametrize("text", ["1_0", "\uff11\uff10"])  # a digit group (10, or 0_1 read as 1), full-width 10
+def test_an_option_number_is_read_as_people_type_it(parse, text):
+    """The examples' and bench's numbers: ASCII digits without Python's digit-group underscores."""
+    assert parse("10") in (10, 10.0, [10])
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse(text)

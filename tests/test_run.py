@@ -715,6 +715,10 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["train", "--no-such-option"], "unrecognized arguments: --no-such-option"),
                           (["train", "--seed", "\uff11"], "argument --seed: invalid int value: '\uff11'"),
                           (["train", "--sigma", "0.\uff11"], "argument --sigma: invalid float value: '0.\uff11'"),
+                          (["train", "--sigma", "0_1"], "argument --sigma: invalid float value: '0_1'"),  # not 1.0
+                          (["train", "--population", "1_0"], "argument --population: invalid int value: '1_0'"),
+                          (["reproduce", "--seeds", "1_0"], "argument --seeds: expected comma-separated integers"),
+                          (["reproduce", "--deadline", "1_0"], "argument --deadline: invalid float value: '1_0'"),
                           (["train", "--method", "bptt", "--distributed"], "BPTT runs on one process: drop --distributed"),
                           (["reproduce", "--report-only", "--force"], "--report-only trains nothing, so --force would "),
                           (["train", "--resume", "--force"], "--resume continues the run in --out, --force deletes it"),
