@@ -22,6 +22,7 @@ import snn_eggroll
 METHODS = ("eggroll", "es", "bptt")
 ES_METHODS = ("eggroll", "es")
 SIGMA_SCHEDULES = ("constant", "cosine", "exponential")
+SIGMA_FLOOR = 1e-6  # the smallest --sigma and --sigma-min
 
 
 def network_problem(hidden):
@@ -97,12 +98,12 @@ class RunConfig:
                                                                      "(P antithetic pairs)", "512"))
     batch_size: int = setting(256, "samples per minibatch", check=count("256"))
     sigma: float = setting(0.1, "ES noise scale sigma (with --sigma-schedule: at the first generation)", ES_METHODS,
-                           check=between(1e-6, 10, "0.1"))
+                           check=between(SIGMA_FLOOR, 10, "0.1"))
     sigma_schedule: str = setting("constant", "constant; cosine: sigma falls to --sigma-min along (1 + cos(pi done)) "
                                               "/ 2; exponential: sigma x (sigma-min / sigma)^done, done the share "
                                               "of the generations made", ES_METHODS, choices=SIGMA_SCHEDULES, lever=True)
     sigma_min: float = setting(0.02, "where --sigma-schedule takes sigma by the end", ES_METHODS,
-                               check=between(1e-6, 10, "0.02"), lever=True)
+                               check=between(SIGMA_FLOOR, 10, "0.02"), lever=True)
     output_sigma_scale: float = setting(1.0, "sigma of the output layer (the last; W2, b2 in 2312-64-10) as a "
                                              "multiple of the other layers'", ("eggroll",),
                                         check=between(0, 100, "0.5", open_low=True), lever=True)
@@ -222,8 +223,12 @@ def check(config):
     if config.method == "eggroll" and rank_problem(config.rank, config.network):
         raise ValueError(rank_problem(config.rank, config.network))
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
-        raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for a {config.sigma_schedule} "
-                         f"schedule, got {config.sigma_min}: use e.g. --sigma-min {config.sigma / 10:g}")
+        lower = max(config.sigma / 10, SIGMA_FLOOR)
+        fix = f"use e.g. --sigma-min {lower:g}" if lower < config.sigma else \
+            f"raise --sigma above {SIGMA_FLOOR:g}, or use --sigma-schedule constant"
+        article = "an" if config.sigma_schedule[0] in "aeiou" else "a"
+        raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for {article} {config.sigma_schedule} "
+                         f"schedule, got {config.sigma_min}: {fix}")
     if config.method == "es" and (len(config.network.layers) != 2 or not config.network.is_dense()):
         raise ValueError(f"--hidden {config.hidden}: vanilla ES runs one dense hidden layer here: use e.g. "
                          f"--hidden 64, or --method eggroll or bptt for this network")

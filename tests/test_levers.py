@@ -91,8 +91,12 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
     assert {k: config.stored(levered)[k] for k in LEVERS} == LEVERS
     assert config.from_stored(json.loads(json.dumps(config.stored(levered)))) == levered
     assert "output_sigma_scale" not in config.stored(dataclasses.replace(levered, method="es"))
-    with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.1\)"):
+    with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.1\) for an exponential schedule, "
+                                         r"got 0.1: use e.g. --sigma-min 0.01"):
         config.check(dataclasses.replace(plain, sigma_schedule="exponential", sigma_min=0.1))
+    with pytest.raises(ValueError, match=r"for a cosine schedule, got 1e-06: raise --sigma above 1e-06, or use "
+                                         r"--sigma-schedule constant"):  # --sigma-min 1e-07 would be out of range
+        config.check(dataclasses.replace(plain, sigma_schedule="cosine", sigma=1e-6, sigma_min=1e-6))
     with pytest.raises(ValueError, match="--sigma-min 0.05 changes nothing with a constant sigma"):
         config.check(dataclasses.replace(plain, sigma_min=0.05))  # it would make another run of the same
 
