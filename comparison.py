@@ -62,7 +62,8 @@ def prepare(opts):
 def make_data(opts):
     """For --data emulated, emulate what is not there yet (unless --report-only), on 2 processes at most."""
     if opts.data == "emulated" and not opts.report_only:
-        emulate.emulate(opts.data_root, opts.mnist, workers=min(2, os.cpu_count() or 1), progress=not opts.quiet)
+        emulate.emulate(opts.data_root, opts.mnist, workers=min(2, os.cpu_count() or 1), progress=not opts.quiet,
+                        elsewhere="give --data-root another folder to emulate into")
 
 
 def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, download=False):

@@ -315,7 +315,8 @@ def recording_path(out, split, label, index):
 # ---------------------------------------------------------------------------------------------
 # the emulation of a whole dataset
 
-def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0, progress=True):
+def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0, progress=True,
+            elsewhere="emulate into another --out"):
     """Emulate every MNIST digit of `splits` into <out>/NMNIST, from the MNIST files in
     `mnist_folder` (downloaded into the cache folder if None), on `workers` processes. Recordings
     already there are kept, so a second call finishes what an interrupted one began. Returns
@@ -326,12 +327,12 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
     fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     with owned(root):  # one emulation per folder at a time
-        return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress)
+        return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere)
 
 
-def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress):
+def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere):
     """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is."""
-    prepare(root, fingerprint)
+    prepare(root, fingerprint, elsewhere)
     for split in splits:  # before the mark goes: a refused rerun changes nothing
         refuse_strays(root / SPLIT_FOLDER[split], {recording_path(out, split, label, i + 1).relative_to(root)
                                                    for i, label in enumerate(digits[split][1])}, root)
@@ -431,16 +432,17 @@ def setting_difference(key, theirs, ours):
     return f"{SETTING_WORDS.get(key, key)} {theirs} there, {ours} here"
 
 
-def prepare(root, fingerprint):
+def prepare(root, fingerprint, elsewhere="emulate into another --out"):
     """Make <root>/{Train,Test}/<digit>/, the zero-byte train.zip and test.zip tonic looks for, and
-    EMULATED.json; a UsageError if `root` holds recordings made otherwise (another seed, other
-    MNIST files, another emulator version, or not emulated)."""
+    EMULATED.json; a UsageError ending with `elsewhere` (what the command's user does instead) if
+    `root` holds recordings made otherwise (another seed, other MNIST files, another emulator
+    version, or not emulated)."""
     stored = provenance(root.parent)
     if stored is not None and stored != fingerprint:
         differ = "; ".join(setting_difference(key, stored.get(key), fingerprint[key]) for key in fingerprint
                            if stored.get(key) != fingerprint[key])
-        raise UsageError(f"{root} holds recordings emulated otherwise ({differ}); emulate into another --out (those "
-                         f"recordings are left as they are)")
+        raise UsageError(f"{root} holds recordings emulated otherwise ({differ}); {elsewhere} (those recordings are "
+                         f"left as they are)")
     refuse_recorded(root)
     try:
         for split in SPLIT_FOLDER.values():

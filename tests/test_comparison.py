@@ -129,6 +129,20 @@ def emulated(tmp_path):
     return root
 
 
+def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tmp_path, emulated, capsys):
+    """reproduce --data emulated --mnist OTHER where --data-root holds another emulation: the fix
+    names --data-root, reproduce's option (it has no --out), and nothing is written."""
+    before = sorted(path for path in emulated.rglob("*"))
+    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(DIGITS), "--data-root",
+            str(emulated), "--results", str(tmp_path / "results"), "--quiet"]
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        code, err = run_main(args, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "emulated otherwise (other MNIST files (their SHA256 differ)); give --data-root another folder to emulate " \
+           "into (those recordings are left as they are)" in err, err
+    assert sorted(path for path in emulated.rglob("*")) == before and not (tmp_path / "results").exists()
+
+
 def test_reproduce_data_trains_compares_and_refuses_runs_of_other_data(tmp_path, emulated, monkeypatch, capsys):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=8,
                                                                  eval_every=1), "bptt": dict(epochs=1, lr=1e-3)})
