@@ -146,8 +146,9 @@ OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.EDQUOT: "free space within your disk quota or use another folder",
             errno.EFBIG: "the limit on a file's size (ulimit -f) is too low for it: raise it or lift it",
             errno.EACCES: "make it accessible to this user or use another folder",
-            errno.EPERM: "make it accessible to this user or use another folder",
-            errno.EROFS: "that file system is read-only: use another folder",
+            errno.EPERM: "the system forbids it whatever the permissions (an immutable or append-only file or "
+                         "folder: lift that with chattr -i or -a), or use another folder",
+            errno.EROFS: "that file system is read-only: mount it writable or use another folder",
             errno.EISDIR: "a folder stands where a file should be: move that folder away, or use another path",
             errno.ENOTDIR: "a file stands where a folder of that path should be: move that file away, or use another path",
             errno.ELOOP: "a symbolic link on that path leads back to itself: replace the link",
@@ -158,12 +159,15 @@ OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.ENOMEM: "the system is out of memory: free some, then run again"}
 
 
-def os_problem(error, action, path=None):
+def os_problem(error, action, path=None, then=None):
     """One line about an OSError: 'cannot <action> <path>: <reason>; <fix>' (`path`: the error's
-    own file name where None), the fix chosen by its errno."""
+    own file name where None), the fix chosen by its errno; with `then`, what to do once it is mended
+    (another folder no longer being a choice)."""
     path = path if path is not None else error.filename
     reason = error.strerror or str(error)
     fix = OS_FIXES.get(error.errno, "check that path (permissions, free space, what is there) and run again")
+    if then:
+        fix = f"{fix.split(' or use another ')[0].removesuffix(' and run again').rstrip(', ')}, then {then}"
     return f"cannot {action} {path}: {reason}; {fix}"
 
 
@@ -296,12 +300,12 @@ def refuse_link(path):
 
 
 @contextlib.contextmanager
-def writing(path):
+def writing(path, then=None):
     """Write `path` through a new temporary file beside it (`create_new`) and a rename: whatever
     happens, `path` holds its old contents or the new ones in full, and nothing is written through
     a link (a link at `path` is refused: `refuse_link`). If the writing fails, the temporary file
     is removed; an OS error (disk full, a limit on file size, permissions) is a UsageError naming
-    `path` and what to do."""
+    `path` and what to do (and `then`, once it is mended: os_problem)."""
     path = Path(path)
     refuse_link(path)
     if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
@@ -316,13 +320,13 @@ def writing(path):
             if temporary is not None:
                 temporary.unlink(missing_ok=True)
         if isinstance(error, OSError):
-            raise UsageError(os_problem(error, "write", path)) from None
+            raise UsageError(os_problem(error, "write", path, then)) from None
         raise
 
 
-def write_atomically(path, text):
+def write_atomically(path, text, then=None):
     """Replace `path` by `text` (UTF-8) through a temporary file, synced, and a rename (`writing`)."""
-    with writing(path) as temporary:
+    with writing(path, then) as temporary:
         with open(temporary, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()

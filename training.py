@@ -470,7 +470,10 @@ def finish(run, params, validation, step_seconds):
              "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
              "data": run.data,
              "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
-    run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1))
+    # a full disk, say, after the last checkpoint: the run has finished, and --resume scores it again
+    run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1),
+                                then=f"{run_folder.resume_command(run.out, run.config)} scores the finished run "
+                                     f"again and writes it")
     return final
 
 

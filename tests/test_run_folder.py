@@ -548,7 +548,8 @@ def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, caps
     monkeypatch.setattr(os, "rename", immutable_metrics)
     code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
     assert code == 2 and err.startswith(f"error: cannot delete {finished_run / 'metrics.jsonl'}: Operation not "
-                                        f"permitted;"), err
+                                        f"permitted; the system forbids it whatever the permissions (an immutable "
+                                        f"or append-only file or folder: lift that with chattr -i or -a)"), err
     assert snapshot(finished_run) == before
 
 
@@ -639,12 +640,34 @@ def test_a_full_disk_names_the_path_and_leaves_no_temporary_file(tmp_path, datas
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
+    data.load_nmnist(dataset[1], run_config.RunConfig().time_bins, dataset[3], progress=False)  # its frame cache
     monkeypatch.setattr(run_folder.numpy, "savez", full_disk)
     out = tmp_path / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err.count("\n") == 1
     assert f"cannot write {out / run_folder.CHECKPOINT}: No space left on device" in err
     assert not list(out.glob("*.tmp")) and not (out / run_folder.CHECKPOINT).exists()
+
+
+def test_a_full_disk_at_final_json_says_resume_writes_it(tmp_path, dataset, capsys, monkeypatch):
+    """The run finished and checkpointed, and only its final.json found the disk full: the fix is to
+    free space and --resume (which scores the run again), not another folder (training again)."""
+    out = tmp_path / "run"
+    write = run_folder.write_atomically
+
+    def full_at_final(path, text, then=None):
+        if Path(path).name == "final.json":
+            with run_folder.writing(path, then):
+                raise OSError(errno.ENOSPC, "No space left on device")
+        write(path, text, then)
+    monkeypatch.setattr(run_folder, "write_atomically", full_at_final)
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: cannot write {out / 'final.json'}: No space left on device; free disk space there, "
+                          f"then `python run.py train --out {out} --resume "), err
+    assert err.endswith("scores the finished run again and writes it\n") and "another folder" not in err, err
+    monkeypatch.setattr(run_folder, "write_atomically", write)
+    assert run.main(train_args(out, dataset, "--resume")) == 0 and (out / "final.json").is_file()
 
 
 def test_a_write_cut_short_by_a_file_size_limit_names_the_file_and_keeps_the_old_one(tmp_path):
