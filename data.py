@@ -119,12 +119,26 @@ def _split_dirs(root, download):
         _download(root)
         base = root / "NMNIST"
     dirs = {name: base / name for name in ("Train", "Test")}
-    for name, folder in dirs.items():
+    for folder in dirs.values():
         if not folder.is_dir():
-            raise MissingDataError(
-                f"N-MNIST split folder {folder} is missing; restore it with <digit>/*.bin "
-                f"recordings (extract {name.lower()}.zip of the N-MNIST download there)")
+            raise MissingDataError(split_folder_problem(folder))
     return dirs
+
+
+def split_folder_problem(folder):
+    """What is wrong where the split folder `folder` (Train or Test) is no folder, and the fix: a
+    file (or a link to none) in its place is named as such; a missing one is needed, since both
+    splits are read (train and validation are cut from Train, test is Test; evaluate scores all three)."""
+    kind = "training" if folder.name == "Train" else "test"
+    fix = (_how_to_restore(folder) if os.path.lexists(folder.parent / "EMULATED.json") else
+           f"put N-MNIST's {kind} recordings there as {folder}/<digit>/*.bin ({folder.name.lower()}.zip of the "
+           f"N-MNIST download)")
+    if os.path.lexists(folder):
+        what = ("a symbolic link that leads to no folder" if folder.is_symlink() and not folder.exists() else
+                "a file" if folder.is_file() else "not a folder")
+        return f"{folder} is {what}, not the split folder {folder.name}: move it out of {folder.parent}, then {fix}"
+    return (f"the split folder {folder} is missing, and every command reads both splits (train and validation are "
+            f"cut from Train, test is Test, and evaluate scores all three): {fix}")
 
 
 def fetch_nmnist(root=None):
@@ -244,6 +258,10 @@ def list_recordings(folder):
     for entry in _entries(folder):
         if entry.name in DIGITS and isinstance(_kind(entry), OSError):
             raise _unreadable(entry, _kind(entry), "class folder")
+    for entry in _entries(folder):  # a file in a class folder's place is no missing folder
+        if entry.name in DIGITS and _kind(entry) in ("file", "special file"):
+            raise BadDataError(f"{entry.path} is a {_kind(entry)}, not the class folder of digit {entry.name}: move it "
+                               f"out of {folder}, then put the digit's recordings there ({_how_to_restore(folder)})")
     class_dirs = sorted(e.name for e in _entries(folder) if e.name in DIGITS and _kind(e) == "folder")
     for entry in _entries(folder):  # recordings under another name would be passed over without a word
         if entry.name not in DIGITS and _kind(entry) == "folder" and holds_recordings(entry.path):

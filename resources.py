@@ -275,12 +275,12 @@ def nmnist_recordings(root, option, required=True):
     `required` (it may be downloaded); where it lacks a part (no download adds one), a UsageError."""
     root = data.resolve_root(root)
     base = data.split_base(root)
-    missing = [str(base / split) for split in ("Train", "Test") if base and not (base / split).is_dir()]
+    missing = [base / split for split in ("Train", "Test") if base and not (base / split).is_dir()]
     if base is None:
         problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
                    f"{root}/Train/<digit>/*.bin); point {option} at a copy")
     elif missing:
-        problem = f"{root}: the split folder {missing[0]} is missing; restore it"
+        problem = f"{root}: {data.split_folder_problem(missing[0])}"
     else:
         try:
             return tuple(len(data.list_recordings(base / split)) for split in ("Train", "Test"))

@@ -248,7 +248,8 @@ def test_a_complete_grid_without_its_data_is_told_what_is_missing(tmp_path, monk
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet", "--data-root"]
     for where, message in (([str(tmp_path / "absent")], f"error: --data-root {tmp_path / 'absent'} holds no N-MNIST"),
                            ([str(partial), "--download"], f"error: --data-root {partial}: the split folder "
-                                                          f"{partial / 'NMNIST' / 'Test'} is missing; restore it"),
+                                                          f"{partial / 'NMNIST' / 'Test'} is missing, and every "
+                                                          f"command reads both splits"),
                            ([str(tmp_path / "absent"), "--download"], f"error: {grid / 'runs' / 'bptt-seed1'} was "
                                                                       f"trained on other data than")):
         code, err = run_main(args + where, capsys)

@@ -460,6 +460,32 @@ def test_missing_split_folder(root, tmp_path):
         load(root, tmp_path / "cache")
 
 
+@pytest.mark.parametrize("where", ["Train", "Test", "Train/3", "Test/0"])
+def test_a_file_where_a_split_or_class_folder_belongs_is_called_a_file_not_missing(root, tmp_path, where):
+    """A file in the place of a split folder or a digit's folder: named a file, with the fix (move it
+    out, then put the recordings there), not "missing; restore it", which leaves the file in the way."""
+    folder = root / "NMNIST" / where
+    shutil.rmtree(folder)
+    folder.write_text("x")
+    with pytest.raises((data.MissingDataError, data.BadDataError)) as raised:
+        load(root, tmp_path / "cache")
+    assert str(raised.value).startswith(f"{folder} is a file, not the "), raised.value
+    assert f"move it out of {folder.parent}, then put " in str(raised.value) and "missing" not in str(raised.value)
+
+
+def test_a_missing_split_says_both_splits_are_read_and_where_the_recordings_go(root, tmp_path):
+    """A copy holding only Test (test.zip alone): the line says why Train is needed and where its
+    recordings go, not "restore it" to a user who never had it."""
+    shutil.rmtree(root / "NMNIST" / "Train")
+    with pytest.raises(data.MissingDataError) as raised:
+        load(root, tmp_path / "cache")
+    train = root / "NMNIST" / "Train"
+    assert str(raised.value) == (f"the split folder {train} is missing, and every command reads both splits (train and "
+                                 f"validation are cut from Train, test is Test, and evaluate scores all three): put "
+                                 f"N-MNIST's training recordings there as {train}/<digit>/*.bin (train.zip of the N-MNIST "
+                                 f"download)"), raised.value
+
+
 def test_empty_class_folder(root, tmp_path):
     for path in (root / "NMNIST" / "Train" / "3").iterdir():
         path.unlink()

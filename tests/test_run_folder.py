@@ -134,6 +134,29 @@ def test_a_data_folder_is_never_taken_for_a_run_folder(tmp_path, dataset, capsys
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == before
 
 
+@pytest.mark.parametrize("change", ["only Test", "Train a file"])
+def test_evaluate_on_a_copy_without_its_train_folder_says_what_is_there_and_why_it_is_needed(
+        tmp_path, finished_run, dataset, capsys, change):
+    """evaluate on a copy holding only Test (test.zip alone), or a file named Train: one line saying
+    both splits are read (or that Train is a file) and where the training recordings go."""
+    copy = tmp_path / "copy"
+    shutil.copytree(Path(dataset[dataset.index("--data-root") + 1]), copy, ignore=shutil.ignore_patterns("cache"))
+    train = data.split_base(copy) / "Train"
+    shutil.rmtree(train)
+    if change == "Train a file":
+        train.write_text("x")
+    before = snapshot(finished_run)
+    code, err = run_main(["evaluate", str(finished_run), "--data-root", str(copy),
+                          "--cache-dir", str(tmp_path / "cache")], capsys)
+    said = f"is a file, not the split folder Train: move it out of {train.parent}, then put" \
+        if change == "Train a file" else "is missing, and every command reads both splits (train and validation are " \
+                                         "cut from Train, test is Test, and evaluate scores all three): put"
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: --data-root {copy}: ") and said in err, err
+    assert err.endswith(f"N-MNIST's training recordings there as {train}/<digit>/*.bin (train.zip of the N-MNIST "
+                        f"download)\n") and "restore it" not in err, err
+    assert snapshot(finished_run) == before and not (tmp_path / "cache").exists()
+
+
 def test_the_root_or_the_home_folder_is_no_run_folder(tmp_path, dataset, capsys, monkeypatch):
     """--out / (an unset variable's `$RUNS/`) or the home folder: refused in one line, nothing written."""
     home = tmp_path / "home"
