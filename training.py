@@ -517,6 +517,11 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     if not (run_dir / "config.json").exists():
         resources.refuse_data_folder(run_dir, f"give evaluate a run's folder (train's --out), and this one with "
                                               f"{option}")
+        metrics = run_dir / "metrics.jsonl"
+        if any((run_dir / name).exists() for name in (CHECKPOINT, "final.json")) or \
+                metrics.is_file() and metrics.stat().st_size > 0:  # `train --out` there is refused: a run is there
+            raise UsageError(f"{run_dir} holds a run without its config.json, so its settings (the network that "
+                             f"reads {CHECKPOINT}) are unknown; {run_folder.config_fix(run_dir)}")
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
                          f"train one with `run.py train --out {run_dir}`")
     config = run_folder.read_config(run_dir)

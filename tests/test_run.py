@@ -375,6 +375,24 @@ def test_evaluate_of_a_run_without_its_checkpoint_gives_a_fix_that_works(tmp_pat
                                  f"then evaluate it\n"), err
 
 
+def test_evaluate_of_a_run_without_its_config_gives_a_fix_that_works(tmp_path, dataset, capsys):
+    """A run that lost only its config.json (its checkpoint, final.json and metrics there), where
+    `train --out` is refused: evaluate says what is missing and how to put it back, not to train
+    there; doing what it says (final.json's "config" as config.json) scores the run."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    (out / "config.json").unlink()
+    capsys.readouterr()
+    before = {path.name: path.read_bytes() for path in out.iterdir() if path.name != run_folder.LOCK}
+    code, err = run_main(["evaluate", str(out), *dataset], capsys)
+    assert code == 2 and err == (f"error: {out} holds a run without its config.json, so its settings (the network "
+                                 f"that reads checkpoint.npz) are unknown; {run_folder.config_fix(out)}\n"), err
+    assert "train --out" not in err and 'final.json holds its settings under "config"' in err
+    assert {path.name: path.read_bytes() for path in out.iterdir() if path.name != run_folder.LOCK} == before
+    (out / "config.json").write_text(json.dumps(json.loads((out / "final.json").read_text())["config"]))
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+
+
 def test_evaluate_scores_all_recordings_as_one_set(tmp_path, dataset, capsys):
     """`evaluate`'s accuracy "all" is the share of every recording scored right: each split's
     accuracy weighted by its number of recordings."""
