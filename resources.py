@@ -292,11 +292,39 @@ def nmnist_recordings(root, option, required=True):
 
 
 def refuse_data_folder(folder, fix):
-    """A UsageError ending with `fix` if `folder` holds N-MNIST's split folders (data.split_base): a
-    data folder, which the project only reads, is never a run's folder."""
+    """A UsageError ending with `fix` (a text, or one made from the copy's root) if `folder` is part of
+    an N-MNIST copy (data_copy_of): a data folder, which the project only reads, is never a run's
+    nor a results folder, nor is a folder inside one (a split or digit folder, one beside them)."""
+    copy = data_copy_of(folder)
+    if copy is None:
+        return
+    fix = fix(copy) if callable(fix) else fix
     if data.split_base(Path(folder)) is not None:
         raise UsageError(f"{folder} holds N-MNIST (its Train and Test folders): it is a data folder, which the "
                          f"project only reads, not a run's; {fix}")
+    raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data folder, "
+                     f"which the project only reads, not a run's; {fix}")
+
+
+def data_copy_of(folder):
+    """The N-MNIST copy `folder` (made or not) is part of, by its path as given and the one its links
+    lead to, or None: `folder` itself where it holds the split folders (data.split_base), else the
+    nearest folder above that holds them, where `folder` lies in its split folders or its NMNIST/, or
+    those hold a digit folder (a copy, not any folder that happens to hold a Train)."""
+    for path in dict.fromkeys((Path(os.path.abspath(folder)), Path(os.path.realpath(folder)))):
+        if data.split_base(path) is not None:
+            return Path(folder)
+        for above in path.parents:
+            base = data.split_base(above)
+            if base is None:
+                continue
+            parts = (above / "NMNIST", base / "Train", base / "Test")
+            if any(path.is_relative_to(part) for part in parts) or any(
+                    (split / digit).is_dir() for split in parts[1:] for digit in data.DIGITS):
+                above = above.parent if data.split_base(above.parent) == above else above  # tonic's root/NMNIST
+                shown = os.path.relpath(above)  # as the user gave it: nmnist-sample, not /…/nmnist-sample
+                return Path(shown) if not Path(folder).is_absolute() and not shown.startswith("..") else above
+    return None
 
 
 def check_writable(path, option, folder=False):

@@ -515,8 +515,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     for name in ("config.json", CHECKPOINT):
         run_folder.refuse_link(run_dir / name)
     if not (run_dir / "config.json").exists():
-        resources.refuse_data_folder(run_dir, f"give evaluate a run's folder (train's --out), and this one with "
-                                              f"{option}")
+        resources.refuse_data_folder(run_dir, lambda copy: f"give evaluate a run's folder (train's --out), and "
+                                                           f"{'this one' if copy == run_dir else copy} with {option}")
         metrics = run_dir / "metrics.jsonl"
         if any((run_dir / name).exists() for name in (CHECKPOINT, "final.json")) or \
                 metrics.is_file() and metrics.stat().st_size > 0:  # `train --out` there is refused: a run is there

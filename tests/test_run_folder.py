@@ -134,6 +134,44 @@ def test_a_data_folder_is_never_taken_for_a_run_folder(tmp_path, dataset, capsys
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == before
 
 
+@pytest.mark.parametrize("inside", ["NMNIST/Train", "NMNIST/Train/3", "NMNIST/Test/3/new", "mine", "NMNIST/mine/run"])
+def test_a_folder_inside_a_data_folder_is_never_a_run_or_results_folder(tmp_path, dataset, capsys, inside):
+    """A split folder, a digit folder, a folder below one or beside them, given as train's --out,
+    evaluate's run or reproduce's --results: refused in one line naming the copy, as the copy
+    itself is, without advice to train there, and nothing written among the recordings."""
+    root = Path(dataset[dataset.index("--data-root") + 1])
+    folder = root / inside
+    before = {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts}
+    said = f"{folder} lies inside {root}, which holds N-MNIST (its Train and Test folders): a data folder, which " \
+           f"the project only reads, not a run's; "
+    code, err = run_main(train_args(folder, dataset), capsys)
+    assert code == 2 and err == f"error: {said}use another --out\n", err
+    code, err = run_main(["evaluate", str(folder), *dataset], capsys)
+    assert code == 2 and err == (f"error: {said}give evaluate a run's folder (train's --out), and {root} with "
+                                 f"--data-root\n") and "train --out" not in err, err
+    code, err = run_main(["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
+                          str(folder), *dataset], capsys)
+    assert code == 2 and err == f"error: {said}use another --results\n", err
+    assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
+
+
+def test_reproduce_never_writes_its_results_into_a_data_folder(tmp_path, dataset, capsys):
+    """--results at the data folder itself (`--results nmnist-sample`): refused as train's --out is."""
+    root = Path(dataset[dataset.index("--data-root") + 1])
+    before = {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts}
+    code, err = run_main(["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
+                          str(root), *dataset], capsys)
+    assert code == 2 and err == (f"error: {root} holds N-MNIST (its Train and Test folders): it is a data folder, "
+                                 f"which the project only reads, not a run's; use another --results\n"), err
+    assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
+
+
+def test_a_folder_that_merely_holds_a_train_folder_is_no_data_folder_around_a_run(tmp_path, dataset, capsys):
+    """A run beside a user's own Train folder (no digit folders in it, so no N-MNIST copy) trains."""
+    (tmp_path / "Train" / "notes").mkdir(parents=True)
+    assert run.main(train_args(tmp_path / "runs" / "first", dataset)) == 0
+
+
 @pytest.mark.parametrize("change", ["only Test", "Train a file"])
 def test_evaluate_on_a_copy_without_its_train_folder_says_what_is_there_and_why_it_is_needed(
         tmp_path, finished_run, dataset, capsys, change):
