@@ -309,19 +309,20 @@ def refuse_data_folder(folder, fix):
 def data_copy_of(folder):
     """The N-MNIST copy `folder` (made or not) is part of, by its path as given and the one its links
     lead to, or None: `folder` itself where it holds the split folders (data.split_base), else the
-    nearest folder above that holds them, where `folder` lies in its split folders or its NMNIST/, or
-    those hold a digit folder (a copy, not any folder that happens to hold a Train)."""
+    copy whose folder of Train and Test holds it, where it lies in Train or Test or they hold a digit
+    folder (a copy, not any folder that happens to hold a Train). A folder beside <root>/NMNIST is
+    not inside the copy."""
     for path in dict.fromkeys((Path(os.path.abspath(folder)), Path(os.path.realpath(folder)))):
         if data.split_base(path) is not None:
             return Path(folder)
         for above in path.parents:
             base = data.split_base(above)
-            if base is None:
+            if base is None or not path.is_relative_to(base):
                 continue
-            parts = (above / "NMNIST", base / "Train", base / "Test")
-            if any(path.is_relative_to(part) for part in parts) or any(
-                    (split / digit).is_dir() for split in parts[1:] for digit in data.DIGITS):
-                above = above.parent if data.split_base(above.parent) == above else above  # tonic's root/NMNIST
+            splits = (base / "Train", base / "Test")
+            if any(path.is_relative_to(split) for split in splits) or any(
+                    (split / digit).is_dir() for split in splits for digit in data.DIGITS):
+                above = base.parent if base.name == "NMNIST" and data.split_base(base.parent) == base else base
                 shown = os.path.relpath(above)  # as the user gave it: nmnist-sample, not /…/nmnist-sample
                 return Path(shown) if not Path(folder).is_absolute() and not shown.startswith("..") else above
     return None

@@ -134,7 +134,8 @@ def test_a_data_folder_is_never_taken_for_a_run_folder(tmp_path, dataset, capsys
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*")} == before
 
 
-@pytest.mark.parametrize("inside", ["NMNIST/Train", "NMNIST/Train/3", "NMNIST/Test/3/new", "mine", "NMNIST/mine/run"])
+@pytest.mark.parametrize("inside", ["NMNIST/Train", "NMNIST/Train/3", "NMNIST/Test/3/new", "NMNIST/mine",
+                                    "NMNIST/mine/run"])
 def test_a_folder_inside_a_data_folder_is_never_a_run_or_results_folder(tmp_path, dataset, capsys, inside):
     """A split folder, a digit folder, a folder below one or beside them, given as train's --out,
     evaluate's run or reproduce's --results: refused in one line naming the copy, as the copy
@@ -166,10 +167,26 @@ def test_reproduce_never_writes_its_results_into_a_data_folder(tmp_path, dataset
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
 
 
-def test_a_folder_that_merely_holds_a_train_folder_is_no_data_folder_around_a_run(tmp_path, dataset, capsys):
-    """A run beside a user's own Train folder (no digit folders in it, so no N-MNIST copy) trains."""
+def test_a_folder_beside_the_split_folders_of_a_flat_copy_is_inside_it(tmp_path, dataset, capsys):
+    """A copy in the flat layout (<root>/{Train,Test}, as nmnist-sample/): a folder beside Train and
+    Test is among the recordings' folders, refused; in tonic's layout, one beside <root>/NMNIST is not."""
+    flat = tmp_path / "flat"
+    shutil.copytree(data.split_base(Path(dataset[dataset.index("--data-root") + 1])), flat)
+    code, err = run_main(train_args(flat / "quick", dataset), capsys)
+    assert code == 2 and err == (f"error: {flat / 'quick'} lies inside {flat}, which holds N-MNIST (its Train and Test "
+                                 f"folders): a data folder, which the project only reads, not a run's; use another "
+                                 f"--out\n"), err
+    assert not (flat / "quick").exists()
+
+
+def test_a_folder_that_is_no_copy_s_split_folders_is_no_data_folder_around_a_run(tmp_path, dataset, capsys):
+    """A run beside a user's own Train folder (no digit folders in it, so no N-MNIST copy), or beside
+    <root>/NMNIST (root holds the copy in tonic's layout, and may hold more): it trains."""
     (tmp_path / "Train" / "notes").mkdir(parents=True)
     assert run.main(train_args(tmp_path / "runs" / "first", dataset)) == 0
+    root = Path(dataset[dataset.index("--data-root") + 1])
+    assert run.main(train_args(root / "runs" / "beside", dataset)) == 0
+    shutil.rmtree(root / "runs")
 
 
 @pytest.mark.parametrize("change", ["only Test", "Train a file"])
