@@ -3,7 +3,6 @@
 under results/<preset>/runs; for the hyperscale preset a table.md and figures per part, from
 results/hyperscale/<part>/runs; for the spike-cost preset a table.md and spike_cost.png.
 """
-import hashlib
 import json
 import math
 import os
@@ -15,6 +14,7 @@ import numpy
 
 import config
 import exits
+import figure_record
 import mnist
 import snn
 import run_folder
@@ -92,71 +92,45 @@ HEADINGS = re.compile(rb"# (Table [12] \(|Sparsity and energy \(|Hyperscale |The
                       rb"|The \S+ preset on this machine)")
 TABLES = ("table.md", "per_seed.md", "sparsity.md", "comparison.md")
 # Every figure a report draws there, each known by its sha256 in the folder's record of the figures
-# the report drew (FIGURE_RECORD, one "<sha256>  <name>" a line, as sha256sum writes): a file of one
-# of these names that the record does not hold is the user's, and is left as it is.
+# drawn there (figure_record.py: FIGURE_RECORD, one "<sha256>  <name>" a line, as sha256sum writes): a
+# file of one of these names that the record does not hold is the user's, and is left as it is.
 FIGURES = ("rank_ablation.png", "convergence.png", "wallclock.png", "accuracy_time.png", "protocol.png",
            "budget_accuracy.png", "budget_speed.png", "levers.png", "spike_cost.png")
-FIGURE_RECORD = ".figures.sha256"
-RECORD_LINE = re.compile(rb"([0-9a-f]{64})  (" + b"|".join(re.escape(name.encode()) for name in FIGURES) + rb")\n")
-MAX_FIGURE_BYTES = 2**26  # a figure of the report is some 100 kB
-MAX_RECORD_BYTES = 2**16  # the record holds a line or two per figure, of some 90 bytes each
+FIGURE_RECORD = figure_record.RECORD
 
 
 def refuse_foreign_files(results_dir):
     """Before any work: a UsageError for a file in results_dir under the name of a report's table or
     figure that no report wrote (a table that does not begin as the report's own do, a figure that
-    the record of the report's figures does not hold), which it would replace."""
-    instead = f"move it out of {results_dir}, or give reproduce another --results"
+    the record of the figures drawn there does not hold), which it would replace."""
+    instead = refused_instead(results_dir)
     for name in TABLES:
         exits.refuse_foreign_file(results_dir / name, HEADINGS, "a table or figure of run.py reproduce", instead)
-    recorded = recorded_figures(results_dir)
     for name in FIGURES:
-        path = results_dir / name
-        if os.path.isfile(path) and not os.path.islink(path) and figure_digest(path) not in recorded.get(name, ()):
-            raise run_folder.UsageError(f"{path} is not a figure the report drew (its {FIGURE_RECORD} does not hold "
-                                        f"it): it is left as it is; {instead}")
+        figure_record.refuse_unrecorded(results_dir / name, "the report", instead)
+
+
+def refused_instead(results_dir):
+    """What to do with a file of the report's names that no report wrote."""
+    return f"move it out of {results_dir}, or give reproduce another --results"
 
 
 def recorded_figures(results_dir):
-    """{name: the sha256 digests} of the figures the report drew in results_dir, as its record says
-    (none where there is no record); a UsageError if that file is no such record."""
-    path = results_dir / FIGURE_RECORD
-    if not os.path.lexists(path):
-        return {}
-    run_folder.refuse_link(path)
-    text = run_folder.read_bytes(path, MAX_RECORD_BYTES)
-    lines = list(RECORD_LINE.finditer(text))
-    if sum(len(line[0]) for line in lines) != len(text):
-        raise run_folder.UsageError(f"{path} is not the record of the report's figures (\"<sha256>  <figure>\" "
-                                    f"lines): it is left as it is; move it out of {results_dir}, or give "
-                                    f"reproduce another --results")
-    recorded = {}
-    for line in lines:
-        recorded.setdefault(line[2].decode(), set()).add(line[1].decode())
-    return recorded
+    """{name: the sha256 digests} of the figures drawn in results_dir, as its record says (none where
+    there is no record); a UsageError if that file is no such record."""
+    return figure_record.recorded(results_dir, refused_instead(results_dir))
 
 
-def figure_digest(path):
-    """The sha256 of the file `path`, in hex."""
-    return hashlib.sha256(run_folder.read_bytes(path, MAX_FIGURE_BYTES)).hexdigest()
-
-
-def write_figure_record(results_dir, recorded):
-    """Replace results_dir's record of the report's figures by `recorded` ({name: digests})."""
-    run_folder.write_atomically(results_dir / FIGURE_RECORD, "".join(
-        f"{digest}  {name}\n" for name in sorted(recorded) for digest in sorted(recorded[name])))
+figure_digest = figure_record.digest            # the sha256 of a file, in hex
+write_figure_record = figure_record.write       # replace a folder's record by {name: digests}
 
 
 def save_figure(figure, path):
     """Draw `figure` into the PNG `path` as `run_folder.writing` writes: its digest joins the folder's
-    record of the report's figures before the file takes its name, so the report knows it for its own
-    (beside the digest of the figure it replaces, should the rename not happen)."""
-    with run_folder.writing(path) as temporary:
+    record of the figures drawn there before the file takes its name, so the report knows it for its
+    own (beside the digest of the figure it replaces, should the rename not happen)."""
+    with figure_record.writing(path) as temporary:
         figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight")
-        recorded = recorded_figures(path.parent)
-        replaced = {figure_digest(path)} if path.is_file() else set()
-        recorded[path.name] = recorded.get(path.name, set()) & replaced | {figure_digest(temporary)}
-        write_figure_record(path.parent, recorded)
 
 
 def prepare_results(results_dir):
@@ -173,8 +147,10 @@ def prepare_results(results_dir):
 def remove_stale_figures(results_dir, written):
     """Delete the figures an earlier report drew in results_dir that this one, `written`, did not (of
     runs no longer there, or of none): only the report's own, a file of one name that the record
-    holds; then the record holds this report's figures alone."""
-    recorded, kept = recorded_figures(results_dir), {}
+    holds; then the record holds this report's figures alone (and the lines of figures of other
+    names that another command, lesson.py, drew there)."""
+    recorded = recorded_figures(results_dir)
+    kept = {name: digests for name, digests in recorded.items() if name not in FIGURES}
     for name in FIGURES:
         path = results_dir / name
         digest = figure_digest(path) if os.path.isfile(path) and not os.path.islink(path) else None

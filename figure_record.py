@@ -1,0 +1,79 @@
+"""Which figures in a folder the project drew: the record beside them, RECORD (`.figures.sha256`),
+holds the sha256 of every figure a command wrote there, one "<sha256>  <name>" line each, as
+sha256sum writes. A file under a figure's name whose digest the record does not hold is not the
+project's (a user's, a PNG too): the command that would write it refuses it before any work and
+neither replaces nor deletes it. report.py (the figures of reproduce), lesson.py and toy_eggroll.py
+keep it; each keeps the lines of the figures that are not its own."""
+import contextlib
+import hashlib
+import os
+import re
+
+import run_folder
+from run_folder import UsageError
+
+RECORD = ".figures.sha256"
+RECORD_LINE = re.compile(rb"([0-9a-f]{64})  ([^/\n\0]+)\n")
+MAX_FIGURE_BYTES = 2**26  # a figure is some 100 kB
+MAX_RECORD_BYTES = 2**16  # the record holds a line or two per figure, of some 90 bytes each
+
+
+def recorded(folder, instead):
+    """{name: the sha256 digests} of the figures drawn in `folder`, as its record says (none where
+    there is no record); a UsageError ending with `instead` (the fix) if that file is a link or no
+    such record."""
+    path = folder / RECORD
+    if not os.path.lexists(path):
+        return {}
+    run_folder.refuse_link(path)
+    text = run_folder.read_bytes(path, MAX_RECORD_BYTES)
+    lines = list(RECORD_LINE.finditer(text))
+    if sum(len(line[0]) for line in lines) != len(text):
+        raise UsageError(f"{path} is not the record of the figures drawn there (\"<sha256>  <figure>\" lines): it "
+                         f"is left as it is; {instead}")
+    held = {}
+    for line in lines:
+        held.setdefault(line[2].decode(errors="surrogateescape"), set()).add(line[1].decode())
+    return held
+
+
+def digest(path):
+    """The sha256 of the file `path`, in hex."""
+    return hashlib.sha256(run_folder.read_bytes(path, MAX_FIGURE_BYTES, largest="a figure holds")).hexdigest()
+
+
+def write(folder, held):
+    """Replace `folder`'s record of the figures drawn there by `held` ({name: digests})."""
+    run_folder.write_atomically(folder / RECORD, "".join(
+        f"{value}  {name}\n" for name in sorted(held) for value in sorted(held[name])))
+
+
+def refuse_unrecorded(path, who, instead):
+    """Before any work: a UsageError, ending with `instead` (the fix), if `path`, a figure that `who`
+    (the report, the lesson) would write, holds a file that the record in its folder does not hold
+    (the record itself checked too: `recorded`). No file there, or what is not a regular file (its
+    writer refuses it), passes."""
+    held = recorded(path.parent, instead)
+    if os.path.isfile(path) and not os.path.islink(path) and digest(path) not in held.get(path.name, ()):
+        raise UsageError(f"{path} is not a figure {who} drew (its {RECORD} does not hold it): it is left as it "
+                         f"is; {instead}")
+
+
+@contextlib.contextmanager
+def writing(path):
+    """Write the figure `path` as `run_folder.writing` writes (a temporary file beside it, then a
+    rename): its digest joins the folder's record before the file takes its name, so that the
+    project knows it for its own (beside the digest of the figure it replaces, should the rename
+    not happen), and is its name's only one once it has. Yields the temporary file's Path."""
+    instead = f"move it out of {path.parent}"
+    with run_folder.writing(path) as temporary:
+        yield temporary
+        held = recorded(path.parent, instead)
+        replaced = {digest(path)} if path.is_file() else set()
+        drawn = digest(temporary)
+        held[path.name] = held.get(path.name, set()) & replaced | {drawn}
+        write(path.parent, held)
+    held = recorded(path.parent, instead)
+    if held.get(path.name) != {drawn}:
+        held[path.name] = {drawn}
+        write(path.parent, held)
