@@ -32,7 +32,8 @@ test: install
 	$(PY) -m pytest -q
 
 # The lesson on the recordings of nmnist-sample/ (about 95 CPU seconds, at one BLAS thread): its figures into
-# docs/lesson/ and its text, printed numbers and figures as the page docs/lesson.md.
+# docs/lesson/ (known for the lesson's by their sha256 in docs/lesson/.figures.sha256) and its text, printed
+# numbers and figures as the page docs/lesson.md.
 lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 

@@ -45,6 +45,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import data
     import eggroll
     import exits
+    import figure_record
     import noise
     import optim
     import snn
@@ -747,7 +748,9 @@ def writable_folder_above(path, option):
 
 def check_what_is_written(args):
     """Everything the lesson will write, checked before any work (it writes all of it at the end):
-    folders that exist or can be made, no link in the way, no file the lesson did not write."""
+    folders that exist or can be made, no link in the way, no file the lesson did not write: a
+    figure only over one that the record of the figures drawn in --out holds (figure_record.py),
+    the page only over a page of this lesson."""
     if args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
     writable_folder_above(args.out, "--out")
@@ -755,12 +758,13 @@ def check_what_is_written(args):
         if args.page.is_dir():
             fail(f"--page {args.page} is a folder; give the path of a markdown file")
         writable_folder_above(args.page.parent, "--page")
-    for path in [args.out / FIGURES[claim] for claim in args.claims] + [args.page] * (args.page is not None):
-        if path.is_symlink():  # nothing is written through a link (write_whole)
+    figure_paths = [args.out / FIGURES[claim] for claim in args.claims]
+    for path in [*figure_paths, args.out / figure_record.RECORD] + [args.page] * (args.page is not None):
+        if path.is_symlink():  # nothing is written through a link (write_whole, figure_record.writing)
             fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it "
                  f"or choose another --out or --page")
-    for path in [args.out / FIGURES[claim] for claim in args.claims]:  # the lesson's own files are rewritten, no other
-        exits.refuse_foreign_file(path, exits.PNG, "a PNG figure", "choose another --out")
+    for path in figure_paths:  # the lesson's own figures are redrawn, no other file
+        figure_record.refuse_unrecorded(path, "the lesson", f"move it out of {args.out}, or choose another --out")
     exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")
 
 
@@ -854,8 +858,9 @@ def main():
     took = timing(time.perf_counter() - began, time.process_time() - cpu_began)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
-        for number, content in figures.items():
-            write_whole(args.out / FIGURES[number], content)
+        for number, content in figures.items():  # each known by the record of the figures drawn there
+            with figure_record.writing(args.out / FIGURES[number]) as temporary:
+                temporary.write_bytes(content)
         if args.page is not None and "__file__" in globals():
             args.page.parent.mkdir(parents=True, exist_ok=True)
             write_whole(args.page, page(took, args.out, args.page).encode())

@@ -2,6 +2,7 @@
 checks its five claims on the recordings of nmnist-sample/, prints one line of numbers for each and
 writes one figure for each and the markdown page. A user's error is one line on stderr, exit
 status 2, and nothing written."""
+import hashlib
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ["1_lowrank_scale.png", "2_forward_trick.png", "3_gradient_estimate.png", "4_memory_time.png",
            "5_training.png"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+RECORD = ".figures.sha256"  # the sha256 of each figure the lesson drew, beside them (figure_record.py)
 SETTINGS = ("NMNIST_ROOT", "EGGROLL_TEST_NMNIST", "EGGROLL_CACHE", "PYTHONPATH")  # none of them is needed
 
 
@@ -58,10 +60,12 @@ def test_the_lesson_runs_from_a_clone_with_nothing_beside_it(tmp_path):
     assert [line.split(":")[0] for line in claims] == [f"claim {k}" for k in range(1, 6)], result.stdout
     assert "recordings of nmnist-sample;" in claims[4], claims[4]
     assert (clone / "__pycache__").is_dir() or os.environ.get("PYTHONDONTWRITEBYTECODE")  # the clone's modules ran
-    assert sorted(path.name for path in (elsewhere / "lesson").iterdir()) == FIGURES
+    assert sorted(path.name for path in (elsewhere / "lesson").iterdir()) == [RECORD, *FIGURES]
     for name in FIGURES:
         content = (elsewhere / "lesson" / name).read_bytes()
         assert content.startswith(PNG_SIGNATURE) and len(content) > 10_000, name
+    assert (elsewhere / "lesson" / RECORD).read_text() == "".join(
+        f"{sha256(elsewhere / 'lesson' / name)}  {name}\n" for name in FIGURES)
     page = (elsewhere / "page" / "lesson.md").read_text(encoding="utf-8")
     assert page.startswith("# EGGROLL in five claims\n") and "\n# %%" not in page
     assert page.count("\n## ") == 6  # five claims and what to read next
@@ -110,6 +114,48 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         one_line_error(result, *fragments)
         assert not out.exists() and not page.exists(), options
         assert existing.read_text() == "keep me"
+
+
+def sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_a_png_the_lesson_did_not_draw_is_refused_and_one_it_drew_replaced(tmp_path):
+    """The lesson knows its figures by their sha256 in the record beside them, not by their first
+    bytes: a user's PNG under a figure's name (none in the record, or another's digest there) is
+    refused in one line naming it and the fix, before any claim runs, and left as it is; a figure
+    the record holds is replaced, and the record then holds the new one's digest beside the lines
+    of figures that are not the lesson's."""
+    users_png = (ROOT / "results" / "quick" / "convergence.png").read_bytes()
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / FIGURES[0]).write_bytes(users_png)
+    for record in (None, f"{sha256(ROOT / 'docs' / 'lesson' / FIGURES[0])}  {FIGURES[0]}\n"):
+        if record is not None:
+            (out / RECORD).write_text(record)
+        result = run_lesson("--claims", "1", "--out", str(out), cwd=tmp_path, cache=tmp_path / "cache")
+        one_line_error(result, f"{out / FIGURES[0]} is not a figure the lesson drew (its {RECORD} does not hold it): "
+                               f"it is left as it is; move it out of {out}, or choose another --out")
+        assert result.stdout == "" and (out / FIGURES[0]).read_bytes() == users_png
+        assert sorted(p.name for p in out.iterdir()) == [RECORD, FIGURES[0]][record is None:]
+    other = f"{'0' * 64}  convergence.png\n"
+    (out / RECORD).write_text(f"{sha256(out / FIGURES[0])}  {FIGURES[0]}\n{other}")  # the lesson's, as drawn before
+    result = run_lesson("--claims", "1", "--out", str(out), cwd=tmp_path, cache=tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-3000:]
+    drawn = (out / FIGURES[0]).read_bytes()
+    assert drawn != users_png and drawn.startswith(PNG_SIGNATURE)
+    assert (out / RECORD).read_text() == f"{sha256(out / FIGURES[0])}  {FIGURES[0]}\n{other}"
+    (out / RECORD).write_text("not a record\n")  # a file of the record's name that is not one: refused, kept
+    result = run_lesson("--claims", "1", "--out", str(out), cwd=tmp_path, cache=tmp_path / "cache")
+    one_line_error(result, f"{out / RECORD} is not the record of the figures drawn there")
+    assert (out / RECORD).read_text() == "not a record\n" and (out / FIGURES[0]).read_bytes() == drawn
+
+
+def test_the_committed_figures_are_the_lessons_own_in_its_record():
+    """`make lesson` redraws docs/lesson/: its record holds every committed figure, so each is
+    replaced, not refused as a user's."""
+    assert (ROOT / "docs" / "lesson" / RECORD).read_text() == "".join(
+        f"{sha256(ROOT / 'docs' / 'lesson' / name)}  {name}\n" for name in FIGURES)
 
 
 def test_a_claim_that_does_not_hold_at_its_budget_is_one_line_and_writes_nothing(tmp_path):
