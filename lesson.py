@@ -748,15 +748,21 @@ def writable_folder_above(path, option):
 
 def check_what_is_written(args):
     """Everything the lesson will write, checked before any work (it writes all of it at the end):
-    folders that exist or can be made, no link in the way, no file the lesson did not write: a
-    figure only over one that the record of the figures drawn in --out holds (figure_record.py),
-    the page only over a page of this lesson."""
+    folders that exist or can be made, no link in the way, the page a markdown file apart from the
+    figures, no file the lesson did not write: a figure only over one that the record of the
+    figures drawn in --out holds (figure_record.py), the page only over a page of this lesson."""
     if args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
     writable_folder_above(args.out, "--out")
     if args.page is not None:
         if args.page.is_dir():
             fail(f"--page {args.page} is a folder; give the path of a markdown file")
+        for claim, name in FIGURES.items():
+            if args.page.resolve() == (args.out / name).resolve():
+                fail(f"--page {args.page} is where the lesson draws claim {claim}'s figure; give the page a path of "
+                     f"its own ending in .md")
+        if args.page.suffix.lower() != ".md":
+            fail(f"--page {args.page} is not a markdown page; give the path of a file ending in .md")
         writable_folder_above(args.page.parent, "--page")
     figure_paths = [args.out / FIGURES[claim] for claim in args.claims]
     for path in [*figure_paths, args.out / figure_record.RECORD] + [args.page] * (args.page is not None):

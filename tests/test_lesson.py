@@ -120,6 +120,29 @@ def sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def test_a_page_over_a_figure_or_not_markdown_is_one_line_and_writes_nothing(tmp_path):
+    """--page naming one of the figures the lesson draws (in --out, of any claim), or a file that is
+    not a markdown page (.md): one line, exit status 2, before any work; nothing written, and a
+    figure the lesson drew there before is as it was."""
+    out = tmp_path / "figures"
+    for page, fragment in ((out / FIGURES[0], "is where the lesson draws claim 1's figure"),
+                           (out / FIGURES[2], "is where the lesson draws claim 3's figure"),
+                           (tmp_path / "page.txt", "is not a markdown page; give the path of a file ending in .md"),
+                           (out / RECORD, "is not a markdown page")):
+        result = run_lesson("--claims", "1", "--out", str(out), "--page", str(page), cwd=tmp_path,
+                            cache=tmp_path / "cache")
+        one_line_error(result, f"--page {page} ", fragment)
+        assert result.stdout == "" and not out.exists() and not page.exists()
+    out.mkdir()
+    drawn = (ROOT / "docs" / "lesson" / FIGURES[0]).read_bytes()
+    (out / FIGURES[0]).write_bytes(drawn)
+    (out / RECORD).write_text(f"{sha256(out / FIGURES[0])}  {FIGURES[0]}\n")
+    result = run_lesson("--claims", "1", "--out", str(out), "--page", str(out / FIGURES[0]), cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    one_line_error(result, "is where the lesson draws claim 1's figure")
+    assert (out / FIGURES[0]).read_bytes() == drawn and sorted(p.name for p in out.iterdir()) == [RECORD, FIGURES[0]]
+
+
 def test_a_png_the_lesson_did_not_draw_is_refused_and_one_it_drew_replaced(tmp_path):
     """The lesson knows its figures by their sha256 in the record beside them, not by their first
     bytes: a user's PNG under a figure's name (none in the record, or another's digest there) is
