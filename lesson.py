@@ -721,14 +721,20 @@ def options(argv):
     parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
     parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
                                                   "markdown page FILE (the figures linked from it)")
-    parser.add_argument("--data-root", type=Path, help="real N-MNIST recordings for claim 5, <DIR>/Train/<digit>/*.bin "
-                                                       "and <DIR>/Test/... (default: $NMNIST_ROOT, else nmnist-sample/ "
-                                                       "beside lesson.py)")
+    parser.add_argument("--data-root", type=Path, help="claim 5 only: real N-MNIST recordings, "
+                                                       "<DIR>/Train/<digit>/*.bin and <DIR>/Test/... (default: "
+                                                       "$NMNIST_ROOT, else nmnist-sample/ beside lesson.py)")
     parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
                                                                                    "(default: all five)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="claim 5: CPU seconds of training for each "
-                                                                     "method (default: 20)")
+    parser.add_argument("--seconds", type=float, help="claim 5 only: CPU seconds of training for each method "
+                                                      "(default: 20)")
     args = parser.parse_args(argv)
+    for option, value in (("--data-root", args.data_root), ("--seconds", args.seconds)):
+        if value is not None and 5 not in args.claims:  # given, and no claim run would use it
+            parser.error(f"{option} is for claim 5 only, which --claims {','.join(map(str, args.claims))} does not "
+                         f"run: drop {option}, or add 5 to --claims")
+    if args.seconds is None:
+        args.seconds = 20.0
     if not 0 < args.seconds <= 86_400:
         fail(f"--seconds {args.seconds:g} must lie in (0, 86400]")
     return args

@@ -181,6 +181,19 @@ def test_the_committed_figures_are_the_lessons_own_in_its_record():
         f"{sha256(ROOT / 'docs' / 'lesson' / name)}  {name}\n" for name in FIGURES)
 
 
+def test_options_for_claim_5_alone_are_refused_without_it(tmp_path):
+    """--seconds and --data-root serve claim 5 only: given with --claims that leave it out, one line
+    saying which claim uses the option and the fix, exit status 2, before any claim runs."""
+    out = tmp_path / "figures"
+    for option, value in (("--seconds", "5"), ("--data-root", str(tmp_path / "X"))):
+        for claims in ("1", "1,2,3,4"):
+            result = run_lesson("--claims", claims, option, value, "--out", str(out), cwd=tmp_path,
+                                cache=tmp_path / "cache")
+            assert result.stderr == f"error: {option} is for claim 5 only, which --claims {claims} does not run: " \
+                                    f"drop {option}, or add 5 to --claims; see lesson.py --help\n", result.stderr
+            assert result.returncode == 2 and result.stdout == "" and not out.exists()
+
+
 def test_a_claim_that_does_not_hold_at_its_budget_is_one_line_and_writes_nothing(tmp_path):
     """Claim 5 checks its own conclusion; at a tenth of a CPU second EGGROLL cannot reach it: one line
     saying so and how to give it time, exit status 1 (a check that failed, not a user's error), no
