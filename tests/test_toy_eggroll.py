@@ -1,6 +1,7 @@
 """The toy of docs/derivation.md: EGGROLL's own functions climb a quadratic on an 8 x 6 matrix, and
 the step has the mean the derivation says. Each mean is over 2,000 independent generations at
 W = 0, compared entry by entry within 5 of its standard errors."""
+import hashlib
 import math
 import os
 import subprocess
@@ -16,6 +17,7 @@ from toy_eggroll import Toy, cosine, mean_step, optimum, ranked_step_length, tra
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = 2000
+RECORD = ".figures.sha256"  # the sha256 of each figure drawn in a folder, beside them (figure_record.py)
 
 
 @pytest.mark.parametrize("rank", [1, 4, None])
@@ -78,26 +80,56 @@ def run_toy(*options, cwd):
                           text=True, timeout=300, env={**clean, "MPLCONFIGDIR": str(cwd / ".matplotlib")})
 
 
+def sha256(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path):
+    """The toy replaces a figure it drew before (one whose sha256 the record beside it, .figures.sha256,
+    holds), and the record then holds the new one's; a user's file at --out, a PNG too, is refused
+    in one line before any work and left as it is, as is a record that is not one."""
+    drawn_before = (ROOT / "docs" / "lesson" / "1_lowrank_scale.png").read_bytes()  # another figure
+    (tmp_path / "toy.png").write_bytes(drawn_before)
+    (tmp_path / RECORD).write_text(f"{sha256(tmp_path / 'toy.png')}  toy.png\n{'0' * 64}  other.png\n")
     result = run_toy("--out", "toy.png", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "EGGROLL r = 1: ||W - W*||^2 from 37.74" in result.stdout, result.stdout
     page = (ROOT / "docs" / "derivation.md").read_text()
     for line in result.stdout.splitlines()[:-1]:  # docs/derivation.md quotes what the toy prints
         assert f"\n    {line}\n" in page, line
-    assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    drawn = (tmp_path / "toy.png").read_bytes()
+    assert drawn.startswith(b"\x89PNG\r\n\x1a\n") and drawn != drawn_before
+    record = f"{'0' * 64}  other.png\n{sha256(tmp_path / 'toy.png')}  toy.png\n"
+    assert (tmp_path / RECORD).read_text() == record
     (tmp_path / "notes.png").write_text("mine")
+    (tmp_path / "photo.png").write_bytes(drawn_before)  # a PNG the toy did not draw there
+    refused = "is not a figure the toy drew (its .figures.sha256 does not hold it): it is left as it is; give " \
+              "another --out"
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
                               (["--out", "."], "expected the path of a .png file to draw the figure in, got '.'"),
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
-                              (["--out", "notes.png"], "notes.png is a file this command did not write (not a PNG "
-                                                       "figure): it is left as it is; give another --out")):
+                              (["--out", "photo.png"], f"photo.png {refused}"),
+                              (["--out", "notes.png"], f"notes.png {refused}")):
         result = run_toy(*options, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
             result.stderr
-        assert fragment in result.stderr and "Traceback" not in result.stderr
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".matplotlib", "notes.png", "toy.png"]
-    assert (tmp_path / "notes.png").read_text() == "mine"
+        assert fragment in result.stderr and "Traceback" not in result.stderr and result.stdout == ""
+    assert sorted(path.name for path in tmp_path.iterdir()) == [RECORD, ".matplotlib", "notes.png", "photo.png",
+                                                                "toy.png"]
+    assert (tmp_path / "notes.png").read_text() == "mine" and (tmp_path / "photo.png").read_bytes() == drawn_before
+    assert (tmp_path / "toy.png").read_bytes() == drawn and (tmp_path / RECORD).read_text() == record
+    (tmp_path / RECORD).write_text("mine\n")
+    result = run_toy("--out", "new.png", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr == (
+        f"error: {RECORD} is not the record of the figures drawn there (\"<sha256>  <figure>\" lines): it is left "
+        f"as it is; give another --out\n"), result.stderr
+    assert (tmp_path / RECORD).read_text() == "mine\n" and not (tmp_path / "new.png").exists()
+
+
+def test_the_committed_figure_is_the_toys_own_in_its_record():
+    """`make derivation` redraws docs/derivation.png: docs/.figures.sha256 holds it, so it is replaced,
+    not refused as a user's."""
+    assert (ROOT / "docs" / RECORD).read_text() == f"{sha256(ROOT / 'docs' / 'derivation.png')}  derivation.png\n"
 
 
 @pytest.mark.parametrize("out", ["x.txt", "notes.md", "figure.png.bak", "figure"])
