@@ -345,6 +345,10 @@ def check_writable(path, option, folder=False):
         raise UsageError(f"{option} {path} is not a regular file; give a file path")
     existing = path if folder and path.exists() else path.parent  # a file is replaced through its folder
     while folder and not existing.exists():
+        if existing.is_symlink():  # a dangling or looping link on the way: no folder can be made below it
+            raise UsageError(f"{option} {path}: {existing} is a symbolic link to {os.readlink(existing)}, which leads "
+                             f"to no folder (it does not exist, or the links loop): make the folder it names, or give "
+                             f"another path")
         existing = existing.parent
     if not existing.exists():
         raise UsageError(f"{option} {path}: the folder {existing} does not exist; create it or choose another path")

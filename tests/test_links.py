@@ -89,6 +89,11 @@ def test_an_out_that_is_a_link_to_no_folder_is_named_so(tmp_path, dataset, capsy
                                       f"no folder (it does not exist, or the links loop): give a folder, or make the " \
                                       f"one it names\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
+    assert train(out / "run", dataset) == 2  # a folder below it
+    assert capsys.readouterr().err == f"error: --out {out / 'run'}: {out} is a symbolic link to {tmp_path / target}, " \
+                                      f"which leads to no folder (it does not exist, or the links loop): make the " \
+                                      f"folder it names, or give another path\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
 def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path, dataset, capsys, monkeypatch):
