@@ -145,18 +145,23 @@ def main():
                              "conv8k5s3)")
     parser.add_argument("--methods", nargs="+", default=["eggroll", "bptt"], choices=sorted(RECIPES),
                         help="which methods train each network, each with its recipe (default: eggroll bptt)")
-    parser.add_argument("--generations", type=exits.at_least(1), default=1000, help="EGGROLL's generations (default: 1000)")
-    parser.add_argument("--epochs", type=exits.at_least(1), default=5, help="BPTT's epochs (default: 5)")
-    parser.add_argument("--sigma", type=exits.positive_number, default=0.2, help="EGGROLL's sigma (default: 0.2)")
-    parser.add_argument("--lr", type=exits.positive_number, default=0.03, help="EGGROLL's learning rate (default: 0.03)")
-    parser.add_argument("--logit-scale", type=exits.positive_number, default=5.0, help="EGGROLL's readout scale (default: 5)")
-    parser.add_argument("--init-std", type=exits.positive_number, default=0.3,
+    parser.add_argument("--generations", type=exits.at_least(1), help="EGGROLL's generations (default: 1000)")
+    parser.add_argument("--epochs", type=exits.at_least(1), help="BPTT's epochs (default: 5)")
+    parser.add_argument("--sigma", type=exits.positive_number, help="EGGROLL's sigma (default: 0.2)")
+    parser.add_argument("--lr", type=exits.positive_number, help="EGGROLL's learning rate (default: 0.03)")
+    parser.add_argument("--logit-scale", type=exits.positive_number, help="EGGROLL's readout scale (default: 5)")
+    parser.add_argument("--init-std", type=exits.positive_number,
                         help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
-    parser.add_argument("--output-sigma-scale", type=exits.positive_number, default=1.0,
+    parser.add_argument("--output-sigma-scale", type=exits.positive_number,
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()
+    for name, (default, methods, _) in LEVERS.items():  # an option no chosen method reads is refused, not passed over
+        if getattr(opts, name) is not None and not set(methods) & set(opts.methods):
+            parser.error(f"--{name.replace('_', '-')} is for {' and '.join(methods)}, which --methods "
+                         f"{' '.join(opts.methods)} does not train: drop it, or add {methods[0]} to --methods")
+        setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
 
     def command():
         exits.refuse_foreign_file(opts.out / "table.md", b"| method | network | ", "this table", "give another --out")

@@ -172,8 +172,8 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     rescored = [*command[:command.index("--real-root") + 1], str(other), *command[command.index("--out"):]]
     assert subprocess.run(rescored, capture_output=True, text=True, timeout=300).returncode == 0
     assert json.loads((runs / "bptt-hidden-conv2k5s3-e1-seed1" / "real.json").read_text())["samples"]["test"] == 10
-    longer = [*command[:command.index("--generations") + 1], "3", *command[command.index("--epochs"):-3], "12",
-              "--methods", "eggroll"]
+    longer = [*command[:command.index("--generations") + 1], "3", *command[command.index("--logit-scale"):-3], "12",
+              "--methods", "eggroll"]  # (no --epochs: no BPTT run reads it)
     assert subprocess.run(longer, capture_output=True, text=True, timeout=300).returncode == 0
     assert (runs / "hidden-12-g3-logit1-seed1" / "final.json").is_file()
     assert [line.split(" | ")[3] for line in (tmp_path / "table.md").read_text().splitlines()[2:6]] == \
@@ -469,6 +469,18 @@ def test_depth_signals_lists_are_whole_numbers_or_one_line(options, message):
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root", "x", *options],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--methods", "bptt", "--sigma", "0.5"], "--sigma is for eggroll, which --methods bptt does not train: drop it, "
+                                              "or add eggroll to --methods"),
+    (["--methods", "eggroll", "--epochs", "3"], "--epochs is for bptt, which --methods eggroll does not train"),
+])
+def test_the_depth_example_refuses_an_option_no_chosen_method_reads(tmp_path, options, message):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "x", "--out",
+                           str(tmp_path / "depth"), *options], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert not (tmp_path / "depth").exists()
 
 
 def test_depth_speed_refuses_members_beyond_free_memory_before_any_timing(tmp_path):
