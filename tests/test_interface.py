@@ -1804,3 +1804,46 @@ def test_a_fitness_past_a_signalling_nan_or_of_wide_complex_numbers_is_named(fit
     state = es.init({"w": np.ones((2, 3))})
     with pytest.raises(ValueError, match=re.escape(said)):
         es.tell(state, es.ask(state), fitness)
+
+
+@pytest.mark.parametrize("generation", [2.0 ** 32, np.float64(2 ** 32)])
+def test_a_float_generation_past_the_last_is_refused_as_no_whole_number(generation):
+    """A generation must be a whole number first: a float one past the last is told so, not that the
+    seed's generations are spent (the fix for a whole number past the last)."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError, match=r"^state\.generation must be a whole number in 0\.\.4294967295, got "):
+        es.ask(eggroll.State(state.params, state.optimiser, generation))
+
+
+def test_a_numpy_seed_is_kept_as_the_python_int_a_team_compares():
+    """A NumPy seed becomes a Python int, which the processes of a team compare as JSON."""
+    assert type(eggroll.Eggroll(4, 1, 0.1, np.int64(3)).seed) is int
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, np.int64(3), team=team)
+        return len(es.ask(es.init(W)).pairs)
+    assert run_team(2, body)[0] == [64, 64]
+
+
+@pytest.mark.parametrize("fitness", [[1, 2, 3, float("inf")], [Decimal(1), Decimal(2), Decimal(3), Decimal("-Infinity")]])
+def test_an_infinite_fitness_among_exact_numbers_is_named_as_inf_not_as_beyond_range(fitness):
+    """inf among ints or Decimals (held as objects) is no finite number beyond float64's range: it is
+    told as NaN or inf, with that fix."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError, match="^fitness holds NaN or inf: lower the learning rate or sigma"):
+        es.tell(state, es.ask(state), fitness)
+
+
+def test_a_teams_gathered_fitness_and_step_stay_on_the_device():
+    """Under a team, the gathered fitnesses and the step are the parameters' array type (a GPU's),
+    here the strict double that refuses to mix with NumPy's."""
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        state = es.init({"w": strict_array.asarray(W["w"])})
+        pop = es.ask(state)
+        fitness = strict_array.asarray(np.arange(2 * 64 * team.rank, 2 * 64 * (team.rank + 1), dtype=np.float32))
+        gathered = team.gather(fitness, es.pairs, eggroll.PAIRS_PER_BLOCK)
+        return type(gathered).__name__, type(es.tell(state, pop, fitness)[0].params["w"]).__name__
+    assert run_team(2, body)[0] == [("StrictArray", "StrictArray")] * 2

@@ -110,6 +110,21 @@ def test_a_shorter_draw_is_a_prefix_of_a_longer_one(short, extra, pair):
     assert np.array_equal(noise.standard_normals(11, 5, [pair], 3, short), longer[:, :short])
 
 
+def test_each_block_of_four_normals_is_box_muller_of_its_philox_words_in_order():
+    """Normals 4k..4k+3 of a stream are Box-Muller of Philox words (0, 1) then (2, 3) at counter
+    (block k, pair, parameter id, generation) and key (seed's low word, high word), for every block
+    and pair. Exact equality (the same float32 operations)."""
+    seed, generation, pairs, param_id = 2 ** 33 + 7, 3, [0, 5], noise.param_id("W2")
+    drawn = noise.standard_normals(seed, generation, pairs, param_id, 12)
+    for row, pair in enumerate(pairs):
+        for block in range(3):
+            words = [np.asarray(word) for word in noise.philox4x32(
+                (np.uint32(block), np.uint32(pair), np.uint32(param_id), np.uint32(generation)),
+                (seed & noise.MASK32, seed >> 32))]
+            by_hand = [*noise.box_muller(words[0], words[1]), *noise.box_muller(words[2], words[3])]
+            assert np.array_equal(drawn[row, 4 * block:4 * block + 4], np.array(by_hand, np.float32)), (pair, block)
+
+
 def test_box_muller_by_hand():
     """Box-Muller of the extreme words, by hand, as float32 arrays: radius bits 0 give u = 2^-24,
     so radius sqrt(-2 ln 2^-24) = sqrt(48 ln 2); all ones give u = 1, radius 0; angle bits 0 give

@@ -439,3 +439,44 @@ def test_the_code_version_tells_modules_of_other_names_apart(tmp_path):
     assert distributed.code_version(tmp_path / "one") != distributed.code_version(tmp_path / "two")
     (tmp_path / "two" / "c.py").rename(tmp_path / "two" / "b.py")
     assert distributed.code_version(tmp_path / "one") == distributed.code_version(tmp_path / "two")
+
+
+@pytest.mark.parametrize("size, signum", [(2, 2), (3, 15)])
+def test_a_signal_every_process_receives_stops_each_with_that_signal(size, signum):
+    """The same signal on every process: each stops with that signal's number (the largest of those
+    received, never their sum), as one every process met."""
+    def body(team):
+        team.on_signal(signum)
+        with pytest.raises(distributed.Stopped) as stopped:
+            team.stop_if_signalled()
+        return stopped.value.signum, stopped.value.everywhere
+    assert run_team(size, body)[0] == [(signum, True)] * size
+
+
+class CompletesIn:
+    """A request that completes `seconds` after it is made (never, for None)."""
+    def __init__(self, seconds):
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def Test(self):
+        return self.at is not None and time.monotonic() >= self.at
+
+
+def test_a_call_begun_long_after_a_leave_was_heard_still_has_its_own_patience():
+    """A process that left was heard of in an earlier call: a later call still waits its own
+    PATIENCE before it gives up, counted from its own start."""
+    team = make_team(LocalComm(World(2), 1))
+    team.patience = 0.3
+    team.left = {0: time.monotonic() - 1.0}  # heard a second ago
+    team.wait(CompletesIn(0.1))              # completes within this call's patience: no Left
+
+
+def test_a_process_that_gives_up_waiting_after_a_signal_stops_alone_not_everywhere():
+    """A signal arrived and the others never answer: this process stops as one that met it alone
+    (it says so with its rank and ends the job), never as one every process met (silent)."""
+    team = make_team(LocalComm(World(2), 1))
+    team.patience = 0.2
+    team.on_signal(15)
+    with pytest.raises(distributed.Stopped) as stopped:
+        team.wait(CompletesIn(None))
+    assert (stopped.value.signum, stopped.value.everywhere) == (15, False)
