@@ -336,9 +336,12 @@ def check_finite(fitnesses):
     """`fitnesses` as they are, or a ValueError if one is NaN or inf (their centred ranks would mean
     nothing)."""
     if not bool(array_module_of(fitnesses).isfinite(fitnesses).all()):
-        raise ValueError("fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for "
-                         "non-finite values (a member to be ranked last takes a finite fitness below the others')")
+        raise ValueError(NOT_FINITE)
     return fitnesses
+
+
+NOT_FINITE = ("fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values "
+              "(a member to be ranked last takes a finite fitness below the others')")
 
 
 def check_known(params, name, bias=None):
@@ -410,6 +413,9 @@ def fitness_array(fitness, members, like):
     if fitness.shape != (members,):
         raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
                          f"in member order, got {tuple(fitness.shape)}")
+    finite = numpy.isfinite(fitness)
+    if not finite.all():  # said here, where the member is known (under a team, on its own process)
+        raise ValueError(f"{NOT_FINITE}; the first is member {int(finite.argmin())}")
     return array_module_of(like).asarray(fitness)
 
 

@@ -490,25 +490,30 @@ def test_processes_given_different_commands_stop_before_anything_is_written(tmp_
 
 
 @needs_mpi
-def test_a_script_whose_process_fails_ends_every_process_with_one_line(tmp_path):
-    """A script of its own on distributed.team("seeds"): process 0 tells a fitness one member short
-    and raises; process 1, waiting for it in the fitnesses' gather, is ended with the job within
-    seconds, and the error is one line naming the rank."""
+@pytest.mark.parametrize("fitness, said", [
+    ("numpy.zeros(pop.members - (team.rank == 0))", "rank 0 of 2: ValueError: fitness must have shape (128,), one "
+                                                    "number per member of ask's population in member order, got (127,)"),
+    ("numpy.where((numpy.arange(pop.members) == 3) & (team.rank == 1), numpy.nan, 0.0)",  # rank 1's member 3
+     "rank 1 of 2: ValueError: fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for "
+     "non-finite values (a member to be ranked last takes a finite fitness below the others'); the first is member 3")])
+def test_a_script_whose_process_fails_ends_every_process_with_one_line(tmp_path, fitness, said):
+    """A script of its own on distributed.team("seeds"): one process tells a fitness one member short,
+    or a NaN, and raises; the other, waiting for it in the fitnesses' gather, is ended with the job
+    within seconds, and the error is one line naming the rank (and the member)."""
     (tmp_path / "script.py").write_text(
         "import numpy, distributed, eggroll\n"
         "team = distributed.team('seeds')\n"
         "es = eggroll.Eggroll(256, 1, 0.1, seed=0, team=team)\n"
         "state = es.init({'w': numpy.ones((3, 4))})\n"
         "pop = es.ask(state)\n"
-        "fitness = numpy.zeros(pop.members - (team.rank == 0))\n"
+        f"fitness = {fitness}\n"
         "es.tell(state, pop, fitness)\n")
     began = time.monotonic()
     done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(tmp_path / "script.py")], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode != 0 and time.monotonic() - began < 60
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: rank 0 of 2: ValueError: fitness must have shape (128,), one number per member of "
-                      "ask's population in member order, got (127,)"], done.stderr
+    assert errors == [f"error: {said}"], done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -443,7 +443,7 @@ class ArrayLike:
     (lambda: (lambda es, state: es.tell(state, es.ask(state), [0.0, np.inf, 1.0, 2.0]))(
         eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw"), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values (a member "
-     "to be ranked last takes a finite fitness below the others')"),
+     "to be ranked last takes a finite fitness below the others'); the first is member 1"),
     (lambda: eggroll.Eggroll(4, 1, {"w": 0.1}, 0).init(dict(W, b=np.ones(2, np.float32))),
      "sigma names ['w'] but the parameters are ['b', 'w']: give one sigma per parameter, or one float for all"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": (1.0, 2.0)}),
