@@ -12,7 +12,6 @@ halfway keeps the files it finished and fetches only the others next time.
 Errors a user can cause are a data.MissingDataError (no MNIST where it should be, or no download)
 or a data.BadDataError (a file that is not an MNIST IDX file), each one line naming the fix.
 """
-import gzip
 import hashlib
 import struct
 import urllib.request
@@ -63,8 +62,12 @@ def path_of(folder, name):
 def read(path):
     """The uncompressed bytes of an IDX file, gzipped (.gz) or not."""
     raw = read_bytes(path, MAX_FILE_BYTES, data.BadDataError, "an MNIST file holds", "read the MNIST file")
-    if path.suffix != ".gz":
-        return raw
+    return inflate(raw, path) if path.suffix == ".gz" else raw
+
+
+def inflate(raw, path):
+    """The bytes gzipped in `raw` (the file `path`'s), inflated no further than MAX_FILE_BYTES + 1:
+    one that holds more (a gzip bomb) is a BadDataError before it fills the memory."""
     inflating = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip's header; stops at MAX_FILE_BYTES + 1
     try:
         inflated = inflating.decompress(raw, MAX_FILE_BYTES + 1)
@@ -137,30 +140,33 @@ def fetch(folder=None, progress=True):
     folder = Path(folder).expanduser() if folder is not None else default_folder()
     mirrors, expected = MIRRORS, OFFICIAL_SHA256
     first_new = first_missing(folder)
-    for name in NAMES:
-        path = folder / f"{name}.gz"
-        if path.is_file() and verified(path, expected[name]):
-            continue
-        problems = []
-        for mirror in mirrors:
-            problem = download(mirror + name + ".gz", path, expected[name], progress)
-            if problem is None:
-                break
-            problems.append(f"{mirror}: {problem}")
-        else:
-            remove_made_folders(folder, first_new)
-            raise data.MissingDataError(
-                f"MNIST could not be downloaded ({name}.gz from {'; '.join(problems)}); fetch "
-                f"{', '.join(f'{n}.gz' for n in NAMES)} from {mirrors[0]} into "
-                f"{folder} by hand, or give --mnist a folder that holds them")
+    try:
+        for name in NAMES:
+            path = folder / f"{name}.gz"
+            if path.is_file() and verified(path, expected[name]):
+                continue
+            problems = []
+            for mirror in mirrors:
+                problem = download(mirror + name + ".gz", path, expected[name], progress)
+                if problem is None:
+                    break
+                problems.append(f"{mirror}: {problem}")
+            else:
+                raise data.MissingDataError(
+                    f"MNIST could not be downloaded ({name}.gz from {'; '.join(problems)}); fetch "
+                    f"{', '.join(f'{n}.gz' for n in NAMES)} from {mirrors[0]} into "
+                    f"{folder} by hand, or give --mnist a folder that holds them")
+    except BaseException:  # no file could be had, a full disk, Ctrl-C: the folders it made, if empty, go
+        remove_made_folders(folder, first_new)
+        raise
     return folder
 
 
 def verified(path, sha256):
     """Whether the gzipped file at `path` decompresses to contents of SHA256 `sha256`."""
     try:
-        return hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == sha256
-    except (OSError, EOFError, zlib.error):
+        return hashlib.sha256(read(path)).hexdigest() == sha256
+    except (OSError, data.BadDataError):
         return False
 
 
@@ -189,9 +195,9 @@ def download(url, path, sha256, progress):
         return f"more than {MAX_DOWNLOAD_BYTES:,} bytes, not an MNIST file"
     blob = b"".join(chunks)
     try:
-        contents = hashlib.sha256(gzip.decompress(blob)).hexdigest()
-    except (OSError, EOFError, zlib.error):
-        return "not a whole gzip file"
+        contents = hashlib.sha256(inflate(blob, path)).hexdigest()
+    except data.BadDataError:
+        return "not a whole gzip file of an MNIST file's size"
     if contents != sha256:
         return f"its contents have SHA256 {contents[:12]}..., not the official {sha256[:12]}..."
     path.parent.mkdir(parents=True, exist_ok=True)

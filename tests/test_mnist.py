@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ import pytest
 import data
 import mnist
 import run
+import run_folder
 from trickling_server import trickling
 
 PLAIN = Path(__file__).resolve().parent / "data" / "mnist-digits"  # the committed digits, uncompressed
@@ -134,6 +137,27 @@ def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_a_gzip_bomb_is_refused_as_it_inflates_not_after(tmp_path):
+    """A .gz of 400 MB of zeros (0.4 MB on disk) under an MNIST name, to be read or checked before a
+    download: refused having inflated no more than MAX_FILE_BYTES + 1, not the whole of it (a 50 MB
+    bomb would be 50 GB)."""
+    for name in mnist.NAMES:
+        shutil.copyfile(PLAIN / name, tmp_path / name)
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(
+        b"".join(packer.compress(bytes(2**20)) for _ in range(400)) + packer.flush())
+    tracemalloc.start()
+    try:
+        with pytest.raises(data.BadDataError, match="inflates to more than 50,000,000 bytes"):
+            mnist.load(tmp_path)
+        assert not mnist.verified(tmp_path / "train-images-idx3-ubyte.gz", mnist.OFFICIAL_SHA256[mnist.NAMES[0]])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * mnist.MAX_FILE_BYTES, f"{peak:,} bytes allocated"
+
+
 def test_a_fifo_or_a_device_under_an_mnist_name_is_named_for_what_it_is(tmp_path):
     for name in mnist.NAMES:
         shutil.copyfile(PLAIN / name, tmp_path / name)
@@ -165,6 +189,14 @@ def test_a_failed_fetch_removes_only_the_empty_folders_it_made(tmp_path, monkeyp
     with pytest.raises(data.MissingDataError):
         mnist.fetch(tmp_path / "fresh" / "mnist", progress=False)
     assert not (tmp_path / "fresh").exists()
+
+    def full_disk(url, path, sha256, progress):  # the first file's write fails: a UsageError naming it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        raise run_folder.UsageError(f"cannot write {path}: No space left on device")
+    monkeypatch.setattr(mnist, "download", full_disk)
+    with pytest.raises(run_folder.UsageError):
+        mnist.fetch(tmp_path / "full" / "mnist", progress=False)
+    assert not (tmp_path / "full").exists()
 
 
 def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path, serve, official, monkeypatch,
