@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import baselines
 import config as run_config
 import data
 import snn_eggroll
@@ -607,6 +608,32 @@ def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run,
     assert snapshot(finished_run) == before
 
 
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_its_first_step(tmp_path, dataset, capsys,
+                                                                                monkeypatch):
+    """Ctrl-C at the first step leaves config.json and an empty metrics.jsonl: `--resume`, as the
+    line says, starts the run at its first step; no advice to --force a run that never trained."""
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(snn_eggroll, "generation_step", failing_at(0, interrupt))
+        assert run_main(train_args(out, dataset), capsys)[0] == 130
+    assert (out / "metrics.jsonl").read_bytes() == b""
+    code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {out} holds no checkpoint to resume from (its run never reached one): "
+                                 f"the run starts at its first step\n"), err
+    assert (out / "final.json").is_file()
+
+
+def test_final_json_counts_each_split_as_it_is(tmp_path):
+    """100 training recordings (90 train, 10 validation) and 20 test ones: final.json says 90/10/20,
+    each split its own size (the tables' train/val/test line, the screen's noise band)."""
+    write_dataset(tmp_path / "data", n_train=10, n_test=2, n_events=300)
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, "--data-root", str(tmp_path / "data"),
+                     "--cache-dir", str(tmp_path / "cache")]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert (final["n_train"], final["n_val"], final["n_test"]) == (90, 10, 20)
+
+
 def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, capsys, monkeypatch):
     """--force that cannot delete one of the run's files (a folder under a temporary file's name, an
     immutable file) deletes none of them."""
@@ -847,6 +874,37 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
         np.testing.assert_array_equal(expected[name], resumed[name], err_msg=name)
     records = [json.loads(line)["generation"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert records == [5, 10]
+
+
+@pytest.mark.parametrize("method", ["bptt", "eggroll"])
+def test_a_step_whose_own_check_meets_nan_is_a_divergence_that_keeps_the_step_before(tmp_path, dataset, capsys,
+                                                                                    monkeypatch, method):
+    """The method's own check of its loss or fitness (bptt_step's, centred ranks') finds NaN at step 7:
+    a divergence, the step before checkpointed and said so, as for a parameter gone non-finite."""
+    out = tmp_path / "run"
+    if method == "bptt":
+        real = baselines.bptt_backward
+        calls = []
+
+        def backward(*args):
+            calls.append(1)
+            grads = real(*args)
+            return {name: g * np.nan for name, g in grads.items()} if len(calls) == 7 else grads
+        monkeypatch.setattr(baselines, "bptt_backward", backward)
+        args = ["train", "--out", str(out), "--method", "bptt", "--epochs", "1", "--batch-size", "16", "--quiet", *dataset]
+    else:
+        real_fitness = snn_eggroll.fitness
+        calls = []
+
+        def fitness(*args, **kwargs):
+            calls.append(1)
+            values = real_fitness(*args, **kwargs)
+            return values * np.nan if len(calls) == 7 else values
+        monkeypatch.setattr(snn_eggroll, "fitness", fitness)
+        args = train_args(out, dataset)
+    code, err = run_main(args, capsys)
+    assert code == 2 and "training went non-finite at step 7 (" in err and "NaN or inf" in err, err
+    assert int(run_folder.read_arrays(out / run_folder.CHECKPOINT)["step"]) == 6, err
 
 
 def test_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path, dataset, capsys, monkeypatch):
