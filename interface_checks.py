@@ -509,8 +509,8 @@ def input_array(x, params, name, members):
                          + (f"; store {name} as (out, in), its transpose" if transposed else ""))
     if x.ndim > 2 and x.shape[0] != members:
         raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
-    if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):
-        return x.astype(x.dtype.newbyteorder("="), copy=False)  # another machine's byte order ('>f8'): its type
+    if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):  # in another machine's byte order ('>f8') too
+        return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
     return exactly(x, w.dtype)
 
 
