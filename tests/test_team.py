@@ -454,11 +454,15 @@ def test_a_signal_every_process_receives_stops_each_with_that_signal(size, signu
 
 
 class CompletesIn:
-    """A request that completes `seconds` after it is made (never, for None)."""
-    def __init__(self, seconds):
+    """A request that completes `seconds` after it is made (never, for None); `on_test` is called at
+    each look at it."""
+    def __init__(self, seconds, on_test=None):
         self.at = None if seconds is None else time.monotonic() + seconds
+        self.on_test = on_test
 
     def Test(self):
+        if self.on_test:
+            self.on_test()
         return self.at is not None and time.monotonic() >= self.at
 
 
@@ -480,3 +484,32 @@ def test_a_process_that_gives_up_waiting_after_a_signal_stops_alone_not_everywhe
     with pytest.raises(distributed.Stopped) as stopped:
         team.wait(CompletesIn(None))
     assert (stopped.value.signum, stopped.value.everywhere) == (15, False)
+
+
+def test_left_names_the_process_heard_to_leave_first_not_the_lowest_rank():
+    """Two processes left, rank 2 heard first (it broke, rank 1 merely followed): the line names
+    rank 2, whose own log says why."""
+    team = make_team(LocalComm(World(3), 0))
+    team.patience = 0.1
+    now = time.monotonic()
+    team.left = {1: now - 0.5, 2: now - 1.0}
+    with pytest.raises(distributed.Left) as left:
+        team.wait(CompletesIn(None))
+    assert left.value.gone == 2
+
+
+def test_a_signal_late_in_a_long_call_still_gets_its_full_patience():
+    """A signal 0.4 s into a call that completes at 0.6 s: the patience (0.3 s) runs from the signal,
+    so the call completes and the job then stops together, not this process alone at once."""
+    team = make_team(LocalComm(World(2), 1))
+    team.patience = 0.3
+    began = time.monotonic()
+
+    def signal_late():
+        if time.monotonic() - began > 0.4 and not team.signal:
+            team.on_signal(15)
+    try:
+        team.wait(CompletesIn(0.6, on_test=signal_late))
+    except distributed.Stopped:  # a KeyboardInterrupt: made a plain failure, not the end of the session
+        pytest.fail(f"stopped {time.monotonic() - began:.2f} s into the call, the signal's patience not spent")
+    assert team.signal == 15
