@@ -55,8 +55,8 @@ def refuse_unrecorded(path, who, instead):
     writer refuses it), passes."""
     held = recorded(path.parent, instead)
     if os.path.isfile(path) and not os.path.islink(path) and digest(path) not in held.get(path.name, ()):
-        raise UsageError(f"{path} is not a figure {who} drew (its {RECORD} does not hold it): it is left as it "
-                         f"is; {instead}")
+        raise UsageError(f"{path} is a file this command did not write (not a figure {who} drew: its {RECORD} does "
+                         f"not hold it): it is left as it is; {instead}")
 
 
 @contextlib.contextmanager

@@ -157,8 +157,9 @@ def test_a_png_the_lesson_did_not_draw_is_refused_and_one_it_drew_replaced(tmp_p
         if record is not None:
             (out / RECORD).write_text(record)
         result = run_lesson("--claims", "1", "--out", str(out), cwd=tmp_path, cache=tmp_path / "cache")
-        one_line_error(result, f"{out / FIGURES[0]} is not a figure the lesson drew (its {RECORD} does not hold it): "
-                               f"it is left as it is; move it out of {out}, or choose another --out")
+        one_line_error(result, f"{out / FIGURES[0]} is a file this command did not write (not a figure the lesson "
+                               f"drew: its {RECORD} does not hold it): it is left as it is; move it out of {out}, or "
+                               f"choose another --out")
         assert result.stdout == "" and (out / FIGURES[0]).read_bytes() == users_png
         assert sorted(p.name for p in out.iterdir()) == [RECORD, FIGURES[0]][record is None:]
     other = f"{'0' * 64}  convergence.png\n"

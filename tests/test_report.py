@@ -198,7 +198,8 @@ def test_a_users_files_under_a_reports_names_are_refused_and_left_as_they_are(tm
     for name, text in (("table.md", b"my table"), ("convergence.png", b"not a png"), ("rank_ablation.png", users_png)):
         (tmp_path / name).write_bytes(text)
         what = "is a file this command did not write (not a table or figure of run.py reproduce)" \
-            if name == "table.md" else f"is not a figure the report drew (its {report.FIGURE_RECORD} does not hold it)"
+            if name == "table.md" else f"is a file this command did not write (not a figure the report drew: its " \
+                                       f"{report.FIGURE_RECORD} does not hold it)"
         with pytest.raises(run_folder.UsageError, match=re.escape(
                 f"{tmp_path / name} {what}: it is left as it is; move it out of {tmp_path}, or give reproduce "
                 f"another --results")):
@@ -219,7 +220,8 @@ def test_a_users_png_over_a_figure_the_report_drew_is_refused_not_replaced(tmp_p
     for name in ("wallclock.png", "rank_ablation.png"):
         drawn = (tmp_path / name).read_bytes()
         (tmp_path / name).write_bytes(users_png)
-        with pytest.raises(run_folder.UsageError, match=f"{name} is not a figure the report drew"):
+        with pytest.raises(run_folder.UsageError, match=f"{name} is a file this command did not write \\(not a figure "
+                                                        f"the report drew"):
             report.write_report(tmp_path, "quick")
         assert (tmp_path / name).read_bytes() == users_png
         (tmp_path / name).write_bytes(drawn)

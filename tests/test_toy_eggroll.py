@@ -103,8 +103,8 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     assert (tmp_path / RECORD).read_text() == record
     (tmp_path / "notes.png").write_text("mine")
     (tmp_path / "photo.png").write_bytes(drawn_before)  # a PNG the toy did not draw there
-    refused = "is not a figure the toy drew (its .figures.sha256 does not hold it): it is left as it is; give " \
-              "another --out"
+    refused = "is a file this command did not write (not a figure the toy drew: its .figures.sha256 does not " \
+              "hold it): it is left as it is; give another --out"
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
                               (["--out", "."], "expected the path of a .png file to draw the figure in, got '.'"),
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
