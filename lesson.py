@@ -199,8 +199,9 @@ def forward_trick():
 #
 # Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
-# gradient. Training feeds centred ranks instead, and its step then estimates the smoothed
-# gradient of a reshaped fitness, the share of the population that a member beats: each pair pulls
+# gradient. Training feeds centred ranks instead, and with Gaussian noise its step then estimates
+# the smoothed gradient of a reshaped fitness, the share of the population that a member beats (with
+# low-rank noise no objective is derived: the derivation's table in section 5): each pair pulls
 # the way raw differences would, but the step is not ∇J and need not point along it (the
 # derivation's section 4). This claim feeds raw differences and measures the estimate's error, at
 # full and at low rank. To know that gradient

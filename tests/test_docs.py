@@ -154,7 +154,7 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
     scope["W"] = scope["W"] * 0
     for _ in range(300):
         exec(lowrank, scope)
-        formed = (scope["f"][:, None, None] * scope["eps"]).sum(axis=0) / (2 * scope["P"] * scope["sigma"])
+        formed = (scope["f"][:, None, None] * scope["E"]).sum(axis=0) / (2 * scope["P"] * scope["sigma"])
         assert abs(scope["g"] - formed).max() < 1e-9
         scope["W"] = scope["W"] + scope["lr"] * scope["g"]
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
