@@ -871,6 +871,8 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
                # the data it trained on: each split's size and the sha256 of its frames and labels, and
                # for emulated N-MNIST the emulator's version, seed and MNIST files (emulate.provenance)
+               "data": (lambda v: v is None or isinstance(v, dict) and "fingerprint" in v,
+                        "null (a run from before runs named their data) or a JSON object with its fingerprint"),
                "data.fingerprint": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                                     "a JSON object of strings"),
                "data.emulated": (lambda v: isinstance(v, dict), "a JSON object"),

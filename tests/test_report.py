@@ -357,6 +357,9 @@ DAMAGES = {
                                     "(total_seconds must be a finite number >= 0, got -1)"),
     "final.json seed not a number": ("final.json", json.dumps(dict(FINAL, config={"seed": "1"})),
                                      '(config.seed must be an integer, got "1")'),
+    "final.json data not an object": ("final.json", json.dumps(dict(FINAL, data="x")), '(data must be null (a run '
+                                      'from before runs named their data) or a JSON object with its fingerprint, got "x")'),
+    "final.json data without its fingerprint": ("final.json", json.dumps(dict(FINAL, data={})), "(data must be null"),
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
     "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": "0.5"}}),
                                     '(accuracy.all must be a number in [0, 1], got "0.5")'),
