@@ -53,10 +53,18 @@ def refuse_unrecorded(path, who, instead):
     (the report, the lesson) would write, holds a file that the record in its folder does not hold
     (the record itself checked too: `recorded`). No file there, or what is not a regular file (its
     writer refuses it), passes."""
+    check_name(path)
     held = recorded(path.parent, instead)
     if os.path.isfile(path) and not os.path.islink(path) and digest(path) not in held.get(path.name, ()):
         raise UsageError(f"{path} is a file this command did not write (not a figure {who} drew: its {RECORD} does "
                          f"not hold it): it is left as it is; {instead}")
+
+
+def check_name(path):
+    """A UsageError if the figure `path`'s name holds a line break, which a line of the record cannot."""
+    if "\n" in path.name or "\r" in path.name:
+        raise UsageError(f"{str(path)!r}: a figure's name holds a line break, which the record of the figures "
+                         f"({RECORD}) cannot hold; give a name without one")
 
 
 @contextlib.contextmanager
@@ -66,6 +74,7 @@ def writing(path):
     project knows it for its own (beside the digest of the figure it replaces, should the rename
     not happen), and is its name's only one once it has. Yields the temporary file's Path."""
     instead = f"move it out of {path.parent}"
+    check_name(path)
     with run_folder.writing(path) as temporary:
         yield temporary
         held = recorded(path.parent, instead)

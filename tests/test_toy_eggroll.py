@@ -171,3 +171,12 @@ def test_the_staircase_is_smoothed_as_derived_and_es_finds_the_slope(x, sigma):
     each = (toy_module.staircase(x + sigma * draws) - toy_module.staircase(x - sigma * draws)) * draws / (2 * sigma)
     assert abs(toy_module.staircase_slopes(x, sigma, pairs, seed=5)[1] - slope) <= 5 * each.std() / math.sqrt(pairs)
     assert toy_module.staircase(x + 1e-3) == toy_module.staircase(x - 1e-3)
+
+
+def test_a_figure_name_with_a_line_break_is_refused_before_any_work(tmp_path):
+    """The record of the figures holds one line a figure: a name holding a line break could not be
+    read back, so it is refused in one line, nothing written (the figure, the record)."""
+    done = subprocess.run([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", str(tmp_path / "a\nb.png")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "a figure's name holds a line break" in done.stderr and list(tmp_path.iterdir()) == []
