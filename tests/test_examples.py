@@ -483,6 +483,15 @@ def test_the_depth_example_refuses_an_option_no_chosen_method_reads(tmp_path, op
     assert not (tmp_path / "depth").exists()
 
 
+def test_an_option_of_two_methods_is_taken_with_either_alone(tmp_path):
+    """--init-std, which EGGROLL and BPTT both read, is taken with --methods eggroll alone."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--methods", "eggroll", "--hidden", "8",
+                           "--generations", "1", "--init-std", "0.5"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [path.name for path in (tmp_path / "runs").iterdir()] == ["hidden-8-g1-init0.5-seed1"]
+
+
 def test_depth_speed_refuses_members_beyond_free_memory_before_any_timing(tmp_path):
     """More members than one generation's estimate leaves room for: one line naming --members and
     the estimate, before the first timing (an out-of-memory line would cite an estimate never checked)."""

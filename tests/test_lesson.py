@@ -280,3 +280,18 @@ def test_the_committed_page_carries_the_lessons_text():
     for cell in cells:
         relative = re.sub(r"\]\((?!https?:)docs/", "](", re.sub(r"\]\((?!https?:|docs/)([^)]+)\)", r"](../\1)", cell))
         assert relative in page, cell[:200]
+
+
+def test_a_page_may_name_its_extension_in_capitals(tmp_path):
+    result = run_lesson("--claims", "1", "--out", "figs", "--page", "LESSON.MD", cwd=tmp_path, cache=tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "LESSON.MD").read_text(encoding="utf-8").startswith("# EGGROLL in five claims\n")
+
+
+def test_a_page_that_is_a_link_is_refused_before_any_claim_runs_and_nothing_is_written(tmp_path):
+    (tmp_path / "notes.md").write_text("mine")
+    (tmp_path / "page.md").symlink_to("notes.md")
+    result = run_lesson("--claims", "1", "--out", "figs", "--page", "page.md", cwd=tmp_path, cache=tmp_path / "cache")
+    one_line_error(result, "cannot write page.md: it is a symbolic link")
+    assert result.stdout == "" and not (tmp_path / "figs").exists()
+    assert (tmp_path / "notes.md").read_text() == "mine" and (tmp_path / "page.md").is_symlink()

@@ -303,3 +303,14 @@ def test_a_folder_of_the_test_files_alone_is_told_that_all_four_are_needed(tmp_p
     with pytest.raises(data.MissingDataError, match=r"train-images-idx3-ubyte\.gz \(or train-images-idx3-ubyte\) is "
                                                     r"missing; .* the four for either --split"):
         mnist.load(tmp_path)
+
+
+def test_a_fetch_interrupted_as_it_writes_its_first_file_removes_the_folders_it_made(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) as the first file is written: the folders the fetch made go too."""
+    def interrupted(url, path, sha256, progress):  # download makes path.parent, then Ctrl-C in the write
+        path.parent.mkdir(parents=True, exist_ok=True)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(mnist, "download", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        mnist.fetch(tmp_path / "cache" / "mnist", progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,7 @@ import matplotlib.figure
 import pytest
 
 import config
+import figure_record
 import mnist
 import report
 import run_folder
@@ -648,3 +649,14 @@ def test_a_users_file_that_only_quotes_a_reports_heading_is_still_the_users(tmp_
     with pytest.raises(run_folder.UsageError, match="is a file this command did not write"):
         report.write_report(tmp_path, "quick")
     assert (tmp_path / "table.md").read_bytes() == notes
+
+
+def test_a_figure_record_with_a_line_of_someone_elses_is_refused_and_left_as_it_was(tmp_path):
+    """A .figures.sha256 holding a line that is no "<sha256>  <figure>" is not the project's record:
+    refused, never rewritten without that line, and the figure not written."""
+    text = "# my checksums, keep\n" + "0" * 64 + "  toy.png\n"
+    (tmp_path / figure_record.RECORD).write_text(text)
+    with pytest.raises(run_folder.UsageError, match="is not the record of the figures drawn there"):
+        with figure_record.writing(tmp_path / "toy.png") as temporary:
+            temporary.write_bytes(b"\x89PNG\r\n\x1a\n drawn")
+    assert (tmp_path / figure_record.RECORD).read_text() == text and not (tmp_path / "toy.png").exists()
