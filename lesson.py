@@ -713,7 +713,7 @@ def fail(message):
 def claim_numbers(text):
     """--claims 1,3 → [1, 3]."""
     parts = [part.strip() for part in text.split(",")]
-    if not all(part.isdigit() and int(part) in CLAIMS for part in parts):
+    if not all(part.isascii() and part.isdigit() and int(part) in CLAIMS for part in parts):
         raise argparse.ArgumentTypeError(f"give claims among 1..5 separated by commas, e.g. 1,3, not {text!r}")
     return sorted({int(part) for part in parts})
 
@@ -730,7 +730,7 @@ def options(argv):
                                                        "$NMNIST_ROOT, else nmnist-sample/ beside lesson.py)")
     parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
                                                                                    "(default: all five)")
-    parser.add_argument("--seconds", type=float, help="claim 5 only: CPU seconds of training for each method "
+    parser.add_argument("--seconds", type=exits.positive_number, help="claim 5 only: CPU seconds of training for each method "
                                                       "(default: 20)")
     args = parser.parse_args(argv)
     for option, value in (("--data-root", args.data_root), ("--seconds", args.seconds)):

@@ -105,6 +105,8 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--claims", "5", "--data-root", str(damaged[0])], {}, [str(damaged[1]), "not a multiple of 5"]),
         (["--claims", "5", "--data-root", str(missing_digit)], {}, [str(missing_digit / "Test" / "7"), "missing"]),
         (["--claims", "6"], {}, ["--claims", "see lesson.py --help"]),
+        (["--claims", "\u0661"], {}, ["--claims: give claims among 1..5"]),  # an Arabic-Indic 1
+        (["--claims", "5", "--seconds", "1_0"], {}, ["--seconds: expected a finite number > 0, got '1_0'"]),
         (["--page", str(tmp_path)], {}, [f"--page {tmp_path} is a folder"]),
     ]
     for options, env, fragments in cases:
