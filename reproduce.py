@@ -76,11 +76,12 @@ def reproduce_grids(opts, deadline):
     if opts.data and not opts.report_only:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
     elif left or not opts.report_only:  # the finished runs, skipped or beside new ones, are --data-root's
-        checked = {results_dir for results_dir, _ in left} if opts.report_only else \
-            {results_dir for results_dir, _, _ in grids}
-        comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids if results_dir in checked],
-                              fix=comparison.OWN_FOLDER + ("" if left else "; or, as every run has finished, add "
-                                                           "--report-only to rewrite the report without the data"))
+        checked = [results_dir for results_dir, _, _ in grids if results_dir in (
+            {results_dir for results_dir, _ in left} if opts.report_only else {results_dir for results_dir, _, _ in grids})]
+        reportable = not left and all(agree(results_dir) for results_dir in checked)
+        comparison.check_runs(opts, checked, fix=comparison.OWN_FOLDER + (
+            "; or, as every run has finished, add --report-only to rewrite the report without the data" if reportable
+            else ""))
     if left and opts.download:  # once no finished run refuses this data, and before the first run is announced
         data.fetch_nmnist(opts.data_root)
     for results_dir, runs, write_report in grids:
@@ -95,6 +96,16 @@ def reproduce_grids(opts, deadline):
         if opts.data:
             print(comparison.write(results_dir, opts.config), end="")
             print(f"comparison written to {results_dir / 'comparison.md'}", file=sys.stderr)
+
+
+def agree(results_dir):
+    """Whether the finished runs under results_dir make one report: the same data, intact records
+    (report.collect refuses them otherwise)."""
+    try:
+        report.collect(results_dir)
+    except ValueError:
+        return False
+    return True
 
 
 SELECTORS = {"runs": lambda config: config.name, "seeds": lambda config: config.seed,

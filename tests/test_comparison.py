@@ -284,6 +284,27 @@ def test_a_comparison_report_reads_no_data(tmp_path, monkeypatch, capsys, source
     assert "--report-only trains nothing, so it reads no data: drop --data-root" in capsys.readouterr().err
 
 
+def test_report_only_is_offered_only_for_runs_that_make_one_report(tmp_path, monkeypatch, capsys):
+    """Every run finished, on other data than --data-root: --report-only is offered where the runs
+    agree with each other, not where they trained on two data sets (it would refuse them)."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=16,
+                                                                 eval_every=1), "bptt": dict(epochs=1)})
+    monkeypatch.setattr(config, "SEEDS", (1,))
+    monkeypatch.setattr(config, "RANKS", (1,))
+    grid = tmp_path / "results" / "quick"
+    for name, train in (("bptt", "a"), ("es", "a"), ("eggroll-r1", "a")):
+        write_preset_run(grid, "quick", name, 1, data={"fingerprint": {"train": train}, "emulated": {"seed": 0}})
+    root = write_dataset(tmp_path / "data" / "NMNIST", n_train=2, n_test=1).parent
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet", "--data-root",
+            str(root), "--cache-dir", str(tmp_path / "cache")]
+    code, err = run_main(args, capsys)
+    assert code == 2 and "was trained on other data than" in err and "add --report-only" in err, err
+    final = grid / "runs" / "es-seed1" / "final.json"
+    final.write_text(json.dumps(dict(json.loads(final.read_text()), data={"fingerprint": {"train": "b"}})))
+    code, err = run_main(args, capsys)
+    assert code == 2 and "was trained on other data than" in err and "--report-only" not in err, err
+
+
 def test_a_users_comparison_md_is_refused_and_the_comparisons_own_is_not(tmp_path):
     """reproduce --data writes comparison.md into the grid's folder: a user's file of that name is
     refused before any work (and left as it is); the comparison's own, from an earlier run, is not."""
