@@ -700,6 +700,12 @@ def check_final_record(out, config, damaged_too=True):
     if problem:
         raise UsageError(f"{path} is damaged ({problem}), so this finished run has no results; {rescore}")
     held = run_config.stored(run_config.from_stored(final["config"]))
+    differ = {key for key in set(held) | set(wanted) if held.get(key) != wanted.get(key)}
+    unstated = sorted(differ - set(read_json(out / "config.json", config_fix(out))))
+    if differ and len(unstated) == len(differ):  # config.json lost those settings, final.json holds them
+        raise UsageError(f"{out / 'config.json'} has no {', '.join(unstated)}, so the run's is taken as the default, "
+                         f"which its final.json contradicts ({differences(held, wanted)}): restore them in config.json "
+                         f"from final.json's \"config\"")
     if held != wanted:
         raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "

@@ -581,6 +581,23 @@ def test_a_refused_resume_leaves_config_json_as_it_was(tmp_path, dataset, capsys
     assert code == 2 and "its config.json has no seed" in err, err
 
 
+def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(tmp_path, dataset, capsys):
+    """A finished run of seed 2 whose config.json lost its seed: its own final.json is not called
+    another run's; the line says which settings config.json lacks and where they are, nothing changed."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset, "--seed", "2")) == 0
+    settings = json.loads((out / "config.json").read_text())
+    del settings["seed"]
+    (out / "config.json").write_text(json.dumps(settings))
+    before = snapshot(out)
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(out, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
+               f"contradicts (seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
+        assert snapshot(out) == before
+
+
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
     """Another run's results copied into a run's folder: --resume, which rescores the run and writes
     its own final.json, refuses as the plain command does, the file kept."""
