@@ -264,10 +264,9 @@ def check_optimiser(state):
                          "tell returned (a State(params, {}, generation) made by hand can be asked, not told)")
     for name, value in state.params.items():
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
-            values = optimiser[moment].get(name)
-            if values is None:
-                continue  # no moments of the parameter: said below
-            if getattr(values, "dtype", None) != value.dtype or array_module_of(values) is not array_module_of(value):
+            values = optimiser[moment].get(name)  # (None: no moments of the parameter, said below)
+            if values is not None and (getattr(values, "dtype", None) != value.dtype
+                                       or array_module_of(values) is not array_module_of(value)):
                 raise ValueError(f"Adam's {what} of parameter {name!r} is {array_kind(values)}, not {array_kind(value)} as "
                                  f"the parameter: tell a State that init or tell returned, or, restoring one "
                                  f"from a file, give each moment as its parameter's array type and dtype (e.g. "

@@ -24,6 +24,7 @@ from hypothesis import given, settings, strategies as st
 import baselines
 import distributed
 import eggroll
+import interface_checks
 import noise
 import optim
 import snn
@@ -451,6 +452,9 @@ class ArrayLike:
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"enc": {"w": W["w"], "b": np.ones(2, np.float32)}}),
      "parameter 'enc' is a dict of parameters: give one flat dict of named arrays, e.g. {'enc.w': ...} for each of "
      "them"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"enc": {}}),
+     "parameter 'enc' is a dict of parameters: give one flat dict of named arrays, e.g. {'enc.w': ...} for each of "
+     "them"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": ArrayLike()}),
      "parameter 'w' is a test_interface.ArrayLike, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
@@ -542,7 +546,9 @@ def test_a_state_missing_any_part_of_adams_state_is_not_told():
                             (dict(state.optimiser, m={"w": np.full((2, 3), Fraction(0), dtype=object)}),
                              "Adam's average of g of parameter 'w' is a NumPy array of object, not"),
                             (dict(state.optimiser, m={"w": np.zeros((2, 3))}),
-                             "Adam's average of g of parameter 'w' is a NumPy array of float64, not")):
+                             "Adam's average of g of parameter 'w' is a NumPy array of float64, not"),
+                            ({"m": {}, "v": {"w": [[0.0] * 3] * 2}, "t": 0},  # the second moment checked too
+                             "Adam's average of g^2 of parameter 'w' is a list, not")):
         handmade = eggroll.State(state.params, optimiser, 0)
         assert told(es, handmade, es.ask(handmade)).startswith(said)
 
@@ -1847,3 +1853,13 @@ def test_a_teams_gathered_fitness_and_step_stay_on_the_device():
         gathered = team.gather(fitness, es.pairs, eggroll.PAIRS_PER_BLOCK)
         return type(gathered).__name__, type(es.tell(state, pop, fitness)[0].params["w"]).__name__
     assert run_team(2, body)[0] == [("StrictArray", "StrictArray")] * 2
+
+
+def test_a_native_float_x_is_multiplied_as_it_is_not_copied():
+    """input_array hands a float32 or float64 x in this machine's byte order on as it is: a large
+    input (a batch of images, every member's) is not copied at every layer."""
+    for dtype in (np.float32, np.float64):
+        x = np.ones((3, 3), dtype)
+        assert interface_checks.input_array(x, W, "w", 4) is x
+    swapped = np.ones((3, 3), np.dtype(np.float64).newbyteorder())
+    assert interface_checks.input_array(swapped, W, "w", 4).dtype == np.float64
