@@ -578,7 +578,8 @@ def test_processes_that_end_normally_at_different_times_end_the_job_normally(tmp
 @pytest.mark.parametrize("case, said", [
     ("setting", ["error: ValueError: sigma must be a finite int or float > 0, got -0.1: use e.g. 0.1"]),
     ("nan", ["error: ValueError: fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs "
-             "for non-finite values (a member to be ranked last takes a finite fitness below the others')"]),
+             "for non-finite values (a member to be ranked last takes a finite fitness below the others'); the first "
+             "is member 0"]),
     ("own", ["error: rank 0 of 2: ValueError: process 0's own", "error: rank 1 of 2: ValueError: process 1's own"])])
 def test_an_error_every_process_meets_alike_is_said_once(tmp_path, case, said):
     """The same bad setting on both processes, or a NaN fitness told on both: one line, without a
