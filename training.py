@@ -155,7 +155,7 @@ def method_step(config, lif, team, total_steps):
         params, state, frames, labels, bptt, adam, lif, config.network)
 
 
-def resume_point(out, resume, params, xp, total_steps, identity, time_bins):
+def resume_point(out, resume, params, xp, total_steps, identity, time_bins, command="train"):
     """(params, Adam state, first step, seconds of the steps done, end-to-end seconds so far): a
     fresh start, or the checkpoint in `out`, which must belong to the run `identity`
     (run_folder.identity) and hold weights the network of `time_bins` frames can run; metrics past it
@@ -163,12 +163,13 @@ def resume_point(out, resume, params, xp, total_steps, identity, time_bins):
     start, step_seconds, end_to_end, state = 0, [], 0.0, optim.init(params)
     if resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds, end_to_end = run_folder.load_checkpoint(out / CHECKPOINT, xp, params,
-                                                                                    identity, total_steps)
+                                                                                    identity, total_steps, command)
         layer = too_large(params, time_bins)
         if layer is not None:
             raise UsageError(f"checkpoint {out / CHECKPOINT} holds weights too large for the network (layer "
                              f"{layer}'s membrane potentials could pass float32's range): they are no trained run's; "
-                             f"train the run again with --force")
+                             + ("train the run again with --force" if command == "train" else
+                                f"move {out} away (it is left as it is) and reproduce trains the run again there"))
     metrics_path = out / "metrics.jsonl"
     run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
                                                       for r in run_folder.metrics_until(metrics_path, start)))
@@ -259,7 +260,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
-                                 config.time_bins) if run.leader else None
+                                 config.time_bins, command) if run.leader else None
             params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
                 else begin
             run.saved = start

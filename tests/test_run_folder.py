@@ -598,6 +598,26 @@ def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(t
         assert snapshot(out) == before
 
 
+def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(tmp_path, dataset, capsys,
+                                                                               monkeypatch):
+    """reproduce has no --out, and its --force retrains only runs of other settings: a damaged
+    checkpoint of one of its runs is told to move the run away, after which reproduce trains it."""
+    monkeypatch.setitem(run_config.PRESETS, "quick", {"common": dict(generations=4, population=4, batch_size=16,
+                                                                     eval_every=2)})
+    args = ["reproduce", "--config", "quick", "--runs", "es", "--seeds", "1", "--results", str(tmp_path), "--quiet",
+            *dataset]
+    assert run.main(args) == 0
+    out = tmp_path / "quick" / "runs" / "es-seed1"
+    (out / "final.json").unlink()
+    (out / run_folder.CHECKPOINT).write_bytes(b"damaged")
+    code, err = run_main(args, capsys)
+    assert code == 2 and err.endswith(f"is damaged (it is not a checkpoint.npz archive); move {out} away (it is left "
+                                      f"as it is) and reproduce trains the run again there\n"), err
+    assert "--force" not in err and "--out" not in err
+    shutil.move(out, tmp_path / "aside")
+    assert run.main(args) == 0 and (out / "final.json").is_file()
+
+
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
     """Another run's results copied into a run's folder: --resume, which rescores the run and writes
     its own final.json, refuses as the plain command does, the file kept."""
