@@ -13,7 +13,7 @@ import run_folder
 from run_folder import UsageError
 
 RECORD = ".figures.sha256"
-RECORD_LINE = re.compile(rb"([0-9a-f]{64})  ([^/\n\0]+)\n")
+RECORD_LINE = re.compile(rb"([0-9a-f]{64})  ([^/\r\n\0]+)\r?\n")  # CRLF too: a checkout that converts line ends
 MAX_FIGURE_BYTES = 2**26  # a figure is some 100 kB
 MAX_RECORD_BYTES = 2**16  # the record holds a line or two per figure, of some 90 bytes each
 

@@ -660,3 +660,16 @@ def test_a_figure_record_with_a_line_of_someone_elses_is_refused_and_left_as_it_
         with figure_record.writing(tmp_path / "toy.png") as temporary:
             temporary.write_bytes(b"\x89PNG\r\n\x1a\n drawn")
     assert (tmp_path / figure_record.RECORD).read_text() == text and not (tmp_path / "toy.png").exists()
+
+
+def test_a_figure_record_with_crlf_line_ends_is_still_the_record(tmp_path):
+    """A checkout that turns line ends into CRLF (git's autocrlf) leaves the record readable: the
+    figures it holds are still the project's, replaced, not refused."""
+    with figure_record.writing(tmp_path / "toy.png") as temporary:
+        temporary.write_bytes(b"\x89PNG\r\n\x1a\n first")
+    record = tmp_path / figure_record.RECORD
+    record.write_bytes(record.read_bytes().replace(b"\n", b"\r\n"))
+    figure_record.refuse_unrecorded(tmp_path / "toy.png", "the toy", "give another --out")
+    with figure_record.writing(tmp_path / "toy.png") as temporary:
+        temporary.write_bytes(b"\x89PNG\r\n\x1a\n second")
+    assert set(figure_record.recorded(tmp_path, "")) == {"toy.png"}
