@@ -121,10 +121,6 @@ def recorded_figures(results_dir):
     return figure_record.recorded(results_dir, refused_instead(results_dir))
 
 
-figure_digest = figure_record.digest            # the sha256 of a file, in hex
-write_figure_record = figure_record.write       # replace a folder's record by {name: digests}
-
-
 def save_figure(figure, path):
     """Draw `figure` into the PNG `path` as `run_folder.writing` writes: its digest joins the folder's
     record of the figures drawn there before the file takes its name, so the report knows it for its
@@ -153,7 +149,7 @@ def remove_stale_figures(results_dir, written):
     kept = {name: digests for name, digests in recorded.items() if name not in FIGURES}
     for name in FIGURES:
         path = results_dir / name
-        digest = figure_digest(path) if os.path.isfile(path) and not os.path.islink(path) else None
+        digest = figure_record.digest(path) if os.path.isfile(path) and not os.path.islink(path) else None
         if digest not in recorded.get(name, ()):  # none there, or the user's
             continue
         if path in written or not run_folder.is_own_file(path):  # drawn now, or a name of a linked file
@@ -161,7 +157,7 @@ def remove_stale_figures(results_dir, written):
         else:
             path.unlink()
     if recorded:
-        write_figure_record(results_dir, kept)
+        figure_record.write(results_dir, kept)
 
 
 def collect(results_dir, expected=None):
