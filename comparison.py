@@ -102,14 +102,14 @@ def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, downloa
 
 def check_runs(opts, results_dirs, fix=RENAME):
     """A UsageError naming the first finished run in `results_dirs` trained on other data than
-    opts's, ending with `fix`."""
+    opts's, ending with `fix` (a text, or a callable that makes it)."""
     for results_dir in results_dirs:
         foreign = foreign_runs(results_dir, opts.data_root, opts.cache_dir, progress=not opts.quiet,
                                download=opts.download)
         if foreign:
             out, why = foreign[0]
             raise UsageError(f"{out} was trained on other data than {data.resolve_root(opts.data_root)} ({why}); "
-                             f"{fix}")
+                             f"{fix() if callable(fix) else fix}")
 
 
 def rows(local, committed):

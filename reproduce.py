@@ -76,12 +76,12 @@ def reproduce_grids(opts, deadline):
     if opts.data and not opts.report_only:
         comparison.check_runs(opts, [results_dir for results_dir, _, _ in grids])
     elif left or not opts.report_only:  # the finished runs, skipped or beside new ones, are --data-root's
-        checked = [results_dir for results_dir, _, _ in grids if results_dir in (
-            {results_dir for results_dir, _ in left} if opts.report_only else {results_dir for results_dir, _, _ in grids})]
-        reportable = not left and all(agree(results_dir) for results_dir in checked)
-        comparison.check_runs(opts, checked, fix=comparison.OWN_FOLDER + (
-            "; or, as every run has finished, add --report-only to rewrite the report without the data" if reportable
-            else ""))
+        folders = [results_dir for results_dir, _, _ in grids]
+        training_in = {results_dir for results_dir, _ in left}
+        checked = [folder for folder in folders if folder in training_in] if opts.report_only else folders
+        report_only = "; or, as every run has finished, add --report-only to rewrite the report without the data"
+        comparison.check_runs(opts, checked, fix=lambda: comparison.OWN_FOLDER + (  # read only if a run is refused
+            report_only if not left and all(agree(folder) for folder in checked) else ""))
     if left and opts.download:  # once no finished run refuses this data, and before the first run is announced
         data.fetch_nmnist(opts.data_root)
     for results_dir, runs, write_report in grids:
