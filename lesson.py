@@ -523,7 +523,7 @@ def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
     for rank in (1, 4, 64, "full"):
         density, _ = np.histogram(entries[rank], bins, density=True)
         shape_ax.step(bins[:-1], density, where="post", label=f"r = {rank}" if rank != "full" else "full rank")
-    shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label="N(0, 1)")
+    shape_ax.plot(bins, np.exp(-bins ** 2 / 2) / math.sqrt(2 * math.pi), "k:", label=r"$\mathcal{N}(0, 1)$")
     shape_ax.set(yscale="log", ylim=(1e-5, 2), xlabel="value of an entry of E (one pair's 147,968)",
                  ylabel="probability density", title="one entry's shape: kurtosis 3 + 6/r")
     for ax in (variance_ax, norm_ax, shape_ax):

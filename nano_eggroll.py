@@ -108,7 +108,7 @@ def fitness(counts, labels, n_frames, logit_scale):
 
 def draw_noise(params, generation, settings):
     """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), row j of A[p] being
-    column j of the paper's A_p; b -> delta (P, m). Float32, from the same streams and in the same
+    column j of A_p in EGGROLL's paper; b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
     pairs, r = np.arange(settings.members // 2), settings.rank
@@ -144,14 +144,15 @@ def population_forward(params, perturbations, x, settings):
     T, batch, n_in = x.shape                                                    # T, N, 2312
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
-    sign = np.array([1, -1], dtype=x.dtype).reshape(2, 1, 1, 1)                # (2, 1, 1, 1): +, then -
+    sign = np.array([1, -1], dtype=x.dtype).reshape(1, 2, 1, 1, 1)             # axes (T, side, P, N, units): +, then -
     # Layer 1: every member sees the same frames, so x W1^T is computed once, and
     # x [B_1 ... B_P] is ONE product for the whole population.
     # A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n), so x B_p = x @ B_W1[p].T.
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = (x @ B_W1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
-    hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)  # (T, 2, P, N, 64)
+    # (T, 1, 1, N, 64) + (1, 2, 1, 1, 1) * (T, 1, P, N, 64): every member's input current, (T, 2, P, N, 64)
+    hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)
     # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
     pair_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)

@@ -400,7 +400,7 @@ def draw(numbers):
             (heat[0], population["noise"][first], "EGGROLL's noise of the first pair, E_1 = A_1 B_1ᵀ:\n"
                                                   "rank 1, rows multiples of one"),
             (heat[1], full_population["noise"][first], "full-rank noise of the first pair, ε_1:\n"
-                                                       "48 independent N(0, 1), rank 6"),
+                                                       r"48 independent $\mathcal{N}(0, 1)$, rank 6"),
             (heat[2], lowrank_g, f"one step g, {toy.pairs} rank-1 pairs,\nEq. (7): rank {numbers['rank']}"),
             (heat[3], gradient, "the true gradient\nG = W* − W, at W = 0")):
         limit = scale if ax in heat[:2] else np.abs(matrix).max()

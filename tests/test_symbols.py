@@ -75,6 +75,9 @@ SECOND_MEANINGS_IN_CODE = [
     ("N as a seed, not the batch size", r"--seed N\b", 'USAGE = ("usage: python nano_eggroll.py [--seed N]\\n"'),
     ("p as a count of pairs in a message, not a pair's index", r"\(2p, |\b2p = ",
      'f"x of shape (2p, N, n) needs 2p = {self.members} members"'),
+    ("N as the Gaussian in a figure's text, not the batch size", r"\bN\(0, ", 'label="N(0, 1)")'),
+    ("the paper as EGGROLL's, not Patankar & Gowda's", r"the paper's [AB]_p|as in the paper:",
+     "row j of A[p] is column j of the paper's A_p"),
 ]
 
 
