@@ -779,6 +779,9 @@ def check_what_is_written(args):
         if path.is_symlink():  # nothing is written through a link (write_whole, figure_record.writing)
             fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it "
                  f"or choose another --out or --page")
+    for path in [*figure_paths, args.out / figure_record.RECORD]:
+        if path.exists() and not path.is_file():  # a folder, a pipe: never replaced (write_whole)
+            fail(f"cannot write {path}: it is not a regular file; move it out of {args.out}, or choose another --out")
     for path in figure_paths:  # the lesson's own figures are redrawn, no other file
         figure_record.refuse_unrecorded(path, "the lesson", f"move it out of {args.out}, or choose another --out")
     exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")

@@ -290,6 +290,15 @@ def test_a_page_may_name_its_extension_in_capitals(tmp_path):
     assert (tmp_path / "LESSON.MD").read_text(encoding="utf-8").startswith("# EGGROLL in five claims\n")
 
 
+@pytest.mark.parametrize("name", ["1_lowrank_scale.png", ".figures.sha256"])
+def test_a_folder_where_a_figure_or_its_record_goes_is_refused_before_any_claim_runs(tmp_path, name):
+    (tmp_path / "figs" / name / "mine").mkdir(parents=True)
+    result = run_lesson("--claims", "1", "--out", "figs", cwd=tmp_path, cache=tmp_path / "cache")
+    one_line_error(result, f"cannot write {Path('figs') / name}: it is not a regular file; move it out of figs")
+    assert result.stdout == "" and sorted(path.name for path in (tmp_path / "figs").iterdir()) == [name]
+    assert (tmp_path / "figs" / name / "mine").is_dir()
+
+
 def test_a_page_that_is_a_link_is_refused_before_any_claim_runs_and_nothing_is_written(tmp_path):
     (tmp_path / "notes.md").write_text("mine")
     (tmp_path / "page.md").symlink_to("notes.md")
