@@ -717,17 +717,20 @@ def check_final_record(out, config, damaged_too=True):
 
 
 def refuse_foreign(out, force, instead):
-    """A UsageError ending with what to do `instead` if `out`, a folder without the project's mark,
-    holds a file of a run's names (the project did not write it), or, with `force`, anything at all
-    (--force deletes only a run's own files). A run this project trained before it marked its
-    folders is refused too: it trains again in another folder."""
+    """A UsageError saying what to do `instead` if `out`, a folder without the project's mark, holds
+    a file of a run's names (a user's, or a run of this project that lost its mark, which a mark put
+    back resumes), or, with `force`, anything at all (--force deletes only a run's own files). A run
+    this project trained before it marked its folders is refused too: it trains again elsewhere."""
     theirs = run_files(out)
     others = [] if not force or not out.is_dir() else sorted(entry.name for entry in os.scandir(out)
                                                                 if entry.name != LOCK)
-    if theirs or others:
-        name = theirs[0].name if theirs else others[0]
-        raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {name}, which "
-                         f"the project did not write{', so --force deletes nothing there' * force}; {instead}")
+    if theirs:
+        raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds "
+                         f"{theirs[0].name}{', so --force deletes nothing there' * force}; {instead}; or, if it is a "
+                         f"run of this project that lost its {RUN_MARK}, put a file of that name back in it (any text)")
+    if others:
+        raise UsageError(f"{out} is not a run folder of this project (it has no {RUN_MARK}) and holds {others[0]}, "
+                         f"which the project did not write, so --force deletes nothing there; {instead}")
 
 
 def refuse_shared_folder(out):
