@@ -46,7 +46,11 @@ def prepare(opts):
         raise UsageError("--mnist is for --data emulated, which makes the data from MNIST; add --data emulated")
     if opts.config not in PRESETS:
         raise UsageError(f"--data is for --config {', '.join(PRESETS)}; drop it for --config {opts.config}")
-    opts.results = str(Path(opts.results) / "local" / opts.data)
+    given, opts.results = opts.results, str(Path(opts.results) / "local" / opts.data)
+    for path in (Path(opts.results).parent, Path(opts.results)):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--results {given}: {path}, a folder reproduce --data keeps its runs in, is a file; "
+                             f"move it away, or give another --results")
     if opts.data == "emulated":
         opts.data_root = str(opts.data_root or data._cache_home() / "nmnist-emulated")
         opts.download = False

@@ -143,6 +143,19 @@ def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tm
     assert sorted(path for path in emulated.rglob("*")) == before and not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("file", ["local", "local/nmnist"])
+def test_a_file_where_reproduce_data_keeps_its_runs_is_named_as_itself(tmp_path, capsys, file):
+    """--results R with a file at R/local or R/local/nmnist: the line names that file and the --results
+    the user gave, not R/local/nmnist as if it were the option, and the file is left as it is."""
+    (tmp_path / file).parent.mkdir(exist_ok=True)
+    (tmp_path / file).write_text("mine")
+    code, err = run_main(["reproduce", "--config", "quick", "--data", "nmnist", "--report-only", "--results",
+                          str(tmp_path), "--quiet"], capsys)
+    assert code == 2 and err == f"error: --results {tmp_path}: {tmp_path / file}, a folder reproduce --data keeps " \
+                                f"its runs in, is a file; move it away, or give another --results\n", err
+    assert (tmp_path / file).read_text() == "mine"
+
+
 def test_reproduce_data_trains_compares_and_refuses_runs_of_other_data(tmp_path, emulated, monkeypatch, capsys):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=8,
                                                                  eval_every=1), "bptt": dict(epochs=1, lr=1e-3)})
