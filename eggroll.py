@@ -118,7 +118,8 @@ class Population:
     """`ask`'s answer: the members theta +- sigma E_p of the pairs `pairs` at one generation, as keys.
 
     Nothing random is stored: every factor is regenerated from (seed, generation, pair, name)
-    when a product needs it. Member 2i is pair pairs[i]'s + side, member 2i + 1 its - side."""
+    when a product needs it. Each pair gives two members: the one numbered twice the pair's position
+    in `pairs` is its + side, the next its - side."""
     params: dict
     sigma: dict          # {name: sigma}
     rank: int
@@ -196,7 +197,7 @@ class Population:
         """Every member's value of parameter `name` at once, (2·pairs, m, n) or (2·pairs, m): theta +-
         sigma E_p, each E_p formed (m n numbers a member), in member order. For a layer applied many
         times a generation (a recurrent loop) or elementwise (a gain): formed once, instead of a
-        `linear` per step or a `member` per member. member(i)[name] is row i, bit for bit."""
+        `linear` per step or a `member` per member. Its row `index` is member(index)[name], bit for bit."""
         check_known(self.params, name)
         value = self.params[name]
         factors = self.factors(name)
@@ -207,13 +208,14 @@ class Population:
         perturbation = self.sigma[name] * drawn_noise
         return array_module_of(value).stack([value + perturbation, value - perturbation], axis=1).reshape((self.members,) + value.shape)
 
-    def member(self, i):
-        """Member i's parameters, every E_p formed: a dict like params, for a fitness that is a black box."""
+    def member(self, index):
+        """The parameters of member number `index`, every E_p formed: a dict like params, for a fitness
+        that is a black box."""
         if not self.members:
             raise ValueError("this population holds no members (a process given no pairs): ask no member of it")
-        check_whole("member", i, 0, self.members - 1, f"0..{self.members - 1}")
-        i = int(i)  # a NumPy unsigned i would wrap 1 - 2 (i % 2), the - side's sign
-        pair, sign = i // 2, 1 - 2 * (i % 2)
+        check_whole("member", index, 0, self.members - 1, f"0..{self.members - 1}")
+        index = int(index)  # a NumPy unsigned index would wrap 1 - 2 (index % 2), the - side's sign
+        pair, sign = index // 2, 1 - 2 * (index % 2)
         one = Population(self.params, self.sigma, self.rank, self.seed, self.generation, self.pairs[pair:pair + 1])
         drawn = {}
         for name, value in self.params.items():
@@ -367,7 +369,7 @@ class Eggroll:
         """The next state from the fitness of `population`'s members, one each in member order, higher
         is better, and the generation's stats (mean and max fitness, spread of the shaped fitness):
         the fitness of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from
-        the keys, summed over processes, and Adam's step up it, Eq. (9). `population` is what this
+        the keys, summed over processes, and Adam's update up it, Eq. (9). `population` is what this
         Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
         check_state(state)
         self.check_asked(state, population)

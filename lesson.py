@@ -321,7 +321,7 @@ def gradient_estimate():
 # ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
 # The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
 # 16. Measured here: `snn_eggroll.generation_step` and the batched `baselines.es_generation_step` (one
-# whole generation: forward, centred ranks, estimate and Adam step), the median of 5 calls after
+# whole generation: forward, centred ranks, estimate and Adam's update), the median of 5 calls after
 # one warm-up, on 32 samples of random binary frames at the real recordings' input density. Time
 # is the process's CPU time, summed over its threads: unlike the wall clock, it leaves out the time
 # other programs run, but they still slow it through the caches and memory they share, so the

@@ -23,8 +23,9 @@ a generation's factors from the forward pass to the step g (Eq. (7)); eggroll.py
 keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
-minibatches of 64 of the 162 training recordings of nmnist-sample/) in 20–40 CPU seconds and scores
-the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (one standard error at
+minibatches of 64 of the 162 training recordings of nmnist-sample/) in 26–33 CPU seconds and scores
+the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (56–71 % at two BLAS
+threads; one standard error at
 100 recordings is about 4.7 points); results/reproductions/nano-and-lesson-times.md holds the runs,
 their wall times and what moves them.
 """
@@ -153,7 +154,8 @@ def population_forward(params, perturbations, x, settings):
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
     # (T, 1, 1, N, 64) + (1, 2, 1, 1, 1) * (T, 1, P, N, 64): every member's input current, (T, 2, P, N, 64)
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)
-    # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member.
+    # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member:
+    # hidden (T, 2, P, N, 64) @ B_W2^T (P, 64, r) -> (T, 2, P, N, r), then @ A_W2 (P, r, 10) -> (T, 2, P, N, 10).
     pair_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
     out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)
     return out.sum(axis=0)                                                      # (2, P, N, 10)
@@ -178,8 +180,10 @@ def gradient(f, perturbations, sigma):
         if name.startswith("W"):
             A, B = drawn
             P, r, m = A.shape
-            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, stacked
-            grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))
+            # A (P, r, m) holds A[p] = A_p^T, so A.reshape(P r, m) is the stacked A of Eq. (7): row p r + j
+            # is column j of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
+            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, (P r, m)
+            grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
         else:
             grads[name] = f @ drawn / (2 * len(f) * sigma)
     return grads
@@ -269,7 +273,7 @@ def main():
         return exits.say(f"{__doc__.strip()}\n\n{USAGE}", "run it again with standard output open")
     settings = Settings(seed=seed_of(sys.argv[1:]))
     began = time.perf_counter()
-    # data.py bins the recordings into frames once and caches them (~/.cache/eggroll-snn/frames)
+    # data.py bins the recordings into frames once and caches them (in $EGGROLL_CACHE, else ~/.cache/eggroll-snn/frames)
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)
     params, _ = train(splits, settings, generations=300, batch_size=64, log_every=30)
     exits.say(f"test accuracy {accuracy(params, splits.test, settings):.1%} on {len(splits.test)} real "

@@ -32,7 +32,8 @@ class Adam:
 
 def init(params):
     """Adam's state: first and second moments at zero, update count Q = 0."""
-    return {"m": {k: v * 0 for k, v in params.items()}, "v": {k: v * 0 for k, v in params.items()}, "t": 0}
+    return {"m": {name: value * 0 for name, value in params.items()},
+            "v": {name: value * 0 for name, value in params.items()}, "t": 0}
 
 
 def ascend(params, grads, state, adam):
@@ -52,13 +53,13 @@ def adam_update(value, grad, m, v, t, adam):
     corrected for their start at zero, then the decoupled decay. Returns the new theta, m and v."""
     m = adam.beta1 * m + (1 - adam.beta1) * grad
     v = adam.beta2 * v + (1 - adam.beta2) * grad ** 2
-    step = (m / (1 - adam.beta1 ** t)) / ((v / (1 - adam.beta2 ** t)) ** 0.5 + adam.eps)
-    return (value + adam.lr * step - adam.lr * adam.weight_decay * value).astype(value.dtype), m, v
+    move = (m / (1 - adam.beta1 ** t)) / ((v / (1 - adam.beta2 ** t)) ** 0.5 + adam.eps)
+    return (value + adam.lr * move - adam.lr * adam.weight_decay * value).astype(value.dtype), m, v
 
 
-def scheduled_lr(lr, schedule, step, total_steps):
-    """The learning rate of update `step` (0-based) of `total_steps`: constant, or cosine,
-    lr (1 + cos(pi step / total_steps)) / 2, falling to 0 at the end."""
+def scheduled_lr(lr, schedule, update, updates):
+    """The learning rate of update number `update` (0-based) of `updates`: constant, or cosine,
+    lr (1 + cos(pi update / updates)) / 2, falling to 0 at the end."""
     if schedule == "cosine":
-        return lr * (1 + math.cos(math.pi * step / total_steps)) / 2
+        return lr * (1 + math.cos(math.pi * update / updates)) / 2
     return lr

@@ -110,11 +110,11 @@ def train(toy, generations=300):
     return params[STREAM], np.array(distances)
 
 
-def mean_step(theta, target, toy, generations, ranked=True):
-    """The mean of `generations` independent estimates at W (each a fresh draw), and its standard
-    error per entry."""
-    steps = np.stack([step(theta, target, toy, generation, ranked)[0] for generation in range(generations)])
-    return steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
+def mean_step(theta, target, toy, draws, ranked=True):
+    """The mean of `draws` independent estimates at W (no step taken; each draw's noise keyed by its
+    number, as a generation's is), and its standard error per entry."""
+    steps = np.stack([step(theta, target, toy, draw, ranked)[0] for draw in range(draws)])
+    return steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(draws)
 
 
 def ranked_step_length(pairs, sigma):
@@ -134,8 +134,8 @@ def raw_variance_ratio(shape, rank):
     return (m * n + 1 + 2 * (m + n + 1) / rank) / (m * n + 1)
 
 
-def cosine(x, y):
-    return float((x * y).sum() / (np.linalg.norm(x) * np.linalg.norm(y)))
+def cosine(first, second):
+    return float((first * second).sum() / (np.linalg.norm(first) * np.linalg.norm(second)))
 
 
 def staircase(x):
@@ -217,7 +217,7 @@ def across_check(toy=Toy(), draws=20000):
             scores = score(np.stack([theta + toy.sigma * noise, theta - toy.sigma * noise], axis=2))
             shaped = np.argsort(np.argsort(scores.reshape(draws, -1), axis=1), axis=1) / (2 * toy.pairs - 1) - 0.5
             f = shaped[:, 0::2] - shaped[:, 1::2]
-            steps = np.einsum("dp,dpmn->dmn", f, noise) / (2 * toy.pairs * toy.sigma)
+            steps = np.einsum("...p,...pmn->...mn", f, noise) / (2 * toy.pairs * toy.sigma)  # one step a draw
             across = steps - (steps * along).sum(axis=(1, 2))[:, None, None] * along
             mean, expected = steps.mean(axis=0), math.sqrt(across.var(axis=0, ddof=1).sum() / draws)
             length, off = np.linalg.norm(mean), np.linalg.norm(across.mean(axis=0))
@@ -226,22 +226,22 @@ def across_check(toy=Toy(), draws=20000):
     return [f"mean of {draws:,} centred-rank steps at W = 0, its part across G: " + "; ".join(parts)]
 
 
-def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, generations=400):
-    """Off quadratics the low-rank step is biased: the mean of `generations` raw-difference steps
-    of `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs, and its
-    standard error per entry."""
+def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, draws=400):
+    """Off quadratics the low-rank step is biased: the mean of `draws` raw-difference steps of
+    `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs (no step taken; each
+    draw's noise keyed by its number, as a generation's is), and its standard error per entry."""
     theta, setting = optimum(toy.seed), replace(toy, sigma=sigma, pairs=pairs)
     steps = []
-    for generation in range(generations):
-        perturbation, factors = noise_of(setting, generation)
+    for draw in range(draws):
+        perturbation, factors = noise_of(setting, draw)
         f = eggroll.pair_differences(fitness(members_of(theta, perturbation, sigma))).astype(np.float64)
         if factors is None:
             config = baselines.ESConfig(2 * pairs, sigma, toy.seed, logit_scale=1.0)
-            steps.append(baselines.full_rank_gradient(f, {STREAM: theta}, config, generation)[STREAM])
+            steps.append(baselines.full_rank_gradient(f, {STREAM: theta}, config, draw)[STREAM])
         else:
             steps.append(eggroll.lowrank_gradient(f, *factors, sigma, pairs))
     steps = np.stack(steps)
-    return theta, steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(generations)
+    return theta, steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(draws)
 
 
 def entry_quartic(members):
@@ -268,7 +268,7 @@ def quartic_means(theta, sigma, rank):
             "norm": -(norm + sigma ** 2 * (m * n + 2 + excess_norm)) * theta}
 
 
-def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=200):
+def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, draws=200):
     """The lines of docs/derivation.md's section 5: how far the mean low-rank step lies from the
     smoothed gradient on each quartic, beside the exact expression, and on the norm quartic the
     part that the entries' own fourth moment (the tails) accounts for."""
@@ -277,13 +277,13 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, generations=200):
                                    ("norm", norm_quartic, "F = -1/4 |W|^4")):
         parts = []
         for label, rank in (("rank 1", 1), ("rank 2", 2), ("rank 6", 6), ("full rank", None)):
-            theta, mean, _ = quartic_steps(replace(toy, rank=rank), fitness, sigma, pairs, generations)
+            theta, mean, _ = quartic_steps(replace(toy, rank=rank), fitness, sigma, pairs, draws)
             smoothed = quartic_means(theta, sigma, None)[name]
             gap = lambda mean_step: f"{100 * np.linalg.norm(mean_step - smoothed) / np.linalg.norm(smoothed):.1f} %"
             tails = "" if name == "entry" or rank is None else \
                 f", tails alone {gap(smoothed - sigma ** 2 * 6 / rank * theta)}"
             parts.append(f"{gap(mean)} ({label}; exact {gap(quartic_means(theta, sigma, rank)[name])}{tails})")
-        lines.append(f"quartic {formula} at W*, sigma {sigma}, mean of {generations} raw-difference steps of "
+        lines.append(f"quartic {formula} at W*, sigma {sigma}, mean of {draws} raw-difference steps of "
                      f"{pairs:,} pairs each: from the smoothed gradient by " + ", ".join(parts))
     return lines
 

@@ -48,7 +48,7 @@ def test_off_a_quadratic_the_low_rank_step_is_biased_as_derived(rank, name):
     entries that share a factor), every entry within 5 standard errors of that, and at rank 1 and
     2 far from the smoothed gradient."""
     sigma, fitness = 0.5, {"entry": toy_module.entry_quartic, "norm": toy_module.norm_quartic}[name]
-    draws = dict(pairs=500, generations=100) if name == "entry" else dict(pairs=1000, generations=200)  # noisier
+    draws = dict(pairs=500, draws=100) if name == "entry" else dict(pairs=1000, draws=200)  # noisier
     theta, mean, error = toy_module.quartic_steps(replace(Toy(), rank=rank), fitness, sigma, **draws)
     smoothed, predicted = (toy_module.quartic_means(theta, sigma, r)[name] for r in (None, rank))
     assert np.all(np.abs(mean - predicted) <= 5 * error), (np.abs(mean - predicted) / error).max()
