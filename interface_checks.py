@@ -372,8 +372,11 @@ def fitness_array(fitness, members, like):
     if fitness is None and members == 0:
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
+    if isinstance(fitness, (str, bytes, bytearray, memoryview)):  # bytes would be read as one number a byte
+        raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(fitness)}: give a list or "
+                         f"array of them")
     given = fitness
-    if is_sequence(fitness):  # a list, tuple or deque of numbers, or of a reduction's 0-d arrays, say
+    if isinstance(fitness, Sequence):  # a list, tuple or deque of numbers, or of a reduction's 0-d arrays, say
         fitness = [number_of(value) for value in fitness]
     # a list's integers are held as objects, checked below: beside a float NumPy would make them float64
     # itself, merging those beyond 2^53 unseen
@@ -406,7 +409,7 @@ def fitness_array(fitness, members, like):
                                  "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
             fitness = converted
     if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
-        what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or is_sequence(given) else a_kind(given)
+        what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, Sequence) else a_kind(given)
         raise ValueError(f"fitness must be real numbers, one per member, got {what}")
     fitness = fitness.astype(numpy.float64)  # native byte order too
     if fitness.shape != (members,):
@@ -416,11 +419,6 @@ def fitness_array(fitness, members, like):
     if not finite.all():  # said here, where the member is known (under a team, on its own process)
         raise ValueError(f"{NOT_FINITE}; the first is member {int(finite.argmin())}")
     return array_module_of(like).asarray(fitness)
-
-
-def is_sequence(value):
-    """A list, tuple, deque or other sequence of values, not text."""
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
 
 
 def number_of(value):

@@ -21,6 +21,7 @@ import pytest
 import scipy.sparse
 from hypothesis import given, settings, strategies as st
 
+import backend
 import baselines
 import distributed
 import eggroll
@@ -1553,6 +1554,46 @@ def test_text_among_a_fitness_is_refused_as_text(fitness, said):
     with pytest.raises(ValueError) as raised:
         es.tell(state, es.ask(state), fitness)
     assert str(raised.value) == f"fitness must be real numbers, one per member, got text ({said})"
+
+
+@pytest.mark.parametrize("fitness, kind", [(b"\x01\x02\x03\x04", "a bytes"), (bytearray(b"\x01\x02\x03\x04"), "a bytearray"),
+                                           (memoryview(b"\x01\x02\x03\x04"), "a memoryview"), ("1234", "a str")])
+def test_text_or_bytes_as_the_whole_fitness_is_refused_not_read_one_number_a_byte(fitness, kind):
+    """Four bytes for four members would be four numbers to NumPy and to a sequence's loop: refused as
+    what they are, before any step, whichever of Python's text or byte types holds them."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised:
+        es.tell(state, es.ask(state), fitness)
+    assert str(raised.value) == f"fitness must be real numbers, one per member, got {kind}: give a list or array of them"
+
+
+def test_none_from_a_process_with_members_names_the_member_not_its_share():
+    """None told by a process that holds members: each member wants a number (not "tell it []", the fix
+    for a process given no pairs, which would be refused for its shape)."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised:
+        es.tell(state, es.ask(state), None)
+    assert str(raised.value) == "fitness holds None (member 0): give every member a number"
+
+
+@pytest.mark.parametrize("moment", ["m", "v"])
+@pytest.mark.parametrize("on_device", ["parameter", "moment"])
+def test_a_moment_in_another_array_module_than_its_parameter_is_refused_by_name(moment, on_device):
+    """Adam's moments restored onto the device beside host parameters, or the other way: the moment is
+    named with both array types and the fix, not a TypeError from inside the step."""
+    import strict_array
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": strict_array.asarray(W["w"])} if on_device == "parameter" else W)
+    on_host = backend.to_numpy(state.optimiser[moment]["w"])
+    moved = strict_array.asarray(on_host) if on_device == "moment" else on_host
+    optimiser = {**state.optimiser, moment: {"w": moved}}
+    kinds = ["a strict_array.StrictArray of float32", "a NumPy array of float32"]
+    moment_kind, parameter_kind = kinds if on_device == "moment" else kinds[::-1]
+    what = {"m": "average of g", "v": "average of g^2"}[moment]
+    assert told(es, eggroll.State(state.params, optimiser, 0), es.ask(state)).startswith(
+        f"Adam's {what} of parameter 'w' is {moment_kind}, not {parameter_kind} as the parameter: ")
 
 
 def test_none_from_a_process_given_no_members_says_so():
