@@ -26,7 +26,7 @@ def check_settings(es):
     Python floats the step uses (a Fraction or a float32 product may round to 1 as floats)."""
     check_whole("population", es.population, None, 2 * MAX_PAIRS, "e.g. 512")
     check_population(es.population)
-    check_whole("rank", es.rank, None, None, "e.g. 1 or 4")  # its range is the weights' (check)
+    check_whole("rank", es.rank, 1, None, "e.g. 1 or 4")  # at most the weights' smaller side (check)
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
     check_sigma(es.sigma)
     for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
@@ -111,8 +111,6 @@ def check_params(es, params):
     if len(modules) > 1:
         raise ValueError(f"the parameters live in different array modules ({', '.join(sorted(modules))}): give "
                          f"them all as NumPy arrays, or all as CuPy arrays")
-    if es.rank < 1:  # no weight above named the range
-        raise ValueError(f"rank must be a whole number >= 1, got {es.rank}: use e.g. 1 or 4")
     check_sigma(es.sigma)  # a sigma dict may have been changed since the Eggroll was made
     sigmas = es.sigmas(params)
     if set(sigmas) != set(params):  # in ascii, names that print alike ('é' as one code point or two) show apart

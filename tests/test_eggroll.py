@@ -618,7 +618,7 @@ def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message)
     (dict(population=1), r"population must be an even number >= 2.*got 1"),
     (dict(population=0), r"population must be an even number >= 2.*got 0"),
     (dict(population=-2), r"population must be an even number >= 2.*got -2"),
-    (dict(rank=0), r"rank must lie in 1\.\.4 \(the smaller side of W1, 4x6\), got 0"),
+    (dict(rank=0), r"rank must be a whole number >= 1, got 0: use e\.g\. 1 or 4"),
     (dict(rank=4), r"rank must lie in 1\.\.3 \(the smaller side of W2, 3x4\), got 4"),
     (dict(rank=7), r"rank must lie in 1\.\.4 \(the smaller side of W1, 4x6\), got 7"),
 ])

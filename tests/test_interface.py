@@ -322,7 +322,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0"),
     (lambda es, s: eggroll.Eggroll(True, 1, 0.1, 0), "population must be a whole number"),
     (lambda es, s: eggroll.Eggroll(2 ** 34, 1, 0.1, 0), "population must be a whole number <= 8589934592"),
-    (lambda es, s: eggroll.Eggroll(4, 1.0, 0.1, 0), "rank must be a whole number, got 1.0"),
+    (lambda es, s: eggroll.Eggroll(4, 1.0, 0.1, 0), "rank must be a whole number >= 1, got 1.0"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 2 ** 64), "seed must be a whole number in 0..18446744073709551615"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, -1), "seed must be a whole number in 0.."),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr=np.nan), "lr must be a finite int or float >= 0, got nan"),
@@ -367,7 +367,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "parameter 'layer0.bias' holds NaN or inf"),
     (lambda es, s: es.init({"w": np.full((3, 6), np.inf)}), "parameter 'w' holds NaN or inf"),
     (lambda es, s: es.init({"w": np.matrix(np.ones((3, 6)))}), "parameter 'w' is a numpy.matrix"),
-    (lambda es, s: eggroll.Eggroll(4, 0, 0.1, 0).init({"b": np.ones(3)}), "rank must be a whole number >= 1, got 0"),
+    (lambda es, s: eggroll.Eggroll(4, 0, 0.1, 0), "rank must be a whole number >= 1, got 0: use e.g. 1 or 4"),
+    (lambda es, s: eggroll.Eggroll(4, -1, 0.1, 0), "rank must be a whole number >= 1, got -1: use e.g. 1 or 4"),
     (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, team=None), "team must be distributed.ALONE or distributed.team"),
     (lambda es, s: eggroll.Eggroll(4, 1, [0.1], 0), "sigma is a float or a dict {name: float}, got a list"),
     (lambda es, s: eggroll.Eggroll(4, 1, np.array([0.1, 0.2]), 0), "sigma is a float or a dict {name: float}, got a"),
@@ -408,7 +409,7 @@ class ArrayLike:
 
 @pytest.mark.parametrize("make, message", [
     (lambda: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0: use e.g. 512"),
-    (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number, got 1.5: use e.g. 1 or 4"),
+    (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number >= 1, got 1.5: use e.g. 1 or 4"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, -1),
      "seed must be a whole number in 0..18446744073709551615, got -1: use e.g. 0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=float("nan")), "lr must be a finite int or float >= 0, got nan: use e.g. 0.01"),
