@@ -233,7 +233,16 @@ def output_folder(text):
     """argparse type: a folder to write records into (made, if new, before any work): not a file."""
     if not text or (os.path.lexists(text) and not os.path.isdir(text)):
         raise argparse.ArgumentTypeError(f"expected a folder to write the records into, got {text!r}")
-    return Path(text)
+    return Path(not_standard_output(text))
+
+
+def not_standard_output(text):
+    """argparse type: the path of a folder that a command writes files into, never `-`, which many
+    tools read as standard output (a folder of that name is ./-)."""
+    if text == "-":
+        raise argparse.ArgumentTypeError("'-' is read as standard output by many tools, and this command writes "
+                                         "files into a folder: give a folder's path (./- for a folder named -)")
+    return text
 
 
 PNG = b"\x89PNG\r\n\x1a\n"  # how a figure's file begins

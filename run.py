@@ -136,7 +136,7 @@ def main(argv=None):
 
     train_parser = commands.add_parser("train", help="train one network")
     add_config_options(train_parser)
-    train_parser.add_argument("--out", default="runs/latest",
+    train_parser.add_argument("--out", default="runs/latest", type=exits.not_standard_output,
                               help="output folder: metrics.jsonl, final.json, checkpoint.npz (default: runs/latest)")
     train_parser.add_argument("--resume", action="store_true",
                               help="continue the run in --out from its last checkpoint (same settings)")
@@ -162,7 +162,7 @@ def main(argv=None):
     reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
                                   help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "
                                        "(default: every part, one after another)")
-    reproduce_parser.add_argument("--results", default="results", help="folder for results/<config>/ "
+    reproduce_parser.add_argument("--results", default="results", type=exits.not_standard_output, help="folder for results/<config>/ "
                                                                        "(default: results)")
     add_config_options(reproduce_parser, WHERE + ("download",))
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -205,7 +205,7 @@ def main(argv=None):
     bench.add_options(bench_parser)
 
     emulate_parser = commands.add_parser("emulate", help="N-MNIST-format recordings emulated from MNIST")
-    emulate_parser.add_argument("--out", required=True,
+    emulate_parser.add_argument("--out", required=True, type=exits.not_standard_output,
                                 help="folder of the recordings, <out>/NMNIST/{Train,Test}/<digit>/*.bin: the "
                                      "--data-root of the other commands")
     emulate_parser.add_argument("--mnist", help="folder of the four MNIST IDX files, gzipped or not (default: "

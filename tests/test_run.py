@@ -744,6 +744,9 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["train", "--update", "seeds"], "--update says how the processes of a job share"),
                           (["bench", "--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
                           (["reproduce", "--populations", "1e3"], "argument --populations: expected comma"),
+                          (["train", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
+                          (["reproduce", "--results", "-"], "argument --results: '-' is read as standard output"),
+                          (["emulate", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
                           ([], "the following arguments are required: command")]:
         with pytest.raises(SystemExit) as exit_:
             run.main(argv)
