@@ -241,6 +241,26 @@ def test_a_report_of_no_runs_left_removes_the_figures_it_drew_before(tmp_path):
     report.remove_stale_figures(tmp_path, written)
     assert not any(p.suffix == ".png" for p in written)
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["mine.png"] and len(drawn) == 4
+    assert report.recorded_figures(tmp_path) == {}  # no digest of a deleted figure left to vouch for a file later
+
+
+def test_a_link_under_a_stale_figures_name_is_left_and_never_recorded(tmp_path):
+    """A link put under the name of a figure the report no longer draws, to a file of that figure's
+    very bytes, while the report is written (write_report refuses one there before it starts): not the
+    report's (it writes no file through a link), so it is neither deleted nor kept in the record as a
+    figure the report drew."""
+    write_run(tmp_path, "eggroll-r2", 1)
+    report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
+    shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
+    write_run(tmp_path, "es", 1)
+    written = report.write_report(tmp_path, "quick")
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-copy.png"
+    elsewhere.write_bytes((tmp_path / "rank_ablation.png").read_bytes())
+    (tmp_path / "rank_ablation.png").unlink()
+    (tmp_path / "rank_ablation.png").symlink_to(elsewhere)
+    report.remove_stale_figures(tmp_path, written)
+    assert (tmp_path / "rank_ablation.png").is_symlink() and elsewhere.is_file()
+    assert sorted(report.recorded_figures(tmp_path)) == ["accuracy_time.png", "convergence.png", "wallclock.png"]
 
 
 @pytest.fixture

@@ -173,10 +173,12 @@ def test_the_staircase_is_smoothed_as_derived_and_es_finds_the_slope(x, sigma):
     assert toy_module.staircase(x + 1e-3) == toy_module.staircase(x - 1e-3)
 
 
-def test_a_figure_name_with_a_line_break_is_refused_before_any_work(tmp_path):
-    """The record of the figures holds one line a figure: a name holding a line break could not be
-    read back, so it is refused in one line, nothing written (the figure, the record)."""
-    done = subprocess.run([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", str(tmp_path / "a\nb.png")],
+@pytest.mark.parametrize("name", ["a\nb.png", "a\rb.png"])
+def test_a_figure_name_with_a_line_break_is_refused_before_any_work(tmp_path, name):
+    """The record of the figures holds one line a figure: a name holding a line break (a newline, or
+    a carriage return, which the record's lines cannot hold either) could not be read back, so it is
+    refused in one line, nothing written (the figure, the record)."""
+    done = subprocess.run([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", str(tmp_path / name)],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "a figure's name holds a line break" in done.stderr and list(tmp_path.iterdir()) == []
