@@ -239,7 +239,8 @@ def reproduce_runs(opts, results_dir, runs, deadline):
         if opts.real_root and not ((out / "real.json").exists() and training.scored_on(out, opts.real_root,
                                                                                        opts.cache_dir)):
             if (out / CHECKPOINT).exists():
-                scored = training.evaluate_run(out, opts.real_root, opts.cache_dir, opts.device, "--real-root")
+                scored = training.evaluate_run(out, opts.real_root, opts.cache_dir, opts.device, "--real-root",
+                                               "reproduce")
                 run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
             else:
                 print(f"{out}: no {CHECKPOINT}, not scored on --real-root", file=sys.stderr)

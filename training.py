@@ -505,10 +505,11 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
 
 
-def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root"):
+def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root", command="train"):
     """Accuracy of a trained run's weights on every split of the N-MNIST copy at data_root
     (e.g. the real recordings, for a model trained on emulated ones), frames made as in training;
-    `option` names data_root in a message."""
+    `option` names data_root in a message, `command` ("reproduce" for its runs) the fix of a damaged
+    checkpoint."""
     run_dir = Path(run_dir)
     if os.path.lexists(run_dir) and not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder, so it holds no trained run; give the --out folder of a "
@@ -535,7 +536,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
         raise UsageError(f"{run_dir} holds a run but not its {CHECKPOINT}, so no weights to score; {fix}")
     xp = array_module(device)
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
-    params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config))
+    params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config),
+                                                       command=command)
     emulate.check_finished(data_root)  # an emulation of one split says how to add the other
     resources.nmnist_recordings(data_root, option)  # scoring downloads nothing: a copy is needed
     splits = load_splits(data_root, config.time_bins, cache_dir)

@@ -596,6 +596,12 @@ def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(t
         assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
                f"contradicts (seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
         assert snapshot(out) == before
+    settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring
+    (out / "config.json").write_text(json.dumps(settings))  # the seed would not make the two agree
+    before = snapshot(out)
+    code, err = run_main(train_args(out, dataset, "--resume", "--lr", str(settings["lr"])), capsys)
+    assert code == 2 and f"{out / 'final.json'} is another run's (" in err and "restore them" not in err, err
+    assert snapshot(out) == before
 
 
 def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(tmp_path, dataset, capsys,
@@ -608,6 +614,13 @@ def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(t
             *dataset]
     assert run.main(args) == 0
     out = tmp_path / "quick" / "runs" / "es-seed1"
+    intact = (out / run_folder.CHECKPOINT).read_bytes()
+    (out / run_folder.CHECKPOINT).write_bytes(b"damaged")  # scoring the finished run on other recordings reads it
+    code, err = run_main([*args, "--real-root", dataset[1]], capsys)
+    assert code == 2 and err.endswith(f"restore it from a copy to score the run again (its final.json holds the run's "
+                                      f"results), or move {out} away (it is left as it is) and reproduce trains the "
+                                      f"run again there\n"), err
+    (out / run_folder.CHECKPOINT).write_bytes(intact)
     (out / "final.json").unlink()
     (out / run_folder.CHECKPOINT).write_bytes(b"damaged")
     code, err = run_main(args, capsys)
