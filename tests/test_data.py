@@ -729,3 +729,40 @@ def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read
             data.load_nmnist(root, cache_dir=tmp_path / cache, progress=False)
         assert "\n" not in str(error.value) and "--cache-dir" in str(error.value)
     assert (tmp_path / "afile").read_text() == "mine" and not (tmp_path / "nowhere").exists()
+
+
+def test_what_lies_in_a_split_folders_place_is_named_as_it_is(tmp_path):
+    """A file, a link to a file (read as the file it leads to) and a link that leads nowhere, in Train's
+    place: each named as what it is, with the fix."""
+    (tmp_path / "notes.txt").write_text("mine")
+    for name, make, what in [("file", lambda path: path.write_text("x"), "a file"),
+                             ("to-file", lambda path: path.symlink_to(tmp_path / "notes.txt"), "a file"),
+                             ("dangling", lambda path: path.symlink_to(tmp_path / "absent"),
+                              "a symbolic link that leads to no folder")]:
+        (tmp_path / name).mkdir()
+        split = tmp_path / name / "Train"
+        make(split)
+        assert data.split_folder_problem(split).startswith(
+            f"{split} is {what}, not the split folder Train: move it out of {tmp_path / name}, then put N-MNIST's "
+            f"training recordings there"), name
+
+
+def test_files_without_inode_numbers_are_never_taken_for_one_recording(tmp_path):
+    """A file system that numbers no file (st_ino 0: FAT, some network mounts) gives two recordings
+    of one size and time the same (device, inode, size, time): they are two recordings, in one split
+    or across the two; with real inode numbers the same four values are one file reached twice."""
+    from types import SimpleNamespace
+    one, other = tmp_path / "Train" / "0" / "a.bin", tmp_path / "Train" / "1" / "b.bin"
+    test = tmp_path / "Test" / "2" / "c.bin"
+    for inode in (0, 7):
+        stat = SimpleNamespace(st_dev=1, st_ino=inode, st_size=100, st_mtime_ns=5)
+        train_listed, test_listed = ([(one, 0), (other, 1)], [stat, stat]), ([(test, 2)], [stat])
+        dirs = {"Train": tmp_path / "Train", "Test": tmp_path / "Test"}
+        if inode:
+            with pytest.raises(data.BadDataError, match="share recordings"):
+                data._check_one_label(dirs["Train"], train_listed)
+            with pytest.raises(data.BadDataError, match="share recordings"):
+                data._check_apart(dirs, {"Train": ([(one, 0)], [stat]), "Test": test_listed})
+        else:
+            data._check_one_label(dirs["Train"], train_listed)
+            data._check_apart(dirs, {"Train": train_listed, "Test": test_listed})

@@ -658,7 +658,29 @@ def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run,
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 2 and err.count("\n") == 1 and "holds weights too large for the network (layer 1's" in err, err
+    assert err.endswith("they are no trained run's; train the run again with --force\n"), err
     assert snapshot(finished_run) == before
+
+
+def test_a_reproduce_run_of_weights_too_large_is_told_reproduces_fix(tmp_path, dataset, capsys, monkeypatch):
+    """The same weights in an unfinished run of reproduce, which has no --force for it: move the run
+    away, and reproduce trains it again."""
+    monkeypatch.setitem(run_config.PRESETS, "quick", {"common": dict(generations=4, population=4, batch_size=16,
+                                                                     eval_every=2)})
+    args = ["reproduce", "--config", "quick", "--runs", "eggroll-r1", "--seeds", "1", "--results", str(tmp_path),
+            "--quiet", *dataset]
+    assert run.main(args) == 0
+    out = tmp_path / "quick" / "runs" / "eggroll-r1-seed1"
+    (out / "final.json").unlink()
+
+    def change(arrays):
+        arrays["param/W1"][...] = 1e38 / arrays["param/W1"].shape[1]
+    rewrite_checkpoint(out, change)
+    before = snapshot(out)
+    code, err = run_main(args, capsys)
+    assert code == 2 and err.endswith(f"they are no trained run's; move {out} away (it is left as it is) and reproduce "
+                                      f"trains the run again there\n"), err
+    assert "--force" not in err and snapshot(out) == before
 
 
 def test_a_run_stopped_before_its_first_checkpoint_resumes_from_its_first_step(tmp_path, dataset, capsys,
