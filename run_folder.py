@@ -309,7 +309,8 @@ def writing(path, then=None):
     path = Path(path)
     refuse_link(path)
     if path.exists() and not path.is_file():  # a folder, a device (/dev/null), a pipe: never replaced
-        raise UsageError(f"cannot write {path}: it is not a regular file; choose another path")
+        raise UsageError(f"cannot write {path}: it is not a regular file (a folder, say), and only a file is "
+                         f"replaced; move it out of {path.parent}, then run the command again")
     temporary = None
     try:
         temporary = create_new(path)
@@ -602,6 +603,11 @@ def prepare(out, config, resume, force, command="train"):
                            "lost": f"move {out} away to train the run afresh"}}[command]
     for name in (RUN_MARK, *RUN_FILES):
         refuse_link(out / name)
+    for name in RUN_FILES:  # a folder where a run's file goes: before any work, not when the file is written
+        if (out / name).exists() and not (out / name).is_file():
+            what = FILE_KINDS.get(stat.S_IFMT(os.stat(out / name).st_mode), "not a regular file")
+            raise UsageError(f"{out / name} is {what}, not the regular file in which the run keeps its {name}: move "
+                             f"it out of {out}, then run the command again")
     instead = "use another --out" if command == "train" else f"move {out} away"
     refuse_odd_mark(out, instead)
     marked = is_run_folder(out)

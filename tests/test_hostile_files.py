@@ -49,10 +49,12 @@ def test_a_named_pipe_in_a_run_folder_is_refused_not_waited_on(tmp_path, trained
     shutil.copytree(trained, out)
     (out / name).unlink()
     os.mkfifo(out / name)
-    for which in commands:
+    for which in commands:  # train refuses it among the run's files, evaluate where it reads it
         args = (["train", "--out", str(out), "--generations", "5", *SMALL, *dataset, "--resume"] if which == "resume"
                 else ["evaluate", str(out), *dataset])
-        one_line(*command(*args), f"cannot read {out / name}: it is a named pipe (FIFO), not a regular file")
+        one_line(*command(*args), f"{out / name} is a named pipe (FIFO), not the regular file in which the run keeps "
+                                  f"its {name}: move it out of {out}" if which == "resume" else
+                 f"cannot read {out / name}: it is a named pipe (FIFO), not a regular file")
     assert (out / name).is_fifo()
 
 

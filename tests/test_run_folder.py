@@ -36,7 +36,8 @@ def train_args(out, dataset, *extra):
 
 def snapshot(folder):
     """The run's files and their bytes (the lock file holds the PID of whoever held it last)."""
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.name != run_folder.LOCK}
+    return {p.name: p.read_bytes() if p.is_file() else sorted(q.name for q in p.iterdir()) for p in folder.iterdir()
+            if p.name != run_folder.LOCK}
 
 
 @pytest.fixture
@@ -647,6 +648,21 @@ def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset,
     assert json.loads((finished_run / "final.json").read_text())["config"]["generations"] == 10
 
 
+@pytest.mark.parametrize("name", run_folder.RUN_FILES)
+@pytest.mark.parametrize("extra", [[], ["--resume"], ["--force"]])
+def test_a_folder_where_a_run_keeps_a_file_is_refused_before_any_work(finished_run, dataset, capsys, name, extra):
+    """A folder made where the run keeps one of its files: one line naming it, before any scoring or
+    training, and nothing changed (the folder is the user's: --force deletes the run's files only)."""
+    path = finished_run / name
+    path.unlink(missing_ok=True)  # a finished run has no real.json
+    (path / "mine").mkdir(parents=True)
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+    assert code == 2 and err == (f"error: {path} is a folder, not the regular file in which the run keeps its {name}: "
+                                 f"move it out of {finished_run}, then run the command again\n"), err
+    assert snapshot(finished_run) == before
+
+
 def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run, dataset, capsys):
     """Finite weights whose potentials would overflow (no trained run's): --resume refuses them as
     evaluate does, rather than train on with NumPy's overflow warnings."""
@@ -874,12 +890,12 @@ def test_an_os_error_names_its_path_and_what_to_do(finished_run, dataset, capsys
     path and a fix that works, no raw [Errno ...], and the run there untouched."""
     code, err = run_main(train_args("/sys/eggroll-snn/run", dataset), capsys)
     assert code == 2 and err.count("\n") == 1 and "/sys/eggroll-snn" in err and "[Errno" not in err, err
-    (finished_run / run_folder.CHECKPOINT).unlink()
-    (finished_run / run_folder.CHECKPOINT).mkdir()
+    leftover = finished_run / f"{run_folder.CHECKPOINT}.0123abcd.tmp"  # a temporary file's name, --force's to delete
+    leftover.mkdir()
     files = {p.name: p.read_bytes() for p in finished_run.iterdir() if p.is_file() and p.name != run_folder.LOCK}
     code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
-    assert code == 2 and err == (f"error: --force cannot delete {finished_run / run_folder.CHECKPOINT}: it is a "
-                                 f"folder, not a file of a run; move it away or use another --out\n"), err
+    assert code == 2 and err == (f"error: --force cannot delete {leftover}: it is a folder, not a file of a run; move "
+                                 f"it away or use another --out\n"), err
     assert {p.name: p.read_bytes() for p in finished_run.iterdir() if p.is_file() and p.name != run_folder.LOCK} \
         == files
 
@@ -1195,7 +1211,9 @@ def test_a_link_is_refused_and_a_device_is_never_replaced(tmp_path):
     assert link.is_symlink() and target.read_text() == "old" and sorted(tmp_path.iterdir()) == [link, target]
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
-    with pytest.raises(run_folder.UsageError, match=f"cannot write {pipe}: it is not a regular file"):
+    with pytest.raises(run_folder.UsageError, match=re.escape(f"cannot write {pipe}: it is not a regular file (a folder, "
+                                                              f"say), and only a file is replaced; move it out of "
+                                                              f"{pipe.parent}, then run the command again")):
         run_folder.write_atomically(pipe, "new")
     with pytest.raises(run_folder.UsageError, match="is not a regular file"):
         resources.check_writable(pipe, "--json")
