@@ -394,6 +394,11 @@ def _cache_path(cache_dir, split_name, header):
     return cache_dir / f"nmnist-{split_name.lower()}-T{header['n_time_bins']}-{key}.npz"
 
 
+def frame_cache_dir(cache_dir=None):
+    """The folder of the frame caches: `cache_dir`, else $EGGROLL_CACHE, else <cache home>/frames."""
+    return Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
+
+
 def check_cache_dir(folder):
     """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
     is a file, a broken link or a loop of links: said before any recording is read, not after."""
@@ -583,7 +588,7 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     call (or with rebuild=True); later calls read the cache.
     """
     dirs = _split_dirs(resolve_root(root), download)
-    cache_dir = Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
+    cache_dir = frame_cache_dir(cache_dir)
     check_cache_dir(cache_dir)
     listed = {}
     for name, folder in dirs.items():

@@ -291,19 +291,20 @@ def nmnist_recordings(root, option, required=True):
     return None
 
 
-def refuse_data_folder(folder, fix):
+def refuse_data_folder(folder, fix, what="a run's"):
     """A UsageError ending with `fix` (a text, or one made from the copy's root) if `folder` is part of
     an N-MNIST copy (data_copy_of): a data folder, which the project only reads, is never a run's
-    nor a results folder, nor is a folder inside one (a split or digit folder, one beside them)."""
+    nor a results folder nor the frame cache (`what` it would be), nor is a folder inside one (a
+    split or digit folder, one beside them)."""
     copy = data_copy_of(folder)
     if copy is None:
         return
     fix = fix(copy) if callable(fix) else fix
     if data.split_base(Path(folder)) is not None:
         raise UsageError(f"{folder} holds N-MNIST (its Train and Test folders): it is a data folder, which the "
-                         f"project only reads, not a run's; {fix}")
+                         f"project only reads, not {what}; {fix}")
     raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data folder, "
-                     f"which the project only reads, not a run's; {fix}")
+                     f"which the project only reads, not {what}; {fix}")
 
 
 def data_copy_of(folder):

@@ -502,6 +502,8 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     emulation is read only if it finished, with the recordings it counted (emulate.check_finished).
     Training and scoring read their data through it alike."""
     emulate.check_finished(data_root)
+    resources.refuse_data_folder(data.frame_cache_dir(cache_dir), "point --cache-dir (or $EGGROLL_CACHE) at a "
+                                                                  "folder outside it", what="the frame cache")
     return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
 
 

@@ -158,6 +158,27 @@ def test_a_folder_inside_a_data_folder_is_never_a_run_or_results_folder(tmp_path
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
 
 
+@pytest.mark.parametrize("inside", ["NMNIST", "NMNIST/Train", "NMNIST/mine"])
+@pytest.mark.parametrize("how", ["--cache-dir", "EGGROLL_CACHE"])
+def test_the_frame_cache_is_never_kept_inside_a_data_folder(tmp_path, dataset, capsys, monkeypatch, inside, how):
+    """--cache-dir or $EGGROLL_CACHE in an N-MNIST copy (the copy itself, a split folder, one beside
+    them): refused in one line before any recording is read, and no cache written among them."""
+    root = Path(dataset[dataset.index("--data-root") + 1])
+    folder = root / inside
+    before = {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts}
+    options = ["--data-root", str(root)]
+    if how == "--cache-dir":
+        options += ["--cache-dir", str(folder)]
+    else:
+        monkeypatch.setenv("EGGROLL_CACHE", str(folder))
+    code, err = run_main(train_args(tmp_path / "run", options), capsys)
+    where = f"{folder} holds N-MNIST (its Train and Test folders): it is a data folder" if inside == "NMNIST" else \
+        f"{folder} lies inside {root}, which holds N-MNIST (its Train and Test folders): a data folder"
+    assert code == 2 and err == (f"error: {where}, which the project only reads, not the frame cache; point --cache-dir "
+                                 f"(or $EGGROLL_CACHE) at a folder outside it\n"), err
+    assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
+
+
 def test_reproduce_never_writes_its_results_into_a_data_folder(tmp_path, dataset, capsys):
     """--results at the data folder itself (`--results nmnist-sample`): refused as train's --out is."""
     root = Path(dataset[dataset.index("--data-root") + 1])
