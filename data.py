@@ -456,6 +456,9 @@ def _load_cache(path, header, labels):
     """
     if not os.path.lexists(path):
         return None
+    if path.is_dir() and not path.is_symlink():  # no cache file can be written in its place: said before the work
+        raise OSError(f"cannot use the frame cache {path}: it is a folder, where a cache file goes; move it away (the "
+                      f"cache is made again), or point $EGGROLL_CACHE (run.py: --cache-dir) at another folder")
     largest = header["n_samples"] * -(-header["n_time_bins"] * N_INPUTS // 8) + 2**20  # packed frames, and room
     try:
         stored = load_npz(path, largest, BadDataError)

@@ -47,4 +47,4 @@ def dataset(tmp_path_factory):
     class) and a cache folder; test_run.py has a larger one of its own."""
     base = tmp_path_factory.mktemp("nmnist")
     write_dataset(base, n_train=10, n_test=1, n_events=300)
-    return ["--data-root", str(base), "--cache-dir", str(base / "cache")]
+    return ["--data-root", str(base), "--cache-dir", str(tmp_path_factory.mktemp("cache"))]  # not in the copy

@@ -72,6 +72,21 @@ def test_a_named_pipe_as_the_frame_cache_is_rebuilt_not_waited_on(tmp_path, data
     assert victim.is_file()
 
 
+def test_a_folder_where_a_frame_cache_file_goes_is_one_line_before_any_decoding(tmp_path, dataset):
+    """A folder cannot be replaced by the cache file: one line naming it and the fix, exit 2, no
+    warning that the cache is rebuilt first; the folder left as it is."""
+    cache = tmp_path / "cache"
+    assert run.main(["train", "--out", str(tmp_path / "first"), "--generations", "1", *SMALL, dataset[0],
+                     dataset[1], "--cache-dir", str(cache)]) == 0
+    victim = sorted(cache.glob("nmnist-train-*.npz"))[0]
+    victim.unlink()
+    (victim / "mine").mkdir(parents=True)
+    status, err = command("train", "--out", str(tmp_path / "second"), "--generations", "1", *SMALL, dataset[0],
+                          dataset[1], "--cache-dir", str(cache))
+    one_line(status, err, f"cannot use the frame cache {victim}: it is a folder, where a cache file goes; move it away")
+    assert "rebuilding" not in err and (victim / "mine").is_dir()
+
+
 def test_a_device_as_a_checkpoint_is_named_as_one(tmp_path, trained, dataset, capsys):
     """A checkpoint that is /dev/zero (copied as the device itself) is not 'empty': it is a device."""
     out = tmp_path / "run"
