@@ -39,7 +39,8 @@ try:  # NumPy and the project's modules take a moment to import: Ctrl-C meanwhil
     import training
     from run_folder import UsageError
 except KeyboardInterrupt:
-    print(STARTING, file=sys.stderr)
+    if __name__ == "__main__":  # emulate's worker processes import this file as __mp_main__: their parent says it
+        print(STARTING, file=sys.stderr)
     sys.exit(130)
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the

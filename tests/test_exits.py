@@ -193,6 +193,8 @@ def test_an_output_folder_is_a_folder_or_a_new_name_never_a_file_or_a_dangling_l
         with pytest.raises(argparse.ArgumentTypeError) as refused:
             exits.output_folder(text)
         assert str(refused.value) == f"expected a folder to write the records into, got {text!r}"
+    with pytest.raises(argparse.ArgumentTypeError, match="'-' is read as standard output by many tools"):
+        exits.output_folder("-")
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -208,7 +210,7 @@ sys.meta_path.insert(0, Interrupting())
 if {module!r} == "argparse-parse":  # or while the options are read
     argparse.ArgumentParser.parse_known_args = lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt)
 sys.argv = ["run.py", "train", "--out", "never"]
-runpy.run_path("run.py", run_name="__main__")
+runpy.run_path("run.py", run_name={run_name!r})
 """
 
 
@@ -216,10 +218,18 @@ runpy.run_path("run.py", run_name="__main__")
 def test_ctrl_c_while_run_py_starts_is_one_line(module, tmp_path):
     """Ctrl-C while run.py imports NumPy or its modules, or reads its options, before exits.handled
     takes over: one line, exit status 130, nothing written."""
-    done = subprocess.run([sys.executable, "-c", INTERRUPTED_AT.format(module=module)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_AT.format(module=module, run_name="__main__")], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (130, "error: interrupted while starting; nothing was written\n")
     assert not (ROOT / "never").exists()
+
+
+def test_ctrl_c_in_a_worker_process_that_imports_run_py_is_left_to_its_parent():
+    """emulate's worker processes (spawned) import run.py as __mp_main__; a terminal's Ctrl-C reaches
+    them too: a worker exits without a line, and the parent alone says what was kept."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_AT.format(module="bench", run_name="__mp_main__")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "")
 
 
 def test_a_table_path_is_a_new_or_own_md_file_never_a_folder_named_md(tmp_path):
