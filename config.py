@@ -113,8 +113,9 @@ class RunConfig:
     lr: float = setting(0.01, "Adam learning rate", check=between(0, 1, "0.01", open_low=True))
     lr_schedule: str = setting("constant", "constant, or cosine: lr * (1 + cos(pi * step / steps)) / 2, "
                                            "decaying to 0 at the end", choices=optim.SCHEDULES)
-    logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout",
-                                check=between(0, 1000, "5", open_low=True))
+    logit_scale: float = setting(1.0, "softmax(logit_scale * output rate); 1 is the paper's readout (at 1e-10 every "
+                                      "member's float32 cross-entropy is the same)",
+                                check=between(0.001, 1000, "5"))
     spike_cost: float = setting(0.0, "price of a hidden spike: the fitness (BPTT: the loss) pays spike_cost x "
                                      "hidden spikes per sample", check=between(0.0, 1.0, "0.003"))
     weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
