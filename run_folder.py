@@ -692,6 +692,17 @@ def delete_all(paths):
             raise UsageError(os_problem(error, "delete", aside)) from None
 
 
+def intact_final(out):
+    """out/final.json as a dict where it is there and intact (a finished run's results), else None."""
+    if not (out / "final.json").is_file():
+        return None
+    try:
+        final = read_json(out / "final.json", "")
+    except UsageError:
+        return None
+    return final if isinstance(final, dict) and not final_problem(final) else None
+
+
 def check_final_record(out, config, damaged_too=True):
     """UsageError unless out/final.json is an intact record of the run `config` (config.json's): a
     damaged one (unless not `damaged_too`), or another run's copied in, is not this run's results."""

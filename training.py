@@ -258,6 +258,15 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
+            # a finished run's results, this run's (prepare), are kept as they are: nothing to resume
+            final = run_folder.intact_final(run.out) if run.leader and resume else None
+            if final is not None and (final.get("data") or {}).get("fingerprint") != run.identity["data"]:
+                final = None  # other data (refused with the checkpoint's), or a record from before data records
+            if (team.broadcast(final is not None) if team.size > 1 else final is not None):
+                if run.leader:
+                    print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and "
+                          f"writes nothing", file=sys.stderr)
+                return final or {}
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
                                  config.time_bins, command) if run.leader else None

@@ -117,7 +117,12 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         assert code == 2 and "--lr must lie in" in err and not (tmp_path / "new").exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
-    (out / run_folder.CHECKPOINT).write_bytes(b"not a checkpoint")
+    final = (out / "final.json").read_bytes()
+    (out / run_folder.CHECKPOINT).write_bytes(b"not a checkpoint")  # a finished run needs its checkpoint no more
+    code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, "--resume"], capsys)
+    assert code == 0 and err == f"note: {out} has finished (its final.json holds the results): --resume trains and " \
+                                f"writes nothing\n" and (out / "final.json").read_bytes() == final, err
+    (out / "final.json").unlink()  # an unfinished one does
     code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, "--resume"], capsys)
     assert code == 2 and "is damaged" in err
     with pytest.raises(SystemExit) as exit_info:

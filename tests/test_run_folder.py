@@ -653,6 +653,19 @@ def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(t
     assert run.main(args) == 0 and (out / "final.json").is_file()
 
 
+def test_resume_of_a_finished_run_keeps_its_records_as_they_are(finished_run, dataset, capsys):
+    """--resume where the run has finished, its final.json intact and of this run and data: one note,
+    exit 0, and every file as it was: no end-to-end time of a rescore written over the run's, no
+    metrics line dropped (a cut last line stays for the user to see, not removed for good)."""
+    metrics = finished_run / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes()[:-30])
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
+                                 f"trains and writes nothing\n"), err
+    assert snapshot(finished_run) == before
+
+
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
     """Another run's results copied into a run's folder: --resume, which rescores the run and writes
     its own final.json, refuses as the plain command does, the file kept."""
