@@ -188,7 +188,10 @@ def collect(results_dir, expected=None):
             if real.get("data") is not None:  # (a real.json from before scores named their recordings: none)
                 scored_on.setdefault(json.dumps(real["data"], sort_keys=True), real_path)
         metrics = read_metrics(final_path.parent / "metrics.jsonl")
-        if metrics and (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
+        if not metrics:
+            raise ValueError(f"{final_path.parent / 'metrics.jsonl'} holds no record, though {final_path} says the run "
+                             f"finished: {RETRAIN}")
+        if (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
                                                                                    final["val_acc"]):
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} ends at generation {metrics[-1]['generation']} "
                              f"with validation accuracy {metrics[-1].get('val_acc')}, not where {final_path} does "

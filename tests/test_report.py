@@ -693,3 +693,14 @@ def test_a_figure_record_with_crlf_line_ends_is_still_the_record(tmp_path):
     with figure_record.writing(tmp_path / "toy.png") as temporary:
         temporary.write_bytes(b"\x89PNG\r\n\x1a\n second")
     assert set(figure_record.recorded(tmp_path, "")) == {"toy.png"}
+
+
+
+def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
+    """A finished run's metrics.jsonl emptied: no curve to draw, refused by name, not a figure
+    without the run."""
+    out = write_run(tmp_path, "es", 1, val_accs=(0.3, 0.5, 0.9))
+    (out / "metrics.jsonl").write_text("")
+    with pytest.raises(ValueError, match=re.escape(f"{out / 'metrics.jsonl'} holds no record, though "
+                                                   f"{out / 'final.json'} says the run finished: ")):
+        report.collect(tmp_path)
