@@ -307,6 +307,15 @@ def refuse_data_folder(folder, fix, what="a run's"):
                      f"which the project only reads, not {what}; {fix}")
 
 
+def refuse_inside_data_folder(folder, fix):
+    """A UsageError ending with `fix` if `folder` lies inside an N-MNIST copy (a split or digit folder,
+    one beside them) without being the copy itself, which `emulate` may continue."""
+    copy = data_copy_of(folder)
+    if copy is not None and data.split_base(Path(folder)) is None:
+        raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data "
+                         f"folder, which the project only reads; {fix}")
+
+
 def data_copy_of(folder):
     """The N-MNIST copy `folder` (made or not) is part of, by its path as given and the one its links
     lead to, or None: `folder` itself where it holds the split folders (data.split_base), else the

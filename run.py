@@ -253,6 +253,8 @@ def main(argv=None):
             reproduce.reproduce(opts)
         elif opts.command == "emulate":
             resources.check_emulate_workers(opts.workers)
+            resources.refuse_inside_data_folder(opts.out, "give --out a folder of its own (an emulation is a copy of "
+                                                          "its own, beside the others)")
             splits = ("train", "test") if opts.split == "both" else (opts.split,)
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")

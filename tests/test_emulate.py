@@ -607,3 +607,18 @@ def test_two_workers_are_checked_against_free_memory(monkeypatch):
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (int(1.5 * resources.EMULATE_WORKER_BYTES), None))
     with pytest.raises(run_folder.UsageError, match="--workers 2: 2 worker processes need about .* use --workers 1 or fewer"):
         resources.check_emulate_workers(2)
+
+
+@pytest.mark.parametrize("inside", ["Train", "Train/3", "Test/new"])
+def test_an_emulation_into_a_folder_inside_an_nmnist_copy_is_refused(tmp_path, capsys, inside):
+    """--out in a split or digit folder of a copy (the sample's, here) would put an NMNIST folder among
+    its recordings: one line naming the copy, before MNIST is read, and nothing written there."""
+    copy = tmp_path / "copy"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "nmnist-sample", copy)
+    before = sorted(path.relative_to(copy) for path in copy.rglob("*"))
+    code = run.main(["emulate", "--mnist", str(tmp_path / "absent"), "--out", str(copy / inside), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == (f"error: {copy / inside} lies inside {copy}, which holds N-MNIST (its Train and Test "
+                                 f"folders): a data folder, which the project only reads; give --out a folder of its "
+                                 f"own (an emulation is a copy of its own, beside the others)\n"), err
+    assert sorted(path.relative_to(copy) for path in copy.rglob("*")) == before
