@@ -125,6 +125,28 @@ def _split_dirs(root, download):
     return dirs
 
 
+def data_copy_of(folder):
+    """The N-MNIST copy `folder` (made or not) is part of, by its path as given and the one its links
+    lead to, or None: `folder` itself where it holds the split folders (split_base), else the
+    copy whose folder of Train and Test holds it, where it lies in Train or Test or they hold a digit
+    folder (a copy, not any folder that happens to hold a Train). A folder beside <root>/NMNIST is
+    not inside the copy."""
+    for path in dict.fromkeys((Path(os.path.abspath(folder)), Path(os.path.realpath(folder)))):
+        if split_base(path) is not None:
+            return Path(folder)
+        for above in path.parents:
+            base = split_base(above)
+            if base is None or not path.is_relative_to(base):
+                continue
+            splits = (base / "Train", base / "Test")
+            if any(path.is_relative_to(split) for split in splits) or any(
+                    (split / digit).is_dir() for split in splits for digit in DIGITS):
+                above = base.parent if base.name == "NMNIST" and split_base(base.parent) == base else base
+                shown = os.path.relpath(above)  # as the user gave it: nmnist-sample, not /…/nmnist-sample
+                return Path(shown) if not Path(folder).is_absolute() and not shown.startswith("..") else above
+    return None
+
+
 def split_folder_problem(folder):
     """What is wrong where the split folder `folder` (Train or Test) is no folder, and the fix: a
     file (or a link to none) in its place is named as such; a missing one is needed, since both

@@ -8,7 +8,9 @@ import contextlib
 import hashlib
 import os
 import re
+from pathlib import Path
 
+import data
 import run_folder
 from run_folder import UsageError
 
@@ -54,10 +56,21 @@ def refuse_unrecorded(path, who, instead):
     (the record itself checked too: `recorded`). No file there, or what is not a regular file (its
     writer refuses it), passes."""
     check_name(path)
+    refuse_data_folder(path.parent, instead)
     held = recorded(path.parent, instead)
     if os.path.isfile(path) and not os.path.islink(path) and digest(path) not in held.get(path.name, ()):
         raise UsageError(f"{path} is a file this command did not write (not a figure {who} drew: its {RECORD} does "
                          f"not hold it): it is left as it is; {instead}")
+
+
+def refuse_data_folder(folder, instead):
+    """A UsageError ending with `instead` (the fix) if `folder` is, or lies inside, an N-MNIST copy
+    (data.data_copy_of), which the project only reads: no figure or page is written among recordings."""
+    copy = data.data_copy_of(folder)
+    if copy is not None:
+        where = "holds" if data.split_base(Path(folder)) is not None else f"lies inside {copy}, which holds"
+        raise UsageError(f"{folder} {where} N-MNIST (its Train and Test folders): a data folder, which the project "
+                         f"only reads; {instead}")
 
 
 def check_name(path):

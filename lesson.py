@@ -764,6 +764,7 @@ def check_what_is_written(args):
     if args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
     writable_folder_above(args.out, "--out")
+    figure_record.refuse_data_folder(args.out, "choose another --out")
     if args.page is not None:
         if args.page.is_dir():
             fail(f"--page {args.page} is a folder; give the path of a markdown file")
@@ -774,6 +775,7 @@ def check_what_is_written(args):
         if args.page.suffix.lower() != ".md":
             fail(f"--page {args.page} is not a markdown page; give the path of a file ending in .md")
         writable_folder_above(args.page.parent, "--page")
+        figure_record.refuse_data_folder(args.page.parent, "choose another --page")
     figure_paths = [args.out / FIGURES[claim] for claim in args.claims]
     for path in [*figure_paths, args.out / figure_record.RECORD] + [args.page] * (args.page is not None):
         if path.is_symlink():  # nothing is written through a link (write_whole, figure_record.writing)

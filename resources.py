@@ -293,10 +293,10 @@ def nmnist_recordings(root, option, required=True):
 
 def refuse_data_folder(folder, fix, what="a run's"):
     """A UsageError ending with `fix` (a text, or one made from the copy's root) if `folder` is part of
-    an N-MNIST copy (data_copy_of): a data folder, which the project only reads, is never a run's
+    an N-MNIST copy (data.data_copy_of): a data folder, which the project only reads, is never a run's
     nor a results folder nor the frame cache (`what` it would be), nor is a folder inside one (a
     split or digit folder, one beside them)."""
-    copy = data_copy_of(folder)
+    copy = data.data_copy_of(folder)
     if copy is None:
         return
     fix = fix(copy) if callable(fix) else fix
@@ -310,32 +310,10 @@ def refuse_data_folder(folder, fix, what="a run's"):
 def refuse_inside_data_folder(folder, fix):
     """A UsageError ending with `fix` if `folder` lies inside an N-MNIST copy (a split or digit folder,
     one beside them) without being the copy itself, which `emulate` may continue."""
-    copy = data_copy_of(folder)
+    copy = data.data_copy_of(folder)
     if copy is not None and data.split_base(Path(folder)) is None:
         raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data "
                          f"folder, which the project only reads; {fix}")
-
-
-def data_copy_of(folder):
-    """The N-MNIST copy `folder` (made or not) is part of, by its path as given and the one its links
-    lead to, or None: `folder` itself where it holds the split folders (data.split_base), else the
-    copy whose folder of Train and Test holds it, where it lies in Train or Test or they hold a digit
-    folder (a copy, not any folder that happens to hold a Train). A folder beside <root>/NMNIST is
-    not inside the copy."""
-    for path in dict.fromkeys((Path(os.path.abspath(folder)), Path(os.path.realpath(folder)))):
-        if data.split_base(path) is not None:
-            return Path(folder)
-        for above in path.parents:
-            base = data.split_base(above)
-            if base is None or not path.is_relative_to(base):
-                continue
-            splits = (base / "Train", base / "Test")
-            if any(path.is_relative_to(split) for split in splits) or any(
-                    (split / digit).is_dir() for split in splits for digit in data.DIGITS):
-                above = base.parent if base.name == "NMNIST" and data.split_base(base.parent) == base else base
-                shown = os.path.relpath(above)  # as the user gave it: nmnist-sample, not /…/nmnist-sample
-                return Path(shown) if not Path(folder).is_absolute() and not shown.startswith("..") else above
-    return None
 
 
 def check_writable(path, option, folder=False):

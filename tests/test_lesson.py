@@ -290,6 +290,20 @@ def test_a_page_may_name_its_extension_in_capitals(tmp_path):
     assert (tmp_path / "LESSON.MD").read_text(encoding="utf-8").startswith("# EGGROLL in five claims\n")
 
 
+def test_the_lesson_writes_no_figure_or_page_inside_an_nmnist_copy(tmp_path):
+    """--out or --page among recordings (a folder of the copy, or beside its Train and Test): refused in
+    one line before any claim runs, nothing written there."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "nmnist-sample", copy)
+    before = sorted(copy.rglob("*"))
+    result = run_lesson("--claims", "1", "--out", str(copy / "figs"), cwd=tmp_path, cache=tmp_path / "cache")
+    one_line_error(result, f"{copy / 'figs'} lies inside {copy}, which holds N-MNIST", "choose another --out")
+    result = run_lesson("--claims", "1", "--out", "figs", "--page", str(copy / "Test" / "lesson.md"), cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    one_line_error(result, f"{copy / 'Test'} lies inside {copy}, which holds N-MNIST", "choose another --page")
+    assert result.stdout == "" and sorted(copy.rglob("*")) == before and not (tmp_path / "figs").exists()
+
+
 @pytest.mark.parametrize("name", ["1_lowrank_scale.png", ".figures.sha256"])
 def test_a_folder_where_a_figure_or_its_record_goes_is_refused_before_any_claim_runs(tmp_path, name):
     (tmp_path / "figs" / name / "mine").mkdir(parents=True)

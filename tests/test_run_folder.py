@@ -516,14 +516,16 @@ METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must
 
 def test_a_damaged_checkpoint_beside_the_runs_results_is_not_advised_away_by_force(finished_run, dataset, capsys):
     """A finished run's checkpoint cut short: its final.json still holds the run's results, which
-    --force would delete; the advice is a copy of the checkpoint, or another --out."""
+    --force would delete; evaluate, which reads it, advises a copy of the checkpoint, or another
+    --out (--resume of the finished run reads none: it says the run has finished)."""
     checkpoint = finished_run / run_folder.CHECKPOINT
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])
-    for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
-        code, err = run_main(args, capsys)
-        assert code == 2 and err.endswith("; restore it from a copy to score the run again (its final.json holds the "
-                                          "run's results, which --force would delete), or train the run again in "
-                                          "another --out\n"), err
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err.endswith("; restore it from a copy to score the run again (its final.json holds the "
+                                      "run's results, which --force would delete), or train the run again in "
+                                      "another --out\n"), err
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err.startswith(f"note: {finished_run} has finished"), err
 
 
 def test_a_damaged_checkpoint_beside_a_damaged_final_json_is_advised_force(finished_run, dataset, capsys):

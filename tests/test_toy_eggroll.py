@@ -4,6 +4,7 @@ W = 0, compared entry by entry within 5 of its standard errors."""
 import hashlib
 import math
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -182,3 +183,19 @@ def test_a_figure_name_with_a_line_break_is_refused_before_any_work(tmp_path, na
                           capture_output=True, text=True, timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "a figure's name holds a line break" in done.stderr and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("inside", [".", "Train/3"])
+def test_the_toy_never_draws_inside_an_nmnist_copy(tmp_path, inside):
+    """A figure among recordings (the copy itself, a digit folder): refused in one line before any
+    work, nothing written there."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "nmnist-sample", copy)
+    before = sorted(copy.rglob("*"))
+    folder = copy / inside if inside != "." else copy
+    done = subprocess.run([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", str(folder / "toy.png")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    where = "holds" if inside == "." else f"lies inside {copy}, which holds"
+    assert done.returncode == 2 and done.stderr == (f"error: {folder} {where} N-MNIST (its Train and Test folders): a "
+                                                    f"data folder, which the project only reads; give another --out\n")
+    assert sorted(copy.rglob("*")) == before
