@@ -45,9 +45,9 @@ def test_a_folder_that_is_not_a_run_is_refused_by_name_and_left_as_it_was(tmp_pa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{folder} is not a run folder of this project" in err, err
     if named in THEIRS or named == "metrics.jsonl":  # a run's name: it may be a run that lost its mark
-        assert f"holds {named}" in err and err.endswith(f"use another --out; or, if it is a run of this project that "
-                                                        f"lost its .eggroll-run, put a file of that name back in it "
-                                                        f"(any text)\n"), err
+        assert f"holds {named}" in err and err.endswith("use another --out; or, if it is a run of this project that "
+                                                        "lost its .eggroll-run, put a file of that name back in it "
+                                                        "(any text)\n"), err
     else:
         assert f"holds {named}, which the project did not write" in err and "use another --out" in err, err
     assert snapshot(folder) == before  # no file changed, none deleted, no .lock left
