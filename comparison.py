@@ -49,8 +49,8 @@ def prepare(opts):
     given, opts.results = opts.results, str(Path(opts.results) / "local" / opts.data)
     for path in (Path(opts.results).parent, Path(opts.results)):
         if path.exists() and not path.is_dir():
-            raise UsageError(f"--results {given}: {path}, a folder reproduce --data keeps its runs in, is a file; "
-                             f"move it away, or give another --results")
+            raise UsageError(f"--results {given}: {path}, where reproduce --data keeps its runs, is no folder (a "
+                             f"file, say); move it away, or give another --results")
     if opts.data == "emulated":
         opts.data_root = str(opts.data_root or data._cache_home() / "nmnist-emulated")
         opts.download = False

@@ -642,8 +642,8 @@ def prepare(out, config, resume, force, command="train"):
             if finished:
                 check_final_record(out, config)
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
-                                 f"(--resume scores it again and rewrites that file); use another --out to train it "
-                                 f"again")
+                                 f"(`run.py evaluate {out}` scores it on any copy of N-MNIST); use another --out to "
+                                 f"train it again")
             raise UsageError(f"{out} already holds this run, unfinished: continue it with --resume")
         if not (out / CHECKPOINT).exists() and finished:
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")

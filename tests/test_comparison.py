@@ -2,6 +2,7 @@
 max(2 x the committed seeds' std, 1 point) or not), runs trained on other data never counted, and
 the whole path on the emulator's 40 test digits."""
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -144,16 +145,17 @@ def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tm
 
 
 @pytest.mark.parametrize("file", ["local", "local/nmnist"])
-def test_a_file_where_reproduce_data_keeps_its_runs_is_named_as_itself(tmp_path, capsys, file):
-    """--results R with a file at R/local or R/local/nmnist: the line names that file and the --results
-    the user gave, not R/local/nmnist as if it were the option, and the file is left as it is."""
+@pytest.mark.parametrize("kind", ["file", "pipe"])
+def test_a_file_where_reproduce_data_keeps_its_runs_is_named_as_itself(tmp_path, capsys, file, kind):
+    """--results R with a file (or a named pipe) at R/local or R/local/nmnist: the line names it and
+    the --results the user gave, not R/local/nmnist as if it were the option, and it is left as it is."""
     (tmp_path / file).parent.mkdir(exist_ok=True)
-    (tmp_path / file).write_text("mine")
+    os.mkfifo(tmp_path / file) if kind == "pipe" else (tmp_path / file).write_text("mine")
     code, err = run_main(["reproduce", "--config", "quick", "--data", "nmnist", "--report-only", "--results",
                           str(tmp_path), "--quiet"], capsys)
-    assert code == 2 and err == f"error: --results {tmp_path}: {tmp_path / file}, a folder reproduce --data keeps " \
-                                f"its runs in, is a file; move it away, or give another --results\n", err
-    assert (tmp_path / file).read_text() == "mine"
+    assert code == 2 and err == f"error: --results {tmp_path}: {tmp_path / file}, where reproduce --data keeps its " \
+                                f"runs, is no folder (a file, say); move it away, or give another --results\n", err
+    assert (tmp_path / file).is_fifo() if kind == "pipe" else (tmp_path / file).read_text() == "mine"
 
 
 def test_reproduce_data_trains_compares_and_refuses_runs_of_other_data(tmp_path, emulated, monkeypatch, capsys):

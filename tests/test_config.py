@@ -72,6 +72,15 @@ def test_check_names_the_option_the_rule_and_an_example(changes, message):
     assert message in str(error.value)
 
 
+def test_the_readout_scale_is_taken_from_its_lowest_value_up():
+    """--logit-scale's range is closed at 0.001 (what --help states): 0.001 is taken, anything below
+    refused, 1000 taken."""
+    for scale in (0.001, 1000.0):
+        config.check(config.RunConfig(logit_scale=scale))
+    with pytest.raises(ValueError, match=r"--logit-scale must lie in \[0\.001, 1000\], got 0\.0009"):
+        config.check(config.RunConfig(logit_scale=0.0009))
+
+
 @pytest.mark.parametrize("values, message", [
     (dict(method="eggroll", seed="1"), 'seed must be an integer, got "1"'),
     (dict(method="eggroll", seed=1.0), "seed must be an integer, got 1.0"),

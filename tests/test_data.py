@@ -766,3 +766,52 @@ def test_files_without_inode_numbers_are_never_taken_for_one_recording(tmp_path)
         else:
             data._check_one_label(dirs["Train"], train_listed)
             data._check_apart(dirs, {"Train": train_listed, "Test": test_listed})
+
+
+def test_cache_dir_given_wins_over_eggroll_cache(tmp_path, monkeypatch):
+    """--cache-dir (cache_dir) names the frame cache's folder even where $EGGROLL_CACHE is set, which
+    only replaces the default."""
+    root = write_dataset(tmp_path / "nmnist", n_train=2, n_test=1)
+    monkeypatch.setenv("EGGROLL_CACHE", str(tmp_path / "env"))
+    assert data.frame_cache_dir(tmp_path / "given") == tmp_path / "given"
+    assert data.frame_cache_dir() == tmp_path / "env"
+    load(root, tmp_path / "given")
+    assert list((tmp_path / "given").glob("nmnist-*.npz")) and not (tmp_path / "env").exists()
+
+
+def test_a_link_to_a_folder_at_a_frame_caches_name_is_rebuilt_and_the_folder_left(tmp_path):
+    """A symbolic link where a cache file goes, to a folder elsewhere: the link is the project's to
+    replace (a warning, the cache written in its place), the folder it leads to untouched."""
+    root, cache = write_dataset(tmp_path / "nmnist", n_train=2, n_test=1), tmp_path / "cache"
+    load(root, cache)
+    victim = sorted(cache.glob("nmnist-train-*.npz"))[0]
+    victim.unlink()
+    (tmp_path / "theirs" / "notes").mkdir(parents=True)
+    victim.symlink_to(tmp_path / "theirs")
+    with pytest.warns(UserWarning, match="rebuilding it"):
+        load(root, cache)
+    assert victim.is_file() and not victim.is_symlink() and (tmp_path / "theirs" / "notes").is_dir()
+
+
+def test_a_named_pipe_in_a_digit_folders_place_is_named_as_a_special_file(tmp_path):
+    root = write_dataset(tmp_path / "nmnist", n_train=2, n_test=1)
+    shutil.rmtree(root / "Train" / "3")
+    os.mkfifo(root / "Train" / "3")
+    with pytest.raises(data.BadDataError, match=f"{root / 'Train' / '3'} is a special file, not the class folder "
+                                                f"of digit 3: move it out of {root / 'Train'}"):
+        load(root, tmp_path / "cache")
+
+
+def test_what_lies_inside_a_copy_is_known_through_links_and_before_its_digit_folders(tmp_path, monkeypatch):
+    """data_copy_of: a path that leads into a digit folder through a link; a folder inside Train of a
+    copy whose digit folders are not there yet; a copy above the current folder, named by its own
+    path, not as ../.."""
+    copy = write_dataset(tmp_path / "copy", n_train=1, n_test=1)
+    (tmp_path / "into").symlink_to(copy / "Train" / "3")
+    assert data.data_copy_of(tmp_path / "into") == copy
+    bare = tmp_path / "bare"
+    (bare / "Train").mkdir(parents=True)
+    (bare / "Test").mkdir()
+    assert data.data_copy_of(bare / "Train" / "new") == bare
+    monkeypatch.chdir(copy / "Train" / "3")
+    assert data.data_copy_of(Path("../4/new")) == copy

@@ -305,7 +305,17 @@ def test_the_lesson_writes_no_figure_or_page_inside_an_nmnist_copy(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["1_lowrank_scale.png", ".figures.sha256"])
-def test_a_folder_where_a_figure_or_its_record_goes_is_refused_before_any_claim_runs(tmp_path, name):
+@pytest.mark.parametrize("kind", ["folder", "pipe"])
+def test_a_folder_where_a_figure_or_its_record_goes_is_refused_before_any_claim_runs(tmp_path, name, kind):
+    """A folder or a named pipe where a figure or the record goes: refused before any claim runs (a
+    pipe is never opened: it would block), left as it is."""
+    (tmp_path / "figs").mkdir()
+    if kind == "pipe":
+        os.mkfifo(tmp_path / "figs" / name)
+        result = run_lesson("--claims", "1", "--out", "figs", cwd=tmp_path, cache=tmp_path / "cache")
+        one_line_error(result, f"cannot write {Path('figs') / name}: it is not a regular file; move it out of figs")
+        assert result.stdout == "" and (tmp_path / "figs" / name).is_fifo()
+        return
     (tmp_path / "figs" / name / "mine").mkdir(parents=True)
     result = run_lesson("--claims", "1", "--out", "figs", cwd=tmp_path, cache=tmp_path / "cache")
     one_line_error(result, f"cannot write {Path('figs') / name}: it is not a regular file; move it out of figs")

@@ -314,3 +314,16 @@ def test_a_fetch_interrupted_as_it_writes_its_first_file_removes_the_folders_it_
     with pytest.raises(KeyboardInterrupt):
         mnist.fetch(tmp_path / "cache" / "mnist", progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_download_larger_than_any_mnist_file_is_named_so_at_its_bound(tmp_path, serve, monkeypatch):
+    """A file of more bytes than MAX_DOWNLOAD_BYTES (two chunks of 64 KiB, the bound one chunk) is
+    said to be too large, not taken for a cut gzip; nothing is written."""
+    monkeypatch.setattr(mnist, "MAX_DOWNLOAD_BYTES", 1 << 16)
+    (tmp_path / "served").mkdir()
+    (tmp_path / "served" / "big.gz").write_bytes(b"\x1f" * (2 << 16))
+    url, _ = serve(tmp_path / "served")
+    target = tmp_path / "got" / "big.gz"
+    assert mnist.download(f"{url}big.gz", target, "0" * 64, progress=False) == \
+        "more than 65,536 bytes, not an MNIST file"
+    assert not target.exists()

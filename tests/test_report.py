@@ -702,5 +702,5 @@ def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
     out = write_run(tmp_path, "es", 1, val_accs=(0.3, 0.5, 0.9))
     (out / "metrics.jsonl").write_text("")
     with pytest.raises(ValueError, match=re.escape(f"{out / 'metrics.jsonl'} holds no record, though "
-                                                   f"{out / 'final.json'} says the run finished: ")):
+                                                   f"{out / 'final.json'} says the run finished: {report.RETRAIN}")):
         report.collect(tmp_path)
