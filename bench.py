@@ -202,6 +202,8 @@ def check_request(opts, team=distributed.ALONE):
     methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
     if opts.json:
         resources.check_writable(opts.json, "--json")
+        resources.refuse_data_folder(os.path.dirname(opts.json) or ".", "give --json a path outside it",
+                                     what="where a benchmark's JSON goes")
         exits.refuse_foreign_file(opts.json, re.compile(rb'\{\s*"machine": '), "a benchmark's JSON",
                                   "give another --json")
     host, packed = 0, -(-REFERENCE["time_bins"] * snn.SIZES[0] // 8)  # bytes of a recording's frames
@@ -210,6 +212,8 @@ def check_request(opts, team=distributed.ALONE):
         cache_dir = opts.cache_dir or os.environ.get("EGGROLL_CACHE")
         if cache_dir:
             resources.check_writable(cache_dir, "--cache-dir", folder=True)
+            resources.refuse_data_folder(cache_dir, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
+                                         what="the frame cache")
         host = 3 * sum(recordings) * packed  # built, then loaded and split
     gpu = xp is not numpy
     if gpu and not opts.distributed and opts.pairs <= KERNEL_TABLE_PAIRS:
@@ -426,7 +430,8 @@ def add_options(parser):
                         + " (--distributed always times eggroll-r4 and es-batched)")
     parser.add_argument("--repeats", type=positive_int, default=5,
                         help="timed generations per method, after a warm-up: >= 1")
-    parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--json", type=exits.not_standard_output, help="also write the figures to this JSON file")
     parser.add_argument("--data-root", help="also time building (afresh) and loading the frame cache of "
                                             "this N-MNIST copy, and serving its minibatches")
-    parser.add_argument("--cache-dir", default=None, help="as in train --cache-dir; with --data-root only")
+    parser.add_argument("--cache-dir", default=None, type=exits.not_standard_output,
+                        help="as in train --cache-dir; with --data-root only")

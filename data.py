@@ -424,6 +424,9 @@ def frame_cache_dir(cache_dir=None):
 def check_cache_dir(folder):
     """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
     is a file, a broken link or a loop of links: said before any recording is read, not after."""
+    if str(folder) == "-":  # $EGGROLL_CACHE=- (the option refuses it)
+        raise OSError("the frame cache's folder is '-', which many tools read as standard output: point "
+                      "$EGGROLL_CACHE (run.py: --cache-dir) at a folder (./- for one named -)")
     for path in (*reversed(folder.parents), folder):
         if os.path.islink(path) and not path.exists():
             try:

@@ -237,11 +237,11 @@ def output_folder(text):
 
 
 def not_standard_output(text):
-    """argparse type: the path of a folder that a command writes files into, never `-`, which many
-    tools read as standard output (a folder of that name is ./-)."""
+    """argparse type: the path of a folder or file that a command writes, never `-`, which many tools
+    read as standard output (a folder or file of that name is ./-)."""
     if text == "-":
         raise argparse.ArgumentTypeError("'-' is read as standard output by many tools, and this command writes "
-                                         "files into a folder: give a folder's path (./- for a folder named -)")
+                                         "files at the path given: give a path (./- for one named -)")
     return text
 
 

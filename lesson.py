@@ -722,7 +722,8 @@ def options(argv):
     """The lesson's options, from `argv` (None: the command line)."""
     parser = exits.Parser(prog="lesson.py",
                           description="EGGROLL's claims, each derived, drawn as a figure and checked.")
-    parser.add_argument("--out", type=Path, default=Path("lesson"), help="folder for the figures (default: lesson)")
+    parser.add_argument("--out", type=lambda text: Path(exits.not_standard_output(text)), default=Path("lesson"),
+                        help="folder for the figures (default: lesson)")
     parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
                                                   "markdown page FILE (the figures linked from it)")
     parser.add_argument("--data-root", type=Path, help="claim 5 only: real N-MNIST recordings, "

@@ -65,7 +65,8 @@ def add_config_options(parser, names=None):
         if spec.type is bool:
             parser.add_argument(run_config.option(spec.name), action="store_true", default=None, help=help_text)
         else:
-            kind = ascii_typed(spec.type) if spec.type in (int, float) else spec.type
+            kind = ascii_typed(spec.type) if spec.type in (int, float) else \
+                exits.not_standard_output if spec.name == "cache_dir" else spec.type
             parser.add_argument(run_config.option(spec.name), type=kind, choices=meta["choices"],
                                 default=None, help=help_text)
 

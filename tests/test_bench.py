@@ -1,6 +1,9 @@
 """The benchmark at a small size: every method runs and reports time and memory, and the FLOP and
 noise-memory counts follow the method's arithmetic; what it will use is checked before any timing,
 and the memory estimates cover the peaks measured on a GPU."""
+import shutil
+from pathlib import Path
+
 import bench
 import config
 import resources
@@ -47,6 +50,23 @@ def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monke
         assert err.startswith(message) and err.count("\n") == 1, (extra, err)
         assert "--pairs" not in extra or "of RAM" in err and err.rstrip().endswith("lower --pairs"), err
     assert not started and list(tmp_path.iterdir()) == []
+
+
+def test_bench_writes_nothing_inside_an_nmnist_copy(tmp_path, capsys, monkeypatch):
+    """--json or --cache-dir among a copy's recordings: one line naming the copy, before any timing."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts))
+    sample = Path(run.__file__).resolve().parent / "nmnist-sample"
+    copy = tmp_path / "copy"
+    shutil.copytree(sample, copy)
+    for extra, fix in ((["--json", str(copy / "Train" / "b.json")], "give --json a path outside it"),
+                       (["--data-root", str(sample), "--cache-dir", str(copy / "Test" / "c")],
+                        "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it")):
+        assert run.main(["bench", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and f"lies inside {copy}, which holds N-MNIST" in err and err.endswith(
+            f"; {fix}\n"), err
+    assert not started and sorted(p.name for p in (copy / "Train").iterdir()) == list("0123456789")
 
 
 def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():

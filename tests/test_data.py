@@ -815,3 +815,13 @@ def test_what_lies_inside_a_copy_is_known_through_links_and_before_its_digit_fol
     assert data.data_copy_of(bare / "Train" / "new") == bare
     monkeypatch.chdir(copy / "Train" / "3")
     assert data.data_copy_of(Path("../4/new")) == copy
+
+
+def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tmp_path, monkeypatch):
+    """$EGGROLL_CACHE=- (many tools' standard output) would make a folder named - where the command runs."""
+    root = write_dataset(tmp_path / "nmnist", n_train=1, n_test=1)
+    monkeypatch.setenv("EGGROLL_CACHE", "-")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError, match="the frame cache's folder is '-', which many tools read as standard output"):
+        data.load_nmnist(root, progress=False)
+    assert not (tmp_path / "-").exists()

@@ -290,6 +290,12 @@ def test_a_page_may_name_its_extension_in_capitals(tmp_path):
     assert (tmp_path / "LESSON.MD").read_text(encoding="utf-8").startswith("# EGGROLL in five claims\n")
 
 
+def test_dash_as_the_lessons_folder_is_refused(tmp_path):
+    result = run_lesson("--out", "-", cwd=tmp_path, cache=tmp_path / "cache")
+    one_line_error(result, "argument --out: '-' is read as standard output by many tools")
+    assert list(tmp_path.iterdir()) == [] or [p.name for p in tmp_path.iterdir()] == ["cache"]
+
+
 def test_the_lesson_writes_no_figure_or_page_inside_an_nmnist_copy(tmp_path):
     """--out or --page among recordings (a folder of the copy, or beside its Train and Test): refused in
     one line before any claim runs, nothing written there."""

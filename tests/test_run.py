@@ -753,6 +753,10 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["train", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
                           (["reproduce", "--results", "-"], "argument --results: '-' is read as standard output"),
                           (["emulate", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
+                          (["train", "--cache-dir", "-"], "argument --cache-dir: '-' is read as standard output"),
+                          (["evaluate", "run", "--cache-dir", "-"], "argument --cache-dir: '-' is read as standard"),
+                          (["bench", "--json", "-"], "argument --json: '-' is read as standard output by many tools"),
+                          (["bench", "--cache-dir", "-"], "argument --cache-dir: '-' is read as standard output"),
                           ([], "the following arguments are required: command")]:
         with pytest.raises(SystemExit) as exit_:
             run.main(argv)
