@@ -147,6 +147,7 @@ def check_reproduce(opts, grids):
     is left to train) --data-root, the device, and the folder and memory of every run left to
     train; returns those runs, (results_dir, config) each (none with --report-only)."""
     resources.refuse_data_folder(opts.results, "use another --results")
+    resources.refuse_project_folders(opts.results, "--results", "use another --results", runs=False)
     resources.check_writable(opts.results, "--results", folder=True)
     for results_dir, _, _ in grids:  # a user's file under a table's or a figure's name is never replaced
         report.refuse_foreign_files(results_dir)

@@ -30,7 +30,7 @@ import numpy
 import data
 import eggroll
 import snn
-from run_folder import UsageError
+from run_folder import RUN_MARK, UsageError
 
 SLACK = 1.5           # temporaries and allocator, on top of the dominant arrays
 NMNIST_SIZE = (60000, 10000)  # training and test recordings of the whole of N-MNIST
@@ -305,6 +305,23 @@ def refuse_data_folder(folder, fix, what="a run's"):
                          f"project only reads, not {what}; {fix}")
     raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data folder, "
                      f"which the project only reads, not {what}; {fix}")
+
+
+PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
+
+
+def refuse_project_folders(folder, option, fix, runs=True, results=True):
+    """A UsageError naming `option` and ending with `fix` if `folder` is one of the project's own
+    folders that is not for it: the project's code; a run folder (its mark), unless `runs`; a results
+    folder of reproduce (runs/ holding run folders, itself or in a preset's folder), unless `results`."""
+    where = Path(os.path.realpath(folder))
+    holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
+    kind = "the project's own folder (its code)" if where == PROJECT else \
+        f"a run folder of this project (it holds {RUN_MARK})" if not runs and (where / RUN_MARK).is_file() else \
+        "a results folder of reproduce (its runs/ holds runs)" if not results and (
+            holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))) else None
+    if kind:
+        raise UsageError(f"{option} {folder} is {kind}; {fix}")
 
 
 def refuse_inside_data_folder(folder, fix):

@@ -302,6 +302,7 @@ def set_up(config, out, team, progress, command):
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:
+            resources.refuse_project_folders(out, "--out", "use another --out", results=False)
             if not run_folder.is_run_folder(out):
                 run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")

@@ -179,6 +179,32 @@ def test_the_frame_cache_is_never_kept_inside_a_data_folder(tmp_path, dataset, c
     assert {path: path.stat().st_mtime_ns for path in root.rglob("*") if "cache" not in path.parts} == before
 
 
+def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsys):
+    """A run inside a results folder of reproduce, reproduce's results or an emulation inside a run
+    folder, an emulation inside a results folder, a run among the project's code: each refused in
+    one line naming what the folder is, and nothing written there."""
+    results = tmp_path / "results"
+    (results / "quick" / "runs" / "es-seed1").mkdir(parents=True)
+    (results / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    emulate = ["emulate", "--mnist", str(tmp_path / "absent"), "--quiet", "--out"]
+    for args, said in [
+            (train_args(results / "quick", dataset), f"--out {results / 'quick'} is a results folder of reproduce "
+                                                     f"(its runs/ holds runs); use another --out"),
+            (train_args(results, dataset), f"--out {results} is a results folder of reproduce"),
+            (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
+              str(finished_run), *dataset], f"--results {finished_run} is a run folder of this project (it holds "
+                                            f".eggroll-run); use another --results"),
+            ([*emulate, str(finished_run)], f"--out {finished_run} is a run folder of this project"),
+            ([*emulate, str(results)], f"--out {results} is a results folder of reproduce"),
+            (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out")]:
+        before = {path: path.stat().st_mtime_ns for path in (*finished_run.iterdir(), *results.rglob("*"))}
+        code, err = run_main(args, capsys)
+        assert code == 2 and err == f"error: {said}\n" or err.startswith(f"error: {said}") and err.count("\n") == 1, \
+            (args, err)
+        assert {path: path.stat().st_mtime_ns for path in (*finished_run.iterdir(), *results.rglob("*"))} == before
+    assert not (ROOT / run_folder.RUN_MARK).exists() and not (ROOT / "config.json").exists()
+
+
 def test_reproduce_never_writes_its_results_into_a_data_folder(tmp_path, dataset, capsys):
     """--results at the data folder itself (`--results nmnist-sample`): refused as train's --out is."""
     root = Path(dataset[dataset.index("--data-root") + 1])
