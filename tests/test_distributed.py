@@ -61,6 +61,19 @@ def test_a_process_learns_its_rank_and_its_jobs_size_from_any_launcher(monkeypat
     assert (distributed.launched_rank(), distributed.launched_size()) == (2, 3 if size_variable else 1)
 
 
+def test_a_launcher_variable_that_is_no_number_is_passed_over(monkeypatch):
+    """A rank or size variable set but not a whole number (empty, or a wrapper's text) is no launcher's:
+    the next one is read, and outside a job the process is rank 0 of 1 (not int()'s ValueError)."""
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PMI_RANK", "abc")
+    monkeypatch.setenv("PMI_SIZE", "-3")
+    assert (distributed.launched_rank(), distributed.launched_size()) == (0, 1)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "2")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "3")
+    assert (distributed.launched_rank(), distributed.launched_size()) == (2, 3)
+
+
 @pytest.mark.parametrize("rank", [1, 4])
 def test_population_product_of_any_share_equals_its_columns_of_the_whole(rank):
     """x [B_1 ... B_P] for a share of the pairs is, bit for bit, that share's columns of the product

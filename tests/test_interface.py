@@ -1073,6 +1073,8 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W)).rows(None, None, np.float32),
      "a parameter's name is a string, got None"),
     (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)), "a Population is made by Eggroll.ask"),
+    (lambda: eggroll.Population(W, {"w": 0.1}, 1, 0, 0, [0, 1]), "a Population is made by Eggroll.ask"),
+    (lambda: eggroll.Population(W, {"w": 0.1}, 1, 0, 0, (0, 1)), "a Population is made by Eggroll.ask"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array([2 ** 60 + 3, 2 ** 60 + 1, 2 ** 60 + 2, 2 ** 60])))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "fitness holds numbers closer together than float64, in which they are ranked, can tell apart"),

@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -438,6 +439,18 @@ def test_the_code_version_tells_modules_of_other_names_apart(tmp_path):
         (tmp_path / folder / name).write_text("y = 2\n")
     assert distributed.code_version(tmp_path / "one") != distributed.code_version(tmp_path / "two")
     (tmp_path / "two" / "c.py").rename(tmp_path / "two" / "b.py")
+    assert distributed.code_version(tmp_path / "one") == distributed.code_version(tmp_path / "two")
+
+
+def test_the_code_version_does_not_follow_the_order_a_folder_lists_its_files_in(tmp_path, monkeypatch):
+    """Two copies of the same modules whose folders list them in other orders (files made in another
+    order on another node): the same code."""
+    for folder, names in (("one", ("a.py", "b.py", "c.py")), ("two", ("c.py", "b.py", "a.py"))):
+        (tmp_path / folder).mkdir()
+        for name in names:
+            (tmp_path / folder / name).write_text(f"{name} = 1\n")
+    listed = {"one": ["a.py", "b.py", "c.py"], "two": ["c.py", "b.py", "a.py"]}
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(self / name for name in listed[self.name]))
     assert distributed.code_version(tmp_path / "one") == distributed.code_version(tmp_path / "two")
 
 
