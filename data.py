@@ -303,6 +303,9 @@ def list_recordings(folder):
                 if _kind(entry) == "folder" and holds_recordings(entry.path):  # they would be left out unseen
                     raise BadDataError(f"{entry.path} holds recordings inside the class folder {folder / name}, where "
                                        f"only its own *.bin are read; move them up into it, or out of {folder}")
+                if entry.name.lower().endswith(".bin"):  # X.BIN: a recording by its name, left out unseen
+                    raise BadDataError(f"{entry.path} ends in {entry.name[-4:]}, not .bin, so it would be left out: "
+                                       f"rename it to end in .bin to read it, or move it out of {folder / name}")
                 continue
             kind = _kind(entry)
             if isinstance(kind, OSError):

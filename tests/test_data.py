@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -825,3 +826,16 @@ def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tm
     with pytest.raises(OSError, match="the frame cache's folder is '-', which many tools read as standard output"):
         data.load_nmnist(root, progress=False)
     assert not (tmp_path / "-").exists()
+
+
+def test_a_recording_named_in_capitals_is_named_not_left_out(tmp_path):
+    """X.BIN in a class folder reads as a recording to a person but not to `*.bin`: it is named, with
+    the two fixes, rather than left out of the split without a word (other files are no recordings)."""
+    root = write_dataset(tmp_path / "nmnist", n_train=2, n_test=1)
+    (root / "Train" / "3" / "notes.txt").write_text("mine")
+    load(root, tmp_path / "cache")  # a file of another kind is passed over
+    (root / "Train" / "3" / "00004.bin").rename(root / "Train" / "3" / "00004.BIN")
+    with pytest.raises(data.BadDataError, match=re.escape(
+            f"{root / 'Train' / '3' / '00004.BIN'} ends in .BIN, not .bin, so it would be left out: rename it to end "
+            f"in .bin to read it, or move it out of {root / 'Train' / '3'}")):
+        load(root, tmp_path / "cache")
