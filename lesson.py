@@ -32,6 +32,7 @@ import sys
 
 try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
     import argparse
+    import contextlib
     import errno
     import io
     import math
@@ -878,6 +879,8 @@ def main():
             more = f"; give it more CPU seconds than --seconds {args.seconds:g} (default 20)" * (claim == 5)
             sys.exit(exits.fail(f"claim {claim} did not hold: {refuted}{more}; nothing was written", status=1))
     took = timing(time.perf_counter() - began, time.process_time() - cpu_began)
+    made = [folder for folder in (args.out, *args.out.parents, *(args.page.parents if args.page else ()))
+            if not os.path.lexists(folder)]  # what a failed write removes again, if left empty
     try:
         args.out.mkdir(parents=True, exist_ok=True)
         for number, content in figures.items():  # each known by the record of the figures drawn there
@@ -886,7 +889,12 @@ def main():
         if args.page is not None and "__file__" in globals():
             args.page.parent.mkdir(parents=True, exist_ok=True)
             write_whole(args.page, page(took, args.out, args.page).encode())
-    except OSError as error:
+    except (OSError, figure_record.UsageError) as error:  # a full disk, a limit on a file's size
+        for folder in sorted(set(made), key=lambda path: len(path.parts), reverse=True):  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(error, figure_record.UsageError):  # it names the file and the fix
+            raise
         fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
              f"another --out or --page")
     exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")

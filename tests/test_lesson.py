@@ -290,6 +290,17 @@ def test_a_page_may_name_its_extension_in_capitals(tmp_path):
     assert (tmp_path / "LESSON.MD").read_text(encoding="utf-8").startswith("# EGGROLL in five claims\n")
 
 
+def test_a_write_that_fails_leaves_no_folder_the_lesson_made(tmp_path):
+    """A limit on a file's size (as a full disk) met when the figures are written: one line naming the
+    file and the fix, and the folders the lesson made for them removed again."""
+    if not shutil.which("prlimit"):
+        pytest.skip("prlimit (util-linux) is not there to set the limit on a file's size")
+    result = run_lesson("--claims", "1", "--out", str(Path("a") / "b" / "figs"), cwd=tmp_path,
+                        cache=tmp_path / "cache", prefix=[shutil.which("prlimit"), "--fsize=20000"])
+    one_line_error(result, f"cannot write {Path('a') / 'b' / 'figs' / '1_lowrank_scale.png'}: File too large")
+    assert not (tmp_path / "a").exists()
+
+
 def test_dash_as_the_lessons_folder_is_refused(tmp_path):
     result = run_lesson("--out", "-", cwd=tmp_path, cache=tmp_path / "cache")
     one_line_error(result, "argument --out: '-' is read as standard output by many tools")
