@@ -23,7 +23,7 @@ a generation's factors from the forward pass to the step g (Eq. (7)); eggroll.py
 keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
-minibatches of 64 of the 162 training recordings of nmnist-sample/) in 26–33 CPU seconds and scores
+minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–33 CPU seconds and scores
 the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (56–71 % at two BLAS
 threads; one standard error at
 100 recordings is about 4.7 points); results/reproductions/nano-and-lesson-times.md holds the runs,
