@@ -172,9 +172,10 @@ class Population:
         return xp.concatenate([sigma / math.sqrt(self.rank) * A, bias_sigma * delta[:, None, :]], axis=1), B
 
     def linear(self, name, x, bias=None):
-        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2·pairs, N, m).
+        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2·pairs, rows, m).
 
-        x is (N, n), shared by all members, or (2·pairs, N, n), one per member (a hidden layer's output).
+        x is (rows, n), shared by all members, or (2·pairs, rows, n), one per member (a hidden layer's
+        output); its rows are samples, or frames of samples (snn_eggroll.py: T N of them).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
         are first made the weight's; integers it cannot hold exactly are refused)."""

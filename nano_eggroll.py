@@ -23,7 +23,7 @@ a generation's factors from the forward pass to the step g (Eq. (7)); eggroll.py
 keys, so that no more than a block of them is held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
-minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–33 CPU seconds and scores
+minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–40 CPU seconds and scores
 the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (56–71 % at two BLAS
 threads; one standard error at
 100 recordings is about 4.7 points); results/reproductions/nano-and-lesson-times.md holds the runs,
@@ -138,6 +138,8 @@ def population_forward(params, perturbations, x, settings):
                 member |= {b: params[b] + sign * sigma * delta_b[p] for b in ("b1", "b2")}
                 counts[side, p] = forward(member, x, settings)                      # (N, 10)
     """
+    # Shapes: x (T, N, 2312) frames; every member's arrays have axes (T, side, P, N, units), side 0 the
+    # + member and 1 the -, P pairs, N samples; matmul broadcasts the leading axes (one product a pair).
     # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
     A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
     A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
@@ -156,8 +158,8 @@ def population_forward(params, perturbations, x, settings):
     hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)
     # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member:
     # hidden (T, 2, P, N, 64) @ B_W2^T (P, 64, r) -> (T, 2, P, N, r), then @ A_W2 (P, r, 10) -> (T, 2, P, N, 10).
-    pair_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
-    out = lif(hidden @ params["W2"].T + params["b2"] + sign * pair_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)
+    member_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
+    out = lif(hidden @ params["W2"].T + params["b2"] + sign * member_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)
     return out.sum(axis=0)                                                      # (2, P, N, 10)
 
 
@@ -200,9 +202,9 @@ def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
     for name in params:
         momentum[name] = coef1 * state["momentum"][name] + (1 - coef1) * grads[name]
         mean_square[name] = coef2 * state["mean_square"][name] + (1 - coef2) * grads[name] ** 2
-        update = (momentum[name] / (1 - coef1 ** updates)) / (np.sqrt(mean_square[name] / (1 - coef2 ** updates))
-                                                            + floor)
-        new[name] = (params[name] + lr * update).astype(params[name].dtype)
+        move = (momentum[name] / (1 - coef1 ** updates)) / (np.sqrt(mean_square[name] / (1 - coef2 ** updates))
+                                                          + floor)
+        new[name] = (params[name] + lr * move).astype(params[name].dtype)
     return new, {"momentum": momentum, "mean_square": mean_square, "updates": updates}
 
 
@@ -217,7 +219,7 @@ def generation_step(params, state, x, labels, generation, settings):
     parameters, Adam's new state and the fitness of every member (2, P)."""
     perturbations = draw_noise(params, generation, settings)                        # (5)
     counts = population_forward(params, perturbations, x, settings)                 # (6)
-    fit = fitness(counts, labels, len(x), settings.logit_scale)                     # (3)-(4)
+    fit = fitness(counts, labels, len(x), settings.logit_scale)                     # (3)-(4); len(x) = T frames
     centred = centred_ranks(fit)                                                    # of all 2P members
     f = (centred[0] - centred[1]).astype(np.float32)                                # f_p, pair by pair
     params, state = adam(params, gradient(f, perturbations, settings.sigma), state, settings.lr)  # (7)-(9)

@@ -42,8 +42,8 @@ def ascend(params, grads, state, adam):
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
-        update = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update
-        new_params[name], m[name], v[name] = update(value, grads[name], state["m"][name], state["v"][name], t, adam)
+        adam_on = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update  # the device's, or NumPy's
+        new_params[name], m[name], v[name] = adam_on(value, grads[name], state["m"][name], state["v"][name], t, adam)
     return new_params, {"m": m, "v": v, "t": t}
 
 
@@ -57,9 +57,9 @@ def adam_update(value, grad, m, v, t, adam):
     return (value + adam.lr * move - adam.lr * adam.weight_decay * value).astype(value.dtype), m, v
 
 
-def scheduled_lr(lr, schedule, update, updates):
-    """The learning rate of update number `update` (0-based) of `updates`: constant, or cosine,
-    lr (1 + cos(pi update / updates)) / 2, falling to 0 at the end."""
+def scheduled_lr(lr, schedule, index, count):
+    """The learning rate of the update numbered `index` (from 0) of a run's `count`: constant, or
+    cosine, lr (1 + cos(pi index / count)) / 2, falling to 0 at the end."""
     if schedule == "cosine":
-        return lr * (1 + math.cos(math.pi * update / updates)) / 2
+        return lr * (1 + math.cos(math.pi * index / count)) / 2
     return lr
