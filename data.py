@@ -90,7 +90,10 @@ class BadDataError(ValueError):
 # locating and reading recordings
 
 def _cache_home():
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eggroll-snn"
+    """<cache home>/eggroll-snn: $XDG_CACHE_HOME where it is an absolute path (the XDG rule: a relative
+    one is ignored), else ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "eggroll-snn"
 
 
 def resolve_root(root=None):
@@ -303,9 +306,9 @@ def list_recordings(folder):
                 if _kind(entry) == "folder" and holds_recordings(entry.path):  # they would be left out unseen
                     raise BadDataError(f"{entry.path} holds recordings inside the class folder {folder / name}, where "
                                        f"only its own *.bin are read; move them up into it, or out of {folder}")
-                if entry.name.lower().endswith(".bin"):  # X.BIN: a recording by its name, left out unseen
-                    raise BadDataError(f"{entry.path} ends in {entry.name[-4:]}, not .bin, so it would be left out: "
-                                       f"rename it to end in .bin to read it, or move it out of {folder / name}")
+                if entry.name.strip().lower().endswith(".bin"):  # X.BIN, "x.bin ": a recording by its name
+                    raise BadDataError(f"{entry.path} ends in {entry.name[-5:]!r}, not '.bin', so it would be left "
+                                       f"out: rename it to end in .bin to read it, or move it out of {folder / name}")
                 continue
             kind = _kind(entry)
             if isinstance(kind, OSError):
@@ -421,7 +424,7 @@ def _cache_path(cache_dir, split_name, header):
 
 def frame_cache_dir(cache_dir=None):
     """The folder of the frame caches: `cache_dir`, else $EGGROLL_CACHE, else <cache home>/frames."""
-    return Path(cache_dir or os.environ.get("EGGROLL_CACHE") or _cache_home() / "frames")
+    return Path(cache_dir or os.path.expanduser(os.environ.get("EGGROLL_CACHE", "")) or _cache_home() / "frames")
 
 
 def check_cache_dir(folder):

@@ -834,8 +834,24 @@ def test_a_recording_named_in_capitals_is_named_not_left_out(tmp_path):
     root = write_dataset(tmp_path / "nmnist", n_train=2, n_test=1)
     (root / "Train" / "3" / "notes.txt").write_text("mine")
     load(root, tmp_path / "cache")  # a file of another kind is passed over
-    (root / "Train" / "3" / "00004.bin").rename(root / "Train" / "3" / "00004.BIN")
-    with pytest.raises(data.BadDataError, match=re.escape(
-            f"{root / 'Train' / '3' / '00004.BIN'} ends in .BIN, not .bin, so it would be left out: rename it to end "
-            f"in .bin to read it, or move it out of {root / 'Train' / '3'}")):
-        load(root, tmp_path / "cache")
+    for name in ("00004.BIN", "00004.Bin", "00004.bin "):
+        (root / "Train" / "3" / "00004.bin").rename(root / "Train" / "3" / name)
+        with pytest.raises(data.BadDataError, match=re.escape(
+                f"{root / 'Train' / '3' / name} ends in {name[-5:]!r}, not '.bin', so it would be left out: rename it "
+                f"to end in .bin to read it, or move it out of {root / 'Train' / '3'}")):
+            load(root, tmp_path / "cache")
+        (root / "Train" / "3" / name).rename(root / "Train" / "3" / "00004.bin")
+
+
+def test_a_relative_cache_home_is_ignored_and_a_tilde_in_eggroll_cache_is_home(tmp_path, monkeypatch):
+    """$XDG_CACHE_HOME relative (or '-') is ignored, as the XDG rule says, not a folder made where the
+    command runs; $EGGROLL_CACHE=~/frames means the home folder's, not a folder named ~."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for relative in ("relcache", "-"):
+        monkeypatch.setenv("XDG_CACHE_HOME", relative)
+        assert data._cache_home() == tmp_path / "home" / ".cache" / "eggroll-snn"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert data._cache_home() == tmp_path / "xdg" / "eggroll-snn"
+    monkeypatch.setenv("EGGROLL_CACHE", "~/frames")
+    assert data.frame_cache_dir() == tmp_path / "home" / "frames"
