@@ -1721,6 +1721,34 @@ def test_integer_inputs_the_weights_float_type_cannot_hold_are_refused(x, weight
     assert pop.linear("w", x.astype(np.float64)).dtype == np.float64  # the fix named, taken
 
 
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0,)])
+def test_a_parameter_of_no_entries_is_named_whichever_side_is_empty(shape):
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    with pytest.raises(ValueError) as raised:
+        es.init({"w": np.ones((2, 3), np.float32), "empty": np.ones(shape, np.float32)})
+    assert str(raised.value) == f"parameter 'empty' has shape {shape}, no entries: leave it out"
+
+
+def test_a_step_that_makes_one_entry_inf_is_refused_and_the_state_kept():
+    """Raw differences so large that g overflows in one entry only: the step is refused (a parameter
+    NaN or inf anywhere), not returned with that entry inf."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0, lr=1.0, shaping="raw")
+    state = es.init({"w": np.ones((2, 3), np.float32), "b": np.ones(2, np.float32)})
+    moved = {name: value.copy() for name, value in state.params.items()}
+    moved["w"][0, 0] = np.inf
+    with pytest.raises(ValueError, match="this step would make parameter 'w' NaN or inf"):
+        interface_checks.check_stepped(moved, state.optimiser, es)
+    interface_checks.check_stepped(state.params, state.optimiser, es)  # finite everywhere: taken
+
+
+def test_adams_update_keeps_the_parameters_float_type_whatever_the_gradients():
+    """A float64 g (a client's own gradient estimate) on a float32 parameter: the parameter stays
+    float32, as its moments' type is checked against it at the next tell."""
+    value = np.ones((2, 3), np.float32)
+    new, m, v = optim.adam_update(value, np.full((2, 3), 0.5, np.float64), value * 0, value * 0, 1, optim.Adam(lr=0.1))
+    assert new.dtype == np.float32 and np.allclose(new, 1.1)
+
+
 @pytest.mark.parametrize("moment, value, said", [("m", np.nan, "average of g of parameter 'w' holds NaN or inf"),
                                                  ("v", np.inf, "average of g^2 of parameter 'w' holds NaN or inf"),
                                                  ("v", -1.0, "average of g^2 of parameter 'w' holds a negative value")])

@@ -213,6 +213,15 @@ def test_gather_total_broadcast_problems_and_signals_over_the_simulated_team():
     assert [t.bytes_sent for t in teams] == [0, 128 * 8 * 2, 72 * 8 * 2]
 
 
+def test_an_allreduce_counts_the_bytes_a_ring_all_reduce_sends():
+    """update="allreduce": each of K processes sends 2 (K - 1)/K of the summed buffer (a ring), here
+    36 float32 of 3 processes, 2 * 144 * 2 // 3 = 192 bytes each; the sums are every process's."""
+    grads = {"w": np.ones((4, 8), np.float32), "b": np.ones(4, np.float32)}
+    results, teams = run_team(3, lambda team: team.sum(grads), update="allreduce")
+    assert [t.bytes_sent for t in teams] == [192, 192, 192]
+    assert all(np.array_equal(summed["w"], 3 * grads["w"]) for summed in results)
+
+
 def test_a_process_that_fails_is_reported_and_the_others_do_not_hang():
     """One process raises before a collective call: its exception (not the others' abandoned
     waits) comes out, at once."""
