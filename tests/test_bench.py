@@ -66,6 +66,10 @@ def test_bench_writes_nothing_inside_an_nmnist_copy(tmp_path, capsys, monkeypatc
         err = capsys.readouterr().err
         assert err.startswith("error: ") and f"lies inside {copy}, which holds N-MNIST" in err and err.endswith(
             f"; {fix}\n"), err
+    assert run.main(["bench", "--json", str(copy / "b.json")]) == 2  # in the copy's own folder, beside Train
+    assert capsys.readouterr().err == (f"error: {copy} holds N-MNIST (its Train and Test folders): it is a data folder, "
+                                       f"which the project only reads, not where a benchmark's JSON goes; give --json "
+                                       f"a path outside it\n")
     assert not started and sorted(p.name for p in (copy / "Train").iterdir()) == list("0123456789")
 
 

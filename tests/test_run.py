@@ -357,6 +357,15 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     code, err = run_main(["evaluate", str(tmp_path / "a-file")], capsys)
     assert code == 2 and err == (f"error: {tmp_path / 'a-file'} is not a folder, so it holds no trained run; give the "
                                  f"--out folder of a training run\n"), err
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")  # a link that leads nowhere: no folder either
+    code, err = run_main(["evaluate", str(tmp_path / "dangling")], capsys)
+    assert code == 2 and err == (f"error: {tmp_path / 'dangling'} is not a folder, so it holds no trained run; give "
+                                 f"the --out folder of a training run\n"), err
+    (tmp_path / "begun").mkdir()
+    (tmp_path / "begun" / "metrics.jsonl").write_text("")  # a run stopped at once leaves an empty one
+    code, err = run_main(["evaluate", str(tmp_path / "begun")], capsys)
+    assert code == 2 and err == (f"error: {tmp_path / 'begun'} holds no trained run (config.json and checkpoint.npz); "
+                                 f"train one with `run.py train --out {tmp_path / 'begun'}`\n"), err
 
 
 def test_evaluate_of_a_run_without_its_checkpoint_gives_a_fix_that_works(tmp_path, dataset, capsys):

@@ -187,6 +187,8 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
     (results / "quick" / "runs" / "es-seed1").mkdir(parents=True)
     (results / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     emulate = ["emulate", "--mnist", str(tmp_path / "absent"), "--quiet", "--out"]
+    (tmp_path / "to-run").symlink_to(finished_run)  # a link is judged by where it leads
+    (tmp_path / "to-code").symlink_to(ROOT)
     for args, said in [
             (train_args(results / "quick", dataset), f"--out {results / 'quick'} is a results folder of reproduce "
                                                      f"(its runs/ holds runs); use another --out"),
@@ -196,7 +198,10 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
                                             f".eggroll-run); use another --results"),
             ([*emulate, str(finished_run)], f"--out {finished_run} is a run folder of this project"),
             ([*emulate, str(results)], f"--out {results} is a results folder of reproduce"),
-            (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out")]:
+            (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out"),
+            (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
+              str(tmp_path / "to-run"), *dataset], f"--results {tmp_path / 'to-run'} is a run folder of this project"),
+            (train_args(tmp_path / "to-code", dataset), f"--out {tmp_path / 'to-code'} is the project's own folder")]:
         before = {path: path.stat().st_mtime_ns for path in (*finished_run.iterdir(), *results.rglob("*"))}
         code, err = run_main(args, capsys)
         assert code == 2 and err == f"error: {said}\n" or err.startswith(f"error: {said}") and err.count("\n") == 1, \
