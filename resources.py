@@ -322,6 +322,10 @@ def refuse_project_folders(folder, option, fix, runs=True, results=True):
             holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))) else None
     if kind:
         raise UsageError(f"{option} {folder} is {kind}; {fix}")
+    run = next((above for above in where.parents if (above / RUN_MARK).is_file()), None)
+    if run is not None:  # a run folder holds its own files only, never another project folder
+        raise UsageError(f"{option} {folder} lies inside {run}, a run folder of this project (it holds {RUN_MARK}); "
+                         f"{fix}")
 
 
 def refuse_inside_data_folder(folder, fix):

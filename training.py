@@ -536,8 +536,11 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
                 metrics.is_file() and metrics.stat().st_size > 0:  # `train --out` there is refused: a run is there
             raise UsageError(f"{run_dir} holds a run without its config.json, so its settings (the network that "
                              f"reads {CHECKPOINT}) are unknown; {run_folder.config_fix(run_dir)}")
-        raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); "
-                         f"train one with `run.py train --out {run_dir}`")
+        resources.refuse_project_folders(run_dir, "evaluate", "give evaluate a run's folder (train's --out), e.g. "
+                                                              "<results>/<preset>/runs/<run>", results=False)
+        fix = "give evaluate the --out folder of a training run" if str(run_dir) == "-" else \
+            f"train one with `run.py train --out {run_dir}`"
+        raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); {fix}")
     config = run_folder.read_config(run_dir)
     if not (run_dir / CHECKPOINT).exists():  # `train --out` there is refused: a run is there
         metrics = run_dir / "metrics.jsonl"

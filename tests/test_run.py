@@ -333,7 +333,7 @@ def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(
     assert "| es |" in (tmp_path / "quick" / "table.md").read_text()
 
 
-def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, capsys):
+def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, capsys, monkeypatch):
     """`evaluate` on the training data's own copy gives the val and test accuracy of final.json."""
     out = tmp_path / "run"
     assert run.main(["train", "--out", str(out), "--generations", "3", *SMALL, *dataset]) == 0
@@ -366,6 +366,16 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     code, err = run_main(["evaluate", str(tmp_path / "begun")], capsys)
     assert code == 2 and err == (f"error: {tmp_path / 'begun'} holds no trained run (config.json and checkpoint.npz); "
                                  f"train one with `run.py train --out {tmp_path / 'begun'}`\n"), err
+    (tmp_path / "results" / "quick" / "runs" / "es-seed1").mkdir(parents=True)  # no run to train there: a fix that works
+    (tmp_path / "results" / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    code, err = run_main(["evaluate", str(tmp_path / "results" / "quick")], capsys)
+    assert code == 2 and err == (f"error: evaluate {tmp_path / 'results' / 'quick'} is a results folder of reproduce "
+                                 f"(its runs/ holds runs); give evaluate a run's folder (train's --out), e.g. "
+                                 f"<results>/<preset>/runs/<run>\n"), err
+    monkeypatch.chdir(tmp_path)
+    code, err = run_main(["evaluate", "-"], capsys)
+    assert code == 2 and err == "error: - holds no trained run (config.json and checkpoint.npz); give evaluate the " \
+                                "--out folder of a training run\n", err
 
 
 def test_evaluate_of_a_run_without_its_checkpoint_gives_a_fix_that_works(tmp_path, dataset, capsys):

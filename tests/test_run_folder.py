@@ -201,7 +201,12 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
             (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out"),
             (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
               str(tmp_path / "to-run"), *dataset], f"--results {tmp_path / 'to-run'} is a run folder of this project"),
-            (train_args(tmp_path / "to-code", dataset), f"--out {tmp_path / 'to-code'} is the project's own folder")]:
+            (train_args(tmp_path / "to-code", dataset), f"--out {tmp_path / 'to-code'} is the project's own folder"),
+            (train_args(finished_run / "sub", dataset), f"--out {finished_run / 'sub'} lies inside {finished_run}, a "
+                                                        f"run folder of this project (it holds .eggroll-run); use "
+                                                        f"another --out"),
+            ([*emulate, str(finished_run / "a" / "emu")], f"--out {finished_run / 'a' / 'emu'} lies inside "
+                                                           f"{finished_run}, a run folder")]:
         before = {path: path.stat().st_mtime_ns for path in (*finished_run.iterdir(), *results.rglob("*"))}
         code, err = run_main(args, capsys)
         assert code == 2 and err == f"error: {said}\n" or err.startswith(f"error: {said}") and err.count("\n") == 1, \
