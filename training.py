@@ -307,6 +307,10 @@ def set_up(config, out, team, progress, command):
                 run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")
             resources.check_writable(out, "--out", folder=True)
+            cache = Path(os.path.realpath(data.frame_cache_dir(config.cache_dir)))
+            if cache.is_relative_to(os.path.realpath(out)):  # a run folder holds the run's files only
+                raise UsageError(f"the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache} lies in the run's "
+                                 f"own folder {out}; point it at a folder of its own")
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
                              progress and team.rank == 0)
         if not len(splits.train):
@@ -512,8 +516,11 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     emulation is read only if it finished, with the recordings it counted (emulate.check_finished).
     Training and scoring read their data through it alike."""
     emulate.check_finished(data_root)
-    resources.refuse_data_folder(data.frame_cache_dir(cache_dir), "point --cache-dir (or $EGGROLL_CACHE) at a "
-                                                                  "folder outside it", what="the frame cache")
+    cache = data.frame_cache_dir(cache_dir)
+    resources.refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
+                                 what="the frame cache")
+    resources.refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
+                                     "point it at a folder of its own", runs=False, results=False)
     return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
 
 

@@ -1343,3 +1343,23 @@ def test_the_epoch_of_a_growing_minibatch_counts_every_minibatch_taken(tmp_path,
                      "--batch-size", "16", "--eval-every", "1", "--quiet", *dataset]) == 0
     epochs = [json.loads(line)["epoch"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert np.allclose(np.array(epochs) / epochs[0], [1, 3, 6, 10])
+
+
+def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, dataset, capsys):
+    """--cache-dir in a run folder (this run's own, or another's) or in a results folder: one line,
+    nothing written there; a run folder holds its run's files only."""
+    data_root = dataset[:2]
+    results = tmp_path / "results"
+    (results / "quick" / "runs" / "es-seed1").mkdir(parents=True)
+    (results / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    for out, cache, said in [
+            (tmp_path / "new", tmp_path / "new" / "c", f"{tmp_path / 'new' / 'c'} lies in the run's own folder "
+                                                      f"{tmp_path / 'new'}; point it at a folder of its own"),
+            (tmp_path / "other", finished_run, f"{finished_run} is a run folder of this project (it holds "
+                                                f".eggroll-run); point it at a folder of its own"),
+            (tmp_path / "other", finished_run / "c", f"{finished_run / 'c'} lies inside {finished_run}, a run folder"),
+            (tmp_path / "other", results / "quick", f"{results / 'quick'} is a results folder of reproduce")]:
+        before = sorted(p.name for p in finished_run.iterdir())
+        code, err = run_main(train_args(out, [*data_root, "--cache-dir", str(cache)]), capsys)
+        assert code == 2 and err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {said}"), err
+        assert not out.exists() and sorted(p.name for p in finished_run.iterdir()) == before
