@@ -500,7 +500,7 @@ def _load_cache(path, header, labels):
             return None
         cached = stored["packed"], stored["labels"], meta
     except (BadDataError, KeyError, ValueError, RecursionError) as error:  # BadDataError: not a regular file
-        why = str(error) if isinstance(error, BadDataError) else f"it holds no array {error.args[0]}" \
+        why = str(error).split("; ")[0] if isinstance(error, BadDataError) else f"it holds no array {error.args[0]}" \
             if isinstance(error, KeyError) else "its metadata is not JSON"
         _warn(f"frame cache {path} is unreadable ({why}); rebuilding it")
         return None
