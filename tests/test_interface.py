@@ -1729,9 +1729,9 @@ def test_a_parameter_of_no_entries_is_named_whichever_side_is_empty(shape):
     assert str(raised.value) == f"parameter 'empty' has shape {shape}, no entries: leave it out"
 
 
-def test_a_step_that_makes_one_entry_inf_is_refused_and_the_state_kept():
+def test_a_step_that_makes_one_entry_inf_is_refused():
     """Raw differences so large that g overflows in one entry only: the step is refused (a parameter
-    NaN or inf anywhere), not returned with that entry inf."""
+    NaN or inf anywhere, check_stepped), not returned with that entry inf."""
     es = eggroll.Eggroll(4, 1, 0.1, 0, lr=1.0, shaping="raw")
     state = es.init({"w": np.ones((2, 3), np.float32), "b": np.ones(2, np.float32)})
     moved = {name: value.copy() for name, value in state.params.items()}
