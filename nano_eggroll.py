@@ -219,7 +219,7 @@ def generation_step(params, state, x, labels, generation, settings):
     parameters, Adam's new state and the fitness of every member (2, P)."""
     perturbations = draw_noise(params, generation, settings)                        # (5)
     counts = population_forward(params, perturbations, x, settings)                 # (6)
-    fit = fitness(counts, labels, len(x), settings.logit_scale)                     # (3)-(4); len(x) = T frames
+    fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4); x.shape[0] = T frames
     centred = centred_ranks(fit)                                                    # of all 2P members
     f = (centred[0] - centred[1]).astype(np.float32)                                # f_p, pair by pair
     params, state = adam(params, gradient(f, perturbations, settings.sigma), state, settings.lr)  # (7)-(9)
