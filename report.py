@@ -67,7 +67,8 @@ def final_fix(folder):
 
 
 def read_metrics(path):
-    """The records of a metrics.jsonl; a last line cut short by a kill is skipped, as in training."""
+    """The records of a finished run's metrics.jsonl, every line one: a kill cuts no line of a finished
+    run's (final.json is written after its last record, and --resume drops a line cut before)."""
     if not path.exists():
         raise ValueError(f"{path} is missing: {RETRAIN}")
     lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
@@ -76,8 +77,6 @@ def read_metrics(path):
         try:
             record = run_folder.parse_json(line, ValueError)
         except ValueError:
-            if number == len(lines):
-                break
             raise ValueError(f"line {number} of {path} is not valid JSON: {RETRAIN}") from None
         problem = run_folder.metrics_problem(record, records[-1]["generation"] if records else 0, METRICS_KEYS)
         if problem:

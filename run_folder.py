@@ -703,6 +703,28 @@ def intact_final(out):
     return final if isinstance(final, dict) and not final_problem(final) else None
 
 
+def finished_metrics_problem(out, final):
+    """What is wrong with the metrics.jsonl of the finished run `final` (its intact final.json), or
+    None: a report reads its records, every line one (a kill cuts no line once final.json is
+    written), the last at final.json's generation."""
+    path = out / "metrics.jsonl"
+    if not path.is_file():
+        return f"its {path.name} is missing"
+    previous = 0
+    for number, line in enumerate(read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines(), 1):
+        try:
+            record = parse_json(line, ValueError)
+        except ValueError:
+            return f"line {number} of its {path.name} is not JSON"
+        problem = metrics_problem(record, previous)
+        if problem:
+            return f"line {number} of its {path.name} is damaged ({problem})"
+        previous = record["generation"]
+    if previous != final["generations"]:
+        return f"its {path.name} ends at generation {previous}, not at final.json's {final['generations']}"
+    return None
+
+
 def check_final_record(out, config, damaged_too=True):
     """UsageError unless out/final.json is an intact record of the run `config` (config.json's): a
     damaged one (unless not `damaged_too`), or another run's copied in, is not this run's results."""

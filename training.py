@@ -264,8 +264,12 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 final = None  # other data (refused with the checkpoint's), or a record from before data records
             if (team.broadcast(final is not None) if team.size > 1 else final is not None):
                 if run.leader:
+                    damaged = run_folder.finished_metrics_problem(run.out, final)
                     print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and "
-                          f"writes nothing", file=sys.stderr)
+                          f"writes nothing" + (f"; but {damaged} (a report reads its records): restore "
+                                               f"metrics.jsonl from a copy of the run, or train the run again with "
+                                               f"another --out" if damaged else ""),
+                          file=sys.stderr)
                 return final or {}
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,

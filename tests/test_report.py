@@ -337,11 +337,17 @@ def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
         report.write_report(tmp_path, "paper")
 
 
-def test_a_cut_last_line_of_metrics_is_skipped(tmp_path):
+@pytest.mark.parametrize("after", ['{"generation": 30, "val_', "xyz"], ids=["a line cut", "garbage"])
+def test_a_line_after_a_finished_runs_records_is_refused(tmp_path, after):
+    """A finished run's metrics.jsonl holds whole lines only (a kill cuts none once final.json is
+    written, and --resume drops one cut before): a line cut short or garbage after its records is
+    damage, refused by name with its line, not skipped."""
     out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
     with open(out / "metrics.jsonl", "a") as file:
-        file.write('{"generation": 30, "val_')
-    assert [m["val_acc"] for m in report.collect(tmp_path)["es"][0][1]] == [0.5, 0.6]
+        file.write(after)
+    with pytest.raises(ValueError, match=re.escape(f"line 3 of {out / 'metrics.jsonl'} is not valid JSON: move that "
+                                                   f"run folder out of the runs folder")):
+        report.collect(tmp_path)
 
 
 DAMAGES = {
