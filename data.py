@@ -53,6 +53,7 @@ import signal
 import socket
 import threading
 import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -633,6 +634,7 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     _check_apart(dirs, listed)
     full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild, listed["Train"])
     test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild, listed["Test"])
+    _warn_copies({"Train": full, "Test": test}, {name: listed[name][0] for name in dirs}, dirs)
     train_idx, val_idx = split_indices(len(full))
     train = Split(full.packed[train_idx], full.labels[train_idx], n_time_bins)
     val = Split(full.packed[val_idx], full.labels[val_idx], n_time_bins)
@@ -668,6 +670,40 @@ def _check_apart(dirs, listed):
         if seen is not None:
             raise BadDataError(f"{dirs['Test']} and {dirs['Train']} share recordings ({path} is {seen}); the test "
                                f"split must hold its own recordings: {_how_to_restore(dirs['Test'])}")
+
+
+def _warn_copies(splits, recordings, dirs):
+    """Warn of a recording whose frames repeat another's, a copy rather than a link (which
+    _check_apart and _check_one_label refuse): a test recording copied into Train lets the test
+    score count a sample trained on; one under two digits trains both labels; a copy within a split
+    weighs its sample twice. Frames without an event (an empty or short recording) are left out:
+    they repeat by nature. Real and emulated recordings never repeat (the emulator draws each from
+    its own key)."""
+    seen, copies = {}, {"test": [], "labels": [], "twice": []}  # {crc32 of frames: [(frames, path, label, split)]}
+    for name, split in splits.items():
+        for row, (path, label) in zip(split.packed, recordings[name]):
+            if not row.any():
+                continue
+            same_crc = seen.setdefault(zlib.crc32(row), [])
+            first = next((entry for entry in same_crc if np.array_equal(entry[0], row)), None)
+            if first is None:
+                same_crc.append((row, path, label, name))
+                continue
+            _, first_path, first_label, first_split = first
+            kind = "labels" if first_label != label else "test" if first_split != name else "twice"
+            copies[kind].append((first_path, path))
+    for kind, pairs in copies.items():
+        if pairs:
+            (original, copy), one = pairs[0], len(pairs) == 1
+            count = "1 recording" if one else f"{len(pairs)} recordings"
+            _warn({"test": f"{count} of {dirs['Test']} {'has a copy' if one else 'have copies'} in {dirs['Train']} "
+                           f"(the same frames, e.g. {original} and {copy}): the test score counts such a recording "
+                           f"as unseen though it is trained on; remove the copy from Train",
+                   "labels": f"{count} {'is a copy' if one else 'are copies'} of one under another digit (the same "
+                             f"frames, e.g. {copy} of {original}): the sample trains under both labels; remove the "
+                             f"copy under the wrong digit",
+                   "twice": f"{count} {'is a copy' if one else 'are copies'} of another of its split (the same frames, "
+                            f"e.g. {copy} of {original}): the sample weighs twice; remove the copy"}[kind])
 
 
 @functools.lru_cache(maxsize=2)

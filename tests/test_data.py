@@ -769,6 +769,38 @@ def test_files_without_inode_numbers_are_never_taken_for_one_recording(tmp_path)
             data._check_apart(dirs, {"Train": train_listed, "Test": test_listed})
 
 
+def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
+    """A recording copied (not linked) where it does not belong loads, as a user's data, but is named:
+    a test recording in Train (the test score would count it as unseen), one under two digits, one
+    twice in its split; an empty recording's frames, which repeat by nature, are none of these, and
+    nor is anything in data without copies."""
+    root = write_dataset(tmp_path / "nmnist", n_train=3, n_test=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(root, tmp_path / "cache")
+    for path in (root / "Train" / "1" / "00002.bin", root / "Train" / "1" / "00012.bin"):  # empty: frames of zeros
+        path.write_bytes(b"")
+    copies = {"test": (root / "Test" / "4" / "00005.bin", root / "Train" / "4" / "leak.bin"),
+              "labels": (root / "Train" / "2" / "00003.bin", root / "Train" / "7" / "00003.bin"),
+              "twice": (root / "Test" / "6" / "00007.bin", root / "Test" / "6" / "again.bin")}
+    for original, copy in copies.values():
+        shutil.copyfile(original, copy)
+    with pytest.warns(UserWarning) as caught:
+        splits = load(root, tmp_path / "cache")
+    assert len(splits.train) + len(splits.val) == 32 and len(splits.test) == 21
+    told = [str(warning.message) for warning in caught]
+    assert told[0].startswith("2 of 32 recordings in") and "are empty" in told[0]
+    train_copy, test_one = copies["test"][1], copies["test"][0]
+    assert told[1:] == [
+        f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. {train_copy} and "
+        f"{test_one}): the test score counts such a recording as unseen though it is trained on; remove the copy "
+        f"from Train",
+        f"1 recording is a copy of one under another digit (the same frames, e.g. {copies['labels'][1]} of "
+        f"{copies['labels'][0]}): the sample trains under both labels; remove the copy under the wrong digit",
+        f"1 recording is a copy of another of its split (the same frames, e.g. {copies['twice'][1]} of "
+        f"{copies['twice'][0]}): the sample weighs twice; remove the copy"], told
+
+
 def test_cache_dir_given_wins_over_eggroll_cache(tmp_path, monkeypatch):
     """--cache-dir (cache_dir) names the frame cache's folder even where $EGGROLL_CACHE is set, which
     only replaces the default."""
