@@ -151,6 +151,17 @@ def data_copy_of(folder):
     return None
 
 
+def data_folder_problem(folder, inside_only=False):
+    """Why `folder` is no place to write, being part of an N-MNIST copy (data_copy_of), which the project
+    only reads; or None. With inside_only, the copy itself is no problem (emulate continues one)."""
+    copy = data_copy_of(folder)
+    if copy is None or inside_only and split_base(Path(folder)) is not None:
+        return None
+    where = "holds" if split_base(Path(folder)) is not None else f"lies inside {copy}, which holds"
+    return f"{folder} {where} N-MNIST (its Train and Test folders): {'it is ' * (where == 'holds')}a data folder, " \
+           f"which the project only reads"
+
+
 def split_folder_problem(folder):
     """What is wrong where the split folder `folder` (Train or Test) is no folder, and the fix: a
     file (or a link to none) in its place is named as such; a missing one is needed, since both

@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import os
 import re
-from pathlib import Path
 
 import data
 import run_folder
@@ -65,12 +64,10 @@ def refuse_unrecorded(path, who, instead):
 
 def refuse_data_folder(folder, instead):
     """A UsageError ending with `instead` (the fix) if `folder` is, or lies inside, an N-MNIST copy
-    (data.data_copy_of), which the project only reads: no figure or page is written among recordings."""
-    copy = data.data_copy_of(folder)
-    if copy is not None:
-        where = "holds" if data.split_base(Path(folder)) is not None else f"lies inside {copy}, which holds"
-        raise UsageError(f"{folder} {where} N-MNIST (its Train and Test folders): a data folder, which the project "
-                         f"only reads; {instead}")
+    (data.data_folder_problem), which the project only reads: no figure or page is written among recordings."""
+    problem = data.data_folder_problem(folder)
+    if problem is not None:
+        raise UsageError(f"{problem}; {instead}")
 
 
 def check_name(path):

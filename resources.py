@@ -293,18 +293,12 @@ def nmnist_recordings(root, option, required=True):
 
 def refuse_data_folder(folder, fix, what="a run's"):
     """A UsageError ending with `fix` (a text, or one made from the copy's root) if `folder` is part of
-    an N-MNIST copy (data.data_copy_of): a data folder, which the project only reads, is never a run's
-    nor a results folder nor the frame cache (`what` it would be), nor is a folder inside one (a
+    an N-MNIST copy (data.data_folder_problem): a data folder, which the project only reads, is never a
+    run's nor a results folder nor the frame cache (`what` it would be), nor is a folder inside one (a
     split or digit folder, one beside them)."""
-    copy = data.data_copy_of(folder)
-    if copy is None:
-        return
-    fix = fix(copy) if callable(fix) else fix
-    if data.split_base(Path(folder)) is not None:
-        raise UsageError(f"{folder} holds N-MNIST (its Train and Test folders): it is a data folder, which the "
-                         f"project only reads, not {what}; {fix}")
-    raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data folder, "
-                     f"which the project only reads, not {what}; {fix}")
+    problem = data.data_folder_problem(folder)
+    if problem is not None:
+        raise UsageError(f"{problem}, not {what}; {fix(data.data_copy_of(folder)) if callable(fix) else fix}")
 
 
 PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
@@ -331,10 +325,9 @@ def refuse_project_folders(folder, option, fix, runs=True, results=True):
 def refuse_inside_data_folder(folder, fix):
     """A UsageError ending with `fix` if `folder` lies inside an N-MNIST copy (a split or digit folder,
     one beside them) without being the copy itself, which `emulate` may continue."""
-    copy = data.data_copy_of(folder)
-    if copy is not None and data.split_base(Path(folder)) is None:
-        raise UsageError(f"{folder} lies inside {copy}, which holds N-MNIST (its Train and Test folders): a data "
-                         f"folder, which the project only reads; {fix}")
+    problem = data.data_folder_problem(folder, inside_only=True)
+    if problem is not None:
+        raise UsageError(f"{problem}; {fix}")
 
 
 def check_writable(path, option, folder=False):
