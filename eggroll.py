@@ -8,7 +8,7 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
     state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
     for generation in range(generations):
         pop = es.ask(state)                                        # keys only: no noise array is stored
-        hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, N, m), Eq. (6)
+        hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, rows, m), Eq. (6)
         state, stats = es.tell(state, pop, fitness(pop.linear("out.w", hidden, bias="out.b"), labels))
 
 Read top to bottom:
@@ -81,8 +81,8 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (N, m) is shared by all members; perturbation (pairs, N, m) is one per pair. Returns
-    (2·pairs, N, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    base (rows, m) is shared by all members; perturbation (pairs, rows, m) is one per pair. Returns
+    (2·pairs, rows, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
     """
     xp = array_module_of(perturbation)
     pairs, batch, m = perturbation.shape
@@ -93,7 +93,7 @@ def antithetic(base, perturbation):
 
 
 def population_product(x, factors):
-    """x (N, n) times the factors (pairs, width, n): (N, pairs, width), one product per PAIRS_PER_BLOCK
+    """x (rows, n) times the factors (pairs, width, n): (rows, pairs, width), one product per PAIRS_PER_BLOCK
     pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
     result is the same however many pairs a process holds (BLAS may round a product of another
     shape differently). On a GPU one kernel sums each result over the nonzero inputs alone
@@ -187,10 +187,10 @@ class Population:
         if bias is not None:
             base = base + self.params[bias].astype(x.dtype, copy=False)
         if x.ndim == 2:                                                       # one x for every member
-            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, N, r + 1)
+            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, rows, r + 1)
             return antithetic(base, xb @ rows)
-        by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, N, n)
-        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, N, r + 1)
+        by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, rows, n)
+        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, rows, r + 1)
         sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
         return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
 
