@@ -86,7 +86,7 @@ def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path, gzipped):
     images = (PLAIN / "t10k-images-idx3-ubyte").read_bytes()
     labels = (PLAIN / "t10k-labels-idx1-ubyte").read_bytes()
     image_name, label_name = "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"
-    for raw, name in ((images[:-1], image_name), (images[:7], image_name), (b"\x00\x00\x08\x02" + images[4:], image_name),
+    for raw, name in ((images[:-1], image_name), (images + b"\0", image_name), (images[:7], image_name), (b"\x00\x00\x08\x02" + images[4:], image_name),
                       (labels[:8] + bytes([10]) + labels[9:], label_name)):
         with pytest.raises(data.BadDataError, match="not an MNIST IDX file") as error:
             mnist.parse(raw, name)

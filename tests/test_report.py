@@ -702,6 +702,23 @@ def test_a_figure_record_with_crlf_line_ends_is_still_the_record(tmp_path):
 
 
 
+@pytest.mark.parametrize("leads_to", ["nowhere", "a file"])
+def test_a_figure_record_that_is_a_link_is_refused_before_any_figure_is_drawn(tmp_path, leads_to):
+    """The record of the figures drawn in a folder is never read or written through a link, a
+    dangling one too (no record is not what it says): refused when the figures are checked, before
+    any work, and the link left as it is."""
+    target = tmp_path / leads_to
+    if leads_to == "a file":
+        target.write_text("mine\n")
+    (tmp_path / figure_record.RECORD).symlink_to(target)
+    with pytest.raises(run_folder.UsageError, match="symbolic link"):
+        figure_record.recorded(tmp_path, "give another --out")
+    with pytest.raises(run_folder.UsageError, match="symbolic link"):
+        figure_record.refuse_unrecorded(tmp_path / "toy.png", "the toy", "give another --out")
+    assert os.readlink(tmp_path / figure_record.RECORD) == str(target)
+    assert not (tmp_path / "toy.png").exists() and (leads_to == "nowhere") != target.exists()
+
+
 def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
     """A finished run's metrics.jsonl emptied: no curve to draw, refused by name, not a figure
     without the run."""
