@@ -173,7 +173,8 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs():
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
     fitness, c = scope["fitness"], scope["c"]
     assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
-    assert np.allclose(scope["f"], eggroll.pair_differences(eggroll.centred_ranks(fitness.ravel())), atol=1e-6)
+    # the page's members are (2, P), nano_eggroll.py's order; eggroll.py interleaves them, pair by pair
+    assert np.allclose(scope["f"], eggroll.pair_differences(eggroll.centred_ranks(fitness.T.ravel())), atol=1e-6)
 
 
 def test_running_mds_generation_loop_runs_as_printed():
