@@ -745,14 +745,32 @@ def check_final_record(out, config, damaged_too=True):
     held = run_config.stored(run_config.from_stored(final["config"]))
     differ = {key for key in set(held) | set(wanted) if held.get(key) != wanted.get(key)}
     unstated = sorted(differ - set(read_json(out / "config.json", config_fix(out))))
-    if differ and len(unstated) == len(differ):  # config.json lost those settings, final.json holds them
+    saved = checkpoint_identity(out)  # the settings the checkpoint was saved under, which tell who is right
+    if differ and len(unstated) == len(differ) and (saved is None or saved["config"] == held):
+        # config.json lost those settings (it has no such key), final.json holds them
         raise UsageError(f"{out / 'config.json'} has no {', '.join(unstated)}, so the run's is taken as the default, "
                          f"which its final.json contradicts ({differences(held, wanted)}): restore them in config.json "
-                         f"from final.json's \"config\"")
+                         f"from final.json's \"config\"" + (", unless final.json is another run's (then move it out "
+                                                             f"of {out})" if saved is None else
+                                                             " (the checkpoint was saved under them)"))
     if held != wanted:
         raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
                          f"then {rescore}")
+    foreign = saved and foreign_problem(saved, identity(config))
+    if foreign:  # config.json and final.json agree, the checkpoint does not: one of them was changed
+        raise UsageError(f"checkpoint {out / CHECKPOINT} {foreign}")
+
+
+def checkpoint_identity(out):
+    """The identity (see `identity`) that out's checkpoint was saved under, or None where it tells
+    none: no checkpoint, one from before checkpoints held it, or one that cannot be read (which
+    --resume and evaluate name when they load it)."""
+    try:
+        arrays = read_arrays(out / CHECKPOINT) if is_own_file(out / CHECKPOINT) else None
+        return read_identity(arrays["identity"]) if arrays and "identity" in arrays else None
+    except (UsageError, ValueError):
+        return None
 
 
 def refuse_foreign(out, force, instead):

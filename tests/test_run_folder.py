@@ -418,6 +418,45 @@ def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_
     assert snapshot(finished_run) == before
 
 
+@pytest.mark.parametrize("case", ["final.json another's", "config.json lost it", "no checkpoint to tell",
+                                  "config.json made another's"])
+def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(tmp_path, finished_run, dataset,
+                                                                                 capsys, case):
+    """A finished run's final.json and config.json disagree on a setting config.json does not state
+    (its default taken): the checkpoint, saved under the run's own settings, tells which file is
+    another run's, and the one line says so (without a checkpoint, both readings); config.json
+    rewritten to match another run's final.json is named by the checkpoint too, not taken as a
+    finished run of those settings. Nothing is changed, with or without --resume."""
+    other = tmp_path / "other"
+    assert run.main(train_args(other, dataset, "--hidden", "32")) == 0
+    config, checkpoint = finished_run / "config.json", finished_run / run_folder.CHECKPOINT
+    if case == "config.json lost it":  # the run of 32 lost its "hidden"
+        finished_run, config, checkpoint = other, other / "config.json", other / run_folder.CHECKPOINT
+        config.write_text(json.dumps({k: v for k, v in json.loads(config.read_text()).items() if k != "hidden"}))
+    else:
+        shutil.copyfile(other / "final.json", finished_run / "final.json")
+    if case == "no checkpoint to tell":
+        checkpoint.unlink()
+    wanted = ["--hidden", "32"] if case == "config.json made another's" else []
+    if case == "config.json made another's":
+        config.write_text(json.dumps(dict(json.loads(config.read_text()), hidden="32")))
+    told = {"final.json another's": f"{finished_run / 'final.json'} is another run's (hidden \"32\", not \"64\")",
+            "config.json lost it": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
+                                   f"contradicts (hidden \"32\", not \"64\"): restore them in config.json from "
+                                   f"final.json's \"config\" (the checkpoint was saved under them)\n",
+            "no checkpoint to tell": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
+                                     f"contradicts (hidden \"32\", not \"64\"): restore them in config.json from "
+                                     f"final.json's \"config\", unless final.json is another run's (then move it out of "
+                                     f"{finished_run})\n",
+            "config.json made another's": f"checkpoint {checkpoint} belongs to another run (hidden 64, not 32; sizes "
+                                          f"2312-64-10, not 2312-32-10) than its folder's config.json"}[case]
+    before = snapshot(finished_run)
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(finished_run, dataset, *wanted, *extra), capsys)
+        assert code == 2 and err.startswith(f"error: {told}") and err.count("\n") == 1, (extra, err)
+        assert snapshot(finished_run) == before
+
+
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
     """Another run's results copied into a run's folder: --resume, which rescores the run and writes
     its own final.json, refuses as the plain command does, the file kept."""
