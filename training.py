@@ -311,6 +311,11 @@ def set_up(config, out, team, progress, command):
                 run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")
             resources.check_writable(out, "--out", folder=True)
+            cache = Path(os.path.realpath(data.frame_cache_dir(config.cache_dir)))
+            if cache.is_relative_to(os.path.realpath(out)):  # a run folder holds its run's files only
+                raise UsageError(f"the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache} lies in the run's "
+                                 f"own folder {out}, which every later command would refuse as a run folder's; point "
+                                 f"it at a folder of its own")
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
                              progress and team.rank == 0)
         if not len(splits.train):

@@ -807,15 +807,15 @@ def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command,
     assert (tmp_path / victim).read_text() == "my notes\n"
 
 
-@pytest.mark.parametrize("command", [["run.py", "evaluate", "{tmp}"], ["examples/depth_signal.py"]])
+@pytest.mark.parametrize("command", [["run.py", "evaluate", "{tmp}/run"], ["examples/depth_signal.py"]])
 def test_missing_data_is_advised_what_the_command_can_do(tmp_path, command):
     """evaluate and depth_signal.py download nothing: a --data-root without N-MNIST is one line that
     points --data-root at a copy, never at a --download they do not have."""
     if "evaluate" in command:  # a trained run to score, so that the data is what is missing
         trained = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--data-root",
                                   str(ROOT / "nmnist-sample"), "--cache-dir", str(tmp_path / "cache"), "--out",
-                                  str(tmp_path), "--quiet", "--generations", "1", "--population", "8", "--batch-size",
-                                  "16", "--eval-every", "1"], capture_output=True, text=True, timeout=300)
+                                  str(tmp_path / "run"), "--quiet", "--generations", "1", "--population", "8",
+                                  "--batch-size", "16", "--eval-every", "1"], capture_output=True, text=True, timeout=300)
         assert trained.returncode == 0, trained.stderr
     done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path) for part in command], "--data-root",
                            str(tmp_path / "absent")], capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -1097,13 +1097,17 @@ def test_the_epoch_of_a_growing_minibatch_counts_every_minibatch_taken(tmp_path,
 
 
 def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, dataset, capsys):
-    """--cache-dir in another run's folder or in a results folder: one line, nothing written there (in
-    the run's own --out it is the user's choice, as any file of theirs there)."""
+    """--cache-dir in a run folder (this run's own --out, or in it: every later command would refuse
+    it there; or another run's) or in a results folder: one line, nothing written there."""
     data_root = dataset[:2]
     results = tmp_path / "results"
     (results / "quick" / "runs" / "es-seed1").mkdir(parents=True)
     (results / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     for out, cache, said in [
+            (tmp_path / "new", tmp_path / "new", f"{tmp_path / 'new'} lies in the run's own folder {tmp_path / 'new'}, "
+                                                 f"which every later command would refuse"),
+            (tmp_path / "new", tmp_path / "new" / "c", f"{tmp_path / 'new' / 'c'} lies in the run's own folder "
+                                                       f"{tmp_path / 'new'}, which every later command would refuse"),
             (tmp_path / "other", finished_run, f"{finished_run} is a run folder of this project (it holds "
                                                 f".eggroll-run); point it at a folder of its own"),
             (tmp_path / "other", finished_run / "c", f"{finished_run / 'c'} lies inside {finished_run}, a run folder"),
