@@ -114,6 +114,9 @@ def split_base(root):
 def _split_dirs(root, download):
     """The Train and Test folders under `root`, downloading with tonic only if asked and absent."""
     base = split_base(root)
+    if base is None and broken_link(root):  # a dangling link is no place to download into either
+        raise MissingDataError(f"N-MNIST not found in {root}: it is {broken_link(root)}; point --data-root or "
+                               f"NMNIST_ROOT at a copy")
     if base is None:
         if not download:
             raise MissingDataError(
@@ -439,6 +442,21 @@ def frame_cache_dir(cache_dir=None):
     return Path(cache_dir or os.path.expanduser(os.environ.get("EGGROLL_CACHE", "")) or _cache_home() / "frames")
 
 
+def broken_link(path):
+    """What the symbolic link `path` is where it leads nowhere ("a loop of links", "a link to X,
+    which does not exist"), or None where `path` is no such link."""
+    if not os.path.islink(path) or os.path.exists(path):
+        return None
+    try:
+        Path(path).resolve(strict=True)
+    except RuntimeError:  # Python < 3.13: a loop
+        return "a loop of links"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a loop of links"
+    return f"a link to {os.readlink(path)}, which does not exist"
+
+
 def check_cache_dir(folder):
     """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
     is a file, a broken link or a loop of links: said before any recording is read, not after."""
@@ -446,18 +464,8 @@ def check_cache_dir(folder):
         raise OSError("the frame cache's folder is '-', which many tools read as standard output: point "
                       "$EGGROLL_CACHE (run.py: --cache-dir) at a folder (./- for one named -)")
     for path in (*reversed(folder.parents), folder):
-        if os.path.islink(path) and not path.exists():
-            try:
-                path.resolve(strict=True)
-                what = f"a link to {os.readlink(path)}, which does not exist"
-            except RuntimeError:  # Python < 3.13: a loop
-                what = "a loop of links"
-            except OSError as error:
-                what = "a loop of links" if error.errno == errno.ELOOP else \
-                    f"a link to {os.readlink(path)}, which does not exist"
-        elif path.exists() and not path.is_dir():
-            what = "a file, not a folder"
-        else:
+        what = broken_link(path) or ("a file, not a folder" if path.exists() and not path.is_dir() else None)
+        if what is None:
             continue
         raise OSError(f"cannot use the frame cache folder {folder}: {path} is {what}; point $EGGROLL_CACHE "
                       f"(run.py: --cache-dir) at a folder")

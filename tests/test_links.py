@@ -96,6 +96,20 @@ def test_an_out_that_is_a_link_to_no_folder_is_named_so(tmp_path, dataset, capsy
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
+@pytest.mark.parametrize("target, what", [("root", "a loop of links"), ("absent", "a link to {}, which does not exist")])
+@pytest.mark.parametrize("download", [[], ["--download"]])
+def test_a_data_root_that_is_a_link_to_no_folder_is_named_so(tmp_path, capsys, target, what, download):
+    """--data-root a link to itself or to nothing: one line that names the link for what it is (not
+    N-MNIST merely missing, nor a --download to try), and nothing is made, with --download too."""
+    root = tmp_path / "root"
+    root.symlink_to(tmp_path / target)
+    assert run.main(["train", "--out", str(tmp_path / "run"), "--data-root", str(root), "--cache-dir",
+                     str(tmp_path / "cache"), *SMALL, *download]) == 2
+    assert capsys.readouterr().err == (f"error: N-MNIST not found in {root}: it is {what.format(tmp_path / target)}; "
+                                       f"point --data-root or NMNIST_ROOT at a copy\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["root"] and os.readlink(root) == str(tmp_path / target)
+
+
 def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path, dataset, capsys, monkeypatch):
     outside = outside_files(tmp_path, ["lock-target"])
     out = tmp_path / "run"
