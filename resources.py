@@ -273,12 +273,16 @@ def nmnist_recordings(root, option, required=True):
     """(training, test) recordings of the N-MNIST copy at `root` (None: the default), counted
     without reading them. Where there is none: a UsageError naming `option`, or None if not
     `required` (it may be downloaded); where it lacks a part (no download adds one), a UsageError."""
+    fix = f"point {option} at a copy"
+    if root is None:  # the root the user did not give: $NMNIST_ROOT's, else the default
+        fix = f"point {option} (or $NMNIST_ROOT) at a copy"
+        option = "$NMNIST_ROOT" if os.environ.get("NMNIST_ROOT") else f"{option} (not given: the default)"
     root = data.resolve_root(root)
     base = data.split_base(root)
     missing = [base / split for split in ("Train", "Test") if base and not (base / split).is_dir()]
     if base is None:
         problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
-                   f"{root}/Train/<digit>/*.bin); point {option} at a copy")
+                   f"{root}/Train/<digit>/*.bin); {fix}")
     elif missing:
         problem = f"{root}: {data.split_folder_problem(missing[0])}"
     else:

@@ -578,6 +578,26 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_work(tmp_path, scri
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("source", ["NMNIST_ROOT", "the default"])
+def test_a_data_root_not_given_is_named_by_where_it_came_from(tmp_path, source):
+    """evaluate without --data-root reads $NMNIST_ROOT, else the default folder: where that holds no
+    N-MNIST, the one line names where the root came from, not an option the user never gave."""
+    trained = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--data-root", str(ROOT / "nmnist-sample"),
+                              "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--quiet",
+                              "--generations", "1", "--population", "8", "--batch-size", "16", "--eval-every", "1"],
+                             capture_output=True, text=True, timeout=300)
+    assert trained.returncode == 0, trained.stderr
+    env = {key: value for key, value in os.environ.items() if key not in ("NMNIST_ROOT", "XDG_CACHE_HOME")}
+    env |= {"NMNIST_ROOT": str(tmp_path / "absent")} if source == "NMNIST_ROOT" else {"HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(tmp_path / "run"), "--cache-dir",
+                           str(tmp_path / "cache")], capture_output=True, text=True, timeout=120, env=env)
+    root = tmp_path / "absent" if source == "NMNIST_ROOT" else tmp_path / "home" / ".cache" / "eggroll-snn" / "nmnist"
+    named = "$NMNIST_ROOT" if source == "NMNIST_ROOT" else "--data-root (not given: the default)"
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {named} {root} holds no N-MNIST") and \
+        done.stderr.endswith("; point --data-root (or $NMNIST_ROOT) at a copy\n") and done.stderr.count("\n") == 1, \
+        done.stderr
+
+
 @pytest.mark.parametrize("script", ["examples/mlp_mnist.py", "examples/snn_depth.py", "examples/depth_signal.py",
                                     "examples/depth_speed.py", "examples/layer_drift.py", "toy_eggroll.py", "lesson.py"])
 def test_a_mistyped_option_is_one_line_not_a_usage_block(script):
