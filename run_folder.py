@@ -652,6 +652,11 @@ def prepare(out, config, resume, force, command="train"):
               f": the run starts at its first step", file=sys.stderr)
     if force:
         delete_all(run_files(out))
+    elif marked:  # a temporary file a kill (SIGKILL, a power cut) left behind in the run's folder: the run's own
+        for path in run_files(out):
+            if path.name not in RUN_FILES and is_own_file(path):
+                with contextlib.suppress(OSError):
+                    path.unlink()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -386,6 +386,323 @@ def write_npy(out):
         np.save(file, np.zeros(3))
 
 
+@pytest.mark.parametrize("damage, problem", [
+    (lambda out: (out / run_folder.CHECKPOINT).write_bytes(b""), "it is empty"),
+    (lambda out: (out / run_folder.CHECKPOINT).write_bytes(np.random.default_rng(0).bytes(3000)),
+     "it is not a checkpoint.npz archive"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update({"param/W1": a["param/W1"][:, :-1]})),
+     "param/W1 is float32 (64, 2311), expected float32 (64, 2312)"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.pop("adam_v/b2")), "adam_v/b2 is missing"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["param/W2"].__setitem__((0, 0), np.nan)),
+     "param/W2 holds NaN or inf"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.int64(11))),
+     "its step 11, adam_t 10 and 10 step_seconds disagree"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:-1])),
+     "its step 10, adam_t 10 and 9 step_seconds disagree"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.array([2, 2]))),
+     "step is int64 (2,), expected an integer"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:, None])),
+     "step_seconds is float64 (10, 1), expected float64 (step,)"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["step_seconds"].__setitem__(3, -1.0)),
+     "step_seconds holds a negative, NaN or inf duration"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(end_to_end_seconds=np.float64(np.nan))),
+     "end_to_end_seconds is float64 () nan, expected one float64 >= 0"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.pop("end_to_end_seconds")), "end_to_end_seconds is missing"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["adam_v/W1"].__setitem__((0, 0), -1.0)),
+     "adam_v/W1 holds negative values"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a["adam_m/b1"].__setitem__(0, np.inf)),
+     "adam_m/b1 holds NaN or inf"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update({"param/W3": a["param/W2"]})),
+     "it holds an array param/W3 that no checkpoint of this network has"),
+    (write_npy, "it is not a checkpoint.npz archive"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(identity=np.array("{"))), "identity is not valid JSON"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(identity=np.array(json.dumps(
+        dict(json.loads(str(a["identity"])), config={"method": "eggroll", "seed": "x"}))))),
+     'identity\'s config.seed must be an integer, got "x"'),
+    (lambda out: rewrite_checkpoint(out, lambda a: as_version_1(a) or a.update({"param/W1": a["param/W1"][:-1]})),
+     "param/W1 is float32 (63, 2312), expected float32 (64, 2312)"),
+])
+def test_a_damaged_checkpoint_is_one_line_for_resume_and_evaluate_and_changes_nothing(
+        finished_run, dataset, capsys, damage, problem):
+    (finished_run / "final.json").unlink()
+    damage(finished_run)
+    before = snapshot(finished_run)
+    for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
+        code, err = run_main(args, capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"checkpoint {finished_run / run_folder.CHECKPOINT} is damaged ({problem}" in err
+        assert "allow_pickle" not in err
+    assert snapshot(finished_run) == before
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda out: (out / "config.json").write_text("{not json"), "config.json is not valid JSON"),
+    (lambda out: (out / "config.json").write_text("[1, 2]"), "config.json does not hold a run's settings"),
+    (lambda out: (out / "config.json").unlink(), "holds a run without its config.json"),
+    (lambda out: (out / "metrics.jsonl").write_text('{"generation": 5}\n{broken\n{"generation": 10}\n'),
+     "metrics.jsonl line 2 is damaged"),
+])
+def test_a_damaged_config_or_metrics_file_is_one_line_naming_it(finished_run, dataset, capsys, damage, message):
+    (finished_run / "final.json").unlink()
+    damage(finished_run)
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert snapshot(finished_run) == before
+
+
+DESTRUCTIVE = ("--force", "delete")  # advice that would take an intact run away
+
+
+def test_an_intact_run_is_never_met_with_advice_that_deletes_it(finished_run, dataset, capsys):
+    """Another --seed in a finished run's folder, with or without --resume, the same run again, and a
+    config.json lost beside an intact checkpoint: one line naming the difference, whose advice keeps
+    the run (another --out, --resume, restoring the file), never --force or deleting."""
+    before = snapshot(finished_run)
+    for extra, message in ((["--seed", "2"], "holds a run with other settings (seed 1, not 2); use another --out"),
+                           (["--seed", "2", "--resume"], "holds a run with other settings (seed 1, not 2); give the "
+                                                         "run's own settings to continue it, or use another --out"),
+                           ([], "already holds this run, finished: its results are in")):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and message in err, err
+        assert not any(word in err for word in DESTRUCTIVE), err
+    (finished_run / "config.json").rename(finished_run.parent / "config.json")
+    before.pop("config.json")
+    for args in (train_args(finished_run, dataset, "--resume"), train_args(finished_run, dataset)):
+        code, err = run_main(args, capsys)
+        assert code == 2 and "without its config.json" in err and "restore it" in err, err
+        assert not any(word in err for word in DESTRUCTIVE), err
+    (finished_run / "config.json").write_text("{")
+    before["config.json"] = b"{"
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and "is not valid JSON" in err and not any(word in err for word in DESTRUCTIVE), err
+    assert snapshot(finished_run) == before
+
+
+def test_a_damaged_final_json_beside_its_checkpoint_names_the_command_that_rewrites_it(finished_run, dataset,
+                                                                                       capsys):
+    """The report of a run whose final.json is damaged and whose checkpoint is intact gives the
+    command that scores the run again and rewrites final.json, not deleting the run; that command,
+    run as given (with the --data-root), does so, the checkpoint unchanged."""
+    final = (finished_run / "final.json").read_text()
+    results = finished_run.parent / "results"
+    (results / "runs").mkdir(parents=True)
+    folder = results / "runs" / "es-seed1"
+    shutil.copytree(finished_run, folder)
+    (folder / "final.json").write_text("{")
+    with pytest.raises(ValueError) as error:
+        report.collect(results)
+    message = str(error.value)
+    assert not any(word in message for word in DESTRUCTIVE), message
+    command = message.split("`")[1].split()
+    assert command[:2] == ["python", "run.py"] and "(with the --data-root it trained on)" in message
+    checkpoint = (folder / run_folder.CHECKPOINT).read_bytes()
+    assert run.main(command[2:] + ["--quiet", *dataset]) == 0
+    assert json.loads((folder / "final.json").read_text())["test_acc"] == json.loads(final)["test_acc"]
+    assert (folder / run_folder.CHECKPOINT).read_bytes() == checkpoint
+
+
+def test_resume_where_there_is_nothing_to_resume_starts_the_run_and_says_so(tmp_path, dataset, capsys):
+    """--resume into a folder without a run (a job script that resumes or starts alike) trains the
+    run from its first step, to the weights of a plain run, with one line saying nothing was resumed."""
+    assert run.main(train_args(tmp_path / "plain", dataset)) == 0
+    capsys.readouterr()
+    assert run.main(train_args(tmp_path / "new", dataset, "--resume")) == 0
+    err = capsys.readouterr().err
+    assert err == f"note: {tmp_path / 'new'} holds no checkpoint to resume from (no run yet): the run starts at its " \
+                  f"first step\n"
+    new, plain = stored_params(tmp_path / "new"), stored_params(tmp_path / "plain")
+    assert new.keys() == plain.keys() and all(np.array_equal(new[name], plain[name]) for name in new)
+
+
+CONFIG_DAMAGES = [({"seed": "x"}, 'seed must be an integer, got "x"'),
+                  ({"time_bins": "10"}, 'time_bins must be an integer, got "10"'),
+                  ({"beta": "a"}, 'beta must be a number, got "a"'),
+                  ({"threshold": None}, "threshold must be a number, got null"),
+                  ({"seed": -5}, "seed must lie in 0..2^63-1, got -5"),
+                  ({"init_std": -1}, "init_std must lie in (0, 10], got -1"),
+                  ({"time_bins": 0}, "time_bins must lie in 1..1000, got 0"),
+                  ({"lr_schedule": "linear"}, 'lr_schedule must be one of constant, cosine, got "linear"'),
+                  ({"colour": "red"}, "colour is not a setting a run stores"),
+                  ({"method": "EGGROLL"}, 'method must be one of eggroll, es, bptt, got "EGGROLL"'),
+                  ({"method": 3}, "method must be one of eggroll, es, bptt, got 3")]
+
+
+def test_a_setting_in_config_json_is_checked_by_the_rules_of_its_option(finished_run, dataset, capsys):
+    """A value of config.json of the wrong type, choice or range is one line naming the file and
+    the setting, for --resume and evaluate alike, and changes nothing."""
+    stored = json.loads((finished_run / "config.json").read_text())
+    for change, problem in CONFIG_DAMAGES:
+        (finished_run / "config.json").write_text(json.dumps({**stored, **change}))
+        before = snapshot(finished_run)
+        for args in (train_args(finished_run, dataset, "--resume"), ["evaluate", str(finished_run), *dataset]):
+            code, err = run_main(args, capsys)
+            assert code == 2 and err.count("\n") == 1, (change, err)
+            assert f"{finished_run / 'config.json'} is damaged ({problem})" in err, (change, err)
+        assert snapshot(finished_run) == before
+
+
+METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must be an integer >= 1, got "a")'),
+                   (['{"generation": null}'], "line 1 is damaged (generation must be an integer >= 1, got null)"),
+                   (['{"generation": 5, "val_acc": 2}'],
+                    "line 1 is damaged (val_acc must be a number in [0, 1], got 2)"),
+                   (['{"generation": 5, "wall_seconds": -1.0}', '{"generation": 10}'],
+                    "line 1 is damaged (wall_seconds must be a finite number >= 0, got -1.0)"),
+                   (['{"generation": 5}', '{"generation": 5}'],
+                    "line 2 is damaged (generation 5 does not follow generation 5)")]
+
+
+def test_a_damaged_checkpoint_beside_the_runs_results_is_not_advised_away_by_force(finished_run, dataset, capsys):
+    """A finished run's checkpoint cut short: its final.json still holds the run's results, which
+    --force would delete; evaluate, which reads it, advises a copy of the checkpoint, or another
+    --out (--resume of the finished run reads none: it says the run has finished)."""
+    checkpoint = finished_run / run_folder.CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err.endswith("; restore it from a copy to score the run again (its final.json holds the "
+                                      "run's results, which --force would delete), or train the run again in "
+                                      "another --out\n"), err
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err.startswith(f"note: {finished_run} has finished"), err
+
+
+def test_a_damaged_checkpoint_beside_a_damaged_final_json_is_advised_force(finished_run, dataset, capsys):
+    """A final.json that is no intact record (a score out of range) holds no results --force would
+    lose: beside a damaged checkpoint, the advice is --force or another --out, not a copy."""
+    final = json.loads((finished_run / "final.json").read_text())
+    (finished_run / "final.json").write_text(json.dumps(dict(final, test_acc=2.0)))
+    checkpoint = finished_run / run_folder.CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and err.endswith("; train the run again with --force (it deletes this run's files) or in "
+                                      "another --out\n"), err
+
+
+def test_a_run_that_lost_its_checkpoint_is_told_so_with_or_without_resume(finished_run, dataset, capsys):
+    """An unfinished run whose checkpoint is gone: the same advice whether --resume was given or not
+    (continuing it with --resume would be refused)."""
+    (finished_run / "final.json").unlink()
+    (finished_run / run_folder.CHECKPOINT).unlink()
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and "holds a run that has trained (its metrics.jsonl has records) but not its " \
+                             "checkpoint.npz; put it back to continue, or use --force" in err, (extra, err)
+
+
+def test_a_run_that_lost_its_config_json_too_is_refused_not_trained_over(finished_run, dataset, capsys):
+    """A trained run left with its metrics.jsonl alone: neither --resume nor a run of other settings
+    takes it for an empty folder and writes over its records."""
+    for name in ("final.json", run_folder.CHECKPOINT, "config.json"):
+        (finished_run / name).unlink()
+    before = snapshot(finished_run)
+    for extra in (["--resume"], ["--seed", "5"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and "holds a run that has trained (its metrics.jsonl has records) " \
+            "but not its config.json nor its checkpoint.npz; put them back to continue, or use --force" in err, err
+        assert snapshot(finished_run) == before
+
+
+def test_a_run_folder_left_with_its_results_alone_is_refused_not_trained_over(finished_run, dataset, capsys):
+    """Its final.json is the only copy of the run's results: no run of any settings writes over it."""
+    for name in (run_folder.CHECKPOINT, "config.json", "metrics.jsonl"):
+        (finished_run / name).unlink()
+    before = snapshot(finished_run)
+    for extra in (["--resume"], ["--seed", "5"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1 and "holds a run without its config.json" in err, err
+        assert snapshot(finished_run) == before
+
+
+def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, dataset):
+    """reproduce --real-root and examples/snn_depth.py score a run again unless its real.json is a
+    score of those very recordings: one that is JSON but no record, or a record missing its accuracy,
+    is none (and is then written again, not shown)."""
+    root, cache = dataset[1], dataset[3]
+    held = training.load_splits(root, run_folder.read_config(finished_run).time_bins, cache).fingerprint()
+    real = finished_run / "real.json"
+    for text, scored in (("[1]", False), (json.dumps({"data": held}), False),
+                         (json.dumps({"data": held, "accuracy": {"all": 0.5}, "run": "x", "generation": 10}), True)):
+        real.write_text(text)
+        assert training.scored_on(finished_run, root, cache) is scored, text
+
+
+def test_a_refused_resume_leaves_config_json_as_it_was(tmp_path, dataset, capsys):
+    """A run of seed 2 whose config.json lost its seed: --resume (seed 1 then) is refused by the
+    checkpoint, and the file still lacks the seed, so that the advice to restore it still holds."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset, "--seed", "2")) == 0
+    (out / "final.json").unlink()
+    settings = json.loads((out / "config.json").read_text())
+    del settings["seed"]
+    (out / "config.json").write_text(json.dumps(settings))
+    before = snapshot(out)
+    code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+    assert code == 2 and "belongs to another run (seed 2, not 1)" in err, err
+    assert snapshot(out) == before
+    code, err = run_main(train_args(out, dataset, "--resume", "--seed", "2"), capsys)
+    assert code == 2 and "its config.json has no seed" in err, err
+
+
+def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(tmp_path, dataset, capsys):
+    """A finished run of seed 2 whose config.json lost its seed: its own final.json is not called
+    another run's; the line says which settings config.json lacks and where they are, nothing changed."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset, "--seed", "2")) == 0
+    settings = json.loads((out / "config.json").read_text())
+    del settings["seed"]
+    (out / "config.json").write_text(json.dumps(settings))
+    before = snapshot(out)
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(out, dataset, *extra), capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
+               f"contradicts (seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
+        assert snapshot(out) == before
+    settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring
+    (out / "config.json").write_text(json.dumps(settings))  # the seed would not make the two agree
+    before = snapshot(out)
+    code, err = run_main(train_args(out, dataset, "--resume", "--lr", str(settings["lr"])), capsys)
+    assert code == 2 and f"{out / 'final.json'} is another run's (" in err and "restore them" not in err, err
+    assert snapshot(out) == before
+
+
+def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(tmp_path, dataset, capsys,
+                                                                               monkeypatch):
+    """reproduce has no --out, and its --force retrains only runs of other settings: a damaged
+    checkpoint of one of its runs is told to move the run away, after which reproduce trains it."""
+    monkeypatch.setitem(run_config.PRESETS, "quick", {"common": dict(generations=4, population=4, batch_size=16,
+                                                                     eval_every=2)})
+    args = ["reproduce", "--config", "quick", "--runs", "es", "--seeds", "1", "--results", str(tmp_path), "--quiet",
+            *dataset]
+    assert run.main(args) == 0
+    out = tmp_path / "quick" / "runs" / "es-seed1"
+    intact = (out / run_folder.CHECKPOINT).read_bytes()
+    (out / run_folder.CHECKPOINT).write_bytes(b"damaged")  # scoring the finished run on other recordings reads it
+    code, err = run_main([*args, "--real-root", dataset[1]], capsys)
+    assert code == 2 and err.endswith(f"restore it from a copy to score the run again (its final.json holds the run's "
+                                      f"results), or move {out} away (it is left as it is) and reproduce trains the "
+                                      f"run again there\n"), err
+    (out / run_folder.CHECKPOINT).write_bytes(intact)
+    (out / "final.json").unlink()
+    (out / run_folder.CHECKPOINT).write_bytes(b"damaged")
+    code, err = run_main(args, capsys)
+    assert code == 2 and err.endswith(f"is damaged (it is not a checkpoint.npz archive); move {out} away (it is left "
+                                      f"as it is) and reproduce trains the run again there\n"), err
+    assert "--force" not in err and "--out" not in err
+    shutil.move(out, tmp_path / "aside")
+    assert run.main(args) == 0 and (out / "final.json").is_file()
+
+
+def test_resume_of_a_finished_run_keeps_its_records_as_they_are(finished_run, dataset, capsys):
+    """--resume where the run has finished, its final.json intact and of this run and data: one note,
+    exit 0, and every file as it was: no end-to-end time of a rescore written over the run's."""
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
+                                 f"trains and writes nothing\n"), err
+    assert snapshot(finished_run) == before
+
+
 def generation(line):
     return json.loads(line)["generation"]
 
@@ -455,6 +772,30 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
         code, err = run_main(train_args(finished_run, dataset, *wanted, *extra), capsys)
         assert code == 2 and err.startswith(f"error: {told}") and err.count("\n") == 1, (extra, err)
         assert snapshot(finished_run) == before
+
+
+def test_temporary_files_a_kill_left_are_removed_by_the_next_run_there(tmp_path, dataset, capsys):
+    """A kill no process can catch (SIGKILL) leaves a run's temporary file (<name>.<8 hex>.tmp) behind:
+    the next command that trains in the folder removes it; a link of such a name, a file of two
+    names and a user's <name>.tmp are left as they are, as is a run folder's temporary file
+    elsewhere."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset, "--generations", "5")) == 0
+    (out / "final.json").unlink()  # as if killed before its end
+    left = [out / "metrics.jsonl.0123abcd.tmp", out / "checkpoint.npz.89abcdef.tmp"]
+    for path in left:
+        path.write_text("half a file")
+    (out / "config.json.tmp").write_text("the user's")
+    (tmp_path / "target").write_text("the link's")
+    (out / "final.json.00000000.tmp").symlink_to(tmp_path / "target")
+    (tmp_path / "second name").write_text("two names")
+    os.link(tmp_path / "second name", out / "real.json.11111111.tmp")
+    code, err = run_main(train_args(out, dataset, "--generations", "5", "--resume"), capsys)
+    assert code == 0, err
+    assert not any(path.exists() for path in left) and (out / "final.json").is_file()
+    assert (out / "config.json.tmp").read_text() == "the user's" and (out / "real.json.11111111.tmp").exists()
+    assert os.readlink(out / "final.json.00000000.tmp") == str(tmp_path / "target") and \
+        (tmp_path / "target").read_text() == "the link's"
 
 
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
