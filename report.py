@@ -69,18 +69,19 @@ def final_fix(folder):
 def read_metrics(path):
     """The records of a finished run's metrics.jsonl, every line one: a kill cuts no line of a finished
     run's (final.json is written after its last record, and --resume drops a line cut before)."""
+    fix = f"restore it from a copy of the run, or {RETRAIN}"  # its records are gone: no run of the weights redoes them
     if not path.exists():
-        raise ValueError(f"{path} is missing: {RETRAIN}")
+        raise ValueError(f"{path} is missing: {fix}")
     lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
     records = []
     for number, line in enumerate(lines, start=1):
         try:
             record = run_folder.parse_json(line, ValueError)
         except ValueError:
-            raise ValueError(f"line {number} of {path} is not valid JSON: {RETRAIN}") from None
+            raise ValueError(f"line {number} of {path} is not valid JSON: {fix}") from None
         problem = run_folder.metrics_problem(record, records[-1]["generation"] if records else 0, METRICS_KEYS)
         if problem:
-            raise ValueError(f"line {number} of {path} is damaged ({problem}): {RETRAIN}")
+            raise ValueError(f"line {number} of {path} is damaged ({problem}): {fix}")
         records.append(record)
     return records
 

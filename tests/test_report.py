@@ -345,8 +345,9 @@ def test_a_line_after_a_finished_runs_records_is_refused(tmp_path, after):
     out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
     with open(out / "metrics.jsonl", "a") as file:
         file.write(after)
-    with pytest.raises(ValueError, match=re.escape(f"line 3 of {out / 'metrics.jsonl'} is not valid JSON: move that "
-                                                   f"run folder out of the runs folder")):
+    with pytest.raises(ValueError, match=re.escape(f"line 3 of {out / 'metrics.jsonl'} is not valid JSON: restore it "
+                                                   f"from a copy of the run, or move that run folder out of the runs "
+                                                   f"folder")):
         report.collect(tmp_path)
 
 
@@ -434,7 +435,8 @@ def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):
 def test_a_missing_metrics_file_is_named(tmp_path):
     out = write_run(tmp_path, "es", 1)
     (out / "metrics.jsonl").unlink()
-    with pytest.raises(ValueError, match="metrics.jsonl is missing: move that run folder out of the runs folder \\(nothing of it is deleted\\)"):
+    with pytest.raises(ValueError, match="metrics.jsonl is missing: restore it from a copy of the run, or move that "
+                                         "run folder out of the runs folder \\(nothing of it is deleted\\)"):
         report.collect(tmp_path)
 
 
