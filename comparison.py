@@ -66,8 +66,11 @@ def prepare(opts):
 def make_data(opts):
     """For --data emulated, emulate what is not there yet (unless --report-only), on 2 processes at most."""
     if opts.data == "emulated" and not opts.report_only:
+        default = Path(opts.data_root) == data._cache_home() / "nmnist-emulated"  # the project's own folder
         emulate.emulate(opts.data_root, opts.mnist, workers=min(2, os.cpu_count() or 1), progress=not opts.quiet,
-                        elsewhere="give --data-root another folder to emulate into")
+                        elsewhere=f"delete {opts.data_root} (the project's emulation, made again from these files) "
+                                  f"or give --data-root another folder to emulate into" if default else
+                                  "give --data-root another folder to emulate into", every_digit=True)
 
 
 def foreign_runs(results_dir, data_root, cache_dir=None, progress=False, download=False):

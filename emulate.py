@@ -316,15 +316,23 @@ def recording_path(out, split, label, index):
 # the emulation of a whole dataset
 
 def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0, progress=True,
-            elsewhere="emulate into another --out"):
+            elsewhere="emulate into another --out", every_digit=False):
     """Emulate every MNIST digit of `splits` into <out>/NMNIST, from the MNIST files in
     `mnist_folder` (downloaded into the cache folder if None), on `workers` processes. Recordings
-    already there are kept, so a second call finishes what an interrupted one began. Returns
-    {"recordings": written now, "kept": already there, "events": written now}."""
+    already there are kept, so a second call finishes what an interrupted one began. With
+    `every_digit`, MNIST files that lack a digit in a split (whose emulation training would refuse)
+    are refused before anything is made. Returns {"recordings": written now, "kept": already
+    there, "events": written now}."""
     root = Path(out) / "NMNIST"
     refuse_link(root)
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
     digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
+    for split in splits if every_digit else ():
+        lacking = sorted(set(range(10)) - set(int(label) for label in digits[split][1]))
+        if lacking:
+            raise UsageError(f"the MNIST files in {mnist_folder} hold no digit {lacking[0]} in the {split} split, so "
+                             f"their emulation could not be trained and scored (every digit is needed in each "
+                             f"split); give --mnist the four files of MNIST itself")
     fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     with owned(root):  # one emulation per folder at a time
         return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere)

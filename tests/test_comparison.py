@@ -130,18 +130,46 @@ def emulated(tmp_path):
     return root
 
 
-def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tmp_path, emulated, capsys):
+@pytest.mark.parametrize("where", ["given", "the default"])
+def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tmp_path, emulated, capsys,
+                                                                              monkeypatch, where):
     """reproduce --data emulated --mnist OTHER where --data-root holds another emulation: the fix
-    names --data-root, reproduce's option (it has no --out), and nothing is written."""
-    before = sorted(path for path in emulated.rglob("*"))
-    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(DIGITS), "--data-root",
-            str(emulated), "--results", str(tmp_path / "results"), "--quiet"]
+    names --data-root, reproduce's option (it has no --out), or, in the project's own folder for
+    it (no --data-root), that deleting it is safe; nothing is written."""
+    other = digits_of_every_class(tmp_path / "other")
+    images = bytearray((other / "train-images-idx3-ubyte").read_bytes())
+    images[16] ^= 1  # other MNIST files, of every digit
+    (other / "train-images-idx3-ubyte").write_bytes(bytes(images))
+    root = emulated
+    if where == "the default":
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        root = tmp_path / "xdg" / "eggroll-snn" / "nmnist-emulated"
+        shutil.copytree(emulated, root)
+    before = sorted(path for path in root.rglob("*"))
+    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(other),
+            *(["--data-root", str(root)] if where == "given" else []), "--results", str(tmp_path / "results"), "--quiet"]
     with pytest.warns(UserWarning, match="differ from the official MNIST files"):
         code, err = run_main(args, capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert "emulated otherwise (other MNIST files (their SHA256 differ)); give --data-root another folder to emulate " \
-           "into (those recordings are left as they are)" in err, err
-    assert sorted(path for path in emulated.rglob("*")) == before and not (tmp_path / "results").exists()
+    fix = "give --data-root another folder to emulate into" if where == "given" else \
+        f"delete {root} (the project's emulation, made again from these files) or give --data-root another folder " \
+        f"to emulate into"
+    assert f"emulated otherwise (other MNIST files (their SHA256 differ)); {fix} (those recordings are left as they " \
+           f"are)" in err, err
+    assert sorted(path for path in root.rglob("*")) == before and not (tmp_path / "results").exists()
+
+
+def test_reproduce_refuses_mnist_files_lacking_a_digit_before_it_emulates(tmp_path, capsys):
+    """reproduce --data emulated from MNIST files whose test split lacks a digit: training would refuse
+    their emulation, so they are refused in one line before anything is emulated or made."""
+    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(DIGITS), "--data-root",
+            str(tmp_path / "emulated"), "--results", str(tmp_path / "results"), "--quiet"]
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        code, err = run_main(args, capsys)
+    assert code == 2 and err == f"error: the MNIST files in {DIGITS} hold no digit 3 in the test split, so their " \
+                                f"emulation could not be trained and scored (every digit is needed in each split); " \
+                                f"give --mnist the four files of MNIST itself\n", err
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("file", ["local", "local/nmnist"])
