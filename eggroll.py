@@ -383,10 +383,11 @@ class Eggroll:
         with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
             differences = check_differences(pair_differences(shaped))
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
-        grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
-                                       self.pairs))                                              # (7)-(8)
-        params, optimiser = optim.ascend(state.params, grads, state.optimiser,
-                                         optim.Adam(self.lr, self.weight_decay))                 # Eq. (9)
+        with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below
+            grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
+                                           self.pairs))                                          # (7)-(8)
+            params, optimiser = optim.ascend(state.params, grads, state.optimiser,
+                                             optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
         check_stepped(params, optimiser, self)
         return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 

@@ -1741,6 +1741,17 @@ def test_a_step_that_makes_one_entry_inf_is_refused():
     interface_checks.check_stepped(state.params, state.optimiser, es)  # finite everywhere: taken
 
 
+def test_a_step_beyond_floats_range_is_one_error_and_no_numpy_warning():
+    """Raw fitnesses whose step overflows float32: tell's one ValueError says what to change, with no
+    RuntimeWarning of NumPy's before it (the step is checked whole, not warned about piece by piece)."""
+    raw = eggroll.Eggroll(8, 1, 0.1, 1, shaping="raw")
+    state = raw.init({"w": np.ones((4, 3), np.float32)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="this step would make parameter 'w' NaN or inf"):
+            raw.tell(state, raw.ask(state), np.array([1e38, -1e38] * 4))
+
+
 def test_adams_update_keeps_the_parameters_float_type_whatever_the_gradients():
     """A float64 g (a client's own gradient estimate) on a float32 parameter: the parameter stays
     float32, as its moments' type is checked against it at the next tell."""
