@@ -41,9 +41,9 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
-                              check_known, check_layer, check_optimiser, check_params, check_settings, check_sigma,
-                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array,
-                              input_array)
+                              check_formed_size, check_known, check_layer, check_optimiser, check_params,
+                              check_settings, check_sigma, check_stepped, check_told, check_whole, fingerprint_of,
+                              fitness_array, input_array)
 import noise
 import optim
 
@@ -201,6 +201,7 @@ class Population:
         `linear` per step or a `member` per member. Its row `index` is member(index)[name], bit for bit."""
         check_known(self.params, name)
         value = self.params[name]
+        check_formed_size(self.members, name, value)
         factors = self.factors(name)
         if value.ndim == 2:  # in the parameter's float type, as `member` forms it
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))

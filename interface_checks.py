@@ -7,6 +7,7 @@ eggroll.py, the method, calls them; nothing here computes any part of the method
 import hashlib
 import math
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy
@@ -339,6 +340,21 @@ def check_finite(fitnesses):
 
 NOT_FINITE = ("fitness holds NaN or inf: lower the learning rate or sigma, or check the inputs for non-finite values "
               "(a member to be ranked last takes a finite fitness below the others')")
+
+
+def check_formed_size(members, name, value):
+    """ValueError, before anything is drawn or allocated, if every member's copy of parameter `name`
+    (Population.perturbed's answer) would not fit in this machine's RAM."""
+    needed = members * value.size * value.dtype.itemsize
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # a system that does not say: nothing to compare with
+        return
+    if needed > ram:
+        raise ValueError(f"perturbed({name!r}) would form {members:,} members' copies of a {value.dtype} parameter of "
+                         f"shape {tuple(value.shape)}, {needed / 1e9:,.1f} GB, more than this machine's "
+                         f"{ram / 1e9:,.1f} GB of RAM: use linear({name!r}, x), which never forms E_p, or member(i), "
+                         f"one member at a time")
 
 
 def check_known(params, name, bias=None):

@@ -1741,6 +1741,25 @@ def test_a_step_that_makes_one_entry_inf_is_refused():
     interface_checks.check_stepped(state.params, state.optimiser, es)  # finite everywhere: taken
 
 
+def test_every_members_copy_beyond_the_machines_ram_is_refused_before_anything_is_drawn(monkeypatch):
+    """perturbed forms every member's copy of a parameter: where that is more than the machine's RAM it
+    is one ValueError naming the size and the ways that never form E_p, before any noise is drawn;
+    within it, perturbed answers as before."""
+    es = eggroll.Eggroll(2 ** 20, 1, 0.1, 1)
+    population = es.ask(es.init({"w": np.ones((3000, 3000), np.float32)}))
+    monkeypatch.setattr(eggroll.Population, "factors", lambda *args: pytest.fail("noise drawn"))
+    with pytest.raises(ValueError) as refused:
+        population.perturbed("w")
+    assert str(refused.value).startswith("perturbed('w') would form 1,048,576 members' copies of a float32 parameter of "
+                                         "shape (3000, 3000), 37,748.7 GB, more than this machine's ") and \
+        str(refused.value).endswith(" GB of RAM: use linear('w', x), which never forms E_p, or member(i), one member "
+                                    "at a time")
+    monkeypatch.undo()
+    small = eggroll.Eggroll(4, 1, 0.1, 1)
+    population = small.ask(small.init({"w": np.ones((3, 2), np.float32)}))
+    assert population.perturbed("w").shape == (4, 3, 2)
+
+
 def test_a_step_beyond_floats_range_is_one_error_and_no_numpy_warning():
     """Raw fitnesses whose step overflows float32: tell's one ValueError says what to change, with no
     RuntimeWarning of NumPy's before it (the step is checked whole, not warned about piece by piece)."""
