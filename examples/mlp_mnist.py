@@ -77,7 +77,8 @@ def train_eggroll(params, images, labels, steps, batch_size, population, rank, s
         logits = mlp(lambda w, x, b: pop.linear(w, x, bias=b), images[batch])   # (2P, N, 10)
         state, stats = es.tell(state, pop, -cross_entropy(logits, labels[batch]))
         if (step + 1) % max(1, steps // 10) == 0:
-            print(f"eggroll generation {step + 1}: the population's mean loss {-stats['mean_fitness']:.3f}", flush=True)
+            loss = max(0.0, -stats["mean_fitness"])  # a cross-entropy, >= 0 (not -0.0, nor a rounding's -1e-8)
+            print(f"eggroll generation {step + 1}: the population's mean loss {loss:.3f}", flush=True)
     return state.params
 
 

@@ -60,6 +60,19 @@ def test_each_method_learns_a_separable_task(task, method):
     assert loss(trained, images, labels) < 0.5 * loss(start, images, labels)
 
 
+def test_a_loss_of_zero_prints_as_zero_not_minus_zero(capsys, monkeypatch):
+    """The population's mean loss, a cross-entropy, prints as 0.000 where the fitness is 0.0 (or a
+    rounding's +1e-9), never as -0.000."""
+    images, labels = separable(40)
+    for fitness in (0.0, 1e-9):
+        monkeypatch.setattr(example.eggroll.Eggroll, "tell",
+                            lambda self, state, pop, fit, fitness=fitness: (state, {"mean_fitness": fitness}))
+        example.train_eggroll(example.init_mlp(seed=1), images, labels, steps=10, batch_size=8, population=4, rank=1,
+                              sigma=0.02, lr=0.01, seed=1)
+        printed = capsys.readouterr().out
+        assert "mean loss 0.000" in printed and "-0.000" not in printed, printed
+
+
 def test_the_backward_pass_is_the_gradient_of_the_loss():
     images, labels = separable(8)
     params = {name: value.astype(np.float64) for name, value in example.init_mlp(seed=2).items()}
