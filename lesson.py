@@ -33,7 +33,6 @@ import sys
 try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
     import argparse
     import contextlib
-    import errno
     import io
     import math
     import os
@@ -52,6 +51,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import figure_record
     import noise
     import optim
+    import run_folder
     import snn
     import snn_eggroll
 except KeyboardInterrupt:
@@ -780,34 +780,15 @@ def check_what_is_written(args):
         figure_record.refuse_data_folder(args.page.parent, "choose another --page")
     figure_paths = [args.out / FIGURES[claim] for claim in args.claims]
     for path in [*figure_paths, args.out / figure_record.RECORD] + [args.page] * (args.page is not None):
-        if path.is_symlink():  # nothing is written through a link (write_whole, figure_record.writing)
+        if path.is_symlink():  # nothing is written through a link (run_folder.writing)
             fail(f"cannot write {path}: it is a symbolic link, and the lesson writes no file through one; remove it "
                  f"or choose another --out or --page")
     for path in [*figure_paths, args.out / figure_record.RECORD]:
-        if path.exists() and not path.is_file():  # a folder, a pipe: never replaced (write_whole)
+        if path.exists() and not path.is_file():  # a folder, a pipe: never replaced (run_folder.writing)
             fail(f"cannot write {path}: it is not a regular file; move it out of {args.out}, or choose another --out")
     for path in figure_paths:  # the lesson's own figures are redrawn, no other file
         figure_record.refuse_unrecorded(path, "the lesson", f"move it out of {args.out}, or choose another --out")
     exits.refuse_foreign_file(args.page, PAGE_HEADER.encode(), "a page of this lesson", "choose another --page")
-
-
-def write_whole(path, content):
-    """Write `content` to `path` whole: a new temporary file in the same folder (created exclusively,
-    never through a link planted under its name), then renamed over it. A link at `path` or what is
-    not a regular file there is refused: nothing is written through a link."""
-    if path.is_symlink():
-        raise OSError(errno.ELOOP, "it is a symbolic link, and the lesson writes no file through one: remove it",
-                      str(path))
-    if path.exists() and not path.is_file():  # a folder, a device, a pipe: never replaced
-        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    file = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(file, "wb") as opened:
-            opened.write(content)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def markdown_cells(source):
@@ -888,7 +869,7 @@ def main():
                 temporary.write_bytes(content)
         if args.page is not None and "__file__" in globals():
             args.page.parent.mkdir(parents=True, exist_ok=True)
-            write_whole(args.page, page(took, args.out, args.page).encode())
+            run_folder.write_atomically(args.page, page(took, args.out, args.page))  # whole or not at all
     except (OSError, figure_record.UsageError) as error:  # a full disk, a limit on a file's size
         for folder in sorted(set(made), key=lambda path: len(path.parts), reverse=True):  # deepest first
             with contextlib.suppress(OSError):

@@ -31,6 +31,20 @@ def test_bench_measures_every_method_at_a_small_size(monkeypatch):
         < bench.flops_per_generation("es-batched", None)
 
 
+def test_an_eggroll_generations_flops_are_its_products_multiply_adds_twice():
+    """bench's FLOP count of an EGGROLL generation, term by term from the shapes of its products (2 FLOPs
+    a multiply-add; rows = T N frames of the minibatch, P pairs, 2P members, r the rank): layer 1's
+    x W1^T once and x [B_1 ... B_P] once, each pair's (x B_p) A_p^T with the bias's column; layer 2's
+    every member's h W2^T and h B_p then A_p^T; the step's (diag(f) A)^T B for both weights."""
+    n, h, o = snn.SIZES
+    rows = bench.REFERENCE["time_bins"] * bench.REFERENCE["batch"]
+    for rank, pairs in ((1, 8), (4, 64)):
+        layer1 = rows * n * h + rows * n * pairs * rank + pairs * rows * (rank + 1) * h
+        layer2 = 2 * pairs * rows * (h * o + h * rank + (rank + 1) * o)
+        step = pairs * rank * (h * n + o * h)
+        assert bench.flops_per_generation("eggroll", rank, pairs) == 2 * (layer1 + layer2 + step), (rank, pairs)
+
+
 def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monkeypatch):
     """Memory for --pairs, the --data-root copy and the --json file's folder are checked before
     the first timing: one line naming the option, exit status 2, nothing timed or written."""

@@ -75,6 +75,18 @@ def test_runs_on_other_data_are_not_compared(tmp_path):
         assert "Not compared: " in text and why in text and "rows compared lie within" not in text
 
 
+def test_one_run_on_other_mnist_files_among_official_ones_is_not_compared(tmp_path):
+    """A mix of this machine's runs, one of three emulated from MNIST files that are not the official
+    ones: the side is not the project's data, so its rows are not compared."""
+    committed, local = tmp_path / "committed", tmp_path / "local"
+    write_seeds(committed, "es", [0.72, 0.72, 0.72], n_train=54000)
+    official, unofficial = dict(comparison.PROJECT_EMULATION), {**comparison.PROJECT_EMULATION, "mnist_sha256": {"x": "0"}}
+    for seed, made in ((1, official), (2, unofficial), (3, official)):
+        write_run(local, "es", seed, test_acc=0.72, n_train=54000, data={"fingerprint": {}, "emulated": made})
+    text = comparison.comparison(local, committed, "paper")
+    assert "not compared |" in text and "emulated from MNIST files that are not the official ones" in text
+
+
 @pytest.fixture
 def copy(tmp_path):
     """A small N-MNIST copy and its fingerprint at T = 10."""

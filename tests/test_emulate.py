@@ -607,6 +607,9 @@ def test_two_workers_are_checked_against_free_memory(monkeypatch):
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (int(1.5 * resources.EMULATE_WORKER_BYTES), None))
     with pytest.raises(run_folder.UsageError, match="--workers 2: 2 worker processes need about .* use --workers 1 or fewer"):
         resources.check_emulate_workers(2)
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (resources.EMULATE_WORKER_BYTES // 2, None))
+    with pytest.raises(run_folder.UsageError, match="use --workers 1 or fewer"):  # never --workers 0
+        resources.check_emulate_workers(2)
 
 
 @pytest.mark.parametrize("inside", ["Train", "Train/3", "Test/new"])

@@ -613,6 +613,15 @@ def test_a_run_folder_left_with_its_results_alone_is_refused_not_trained_over(fi
         assert snapshot(finished_run) == before
 
 
+def test_a_line_added_after_a_cut_last_line_starts_a_line_of_its_own(tmp_path):
+    """A metrics.jsonl whose last line a kill cut (no newline): the next record is a line of its own,
+    the cut line kept as it is for --resume to drop, not glued to the record."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"generation": 1}\n{"generation": 2')
+    run_folder.append_line(path, '{"generation": 3}')
+    assert path.read_text() == '{"generation": 1}\n{"generation": 2\n{"generation": 3}\n'
+
+
 def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, dataset):
     """reproduce --real-root and examples/snn_depth.py score a run again unless its real.json is a
     score of those very recordings: one that is JSON but no record, or a record missing its accuracy,
@@ -621,6 +630,7 @@ def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, datase
     held = training.load_splits(root, run_folder.read_config(finished_run).time_bins, cache).fingerprint()
     real = finished_run / "real.json"
     for text, scored in (("[1]", False), (json.dumps({"data": held}), False),
+                         (json.dumps({"data": held, "run": "x", "generation": 10}), False),
                          (json.dumps({"data": held, "accuracy": {"all": 0.5}, "run": "x", "generation": 10}), True)):
         real.write_text(text)
         assert training.scored_on(finished_run, root, cache) is scored, text
