@@ -96,7 +96,7 @@ EQUIVALENT = {
     "eggroll.x_population_product__mutmut_28": (
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
-    "eggroll.xǁPopulationǁperturbed__mutmut_21": ("array_module_of(None).stack(", NEP18),
+    "eggroll.xǁPopulationǁperturbed__mutmut_27": ("array_module_of(None).stack(", NEP18),
     "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
     "snn_eggroll.x_population_forward__mutmut_159": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),

@@ -1760,6 +1760,31 @@ def test_every_members_copy_beyond_the_machines_ram_is_refused_before_anything_i
     assert population.perturbed("w").shape == (4, 3, 2)
 
 
+def test_every_members_copy_is_weighed_against_the_ram_the_system_reports(monkeypatch):
+    """check_formed_size against a machine of 4.1 GB (1,000,000 pages of 4,096 bytes): copies that fill
+    it exactly are formed, one entry more is refused naming both sizes; where the system reports no
+    RAM, nothing is refused."""
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1_000_000}
+    monkeypatch.setattr(interface_checks.os, "sysconf", lambda name: pages[name])
+    vector = lambda size: types.SimpleNamespace(size=size, dtype=np.dtype(np.float32), shape=(size,))  # no memory
+    fills = 4_096_000_000 // (8 * 4)  # entries of which 8 members' float32 copies take 4,096,000,000 bytes
+    interface_checks.check_formed_size(8, "b", vector(fills))
+    with pytest.raises(ValueError) as refused:
+        interface_checks.check_formed_size(8, "b", vector(fills + 1))
+    assert str(refused.value) == ("perturbed('b') would form 8 members' copies of a float32 parameter of shape "
+                                  "(128000001,), 4.1 GB, more than this machine's 4.1 GB of RAM: use linear('b', x), "
+                                  "which never forms E_p, or member(i), one member at a time")
+    pages.update(SC_PAGE_SIZE=1000, SC_PHYS_PAGES=1_350_000)  # sizes on the edge of rounding to one decimal
+    with pytest.raises(ValueError, match="of shape \\(85937500,\\), 2.8 GB, more than this machine's 1.4 GB of RAM"):
+        interface_checks.check_formed_size(8, "b", vector(85_937_500))
+    pages.update(SC_PAGE_SIZE=4096, SC_PHYS_PAGES=2_000_000_000)
+    with pytest.raises(ValueError, match="of shape \\(1000000000000,\\), 32,000.0 GB, more than this machine's "
+                                         "8,192.0 GB of RAM"):
+        interface_checks.check_formed_size(8, "b", vector(10 ** 12))
+    monkeypatch.setattr(interface_checks.os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
+    interface_checks.check_formed_size(8, "b", vector(10 ** 12))
+
+
 def test_a_step_beyond_floats_range_is_one_error_and_no_numpy_warning():
     """Raw fitnesses whose step overflows float32: tell's one ValueError says what to change, with no
     RuntimeWarning of NumPy's before it (the step is checked whole, not warned about piece by piece)."""
