@@ -450,8 +450,10 @@ def foreign_problem(stored, wanted):
     """How a checkpoint's identity `stored` differs from the run's `wanted`, as the end of a sentence
     about the checkpoint that says what to do, or None. The data is compared where both name it."""
     theirs, ours = stored["config"], wanted["config"]
-    keys = ["method"] if theirs["method"] != ours["method"] else [k for k in ours if theirs.get(k) != ours[k]]
-    differences = [f"{k} {theirs.get(k, getattr(run_config.RunConfig(), k, None))}, not {ours[k]}" for k in keys]
+    value = lambda held, key: held.get(key, getattr(run_config.RunConfig(), key, None))  # a lever left out: default
+    keys = ["method"] if theirs["method"] != ours["method"] else \
+        [k for k in [*ours, *(k for k in theirs if k not in ours)] if value(theirs, k) != value(ours, k)]
+    differences = [f"{k} {value(theirs, k)}, not {value(ours, k)}" for k in keys]
     if stored["sizes"] != wanted["sizes"]:
         differences.append(f"sizes {'-'.join(map(str, stored['sizes']))}, not {'-'.join(map(str, wanted['sizes']))}")
     if differences:
@@ -751,13 +753,15 @@ def check_final_record(out, config, damaged_too=True):
     differ = {key for key in set(held) | set(wanted) if held.get(key) != wanted.get(key)}
     unstated = sorted(differ - set(read_json(out / "config.json", config_fix(out))))
     saved = checkpoint_identity(out)  # the settings the checkpoint was saved under, which tell who is right
-    if differ and len(unstated) == len(differ) and (saved is None or saved["config"] == held):
-        # config.json lost those settings (it has no such key), final.json holds them
-        raise UsageError(f"{out / 'config.json'} has no {', '.join(unstated)}, so the run's is taken as the default, "
-                         f"which its final.json contradicts ({differences(held, wanted)}): restore them in config.json "
-                         f"from final.json's \"config\"" + (", unless final.json is another run's (then move it out "
-                                                             f"of {out})" if saved is None else
-                                                             " (the checkpoint was saved under them)"))
+    if differ and (saved is not None and saved["config"] == held or saved is None and len(unstated) == len(differ)):
+        # config.json is the odd one out: final.json and the checkpoint agree (or no checkpoint tells)
+        lost = len(unstated) == len(differ)  # it has no key for those settings: it lost them
+        what = f"has no {', '.join(unstated)}, so the run's is taken as the default, which its final.json contradicts" \
+            if lost else "holds other settings than those of its final.json"
+        raise UsageError(f"{out / 'config.json'} {what} ({differences(held, wanted)}): restore "
+                         f"{'them in config.json' if lost else 'config.json'} from final.json's \"config\""
+                         + (f", unless final.json is another run's (then move it out of {out})" if saved is None else
+                            " (the checkpoint was saved under them)"))
     if held != wanted:
         raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "

@@ -668,11 +668,13 @@ def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(t
         assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
                f"contradicts (seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
         assert snapshot(out) == before
-    settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring
-    (out / "config.json").write_text(json.dumps(settings))  # the seed would not make the two agree
-    before = snapshot(out)
+    settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring the
+    (out / "config.json").write_text(json.dumps(settings))  # seed alone would not do; the checkpoint sides with
+    before = snapshot(out)                                     # final.json, so config.json is restored whole
     code, err = run_main(train_args(out, dataset, "--resume", "--lr", str(settings["lr"])), capsys)
-    assert code == 2 and f"{out / 'final.json'} is another run's (" in err and "restore them" not in err, err
+    assert code == 2 and err == (f"error: {out / 'config.json'} holds other settings than those of its final.json "
+                                 f"(lr 0.01, not 0.02; seed 2, not 1): restore config.json from final.json's "
+                                 f"\"config\" (the checkpoint was saved under them)\n"), err
     assert snapshot(out) == before
 
 
@@ -746,7 +748,7 @@ def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_
 
 
 @pytest.mark.parametrize("case", ["final.json another's", "config.json lost it", "no checkpoint to tell",
-                                  "config.json made another's"])
+                                  "config.json made another's", "config.json another's"])
 def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(tmp_path, finished_run, dataset,
                                                                                  capsys, case):
     """A finished run's final.json and config.json disagree on a setting config.json does not state
@@ -757,14 +759,16 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
     other = tmp_path / "other"
     assert run.main(train_args(other, dataset, "--hidden", "32")) == 0
     config, checkpoint = finished_run / "config.json", finished_run / run_folder.CHECKPOINT
-    if case == "config.json lost it":  # the run of 32 lost its "hidden"
+    if case == "config.json another's":  # the run of 64's config.json replaced by the run of 32's
+        shutil.copyfile(other / "config.json", config)
+    elif case == "config.json lost it":  # the run of 32 lost its "hidden"
         finished_run, config, checkpoint = other, other / "config.json", other / run_folder.CHECKPOINT
         config.write_text(json.dumps({k: v for k, v in json.loads(config.read_text()).items() if k != "hidden"}))
     else:
         shutil.copyfile(other / "final.json", finished_run / "final.json")
     if case == "no checkpoint to tell":
         checkpoint.unlink()
-    wanted = ["--hidden", "32"] if case == "config.json made another's" else []
+    wanted = ["--hidden", "32"] if case in ("config.json made another's", "config.json another's") else []
     if case == "config.json made another's":
         config.write_text(json.dumps(dict(json.loads(config.read_text()), hidden="32")))
     told = {"final.json another's": f"{finished_run / 'final.json'} is another run's (hidden \"32\", not \"64\")",
@@ -775,6 +779,9 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
                                      f"contradicts (hidden \"32\", not \"64\"): restore them in config.json from "
                                      f"final.json's \"config\", unless final.json is another run's (then move it out of "
                                      f"{finished_run})\n",
+            "config.json another's": f"{config} holds other settings than those of its final.json (hidden \"64\", not "
+                                     f"\"32\"): restore config.json from final.json's \"config\" (the checkpoint was "
+                                     f"saved under them)\n",
             "config.json made another's": f"checkpoint {checkpoint} belongs to another run (hidden 64, not 32; sizes "
                                           f"2312-64-10, not 2312-32-10) than its folder's config.json"}[case]
     before = snapshot(finished_run)
@@ -956,7 +963,9 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(tmp_path, da
     assert run.main(train_args(out, dataset)) == 0
     (out / "final.json").unlink()
     for name, extra, difference in [("seed2", ["--seed", "2"], "seed 2, not 1"),
-                                    ("es", ["--method", "es"], "method es, not eggroll")]:
+                                    ("es", ["--method", "es"], "method es, not eggroll"),
+                                    ("cosine", ["--sigma-schedule", "cosine"], "sigma_schedule cosine, not constant"),
+                                    ("output", ["--output-sigma-scale", "2"], "output_sigma_scale 2.0, not 1.0")]:
         assert run.main(train_args(tmp_path / name, dataset, *extra)) == 0
         shutil.copyfile(tmp_path / name / run_folder.CHECKPOINT, out / run_folder.CHECKPOINT)
         before = snapshot(out)
