@@ -81,15 +81,16 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (rows, m) is shared by all members; perturbation (pairs, rows, m) is one per pair. Returns
-    (2·pairs, rows, m) in member order (pair 0 +, pair 0 -, pair 1 +, ...).
+    base (rows, m) is shared by all members; perturbation (pairs, rows, m) is one per pair (or any
+    shape after pairs that base broadcasts to). Returns (2·pairs, rows, m) in member order (pair 0 +,
+    pair 0 -, pair 1 +, ...), written in place: no other array of that size is made.
     """
     xp = array_module_of(perturbation)
-    pairs, batch, m = perturbation.shape
-    current = xp.empty((pairs, 2, batch, m), dtype=perturbation.dtype)
+    pairs, shape = perturbation.shape[0], perturbation.shape[1:]
+    current = xp.empty((pairs, 2, *shape), dtype=perturbation.dtype)
     xp.add(base, perturbation, out=current[:, 0])
     xp.subtract(base, perturbation, out=current[:, 1])
-    return current.reshape(2 * pairs, batch, m)
+    return current.reshape(2 * pairs, *shape)
 
 
 def population_product(x, factors):
@@ -207,8 +208,8 @@ class Population:
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
-        perturbation = self.sigma[name] * drawn_noise
-        return array_module_of(value).stack([value + perturbation, value - perturbation], axis=1).reshape((self.members,) + value.shape)
+        drawn_noise *= self.sigma[name]                                      # sigma E_p, in place
+        return antithetic(value, drawn_noise)
 
     def member(self, index):
         """The parameters of member number `index`, every E_p formed: a dict like params, for a fitness

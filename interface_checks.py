@@ -344,16 +344,17 @@ NOT_FINITE = ("fitness holds NaN or inf: lower the learning rate or sigma, or ch
 
 def check_formed_size(members, name, value):
     """ValueError, before anything is drawn or allocated, if every member's copy of parameter `name`
-    (Population.perturbed's answer) would not fit in this machine's RAM."""
-    needed = members * value.size * value.dtype.itemsize
+    (Population.perturbed's answer) and the noise it is formed from, half as large, would not fit in
+    this machine's RAM."""
+    needed = members * value.size * value.dtype.itemsize * 3 // 2
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, OSError, ValueError):  # a system that does not say: nothing to compare with
         return
     if needed > ram:
         raise ValueError(f"perturbed({name!r}) would form {members:,} members' copies of a {value.dtype} parameter of "
-                         f"shape {tuple(value.shape)}, {needed / 1e9:,.1f} GB, more than this machine's "
-                         f"{ram / 1e9:,.1f} GB of RAM: use linear({name!r}, x), which never forms E_p, or member(i), "
+                         f"shape {tuple(value.shape)}, {needed / 1e9:,.1f} GB with their noise, more than this "
+                         f"machine's {ram / 1e9:,.1f} GB of RAM: use linear({name!r}, x), which never forms E_p, or member(i), "
                          f"one member at a time")
 
 

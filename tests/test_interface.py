@@ -1751,7 +1751,7 @@ def test_every_members_copy_beyond_the_machines_ram_is_refused_before_anything_i
     with pytest.raises(ValueError) as refused:
         population.perturbed("w")
     assert str(refused.value).startswith("perturbed('w') would form 1,048,576 members' copies of a float32 parameter of "
-                                         "shape (3000, 3000), 37,748.7 GB, more than this machine's ") and \
+                                         "shape (3000, 3000), 56,623.1 GB with their noise, more than this machine's ") and \
         str(refused.value).endswith(" GB of RAM: use linear('w', x), which never forms E_p, or member(i), one member "
                                     "at a time")
     monkeypatch.undo()
@@ -1761,25 +1761,26 @@ def test_every_members_copy_beyond_the_machines_ram_is_refused_before_anything_i
 
 
 def test_every_members_copy_is_weighed_against_the_ram_the_system_reports(monkeypatch):
-    """check_formed_size against a machine of 4.1 GB (1,000,000 pages of 4,096 bytes): copies that fill
-    it exactly are formed, one entry more is refused naming both sizes; where the system reports no
-    RAM, nothing is refused."""
+    """check_formed_size against a machine of 4.1 GB (1,000,000 pages of 4,096 bytes): copies that fit
+    in it with their noise (half their size) are formed, one entry more is refused naming both sizes;
+    where the system reports no RAM, nothing is refused."""
     pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1_000_000}
     monkeypatch.setattr(interface_checks.os, "sysconf", lambda name: pages[name])
     vector = lambda size: types.SimpleNamespace(size=size, dtype=np.dtype(np.float32), shape=(size,))  # no memory
-    fills = 4_096_000_000 // (8 * 4)  # entries of which 8 members' float32 copies take 4,096,000,000 bytes
+    fills = 4_096_000_000 // (8 * 4 * 3 // 2)  # 8 members' float32 copies and their noise: 4,095,999,984 bytes
     interface_checks.check_formed_size(8, "b", vector(fills))
     with pytest.raises(ValueError) as refused:
         interface_checks.check_formed_size(8, "b", vector(fills + 1))
     assert str(refused.value) == ("perturbed('b') would form 8 members' copies of a float32 parameter of shape "
-                                  "(128000001,), 4.1 GB, more than this machine's 4.1 GB of RAM: use linear('b', x), "
-                                  "which never forms E_p, or member(i), one member at a time")
+                                  "(85333334,), 4.1 GB with their noise, more than this machine's 4.1 GB of RAM: use "
+                                  "linear('b', x), which never forms E_p, or member(i), one member at a time")
     pages.update(SC_PAGE_SIZE=1000, SC_PHYS_PAGES=1_350_000)  # sizes on the edge of rounding to one decimal
-    with pytest.raises(ValueError, match="of shape \\(85937500,\\), 2.8 GB, more than this machine's 1.4 GB of RAM"):
-        interface_checks.check_formed_size(8, "b", vector(85_937_500))
+    with pytest.raises(ValueError, match="of shape \\(59375000,\\), 2.9 GB with their noise, more than this machine's "
+                                         "1.4 GB of RAM"):
+        interface_checks.check_formed_size(8, "b", vector(59_375_000))
     pages.update(SC_PAGE_SIZE=4096, SC_PHYS_PAGES=2_000_000_000)
-    with pytest.raises(ValueError, match="of shape \\(1000000000000,\\), 32,000.0 GB, more than this machine's "
-                                         "8,192.0 GB of RAM"):
+    with pytest.raises(ValueError, match="of shape \\(1000000000000,\\), 48,000.0 GB with their noise, more than "
+                                         "this machine's 8,192.0 GB of RAM"):
         interface_checks.check_formed_size(8, "b", vector(10 ** 12))
     monkeypatch.setattr(interface_checks.os, "sysconf", lambda name: (_ for _ in ()).throw(ValueError(name)))
     interface_checks.check_formed_size(8, "b", vector(10 ** 12))
