@@ -190,12 +190,13 @@ def collect(results_dir, expected=None):
         metrics = read_metrics(final_path.parent / "metrics.jsonl")
         if not metrics:
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} holds no record, though {final_path} says the run "
-                             f"finished: {RETRAIN}")
+                             f"finished: restore it from a copy of the run, or {RETRAIN}")
         if (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
                                                                                    final["val_acc"]):
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} ends at generation {metrics[-1]['generation']} "
                              f"with validation accuracy {metrics[-1].get('val_acc')}, not where {final_path} does "
-                             f"({final['generations']}, {final['val_acc']}): it is another run's; {RETRAIN}")
+                             f"({final['generations']}, {final['val_acc']}): it is cut short or another run's; "
+                             f"restore it from a copy of the run, or {RETRAIN}")
         if final.get("data") is not None:  # (a run from before runs recorded their data: none)
             trained_on.setdefault(json.dumps(final["data"]["fingerprint"], sort_keys=True), final_path.parent)
         runs.setdefault(name, []).append((final, metrics))

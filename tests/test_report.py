@@ -366,7 +366,7 @@ DAMAGES = {
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,
-                                                                  "wall_seconds": 1.0}) + "\n", "it is another run's"),
+                                                                  "wall_seconds": 1.0}) + "\n", "it is cut short or another run's"),
     "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
         {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10"),
     "metrics.jsonl without a validation accuracy": ("metrics.jsonl", json.dumps({"generation": 10, "wall_seconds": 1.0})
@@ -727,5 +727,6 @@ def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
     out = write_run(tmp_path, "es", 1, val_accs=(0.3, 0.5, 0.9))
     (out / "metrics.jsonl").write_text("")
     with pytest.raises(ValueError, match=re.escape(f"{out / 'metrics.jsonl'} holds no record, though "
-                                                   f"{out / 'final.json'} says the run finished: {report.RETRAIN}")):
+                                                   f"{out / 'final.json'} says the run finished: restore it from a "
+                                                   f"copy of the run, or {report.RETRAIN}")):
         report.collect(tmp_path)
