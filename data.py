@@ -111,18 +111,20 @@ def split_base(root):
                 None)
 
 
-def _split_dirs(root, download):
-    """The Train and Test folders under `root`, downloading with tonic only if asked and absent."""
+def _split_dirs(root, download, given=True):
+    """The Train and Test folders under `root` (`given` as --data-root, else $NMNIST_ROOT's or the
+    default), downloading with tonic only if asked and absent."""
     base = split_base(root)
+    where = "" if given else " ($NMNIST_ROOT)" if os.environ.get("NMNIST_ROOT") else " (the default data root)"
+    fix = "point --data-root at a copy" if given else "point --data-root (or $NMNIST_ROOT) at a copy"
     if base is None and broken_link(root):  # a dangling link is no place to download into either
-        raise MissingDataError(f"N-MNIST not found in {root}: it is {broken_link(root)}; point --data-root or "
-                               f"NMNIST_ROOT at a copy")
+        raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {broken_link(root)}; {fix}")
     if base is None:
         if not download:
-            raise MissingDataError(
-                f"N-MNIST not found in {root} (expected {root}/NMNIST/Train/<digit>/*.bin or "
-                f"{root}/Train/<digit>/*.bin); point --data-root or NMNIST_ROOT at a copy, "
-                f"or use --download to fetch it with tonic")
+            what = ": it is a file, not a folder" if root.is_file() else \
+                f" (expected {root}/NMNIST/Train/<digit>/*.bin or {root}/Train/<digit>/*.bin)"
+            download_it = "" if root.is_file() else ", or use --download to fetch it with tonic"
+            raise MissingDataError(f"N-MNIST not found in {root}{where}{what}; {fix}{download_it}")
         _download(root)
         base = root / "NMNIST"
     dirs = {name: base / name for name in ("Train", "Test")}
@@ -641,7 +643,7 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     Train/val/test splits of N-MNIST as packed frames, decoding the recordings only on the first
     call (or with rebuild=True); later calls read the cache.
     """
-    dirs = _split_dirs(resolve_root(root), download)
+    dirs = _split_dirs(resolve_root(root), download, given=root is not None)
     cache_dir = frame_cache_dir(cache_dir)
     check_cache_dir(cache_dir)
     listed = {}

@@ -337,10 +337,27 @@ def test_short_recordings_are_kept_and_reported(root, tmp_path):
 # -----------------------------------------------------------------------------
 # bad input
 
-def test_missing_root(tmp_path, no_download):
-    with pytest.raises(data.MissingDataError, match="NMNIST_ROOT at a copy, or use --download to fetch it") as error:
+def test_missing_root(tmp_path, no_download, monkeypatch):
+    """No N-MNIST where the data root points: the line names the root and where it came from (the
+    option, $NMNIST_ROOT, or the default), the fix for that, and --download where a download can go."""
+    with pytest.raises(data.MissingDataError, match="point --data-root at a copy, or use --download to fetch it") \
+            as error:
         load(tmp_path / "nowhere", tmp_path / "cache")
     assert isinstance(error.value, FileNotFoundError) and str(tmp_path / "nowhere") in str(error.value)
+    (tmp_path / "a file").write_text("mine")
+    with pytest.raises(data.MissingDataError) as error:
+        load(tmp_path / "a file", tmp_path / "cache")
+    assert str(error.value) == f"N-MNIST not found in {tmp_path / 'a file'}: it is a file, not a folder; point " \
+                               f"--data-root at a copy"
+    monkeypatch.setenv("NMNIST_ROOT", str(tmp_path / "nowhere"))
+    with pytest.raises(data.MissingDataError, match=re.escape(f"{tmp_path / 'nowhere'} ($NMNIST_ROOT) (expected")):
+        load(None, tmp_path / "cache")
+    monkeypatch.delenv("NMNIST_ROOT")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(data.MissingDataError, match=re.escape(f"{tmp_path / 'xdg' / 'eggroll-snn' / 'nmnist'} (the "
+                                                              f"default data root) (expected")) as error:
+        load(None, tmp_path / "cache")
+    assert "point --data-root (or $NMNIST_ROOT) at a copy, or use --download" in str(error.value)
 
 
 @pytest.mark.parametrize("existed", [False, True])

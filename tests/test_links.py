@@ -106,8 +106,12 @@ def test_a_data_root_that_is_a_link_to_no_folder_is_named_so(tmp_path, capsys, t
     assert run.main(["train", "--out", str(tmp_path / "run"), "--data-root", str(root), "--cache-dir",
                      str(tmp_path / "cache"), *SMALL, *download]) == 2
     assert capsys.readouterr().err == (f"error: N-MNIST not found in {root}: it is {what.format(tmp_path / target)}; "
-                                       f"point --data-root or NMNIST_ROOT at a copy\n")
+                                       f"point --data-root at a copy\n")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["root"] and os.readlink(root) == str(tmp_path / target)
+    with pytest.raises(run_folder.UsageError) as refused:  # what evaluate, reproduce and bench check a copy with
+        resources.nmnist_recordings(root, "--real-root")
+    assert str(refused.value) == f"--real-root {root} is {what.format(tmp_path / target)}, so it holds no N-MNIST; " \
+                                 f"point --real-root at a copy"
 
 
 def test_a_linked_lock_is_refused_in_a_run_folder_and_a_results_folder(tmp_path, dataset, capsys, monkeypatch):
