@@ -344,9 +344,24 @@ def _how_to_restore(split_folder):
     """How to put back the recordings of a split folder (Train or Test): from N-MNIST's zip, or, for
     an emulated copy (its EMULATED.json beside the folder), by emulating one from other MNIST files."""
     if os.path.lexists(split_folder.parent / "EMULATED.json"):
+        if _emulated_count(split_folder) == 0:  # an emulation of the other split alone (emulate --split)
+            return (f"{split_folder.parent} was emulated from MNIST without its {split_folder.name} split (its "
+                    f"FINISHED.json counts none there): emulate that split into the same folder (`run.py emulate "
+                    f"--mnist DIR --split {'train' if split_folder.name == 'Train' else 'test'} --out "
+                    f"{split_folder.parent.parent}`)")
         return (f"{split_folder.parent} was emulated from MNIST (its EMULATED.json says so): emulate a copy from "
                 f"MNIST files that hold every digit (`run.py emulate --mnist DIR --out NEW`)")
     return f"restore them from {split_folder.name.lower()}.zip of N-MNIST"
+
+
+def _emulated_count(split_folder):
+    """How many recordings the emulation's FINISHED.json beside `split_folder` counts in it, or None
+    where it says nothing readable."""
+    try:  # never opened blind: a pipe or a device there is not read (read_bytes)
+        count = json.loads(read_bytes(split_folder.parent / "FINISHED.json", 4096, ValueError)).get(split_folder.name)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return count if type(count) is int else None
 
 
 def holds_recordings(path):

@@ -207,6 +207,10 @@ def test_an_emulation_of_one_split_names_the_command_that_adds_the_other(tmp_pat
         with pytest.raises(data.BadDataError, match=f"holds no emulated Train recordings; add them with `run.py "
                                                     f"emulate --split train --out {tmp_path}`"):
             emulate.check_finished(tmp_path)
+        with pytest.raises(run_folder.UsageError, match=re.escape(  # what train meets first, counting recordings
+                f"was emulated from MNIST without its Train split (its FINISHED.json counts none there): emulate "
+                f"that split into the same folder (`run.py emulate --mnist DIR --split train --out {tmp_path}`)")):
+            resources.nmnist_recordings(tmp_path, "--data-root")
         assert run.main(emulate_command(tmp_path, "--split", "train")) == 0
     emulate.check_finished(tmp_path)
     assert emulate.recordings(tmp_path / "NMNIST")["Train"] == len(INDICES["train"])
