@@ -473,8 +473,9 @@ def refuse_recorded(root):
     """A UsageError if <root> (an emulation's NMNIST folder) or the folder above it holds recordings
     with no EMULATED.json: a recorded copy (or another program's), which an emulation never mixes into."""
     if provenance(root.parent) is None:
-        for folder in (root, root.parent):
-            if any(folder.glob("*/*/*.bin")):
+        for folder in (root, root.parent):  # N-MNIST's layout, <split>/<digit>/*.bin, not any file of that suffix
+            if any(any((folder / split / digit).glob("*.bin")) for split in SPLIT_FOLDER.values()
+                   for digit in data.DIGITS):
                 raise UsageError(f"{folder} holds recordings that were not emulated here (no {root / PROVENANCE}); "
                                  f"emulate into another folder (run.py emulate's --out, reproduce --data emulated's "
                                  f"--data-root)")

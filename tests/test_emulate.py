@@ -347,6 +347,12 @@ def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
                                        f"{real / 'NMNIST' / 'EMULATED.json'}); emulate into another folder (run.py "
                                        f"emulate's --out, reproduce --data emulated's --data-root)\n")
     assert emulate.provenance(real) is None and files_of(real) == before and not (real / "NMNIST").exists()
+    elsewhere = tmp_path / "home"  # .bin files of another kind, not in N-MNIST's <split>/<digit>/ layout
+    (elsewhere / "firmware" / "v2").mkdir(parents=True)
+    (elsewhere / "firmware" / "v2" / "image.bin").write_bytes(b"\0")
+    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        assert run.main(emulate_command(elsewhere)) == 0
+    assert (elsewhere / "firmware" / "v2" / "image.bin").read_bytes() == b"\0"
     for damaged, named in (({"seed": float("nan")}, "--seed: NaN"), ({"version": "1"}, 'the emulator\'s version: "1"'),
                            ({"mnist_sha256": []}, "the MNIST files: []")):
         (tmp_path / "seed0" / "NMNIST" / "EMULATED.json").write_text(json.dumps(
