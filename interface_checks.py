@@ -309,7 +309,8 @@ def check_stepped(params, optimiser, es):
     """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
     an lr so large that the step does, raw fitness differences so large that g does), or Adam's
     average of g^2 inf, which would stop the parameter where it is from then on."""
-    raw = ", or shape the fitness by centred ranks" if es.shaping == "raw" else ""
+    raw = ", or scale the fitness down (raw differences set g's size) or shape it by centred ranks" \
+        if es.shaping == "raw" else ""
     for name, value in params.items():
         xp = array_module_of(value)
         settings = f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"

@@ -390,7 +390,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
                                                                           es.init(mlp(6, dtype=np.float32))),
      "this step would make parameter 'layer0.weight' NaN or inf (sigma 0.1, lr 1e+39)"),
     (lambda es, s: (lambda e: e.tell(s, e.ask(s), [1e38, -1e38, 1e38, -1e38]))(
-        eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")), "or shape the fitness by centred ranks"),
+        eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")),
+     "or scale the fitness down (raw differences set g's size) or shape it by centred ranks"),
 ])
 def test_bad_input_is_one_value_error_naming_the_fix(make, message):
     es = eggroll.Eggroll(4, 1, 0.1, seed=0)
@@ -511,8 +512,9 @@ def test_a_foreign_population_or_state_is_told_in_full():
     raw = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
     start = raw.init(W)
     assert told(raw, start, raw.ask(start), (1e38, -1e38, 1e38, -1e38)) == (
-        "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or shape "
-        "the fitness by centred ranks; the state told is left as it was")
+        "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or scale "
+        "the fitness down (raw differences set g's size) or shape it by centred ranks; the state told is left as it "
+        "was")
 
 
 def test_a_population_of_a_later_generation_is_refused_too():
