@@ -41,9 +41,9 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
-                              check_formed_size, check_known, check_layer, check_optimiser, check_params,
-                              check_settings, check_sigma, check_stepped, check_told, check_whole, fingerprint_of,
-                              fitness_array, input_array)
+                              check_formed_size, check_known, check_layer, check_optimiser, check_outputs_size,
+                              check_params, check_settings, check_sigma, check_stepped, check_told, check_whole,
+                              fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
@@ -182,6 +182,7 @@ class Population:
         are first made the weight's; integers it cannot hold exactly are refused)."""
         x = input_array(x, self.params, name, self.members)
         w = self.params[name]
+        check_outputs_size(self.members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), x.dtype)
         xp = array_module_of(x)
         rows, B = self.rows(name, bias, x.dtype)
         base = x @ w.T.astype(x.dtype, copy=False)                            # x W^T, once

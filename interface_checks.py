@@ -347,16 +347,31 @@ def check_formed_size(members, name, value):
     """ValueError, before anything is drawn or allocated, if every member's copy of parameter `name`
     (Population.perturbed's answer) and the noise it is formed from, half as large, would not fit in
     this machine's RAM."""
-    needed = members * value.size * value.dtype.itemsize * 3 // 2
+    refuse_beyond_ram(f"perturbed({name!r}) would form {members:,} members' copies of a {value.dtype} parameter of "
+                      f"shape {tuple(value.shape)}", members * value.size * value.dtype.itemsize * 3 // 2,
+                      "with their noise", f"use linear({name!r}, x), which never forms E_p, or member(i), one member "
+                                          f"at a time")
+
+
+def check_outputs_size(members, name, shape, dtype):
+    """ValueError, before anything is drawn or allocated, if every member's output of linear (`shape`
+    each) and the pairs' perturbations of it, half as large, would not fit in this machine's RAM."""
+    refuse_beyond_ram(f"linear({name!r}, x) would form {members:,} members' outputs of shape {tuple(shape)} in "
+                      f"{dtype}", members * math.prod(shape) * dtype.itemsize * 3 // 2, "with the pairs' perturbations",
+                      "give x fewer rows at a time, or ask a smaller population (a team of processes shares one: "
+                      "distributed.team)")
+
+
+def refuse_beyond_ram(what, needed, besides, fix):
+    """ValueError "<what>, <needed> GB <besides>, more than this machine's RAM: <fix>" where `needed`
+    bytes exceed the RAM the system reports (none where it reports none)."""
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, OSError, ValueError):  # a system that does not say: nothing to compare with
         return
     if needed > ram:
-        raise ValueError(f"perturbed({name!r}) would form {members:,} members' copies of a {value.dtype} parameter of "
-                         f"shape {tuple(value.shape)}, {needed / 1e9:,.1f} GB with their noise, more than this "
-                         f"machine's {ram / 1e9:,.1f} GB of RAM: use linear({name!r}, x), which never forms E_p, or member(i), "
-                         f"one member at a time")
+        raise ValueError(f"{what}, {needed / 1e9:,.1f} GB {besides}, more than this machine's {ram / 1e9:,.1f} GB of "
+                         f"RAM: {fix}")
 
 
 def check_known(params, name, bias=None):

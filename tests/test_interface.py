@@ -1788,6 +1788,29 @@ def test_every_members_copy_is_weighed_against_the_ram_the_system_reports(monkey
     interface_checks.check_formed_size(8, "b", vector(10 ** 12))
 
 
+def test_every_members_output_beyond_the_machines_ram_is_refused_before_anything_is_drawn(monkeypatch):
+    """linear forms every member's output: where that and the pairs' perturbations of it (half as large)
+    are more than the machine's RAM (here 4.1 GB), one ValueError names the sizes and what to do, before
+    any noise is drawn; an x of one row per member is weighed by its own rows."""
+    monkeypatch.setattr(interface_checks.os, "sysconf", {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1_000_000}.get)
+    es = eggroll.Eggroll(2 ** 22, 1, 0.1, 1)  # 4,194,304 members of (rows, 4) float32 outputs: 24 bytes a row
+    population = es.ask(es.init({"w": np.ones((4, 3), np.float32)}))
+    monkeypatch.setattr(eggroll.Population, "rows", lambda *args: pytest.fail("noise drawn"))
+    with pytest.raises(ValueError) as refused:
+        population.linear("w", np.ones((41, 3), np.float32))
+    assert str(refused.value) == ("linear('w', x) would form 4,194,304 members' outputs of shape (41, 4) in float32, "
+                                  "4.1 GB with the pairs' perturbations, more than this machine's 4.1 GB of RAM: give "
+                                  "x fewer rows at a time, or ask a smaller population (a team of processes shares "
+                                  "one: distributed.team)")
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1}  # a machine of 4,096 bytes: x of one row set per member
+    monkeypatch.setattr(interface_checks.os, "sysconf", pages.get)
+    small = eggroll.Eggroll(4, 1, 0.1, 1)
+    with pytest.raises(ValueError, match="would form 4 members' outputs of shape \\(100, 4\\) in float32, 0.0 GB"):
+        small.ask(small.init({"w": np.ones((4, 3), np.float32)})).linear("w", np.ones((4, 100, 3), np.float32))
+    pages["SC_PHYS_PAGES"] = 1_000_000
+    interface_checks.check_outputs_size(2 ** 22, "w", (40, 4), np.dtype(np.float32))  # 4,026,531,840 bytes: they fit
+
+
 def test_a_step_beyond_floats_range_is_one_error_and_no_numpy_warning():
     """Raw fitnesses whose step overflows float32: tell's one ValueError says what to change, with no
     RuntimeWarning of NumPy's before it (the step is checked whole, not warned about piece by piece)."""
