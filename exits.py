@@ -92,7 +92,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
 def warning_line(message, category, filename, lineno, line=None):
     """warnings.formatwarning for a command: a warning as one line, "warning: ...", not Python's
     file:line: Category: form."""
-    return f"warning: {str(message).replace(chr(10), ' ')}\n"
+    text = str(message).replace("\n", "\\n")  # one line, whatever a path it names holds (as `tell` writes)
+    return f"warning: {text}\n"
 
 
 def lost_stdout(error):

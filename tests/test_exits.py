@@ -158,6 +158,13 @@ def test_every_ending_is_one_line_and_its_status(error, line, status):
     assert exits.ending(TypeError("a bug"), "go on") is None
 
 
+def test_a_warning_naming_a_path_with_a_line_break_is_one_line_that_names_it_as_it_is():
+    """A file name may hold a line break: a warning (as an error) that names it stays one line, the
+    break written as \\n, not as a space that would name another file."""
+    said = exits.warning_line(UserWarning("1 recording is a copy (Train/3/new\nline.bin)"), UserWarning, "x", 0)
+    assert said == "warning: 1 recording is a copy (Train/3/new\\nline.bin)\n"
+
+
 def test_a_file_the_command_did_not_write_is_never_overwritten(tmp_path):
     """exits.refuse_foreign_file: a file that does not begin as the command's own (a user's notes
     under a figure's or a page's name) is refused, naming it and the fix; no file, or the command's
