@@ -435,3 +435,8 @@ def add_options(parser):
                                             "this N-MNIST copy, and serving its minibatches")
     parser.add_argument("--cache-dir", default=None, type=exits.not_standard_output,
                         help="as in train --cache-dir; with --data-root only")
+
+
+if __name__ == "__main__":  # the benchmark is a command of run.py's
+    sys.exit(exits.fail("bench.py holds the benchmark, which runs as `python run.py bench` (its options: "
+                        "`python run.py bench --help`)"))

@@ -2,7 +2,11 @@
 noise-memory counts follow the method's arithmetic; what it will use is checked before any timing,
 and the memory estimates cover the peaks measured on a GPU."""
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import bench
 import config
@@ -124,3 +128,14 @@ def test_the_data_pipeline_times_minibatches_of_a_split_smaller_than_one_batch(t
 def test_a_method_named_twice_is_one_row_timed_once():
     """--methods eggroll-r1,es-batched,eggroll-r1: each row once, in the order first named."""
     assert bench.chosen_methods("eggroll-r1,es-batched,eggroll-r1") == [("eggroll", 1), ("es-batched", None)]
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["--pairs", "4"]])
+def test_bench_py_run_as_a_script_names_the_command_that_runs_it(args):
+    """`python bench.py` is no command of its own: one line naming `run.py bench`, exit status 2, and
+    nothing timed."""
+    done = subprocess.run([sys.executable, str(Path(bench.__file__)), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr == (
+        "error: bench.py holds the benchmark, which runs as `python run.py bench` (its options: `python run.py bench "
+        "--help`)\n")
