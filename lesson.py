@@ -687,14 +687,21 @@ def recordings_root(option):
     return SAMPLE, "the sample"
 
 
-def load_recordings(option):
-    """The real recordings' splits and where they are (recordings_root), or one line and exit status
-    2 when they are missing or damaged."""
+def recordings_there(option):
+    """Where the real recordings are (recordings_root), or one line and exit status 2 where there are
+    none: said before any claim runs."""
     root, named = recordings_root(option)
     if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
         fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
              f"unset for the recordings of nmnist-sample/")
+    return root
+
+
+def load_recordings(option):
+    """The real recordings' splits and where they are (recordings_there), or one line and exit status
+    2 when they are missing or damaged."""
+    root = recordings_there(option)
     return data.load_nmnist(root, progress=False), root  # a damaged recording: one line (exits.excepthook)
 
 
@@ -850,6 +857,8 @@ def main():
         # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
         sys.excepthook = exits.excepthook("run it again")
     check_what_is_written(args)
+    if 5 in args.claims:
+        recordings_there(args.data_root)  # missing recordings: said before the first claim runs, not after four
     lesson = {1: lowrank_scale, 2: forward_trick, 3: gradient_estimate, 4: memory_and_time,
               5: lambda: training_race(args.seconds, args.data_root)}
     began, cpu_began = time.perf_counter(), time.process_time()
