@@ -96,7 +96,6 @@ EQUIVALENT = {
     "eggroll.x_population_product__mutmut_28": (
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
-    "eggroll.xǁPopulationǁperturbed__mutmut_27": ("array_module_of(None).stack(", NEP18),
     "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
     "snn_eggroll.x_population_forward__mutmut_159": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
@@ -147,12 +146,12 @@ EQUIVALENT = {
     "baselines.x_pair_noise__mutmut_50": ("astype(value.dtype, copy=True)", COPY_FLAG),
     "eggroll.xǁEggrollǁinit__mutmut_23": ('State(params, optim.init(params), )', STATE_GENERATION),
     "eggroll.xǁEggrollǁinit__mutmut_9": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
-    "eggroll.xǁPopulationǁlinear__mutmut_22": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_24": ('w.T.astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_25": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_30": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_32": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_33": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_35": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_37": ('w.T.astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_38": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_43": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_45": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_46": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_47": ('self.pairs[pair:pair + 2]', "only the first pair's factors, pair p's, are read, and noise is a pure function of its pair: drawing p + 1 beside it changes none of its bits"),
     "eggroll.xǁPopulationǁmember__mutmut_55": ('factor.astype(value.dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_57": ('factor.astype(value.dtype, )', COPY_FLAG),
@@ -170,6 +169,10 @@ EQUIVALENT = {
     "eggroll.xǁPopulationǁrows__mutmut_33": ('self.factors(bias).astype(dtype, )', COPY_FLAG),
     "eggroll.xǁPopulationǁrows__mutmut_35": ('self.factors(bias).astype(dtype, copy=True)', COPY_FLAG),
     "interface_checks.x_check_finite__mutmut_4": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
+    "interface_checks.x_check_formed_size__mutmut_10": (
+        "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
+    "interface_checks.x_check_outputs_size__mutmut_10": (
+        "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
     "interface_checks.x_check_stepped__mutmut_11": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
     "interface_checks.x_check_whole__mutmut_16": ('(True, True): f" >= {low}"', 'every caller gives an upper bound whenever it gives a lower one (a population, a member, a seed, a generation), so no other entry is read'),
     "interface_checks.x_fitness_array__mutmut_78": ('not in "XXbiufXX"', KIND_LETTERS),

@@ -1809,6 +1809,10 @@ def test_every_members_output_beyond_the_machines_ram_is_refused_before_anything
         small.ask(small.init({"w": np.ones((4, 3), np.float32)})).linear("w", np.ones((4, 100, 3), np.float32))
     pages["SC_PHYS_PAGES"] = 1_000_000
     interface_checks.check_outputs_size(2 ** 22, "w", (40, 4), np.dtype(np.float32))  # 4,026,531,840 bytes: they fit
+    pages.update(SC_PHYS_PAGES=3)  # 12,288 bytes: outputs and perturbations of just that size fit, a float more not
+    interface_checks.check_outputs_size(2, "w", (1024,), np.dtype(np.float32))
+    with pytest.raises(ValueError, match="would form 2 members' outputs of shape \\(1025,\\)"):
+        interface_checks.check_outputs_size(2, "w", (1025,), np.dtype(np.float32))
 
 
 def test_a_step_beyond_floats_range_is_one_error_and_no_numpy_warning():
