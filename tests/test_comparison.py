@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import comparison
@@ -85,6 +86,18 @@ def test_one_run_on_other_mnist_files_among_official_ones_is_not_compared(tmp_pa
         write_run(local, "es", seed, test_acc=0.72, n_train=54000, data={"fingerprint": {}, "emulated": made})
     text = comparison.comparison(local, committed, "paper")
     assert "not compared |" in text and "emulated from MNIST files that are not the official ones" in text
+
+
+@pytest.mark.parametrize("lacking", [0, 9])
+def test_every_digit_is_checked_from_zero_to_nine_before_emulating(tmp_path, monkeypatch, lacking):
+    """The check before reproduce's emulation covers every digit, the first and the last too: MNIST
+    files whose test split lacks one are refused, and nothing is made."""
+    full = (np.zeros((10, 28, 28), np.uint8), np.arange(10, dtype=np.uint8))
+    lacks = (np.zeros((9, 28, 28), np.uint8), np.delete(np.arange(10, dtype=np.uint8), lacking))
+    monkeypatch.setattr(emulate.mnist, "load", lambda folder: ({"train": full, "test": lacks}, "sha"))
+    with pytest.raises(run_folder.UsageError, match=f"hold no digit {lacking} in the test split"):
+        emulate.emulate(tmp_path / "out", tmp_path / "mnist", progress=False, every_digit=True)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.fixture

@@ -726,8 +726,12 @@ def generation(line):
                    f"{generation(lines[0])} does not follow generation {generation(lines[1])})"),
     lambda lines: (lines[:-1], f"its metrics.jsonl ends at generation {generation(lines[-2])}, not at final.json's "
                    f"{generation(lines[-1])}"),
+    lambda lines: (lines + [json.dumps(dict(json.loads(lines[-1]), generation=generation(lines[-1]) + 5))],
+                   f"its metrics.jsonl ends at generation {generation(lines[-1]) + 5}, not at final.json's "
+                   f"{generation(lines[-1])}"),
     lambda lines: (None, "its metrics.jsonl is missing")],
-    ids=["last line cut", "garbage after", "lines swapped", "the last record lost", "missing"])
+    ids=["last line cut", "garbage after", "lines swapped", "the last record lost", "a record past the end",
+         "missing"])
 def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_run, dataset, capsys, damage):
     """A finished run's metrics.jsonl, which a report reads beside final.json, damaged or lost: --resume
     still trains and writes nothing (exit 0), and its note names what is wrong and how to mend it; no
@@ -810,9 +814,24 @@ def test_temporary_files_a_kill_left_are_removed_by_the_next_run_there(tmp_path,
     code, err = run_main(train_args(out, dataset, "--generations", "5", "--resume"), capsys)
     assert code == 0, err
     assert not any(path.exists() for path in left) and (out / "final.json").is_file()
+    fresh = tmp_path / "fresh"  # a marked folder where a fresh run starts: the same
+    fresh.mkdir()
+    (fresh / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    (fresh / "metrics.jsonl.0123abcd.tmp").write_text("half a file")
+    assert run.main(train_args(fresh, dataset, "--generations", "5")) == 0
+    assert not (fresh / "metrics.jsonl.0123abcd.tmp").exists()
     assert (out / "config.json.tmp").read_text() == "the user's" and (out / "real.json.11111111.tmp").exists()
     assert os.readlink(out / "final.json.00000000.tmp") == str(tmp_path / "target") and \
         (tmp_path / "target").read_text() == "the link's"
+
+
+def test_a_checkpoint_from_before_checkpoints_held_their_run_tells_no_run(tmp_path):
+    """A version 1 checkpoint holds no identity: it tells nothing of whose run it is (None), rather than
+    failing where a finished run's files are compared."""
+    np.savez(tmp_path / run_folder.CHECKPOINT, **{"param/W1": np.zeros((2, 2), np.float32)})
+    assert run_folder.checkpoint_identity(tmp_path) is None
+    (tmp_path / run_folder.CHECKPOINT).write_bytes(b"not an archive")
+    assert run_folder.checkpoint_identity(tmp_path) is None
 
 
 def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset, capsys):
