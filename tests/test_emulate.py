@@ -245,6 +245,15 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
         assert "(its digit or number is not MNIST's); move it out of " in err, err  # one stray: no "0 more"
         assert {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")} == before
         stray.unlink()
+    strays = [test / "3" / f"9999{k}.bin" for k in range(3)]
+    for stray in strays:
+        stray.write_bytes(recording)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "test")) == 2
+    assert f"{strays[0]} is not a recording this emulation makes (its digit or number is not MNIST's), nor are 2 " \
+           f"more; move them out of " in capsys.readouterr().err  # the one named and the others, counted
+    for stray in strays:
+        stray.unlink()
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path, "--split", "test")) == 0
     assert moved.exists() and json.loads(capsys.readouterr().out.splitlines()[-1])["recordings"] == 1
