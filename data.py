@@ -726,7 +726,7 @@ def _warn_copies(splits, recordings, dirs):
                 same_crc.append((row, path, label, name))
                 continue
             _, first_path, first_label, first_split = first
-            kind = "labels" if first_label != label else "test" if first_split != name else "twice"
+            kind = "test" if first_split != name else "labels" if first_label != label else "twice"  # a leak first
             copies[kind].append((first_path, path))
     for kind, pairs in copies.items():
         if pairs:
@@ -734,12 +734,13 @@ def _warn_copies(splits, recordings, dirs):
             count = "1 recording" if one else f"{len(pairs)} recordings"
             _warn({"test": f"{count} of {dirs['Test']} {'has a copy' if one else 'have copies'} in {dirs['Train']} "
                            f"(the same frames, e.g. {original} and {copy}): the test score counts such a recording "
-                           f"as unseen though it is trained on; remove the copy from Train",
+                           f"as unseen though it is trained on; remove the {'copy' if one else 'copies'} from Train",
                    "labels": f"{count} {'is a copy' if one else 'are copies'} of one under another digit (the same "
-                             f"frames, e.g. {copy} of {original}): the sample trains under both labels; remove the "
-                             f"copy under the wrong digit",
+                             f"frames, e.g. {copy} of {original}): such a sample trains under two labels; remove the "
+                             f"{'copy' if one else 'copies'} under the wrong digit",
                    "twice": f"{count} {'is a copy' if one else 'are copies'} of another of its split (the same frames, "
-                            f"e.g. {copy} of {original}): the sample weighs twice; remove the copy"}[kind])
+                            f"e.g. {copy} of {original}): each copy weighs its sample once more; remove the "
+                            f"{'copy' if one else 'copies'}"}[kind])
 
 
 @functools.lru_cache(maxsize=2)

@@ -39,6 +39,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import re
     import textwrap
     import time
+    import warnings
     from pathlib import Path
 
     import numpy as np
@@ -856,6 +857,7 @@ def main():
         # Ctrl-C, SIGTERM or SIGHUP, standard output gone (a closed pipe, a full disk), damaged data:
         # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
         sys.excepthook = exits.excepthook("run it again")
+        warnings.formatwarning = exits.warning_line  # a warning (a copied recording, say): one line, as run.py's
     check_what_is_written(args)
     if 5 in args.claims:
         recordings_there(args.data_root)  # missing recordings: said before the first claim runs, not after four

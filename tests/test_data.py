@@ -813,9 +813,22 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
         f"{test_one}): the test score counts such a recording as unseen though it is trained on; remove the copy "
         f"from Train",
         f"1 recording is a copy of one under another digit (the same frames, e.g. {copies['labels'][1]} of "
-        f"{copies['labels'][0]}): the sample trains under both labels; remove the copy under the wrong digit",
+        f"{copies['labels'][0]}): such a sample trains under two labels; remove the copy under the wrong digit",
         f"1 recording is a copy of another of its split (the same frames, e.g. {copies['twice'][1]} of "
-        f"{copies['twice'][0]}): the sample weighs twice; remove the copy"], told
+        f"{copies['twice'][0]}): each copy weighs its sample once more; remove the copy"], told
+    for path in (root / "Train" / "4" / "leak.bin", root / "Train" / "7" / "00003.bin", root / "Test" / "6" / "again.bin"):
+        path.unlink()
+    shutil.copyfile(root / "Test" / "3" / "00004.bin", root / "Train" / "5" / "leak.bin")  # a leak, under another digit
+    for k in range(3):
+        shutil.copyfile(root / "Train" / "8" / "00009.bin", root / "Train" / "8" / f"again{k}.bin")
+    with pytest.warns(UserWarning) as caught:
+        load(root, tmp_path / "cache")
+    told = [str(warning.message) for warning in caught][1:]
+    assert told[0] == (f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. "
+                       f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}): the test score "
+                       f"counts such a recording as unseen though it is trained on; remove the copy from Train"), told
+    assert told[1].startswith("3 recordings are copies of another of its split") and \
+        told[1].endswith("each copy weighs its sample once more; remove the copies"), told
 
 
 def test_cache_dir_given_wins_over_eggroll_cache(tmp_path, monkeypatch):

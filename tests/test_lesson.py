@@ -221,6 +221,22 @@ def test_missing_recordings_are_said_before_any_claim_runs(tmp_path):
     assert result.stdout == "" and not out.exists()
 
 
+def test_a_warning_about_the_recordings_is_one_line_as_run_pys(tmp_path):
+    """A copied recording, its name holding a line break, in the recordings claim 5 reads: the lesson
+    warns in one line, "warning: ...", the break written as \\n (as run.py does), not Python's form."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "nmnist-sample", copy)
+    original = sorted((copy / "Train" / "3").glob("*.bin"))[0]
+    shutil.copyfile(original, copy / "Train" / "3" / "new\nline.bin")
+    result = run_lesson("--claims", "5", "--seconds", "0.1", "--data-root", str(copy), "--out", "figs", cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    warned = [line for line in result.stderr.splitlines() if "copy of another" in line]
+    assert warned == [f"warning: 1 recording is a copy of another of its split (the same frames, e.g. "
+                      f"{copy / 'Train' / '3'}/new\\nline.bin of {original}): each copy weighs its sample once more; "
+                      f"remove the copy"], result.stderr
+    assert "UserWarning" not in result.stderr
+
+
 def test_an_unwritable_out_folder_is_one_line(tmp_path):
     """--out below a read-only folder: one line, exit status 2, before any claim runs. Root may
     write into a read-only folder, so as root the lesson runs as the unprivileged user nobody."""
