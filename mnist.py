@@ -55,7 +55,7 @@ def path_of(folder, name):
             return path
     raise data.MissingDataError(
         f"MNIST not found in {folder}: {name}.gz (or {name}) is missing; put the four MNIST IDX files "
-        f"({', '.join(f'{n}.gz' for n in NAMES)}) there, the four for either --split (the emulation's "
+        f"({', '.join(f'{n}.gz' for n in NAMES)}) there, all four whichever split is emulated (the emulation's "
         f"fingerprint names them all), or leave out --mnist to download them")
 
 

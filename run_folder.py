@@ -727,6 +727,8 @@ def finished_metrics_problem(out, final):
         if problem:
             return f"line {number} of its {path.name} is damaged ({problem})"
         previous = record["generation"]
+    if previous == 0:
+        return f"its {path.name} holds no record"
     if previous != final["generations"]:
         return f"its {path.name} ends at generation {previous}, not at final.json's {final['generations']}"
     return None

@@ -301,7 +301,7 @@ def test_a_folder_of_the_test_files_alone_is_told_that_all_four_are_needed(tmp_p
     for name in mnist.FILES["test"]:
         (tmp_path / f"{name}.gz").write_bytes(b"")
     with pytest.raises(data.MissingDataError, match=r"train-images-idx3-ubyte\.gz \(or train-images-idx3-ubyte\) is "
-                                                    r"missing; .* the four for either --split"):
+                                                    r"missing; .* all four whichever split is emulated"):
         mnist.load(tmp_path)
 
 
