@@ -117,8 +117,9 @@ def _split_dirs(root, download, given=True):
     base = split_base(root)
     where = "" if given else " ($NMNIST_ROOT)" if os.environ.get("NMNIST_ROOT") else " (the default data root)"
     fix = "point --data-root at a copy" if given else "point --data-root (or $NMNIST_ROOT) at a copy"
-    if base is None and broken_link(root):  # a dangling link is no place to download into either
-        raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {broken_link(root)}; {fix}")
+    link = broken_link(root) if base is None else None
+    if link:  # a dangling link is no place to download into either
+        raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {link}; {fix}")
     if base is None:
         if not download:
             what = ": it is a file, not a folder" if root.is_file() else \

@@ -73,16 +73,11 @@ def read_metrics(path):
     if not path.exists():
         raise ValueError(f"{path} is missing: {fix}")
     lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
-    records = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = run_folder.parse_json(line, ValueError)
-        except ValueError:
-            raise ValueError(f"line {number} of {path} is not valid JSON: {fix}") from None
-        problem = run_folder.metrics_problem(record, records[-1]["generation"] if records else 0, METRICS_KEYS)
-        if problem:
-            raise ValueError(f"line {number} of {path} is damaged ({problem}): {fix}")
-        records.append(record)
+    records, damage = run_folder.metrics_records(lines, METRICS_KEYS)
+    if damage is not None:
+        number, problem = damage
+        what = "not valid JSON" if problem == run_folder.NOT_JSON else f"damaged ({problem})"
+        raise ValueError(f"line {number} of {path} is {what}: {fix}")
     return records
 
 

@@ -280,8 +280,9 @@ def nmnist_recordings(root, option, required=True):
     root = data.resolve_root(root)
     base = data.split_base(root)
     missing = [base / split for split in ("Train", "Test") if base and not (base / split).is_dir()]
-    if base is None and (data.broken_link(root) or root.is_file()):
-        problem = f"{root} is {data.broken_link(root) or 'a file, not a folder'}, so it holds no N-MNIST; {fix}"
+    odd = None if base is not None else data.broken_link(root) or ("a file, not a folder" if root.is_file() else None)
+    if odd:
+        problem = f"{root} is {odd}, so it holds no N-MNIST; {fix}"
     elif base is None:
         problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
                    f"{root}/Train/<digit>/*.bin); {fix}")

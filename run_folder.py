@@ -717,20 +717,16 @@ def finished_metrics_problem(out, final):
     path = out / "metrics.jsonl"
     if not path.is_file():
         return f"its {path.name} is missing"
-    previous = 0
-    for number, line in enumerate(read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines(), 1):
-        try:
-            record = parse_json(line, ValueError)
-        except ValueError:
-            return f"line {number} of its {path.name} is not JSON"
-        problem = metrics_problem(record, previous)
-        if problem:
-            return f"line {number} of its {path.name} is damaged ({problem})"
-        previous = record["generation"]
-    if previous == 0:
+    records, damage = metrics_records(read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines())
+    if damage is not None:
+        number, problem = damage
+        what = "not JSON" if problem == NOT_JSON else f"damaged ({problem})"
+        return f"line {number} of its {path.name} is {what}"
+    if not records:
         return f"its {path.name} holds no record"
-    if previous != final["generations"]:
-        return f"its {path.name} ends at generation {previous}, not at final.json's {final['generations']}"
+    if records[-1]["generation"] != final["generations"]:
+        return f"its {path.name} ends at generation {records[-1]['generation']}, not at final.json's " \
+               f"{final['generations']}"
     return None
 
 
@@ -896,30 +892,39 @@ def is_finished(out, config):
             and run_config.stored(read_config(out)) == run_config.stored(config))
 
 
+NOT_JSON = "it is not JSON"
+
+
+def metrics_records(lines, required=("generation",)):
+    """(records, damage): the records of metrics.jsonl's `lines` up to the first line that is none, and
+    that line's damage as (its number, NOT_JSON or what metrics_problem says), or None if every line is
+    a record. One reading for every reader: training, --resume's note, the report."""
+    records = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = parse_json(line, ValueError)
+        except ValueError:
+            return records, (number, NOT_JSON)
+        problem = metrics_problem(record, records[-1]["generation"] if records else 0, required)
+        if problem:
+            return records, (number, problem)
+        records.append(record)
+    return records, None
+
+
 def metrics_until(path, step):
     """The metrics records of generations <= step. A last line cut short by a kill is dropped;
     any other damaged line (not JSON, or a value of another type or range) is a UsageError naming
     the file, the line and the field."""
     lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines() if path.exists() else []
-    records, previous = [], 0
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = parse_json(line, ValueError)
-        except ValueError:
-            if number == len(lines):
-                print(f"note: {path} line {number}, its last, is cut short (a kill while it was written): it is "
-                      f"left out", file=sys.stderr)
-                continue
-            problem = "it is not JSON"
-        else:
-            problem = metrics_problem(record, previous)
-        if problem:
-            raise UsageError(f"{path} line {number} is damaged ({problem}); delete that line (the checkpoint "
-                             f"keeps the weights) and run again")
-        previous = record["generation"]
-        if previous <= step:
-            records.append(record)
-    return records
+    records, damage = metrics_records(lines)
+    if damage == (len(lines), NOT_JSON):
+        print(f"note: {path} line {len(lines)}, its last, is cut short (a kill while it was written): it is left out",
+              file=sys.stderr)
+    elif damage is not None:
+        raise UsageError(f"{path} line {damage[0]} is damaged ({damage[1]}); delete that line (the checkpoint "
+                         f"keeps the weights) and run again")
+    return [record for record in records if record["generation"] <= step]
 
 
 # What the records of metrics.jsonl, final.json and real.json hold: {key: (predicate, requirement)},
