@@ -51,6 +51,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import threading
 import warnings
 import zlib
@@ -61,7 +62,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from run_folder import create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
+from run_folder import FILE_KINDS, create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
 
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
@@ -117,15 +118,13 @@ def _split_dirs(root, download, given=True):
     base = split_base(root)
     where = "" if given else " ($NMNIST_ROOT)" if os.environ.get("NMNIST_ROOT") else " (the default data root)"
     fix = "point --data-root at a copy" if given else "point --data-root (or $NMNIST_ROOT) at a copy"
-    link = broken_link(root) if base is None else None
-    if link:  # a dangling link is no place to download into either
-        raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {link}; {fix}")
+    odd = not_a_folder(root) if base is None else None
+    if odd:  # a file, or a link that leads nowhere, is no place to download into either
+        raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {odd}; {fix}")
     if base is None:
         if not download:
-            what = ": it is a file, not a folder" if root.is_file() else \
-                f" (expected {root}/NMNIST/Train/<digit>/*.bin or {root}/Train/<digit>/*.bin)"
-            download_it = "" if root.is_file() else ", or use --download to fetch it with tonic"
-            raise MissingDataError(f"N-MNIST not found in {root}{where}{what}; {fix}{download_it}")
+            raise MissingDataError(f"N-MNIST not found in {root}{where} (expected {root}/NMNIST/Train/<digit>/*.bin "
+                                   f"or {root}/Train/<digit>/*.bin); {fix}, or use --download to fetch it with tonic")
         _download(root)
         base = root / "NMNIST"
     dirs = {name: base / name for name in ("Train", "Test")}
@@ -440,8 +439,8 @@ def _digest(recordings, stats):
     """sha256 over <digit>/<name> (its bytes as the file system holds them), byte size and
     modification time (ns) of each recording."""
     h = hashlib.sha256()
-    for (path, label), stat in zip(recordings, stats):
-        h.update(f"{label}/".encode() + os.fsencode(path.name) + f" {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    for (path, label), status in zip(recordings, stats):
+        h.update(f"{label}/".encode() + os.fsencode(path.name) + f" {status.st_size} {status.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -475,6 +474,19 @@ def broken_link(path):
     return f"a link to {os.readlink(path)}, which does not exist"
 
 
+def not_a_folder(path):
+    """What `path` is where a folder should be and none is: a link that leads nowhere (broken_link),
+    "a file, not a folder", "a named pipe (FIFO), not a folder", ...; None where it is a folder or
+    nothing at all."""
+    try:
+        kind = stat.S_IFMT(os.stat(path).st_mode)
+    except OSError:
+        return broken_link(path)
+    if kind == stat.S_IFDIR:
+        return None
+    return f"{'a file' if kind == stat.S_IFREG else FILE_KINDS.get(kind, 'not a file')}, not a folder"
+
+
 def check_cache_dir(folder):
     """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
     is a file, a broken link or a loop of links: said before any recording is read, not after."""
@@ -482,7 +494,7 @@ def check_cache_dir(folder):
         raise OSError("the frame cache's folder is '-', which many tools read as standard output: point "
                       "$EGGROLL_CACHE (run.py: --cache-dir) at a folder (./- for one named -)")
     for path in (*reversed(folder.parents), folder):
-        what = broken_link(path) or ("a file, not a folder" if path.exists() and not path.is_dir() else None)
+        what = not_a_folder(path)
         if what is None:
             continue
         raise OSError(f"cannot use the frame cache folder {folder}: {path} is {what}; point $EGGROLL_CACHE "
@@ -678,17 +690,17 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     return NMNIST(train, val, test, {"Train": train_info, "Test": test_info})
 
 
-def _same_file(stat):
+def _same_file(status):
     """What tells one recording's file from another's, whatever name reaches it (a link)."""
-    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
 def _check_one_label(folder, listed):
     """BadDataError if a split's folder reaches one recording by two names (a digit folder that is a
     link to another, a file linked under two labels): a recording is one sample, of one digit."""
     seen = {}
-    for (path, _), stat in zip(*listed):
-        first = seen.setdefault(_same_file(stat), path) if stat.st_ino else path
+    for (path, _), status in zip(*listed):
+        first = seen.setdefault(_same_file(status), path) if status.st_ino else path
         if first == path:
             continue
         if first.parent == path.parent:
@@ -701,9 +713,9 @@ def _check_one_label(folder, listed):
 def _check_apart(dirs, listed):
     """BadDataError if the Train and Test folders share a recording (the same file reached through a
     link, or one folder a link to the other): the test split must be unseen in training."""
-    train = {_same_file(stat): path for (path, _), stat in zip(*listed["Train"]) if stat.st_ino}
-    for (path, _), stat in zip(*listed["Test"]):
-        seen = train.get(_same_file(stat))
+    train = {_same_file(status): path for (path, _), status in zip(*listed["Train"]) if status.st_ino}
+    for (path, _), status in zip(*listed["Test"]):
+        seen = train.get(_same_file(status))
         if seen is not None:
             raise BadDataError(f"{dirs['Test']} and {dirs['Train']} share recordings ({path} is {seen}); the test "
                                f"split must hold its own recordings: {_how_to_restore(dirs['Test'])}")

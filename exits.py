@@ -237,6 +237,13 @@ def output_folder(text):
     return Path(not_standard_output(text))
 
 
+def path_given(text):
+    """argparse type: a path, which an empty text is not (Path("") would be the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path: give a path (. for the current folder)")
+    return Path(text)
+
+
 def not_standard_output(text):
     """argparse type: the path of a folder or file that a command writes, never `-`, which many tools
     read as standard output (a folder or file of that name is ./-)."""

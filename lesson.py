@@ -692,6 +692,10 @@ def recordings_there(option):
     """Where the real recordings are (recordings_root), or one line and exit status 2 where there are
     none: said before any claim runs."""
     root, named = recordings_root(option)
+    odd = data.not_a_folder(root)
+    if odd:
+        fail(f"{named} {root} is {odd}, so it holds no N-MNIST; point --data-root or $NMNIST_ROOT at a copy, or "
+             f"leave both unset for the recordings of nmnist-sample/")
     if not any((base / "Train").is_dir() and (base / "Test").is_dir() for base in (root, root / "NMNIST")):
         fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
@@ -731,13 +735,15 @@ def options(argv):
     """The lesson's options, from `argv` (None: the command line)."""
     parser = exits.Parser(prog="lesson.py",
                           description="EGGROLL's claims, each derived, drawn as a figure and checked.")
-    parser.add_argument("--out", type=lambda text: Path(exits.not_standard_output(text)), default=Path("lesson"),
-                        help="folder for the figures (default: lesson)")
-    parser.add_argument("--page", type=Path, help="also write the lesson's text, printed numbers and figures as a "
-                                                  "markdown page FILE (the figures linked from it)")
-    parser.add_argument("--data-root", type=Path, help="claim 5 only: real N-MNIST recordings, "
-                                                       "<DIR>/Train/<digit>/*.bin and <DIR>/Test/... (default: "
-                                                       "$NMNIST_ROOT, else nmnist-sample/ beside lesson.py)")
+    parser.add_argument("--out", type=lambda text: exits.path_given(exits.not_standard_output(text)),
+                        default=Path("lesson"), help="folder for the figures (default: lesson)")
+    parser.add_argument("--page", type=exits.path_given, help="also write the lesson's text, printed numbers and "
+                                                              "figures as a markdown page FILE (the figures linked "
+                                                              "from it)")
+    parser.add_argument("--data-root", type=exits.path_given, help="claim 5 only: real N-MNIST recordings, "
+                                                                   "<DIR>/Train/<digit>/*.bin and <DIR>/Test/... "
+                                                                   "(default: $NMNIST_ROOT, else nmnist-sample/ "
+                                                                   "beside lesson.py)")
     parser.add_argument("--claims", type=claim_numbers, default=list(CLAIMS), help="which claims to run, e.g. 1,3 "
                                                                                    "(default: all five)")
     parser.add_argument("--seconds", type=exits.positive_number, help="claim 5 only: CPU seconds of training for each method "

@@ -280,7 +280,7 @@ def nmnist_recordings(root, option, required=True):
     root = data.resolve_root(root)
     base = data.split_base(root)
     missing = [base / split for split in ("Train", "Test") if base and not (base / split).is_dir()]
-    odd = None if base is not None else data.broken_link(root) or ("a file, not a folder" if root.is_file() else None)
+    odd = None if base is not None else data.not_a_folder(root)
     if odd:
         problem = f"{root} is {odd}, so it holds no N-MNIST; {fix}"
     elif base is None:

@@ -339,7 +339,8 @@ def test_short_recordings_are_kept_and_reported(root, tmp_path):
 
 def test_missing_root(tmp_path, no_download, monkeypatch):
     """No N-MNIST where the data root points: the line names the root and where it came from (the
-    option, $NMNIST_ROOT, or the default), the fix for that, and --download where a download can go."""
+    option, $NMNIST_ROOT, or the default), what it is where it is no folder, the fix for that, and
+    --download where a download can go."""
     with pytest.raises(data.MissingDataError, match="point --data-root at a copy, or use --download to fetch it") \
             as error:
         load(tmp_path / "nowhere", tmp_path / "cache")
@@ -349,6 +350,11 @@ def test_missing_root(tmp_path, no_download, monkeypatch):
         load(tmp_path / "a file", tmp_path / "cache")
     assert str(error.value) == f"N-MNIST not found in {tmp_path / 'a file'}: it is a file, not a folder; point " \
                                f"--data-root at a copy"
+    os.mkfifo(tmp_path / "a pipe")  # named as what it is, never opened (a FIFO would block the read)
+    with pytest.raises(data.MissingDataError) as error:
+        load(tmp_path / "a pipe", tmp_path / "cache")
+    assert str(error.value) == f"N-MNIST not found in {tmp_path / 'a pipe'}: it is a named pipe (FIFO), not a " \
+                               f"folder; point --data-root at a copy"
     monkeypatch.setenv("NMNIST_ROOT", str(tmp_path / "nowhere"))
     with pytest.raises(data.MissingDataError, match=re.escape(f"{tmp_path / 'nowhere'} ($NMNIST_ROOT) (expected")):
         load(None, tmp_path / "cache")

@@ -88,20 +88,25 @@ def damaged(tmp_path):
 
 
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
-    """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT), a
-    truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
+    """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT; a file or a
+    pipe named as such), an empty path, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
     figure and no page; the file --out named is as it was."""
     out, page = tmp_path / "figures", tmp_path / "page.md"
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
     missing_digit = write_dataset(tmp_path / "no-seven", n_train=2, n_test=1)
     shutil.rmtree(missing_digit / "Test" / "7")
-    absent = tmp_path / "absent"
+    absent, pipe = tmp_path / "absent", tmp_path / "pipe"
+    os.mkfifo(pipe)
     cases = [
         (["--out", str(existing)], {}, [f"--out {existing} is a file, not a folder"]),
         (["--out", str(existing / "figures")], {}, [f"{existing} is not a folder"]),
         (["--claims", "5", "--data-root", str(absent)], {}, [f"--data-root {absent} holds no N-MNIST"]),
         (["--claims", "5"], {"NMNIST_ROOT": str(absent)}, [f"$NMNIST_ROOT {absent} holds no N-MNIST"]),
+        (["--claims", "5", "--data-root", str(existing)], {}, [f"--data-root {existing} is a file, not a folder"]),
+        (["--claims", "5"], {"NMNIST_ROOT": str(pipe)}, [f"$NMNIST_ROOT {pipe} is a named pipe (FIFO), not a folder"]),
+        (["--claims", "5", "--data-root", ""], {}, ["--data-root: an empty path: give a path"]),
+        (["--out", ""], {}, ["--out: an empty path: give a path"]),
         (["--claims", "5", "--data-root", str(damaged[0])], {}, [str(damaged[1]), "not a multiple of 5"]),
         (["--claims", "5", "--data-root", str(missing_digit)], {}, [str(missing_digit / "Test" / "7"), "missing"]),
         (["--claims", "6"], {}, ["--claims", "see lesson.py --help"]),

@@ -4,6 +4,7 @@ by name or left alone, and the files they point at stay as they were. The folder
 be a link."""
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -96,21 +97,24 @@ def test_an_out_that_is_a_link_to_no_folder_is_named_so(tmp_path, dataset, capsy
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
-@pytest.mark.parametrize("target, what", [("root", "a loop of links"), ("absent", "a link to {}, which does not exist")])
+@pytest.mark.parametrize("target, what", [("root", "a loop of links"), ("absent", "a link to {}, which does not exist"),
+                                          (None, "a named pipe (FIFO), not a folder")])
 @pytest.mark.parametrize("download", [[], ["--download"]])
 def test_a_data_root_that_is_a_link_to_no_folder_is_named_so(tmp_path, capsys, target, what, download):
-    """--data-root a link to itself or to nothing: one line that names the link for what it is (not
-    N-MNIST merely missing, nor a --download to try), and nothing is made, with --download too."""
+    """--data-root a link to itself or to nothing, or a named pipe: one line that names it for what it
+    is (not N-MNIST merely missing, nor a --download to try), and nothing is made, with --download too."""
     root = tmp_path / "root"
-    root.symlink_to(tmp_path / target)
+    root.symlink_to(tmp_path / target) if target else os.mkfifo(root)
+    named = what.format(tmp_path / target) if target else what
     assert run.main(["train", "--out", str(tmp_path / "run"), "--data-root", str(root), "--cache-dir",
                      str(tmp_path / "cache"), *SMALL, *download]) == 2
-    assert capsys.readouterr().err == (f"error: N-MNIST not found in {root}: it is {what.format(tmp_path / target)}; "
+    assert capsys.readouterr().err == (f"error: N-MNIST not found in {root}: it is {named}; "
                                        f"point --data-root at a copy\n")
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["root"] and os.readlink(root) == str(tmp_path / target)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["root"]
+    assert os.readlink(root) == str(tmp_path / target) if target else stat.S_ISFIFO(os.lstat(root).st_mode)
     with pytest.raises(run_folder.UsageError) as refused:  # what evaluate, reproduce and bench check a copy with
         resources.nmnist_recordings(root, "--real-root")
-    assert str(refused.value) == f"--real-root {root} is {what.format(tmp_path / target)}, so it holds no N-MNIST; " \
+    assert str(refused.value) == f"--real-root {root} is {named}, so it holds no N-MNIST; " \
                                  f"point --real-root at a copy"
 
 
