@@ -514,6 +514,10 @@ def load_checkpoint(path, xp, like, identity, total_steps=None, command="train")
     if arrays is None:
         raise damaged("it is a folder" if path.is_dir() else "it is empty" if path.stat().st_size == 0
                       else "it is not a checkpoint.npz archive")
+    version = arrays.get("version")
+    if version is not None and version.shape == () and version.dtype.kind in "iu" and version > CHECKPOINT_VERSION:
+        raise UsageError(f"checkpoint {path} was written by a newer eggroll-snn (checkpoint version {int(version)}; "
+                         f"this one reads 1 to {CHECKPOINT_VERSION}): use that version's code for this run")
     if "identity" in arrays:  # first: a checkpoint of other layers than config.json's is another run's, not damaged
         try:
             foreign = foreign_problem(read_identity(arrays["identity"]), identity)
@@ -631,6 +635,8 @@ def prepare(out, config, resume, force, command="train"):
         stored_config = read_config(out)
         stored = run_config.stored(stored_config)
         if stored != wanted:
+            if finished:  # config.json may be the odd one out, which its final.json and checkpoint tell: said first
+                check_final_record(out, stored_config, damaged_too=False)
             unstated = [key for key in sorted(stored) if stored[key] != wanted.get(key)
                         and key not in read_json(out / "config.json", config_fix(out))]
             unstated_fix = f"its config.json has no {', '.join(unstated)}, so the run's is taken as the default: " \
@@ -655,10 +661,15 @@ def prepare(out, config, resume, force, command="train"):
     if force:
         delete_all(run_files(out))
     elif marked:  # a temporary file a kill (SIGKILL, a power cut) left behind in the run's folder: the run's own
+        removed = []
         for path in run_files(out):
             if path.name not in RUN_FILES and is_own_file(path):
                 with contextlib.suppress(OSError):
                     path.unlink()
+                    removed.append(path.name)
+        if removed:
+            print(f"note: removed {len(removed)} temporary file{'s' * (len(removed) > 1)} that a killed run left "
+                  f"in {out}: {', '.join(removed)}", file=sys.stderr)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -717,6 +728,9 @@ def finished_metrics_problem(out, final):
     path = out / "metrics.jsonl"
     if not path.is_file():
         return f"its {path.name} is missing"
+    if path.stat().st_size > MAX_METRICS_BYTES:
+        return f"its {path.name} holds {path.stat().st_size:,} bytes, more than such a file holds (at most " \
+               f"{MAX_METRICS_BYTES:,} are read)"
     records, damage = metrics_records(read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines())
     if damage is not None:
         number, problem = damage

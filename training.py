@@ -264,11 +264,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 final = None  # other data (refused with the checkpoint's), or a record from before data records
             if (team.broadcast(final is not None) if team.size > 1 else final is not None):
                 if run.leader:
-                    damaged = run_folder.finished_metrics_problem(run.out, final)
                     print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and "
-                          f"writes nothing" + (f"; but {damaged} (a report reads its records): restore "
-                                               f"metrics.jsonl from a copy of the run, or train the run again with "
-                                               f"another --out" if damaged else ""),
+                          f"writes nothing" + "".join(f"; but {problem}" for problem in finished_problems(run, params, final)),
                           file=sys.stderr)
                 return final or {}
             # Start, or continue from the last checkpoint, which the first process reads for all.
@@ -286,6 +283,22 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
                 run_folder.remove_made_folders(run.out, made)
             raise
+
+
+def finished_problems(run, params, final):
+    """What is wrong with the other files of the run whose final.json is `final`, each with its fix:
+    metrics.jsonl, which a report reads, and the checkpoint (of parameters like `params`), which
+    evaluate scores."""
+    problems = []
+    damaged = run_folder.finished_metrics_problem(run.out, final)
+    if damaged:
+        problems.append(f"{damaged} (a report reads its records): restore metrics.jsonl from a copy of the run, or "
+                        f"train the run again with another --out")
+    try:
+        run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, run.identity, run.total_steps)
+    except UsageError as error:
+        problems.append(str(error))
+    return problems
 
 
 def set_up(config, out, team, progress, command):

@@ -752,19 +752,62 @@ def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_
     assert snapshot(finished_run) == before
 
 
+def newer_version(path):
+    arrays = dict(np.load(path))
+    np.savez(path, **dict(arrays, version=np.int64(run_folder.CHECKPOINT_VERSION + 1)))
+    return (f"checkpoint {path} was written by a newer eggroll-snn (checkpoint version "
+            f"{run_folder.CHECKPOINT_VERSION + 1}; this one reads 1 to {run_folder.CHECKPOINT_VERSION}): use that "
+            f"version's code for this run")
+
+
+@pytest.mark.parametrize("damage", [
+    lambda path: (path.write_bytes(b"garbage"), f"checkpoint {path} is damaged (it is not a checkpoint.npz archive); "
+                  f"restore it from a copy to score the run again (its final.json holds the run's results, which "
+                  f"--force would delete), or train the run again in another --out")[1],
+    newer_version], ids=["not an archive", "a newer version"])
+def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluate_refuses_it(
+        finished_run, dataset, capsys, damage):
+    """A finished run's checkpoint damaged, or written by a newer version of the code (not called
+    damaged): --resume, which writes nothing, says so in its note (evaluate would score it), and
+    evaluate refuses it in the same words; every file is as it was."""
+    told = damage(finished_run / run_folder.CHECKPOINT)
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
+                                 f"trains and writes nothing; but {told}\n"), err
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err == f"error: {told}\n"
+    assert snapshot(finished_run) == before
+
+
+def test_resume_of_a_finished_run_names_records_larger_than_are_read(finished_run, dataset, capsys, monkeypatch):
+    """A finished run's metrics.jsonl larger than such a file holds (a stray disk image in its place):
+    --resume's note says so, rather than refusing the run whose results final.json holds."""
+    size = (finished_run / "metrics.jsonl").stat().st_size
+    monkeypatch.setattr(run_folder, "MAX_METRICS_BYTES", size - 1)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
+                                 f"trains and writes nothing; but its metrics.jsonl holds {size:,} bytes, more than "
+                                 f"such a file holds (at most {size - 1:,} are read) (a report reads its records): "
+                                 f"restore metrics.jsonl from a copy of the run, or train the run again with another "
+                                 f"--out\n"), err
+
+
 @pytest.mark.parametrize("case", ["final.json another's", "config.json lost it", "no checkpoint to tell",
-                                  "config.json made another's", "config.json another's"])
+                                  "config.json made another's", "config.json another's",
+                                  "config.json another's, the run's own settings asked"])
 def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(tmp_path, finished_run, dataset,
                                                                                  capsys, case):
     """A finished run's final.json and config.json disagree on a setting config.json does not state
     (its default taken): the checkpoint, saved under the run's own settings, tells which file is
     another run's, and the one line says so (without a checkpoint, both readings); config.json
     rewritten to match another run's final.json is named by the checkpoint too, not taken as a
-    finished run of those settings. Nothing is changed, with or without --resume."""
+    finished run of those settings, whichever settings are asked (config.json's or the run's own, which
+    would be told config.json's otherwise). Nothing is changed, with or without --resume."""
     other = tmp_path / "other"
     assert run.main(train_args(other, dataset, "--hidden", "32")) == 0
     config, checkpoint = finished_run / "config.json", finished_run / run_folder.CHECKPOINT
-    if case == "config.json another's":  # the run of 64's config.json replaced by the run of 32's
+    if case.startswith("config.json another's"):  # the run of 64's config.json replaced by the run of 32's
         shutil.copyfile(other / "config.json", config)
     elif case == "config.json lost it":  # the run of 32 lost its "hidden"
         finished_run, config, checkpoint = other, other / "config.json", other / run_folder.CHECKPOINT
@@ -787,6 +830,9 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
             "config.json another's": f"{config} holds other settings than those of its final.json (hidden \"64\", not "
                                      f"\"32\"): restore config.json from final.json's \"config\" (the checkpoint was "
                                      f"saved under them)\n",
+            "config.json another's, the run's own settings asked":
+                f"{config} holds other settings than those of its final.json (hidden \"64\", not \"32\"): restore "
+                f"config.json from final.json's \"config\" (the checkpoint was saved under them)\n",
             "config.json made another's": f"checkpoint {checkpoint} belongs to another run (hidden 64, not 32; sizes "
                                           f"2312-64-10, not 2312-32-10) than its folder's config.json"}[case]
     before = snapshot(finished_run)
@@ -798,7 +844,7 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
 
 def test_temporary_files_a_kill_left_are_removed_by_the_next_run_there(tmp_path, dataset, capsys):
     """A kill no process can catch (SIGKILL) leaves a run's temporary file (<name>.<8 hex>.tmp) behind:
-    the next command that trains in the folder removes it; a link of such a name, a file of two
+    the next command that trains in the folder removes it and names it in a note; a link of such a name, a file of two
     names and a user's <name>.tmp are left as they are, as is a run folder's temporary file
     elsewhere."""
     out = tmp_path / "run"
@@ -813,7 +859,8 @@ def test_temporary_files_a_kill_left_are_removed_by_the_next_run_there(tmp_path,
     (tmp_path / "second name").write_text("two names")
     os.link(tmp_path / "second name", out / "real.json.11111111.tmp")
     code, err = run_main(train_args(out, dataset, "--generations", "5", "--resume"), capsys)
-    assert code == 0, err
+    assert code == 0 and err.startswith(f"note: removed 2 temporary files that a killed run left in {out}: "
+                                        f"checkpoint.npz.89abcdef.tmp, metrics.jsonl.0123abcd.tmp\n"), err
     assert not any(path.exists() for path in left) and (out / "final.json").is_file()
     fresh = tmp_path / "fresh"  # a marked folder where a fresh run starts: the same
     fresh.mkdir()
