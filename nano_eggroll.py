@@ -138,29 +138,30 @@ def population_forward(params, perturbations, x, settings):
                 member |= {b: params[b] + sign * sigma * delta_b[p] for b in ("b1", "b2")}
                 counts[side, p] = forward(member, x, settings)                      # (N, 10)
     """
-    # Shapes: x (T, N, 2312) frames; every member's arrays have axes (T, side, P, N, units), side 0 the
-    # + member and 1 the -, P pairs, N samples; matmul broadcasts the leading axes (one product a pair).
     # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
     A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
     A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
     delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)  # (P, 64), (P, 10)
-    T, batch, n_in = x.shape                                                    # T, N, 2312
+    T, batch, n_in = x.shape                                                    # T frames, N samples, 2312
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
-    sign = np.array([1, -1], dtype=x.dtype).reshape(1, 2, 1, 1, 1)             # axes (T, side, P, N, units): +, then -
-    # Layer 1: every member sees the same frames, so x W1^T is computed once, and
-    # x [B_1 ... B_P] is ONE product for the whole population.
-    # A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n), so x B_p = x @ B_W1[p].T.
+    # Layer 1: every member sees the same frames, so x W1^T + b1 is computed once, and x B_p for every
+    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = (x @ B_W1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
-    pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]             # (T, P, N, 64)
-    # (T, 1, 1, N, 64) + (1, 2, 1, 1, 1) * (T, 1, P, N, 64): every member's input current, (T, 2, P, N, 64)
-    hidden = lif(base[:, None, None] + sign * pair_term[:, None], settings.beta, settings.threshold)
-    # Layer 2: each member has its own hidden spikes, so their product with B_p is one per member:
-    # hidden (T, 2, P, N, 64) @ B_W2^T (P, 64, r) -> (T, 2, P, N, r), then @ A_W2 (P, r, 10) -> (T, 2, P, N, 10).
-    member_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, 2, P, N, 10)
-    out = lif(hidden @ params["W2"].T + params["b2"] + sign * member_term, settings.beta, settings.threshold)  # (T, 2, P, N, 10)
-    return out.sum(axis=0)                                                      # (2, P, N, 10)
+    pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
+    counts = []
+    for sign in (1, -1):  # every pair's + member (theta + sigma E_p), then every pair's - member
+        # Arrays now have the axes (T, P, N, units): frame, pair, sample, neuron.
+        hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
+        # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
+        # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10).
+        member_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 \
+            + settings.sigma * delta_b2[:, None, :]                              # (T, P, N, 10)
+        out = lif(hidden @ params["W2"].T + params["b2"] + sign * member_term, settings.beta,
+                  settings.threshold)                                            # (T, P, N, 10)
+        counts.append(out.sum(axis=0))                                           # (P, N, 10)
+    return np.stack(counts)                                                      # (2, P, N, 10)
 
 
 def centred_ranks(values):
