@@ -18,16 +18,15 @@ f_p = c(theta + sigma E_p) - c(theta - sigma E_p), form the step g (7)-(8) and c
 The noise comes from the project's Philox streams (noise.py: Philox4x32-10, a counter-based
 generator, makes every number a function of seed, generation, pair, parameter and position), so
 this file and eggroll.py draw the same numbers and take the same steps (tests/test_nano_eggroll.py
-holds them to it). This file keeps
-a generation's factors from the forward pass to the step g (Eq. (7)); eggroll.py draws them again from their
-keys, so that no more than a block of them is held at once.
+holds them to it). This file keeps a generation's factors from the forward pass to the step g
+(Eq. (7)); eggroll.py draws them again from their keys, so that no more than a block of them is
+held at once.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
 minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–40 CPU seconds and scores
 the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (56–71 % at two BLAS
-threads; one standard error at
-100 recordings is about 4.7 points); results/reproductions/nano-and-lesson-times.md holds the runs,
-their wall times and what moves them.
+threads; one standard error at 100 recordings is about 4.7 points);
+results/reproductions/nano-and-lesson-times.md holds the runs, their wall times and what moves them.
 """
 import sys
 
@@ -250,6 +249,9 @@ def train(splits, settings, generations, batch_size, log_every=0):
                   f"train accuracy {accuracy(params, splits.train, settings):6.1%}")
     return params, history
 
+
+# ---------------------------------------------------------------------------------------------
+# The command line: one option, --seed, and one line for every error (nothing of the method below)
 
 USAGE = ("usage: python nano_eggroll.py [--seed SEED]\n\n"
          "  --seed SEED   seed of the initial weights, the noise and the minibatches, a whole number in 0..2^63-1 "
