@@ -40,14 +40,16 @@ import numpy
 from backend import array_module_of
 from distributed import ALONE
 import gpu
+from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
 from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
-                              check_formed_size, check_known, check_layer, check_optimiser, check_outputs_size,
-                              check_params, check_settings, check_sigma, check_stepped, check_told, check_whole,
-                              fingerprint_of, fitness_array, input_array)
+                              check_finite_outputs, check_formed_size, check_known, check_layer, check_noise_size,
+                              check_optimiser, check_outputs_size, check_params, check_settings, check_sigma,
+                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
 PLAIN_COPIES = (numpy.memmap, numpy.recarray)  # parameters init copies into a plain ndarray (a file's: in memory)
+FAR_FROM_THE_LIMIT = "use a smaller sigma, or parameters further from that limit"  # a member beyond its float type
 PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every BLAS call (population_product)
 
 
@@ -145,6 +147,7 @@ class Population:
         parameter."""
         check_known(self.params, name)
         value = self.params[name]
+        check_noise_size(len(self.pairs), name, value, self.rank)
         xp = array_module_of(value)
         pairs = xp.arange(self.pairs.start, self.pairs.stop, self.pairs.step)
         if value.ndim == 2:
@@ -184,17 +187,22 @@ class Population:
         w = self.params[name]
         check_outputs_size(self.members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), x.dtype)
         xp = array_module_of(x)
-        rows, B = self.rows(name, bias, x.dtype)
-        base = x @ w.T.astype(x.dtype, copy=False)                            # x W^T, once
-        if bias is not None:
-            base = base + self.params[bias].astype(x.dtype, copy=False)
-        if x.ndim == 2:                                                       # one x for every member
-            xb = with_ones(population_product(x, B).transpose(1, 0, 2))       # (pairs, rows, r + 1)
-            return antithetic(base, xb @ rows)
-        by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, rows, n)
-        xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])               # (pairs, 2, rows, r + 1)
-        sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
-        return base + (sign * (xb @ rows[:, None])).reshape(base.shape)
+        with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+            rows, B = self.rows(name, bias, x.dtype)
+            base = x @ w.T.astype(x.dtype, copy=False)                        # x W^T, once
+            if bias is not None:
+                base = base + self.params[bias].astype(x.dtype, copy=False)
+            if x.ndim == 2:                                                   # one x for every member
+                xb = with_ones(population_product(x, B).transpose(1, 0, 2))   # (pairs, rows, r + 1)
+                out = antithetic(base, xb @ rows)
+            else:
+                by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, rows, n)
+                xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])       # (pairs, 2, rows, r + 1)
+                sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
+                out = base + (sign * (xb @ rows[:, None])).reshape(base.shape)
+        check_finite_outputs(out, f"linear({name!r}, x): the members' outputs",
+                             "scale x, the parameters or sigma down" + ", or give x as float64" * (x.dtype != numpy.float64))
+        return out
 
     def perturbed(self, name):
         """Every member's value of parameter `name` at once, (2·pairs, m, n) or (2·pairs, m): theta +-
@@ -209,8 +217,11 @@ class Population:
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
-        drawn_noise *= self.sigma[name]                                      # sigma E_p, in place
-        return antithetic(value, drawn_noise)
+        with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+            drawn_noise *= self.sigma[name]                                  # sigma E_p, in place
+            members = antithetic(value, drawn_noise)
+        check_finite_outputs(members, f"perturbed({name!r}): the members' values", FAR_FROM_THE_LIMIT)
+        return members
 
     def member(self, index):
         """The parameters of member number `index`, every E_p formed: a dict like params, for a fitness
@@ -228,7 +239,9 @@ class Population:
                 drawn_noise = materialise(*(factor.astype(value.dtype, copy=False) for factor in factors))[0]
             else:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
-            drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
+            with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+                drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
+            check_finite_outputs(drawn[name], f"member({index})[{name!r}]: its values", FAR_FROM_THE_LIMIT)
         return drawn
 
 

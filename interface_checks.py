@@ -362,6 +362,29 @@ def check_outputs_size(members, name, shape, dtype):
                       "distributed.team)")
 
 
+def check_noise_size(pairs, name, value, rank):
+    """ValueError, before anything is drawn or allocated, if the noise of parameter `name` for `pairs`
+    pairs (Population.factors' answer: r (m + n) float32 numbers a pair, or m for a 1-D parameter) and
+    what drawing it takes, as much again, would not fit in this machine's RAM."""
+    count = rank * sum(value.shape) if value.ndim == 2 else value.shape[0]
+    refuse_beyond_ram(f"factors({name!r}) would draw {pairs:,} pairs' noise of {count:,} numbers each", pairs * (
+        8 * count + 12), "with what drawing it takes", "ask a smaller population (a team of processes shares one: "
+                                                       "distributed.team)")
+
+
+class FloatOverflow(ValueError):
+    """Members' values or outputs beyond their float type's range (check_finite_outputs), from finite
+    inputs: steps too large, say, for a caller that tells the user which setting to lower."""
+
+
+def check_finite_outputs(values, what, fix):
+    """FloatOverflow "<what> overflow <dtype>: <fix>" where the array `values` holds inf or NaN (a
+    product or a sum beyond its float type's range: its inputs are finite, checked before)."""
+    if not array_module_of(values).isfinite(values).all():
+        raise FloatOverflow(f"{what} overflow {values.dtype}, whose largest number is {numpy.finfo(values.dtype).max:.3g}: "
+                         f"{fix}")
+
+
 def refuse_beyond_ram(what, needed, besides, fix):
     """ValueError "<what>, <needed> GB <besides>, more than this machine's RAM: <fix>" where `needed`
     bytes exceed the RAM the system reports (none where it reports none)."""
@@ -527,6 +550,8 @@ def input_array(x, params, name, members):
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
         what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
         raise ValueError(f"x must be an array of ints or floats, got {what}: give {dense(given, 'x')}")
+    if x.dtype.kind == "f" and not array_module_of(x).isfinite(x).all():
+        raise ValueError("x holds inf or NaN: give every input a finite number")
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")

@@ -156,9 +156,8 @@ def main(argv=None):
             try:  # weights pushed out of float32's range: one line naming the options, not NumPy's warnings
                 with np.errstate(over="raise", invalid="raise"):
                     params = train(init_mlp(opts.seed), *batches, *settings, opts.seed)
-            except FloatingPointError as error:
-                raise exits.UsageError(f"{name} overflowed float32 ({error}): its steps are too large; lower "
-                                       f"{rates}") from None
+            except (FloatingPointError, eggroll.FloatOverflow):  # NumPy's, or the members' (Population.linear)
+                raise exits.UsageError(f"{name} overflowed float32: its steps are too large; lower {rates}") from None
             seconds = time.perf_counter() - start
             table.append(f"{name:10s} {100 * accuracy(params, test_images, test_labels):16.2f} {seconds:8.1f}")
         exits.say("\n".join(table), "run it again with standard output open")

@@ -2020,3 +2020,78 @@ def test_a_native_float_x_is_multiplied_as_it_is_not_copied():
         assert interface_checks.input_array(x, W, "w", 4) is x
     swapped = np.ones((3, 3), np.dtype(np.float64).newbyteorder())
     assert interface_checks.input_array(swapped, W, "w", 4).dtype == np.float64
+
+
+def test_the_noise_of_a_population_beyond_the_machines_ram_is_refused_before_it_is_drawn(monkeypatch):
+    """factors draws every pair's noise at once: where that (r (m + n) float32 numbers a pair, or m for
+    a bias) and what drawing it takes, as much again and a pair's index, are more than the machine's
+    RAM, one ValueError names the size and the fix, before anything is drawn; one pair fewer fits."""
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1}  # a machine of 4,096 bytes
+    monkeypatch.setattr(interface_checks.os, "sysconf", pages.get)
+    weight = np.ones((3, 2), np.float32)  # rank 2: 10 numbers a pair, 92 bytes with the drawing: 44 pairs fit
+    interface_checks.check_noise_size(44, "w", weight, 2)
+    with pytest.raises(ValueError) as refused:
+        interface_checks.check_noise_size(45, "w", weight, 2)
+    assert str(refused.value) == ("factors('w') would draw 45 pairs' noise of 10 numbers each, 0.0 GB with what "
+                                  "drawing it takes, more than this machine's 0.0 GB of RAM: ask a smaller population "
+                                  "(a team of processes shares one: distributed.team)")
+    interface_checks.check_noise_size(113, "b", np.ones(3, np.float32), 2)  # a bias: m numbers a pair, any rank
+    with pytest.raises(ValueError, match="would draw 114 pairs' noise of 3 numbers each"):
+        interface_checks.check_noise_size(114, "b", np.ones(3, np.float32), 2)
+    pages["SC_PHYS_PAGES"] = 1_000_000
+    es = eggroll.Eggroll(2 ** 33, 1, 0.1, 1)
+    population = es.ask(es.init({"w": np.ones((2, 2), np.float32)}))
+    monkeypatch.setattr(eggroll.noise, "normals", lambda *args: pytest.fail("noise drawn"))
+    with pytest.raises(ValueError, match="^factors\\('w'\\) would draw 4,294,967,296 pairs' noise of 4 numbers each, "
+                                         "189.0 GB with what drawing it takes, more than this machine's 4.1 GB"):
+        population.factors("w")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_an_x_that_holds_inf_or_nan_is_refused(dtype, bad):
+    """An x holding inf or NaN, shared or one per member, is one ValueError, not members' outputs of inf
+    and NaN with NumPy's warnings."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    pop = es.ask(es.init(W))
+    for shape in ((5, 3), (4, 5, 3)):
+        x = np.ones(shape, dtype)
+        x[..., -1, 1] = bad
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="^x holds inf or NaN: give every input a finite number$"):
+                pop.linear("w", x)
+
+
+def test_members_beyond_their_float_type_are_refused_without_numpys_warnings():
+    """Finite inputs whose products or members overflow their float type (x near float32's largest
+    number, parameters there, a sigma that large): one ValueError naming the float type and the fix,
+    from linear, perturbed and member alike, and no NumPy warning."""
+    big, ones = np.float32(3e38), np.ones((5, 3), np.float32)
+    small = eggroll.Eggroll(4, 1, 0.1, 0)
+    large_sigma = eggroll.Eggroll(4, 1, 3e38, 0)
+    product = "linear('w', x): the members' outputs overflow float{}, whose largest number is {}: scale x, the " \
+              "parameters or sigma down{}"
+    value = "{}: {} values overflow float32, whose largest number is 3.4e+38: use a smaller sigma, or parameters " \
+            "further from that limit"
+    cases = [(lambda: small.ask(small.init(W)).linear("w", np.full((5, 3), big)),
+              product.format(32, "3.4e+38", ", or give x as float64")),
+             (lambda: small.ask(small.init(W)).linear("w", np.full((5, 3), 1e308)),  # a float64 x: the product in float64
+              product.format(64, "1.8e+308", "")),
+             (lambda: small.ask(small.init({"w": np.full((4, 3), big)})).linear("w", ones),
+              product.format(32, "3.4e+38", ", or give x as float64")),
+             (lambda: large_sigma.ask(large_sigma.init({"w": np.ones((4, 3), np.float32)})).linear("w", ones),
+              product.format(32, "3.4e+38", ", or give x as float64")),
+             (lambda: large_sigma.ask(large_sigma.init({"w": np.ones((4, 3), np.float32)})).member(1),
+              value.format("member(1)['w']", "its")),
+             (lambda: large_sigma.ask(large_sigma.init({"w": np.ones((4, 3), np.float32)})).perturbed("w"),
+              value.format("perturbed('w')", "the members'")),
+             (lambda: large_sigma.ask(large_sigma.init({"b": np.ones(4, np.float32)})).perturbed("b"),
+              value.format("perturbed('b')", "the members'"))]
+    for make, told in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError) as refused:
+                make()
+        assert str(refused.value) == told
+    assert np.isfinite(small.ask(small.init(W)).linear("w", np.full((5, 3), 1e30, np.float32))).all()  # within range
