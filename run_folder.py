@@ -927,14 +927,13 @@ def metrics_records(lines, required=("generation",)):
 
 
 def metrics_until(path, step):
-    """The metrics records of generations <= step. A last line cut short by a kill is dropped;
+    """The metrics records of generations <= step. A last line cut short is dropped, with a note;
     any other damaged line (not JSON, or a value of another type or range) is a UsageError naming
     the file, the line and the field."""
     lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines() if path.exists() else []
     records, damage = metrics_records(lines)
     if damage == (len(lines), NOT_JSON):
-        print(f"note: {path} line {len(lines)}, its last, is cut short (a kill while it was written): it is left out",
-              file=sys.stderr)
+        print(f"note: {path} line {len(lines)}, its last, is cut short: it is left out", file=sys.stderr)
     elif damage is not None:
         raise UsageError(f"{path} line {damage[0]} is damaged ({damage[1]}); delete that line (the checkpoint "
                          f"keeps the weights) and run again")

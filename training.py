@@ -155,11 +155,11 @@ def method_step(config, lif, team, total_steps):
         params, state, frames, labels, bptt, adam, lif, config.network)
 
 
-def resume_point(out, resume, params, xp, total_steps, identity, time_bins, command="train"):
+def resume_point(out, resume, params, xp, total_steps, identity, time_bins, eval_every, command="train"):
     """(params, Adam state, first step, seconds of the steps done, end-to-end seconds so far): a
     fresh start, or the checkpoint in `out`, which must belong to the run `identity`
     (run_folder.identity) and hold weights the network of `time_bins` frames can run; metrics past it
-    are dropped."""
+    are dropped, and those before it must be the checkpoint's run's (check_records)."""
     start, step_seconds, end_to_end, state = 0, [], 0.0, optim.init(params)
     if resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds, end_to_end = run_folder.load_checkpoint(out / CHECKPOINT, xp, params,
@@ -171,9 +171,30 @@ def resume_point(out, resume, params, xp, total_steps, identity, time_bins, comm
                              + ("train the run again with --force" if command == "train" else
                                 f"move {out} away (it is left as it is) and reproduce trains the run again there"))
     metrics_path = out / "metrics.jsonl"
-    run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n"
-                                                      for r in run_folder.metrics_until(metrics_path, start)))
+    records = run_folder.metrics_until(metrics_path, start)
+    check_records(metrics_path, records, step_seconds, eval_every)
+    run_folder.write_atomically(metrics_path, "".join(json.dumps(r) + "\n" for r in records))
     return params, state, start, step_seconds, end_to_end
+
+
+def check_records(path, records, step_seconds, eval_every):
+    """The metrics `records` of metrics.jsonl (`path`) up to the checkpoint, whose run took
+    `step_seconds`: a UsageError where one is another run's (its wall_seconds, the sum of the step
+    times up to its generation, is not this run's), a note naming those missing (one every
+    `eval_every` steps) and what that leaves out."""
+    for number, record in enumerate(records, 1):
+        if "wall_seconds" in record and record["wall_seconds"] != sum(step_seconds[:record["generation"]]):
+            raise UsageError(f"{path} line {number} is not a record of the run in its folder: its wall_seconds, "
+                             f"{record['wall_seconds']}, are not the checkpoint's time to generation "
+                             f"{record['generation']}, {sum(step_seconds[:record['generation']])}; put this run's "
+                             f"metrics.jsonl back, or move that one away to go on without the records before the "
+                             f"checkpoint")
+    missing = sorted(set(range(eval_every, len(step_seconds) + 1, eval_every)) - {r["generation"] for r in records})
+    if missing:
+        print(f"note: {path} holds no record of {len(missing)} generation{'s' * (len(missing) > 1)} evaluated before "
+              f"the checkpoint (from generation {missing[0]}): the run goes on, and its record will lack "
+              f"{'them' if len(missing) > 1 else 'it'} (a report's curve and time to an accuracy too)",
+              file=sys.stderr)
 
 
 def too_large(params, time_bins):
@@ -270,7 +291,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 return final or {}
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
-                                 config.time_bins, command) if run.leader else None
+                                 config.time_bins, run.eval_every, command) if run.leader else None
             params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
                 else begin
             run.saved = start

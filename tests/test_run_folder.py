@@ -1000,16 +1000,52 @@ def test_force_deletes_every_file_of_the_run_or_none(finished_run, dataset, caps
 
 
 def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dataset, capsys):
-    """A kill while metrics.jsonl's last line was written leaves it cut short: --resume leaves it out,
-    says so, and goes on."""
+    """metrics.jsonl's last line cut short (every write replaces the whole file, so not by a kill of
+    this code: a copy cut short, say): --resume leaves it out, says so, names the record that is then
+    missing, and goes on."""
     (finished_run / "final.json").unlink()
     metrics = finished_run / "metrics.jsonl"
     kept = metrics.read_text().splitlines()[0]
     metrics.write_text(kept + '\n{"generation": 1')
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
-    assert code == 0 and err == f"note: {metrics} line 2, its last, is cut short (a kill while it was written): it " \
-                                f"is left out\n", err
+    assert code == 0 and err == (f"note: {metrics} line 2, its last, is cut short: it is left out\n"
+                                 f"note: {metrics} holds no record of 1 generation evaluated before the checkpoint "
+                                 f"(from generation 10): the run goes on, and its record will lack it (a report's "
+                                 f"curve and time to an accuracy too)\n"), err
     assert metrics.read_text().splitlines()[0] == kept
+
+
+@pytest.mark.parametrize("loss", ["another run's", "emptied", "deleted"])
+def test_records_before_the_checkpoint_that_are_another_runs_are_refused_and_lost_ones_named(
+        tmp_path, dataset, capsys, monkeypatch, loss):
+    """A run stopped at step 7 (its checkpoint at 5): another run's metrics.jsonl copied in its place
+    is refused in one line naming the first record whose time is not the checkpoint's, and nothing
+    changes; an emptied or deleted one resumes with a note naming the records it will lack."""
+    other = tmp_path / "other"
+    assert run.main(train_args(other, dataset, "--seed", "2")) == 0
+    out = tmp_path / "stopped"
+    with monkeypatch.context() as patch:
+        patch.setattr(snn_eggroll, "generation_step", failing_at(7, interrupt))
+        assert run_main(train_args(out, dataset), capsys)[0] == 130
+    metrics = out / "metrics.jsonl"
+    if loss == "another run's":
+        shutil.copyfile(other / "metrics.jsonl", metrics)
+        theirs = json.loads(metrics.read_text().splitlines()[0])["wall_seconds"]
+        ours = float(sum(run_folder.read_arrays(out / run_folder.CHECKPOINT)["step_seconds"][:5]))
+        before = snapshot(out)
+        code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+        assert code == 2 and err == (f"error: {metrics} line 1 is not a record of the run in its folder: its "
+                                     f"wall_seconds, {theirs}, are not the checkpoint's time to generation 5, {ours}; "
+                                     f"put this run's metrics.jsonl back, or move that one away to go on without the "
+                                     f"records before the checkpoint\n"), err
+        assert snapshot(out) == before
+        return
+    metrics.write_text("") if loss == "emptied" else metrics.unlink()
+    code, err = run_main(train_args(out, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {metrics} holds no record of 1 generation evaluated before the checkpoint "
+                                 f"(from generation 5): the run goes on, and its record will lack it (a report's "
+                                 f"curve and time to an accuracy too)\n"), err
+    assert [json.loads(line)["generation"] for line in metrics.read_text().splitlines()] == [10]
 
 
 def test_a_value_in_metrics_jsonl_is_checked_for_type_and_range(finished_run, dataset, capsys):
