@@ -438,5 +438,4 @@ def add_options(parser):
 
 
 if __name__ == "__main__":  # the benchmark is a command of run.py's
-    sys.exit(exits.fail("bench.py holds the benchmark, which runs as `python run.py bench` (its options: "
-                        "`python run.py bench --help`)"))
+    sys.exit(exits.runs_as("bench.py", "the benchmark", "bench"))

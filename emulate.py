@@ -44,6 +44,7 @@ import os
 import platform
 import re
 import signal
+import sys
 import threading
 import time
 from contextlib import closing
@@ -55,6 +56,7 @@ import numpy as np
 from tqdm import tqdm
 
 import data
+import exits
 import mnist
 from run_folder import TEMPORARY, UsageError, holder, os_problem, owned, read_json, refuse_link, write_atomically, writing
 
@@ -565,3 +567,7 @@ def provenance(root=None):
                                         f"{fix}")
             return stored
     return None
+
+
+if __name__ == "__main__":  # the emulation is a command of run.py's
+    sys.exit(exits.runs_as("emulate.py", "the emulation of N-MNIST from MNIST", "emulate"))

@@ -286,6 +286,14 @@ def positive_number(text):
     return value
 
 
+def runs_as(script, holds, command):
+    """The exit status of a module of run.py's run as a script (`python bench.py`), which is no
+    command of its own: one line naming the run.py command that runs what it holds, status 2."""
+    options = command.split(" ")[0]
+    return fail(f"{script} holds {holds}, which runs as `python run.py {command}` (its options: `python run.py "
+                f"{options} --help`)")
+
+
 def fail(message, team=distributed.ALONE, status=2, everywhere=False):
     """Print `message` as one line on stderr and return the exit status `status`. In an MPI job an
     error that every process met (`everywhere`) is printed by the first; one a process met alone

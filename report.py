@@ -993,3 +993,7 @@ def spike_cost_figure(runs, grid, zoom_above=85.0):
     fig.suptitle(f"What a price on hidden spikes buys ({spread(runs, list(runs))})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+if __name__ == "__main__":  # the report is a part of run.py reproduce
+    sys.exit(exits.runs_as("report.py", "reproduce's tables and figures", "reproduce --report-only"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import comparison
 import config as run_config
 import data
+import exits
 import report
 import resources
 import run_folder
@@ -248,3 +249,7 @@ def reproduce_runs(opts, results_dir, runs, deadline):
     if not_started:
         print(f"--deadline passed: {not_started} run(s) of {results_dir} not started; the next reproduce trains them",
               file=sys.stderr)
+
+
+if __name__ == "__main__":  # the reproduction is a command of run.py's
+    sys.exit(exits.runs_as("reproduce.py", "the paper's grid of runs, its tables and figures", "reproduce"))

@@ -21,6 +21,7 @@ import config as run_config
 import data
 import distributed
 import emulate
+import exits
 import optim
 import resources
 import run_folder
@@ -639,3 +640,6 @@ def scored_on(run_dir, data_root, cache_dir=None):
         return False
     return real.get("data") == load_splits(data_root, run_folder.read_config(run_dir).time_bins, cache_dir).fingerprint()
 
+
+if __name__ == "__main__":  # training is a command of run.py's
+    sys.exit(exits.runs_as("training.py", "the training loop", "train"))

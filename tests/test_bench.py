@@ -130,12 +130,23 @@ def test_a_method_named_twice_is_one_row_timed_once():
     assert bench.chosen_methods("eggroll-r1,es-batched,eggroll-r1") == [("eggroll", 1), ("es-batched", None)]
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], ["--pairs", "4"]])
-def test_bench_py_run_as_a_script_names_the_command_that_runs_it(args):
-    """`python bench.py` is no command of its own: one line naming `run.py bench`, exit status 2, and
-    nothing timed."""
-    done = subprocess.run([sys.executable, str(Path(bench.__file__)), *args], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 2 and done.stdout == "" and done.stderr == (
-        "error: bench.py holds the benchmark, which runs as `python run.py bench` (its options: `python run.py bench "
-        "--help`)\n")
+@pytest.mark.parametrize("script, args, told", [
+    ("bench.py", [], "bench.py holds the benchmark, which runs as `python run.py bench` (its options: `python run.py "
+                     "bench --help`)"),
+    ("bench.py", ["--help"], "bench.py holds the benchmark"),
+    ("bench.py", ["--pairs", "4"], "bench.py holds the benchmark"),
+    ("reproduce.py", ["--help"], "reproduce.py holds the paper's grid of runs, its tables and figures, which runs as "
+                                 "`python run.py reproduce` (its options: `python run.py reproduce --help`)"),
+    ("report.py", ["x"], "report.py holds reproduce's tables and figures, which runs as `python run.py reproduce "
+                         "--report-only` (its options: `python run.py reproduce --help`)"),
+    ("emulate.py", [], "emulate.py holds the emulation of N-MNIST from MNIST, which runs as `python run.py emulate`"),
+    ("training.py", ["--out", "x"], "training.py holds the training loop, which runs as `python run.py train` (its "
+                                    "options: `python run.py train --help`)")])
+def test_a_module_of_run_py_run_as_a_script_names_the_command_that_runs_it(tmp_path, script, args, told):
+    """`python bench.py` (or reproduce.py, report.py, emulate.py, training.py) is no command of its own:
+    one line naming the run.py command that runs it, exit status 2, and nothing done or written."""
+    done = subprocess.run([sys.executable, str(Path(bench.__file__).with_name(script)), *args], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith(f"error: {told}") and \
+        done.stderr.count("\n") == 1, done.stderr
+    assert list(tmp_path.iterdir()) == []
