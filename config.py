@@ -23,6 +23,7 @@ METHODS = ("eggroll", "es", "bptt")
 ES_METHODS = ("eggroll", "es")
 SIGMA_SCHEDULES = ("constant", "cosine", "exponential")
 SIGMA_FLOOR = 1e-6  # the smallest --sigma and --sigma-min
+INIT_STD_FLOOR = 1e-6  # the smallest --init-std: at 1e-300 every float32 weight would start at exactly 0
 
 
 def network_problem(hidden):
@@ -120,7 +121,7 @@ class RunConfig:
                                      "hidden spikes per sample", check=between(0.0, 1.0, "0.003"))
     weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
     init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start",
-                             check=between(0, 10, "0.3", open_low=True))
+                             check=between(INIT_STD_FLOOR, 10, "0.3"))
     beta: float = setting(snn.LIF.beta, "LIF membrane decay beta", check=between(0.0, 1.0, "0.9"))
     threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",
                               check=between(0, 100, "1.0", open_low=True))
