@@ -373,6 +373,16 @@ def holds_recordings(path):
         return False
 
 
+def _replace(recording):
+    """How to replace a damaged recording: from N-MNIST, or, in an emulated copy (EMULATED.json beside
+    its split folder), by deleting it and emulating again into the same folder, which makes what is
+    missing (and keeps what is there)."""
+    copy = Path(recording).parent.parent.parent
+    if os.path.lexists(copy / "EMULATED.json"):
+        return f"delete it and emulate into the same folder again (`run.py emulate --mnist DIR --out {copy.parent}`)"
+    return "replace it"
+
+
 def read_events(path):
     """
     Decode one N-MNIST .bin recording into a structured array (x, y, t, p) of int64, as tonic
@@ -384,11 +394,11 @@ def read_events(path):
                                    "read the recording"), dtype=np.uint8)
     if raw.size % 5:
         raise BadDataError(f"{path}: size {raw.size} bytes is not a multiple of 5; the file is "
-                           f"truncated or not N-MNIST, replace it")
+                           f"truncated or not N-MNIST, {_replace(path)}")
     raw = raw.reshape(-1, 5).astype(np.int64)
     if len(raw) and raw[:, :2].max() >= SENSOR_SIZE[0]:
         raise BadDataError(f"{path}: x/y outside 0..{SENSOR_SIZE[0] - 1}; the file is corrupt "
-                           f"or not N-MNIST, replace it")
+                           f"or not N-MNIST, {_replace(path)}")
     events = np.empty(len(raw), dtype=EVENT_DTYPE)
     events["x"], events["y"] = raw[:, 0], raw[:, 1]
     events["t"] = (raw[:, 2] & 0x7F) << 16 | raw[:, 3] << 8 | raw[:, 4]
@@ -397,7 +407,7 @@ def read_events(path):
     if len(backwards):
         event = backwards[0] + 1
         raise BadDataError(f"{path}: timestamps go backwards at event {event} (byte {5 * event}); "
-                           f"the file is corrupt or not N-MNIST, replace it")
+                           f"the file is corrupt or not N-MNIST, {_replace(path)}")
     return events
 
 

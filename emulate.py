@@ -47,6 +47,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from contextlib import closing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -328,7 +329,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     root = Path(out) / "NMNIST"
     refuse_link(root)
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
-    digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
+    with warnings.catch_warnings(record=True) as unofficial:  # said once the folder is found fit: one line if not
+        warnings.simplefilter("always")
+        digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
     for split in splits if every_digit else ():
         lacking = sorted(set(range(10)) - set(int(label) for label in digits[split][1]))
         if lacking:
@@ -337,16 +340,19 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
                              f"split); give --mnist the four files of MNIST itself")
     fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     with owned(root):  # one emulation per folder at a time
-        return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere)
+        return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere, unofficial)
 
 
-def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere):
-    """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is."""
+def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere, warned):
+    """`emulate`, once it holds <out>/NMNIST; FINISHED is written last, once every recording is. The
+    warnings `warned` when MNIST was read are given once the folder is found fit for the emulation."""
     prepare(root, fingerprint, elsewhere)
     for split in splits:  # before the mark goes: a refused rerun changes nothing
         refuse_strays(root / SPLIT_FOLDER[split], {recording_path(out, split, label, i + 1).relative_to(root)
                                                    for i, label in enumerate(digits[split][1])}, root)
     refuse_link(root / FINISHED)  # the mark is the emulation's own file, never a link to another
+    for warning in warned:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if os.path.lexists(root / FINISHED):
         os.unlink(root / FINISHED)  # what follows may add recordings: the old count no longer holds
     jobs, kept = [], 0

@@ -121,6 +121,9 @@ def load(folder, unofficial_means="their recordings are not the project's emulat
             sha256[name] = hashlib.sha256(raw).hexdigest()
             arrays.append(parse(raw, path))
         images, labels = arrays
+        if len(images) == 0:  # a split of no image: nothing to train or score on
+            raise data.BadDataError(f"{path_of(folder, names[0])} holds no images; replace it with the official "
+                                    f"MNIST file")
         if len(images) != len(labels):
             raise data.BadDataError(f"{folder}: {names[0]} holds {len(images)} images but {names[1]} "
                                     f"{len(labels)} labels; replace them with the official MNIST files")

@@ -4,6 +4,7 @@ the whole path on the emulator's 40 test digits."""
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -173,7 +174,8 @@ def test_reproduce_into_a_copy_emulated_from_other_mnist_names_its_own_option(tm
     before = sorted(path for path in root.rglob("*"))
     args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(other),
             *(["--data-root", str(root)] if where == "given" else []), "--results", str(tmp_path / "results"), "--quiet"]
-    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+    with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+        warnings.simplefilter("error")
         code, err = run_main(args, capsys)
     assert code == 2 and err.count("\n") == 1, err
     fix = "give --data-root another folder to emulate into" if where == "given" else \
@@ -189,7 +191,8 @@ def test_reproduce_refuses_mnist_files_lacking_a_digit_before_it_emulates(tmp_pa
     their emulation, so they are refused in one line before anything is emulated or made."""
     args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist", str(DIGITS), "--data-root",
             str(tmp_path / "emulated"), "--results", str(tmp_path / "results"), "--quiet"]
-    with pytest.warns(UserWarning, match="differ from the official MNIST files"):
+    with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+        warnings.simplefilter("error")
         code, err = run_main(args, capsys)
     assert code == 2 and err == f"error: the MNIST files in {DIGITS} hold no digit 3 in the test split, so their " \
                                 f"emulation could not be trained and scored (every digit is needed in each split); " \

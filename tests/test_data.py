@@ -923,3 +923,20 @@ def test_a_relative_cache_home_is_ignored_and_a_tilde_in_eggroll_cache_is_home(t
     assert data._cache_home() == tmp_path / "xdg" / "eggroll-snn"
     monkeypatch.setenv("EGGROLL_CACHE", "~/frames")
     assert data.frame_cache_dir() == tmp_path / "home" / "frames"
+
+
+def test_a_damaged_recording_of_an_emulated_copy_is_told_to_be_emulated_again(root, tmp_path):
+    """A damaged recording in a copy that emulate made (EMULATED.json beside its split folders): the fix
+    is to delete it and emulate into the same folder again, which makes what is missing, not to find
+    another copy of it."""
+    path, _ = data.list_recordings(root / "NMNIST" / "Train")[7]
+    path.write_bytes(b"\x00\x01\x02")
+    with pytest.raises(data.BadDataError, match="not a multiple of 5; the file is truncated or not N-MNIST, replace "
+                                                "it$"):
+        load(root, tmp_path / "cache")
+    (root / "NMNIST" / "EMULATED.json").write_text("{}")
+    with pytest.raises(data.BadDataError) as error:
+        load(root, tmp_path / "cache")
+    assert str(error.value) == (f"{path}: size 3 bytes is not a multiple of 5; the file is truncated or not N-MNIST, "
+                                f"delete it and emulate into the same folder again (`run.py emulate --mnist DIR --out "
+                                f"{root}`)")

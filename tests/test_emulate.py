@@ -238,7 +238,8 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
         stray.write_bytes(recording)
         before = {name: blob for name, blob in files_of(tmp_path).items() if not name.endswith(".lock")}
         capsys.readouterr()
-        with pytest.warns(UserWarning):
+        with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+            warnings.simplefilter("error")
             assert run.main(emulate_command(tmp_path, "--split", "test")) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{stray} is not a recording this emulation makes" in err
@@ -338,10 +339,21 @@ def test_more_workers_than_free_memory_holds_are_refused_before_any_work(tmp_pat
 
 
 def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
+    """A folder emulated at another seed, a file as --out, a copy not emulated here: one line each (no
+    warning about the MNIST files first), nothing touched; .bin files of another kind do not count."""
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path / "seed0")) == 0
     capsys.readouterr()
-    with pytest.warns(UserWarning):
+    for out in (tmp_path / "seed0", tmp_path / "a file"):  # refused in one line: MNIST's warning is not given first
+        (tmp_path / "a file").write_text("mine")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert run.main(emulate_command(out, "--seed", "1")) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "differ from the official" not in err, err
+    assert (tmp_path / "a file").read_text() == "mine"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert run.main(emulate_command(tmp_path / "seed0", "--seed", "1")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "emulated otherwise (--seed 0 there, 1 here); emulate into another --out" in err
@@ -431,7 +443,8 @@ def test_emulation_writes_through_no_link_and_deletes_only_its_own_partial_files
         out = tmp_path / f"out-{planted}"
         (out / "NMNIST").mkdir(parents=True)
         (out / "NMNIST" / planted).symlink_to(target)
-        with pytest.warns(UserWarning):
+        with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+            warnings.simplefilter("error")
             assert run.main(emulate_command(out)) == 2
         assert f"{out / 'NMNIST' / planted} is a symbolic link" in capsys.readouterr().err
     out = tmp_path / "out-NMNIST"
@@ -456,7 +469,8 @@ def test_one_emulation_at_a_time_in_a_folder(tmp_path, capsys):
     """A second emulation into a folder another is writing is refused in one line, before it writes."""
     out = tmp_path / "out"
     with run_folder.owned(out / "NMNIST"):
-        with pytest.warns(UserWarning):
+        with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+            warnings.simplefilter("error")
             assert run.main(emulate_command(out, "--seed", "1")) == 2
         assert "is in use by another process" in capsys.readouterr().err
     assert not list((out / "NMNIST").rglob("*.bin")) and not (out / "NMNIST" / "EMULATED.json").exists()

@@ -327,3 +327,17 @@ def test_a_download_larger_than_any_mnist_file_is_named_so_at_its_bound(tmp_path
     assert mnist.download(f"{url}big.gz", target, "0" * 64, progress=False) == \
         "more than 65,536 bytes, not an MNIST file"
     assert not target.exists()
+
+
+@pytest.mark.parametrize("split", ["train", "t10k"])
+def test_a_split_of_no_image_is_refused_naming_its_file(tmp_path, split):
+    """MNIST files whose images and labels agree on none (a header alone): one line naming the images'
+    file, not an emulation of no recording in that split."""
+    for path in PLAIN.iterdir():
+        shutil.copyfile(path, tmp_path / path.name)
+    images, labels = tmp_path / f"{split}-images-idx3-ubyte", tmp_path / f"{split}-labels-idx1-ubyte"
+    images.write_bytes(images.read_bytes()[:4] + bytes(4) + images.read_bytes()[8:16])
+    labels.write_bytes(labels.read_bytes()[:4] + bytes(4))
+    with pytest.raises(data.BadDataError) as error:
+        mnist.load(tmp_path)
+    assert str(error.value) == f"{images} holds no images; replace it with the official MNIST file"
