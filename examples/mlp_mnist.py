@@ -147,6 +147,10 @@ def main(argv=None):
         if opts.train_samples is not None and opts.train_samples > len(images):  # trained on what it names, not silently on fewer
             raise exits.UsageError(f"--train-samples {opts.train_samples}: {opts.mnist} holds {len(images):,} "
                                    f"training images; use --train-samples {len(images)} or fewer")
+        training = len(images[:opts.train_samples])
+        if opts.batch_size > training:  # a minibatch of every image many times over: said, not trained on
+            raise exits.UsageError(f"--batch-size {opts.batch_size}: training uses {training:,} images; use "
+                                   f"--batch-size {training} or fewer")
         batches = images[:opts.train_samples], labels[:opts.train_samples], opts.steps, opts.batch_size
         table = [f"{'method':10s} {'test accuracy %':>16s} {'wall s':>8s}"]
         for name, train, settings, rates in (

@@ -124,6 +124,10 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
     status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "301"])
     assert status == 2 and capsys.readouterr() == ("", f"error: --train-samples 301: {tmp_path} holds 300 training "
                                                        f"images; use --train-samples 300 or fewer\n")
+    for options, used in ((["--batch-size", "301"], 300), (["--train-samples", "40", "--batch-size", "41"], 40)):
+        status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", *options])
+        assert status == 2 and capsys.readouterr() == ("", f"error: --batch-size {used + 1}: training uses {used} "
+                                                           f"images; use --batch-size {used} or fewer\n")
 
 
 @pytest.mark.parametrize("option, value, message", [
