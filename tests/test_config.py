@@ -247,3 +247,16 @@ def test_a_config_json_without_sigma_min_reads_as_the_run_it_trained():
     stored = {"method": "eggroll", "sigma_schedule": "cosine", "sigma": 0.2}
     run = config.from_stored(stored)
     assert run.sigma_at(1, 1) == 0.02
+
+
+@pytest.mark.parametrize("low, high, open_low, inside, outside, said", [
+    (0, 1, True, [1, 0.5, 1e-300], [0, 1.0000001, -1, float("nan"), float("inf")], "must lie in (0, 1]"),
+    (1e-6, 10, False, [1e-6, 10, 0.3], [1e-7, 10.5, float("nan")], "must lie in [1e-06, 10]"),
+    (1, 64, False, [1, 64], [0, 65], "must lie in 1..64")])
+def test_a_range_holds_its_ends_as_it_says(low, high, open_low, inside, outside, said):
+    """between's ranges: an open lower end excludes only that end, the upper end is always in, NaN and
+    inf are never in; the words say the same."""
+    check, text, _ = config.between(low, high, "1", open_low=open_low)
+    assert all(check(value) for value in inside) and not any(check(value) for value in outside)
+    assert text == said
+

@@ -940,3 +940,19 @@ def test_a_damaged_recording_of_an_emulated_copy_is_told_to_be_emulated_again(ro
     assert str(error.value) == (f"{path}: size 3 bytes is not a multiple of 5; the file is truncated or not N-MNIST, "
                                 f"delete it and emulate into the same folder again (`run.py emulate --mnist DIR --out "
                                 f"{root}`)")
+
+
+@pytest.mark.parametrize("counted, advice", [
+    (0, "without its Train split (its FINISHED.json counts none there): emulate that split into the same folder"),
+    (False, "emulate a copy from MNIST files that hold every digit"), (None, "emulate a copy from MNIST files"),
+    ("0", "emulate a copy from MNIST files"), (0.0, "emulate a copy from MNIST files")])
+def test_only_a_count_of_zero_in_finished_json_says_a_split_was_not_emulated(tmp_path, counted, advice):
+    """An emulated copy whose Train folder is missing: FINISHED.json's count of 0 there means the split
+    was never emulated (emulate it into the same folder); any other value there (false, null, "0",
+    0.0: a damaged record) is no count, and the advice is a fresh emulation."""
+    base = tmp_path / "NMNIST"
+    base.mkdir()
+    (base / "EMULATED.json").write_text("{}")
+    (base / "FINISHED.json").write_text(json.dumps({"Train": counted, "Test": 5}))
+    assert data._emulated_count(base / "Train") == (counted if counted == 0 and type(counted) is int else None)
+    assert advice in data.split_folder_problem(base / "Train")

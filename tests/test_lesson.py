@@ -89,13 +89,15 @@ def damaged(tmp_path):
 
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT; a file or a
-    pipe named as such), an empty path, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
+    pipe named as such; one of Train alone), an empty path, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
     figure and no page; the file --out named is as it was."""
     out, page = tmp_path / "figures", tmp_path / "page.md"
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
     missing_digit = write_dataset(tmp_path / "no-seven", n_train=2, n_test=1)
     shutil.rmtree(missing_digit / "Test" / "7")
+    train_only = write_dataset(tmp_path / "train-only", n_train=2, n_test=1)
+    shutil.rmtree(train_only / "Test")
     absent, pipe = tmp_path / "absent", tmp_path / "pipe"
     os.mkfifo(pipe)
     cases = [
@@ -104,6 +106,7 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--claims", "5", "--data-root", str(absent)], {}, [f"--data-root {absent} holds no N-MNIST"]),
         (["--claims", "5"], {"NMNIST_ROOT": str(absent)}, [f"$NMNIST_ROOT {absent} holds no N-MNIST"]),
         (["--claims", "5", "--data-root", str(existing)], {}, [f"--data-root {existing} is a file, not a folder"]),
+        (["--claims", "5", "--data-root", str(train_only)], {}, [f"--data-root {train_only} holds no N-MNIST"]),
         (["--claims", "5"], {"NMNIST_ROOT": str(pipe)}, [f"$NMNIST_ROOT {pipe} is a named pipe (FIFO), not a folder"]),
         (["--claims", "5", "--data-root", ""], {}, ["--data-root: an empty path: give a path"]),
         (["--out", ""], {}, ["--out: an empty path: give a path"]),

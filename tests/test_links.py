@@ -16,6 +16,7 @@ import resources
 import run
 import run_folder
 from conftest import SMALL
+from nmnist_files import write_dataset
 
 
 
@@ -217,3 +218,17 @@ def test_a_linked_table_or_figure_is_refused_before_the_report_writes_anything(t
     assert f"{paper / 'accuracy_time.png'} is a symbolic link" in capsys.readouterr().err
     assert before == {path.name: path.stat().st_mtime_ns for path in paper.iterdir() if path.suffix in (".md", ".png")}
     assert unchanged(outside)
+
+
+@pytest.mark.parametrize("required", [True, False])
+@pytest.mark.parametrize("lost", ["Test", "Train"])
+def test_a_copy_that_lost_a_split_is_refused_whether_or_not_a_download_could_follow(tmp_path, required, lost):
+    """A copy of N-MNIST without one of its split folders: no download adds the split, so the copy is
+    refused naming that folder even where a missing copy would be downloaded (train's check, not
+    required), not taken for no copy at all."""
+    root = write_dataset(tmp_path / "NMNIST", n_train=1, n_test=1).parent
+    shutil.rmtree(root / "NMNIST" / lost)
+    with pytest.raises(run_folder.UsageError) as refused:
+        resources.nmnist_recordings(root, "--data-root", required=required)
+    assert str(refused.value).startswith(f"--data-root {root}: the split folder {root / 'NMNIST' / lost} is missing")
+    assert resources.nmnist_recordings(tmp_path / "absent", "--data-root", required=False) is None

@@ -793,6 +793,25 @@ def test_resume_of_a_finished_run_names_records_larger_than_are_read(finished_ru
                                  f"--out\n"), err
 
 
+def test_a_final_json_that_differs_on_a_setting_config_json_states_is_another_runs(tmp_path, dataset, capsys):
+    """No checkpoint to tell which file is right, and final.json differs from config.json on a setting
+    config.json leaves out (its default taken) and on one it states: config.json did not merely lose
+    a setting, so final.json is named as another run's (restoring config.json from it would make this
+    run that one)."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    assert run.main(train_args(mine, dataset)) == 0
+    assert run.main(train_args(other, dataset, "--hidden", "32", "--seed", "7")) == 0
+    shutil.copyfile(other / "final.json", mine / "final.json")
+    (mine / run_folder.CHECKPOINT).unlink()
+    config = json.loads((mine / "config.json").read_text())
+    assert "hidden" not in config and config["seed"] == 1
+    before = snapshot(mine)
+    code, err = run_main(train_args(mine, dataset), capsys)
+    assert code == 2 and err.startswith(f"error: {mine / 'final.json'} is another run's (") and \
+        err.count("\n") == 1, err
+    assert snapshot(mine) == before
+
+
 @pytest.mark.parametrize("case", ["final.json another's", "config.json lost it", "no checkpoint to tell",
                                   "config.json made another's", "config.json another's",
                                   "config.json another's, the run's own settings asked"])
@@ -913,17 +932,19 @@ def test_a_folder_where_a_run_keeps_a_file_is_refused_before_any_work(finished_r
     assert snapshot(finished_run) == before
 
 
-def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run, dataset, capsys):
-    """Finite weights whose potentials would overflow (no trained run's): --resume refuses them as
-    evaluate does, rather than train on with NumPy's overflow warnings."""
+@pytest.mark.parametrize("layer", [1, 2])
+def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run, dataset, capsys, layer):
+    """Finite weights whose potentials would overflow (no trained run's), in the hidden layer or the
+    output layer: --resume refuses them as evaluate does, rather than train on with NumPy's overflow
+    warnings."""
     (finished_run / "final.json").unlink()
 
-    def change(arrays):  # each row of W1 sums to 1e38 (< 3.4e38): one frame fits, the run's 10 pass float32's largest
-        arrays["param/W1"][...] = 1e38 / arrays["param/W1"].shape[1]
+    def change(arrays):  # each row sums to 1e38 (< 3.4e38): one frame fits, the run's 10 pass float32's largest
+        arrays[f"param/W{layer}"][...] = 1e38 / arrays[f"param/W{layer}"].shape[1]
     rewrite_checkpoint(finished_run, change)
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
-    assert code == 2 and err.count("\n") == 1 and "holds weights too large for the network (layer 1's" in err, err
+    assert code == 2 and err.count("\n") == 1 and f"holds weights too large for the network (layer {layer}'s" in err, err
     assert err.endswith("they are no trained run's; train the run again with --force\n"), err
     assert snapshot(finished_run) == before
 
