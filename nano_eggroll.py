@@ -234,7 +234,9 @@ def accuracy(params, split, settings):
 
 def train(splits, settings, generations, batch_size, log_every=0):
     """EGGROLL from init_params(settings.seed) on splits.train, each generation's minibatch as
-    data.minibatch draws it. Returns the parameters and the mean fitness of the population, generation by generation."""
+    data.minibatch draws it. Returns the parameters and the mean fitness of the population, generation
+    by generation; a logged line gives that mean (the members', before the update) and the training
+    accuracy after the update."""
     params = init_params(settings.seed)
     state, history = adam_init(params), []
     for generation in range(generations):
