@@ -41,7 +41,7 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
-from interface_checks import (MAX_GENERATION, a_kind, changes_since, check_agreed, check_differences, check_finite,
+from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences, check_finite,
                               check_finite_outputs, check_formed_size, check_known, check_layer, check_noise_size,
                               check_optimiser, check_outputs_size, check_params, check_settings, check_sigma,
                               check_stepped, check_told, check_whole, fingerprint_of, fitness_array, input_array)
@@ -134,9 +134,14 @@ class Population:
     fingerprint: tuple = field(default=None, repr=False)
 
     def __post_init__(self):
-        if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)):
+        if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)
+                and (not self.pairs or 0 <= min(self.pairs) and max(self.pairs) < MAX_PAIRS)):
             raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
-                             "pairs a range): ask for one")
+                             "pairs a range in 0..2^32 - 1): ask for one")
+        check_sigma(self.sigma)  # the noise's keys and scales, as Eggroll checks them
+        check_whole("rank", self.rank, 1, None, "e.g. 1 or 4")
+        check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
+        check_whole("generation", self.generation, 0, MAX_GENERATION, "the state's")
 
     @property
     def members(self):
@@ -217,7 +222,7 @@ class Population:
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
-        with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+        with numpy.errstate(over="ignore"):  # an overflow is said once, below, not warned
             drawn_noise *= self.sigma[name]                                  # sigma E_p, in place
             members = antithetic(value, drawn_noise)
         check_finite_outputs(members, f"perturbed({name!r}): the members' values", FAR_FROM_THE_LIMIT)
@@ -239,7 +244,7 @@ class Population:
                 drawn_noise = materialise(*(factor.astype(value.dtype, copy=False) for factor in factors))[0]
             else:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
-            with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+            with numpy.errstate(over="ignore"):  # an overflow is said once, below, not warned
                 drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
             check_finite_outputs(drawn[name], f"member({index})[{name!r}]: its values", FAR_FROM_THE_LIMIT)
         return drawn
@@ -270,11 +275,14 @@ def pair_differences(shaped):
 def population_stats(fitnesses, shaped):
     """What a generation reports: mean (summed in float64) and max fitness, and the spread of the
     shaped fitnesses."""
-    with numpy.errstate(over="ignore"):
-        mean = float(fitnesses.mean(dtype="float64"))
+    with numpy.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64: inf, or inf - inf
+        mean, spread = float(fitnesses.mean(dtype="float64")), float(shaped.std())
     if not math.isfinite(mean):  # finite fitnesses near float64's largest, whose sum overflows: shares summed
         mean = float((fitnesses / fitnesses.size).sum(dtype="float64"))
-    return {"mean_fitness": mean, "max_fitness": float(fitnesses.max()), "shaped_std": float(shaped.std())}
+    if not math.isfinite(spread):  # raw fitnesses whose squares overflow: the spread of them scaled to at most 1
+        largest = float(abs(shaped).max())
+        spread = largest * float((shaped / largest).std())
+    return {"mean_fitness": mean, "max_fitness": float(fitnesses.max()), "shaped_std": spread}
 
 
 # ---------------------------------------------------------------------------------------------

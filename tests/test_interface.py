@@ -1295,7 +1295,8 @@ def test_the_newer_refusals_read_in_full():
     added.params["extra"] = np.ones(2, np.float32)
     for make, message in [
         (lambda: eggroll.Population(W, 0.1, 1, 0, 0, range(2)),
-         "a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its pairs a range): ask "
+         "a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its pairs a range in "
+         "0..2^32 - 1): ask "
          "for one"),
         (lambda: es.population_of(state, slice(0, 0)).member(0),
          "this population holds no members (a process given no pairs): ask no member of it"),
@@ -2095,3 +2096,35 @@ def test_members_beyond_their_float_type_are_refused_without_numpys_warnings():
                 make()
         assert str(refused.value) == told
     assert np.isfinite(small.ask(small.init(W)).linear("w", np.full((5, 3), 1e30, np.float32))).all()  # within range
+
+
+def test_a_generations_statistics_of_fitnesses_near_float64s_largest_are_finite_and_warn_nothing():
+    """Fitnesses whose sum or squares pass float64's range (±1.7e308, or raw ones of 1e200): the mean and
+    the spread tell's statistics report are the true ones, finite, and NumPy warns nothing."""
+    huge = np.array([1.7e308, -1.7e308, 1.7e308, -1.5e308])
+    raw = np.array([1e200, -1e200, 3e200, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = eggroll.population_stats(huge, raw)
+    assert stats["mean_fitness"] == pytest.approx(0.05e308, rel=1e-12) and stats["max_fitness"] == 1.7e308
+    assert stats["shaped_std"] == pytest.approx(1e200 * np.std([1.0, -1.0, 3.0, 0.0]), rel=1e-12)
+    small = np.array([1.0, -2.0, 0.5, 4.0], np.float32)
+    assert eggroll.population_stats(small, small) == {"mean_fitness": float(small.mean(dtype="float64")),
+                                                      "max_fitness": 4.0, "shaped_std": float(small.std())}
+
+
+@pytest.mark.parametrize("change, told", [
+    (dict(rank=0), "rank must be a whole number >= 1, got 0"), (dict(rank=1.5), "rank must be a whole number >= 1"),
+    (dict(seed=-5), "seed must be a whole number in 0..18446744073709551615, got -5"),
+    (dict(generation=2 ** 32), "generation must be a whole number in 0..4294967295"),
+    (dict(pairs=range(2 ** 32, 2 ** 32 + 1)), "its pairs a range in 0..2^32 - 1): ask for one"),
+    (dict(pairs=range(-1, 1)), "its pairs a range in 0..2^32 - 1): ask for one"),
+    (dict(sigma={"w": -1.0}), "sigma of 'w' must be a finite int or float > 0, got -1.0"),
+    (dict(sigma={"w": float("nan")}), "sigma of 'w' must be a finite int or float > 0, got nan")])
+def test_a_population_made_by_hand_is_checked_as_ask_would_make_it(change, told):
+    """A Population made by hand (not by ask) with a rank, seed, generation, pair or sigma that ask never
+    gives: one ValueError naming it, not NumPy's errors later nor a seed or pair that aliases another."""
+    made = dict(params=W, sigma={"w": 0.1}, rank=1, seed=0, generation=0, pairs=range(2))
+    eggroll.Population(**made)
+    with pytest.raises(ValueError, match=re.escape(told)):
+        eggroll.Population(**{**made, **change})
