@@ -494,19 +494,26 @@ def read_arrays(path):
     return load_npz(path, MAX_CHECKPOINT_ARRAY_BYTES)
 
 
+def checkpoint_fix(path, command="train"):
+    """What to do about the checkpoint `path` that cannot be used (damaged, or weights no run trains):
+    restore it where the run's final.json holds its results (which --force would delete), else train
+    the run again; `command` (train or reproduce) picks the advice that works for it (see prepare)."""
+    again = "train the run again in another --out" if command == "train" else \
+        f"move {path.parent} away (it is left as it is) and reproduce trains the run again there"
+    if holds_results(path.parent):
+        return (f"restore it from a copy to score the run again (its final.json holds the run's results"
+                f"{', which --force would delete' if command == 'train' else ''}), or {again}")
+    return "train the run again with --force (it deletes this run's files) or in another --out" if command == "train" \
+        else again
+
+
 def load_checkpoint(path, xp, like, identity, total_steps=None, command="train"):
     """(params, Adam state, step, step seconds, end-to-end seconds) from a checkpoint of parameters
     shaped like `like` (a params dict) and at most `total_steps` steps; a UsageError if it is
     damaged, or belongs to another run than `identity` (see `identity`; its data is compared unless
     None). A version 1 checkpoint has no identity: it is taken to belong to the run; versions 1 and
     2 have no end-to-end time (None). `command` (train or reproduce) picks the advice that works."""
-    again = "train the run again in another --out" if command == "train" else \
-        f"move {path.parent} away (it is left as it is) and reproduce trains the run again there"
-    fix = (f"restore it from a copy to score the run again (its final.json holds the run's results"
-           f"{', which --force would delete' if command == 'train' else ''}), or {again}") \
-        if holds_results(path.parent) else \
-        ("train the run again with --force (it deletes this run's files) or in another --out" if command == "train"
-         else again)  # (run_folder.prepare)
+    fix = checkpoint_fix(path, command)
 
     def damaged(problem):
         return UsageError(f"checkpoint {path} is damaged ({problem}); {fix}")

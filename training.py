@@ -165,12 +165,7 @@ def resume_point(out, resume, params, xp, total_steps, identity, time_bins, eval
     if resume and (out / CHECKPOINT).exists():
         params, state, start, step_seconds, end_to_end = run_folder.load_checkpoint(out / CHECKPOINT, xp, params,
                                                                                     identity, total_steps, command)
-        layer = too_large(params, time_bins)
-        if layer is not None:
-            raise UsageError(f"checkpoint {out / CHECKPOINT} holds weights too large for the network (layer "
-                             f"{layer}'s membrane potentials could pass float32's range): they are no trained run's; "
-                             + ("train the run again with --force" if command == "train" else
-                                f"move {out} away (it is left as it is) and reproduce trains the run again there"))
+        refuse_too_large(out / CHECKPOINT, params, time_bins, command)
     metrics_path = out / "metrics.jsonl"
     records = run_folder.metrics_until(metrics_path, start)
     check_records(metrics_path, records, step_seconds, eval_every)
@@ -196,6 +191,16 @@ def check_records(path, records, step_seconds, eval_every):
               f"the checkpoint (from generation {missing[0]}): the run goes on, and its record will lack "
               f"{'them' if len(missing) > 1 else 'it'} (a report's curve and time to an accuracy too)",
               file=sys.stderr)
+
+
+def refuse_too_large(path, params, time_bins, command="train"):
+    """A UsageError if the checkpoint `path`'s weights `params` are too large for the network of
+    `time_bins` frames (too_large), with the fix that keeps a finished run's results."""
+    layer = too_large(params, time_bins)
+    if layer is not None:
+        raise UsageError(f"checkpoint {path} holds weights too large for the network (layer {layer}'s membrane "
+                         f"potentials could pass float32's range): they are no trained run's; "
+                         f"{run_folder.checkpoint_fix(path, command)}")
 
 
 def too_large(params, time_bins):
@@ -317,7 +322,8 @@ def finished_problems(run, params, final):
         problems.append(f"{damaged} (a report reads its records): restore metrics.jsonl from a copy of the run, or "
                         f"train the run again with another --out")
     try:
-        run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, run.identity, run.total_steps)
+        stored = run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, run.identity, run.total_steps)[0]
+        refuse_too_large(run.out / CHECKPOINT, stored, run.config.time_bins)
     except UsageError as error:
         problems.append(str(error))
     return problems
@@ -602,14 +608,10 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
                                                        command=command)
     emulate.check_finished(data_root)  # an emulation of one split says how to add the other
     resources.nmnist_recordings(data_root, option)  # scoring downloads nothing: a copy is needed
+    refuse_too_large(run_dir / CHECKPOINT, params, config.time_bins, command)  # before the data is read
     splits = load_splits(data_root, config.time_bins, cache_dir)
-    try:  # finite weights too large for the network (a crafted checkpoint) overflow its potentials
-        with numpy.errstate(over="raise", invalid="raise"):
-            scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp, network=config.network)
-                      for name in ("train", "val", "test")}
-    except FloatingPointError as error:
-        raise UsageError(f"checkpoint {run_dir / CHECKPOINT} holds weights too large for the network ({error} in its "
-                         f"membrane potentials): they are no trained run's; train the run again with --force") from None
+    scores = {name: evaluate(params, getattr(splits, name), config.lif(), xp, network=config.network)
+              for name in ("train", "val", "test")}
     accuracies = {name: score[0] for name, score in scores.items()}
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)

@@ -401,3 +401,11 @@ def test_real_root_refuses_an_emulation_however_it_is_pointed_at(tmp_path, given
     root = base.parent if given == "the copy's folder" else base
     with pytest.raises(run_folder.UsageError, match="holds emulated N-MNIST"):
         training.check_real_root(str(root))
+
+
+def test_the_sides_line_counts_every_seed_of_every_run():
+    """The line under a comparison counts runs, seeds included: three seeds of one method and one of
+    another are 4 runs, not 2 names."""
+    final = {"device": "cpu (x86_64)", "data": None}
+    runs = {"eggroll-r4": [(final, None)] * 3, "bptt": [(final, None)]}
+    assert "; 4 runs; they trained on " in comparison.sides_line(runs, "they")

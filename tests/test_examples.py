@@ -128,6 +128,9 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
         status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", *options])
         assert status == 2 and capsys.readouterr() == ("", f"error: --batch-size {used + 1}: training uses {used} "
                                                            f"images; use --batch-size {used} or fewer\n")
+    status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "40",
+                           "--batch-size", "40"])  # every training image in one minibatch: taken
+    assert status == 0, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option, value, message", [

@@ -260,6 +260,12 @@ def test_a_table_path_is_a_new_or_own_md_file_never_a_folder_named_md(tmp_path):
 def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
     """toy.PNG is a PNG path, TABLE.MD a Markdown one; a folder so named, or another extension, is not."""
     assert exits.figure_file(str(tmp_path / "toy.PNG")) == tmp_path / "toy.PNG"
+    here = os.getcwd()
+    os.chdir(tmp_path)  # a bare name: a figure in the current folder
+    try:
+        assert exits.figure_file("toy.png") == Path("toy.png")
+    finally:
+        os.chdir(here)
     assert exits.markdown_file(str(tmp_path / "TABLE.MD")) == tmp_path / "TABLE.MD"
     (tmp_path / "folder.PNG").mkdir()
     for text in (str(tmp_path / "folder.PNG"), str(tmp_path / "toy.jpg")):

@@ -162,7 +162,8 @@ def test_a_broken_link_is_named_as_one_not_as_a_missing_folder(tmp_path):
 
 def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_path, trained, dataset, capsys):
     """A checkpoint whose weights are finite but near float32's largest: `evaluate` overflowed the
-    membrane potentials into NaN with only RuntimeWarnings, and printed scores; now one line."""
+    membrane potentials into NaN with only RuntimeWarnings, and printed scores; now one line, before
+    the data is read (a finished run's is told to restore it: test_run_folder.py)."""
     out = tmp_path / "run"
     shutil.copytree(trained, out)
     with np.load(out / "checkpoint.npz") as stored:
@@ -171,8 +172,9 @@ def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_
     np.savez(out / "checkpoint.npz", **arrays)
     assert run.main(["evaluate", str(out), *dataset]) == 2
     captured = capsys.readouterr()
-    one_line(2, captured.err, f"checkpoint {out / 'checkpoint.npz'} holds weights too large for the network",
-             "overflow")
+    one_line(2, captured.err, f"checkpoint {out / 'checkpoint.npz'} holds weights too large for the network (layer "
+                              f"1's membrane potentials could pass float32's range)",
+             "train the run again with --force (it deletes this run's files) or in another --out")
     assert captured.out == ""
 
 

@@ -730,3 +730,38 @@ def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
                                                    f"{out / 'final.json'} says the run finished: restore it from a "
                                                    f"copy of the run, or {report.RETRAIN}")):
         report.collect(tmp_path)
+
+
+def test_the_time_finding_names_the_most_accurate_rank_not_the_fastest_or_slowest():
+    """Of EGGROLL's ranks the finding names the most accurate, whatever their times, beside ES and BPTT."""
+    points = {"eggroll-r1": (10.0, 80.0), "eggroll-r4": (100.0, 70.0), "eggroll-r2": (5.0, 60.0),
+              "es": (200.0, 75.0), "bptt": (50.0, 90.0)}
+    assert report.time_finding(points) == ("Gradient-free eggroll-r1 80.0 % in 10 s; es 75.0 % in 200 s, bptt 90.0 % "
+                                           "in 50 s")
+
+
+def test_a_figure_whose_rename_fails_leaves_the_old_figures_digest_out_of_the_record(tmp_path, monkeypatch):
+    """A figure redrawn while a user's file holds its name, its rename failing: the record no longer
+    holds the old figure's digest, so that old figure, put back by hand later, is not taken for the
+    project's own and written over."""
+    first, second, users = (b"\x89PNG\r\n\x1a\n" + text for text in (b"first", b"second", b"the user's"))
+    path = tmp_path / "fig.png"
+    with figure_record.writing(path) as temporary:
+        temporary.write_bytes(first)
+    old = figure_record.digest(path)
+    path.write_bytes(users)
+    real_replace = os.replace
+
+    def failing_replace(source, target, *args, **kwargs):  # the figure's rename fails, the record's is done
+        if os.fspath(target) == os.fspath(path):
+            raise PermissionError(13, "Permission denied")
+        return real_replace(source, target, *args, **kwargs)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", failing_replace)
+        with pytest.raises((OSError, run_folder.UsageError)):
+            with figure_record.writing(path) as temporary:
+                temporary.write_bytes(second)
+    assert old not in figure_record.recorded(tmp_path, "").get("fig.png", set())
+    path.write_bytes(first)
+    with pytest.raises(run_folder.UsageError, match="is a file this command did not write"):
+        figure_record.refuse_unrecorded(path, "the report", "move it")

@@ -1,5 +1,6 @@
 """The command line: a killed run resumes to the very same weights, bad requests fail cleanly,
 and `reproduce` writes its tables and figures and skips finished runs."""
+import argparse
 import dataclasses
 import json
 import os
@@ -1282,3 +1283,14 @@ def test_a_run_folder_to_resume_that_cannot_be_written_is_refused_before_any_wor
     err = capsys.readouterr().err
     assert code == 2 and f"--out {out}: the folder {out} is not writable" in err and "make it writable" in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"} == before
+
+
+def test_a_deadline_of_zero_seconds_is_taken_as_its_message_allows(tmp_path, monkeypatch):
+    """--deadline must be >= 0 seconds: 0 (stop at once, every run left resumable) is taken, and the
+    work goes on with a deadline; a negative one is refused."""
+    called = []
+    monkeypatch.setattr(reproduce, "reproduce_grids", lambda opts, deadline: called.append(deadline))
+    reproduce.reproduce(argparse.Namespace(deadline=0.0, results=str(tmp_path / "results")))
+    assert len(called) == 1 and called[0] is not None
+    with pytest.raises(run_folder.UsageError, match="--deadline must be >= 0 seconds, got -0.5"):
+        reproduce.reproduce(argparse.Namespace(deadline=-0.5, results=str(tmp_path / "results")))

@@ -752,6 +752,16 @@ def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_
     assert snapshot(finished_run) == before
 
 
+def too_large_weights(path):
+    arrays = dict(np.load(path))
+    arrays["param/W1"][...] = 1e38 / arrays["param/W1"].shape[1]  # rows of 1e38: ten frames pass float32's largest
+    np.savez(path, **arrays)
+    return (f"checkpoint {path} holds weights too large for the network (layer 1's membrane potentials could pass "
+            f"float32's range): they are no trained run's; restore it from a copy to score the run again (its "
+            f"final.json holds the run's results, which --force would delete), or train the run again in another "
+            f"--out")
+
+
 def newer_version(path):
     arrays = dict(np.load(path))
     np.savez(path, **dict(arrays, version=np.int64(run_folder.CHECKPOINT_VERSION + 1)))
@@ -764,11 +774,11 @@ def newer_version(path):
     lambda path: (path.write_bytes(b"garbage"), f"checkpoint {path} is damaged (it is not a checkpoint.npz archive); "
                   f"restore it from a copy to score the run again (its final.json holds the run's results, which "
                   f"--force would delete), or train the run again in another --out")[1],
-    newer_version], ids=["not an archive", "a newer version"])
+    newer_version, too_large_weights], ids=["not an archive", "a newer version", "weights too large"])
 def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluate_refuses_it(
         finished_run, dataset, capsys, damage):
-    """A finished run's checkpoint damaged, or written by a newer version of the code (not called
-    damaged): --resume, which writes nothing, says so in its note (evaluate would score it), and
+    """A finished run's checkpoint damaged, written by a newer version of the code (not called
+    damaged), or of weights no run trains (too large for the network): --resume, which writes nothing, says so in its note (evaluate would score it), and
     evaluate refuses it in the same words; every file is as it was."""
     told = damage(finished_run / run_folder.CHECKPOINT)
     before = snapshot(finished_run)
@@ -782,8 +792,12 @@ def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluat
 
 def test_resume_of_a_finished_run_names_records_larger_than_are_read(finished_run, dataset, capsys, monkeypatch):
     """A finished run's metrics.jsonl larger than such a file holds (a stray disk image in its place):
-    --resume's note says so, rather than refusing the run whose results final.json holds."""
+    --resume's note says so, rather than refusing the run whose results final.json holds; one of
+    just that size is read."""
     size = (finished_run / "metrics.jsonl").stat().st_size
+    monkeypatch.setattr(run_folder, "MAX_METRICS_BYTES", size)
+    final = json.loads((finished_run / "final.json").read_text())
+    assert run_folder.finished_metrics_problem(finished_run, final) is None
     monkeypatch.setattr(run_folder, "MAX_METRICS_BYTES", size - 1)
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
@@ -885,7 +899,9 @@ def test_temporary_files_a_kill_left_are_removed_by_the_next_run_there(tmp_path,
     fresh.mkdir()
     (fresh / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     (fresh / "metrics.jsonl.0123abcd.tmp").write_text("half a file")
-    assert run.main(train_args(fresh, dataset, "--generations", "5")) == 0
+    code, err = run_main(train_args(fresh, dataset, "--generations", "5"), capsys)
+    assert code == 0 and err.startswith(f"note: removed 1 temporary file that a killed run left in {fresh}: "
+                                        f"metrics.jsonl.0123abcd.tmp\n"), err
     assert not (fresh / "metrics.jsonl.0123abcd.tmp").exists()
     assert (out / "config.json.tmp").read_text() == "the user's" and (out / "real.json.11111111.tmp").exists()
     assert os.readlink(out / "final.json.00000000.tmp") == str(tmp_path / "target") and \
@@ -945,7 +961,8 @@ def test_resume_from_weights_too_large_for_the_network_is_one_line(finished_run,
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 2 and err.count("\n") == 1 and f"holds weights too large for the network (layer {layer}'s" in err, err
-    assert err.endswith("they are no trained run's; train the run again with --force\n"), err
+    assert err.endswith("they are no trained run's; train the run again with --force (it deletes this run's files) "
+                        "or in another --out\n"), err
     assert snapshot(finished_run) == before
 
 
@@ -1034,6 +1051,18 @@ def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dat
                                  f"(from generation 10): the run goes on, and its record will lack it (a report's "
                                  f"curve and time to an accuracy too)\n"), err
     assert metrics.read_text().splitlines()[0] == kept
+
+
+def test_the_note_on_lost_records_counts_them_and_names_the_first(tmp_path, capsys):
+    """Records of generations 5 and 10 lost before a checkpoint at 10 (one evaluation every 5): the
+    note counts both and names the first; none lost, no note."""
+    training.check_records(tmp_path / "metrics.jsonl", [], [1.0] * 10, 5)
+    assert capsys.readouterr().err == (f"note: {tmp_path / 'metrics.jsonl'} holds no record of 2 generations "
+                                       f"evaluated before the checkpoint (from generation 5): the run goes on, and its "
+                                       f"record will lack them (a report's curve and time to an accuracy too)\n")
+    training.check_records(tmp_path / "metrics.jsonl", [{"generation": 5, "wall_seconds": 5.0},
+                                                         {"generation": 10, "wall_seconds": 10.0}], [1.0] * 10, 5)
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("loss", ["another run's", "emptied", "deleted"])
