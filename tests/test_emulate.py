@@ -249,7 +249,8 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
     strays = [test / "3" / f"9999{k}.bin" for k in range(3)]
     for stray in strays:
         stray.write_bytes(recording)
-    with pytest.warns(UserWarning):
+    with warnings.catch_warnings():  # refused in one line: no warning about the MNIST files first
+        warnings.simplefilter("error")
         assert run.main(emulate_command(tmp_path, "--split", "test")) == 2
     assert f"{strays[0]} is not a recording this emulation makes (its digit or number is not MNIST's), nor are 2 " \
            f"more; move them out of " in capsys.readouterr().err  # the one named and the others, counted
