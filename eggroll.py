@@ -41,10 +41,11 @@ from backend import array_module_of
 from distributed import ALONE
 import gpu
 from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
-from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences, check_finite,
-                              check_finite_outputs, check_formed_size, check_known, check_layer, check_noise_size,
-                              check_optimiser, check_outputs_size, check_params, check_settings, check_sigma,
-                              check_stepped, check_told, check_whole, fingerprint_of, fitness_array, input_array)
+from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences,
+                              check_finite, check_finite_outputs, check_finite_params, check_formed_size, check_known,
+                              check_layer, check_noise_size, check_optimiser, check_outputs_size, check_params,
+                              check_settings, check_sigma, check_stepped, check_told, check_whole, fingerprint_of,
+                              fitness_array, input_array)
 import noise
 import optim
 
@@ -368,10 +369,7 @@ class Eggroll:
             raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
         self.check(params)
-        not_finite = [name for name, value in params.items() if not bool(array_module_of(value).isfinite(value).all())]
-        if not_finite:
-            raise ValueError(f"parameter {not_finite[0]!r} holds NaN or inf: EGGROLL steps finite parameters; "
-                             f"give it finite starting values")
+        check_finite_params(params, "give it finite starting values")
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
         return State(params, optim.init(params), 0)
@@ -386,6 +384,8 @@ class Eggroll:
         team, every process calls it (they compare their settings, parameters and generation)."""
         check_state(state)
         self.check(state.params)
+        check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
+                                          "since init or tell; ask with the State that init or tell returned")
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
         check_agreed(self, fingerprint[1], state.generation)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK), fingerprint)

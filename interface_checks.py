@@ -372,6 +372,14 @@ def check_noise_size(pairs, name, value, rank):
                                                        "distributed.team)")
 
 
+def check_finite_params(params, fix):
+    """ValueError "parameter <name> holds NaN or inf: EGGROLL steps finite parameters; <fix>" for the
+    first parameter that holds one."""
+    for name, value in params.items():
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise ValueError(f"parameter {name!r} holds NaN or inf: EGGROLL steps finite parameters; {fix}")
+
+
 class FloatOverflow(ValueError):
     """Members' values or outputs beyond their float type's range (check_finite_outputs), from finite
     inputs: steps too large, say, for a caller that tells the user which setting to lower."""

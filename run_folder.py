@@ -651,8 +651,10 @@ def prepare(out, config, resume, force, command="train"):
                            f"holds its settings under \"config\"); else " if unstated else ""
             raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); {unstated_fix}"
                              f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
-        if resume and finished:
-            check_final_record(out, config, damaged_too=False)  # a damaged one is what --resume rewrites
+        damaged = resume and finished and check_final_record(out, config, damaged_too=False)
+        if damaged:  # what --resume rewrites
+            print(f"note: {damaged}: --resume scores the run again from its checkpoint and writes it anew",
+                  file=sys.stderr)
         if not resume:
             if finished:
                 check_final_record(out, config)
@@ -753,19 +755,20 @@ def finished_metrics_problem(out, final):
 
 def check_final_record(out, config, damaged_too=True):
     """UsageError unless out/final.json is an intact record of the run `config` (config.json's): a
-    damaged one (unless not `damaged_too`), or another run's copied in, is not this run's results."""
+    damaged one, or another run's copied in, is not this run's results. Not `damaged_too`: a damaged
+    one is said ("<path> is damaged (...)", returned), not refused."""
     path, wanted = out / "final.json", run_config.stored(config)
     rescore = f"{resume_command(out, config)} scores the run again from its checkpoint and rewrites it" \
         if (out / CHECKPOINT).is_file() else "use another --out to train the run again"
     try:
         final = read_json(path, rescore)
-    except UsageError:
+    except UsageError as error:
         if damaged_too:
             raise
-        return
+        return str(error).split("; ")[0]
     problem = final_problem(final) if isinstance(final, dict) else "not a JSON object"
     if problem and not damaged_too:
-        return
+        return f"{path} is damaged ({problem})"
     if problem:
         raise UsageError(f"{path} is damaged ({problem}), so this finished run has no results; {rescore}")
     held = run_config.stored(run_config.from_stored(final["config"]))

@@ -2128,3 +2128,18 @@ def test_a_population_made_by_hand_is_checked_as_ask_would_make_it(change, told)
     eggroll.Population(**made)
     with pytest.raises(ValueError, match=re.escape(told)):
         eggroll.Population(**{**made, **change})
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_parameters_made_non_finite_after_init_are_refused_at_ask(bad):
+    """A NaN or inf written into the state's parameters after init: ask names the parameter and that no
+    step makes one, not a later overflow blamed on sigma or the learning rate."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": np.ones((2, 3), np.float32), "b": np.zeros(2, np.float32)})
+    es.ask(state)
+    state.params["b"][1] = bad
+    with pytest.raises(ValueError) as refused:
+        es.ask(state)
+    assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no step makes one "
+                                  "(tell refuses it): the state's parameters were changed since init or tell; ask with "
+                                  "the State that init or tell returned")

@@ -497,9 +497,16 @@ def test_a_damaged_final_json_beside_its_checkpoint_names_the_command_that_rewri
     command = message.split("`")[1].split()
     assert command[:2] == ["python", "run.py"] and "(with the --data-root it trained on)" in message
     checkpoint = (folder / run_folder.CHECKPOINT).read_bytes()
-    assert run.main(command[2:] + ["--quiet", *dataset]) == 0
+    code, err = run_main(command[2:] + ["--quiet", *dataset], capsys)
+    assert code == 0 and err.startswith(f"note: {folder / 'final.json'} is not valid JSON (") and err.endswith(
+        "): --resume scores the run again from its checkpoint and writes it anew\n"), err  # said, not done silently
     assert json.loads((folder / "final.json").read_text())["test_acc"] == json.loads(final)["test_acc"]
     assert (folder / run_folder.CHECKPOINT).read_bytes() == checkpoint
+    (folder / "final.json").write_text(json.dumps(dict(json.loads(final), test_acc=2.0)))
+    code, err = run_main(command[2:] + ["--quiet", *dataset], capsys)
+    assert code == 0 and err == (f"note: {folder / 'final.json'} is damaged (test_acc must be a number in [0, 1], got "
+                                 f"2.0): --resume scores the run again from its checkpoint and writes it anew\n"), err
+    assert json.loads((folder / "final.json").read_text())["test_acc"] == json.loads(final)["test_acc"]
 
 
 def test_resume_where_there_is_nothing_to_resume_starts_the_run_and_says_so(tmp_path, dataset, capsys):
