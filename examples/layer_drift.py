@@ -64,7 +64,10 @@ def drift(run_dir):
     walk = noise_walk(config.lr, config.lr_schedule, config.generations)
     rows = []
     for name in sorted(name for name in start if name.startswith("W")):
-        moved = float(np.sqrt(((params[name] - start[name]) ** 2).mean()))
+        with np.errstate(over="ignore"):  # weights far from any trained run's: squares beyond float32
+            moved = float(np.sqrt(((params[name] - start[name]) ** 2).mean()))
+        if not math.isfinite(moved):  # measured in float64 instead, where float32's squares overflow
+            moved = float(np.sqrt(((params[name].astype(np.float64) - start[name]) ** 2).mean()))
         rows.append({"run": run_dir.name, "network": str(config.network), "generations": config.generations,
                      "weights": name, "size": "×".join(map(str, start[name].shape)), "moved": moved,
                      "noise_walk": walk, "coherent": math.sqrt(max(moved ** 2 - walk ** 2, 0.0))})

@@ -6,11 +6,13 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -437,6 +439,16 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
         assert row["noise_walk"] == drift.noise_walk(0.1, config.lr_schedule, 3) and row["moved"] > 0
         assert row["coherent"] == pytest.approx(np.sqrt(max(row["moved"] ** 2 - row["noise_walk"] ** 2, 0)))
     assert (tmp_path / "drift.md").read_text() == drift.table(rows) and f"| {rows[0]['moved']:.3f} |" in done.stdout
+    far = tmp_path / "far"  # finite weights of 1e30, whose float32 squares overflow: measured, not inf, no warning
+    shutil.copytree(run, far)
+    arrays = dict(np.load(far / "checkpoint.npz"))
+    arrays["param/W3"] = np.full_like(arrays["param/W3"], 1e30)
+    np.savez(far / "checkpoint.npz", **arrays)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        moved = {row["weights"]: row["moved"] for row in drift.drift(far)}
+    assert moved["W3"] == pytest.approx(np.sqrt(((1e30 - start["W3"].astype(np.float64)) ** 2).mean()))
+    assert moved["W1"] == rows[0]["moved"]
     refused = subprocess.run(command[:2] + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "holds no trained run" in refused.stderr
     (run / "final.json").rename(tmp_path / "final.json")  # as a run that has not finished
