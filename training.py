@@ -364,6 +364,11 @@ def set_up(config, out, team, progress, command):
         if config.batch_size > len(splits.train) and team.rank == 0 and command == "train":
             print(f"note: --batch-size {config.batch_size} is more than the training split's {len(splits.train)} "
                   f"recordings: every minibatch is the whole split", file=sys.stderr)
+        elif config.batch_size * config.batch_growth > len(splits.train) and team.rank == 0 and command == "train":
+            largest = config.batch_size * config.batch_growth
+            print(f"note: --batch-growth {config.batch_growth} grows the minibatch to {largest:,} recordings by the "
+                  f"last generation, more than the training split's {len(splits.train)}: the larger minibatches score "
+                  f"recordings more than once", file=sys.stderr)
         lif = config.lif()
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         step = method_step(config, lif, team, total_steps)

@@ -286,10 +286,17 @@ def test_the_root_or_the_home_folder_is_no_run_folder(tmp_path, dataset, capsys,
 
 
 def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, capsys):
-    """--batch-size above the training split's size trains on the whole split each step, and says so."""
+    """--batch-size above the training split's size trains on the whole split each step, and says so;
+    so does a --batch-growth that takes the minibatch past the split by the last generation."""
     code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
     assert code == 0 and re.fullmatch(r"note: --batch-size 100000 is more than the training split's \d+ recordings: "
                                       r"every minibatch is the whole split\n", err), err
+    code, err = run_main(train_args(tmp_path / "grown", dataset, "--batch-size", "16", "--batch-growth", "64"), capsys)
+    assert code == 0 and re.fullmatch(r"note: --batch-growth 64 grows the minibatch to 1,024 recordings by the last "
+                                      r"generation, more than the training split's \d+: the larger minibatches score "
+                                      r"recordings more than once\n", err), err
+    code, err = run_main(train_args(tmp_path / "within", dataset, "--batch-size", "4", "--batch-growth", "2"), capsys)
+    assert code == 0 and err == "", err
 
 
 def test_a_minibatch_of_the_whole_split_is_no_note_nor_is_a_reproduce_run(tmp_path, dataset, capsys):
