@@ -121,12 +121,13 @@ def load(folder, unofficial_means="their recordings are not the project's emulat
             sha256[name] = hashlib.sha256(raw).hexdigest()
             arrays.append(parse(raw, path))
         images, labels = arrays
+        read_from = [path_of(folder, name) for name in names]  # name.gz where there is one: the file read
         if len(images) == 0:  # a split of no image: nothing to train or score on
-            raise data.BadDataError(f"{path_of(folder, names[0])} holds no images; replace it with the official "
-                                    f"MNIST file")
+            raise data.BadDataError(f"{read_from[0]} holds no images; replace it with the official MNIST file")
         if len(images) != len(labels):
-            raise data.BadDataError(f"{folder}: {names[0]} holds {len(images)} images but {names[1]} "
-                                    f"{len(labels)} labels; replace them with the official MNIST files")
+            raise data.BadDataError(f"{folder}: {read_from[0].name} holds {len(images)} images but "
+                                    f"{read_from[1].name} {len(labels)} labels; replace them with the official MNIST "
+                                    f"files")
         splits[split] = images, labels
     unofficial = [name for name in NAMES if sha256[name] != OFFICIAL_SHA256[name]]
     if unofficial:

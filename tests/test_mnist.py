@@ -96,7 +96,8 @@ def test_files_that_are_not_mnist_are_refused_in_one_line(tmp_path, gzipped):
         shutil.copyfile(gzipped / f"{name}.gz", tmp_path / f"{name}.gz")
     (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(labels[:4] + (20).to_bytes(4, "big")
                                                                        + labels[8:28], mtime=0))
-    with pytest.raises(data.BadDataError, match="21 images but t10k-labels-idx1-ubyte 20 labels"):
+    with pytest.raises(data.BadDataError, match="t10k-images-idx3-ubyte.gz holds 21 images but "
+                                                "t10k-labels-idx1-ubyte.gz 20 labels"):  # the files read, named
         mnist.load(tmp_path)
 
 
