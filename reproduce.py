@@ -152,6 +152,10 @@ def check_reproduce(opts, grids):
     resources.check_writable(opts.results, "--results", folder=True)
     for results_dir, _, _ in grids:  # a user's file under a table's or a figure's name is never replaced
         report.refuse_foreign_files(results_dir)
+        odd = data.not_a_folder(results_dir / "runs")
+        if odd:  # where the preset's runs are kept, and the report reads them
+            raise UsageError(f"{results_dir / 'runs'} is {odd}, where reproduce keeps the preset's runs: move it "
+                             f"out of {results_dir}, then run reproduce again")
     if opts.report_only and not any(has_finished_run(results_dir) for results_dir, _, _ in grids):
         folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
         raise UsageError(f"--report-only: no run in {folders} has finished, so there is nothing to report; drop "

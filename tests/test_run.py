@@ -324,12 +324,21 @@ def test_reproduce_spike_cost_prices_the_paper_runs_and_is_todays_run_at_cost_0(
 
 def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(tmp_path, dataset, capsys):
     """--report-only never trains; where no run has finished there is nothing to report: one line,
-    and no table of empty cells."""
+    and no table of empty cells; a file where the runs are kept is named as such."""
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", "--report-only"]
     code, err = run_main(args, capsys)
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
     assert list(tmp_path.iterdir()) == []
+    (tmp_path / "quick").mkdir()
+    (tmp_path / "quick" / "runs").write_text("the user's")  # a file where the runs are kept: named, with or without
+    for options in (args, args[:-1] + dataset):             # --report-only, before anything is trained or written
+        code, err = run_main(options, capsys)
+        assert code == 2 and err == (f"error: {tmp_path / 'quick' / 'runs'} is a file, not a folder, where reproduce "
+                                     f"keeps the preset's runs: move it out of {tmp_path / 'quick'}, then run "
+                                     f"reproduce again\n"), err
+        assert (tmp_path / "quick" / "runs").read_text() == "the user's" and len(list(tmp_path.rglob("*"))) == 2
+    shutil.rmtree(tmp_path / "quick")
     write_preset_run(tmp_path / "quick", "quick", "es", 1)
     assert run.main(args) == 0
     assert [p.name for p in (tmp_path / "quick" / "runs").iterdir()] == ["es-seed1"]
