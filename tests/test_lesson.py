@@ -89,7 +89,7 @@ def damaged(tmp_path):
 
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT; a file or a
-    pipe named as such; one of Train alone), an empty path, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
+    pipe named as such; one of Train alone), an empty path, a run folder for the figures or the page, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
     figure and no page; the file --out named is as it was."""
     out, page = tmp_path / "figures", tmp_path / "page.md"
     existing = tmp_path / "a-file"
@@ -98,7 +98,9 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     shutil.rmtree(missing_digit / "Test" / "7")
     train_only = write_dataset(tmp_path / "train-only", n_train=2, n_test=1)
     shutil.rmtree(train_only / "Test")
-    absent, pipe = tmp_path / "absent", tmp_path / "pipe"
+    absent, pipe, a_run = tmp_path / "absent", tmp_path / "pipe", tmp_path / "a-run"
+    a_run.mkdir()
+    (a_run / ".eggroll-run").write_text("a run folder")
     os.mkfifo(pipe)
     cases = [
         (["--out", str(existing)], {}, [f"--out {existing} is a file, not a folder"]),
@@ -110,6 +112,9 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--claims", "5"], {"NMNIST_ROOT": str(pipe)}, [f"$NMNIST_ROOT {pipe} is a named pipe (FIFO), not a folder"]),
         (["--claims", "5", "--data-root", ""], {}, ["--data-root: an empty path: give a path"]),
         (["--out", ""], {}, ["--out: an empty path: give a path"]),
+        (["--out", str(a_run)], {}, [f"{a_run} is a run folder of this project", "; choose another --out"]),
+        (["--page", str(a_run / "page.md")], {}, [f"{a_run} is a run folder of this project",
+                                                  "; choose another --page"]),
         (["--claims", "5", "--data-root", str(damaged[0])], {}, [str(damaged[1]), "not a multiple of 5"]),
         (["--claims", "5", "--data-root", str(missing_digit)], {}, [str(missing_digit / "Test" / "7"), "missing"]),
         (["--claims", "6"], {}, ["--claims", "see lesson.py --help"]),

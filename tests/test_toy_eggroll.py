@@ -201,3 +201,20 @@ def test_the_toy_never_draws_inside_an_nmnist_copy(tmp_path, inside):
                                                     f"{a_data_folder}, which the project only reads; give another "
                                                     f"--out\n")
     assert sorted(copy.rglob("*")) == before
+
+
+@pytest.mark.parametrize("inside", [".", "figures"])
+def test_the_toy_never_draws_in_a_run_folder(tmp_path, inside):
+    """A figure in a run folder (it holds the project's mark), or a folder inside one: refused in one
+    line before any work, nothing written there."""
+    run = tmp_path / "run"
+    (run / "figures").mkdir(parents=True)
+    (run / ".eggroll-run").write_text("a run folder")
+    folder = run / inside if inside != "." else run
+    done = subprocess.run([sys.executable, str(ROOT / "toy_eggroll.py"), "--out", str(folder / "toy.png")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    where = "is" if inside == "." else f"lies inside {run},"
+    assert done.returncode == 2 and done.stderr == (f"error: {folder} {where} a run folder of this project (it holds "
+                                                    f".eggroll-run): a run folder holds its run's files only; give "
+                                                    f"another --out\n")
+    assert sorted(path.name for path in run.rglob("*")) == [".eggroll-run", "figures"]
