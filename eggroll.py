@@ -136,7 +136,7 @@ class Population:
 
     def __post_init__(self):
         if not (isinstance(self.sigma, dict) and set(self.sigma) == set(self.params) and isinstance(self.pairs, range)
-                and (not self.pairs or 0 <= min(self.pairs) and max(self.pairs) < MAX_PAIRS)):
+                and all(0 <= end < MAX_PAIRS for end in (*self.pairs[:1], *self.pairs[-1:]))):  # a range's ends bound it
             raise ValueError("a Population is made by Eggroll.ask (its sigma {name: float} for every parameter, its "
                              "pairs a range in 0..2^32 - 1): ask for one")
         check_sigma(self.sigma)  # the noise's keys and scales, as Eggroll checks them
