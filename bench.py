@@ -202,6 +202,7 @@ def check_request(opts, team=distributed.ALONE):
     methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
     if opts.json:
         resources.check_writable(opts.json, "--json")
+        run_folder.refuse_run_folder(os.path.dirname(opts.json) or ".", "give --json a path outside it")
         resources.refuse_data_folder(os.path.dirname(opts.json) or ".", "give --json a path outside it",
                                      what="where a benchmark's JSON goes")
         exits.refuse_foreign_file(opts.json, re.compile(rb'\{\s*"machine": '), "a benchmark's JSON",

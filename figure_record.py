@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import os
 import re
-from pathlib import Path
 
 import data
 import run_folder
@@ -57,7 +56,7 @@ def refuse_unrecorded(path, who, instead):
     writer refuses it), passes."""
     check_name(path)
     refuse_data_folder(path.parent, instead)
-    refuse_run_folder(path.parent, instead)
+    run_folder.refuse_run_folder(path.parent, instead)
     held = recorded(path.parent, instead)
     if os.path.isfile(path) and not os.path.islink(path) and digest(path) not in held.get(path.name, ()):
         raise UsageError(f"{path} is a file this command did not write (not a figure {who} drew: its {RECORD} does "
@@ -70,18 +69,6 @@ def refuse_data_folder(folder, instead):
     problem = data.data_folder_problem(folder)
     if problem is not None:
         raise UsageError(f"{problem}; {instead}")
-
-
-def refuse_run_folder(folder, instead):
-    """A UsageError ending with `instead` (the fix) if `folder` is, or lies inside, a run folder of the
-    project (it holds run_folder.RUN_MARK), which holds its run's files only."""
-    where = os.path.abspath(folder)
-    run = next((above for above in (where, *map(str, Path(where).parents)) if run_folder.is_run_folder(Path(above))),
-               None)
-    if run is not None:
-        place = "is" if run == where else f"lies inside {run},"
-        raise UsageError(f"{folder} {place} a run folder of this project (it holds {run_folder.RUN_MARK}): a run folder "
-                         f"holds its run's files only; {instead}")
 
 
 def check_name(path):

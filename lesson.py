@@ -781,7 +781,7 @@ def check_what_is_written(args):
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
     writable_folder_above(args.out, "--out")
     figure_record.refuse_data_folder(args.out, "choose another --out")
-    figure_record.refuse_run_folder(args.out, "choose another --out")
+    run_folder.refuse_run_folder(args.out, "choose another --out")
     if args.page is not None:
         if args.page.is_dir():
             fail(f"--page {args.page} is a folder; give the path of a markdown file")
@@ -793,7 +793,7 @@ def check_what_is_written(args):
             fail(f"--page {args.page} is not a markdown page; give the path of a file ending in .md")
         writable_folder_above(args.page.parent, "--page")
         figure_record.refuse_data_folder(args.page.parent, "choose another --page")
-        figure_record.refuse_run_folder(args.page.parent, "choose another --page")
+        run_folder.refuse_run_folder(args.page.parent, "choose another --page")
     figure_paths = [args.out / FIGURES[claim] for claim in args.claims]
     for path in [*figure_paths, args.out / figure_record.RECORD] + [args.page] * (args.page is not None):
         if path.is_symlink():  # nothing is written through a link (run_folder.writing)

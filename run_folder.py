@@ -851,6 +851,18 @@ def is_run_folder(out):
     return not os.path.islink(out / RUN_MARK) and (out / RUN_MARK).is_file()
 
 
+def refuse_run_folder(folder, instead):
+    """A UsageError ending with `instead` (the fix) if `folder` is, or lies inside, a run folder of the
+    project (it holds RUN_MARK), which holds its run's files only."""
+    where = os.path.abspath(folder)
+    run = next((above for above in (where, *map(str, Path(where).parents)) if is_run_folder(Path(above))),
+               None)
+    if run is not None:
+        place = "is" if run == where else f"lies inside {run},"
+        raise UsageError(f"{folder} {place} a run folder of this project (it holds {RUN_MARK}): a run folder "
+                         f"holds its run's files only; {instead}")
+
+
 def run_files(out):
     """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
     makes for them (<name>.<8 hex digits>.tmp; a user's <name>.tmp is not one)."""

@@ -35,7 +35,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import snn                                # noqa: E402
     import snn_eggroll                        # noqa: E402
     import training                           # noqa: E402
-    from run_folder import write_atomically  # noqa: E402
+    from run_folder import refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command\n")
     sys.exit(130)
@@ -176,6 +176,7 @@ def main(argv=None):
         if config.rank_problem(max(opts.ranks), network, "--ranks"):
             raise exits.UsageError(config.rank_problem(max(opts.ranks), network, "--ranks"))
         if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
+            refuse_run_folder(opts.out, "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.jsonl", b'{"network": ',
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",

@@ -30,7 +30,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import snn_eggroll                   # noqa: E402
     from backend import DEVICES, array_module, device_name  # noqa: E402
     from bench import INPUT_DENSITY, REFERENCE, time_calls  # noqa: E402
-    from run_folder import write_atomically  # noqa: E402
+    from run_folder import refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command\n")
     sys.exit(130)
@@ -79,6 +79,8 @@ def main():
     opts = parser.parse_args()
 
     def command():
+        if opts.out:
+            refuse_run_folder(opts.out.parent, "give another --out")
         exits.refuse_foreign_file(opts.out, re.compile(rb"[^\n]*; \d+ members, rank \d+, minibatch "), "this table",
                                   "give another --out")
         xp = array_module(opts.device)

@@ -91,6 +91,8 @@ def main(argv=None):
     opts = parser.parse_args(argv)
 
     def command():
+        if opts.out:
+            run_folder.refuse_run_folder(opts.out.parent, "give another --out")
         exits.refuse_foreign_file(opts.out, HEADER.encode(), "this table", "give another --out")
         text = table([row for run in opts.runs for row in drift(run)])
         if opts.out:

@@ -28,7 +28,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import resources                             # noqa: E402
     import snn                                   # noqa: E402
     import training                              # noqa: E402
-    from run_folder import RUN_MARK, write_atomically  # noqa: E402
+    from run_folder import RUN_MARK, refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command to continue (finished runs are left as they are)\n")
     sys.exit(130)
@@ -164,6 +164,7 @@ def main():
         setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
 
     def command():
+        refuse_run_folder(opts.out, "give another --out")
         exits.refuse_foreign_file(opts.out / "table.md", b"| method | network | ", "this table", "give another --out")
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after

@@ -31,7 +31,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     sys.path.insert(0, str(ROOT))  # the project's modules
     import eggroll                          # noqa: E402
     import exits                            # noqa: E402
-    from run_folder import write_atomically  # noqa: E402
+    from run_folder import refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command\n")
     sys.exit(130)
@@ -288,6 +288,7 @@ def main():
         if missing:
             print(f"left out: {', '.join(f'{METHODS[m]} ({LIBRARIES[m]} is not installed)' for m in missing)}; "
                   f"pip install {' '.join(LIBRARIES[m] for m in missing)} to compare them too", file=sys.stderr)
+        refuse_run_folder(opts.out, "give another --out")
         check_records(opts.out, opts.hidden, methods, wanted)
         (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:

@@ -857,6 +857,32 @@ def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command,
     assert (tmp_path / victim).read_text() == "my notes\n"
 
 
+@pytest.mark.parametrize("command, given", [
+    (["examples/layer_drift.py", "{tmp}/other", "--out", "{run}/drift.md"], "{run}"),
+    (["examples/depth_speed.py", "--out", "{run}/inside/speed.md"], "{run}/inside"),
+    (["examples/depth_signal.py", "--data-root", "nowhere", "--hidden", "12,6", "--out", "{run}"], "{run}"),
+    (["examples/snn_depth.py", "--data-root", "nowhere", "--out", "{run}/inside"], "{run}/inside"),
+    (["examples/versus_libraries.py", "--out", "{run}"], "{run}"),
+    (["run.py", "bench", "--json", "{run}/bench.json"], "{run}"),
+])
+def test_no_table_or_record_is_written_into_a_run_folder(tmp_path, command, given):
+    """A run folder (it holds the project's mark) holds its run's files only: a table, records or a
+    benchmark's JSON aimed at it or inside it is one line naming the run folder, exit status 2, before
+    any work, nothing written there."""
+    run = tmp_path / "run"
+    (run / "inside").mkdir(parents=True)
+    (run / ".eggroll-run").write_text("a run folder")
+    before = sorted(run.rglob("*"))
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path, run=run) for part in command]],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    place = "is" if given == "{run}" else f"lies inside {run},"
+    last = done.stderr.splitlines()[-1]  # versus_libraries says first which libraries it leaves out
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") <= 2, done.stderr
+    assert last == (f"error: {given.format(run=run)} {place} a run folder of this project (it holds .eggroll-run): "
+                    f"a run folder holds its run's files only; give {'--json a path outside it' if 'bench' in command else 'another --out'}"), last
+    assert sorted(run.rglob("*")) == before
+
+
 @pytest.mark.parametrize("command", [["run.py", "evaluate", "{tmp}/run"], ["examples/depth_signal.py"]])
 def test_missing_data_is_advised_what_the_command_can_do(tmp_path, command):
     """evaluate and depth_signal.py download nothing: a --data-root without N-MNIST is one line that
