@@ -4,6 +4,7 @@ scoring of a trained run on another N-MNIST copy.
 """
 import concurrent.futures
 import contextlib
+import itertools
 import dataclasses
 import json
 import math
@@ -178,11 +179,12 @@ def check_records(path, records, step_seconds, eval_every):
     `step_seconds`: a UsageError where one is another run's (its wall_seconds, the sum of the step
     times up to its generation, is not this run's), a note naming those missing (one every
     `eval_every` steps) and what that leaves out."""
+    elapsed = [0, *itertools.accumulate(step_seconds)]  # elapsed[g]: sum(step_seconds[:g]), the same bits
     for number, record in enumerate(records, 1):
-        if "wall_seconds" in record and record["wall_seconds"] != sum(step_seconds[:record["generation"]]):
+        if "wall_seconds" in record and record["wall_seconds"] != elapsed[record["generation"]]:
             raise UsageError(f"{path} line {number} is not a record of the run in its folder: its wall_seconds, "
                              f"{record['wall_seconds']}, are not the checkpoint's time to generation "
-                             f"{record['generation']}, {sum(step_seconds[:record['generation']])}; put this run's "
+                             f"{record['generation']}, {elapsed[record['generation']]}; put this run's "
                              f"metrics.jsonl back, or move that one away to go on without the records before the "
                              f"checkpoint")
     missing = sorted(set(range(eval_every, len(step_seconds) + 1, eval_every)) - {r["generation"] for r in records})
