@@ -147,7 +147,8 @@ def population_forward(params, perturbations, x, settings):
     # Layer 1: every member sees the same frames, so x W1^T + b1 is computed once, and x B_p for every
     # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
-    xB = (x @ B_W1.reshape(P * r, n_in).T).reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r)
+    xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; column p r + j: x times column j of B_p
+    xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
@@ -264,8 +265,8 @@ def seed_of(args):
         return Settings.seed
     args = args[0].split("=", 1) if len(args) == 1 and args[0].startswith("--seed=") else args  # --seed=2 too
     if len(args) == 2 and args[0] == "--seed":
-        digits = args[1].isascii() and args[1].isdigit()  # not a superscript or another script's digits
-        if digits and int(args[1]) < 2 ** 63:
+        # ASCII digits only: not a superscript or another script's digits
+        if args[1].isascii() and args[1].isdigit() and int(args[1]) < 2 ** 63:
             return int(args[1])
         raise exits.UsageError(f"--seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {args[1]!r}")
     raise exits.UsageError(f"nano_eggroll.py takes one option, --seed SEED (got {' '.join(args)}); its other "
