@@ -366,7 +366,16 @@ class Team(Alone):
             except (OSError, ValueError):  # closed, or a full disk: nothing more can be said
                 pass
         time.sleep(TOGETHER + FORWARD + 1.0 if quiet else FORWARD)
-        self.comm.Abort(code)
+        # MPI_Abort prints a line of its own ("Abort(1) on node 0 ...") after the one that says why: it
+        # goes to the null device (put back should Abort return, as a simulated team's raises SystemExit)
+        kept, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        try:
+            self.comm.Abort(code)
+        finally:
+            os.dup2(kept, 2)
+            os.close(kept)
 
 
 def team(update):
