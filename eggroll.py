@@ -43,7 +43,7 @@ import gpu
 from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
 from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences,
                               check_finite, check_finite_outputs, check_finite_params, check_formed_size, check_known,
-                              check_layer, check_noise_size, check_optimiser, check_outputs_size, check_params,
+                              check_layer, check_noise_size, check_optimiser, check_params, check_params_size,
                               check_settings, check_sigma, check_stepped, check_told, check_whole, fingerprint_of,
                               fitness_array, input_array)
 import noise
@@ -189,9 +189,8 @@ class Population:
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
         are first made the weight's; integers it cannot hold exactly are refused)."""
-        x = input_array(x, self.params, name, self.members)
+        x = input_array(x, self.params, name, self.members)  # the outputs' size checked too
         w = self.params[name]
-        check_outputs_size(self.members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), x.dtype)
         xp = array_module_of(x)
         with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
             rows, B = self.rows(name, bias, x.dtype)
@@ -369,6 +368,7 @@ class Eggroll:
             raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: use e.g. "
                              f"{{'W1': W1, 'b1': b1}}")
         self.check(params)
+        check_params_size(params)
         check_finite_params(params, "give it finite starting values")
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
@@ -404,7 +404,8 @@ class Eggroll:
         check_told(self, state.generation)
         fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
         shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
-        with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
+        # raw differences beyond float32's range are refused just below; those below its smallest are 0
+        with numpy.errstate(over="ignore", under="ignore"):
             differences = check_differences(pair_differences(shaped))
         summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
         with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below

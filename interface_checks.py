@@ -218,9 +218,9 @@ def dense(value, name):
 
 
 def a_kind(value):
-    """"a list", "an int", "a NumPy array", "an array.array": the article and the name of value's type, for a
-    message."""
-    if isinstance(value, numpy.ndarray):
+    """"a list", "an int", "a NumPy array", "a numpy.matrix", "an array.array": the article and the name of
+    value's type, for a message."""
+    if type(value) is numpy.ndarray:
         return "a NumPy array"
     kind = type(value).__name__ if type(value).__module__ == "builtins" else \
         f"{type(value).__module__}.{type(value).__name__}"  # array.array, decimal.Decimal: not the builtins
@@ -264,8 +264,7 @@ def check_optimiser(state):
     for name, value in state.params.items():
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = optimiser[moment].get(name)  # (None: no moments of the parameter, said below)
-            if values is not None and (getattr(values, "dtype", None) != value.dtype
-                                       or array_module_of(values) is not array_module_of(value)):
+            if values is not None and (getattr(values, "dtype", None) != value.dtype or type(values) is not type(value)):
                 raise ValueError(f"Adam's {what} of parameter {name!r} is {array_kind(values)}, not {array_kind(value)} as "
                                  f"the parameter: tell a State that init or tell returned, or, restoring one "
                                  f"from a file, give each moment as its parameter's array type and dtype (e.g. "
@@ -372,6 +371,15 @@ def check_noise_size(pairs, name, value, rank):
                                                        "distributed.team)")
 
 
+def check_params_size(params):
+    """ValueError, before any copy, if a parameter, its copy and Adam's two moments of it (init's state)
+    would not fit in this machine's RAM: a broadcast view or a file's memmap may declare more."""
+    for name, value in params.items():
+        refuse_beyond_ram(f"parameter {name!r} of shape {tuple(value.shape)} in {value.dtype} would be held "
+                          f"with Adam's two moments of it", 3 * value.size * value.dtype.itemsize, "in all",
+                          "give a smaller parameter, or split it into several")
+
+
 def check_finite_params(params, fix):
     """ValueError "parameter <name> holds NaN or inf: EGGROLL steps finite parameters; <fix>" for the
     first parameter that holds one."""
@@ -437,6 +445,8 @@ def fitness_array(fitness, members, like):
     if isinstance(fitness, (str, bytes, bytearray, memoryview)):  # bytes would be read as one number a byte
         raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(fitness)}: give a list or "
                          f"array of them")
+    if hasattr(fitness, "shape") and tuple(fitness.shape) != (members,):  # before any copy of its values
+        raise ValueError(wrong_fitness_shape(members, fitness.shape))
     given = fitness
     if isinstance(fitness, Sequence):  # a list, tuple or deque of numbers, or of a reduction's 0-d arrays, say
         fitness = [number_of(value) for value in fitness]
@@ -475,12 +485,16 @@ def fitness_array(fitness, members, like):
         raise ValueError(f"fitness must be real numbers, one per member, got {what}")
     fitness = fitness.astype(numpy.float64)  # native byte order too
     if fitness.shape != (members,):
-        raise ValueError(f"fitness must have shape ({members},), one number per member of ask's population "
-                         f"in member order, got {tuple(fitness.shape)}")
+        raise ValueError(wrong_fitness_shape(members, fitness.shape))
     finite = numpy.isfinite(fitness)
     if not finite.all():  # said here, where the member is known (under a team, on its own process)
         raise ValueError(f"{NOT_FINITE}; the first is member {int(finite.argmin())}")
     return array_module_of(like).asarray(fitness)
+
+
+def wrong_fitness_shape(members, shape):
+    return (f"fitness must have shape ({members},), one number per member of ask's population in member order, "
+            f"got {tuple(shape)}")
 
 
 def number_of(value):
@@ -523,8 +537,8 @@ def beyond_float64(values):
 def made_equal(given, converted):
     """Whether `converted`, the fitness `given` as float64, holds two of its different values as one:
     their ranks would tie, and the step lose them. (Python's numbers compare and hash by value across
-    types, so a set counts the different values of any mix of them.)"""
-    return len(set(converted.ravel().tolist())) < len(set(given.ravel().tolist()))
+    types, so a set counts the different values of any mix of them; a 0-d array counts as its number.)"""
+    return len(set(converted.ravel().tolist())) < len({number_of(value) for value in given.ravel().tolist()})
 
 
 def check_layer(params, name, bias=None):
@@ -555,11 +569,11 @@ def input_array(x, params, name, members):
         raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
     if beyond_float64(x) is not None:
         raise ValueError("x holds numbers beyond float64's range: scale them")
+    if x.dtype.kind == "O" and all(map(is_integer, x.ravel())) and any(abs(int(v)) >= 2 ** 63 for v in x.ravel()):
+        raise ValueError("x holds integers beyond 2^63, which no float type of a weight holds exactly: scale it")
     if x.dtype.kind not in "biuf":  # complex, text, objects: no product that means a member's layer
         what = f"an array of {x.dtype}" if hasattr(given, "dtype") or isinstance(given, (list, tuple)) else a_kind(given)
         raise ValueError(f"x must be an array of ints or floats, got {what}: give {dense(given, 'x')}")
-    if x.dtype.kind == "f" and not array_module_of(x).isfinite(x).all():
-        raise ValueError("x holds inf or NaN: give every input a finite number")
     if x.ndim < 2:
         raise ValueError(f"x of shape {tuple(x.shape)} is not (N, n), one x for every member, nor (2·pairs, N, n), "
                          f"one per member: give one sample as x[None] (shape (1, n))")
@@ -570,6 +584,10 @@ def input_array(x, params, name, members):
                          + (f"; store {name} as (out, in), its transpose" if transposed else ""))
     if x.ndim > 2 and x.shape[0] != members:
         raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
+    product = x.dtype if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64) else w.dtype
+    check_outputs_size(members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), numpy.dtype(product.newbyteorder("=")))
+    if x.dtype.kind == "f" and not array_module_of(x).isfinite(x).all():  # read once the outputs are known to fit
+        raise ValueError("x holds inf or NaN: give every input a finite number")
     if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):  # in another machine's byte order ('>f8') too
         return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
     return exactly(x, w.dtype)
@@ -578,7 +596,8 @@ def input_array(x, params, name, members):
 def exactly(x, dtype):
     """x (integers, bools, float16) as float `dtype`, or a ValueError naming the fix if it holds integers
     that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
-    converted = x.astype(dtype)
+    with numpy.errstate(over="ignore"):  # a long double beyond float32: the outputs' overflow is said (linear)
+        converted = x.astype(dtype)
     digits = numpy.finfo(dtype).nmant + 1  # the integers up to 2^digits are exact
     if x.dtype.kind in "iu" and 8 * x.dtype.itemsize > digits:  # int32 or int64 in float32, say
         with numpy.errstate(invalid="ignore"):  # one near 2^63 rounds past int64's range: not held, as said

@@ -478,6 +478,91 @@ def test_a_refusal_reads_in_full_with_its_example(make, message):
     assert str(raised.value) == message
 
 
+def refusal(make):
+    """The message of the ValueError that make() raises, NumPy warnings made errors."""
+    with pytest.raises(ValueError) as raised, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make()
+    return str(raised.value)
+
+
+def test_what_declares_more_than_the_ram_is_refused_by_its_size_before_its_values_are_read():
+    """A broadcast view declares an array of any size without holding it: an x, a fitness or a
+    parameter too large is refused by its shape before a copy of its values (isfinite, a cast) would
+    ask NumPy for more than the machine holds (a MemoryError in NumPy's words)."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    pop = es.ask(state)
+    for x in (np.broadcast_to(np.float32(1), (10 ** 10, 3)), np.broadcast_to(np.int64(1), (10 ** 10, 3))):
+        assert refusal(lambda: pop.linear("w", x)).startswith(
+            "linear('w', x) would form 4 members' outputs of shape (10000000000, 2) in float32, ")
+    assert refusal(lambda: es.tell(state, pop, np.broadcast_to(1.0, (10 ** 12,)))) == (
+        "fitness must have shape (4,), one number per member of ask's population in member order, got "
+        "(1000000000000,)")
+    message = refusal(lambda: es.init({"w": np.broadcast_to(np.float32(0.5), (10 ** 6, 10 ** 6))}))
+    assert message.startswith("parameter 'w' of shape (1000000, 1000000) in float32 would be held with Adam's two "
+                              "moments of it, 12,000.0 GB in all, more than this machine's ") and message.endswith(
+        " GB of RAM: give a smaller parameter, or split it into several"), message
+
+
+def test_an_x_beyond_the_weights_float_type_is_floatoverflow_without_a_cast_warning():
+    """A long double x beyond float32's range, for a float32 weight: one FloatOverflow, no NumPy
+    warning from the cast to the weight's type."""
+    pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W))
+    with pytest.raises(eggroll.FloatOverflow), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pop.linear("w", np.full((2, 3), 1e300, np.longdouble))
+
+
+def test_an_x_of_integers_beyond_int64_is_named_as_such():
+    """Python ints beyond 2^63 make an array of objects: named as integers no float type holds exactly,
+    not as objects to be made float32 (which would round them)."""
+    pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W))
+    assert refusal(lambda: pop.linear("w", [[2 ** 70, 1, 1]])) == (
+        "x holds integers beyond 2^63, which no float type of a weight holds exactly: scale it")
+
+
+def test_a_fitness_of_0d_arrays_in_an_object_array_steps_as_their_numbers():
+    """A reduction's 0-d arrays, gathered in an object array (as in a list): the same step as the
+    numbers they hold, bit for bit."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    pop = es.ask(state)
+    boxed = np.empty(4, dtype=object)
+    for member in range(4):
+        boxed[member] = np.asarray(float(member * member))
+    stepped, plain = es.tell(state, pop, boxed)[0], es.tell(state, pop, [0.0, 1.0, 4.0, 9.0])[0]
+    assert np.array_equal(stepped.params["w"], plain.params["w"])
+    assert not np.array_equal(stepped.params["w"], state.params["w"])
+
+
+@pytest.mark.parametrize("swap, kind", [(lambda v: np.ma.masked_array(v, np.zeros(v.shape, bool)), "numpy.ma.MaskedArray"),
+                                        (np.asmatrix, "numpy.matrix")])
+def test_adams_moments_of_another_array_type_are_refused(swap, kind):
+    """A State restored by hand whose moments are a subclass of ndarray (a masked array would make
+    the parameters masked, a matrix multiplies as one): one ValueError naming the moment."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    for moment in "mv":
+        optimiser = dict(state.optimiser, **{moment: {"w": swap(state.optimiser[moment]["w"])}})
+        changed = eggroll.State(state.params, optimiser, 0)
+        message = refusal(lambda: es.tell(changed, es.ask(changed), [1.0, 2.0, 3.0, 4.0]))
+        assert message.startswith(f"Adam's average of g{'^2' * (moment == 'v')} of parameter 'w' is a {kind} of "
+                                  f"float32, not a NumPy array of float32 as the parameter: "), message
+
+
+def test_raw_differences_below_float32s_smallest_step_as_0_whatever_numpy_seterr_asks():
+    """shaping="raw": a difference of 1e-50 is 0 in float32, that pair's weight; under
+    numpy.seterr(all="raise") the step is the same, not a FloatingPointError of the cast."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
+    state = es.init(W)
+    pop = es.ask(state)
+    quiet = es.tell(state, pop, [1e-50, 0.0, 0.0, 1.0])[0]
+    with np.errstate(all="raise"):
+        strict = es.tell(state, pop, [1e-50, 0.0, 0.0, 1.0])[0]
+    assert np.array_equal(quiet.params["w"], strict.params["w"])
+
+
 def told(es, state, population, fitness=(1.0, 2.0, 3.0, 4.0)):
     """The message of tell's refusal."""
     with pytest.raises(ValueError) as raised, np.errstate(all="ignore"):
