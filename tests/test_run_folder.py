@@ -1079,6 +1079,18 @@ def test_the_note_on_lost_records_counts_them_and_names_the_first(tmp_path, caps
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("wall_seconds", [4.0, 6.0, 5.000000000000001])
+def test_a_record_whose_time_is_not_the_checkpoints_either_way_is_another_runs(tmp_path, wall_seconds):
+    """A record of generation 5 whose wall_seconds are below, above or a rounding away from the
+    checkpoint's five steps of 1 s each is another run's: one UsageError naming its line and both times."""
+    with pytest.raises(run_folder.UsageError) as refused:
+        training.check_records(tmp_path / "metrics.jsonl", [{"generation": 5, "wall_seconds": wall_seconds}],
+                               [1.0] * 10, 5)
+    assert str(refused.value).startswith(f"{tmp_path / 'metrics.jsonl'} line 1 is not a record of the run in its "
+                                         f"folder: its wall_seconds, {wall_seconds}, are not the checkpoint's time "
+                                         f"to generation 5, 5.0; "), refused.value
+
+
 @pytest.mark.parametrize("loss", ["another run's", "emptied", "deleted"])
 def test_records_before_the_checkpoint_that_are_another_runs_are_refused_and_lost_ones_named(
         tmp_path, dataset, capsys, monkeypatch, loss):
