@@ -201,6 +201,9 @@ def check_request(opts, team=distributed.ALONE):
     xp = array_module(opts.device)
     methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
     if opts.json:
+        if opts.json.endswith(("/", os.sep)):  # a folder's path: the file would take the folder's name
+            raise UsageError(f"--json {opts.json} ends with {opts.json[-1]}, a folder's path: give the path of the JSON "
+                             f"file, e.g. {os.path.join(opts.json, 'bench.json')}")
         resources.check_writable(opts.json, "--json")
         run_folder.refuse_run_folder(os.path.dirname(opts.json) or ".", "give --json a path outside it")
         resources.refuse_data_folder(os.path.dirname(opts.json) or ".", "give --json a path outside it",

@@ -221,8 +221,12 @@ def stray_problem(folder, final, expected):
     settings must agree with each other and with the preset's, as reproduce checks before training."""
     if folder.name not in expected:
         return "its name is that of no run of this preset (a copy or a backup?); move it out of the runs folder"
-    if not run_folder.is_run_folder(folder) or not (folder / "config.json").is_file():
-        return f"it is not a run folder of this project (no {run_folder.RUN_MARK} or no config.json)"
+    if not run_folder.is_run_folder(folder):
+        return (f"it is not a run folder of this project (no {run_folder.RUN_MARK}); if it is a run of this project "
+                f"that lost it, put a file of that name back in it (any text)")
+    if not (folder / "config.json").is_file():
+        return ("it has no config.json, which says what its run trained; restore it from a copy of the run, or train "
+                "the run again")
     wanted = config.stored(expected[folder.name])
     for source, settings in (("config.json", config.stored(run_folder.read_config(folder))),
                              ("final.json", config.stored(config.from_stored(final["config"])))):

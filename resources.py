@@ -308,6 +308,19 @@ def refuse_data_folder(folder, fix, what="a run's"):
         raise UsageError(f"{problem}, not {what}; {fix(data.data_copy_of(folder)) if callable(fix) else fix}")
 
 
+def refuse_emulation_place(out, fix):
+    """A UsageError ending with `fix` if an emulation into `out` would land in the file system's root
+    (`--out $UNSET/`) or in the frame cache folder, where every command would then find N-MNIST and
+    refuse the cache as a data folder."""
+    where, cache = Path(os.path.realpath(out)), Path(os.path.realpath(data.frame_cache_dir()))
+    if where == Path(where.anchor):
+        raise UsageError(f"{out} is the file system's root, which holds everyone's files (--out $UNSET/ lands "
+                         f"there); {fix}")
+    if where == cache or cache in where.parents:
+        raise UsageError(f"{out} {'is' if where == cache else 'lies inside'} the frame cache folder {cache}, which "
+                         f"every command would then refuse as a copy of N-MNIST; {fix}")
+
+
 PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
 
 

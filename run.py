@@ -258,6 +258,8 @@ def main(argv=None):
                                                           "its own, beside the others)")
             resources.refuse_project_folders(opts.out, "--out", "give --out a folder of its own (an emulation is a copy "
                                                          "of its own, beside the others)", runs=False, results=False)
+            resources.refuse_emulation_place(opts.out, "give --out a folder of its own (an emulation is a copy of its "
+                                                       "own, beside the others)")
             splits = ("train", "test") if opts.split == "both" else (opts.split,)
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")

@@ -235,7 +235,9 @@ def parse_json(text, refused):
         return json.loads(text)
     except RecursionError:
         raise refused("arrays or objects nested too deep") from None
-    except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError, and an integer of too many digits
+    except UnicodeDecodeError as problem:  # json.loads reads bytes as UTF-8 (or UTF-16/32 by their first bytes)
+        raise refused(f"not {problem.encoding.upper()} text, at byte {problem.start}") from None
+    except ValueError as problem:  # JSONDecodeError, and an integer of too many digits
         raise refused(str(problem).split("; ")[0]) from None
 
 

@@ -81,6 +81,7 @@ def main():
     def command():
         if opts.out:
             refuse_run_folder(opts.out.parent, "give another --out")
+            resources.refuse_data_folder(opts.out.parent, "give --out a path outside it", what="where a table goes")
         exits.refuse_foreign_file(opts.out, re.compile(rb"[^\n]*; \d+ members, rank \d+, minibatch "), "this table",
                                   "give another --out")
         xp = array_module(opts.device)

@@ -23,6 +23,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     sys.path.insert(0, str(ROOT))  # the project's modules
     import exits                              # noqa: E402
     import optim                              # noqa: E402
+    import resources                          # noqa: E402
     import run_folder                         # noqa: E402
     import snn                                # noqa: E402
     from run_folder import UsageError, write_atomically  # noqa: E402
@@ -93,6 +94,7 @@ def main(argv=None):
     def command():
         if opts.out:
             run_folder.refuse_run_folder(opts.out.parent, "give another --out")
+            resources.refuse_data_folder(opts.out.parent, "give --out a path outside it", what="where a table goes")
         exits.refuse_foreign_file(opts.out, HEADER.encode(), "this table", "give another --out")
         text = table([row for run in opts.runs for row in drift(run)])
         if opts.out:

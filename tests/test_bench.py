@@ -91,6 +91,18 @@ def test_bench_writes_nothing_inside_an_nmnist_copy(tmp_path, capsys, monkeypatc
     assert not started and sorted(p.name for p in (copy / "Train").iterdir()) == list("0123456789")
 
 
+def test_a_json_path_that_ends_as_a_folders_is_refused(tmp_path, capsys, monkeypatch):
+    """--json nd/ names a folder, which the bench would write as a file named nd: one line with the
+    fix, before any timing, nothing made."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts))
+    monkeypatch.chdir(tmp_path)
+    assert run.main(["bench", "--json", "nd/"]) == 2
+    assert capsys.readouterr().err == ("error: --json nd/ ends with /, a folder's path: give the path of the JSON "
+                                       "file, e.g. nd/bench.json\n")
+    assert not started and list(tmp_path.iterdir()) == []
+
+
 def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():
     """The peak GPU memory bench measured on an H200 (docs/speed.md) lies below the estimate, and the
     largest hyperscale runs' estimates fit an 80 GB GPU: 512 and 65,536 EGGROLL members, 8,192 of

@@ -646,6 +646,27 @@ def test_two_workers_are_checked_against_free_memory(monkeypatch):
         resources.check_emulate_workers(2)
 
 
+@pytest.mark.parametrize("place", ["root", "cache", "inside the cache"])
+def test_an_emulation_into_the_root_or_the_frame_cache_is_refused(tmp_path, capsys, monkeypatch, place):
+    """--out / (what --out $UNSET/ gives) would make /NMNIST; --out the frame cache folder, or a folder
+    in it, would put N-MNIST where every command then refuses the cache as a data folder: one line,
+    before MNIST is read, nothing made."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("EGGROLL_CACHE", str(cache))
+    out = {"root": "/", "cache": str(cache), "inside the cache": str(cache / "emulated")}[place]
+    code = run.main(["emulate", "--mnist", str(tmp_path / "absent"), "--out", out, "--quiet"])
+    err = capsys.readouterr().err
+    said = {"root": "/ is the file system's root, which holds everyone's files (--out $UNSET/ lands there)",
+            "cache": f"{cache} is the frame cache folder {cache}, which every command would then refuse as a copy of "
+                     f"N-MNIST",
+            "inside the cache": f"{cache / 'emulated'} lies inside the frame cache folder {cache}, which every command "
+                                f"would then refuse as a copy of N-MNIST"}[place]
+    assert code == 2 and err == (f"error: {said}; give --out a folder of its own (an emulation is a copy of its own, "
+                                 f"beside the others)\n"), err
+    assert list(cache.iterdir()) == [] and not os.path.lexists("/NMNIST")
+
+
 @pytest.mark.parametrize("inside", ["Train", "Train/3", "Test/new"])
 def test_an_emulation_into_a_folder_inside_an_nmnist_copy_is_refused(tmp_path, capsys, inside):
     """--out in a split or digit folder of a copy (the sample's, here) would put an NMNIST folder among

@@ -857,6 +857,24 @@ def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command,
     assert (tmp_path / victim).read_text() == "my notes\n"
 
 
+@pytest.mark.parametrize("command", [["examples/layer_drift.py", "{tmp}/other", "--out", "{place}/drift.md"],
+                                     ["examples/depth_speed.py", "--out", "{place}/speed.md"]])
+@pytest.mark.parametrize("inside", ["", "/Train/3"])
+def test_no_table_is_written_among_an_nmnist_copys_recordings(tmp_path, command, inside):
+    """A copy of N-MNIST is only read: a table aimed at its folder, or at a digit folder in it, is one
+    line naming the copy, exit status 2, before any work, the copy as it was."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "nmnist-sample", copy)
+    before = sorted(copy.rglob("*"))
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path, place=f"{copy}{inside}") for part in command]],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    where = f"{copy}{inside} lies inside {copy}, which holds N-MNIST" if inside else f"{copy} holds N-MNIST"
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {where}") and done.stderr.endswith(
+        ", not where a table goes; give --out a path outside it\n"), done.stderr
+    assert sorted(copy.rglob("*")) == before
+
+
 @pytest.mark.parametrize("command, given", [
     (["examples/layer_drift.py", "{tmp}/other", "--out", "{run}/drift.md"], "{run}"),
     (["examples/depth_speed.py", "--out", "{run}/inside/speed.md"], "{run}/inside"),

@@ -1079,6 +1079,14 @@ def test_the_note_on_lost_records_counts_them_and_names_the_first(tmp_path, caps
     assert capsys.readouterr().err == ""
 
 
+def test_a_json_file_of_bytes_that_are_no_text_is_named_so_without_the_codecs_words(tmp_path):
+    """Random bytes in a record: "not UTF-8 text, at byte N", not Python's "'utf-8' codec can't decode"."""
+    (tmp_path / "config.json").write_bytes(bytes([0x7B, 0xC4, 0x80, 0xFF]))
+    with pytest.raises(run_folder.UsageError) as refused:
+        run_folder.read_json(tmp_path / "config.json", "restore it")
+    assert str(refused.value) == f"{tmp_path / 'config.json'} is not valid JSON (not UTF-8 text, at byte 3); restore it"
+
+
 @pytest.mark.parametrize("wall_seconds", [4.0, 6.0, 5.000000000000001])
 def test_a_record_whose_time_is_not_the_checkpoints_either_way_is_another_runs(tmp_path, wall_seconds):
     """A record of generation 5 whose wall_seconds are below, above or a rounding away from the

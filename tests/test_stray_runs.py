@@ -95,8 +95,9 @@ def test_a_run_with_final_json_but_no_config_json_is_left_out_not_the_report_abo
     runs = results / "paper" / "runs"
     (runs / "eggroll-r4-seed1" / "config.json").unlink()
     status, warnings = report_only(results)
-    assert status == 0 and warnings == [f"warning: {runs / 'eggroll-r4-seed1'} is left out of the report: it is not "
-                                        f"a run folder of this project (no .eggroll-run or no config.json)"]
+    assert status == 0 and warnings == [f"warning: {runs / 'eggroll-r4-seed1'} is left out of the report: it has no "
+                                        f"config.json, which says what its run trained; restore it from a copy of the "
+                                        f"run, or train the run again"]
     assert tables(results) != before and "eggroll-r4" in tables(results)["table.md"]
 
 
@@ -111,7 +112,8 @@ def test_a_run_without_the_projects_mark_or_with_a_link_in_its_place_is_left_out
     mark.symlink_to(results / "mark")
     status, warnings = report_only(results)
     assert status == 0 and warnings == [f"warning: {runs / name} is left out of the report: it is not a run folder "
-                                        f"of this project (no .eggroll-run or no config.json)"
+                                        f"of this project (no .eggroll-run); if it is a run of this project that lost "
+                                        f"it, put a file of that name back in it (any text)"
                                         for name in ("eggroll-r4-seed1", "es-seed3")], warnings
     rows = {name: [line for line in tables(results)["per_seed.md"].splitlines() if line.startswith(f"| {name} |")]
             for name in ("eggroll-r4", "es")}
