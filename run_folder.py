@@ -735,7 +735,7 @@ def intact_final(out):
 def finished_metrics_problem(out, final):
     """What is wrong with the metrics.jsonl of the finished run `final` (its intact final.json), or
     None: a report reads its records, every line one (a kill cuts no line once final.json is
-    written), the last at final.json's generation."""
+    written), the last at final.json's generation, with its validation accuracy."""
     path = out / "metrics.jsonl"
     if not path.is_file():
         return f"its {path.name} is missing"
@@ -752,6 +752,9 @@ def finished_metrics_problem(out, final):
     if records[-1]["generation"] != final["generations"]:
         return f"its {path.name} ends at generation {records[-1]['generation']}, not at final.json's " \
                f"{final['generations']}"
+    if records[-1].get("val_acc") != final["val_acc"]:  # the same end, another run's scores
+        return f"its {path.name}'s last record holds validation accuracy {records[-1].get('val_acc')}, not " \
+               f"final.json's {final['val_acc']}: it is another run's"
     return None
 
 

@@ -743,10 +743,13 @@ def generation(line):
     lambda lines: (lines + [json.dumps(dict(json.loads(lines[-1]), generation=generation(lines[-1]) + 5))],
                    f"its metrics.jsonl ends at generation {generation(lines[-1]) + 5}, not at final.json's "
                    f"{generation(lines[-1])}"),
+    lambda lines: (lines[:-1] + [json.dumps(dict(json.loads(lines[-1]), val_acc=0.125))],
+                   f"its metrics.jsonl's last record holds validation accuracy 0.125, not final.json's "
+                   f"{json.loads(lines[-1])['val_acc']}: it is another run's"),
     lambda lines: (None, "its metrics.jsonl is missing"),
     lambda lines: ([], "its metrics.jsonl holds no record")],
     ids=["last line cut", "garbage after", "lines swapped", "the last record lost", "a record past the end",
-         "missing", "empty"])
+         "another run's", "missing", "empty"])
 def test_resume_of_a_finished_run_names_damaged_records_and_keeps_them(finished_run, dataset, capsys, damage):
     """A finished run's metrics.jsonl, which a report reads beside final.json, damaged or lost: --resume
     still trains and writes nothing (exit 0), and its note names what is wrong and how to mend it; no
