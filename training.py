@@ -297,6 +297,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                           f"writes nothing" + "".join(f"; but {problem}" for problem in finished_problems(run, params, final)),
                           file=sys.stderr)
                 return final or {}
+            if run.leader and command == "train":  # once the folder is found to be this run's, to train
+                note_minibatch_size(config, len(run.splits.train))
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
                                  config.time_bins, run.eval_every, command) if run.leader else None
@@ -312,6 +314,18 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
                 run_folder.remove_made_folders(run.out, made)
             raise
+
+
+def note_minibatch_size(config, n_train):
+    """A note if the minibatch is more than the training split holds: every minibatch is then the
+    whole split, or (with --batch-growth) the larger ones score recordings more than once."""
+    if config.batch_size > n_train:
+        print(f"note: --batch-size {config.batch_size} is more than the training split's {n_train} recordings: "
+              f"every minibatch is the whole split", file=sys.stderr)
+    elif config.batch_size * config.batch_growth > n_train:
+        print(f"note: --batch-growth {config.batch_growth} grows the minibatch to "
+              f"{config.batch_size * config.batch_growth:,} recordings by the last generation, more than the training "
+              f"split's {n_train}: the larger minibatches score recordings more than once", file=sys.stderr)
 
 
 def finished_problems(run, params, final):
@@ -363,14 +377,6 @@ def set_up(config, out, team, progress, command):
                              progress and team.rank == 0)
         if not len(splits.train):
             raise UsageError("the training split is empty: check --data-root")
-        if config.batch_size > len(splits.train) and team.rank == 0 and command == "train":
-            print(f"note: --batch-size {config.batch_size} is more than the training split's {len(splits.train)} "
-                  f"recordings: every minibatch is the whole split", file=sys.stderr)
-        elif config.batch_size * config.batch_growth > len(splits.train) and team.rank == 0 and command == "train":
-            largest = config.batch_size * config.batch_growth
-            print(f"note: --batch-growth {config.batch_growth} grows the minibatch to {largest:,} recordings by the "
-                  f"last generation, more than the training split's {len(splits.train)}: the larger minibatches score "
-                  f"recordings more than once", file=sys.stderr)
         lif = config.lif()
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         step = method_step(config, lif, team, total_steps)

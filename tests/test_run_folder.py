@@ -297,6 +297,13 @@ def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, c
                                       r"recordings more than once\n", err), err
     code, err = run_main(train_args(tmp_path / "within", dataset, "--batch-size", "4", "--batch-growth", "2"), capsys)
     assert code == 0 and err == "", err
+    # a run that will not train says nothing of its minibatch: one refused, or one finished
+    code, err = run_main(train_args(tmp_path / "within", dataset, "--batch-size", "100000", "--resume"), capsys)
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'within'} holds a run with other settings (batch_growth "
+                                        f"2, not 1; batch_size 4, not 100000); ") and err.count("\n") == 1, err
+    code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000", "--resume"), capsys)
+    assert code == 0 and err.startswith(f"note: {tmp_path / 'run'} has finished (its final.json holds the results)") \
+        and err.count("\n") == 1, err
 
 
 def test_a_minibatch_of_the_whole_split_is_no_note_nor_is_a_reproduce_run(tmp_path, dataset, capsys):
