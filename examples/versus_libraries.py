@@ -283,12 +283,12 @@ def main():
                 raise exits.UsageError(f"--one {asked[0]} needs {LIBRARIES[asked[0]]}, which is not installed: pip "
                                        f"install {LIBRARIES[asked[0]]}")
             return exits.say(json.dumps(one(*asked, opts)), "run it again")
+        refuse_run_folder(opts.out, "give another --out")  # before the note on libraries left out
         methods = [m for m in METHODS if available(m)]
         missing = [m for m in METHODS if m not in methods]
         if missing:
             print(f"left out: {', '.join(f'{METHODS[m]} ({LIBRARIES[m]} is not installed)' for m in missing)}; "
                   f"pip install {' '.join(LIBRARIES[m] for m in missing)} to compare them too", file=sys.stderr)
-        refuse_run_folder(opts.out, "give another --out")
         check_records(opts.out, opts.hidden, methods, wanted)
         (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:
