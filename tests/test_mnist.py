@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import tracemalloc
+import warnings
 import zlib
 from pathlib import Path
 
@@ -294,6 +295,27 @@ def test_a_warning_of_unofficial_files_is_one_clean_line(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("warning: ") and done.stderr.count("\n") == 1, done.stderr
     assert "differ from the official MNIST files" in done.stderr and "UserWarning" not in done.stderr
+
+
+def test_an_uncompressed_file_that_differs_from_the_gz_beside_it_is_said(tmp_path):
+    """Both t10k-labels-idx1-ubyte.gz and t10k-labels-idx1-ubyte, with other contents: the .gz is
+    read, and a warning says so and names the other; the same contents, no warning."""
+    digits = Path(__file__).resolve().parent / "data" / "mnist-digits"
+    shutil.copytree(digits, tmp_path / "mnist")
+    name = "t10k-labels-idx1-ubyte"
+    same = (tmp_path / "mnist" / name).read_bytes()
+    (tmp_path / "mnist" / f"{name}.gz").write_bytes(gzip.compress(same))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        mnist.load(tmp_path / "mnist")
+    assert not [w for w in said if "is read, and differ" in str(w.message)]
+    (tmp_path / "mnist" / name).write_bytes(same[:-1] + bytes([(same[-1] + 1) % 10]))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        mnist.load(tmp_path / "mnist")
+    assert [str(w.message) for w in said if "is read, and differ" in str(w.message)] == [
+        f"{name}.gz in {tmp_path / 'mnist'} is read, and differs from the uncompressed {name} beside it, which is "
+        f"not: keep the copy that is MNIST's and delete the other"]
 
 
 def test_a_folder_of_the_test_files_alone_is_told_that_all_four_are_needed(tmp_path):
