@@ -277,8 +277,8 @@ def population_stats(fitnesses, shaped):
     shaped fitnesses."""
     with numpy.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64: inf, or inf - inf
         mean, spread = float(fitnesses.mean(dtype="float64")), float(shaped.std())
-    if not math.isfinite(mean):  # finite fitnesses near float64's largest, whose sum overflows: shares summed
-        mean = float((fitnesses / fitnesses.size).sum(dtype="float64"))
+    if not math.isfinite(mean):  # finite float64 fitnesses near its largest, whose sum overflows: shares summed
+        mean = float((fitnesses / fitnesses.size).sum())
     if not math.isfinite(spread):  # raw fitnesses whose squares overflow: the spread of them scaled to at most 1
         largest = float(abs(shaped).max())
         spread = largest * float((shaped / largest).std())

@@ -75,7 +75,6 @@ LOWER_VOWELS = ("kind[0].lower() is a lower-case letter, or no letter, never X: 
 FLOAT_SIZES = ("a NumPy float is 2, 4, 8, 12 or 16 bytes wide, and float64 and narrower convert to float64 exactly, "
                "so the checks of long doubles find nothing in them: > 9 and >= 8 pick the same long doubles, for the "
                "same result")
-FLOAT64_FITNESS = "fitness_array makes every fitness float64 before it is ranked, and a float64 array's sum is float64"
 ASTYPE_NONE = "NumPy and CuPy read astype(None) as float64, the type it names"
 INT_WIDTHS = ("only integer, bool and float16 x reach it (float32 and float64 x are taken as they are); integers are 8, "
               "16, 32 or 64 bits wide, float32 holds 24 bits of an integer exactly and float64 53, so 8 or 9 bits a "
@@ -180,7 +179,6 @@ EQUIVALENT = {
     "interface_checks.x_input_array__mutmut_46": ("array_module_of(None).isfinite(x)", NEP18),
     "interface_checks.x_check_finite_outputs__mutmut_3": ("array_module_of(None).isfinite(values)", NEP18),
     "interface_checks.x_fitness_array__mutmut_55": ('in "XXiuXX"', KIND_LETTERS),
-    "eggroll.x_population_stats__mutmut_13": ('sum(dtype=None)', FLOAT64_FITNESS),
     "interface_checks.x_beyond_float64__mutmut_10": ('values.astype(None)', ASTYPE_NONE),
     "interface_checks.x_check_differences__mutmut_4": ('array_module_of(None).isfinite(differences)', NEP18),
     "interface_checks.x_check_optimiser__mutmut_80": ('array_module_of(None).isfinite(values)', NEP18),
@@ -194,7 +192,8 @@ EQUIVALENT = {
     "interface_checks.x_fitness_array__mutmut_58": ('fitness.dtype.itemsize > 5', INT_FITNESS),
     "interface_checks.x_fitness_array__mutmut_64": ('converted = fitness.astype(None)', ASTYPE_NONE),
     "interface_checks.x_fitness_array__mutmut_93": ('fitness = fitness.astype(None)', ASTYPE_NONE),
-    "interface_checks.x_a_kind__mutmut_21": ("in 'XXaeiouXX'", LOWER_VOWELS),
+    "interface_checks.x_a_kind__mutmut_23": ("in 'XXaeiouXX'", LOWER_VOWELS),
+    "interface_checks.x_check_finite_params__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
 }
 
 # name -> (text the mutated line contains, the GPU test that kills it)

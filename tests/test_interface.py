@@ -2188,9 +2188,11 @@ def test_a_generations_statistics_of_fitnesses_near_float64s_largest_are_finite_
     the spread tell's statistics report are the true ones, finite, and NumPy warns nothing."""
     huge = np.array([1.7e308, -1.7e308, 1.7e308, -1.5e308])
     raw = np.array([1e200, -1e200, 3e200, 0.0])
+    opposed = np.array([1.7e308] * 4 + [-1.7e308] * 4)  # NumPy's pairwise sum meets inf + -inf: NaN, "invalid"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         stats = eggroll.population_stats(huge, raw)
+        assert eggroll.population_stats(opposed, raw)["mean_fitness"] == 0.0
     assert stats["mean_fitness"] == pytest.approx(0.05e308, rel=1e-12) and stats["max_fitness"] == 1.7e308
     assert stats["shaped_std"] == pytest.approx(1e200 * np.std([1.0, -1.0, 3.0, 0.0]), rel=1e-12)
     small = np.array([1.0, -2.0, 0.5, 4.0], np.float32)
