@@ -418,6 +418,8 @@ class ArrayLike:
      "weight_decay must be a finite int or float >= 0, got -1.0: use e.g. 0.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping="nope"), "unknown shaping 'nope': use one of centred_ranks, raw"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({}), "params is empty: give a dict of named 1-D and 2-D arrays"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.array([[1.0, np.nan]], np.float32)}),
+     "parameter 'w' holds NaN or inf: EGGROLL steps finite parameters; give it finite starting values"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": 1.0}),
      "parameter 'w' has shape (): EGGROLL perturbs 1-D (biases) and 2-D (weights) arrays; reshape it to one of them"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State(W, {}, 0)).member(7),
