@@ -192,7 +192,7 @@ class Population:
         x = input_array(x, self.params, name, self.members)  # the outputs' size checked too
         w = self.params[name]
         xp = array_module_of(x)
-        with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said once, below, not warned
+        with numpy.errstate(over="ignore", invalid="ignore", under="ignore"):  # an overflow: said below
             rows, B = self.rows(name, bias, x.dtype)
             base = x @ w.T.astype(x.dtype, copy=False)                        # x W^T, once
             if bias is not None:
@@ -222,7 +222,7 @@ class Population:
             drawn_noise = materialise(*(factor.astype(value.dtype) for factor in factors))
         else:
             drawn_noise = factors.astype(value.dtype)
-        with numpy.errstate(over="ignore"):  # an overflow is said once, below, not warned
+        with numpy.errstate(over="ignore", under="ignore"):  # an overflow is said once, below, not warned
             drawn_noise *= self.sigma[name]                                  # sigma E_p, in place
             members = antithetic(value, drawn_noise)
         check_finite_outputs(members, f"perturbed({name!r}): the members' values", FAR_FROM_THE_LIMIT)
@@ -244,7 +244,7 @@ class Population:
                 drawn_noise = materialise(*(factor.astype(value.dtype, copy=False) for factor in factors))[0]
             else:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
-            with numpy.errstate(over="ignore"):  # an overflow is said once, below, not warned
+            with numpy.errstate(over="ignore", under="ignore"):  # an overflow is said once, below, not warned
                 drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
             check_finite_outputs(drawn[name], f"member({index})[{name!r}]: its values", FAR_FROM_THE_LIMIT)
         return drawn
@@ -275,7 +275,7 @@ def pair_differences(shaped):
 def population_stats(fitnesses, shaped):
     """What a generation reports: mean (summed in float64) and max fitness, and the spread of the
     shaped fitnesses."""
-    with numpy.errstate(over="ignore", invalid="ignore"):  # a sum beyond float64: inf, or inf - inf
+    with numpy.errstate(over="ignore", invalid="ignore", under="ignore"):  # a sum beyond float64: inf, or inf - inf
         mean, spread = float(fitnesses.mean(dtype="float64")), float(shaped.std())
     if not math.isfinite(mean):  # finite float64 fitnesses near its largest, whose sum overflows: shares summed
         mean = float((fitnesses / fitnesses.size).sum())
@@ -384,6 +384,7 @@ class Eggroll:
         team, every process calls it (they compare their settings, parameters and generation)."""
         check_state(state)
         self.check(state.params)
+        check_params_size(state.params)
         check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
                                           "since init or tell; ask with the State that init or tell returned")
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
@@ -400,21 +401,23 @@ class Eggroll:
         self.check_asked(state, population)
         self.check(state.params)
         check_optimiser(state)
-        fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
-        check_told(self, state.generation)
-        fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
-        shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
-        # raw differences beyond float32's range are refused just below; those below its smallest are 0
-        with numpy.errstate(over="ignore", under="ignore"):
-            differences = check_differences(pair_differences(shaped))
-        summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
-        with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below
-            grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
-                                           self.pairs))                                          # (7)-(8)
-            params, optimiser = optim.ascend(state.params, grads, state.optimiser,
-                                             optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
-        check_stepped(params, optimiser, self)
-        return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
+        # a number below its float type's smallest is rounded to 0 as the method means it, whatever numpy.seterr
+        # asks: a difference below float32's, Adam's moments after many tied generations, a tiny lr
+        with numpy.errstate(under="ignore"):
+            fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
+            check_told(self, state.generation)
+            fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
+            shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
+            with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
+                differences = check_differences(pair_differences(shaped))
+            summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
+            with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below
+                grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
+                                               self.pairs))                                          # (7)-(8)
+                params, optimiser = optim.ascend(state.params, grads, state.optimiser,
+                                                 optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
+            check_stepped(params, optimiser, self)
+            return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 
     def check_asked(self, state, population):
         """ValueError naming the fix unless `population` is ask(state)'s of this Eggroll."""

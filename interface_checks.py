@@ -4,6 +4,7 @@ units, a stale population along the wrong noise, a NaN learning rate to all-NaN 
 
 eggroll.py, the method, calls them; nothing here computes any part of the method.
 """
+import decimal
 import hashlib
 import math
 import numbers
@@ -144,7 +145,8 @@ def check_agreed(es, digest, generation):
 
 def settings_of(es):
     """What an Eggroll's step depends on beside the state: its settings and its team's update."""
-    return {"population": es.population, "rank": es.rank, "sigma": es.sigma, "seed": es.seed, "lr": es.lr,
+    sigma = {name: float(value) for name, value in es.sigma.items()} if isinstance(es.sigma, dict) else es.sigma
+    return {"population": es.population, "rank": es.rank, "sigma": sigma, "seed": es.seed, "lr": es.lr,
             "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
 
 
@@ -465,6 +467,9 @@ def fitness_array(fitness, members, like):
             if isinstance(value, (str, bytes, bytearray)):  # which float() would read as a number
                 raise ValueError(f"fitness must be real numbers, one per member, got text (member {member}: "
                                  f"{value!r})")
+            if not isinstance(number_of(value), (numbers.Real, decimal.Decimal, numpy.bool_)):  # complex, a date
+                raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(value)} (member "
+                                 f"{member}: {value!r})")
     beyond = beyond_float64(fitness)
     if beyond is not None:
         raise ValueError(f"fitness holds numbers beyond float64's range, in which they are ranked (member {beyond}): "
@@ -515,7 +520,7 @@ def beyond_float64(values):
     range, or None: a Python int, Fraction, Decimal or long double that float64 would make inf (or
     cannot take at all)."""
     if is_long_double(values.dtype):
-        with numpy.errstate(over="ignore"):
+        with numpy.errstate(over="ignore", under="ignore"):
             beyond = numpy.isfinite(values) & ~numpy.isfinite(values.astype(numpy.float64))
         return int(beyond.argmax()) if beyond.any() else None
     if values.dtype.kind != "O":  # NumPy's other numbers all fit
@@ -567,6 +572,10 @@ def input_array(x, params, name, members):
         x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
     except (TypeError, ValueError) as error:  # ragged rows, say
         raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
+    product = numpy.dtype((x.dtype if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64) else w.dtype)
+                          .newbyteorder("="))  # the float type of the products
+    refuse_beyond_ram(f"x of shape {tuple(x.shape)} would be read whole", x.size * (1 + product.itemsize),
+                      "as its checks and its cast make it", "give x fewer rows at a time")  # a broadcast view, say
     if beyond_float64(x) is not None:
         raise ValueError("x holds numbers beyond float64's range: scale them")
     if x.dtype.kind == "O" and all(map(is_integer, x.ravel())) and any(abs(int(v)) >= 2 ** 63 for v in x.ravel()):
@@ -584,8 +593,7 @@ def input_array(x, params, name, members):
                          + (f"; store {name} as (out, in), its transpose" if transposed else ""))
     if x.ndim > 2 and x.shape[0] != members:
         raise ValueError(f"x of shape (2·pairs, N, n) needs 2·pairs = {members} members, got {x.shape[0]}")
-    product = x.dtype if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64) else w.dtype
-    check_outputs_size(members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), numpy.dtype(product.newbyteorder("=")))
+    check_outputs_size(members, name, (*x.shape[x.ndim > 2:-1], w.shape[0]), product)
     if x.dtype.kind == "f" and not array_module_of(x).isfinite(x).all():  # read once the outputs are known to fit
         raise ValueError("x holds inf or NaN: give every input a finite number")
     if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):  # in another machine's byte order ('>f8') too

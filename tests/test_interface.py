@@ -495,9 +495,18 @@ def test_what_declares_more_than_the_ram_is_refused_by_its_size_before_its_value
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     pop = es.ask(state)
-    for x in (np.broadcast_to(np.float32(1), (10 ** 10, 3)), np.broadcast_to(np.int64(1), (10 ** 10, 3))):
+    for x in (np.broadcast_to(np.float32(1), (10 ** 10, 3)), np.broadcast_to(np.int64(1), (10 ** 10, 3)),
+              np.broadcast_to(np.array(1, dtype=object), (10 ** 10, 3))):
         assert refusal(lambda: pop.linear("w", x)).startswith(
-            "linear('w', x) would form 4 members' outputs of shape (10000000000, 2) in float32, ")
+            "x of shape (10000000000, 3) would be read whole, 150.0 GB as its checks and its cast make it, more than "
+            "this machine's ")
+    wide = eggroll.Eggroll(4, 1, 0.1, 0)  # outputs that fit, from an x that does not
+    members = wide.ask(wide.init({"w": np.ones((1, 2 ** 20), np.float32)}))
+    assert refusal(lambda: members.linear("w", np.broadcast_to(np.float32(1), (2 ** 20, 2 ** 20)))).endswith(
+        " GB of RAM: give x fewer rows at a time")
+    huge = {"w": np.broadcast_to(np.float32(0.5), (10 ** 6, 10 ** 6))}
+    assert refusal(lambda: es.ask(eggroll.State(huge, {}, 0))).startswith(
+        "parameter 'w' of shape (1000000, 1000000) in float32 would be held with Adam's two moments of it")
     assert refusal(lambda: es.tell(state, pop, np.broadcast_to(1.0, (10 ** 12,)))) == (
         "fitness must have shape (4,), one number per member of ask's population in member order, got "
         "(1000000000000,)")
@@ -551,6 +560,58 @@ def test_adams_moments_of_another_array_type_are_refused(swap, kind):
         message = refusal(lambda: es.tell(changed, es.ask(changed), [1.0, 2.0, 3.0, 4.0]))
         assert message.startswith(f"Adam's average of g{'^2' * (moment == 'v')} of parameter 'w' is a {kind} of "
                                   f"float32, not a NumPy array of float32 as the parameter: "), message
+
+
+def test_a_team_takes_a_sigma_dict_of_numpy_scalars_as_one_process_does():
+    """A sigma value made a NumPy float32 after the Eggroll was made: a team's processes compare it as
+    the float it is (not a JSON error), and step as one process alone would."""
+    def body(team):
+        es = eggroll.Eggroll(4, 1, {"w": 0.1}, 1, team=team)
+        state = es.init(W)
+        es.sigma["w"] = np.float32(0.05)
+        pop = es.ask(state)
+        return es.tell(state, pop, np.arange(float(pop.members)))[0].params["w"]
+    together = run_team(2, body)[0]
+    alone = eggroll.Eggroll(4, 1, {"w": 0.1}, 1)
+    state = alone.init(W)
+    alone.sigma["w"] = np.float32(0.05)
+    expected = alone.tell(state, alone.ask(state), np.arange(4.0))[0].params["w"]
+    assert all(np.array_equal(w, expected) for w in together)
+
+
+@pytest.mark.parametrize("odd", [np.complex64(3 + 99j), np.datetime64("2020-01-01")])
+def test_a_fitness_list_with_a_complex_number_or_a_date_is_refused(odd):
+    """Beside Python ints (a list NumPy holds as objects), a complex number or a date is no real number:
+    refused by member, not taken by its real part or its day count."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    assert refusal(lambda: es.tell(state, es.ask(state), [odd, 0, 1, 2])).startswith(
+        f"fitness must be real numbers, one per member, got a numpy.{type(odd).__name__} (member 0: ")
+
+
+def test_numbers_below_their_float_types_smallest_are_rounded_whatever_numpy_seterr_asks():
+    """Under numpy.seterr(all="raise"), an underflow is what the method means by it (a number rounded
+    to 0): generations of tied fitnesses decaying Adam's moments, a tiny lr, a subnormal x, a sigma near
+    float32's smallest give the same results as under NumPy's defaults, not a FloatingPointError."""
+    def run(es, generations, fitness, x):
+        state = es.init({"w": np.ones((2, 3), np.float32)})
+        for _ in range(generations):
+            pop = es.ask(state)
+            outputs = pop.linear("w", x)
+            state = es.tell(state, pop, fitness(state.generation))[0]
+        return state.params["w"], outputs, pop.member(1)["w"]
+    cases = [(eggroll.Eggroll(4, 1, 0.1, 0), 800, lambda g: [1.0, 0.0, 0.0, 1.0] if g == 0 else [0.0] * 4,
+              np.ones((2, 3), np.float32)),
+             (eggroll.Eggroll(4, 1, 0.1, 0, lr=1e-45), 2, lambda g: [1.0, 0.0, 0.0, 1.0], np.full((2, 3), 1e-40, np.float32)),
+             (eggroll.Eggroll(4, 1, 1.2e-38, 0), 2, lambda g: [0.0] * 4, np.ones((2, 3), np.float32)),
+             (eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw"), 2, lambda g: [1e-20, 0.0, 0.0, 2e-20],
+              np.ones((2, 3), np.float32))]
+    for es, generations, fitness, x in cases:
+        with np.errstate(all="ignore"):
+            quiet = run(es, generations, fitness, x)
+        with np.errstate(all="raise"):
+            strict = run(es, generations, fitness, x)
+        assert all(np.array_equal(a, b) for a, b in zip(quiet, strict))
 
 
 def test_raw_differences_below_float32s_smallest_step_as_0_whatever_numpy_seterr_asks():
@@ -1893,8 +1954,10 @@ def test_every_members_output_beyond_the_machines_ram_is_refused_before_anything
     pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 1}  # a machine of 4,096 bytes: x of one row set per member
     monkeypatch.setattr(interface_checks.os, "sysconf", pages.get)
     small = eggroll.Eggroll(4, 1, 0.1, 1)
-    with pytest.raises(ValueError, match="would form 4 members' outputs of shape \\(100, 4\\) in float32, 0.0 GB"):
-        small.ask(small.init({"w": np.ones((4, 3), np.float32)})).linear("w", np.ones((4, 100, 3), np.float32))
+    with pytest.raises(ValueError, match="would form 4 members' outputs of shape \\(100, 40\\) in float32, 0.0 GB"):
+        small.ask(small.init({"w": np.ones((40, 1), np.float32)})).linear("w", np.ones((4, 100, 1), np.float32))
+    with pytest.raises(ValueError, match="^x of shape \\(4, 1000, 1\\) would be read whole, 0.0 GB as its checks"):
+        small.ask(small.init({"w": np.ones((1, 1), np.float32)})).linear("w", np.ones((4, 1000, 1), np.float32))
     pages["SC_PHYS_PAGES"] = 1_000_000
     interface_checks.check_outputs_size(2 ** 22, "w", (40, 4), np.dtype(np.float32))  # 4,026,531,840 bytes: they fit
     pages.update(SC_PHYS_PAGES=3)  # 12,288 bytes: outputs and perturbations of just that size fit, a float more not
