@@ -188,7 +188,7 @@ class Population:
         output); its rows are samples, or frames of samples (snn_eggroll.py: T N of them).
         E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
-        are first made the weight's; integers it cannot hold exactly are refused)."""
+        are first made the weight's, long doubles float64; integers it cannot hold exactly are refused)."""
         x = input_array(x, self.params, name, self.members)  # the outputs' size checked too
         w = self.params[name]
         xp = array_module_of(x)

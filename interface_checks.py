@@ -562,7 +562,8 @@ def input_array(x, params, name, members):
     """x as a float32 or float64 array that layer `name` can take, (N, n) or (members, N, n),
     or a ValueError naming the fix. An x of integers or bools (pixels, spikes), or of float16, is made the
     weight's float type, so that it gives each member's true product (float16 would round the members'
-    differences away); integers that type cannot hold exactly (beyond 2^24 for float32) are refused."""
+    differences away); integers that type cannot hold exactly (beyond 2^24 for float32) are refused. A
+    long double x is made float64, the widest product type (float32 would merge inputs float64 holds apart)."""
     check_layer(params, name)
     w = params[name]
     if isinstance(x, numpy.ma.MaskedArray):  # asarray drops the mask: a masked input would count as its data
@@ -572,8 +573,8 @@ def input_array(x, params, name, members):
         x = array_module_of(w).asarray(x)  # a list of rows, say; an array as it is
     except (TypeError, ValueError) as error:  # ragged rows, say
         raise ValueError(f"x must be an array of real numbers, (N, n) or (2·pairs, N, n): {error}") from None
-    product = numpy.dtype((x.dtype if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64) else w.dtype)
-                          .newbyteorder("="))  # the float type of the products
+    product = numpy.dtype(numpy.float64 if is_long_double(x.dtype) else (  # the widest product type
+        x.dtype if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64) else w.dtype).newbyteorder("="))
     refuse_beyond_ram(f"x of shape {tuple(x.shape)} would be read whole", x.size * (1 + product.itemsize),
                       "as its checks and its cast make it", "give x fewer rows at a time")  # a broadcast view, say
     if beyond_float64(x) is not None:
@@ -598,11 +599,11 @@ def input_array(x, params, name, members):
         raise ValueError("x holds inf or NaN: give every input a finite number")
     if x.dtype.newbyteorder("=") in (numpy.float32, numpy.float64):  # in another machine's byte order ('>f8') too
         return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
-    return exactly(x, w.dtype)
+    return exactly(x, product)
 
 
 def exactly(x, dtype):
-    """x (integers, bools, float16) as float `dtype`, or a ValueError naming the fix if it holds integers
+    """x (integers, bools, float16, long doubles) as float `dtype`, or a ValueError naming the fix if it holds integers
     that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
     with numpy.errstate(over="ignore"):  # a long double beyond float32: the outputs' overflow is said (linear)
         converted = x.astype(dtype)

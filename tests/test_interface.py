@@ -516,13 +516,20 @@ def test_what_declares_more_than_the_ram_is_refused_by_its_size_before_its_value
         " GB of RAM: give a smaller parameter, or split it into several"), message
 
 
-def test_an_x_beyond_the_weights_float_type_is_floatoverflow_without_a_cast_warning():
-    """A long double x beyond float32's range, for a float32 weight: one FloatOverflow, no NumPy
-    warning from the cast to the weight's type."""
+def test_a_long_double_x_is_multiplied_in_float64():
+    """A long double x, for a float32 weight, is made float64, the widest product type: inputs float32
+    would merge (1 and 1 + 2^-30) give two products, as their float64 x does; outputs beyond float64's
+    range are one FloatOverflow, no NumPy warning from the cast."""
     pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W))
+    x = np.array([[1.0, 1.0, 1.0], [1 + 2.0 ** -30, 1.0, 1.0]], np.longdouble)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = pop.linear("w", x)
+    assert out.dtype == np.float64 and np.array_equal(out, pop.linear("w", x.astype(np.float64)))
+    assert not np.array_equal(out[:, 0], out[:, 1])
     with pytest.raises(eggroll.FloatOverflow), warnings.catch_warnings():
         warnings.simplefilter("error")
-        pop.linear("w", np.full((2, 3), 1e300, np.longdouble))
+        pop.linear("w", np.full((2, 3), 1e308, np.longdouble))
 
 
 def test_an_x_of_integers_beyond_int64_is_named_as_such():
