@@ -603,9 +603,9 @@ def input_array(x, params, name, members):
 
 
 def exactly(x, dtype):
-    """x (integers, bools, float16, long doubles) as float `dtype`, or a ValueError naming the fix if it holds integers
-    that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
-    with numpy.errstate(over="ignore"):  # a long double beyond float32: the outputs' overflow is said (linear)
+    """x (integers, bools, float16, long doubles) as float `dtype`, or a ValueError naming the fix if it
+    holds integers that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
+    with numpy.errstate(over="ignore"):  # (a long double is made float64, and one beyond it refused before)
         converted = x.astype(dtype)
     digits = numpy.finfo(dtype).nmant + 1  # the integers up to 2^digits are exact
     if x.dtype.kind in "iu" and 8 * x.dtype.itemsize > digits:  # int32 or int64 in float32, say
