@@ -605,8 +605,7 @@ def input_array(x, params, name, members):
 def exactly(x, dtype):
     """x (integers, bools, float16, long doubles) as float `dtype`, or a ValueError naming the fix if it
     holds integers that `dtype` cannot hold exactly: rounded, two inputs would give one product."""
-    with numpy.errstate(over="ignore"):  # (a long double is made float64, and one beyond it refused before)
-        converted = x.astype(dtype)
+    converted = x.astype(dtype)  # no overflow: a long double is made float64, and one beyond it refused before
     digits = numpy.finfo(dtype).nmant + 1  # the integers up to 2^digits are exact
     if x.dtype.kind in "iu" and 8 * x.dtype.itemsize > digits:  # int32 or int64 in float32, say
         with numpy.errstate(invalid="ignore"):  # one near 2^63 rounds past int64's range: not held, as said
