@@ -527,6 +527,8 @@ def test_a_long_double_x_is_multiplied_in_float64():
         out = pop.linear("w", x)
     assert out.dtype == np.float64 and np.array_equal(out, pop.linear("w", x.astype(np.float64)))
     assert not np.array_equal(out[:, 0], out[:, 1])
+    finer = np.array([[1.0, 1.0, 1.0]], np.longdouble) + np.longdouble(2.0) ** -60  # beyond float64: rounded, as float64
+    assert np.array_equal(pop.linear("w", finer), pop.linear("w", finer.astype(np.float64)))
     with pytest.raises(eggroll.FloatOverflow), warnings.catch_warnings():
         warnings.simplefilter("error")
         pop.linear("w", np.full((2, 3), 1e308, np.longdouble))
