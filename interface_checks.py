@@ -467,7 +467,9 @@ def fitness_array(fitness, members, like):
             if isinstance(value, (str, bytes, bytearray)):  # which float() would read as a number
                 raise ValueError(f"fitness must be real numbers, one per member, got text (member {member}: "
                                  f"{value!r})")
-            if not isinstance(number_of(value), (numbers.Real, decimal.Decimal, numpy.bool_)):  # complex, a date
+            value = number_of(value)  # (a duration is a NumPy integer, but no score: refused as its arrays are)
+            scores = isinstance(value, (numbers.Real, decimal.Decimal, numpy.bool_))
+            if not scores or isinstance(value, numpy.timedelta64):
                 raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(value)} (member "
                                  f"{member}: {value!r})")
     beyond = beyond_float64(fitness)

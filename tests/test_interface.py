@@ -588,10 +588,10 @@ def test_a_team_takes_a_sigma_dict_of_numpy_scalars_as_one_process_does():
     assert all(np.array_equal(w, expected) for w in together)
 
 
-@pytest.mark.parametrize("odd", [np.complex64(3 + 99j), np.datetime64("2020-01-01")])
+@pytest.mark.parametrize("odd", [np.complex64(3 + 99j), np.datetime64("2020-01-01"), np.timedelta64(5, "D")])
 def test_a_fitness_list_with_a_complex_number_or_a_date_is_refused(odd):
-    """Beside Python ints (a list NumPy holds as objects), a complex number or a date is no real number:
-    refused by member, not taken by its real part or its day count."""
+    """Beside Python ints (a list NumPy holds as objects), a complex number, a date or a duration is no
+    score: refused by member, as an array of them is, not taken by its real part or its day count."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     assert refusal(lambda: es.tell(state, es.ask(state), [odd, 0, 1, 2])).startswith(
