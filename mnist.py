@@ -118,6 +118,10 @@ def load(folder, unofficial_means="their recordings are not the project's emulat
         for name in names:
             path = path_of(folder, name)
             raw = read(path)
+            if path.suffix == ".gz" and (folder / name).is_file() and read(folder / name) != raw:
+                warnings.warn_explicit(f"{path.name} in {folder} is read, and differs from the uncompressed {name} "
+                                       f"beside it, which is not: keep the copy that is MNIST's and delete the other",
+                                       UserWarning, __file__, 0)
             sha256[name] = hashlib.sha256(raw).hexdigest()
             arrays.append(parse(raw, path))
         images, labels = arrays
@@ -129,14 +133,6 @@ def load(folder, unofficial_means="their recordings are not the project's emulat
                                     f"{read_from[1].name} {len(labels)} labels; replace them with the official MNIST "
                                     f"files")
         splits[split] = images, labels
-    doubled = [name for name in NAMES if (folder / name).is_file() and (folder / f"{name}.gz").is_file()
-               and read(folder / name) != read(folder / f"{name}.gz")]  # the .gz is read: said if the other differs
-    if doubled:
-        warnings.warn_explicit(f"{', '.join(f'{name}.gz' for name in doubled)} in {folder} "
-                               f"{'is' if len(doubled) == 1 else 'are'} read, and differ{'s' * (len(doubled) == 1)} "
-                               f"from the uncompressed {', '.join(doubled)} beside {'it' if len(doubled) == 1 else 'them'}, "
-                               f"which {'is' if len(doubled) == 1 else 'are'} not: keep the copy that is MNIST's and "
-                               f"delete the other", UserWarning, __file__, 0)
     unofficial = [name for name in NAMES if sha256[name] != OFFICIAL_SHA256[name]]
     if unofficial:
         warnings.warn_explicit(f"{', '.join(unofficial)} in {folder} differ from the official MNIST files "
