@@ -232,19 +232,46 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     Layer 1's current W1 s_t + b1 is one matrix product for all frames, as in snn.forward; each later
     layer's follows once all spikes of the one before are known. smooth=True spikes with
     `smooth_spike` instead of H. Returns a dict: frames, v{l} and o{l} of every layer l (each
-    (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes.
+    (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes; with a potential readout
+    the output layer's v is its potential, never reset, its o all zeros, and counts the sum of v.
     """
     network = snn.network_of(params, network)
+    xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
     cache = {"frames": frames}
     inputs = frames.reshape(n_steps * batch, n_in)  # layer 1's, then each layer's the spikes of the one before
-    for layer in range(1, len(network.layers) + 1):
+    n_layers = len(network.layers)
+    for layer in range(1, n_layers + 1):
         current = snn.layer_current(params, layer, inputs, network).reshape(n_steps, batch, -1)
-        cache[f"v{layer}"], cache[f"o{layer}"] = lif_forward(current, lif, spike, k)
+        if layer == n_layers and network.readout == "potential":  # V itself is read out: no spike, no reset
+            cache[f"v{layer}"], cache[f"o{layer}"] = leaky_forward(current, lif), xp.zeros_like(current)
+        else:
+            cache[f"v{layer}"], cache[f"o{layer}"] = lif_forward(current, lif, spike, k)
         inputs = cache[f"o{layer}"]
-    cache["counts"] = inputs.sum(axis=0)
+    read = cache[f"v{n_layers}"] if network.readout == "potential" else inputs
+    cache["counts"] = read.sum(axis=0)
     return cache
+
+
+def leaky_forward(current, lif):
+    """A potential readout's output neurons: Eq. (1) alone, V_t = beta V_{t-1} + I_t, no spike nor
+    reset; V (T, N, n)."""
+    v = array_module_of(current).empty_like(current)
+    v[0] = current[0]
+    for t in range(1, current.shape[0]):
+        v[t] = lif.beta * v[t - 1] + current[t]
+    return v
+
+
+def leaky_backward(grad_v, lif):
+    """dL/dI (T, N, n) of `leaky_forward` from dL/dV_t (T, N, n) as the loss reads each V_t:
+    dL/dI_t = dL/dV_t + beta dL/dI_{t+1}."""
+    grad_current = array_module_of(grad_v).empty_like(grad_v)
+    grad_current[-1] = grad_v[-1]
+    for t in reversed(range(grad_v.shape[0] - 1)):
+        grad_current[t] = grad_v[t] + lif.beta * grad_current[t + 1]
+    return grad_current
 
 
 def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
@@ -283,10 +310,14 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1
     grad_counts = grad_logits * (logit_scale / (n_steps * batch))
-    grad_spikes = xp.broadcast_to(grad_counts, cache[f"o{n_layers}"].shape)  # counts = sum_t o_t of the output
+    grad_spikes = xp.broadcast_to(grad_counts, cache[f"o{n_layers}"].shape)  # counts = sum_t o_t (or V_t) of the output
     grad_currents = {}
     for layer in range(n_layers, 0, -1):
-        grad_currents[layer] = lif_backward(grad_spikes, cache[f"v{layer}"], cache[f"o{layer}"], lif, k, detach_reset)
+        if layer == n_layers and network.readout == "potential":
+            grad_currents[layer] = leaky_backward(grad_spikes, lif)
+        else:
+            grad_currents[layer] = lif_backward(grad_spikes, cache[f"v{layer}"], cache[f"o{layer}"], lif, k,
+                                                detach_reset)
         if layer > 1:
             fan_out = params[f"W{layer}"].shape[0]
             grad_spikes = network.fold(layer, grad_currents[layer].reshape(n_steps, -1, fan_out) @ params[f"W{layer}"])

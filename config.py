@@ -135,6 +135,9 @@ class RunConfig:
                           check=(lambda v: network_problem(v) is None, "must be layers that fit N-MNIST's 34 x 34 "
                                  "frames, separated by commas, each a width or convCkK[sS][pP]", "conv8k5s2,64"),
                           lever=True)
+    readout: str = setting("rate", "what the softmax reads of the output neurons: their spike rate (the paper's) "
+                                   "or their mean membrane potential, integrated without spiking", ("eggroll", "bptt"),
+                           choices=snn.READOUTS, lever=True)
     max_shift: int = setting(0, "augmentation: move each training sample by a random (dy, dx), each in "
                                 "-N..N pixels", check=between(0, 33, "1"))
     eval_every: int = setting(10, "generations between validation passes and checkpoints (BPTT: every "
@@ -190,9 +193,9 @@ class RunConfig:
 
     @property
     def network(self):
-        """The network of --hidden on N-MNIST's frames, 10 digits out (ValueError naming a layer that
-        cannot be built)."""
-        return snn.Network.parse(self.hidden, snn.SIZES[-1], snn.IMAGE)
+        """The network of --hidden on N-MNIST's frames, 10 digits out, read out as --readout says
+        (ValueError naming a layer that cannot be built)."""
+        return snn.Network.parse(self.hidden, snn.SIZES[-1], snn.IMAGE, self.readout)
 
     @property
     def sizes(self):

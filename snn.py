@@ -10,7 +10,9 @@ s_t is the layer's input at frame t (an event frame for layer 1, the previous la
 the others). Layer l's parameters are named W{l} and b{l}, l counted from 1; the last layer is the
 output.
 The network's output is the mean spike rate of the output neurons over the T frames, read out by a
-softmax (3) and scored by cross-entropy (4). Evolution strategies evaluate many perturbed copies
+softmax (3) and scored by cross-entropy (4). A network may read out its output layer's mean membrane
+potential instead (`readout="potential"`): those neurons integrate Eq. (1) without spiking or
+resetting, so their output moves with every weight, not in steps of whole spikes. Evolution strategies evaluate many perturbed copies
 ("members") of the network on the same minibatch; `simulate` runs them all, in cache-sized chunks
 of members, asking the caller for each layer's input current W s_t + b. That way every method
 (EGGROLL, full-rank ES, plain inference) shares exactly this LIF code and differs only in how it
@@ -71,7 +73,7 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
 
 
 def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
-             lif=LIF(), xp=numpy, dtype=None, count_hidden=False):
+             lif=LIF(), xp=numpy, dtype=None, count_hidden=False, readout="rate"):
     """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
     minibatch, a chunk of members at a time.
 
@@ -81,9 +83,10 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
         frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
         l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
         before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
-    Returns the output spike counts (n_members, batch, n_out) and, if count_hidden, the number
-    of hidden spikes (every layer but the last) of each member over the batch and all frames
-    (n_members,), else None.
+    Returns the output spike counts (n_members, batch, n_out) — with readout="potential" the output
+    neurons' potentials V_t of Eq. (1), never spiking nor reset, summed over the frames — and, if
+    count_hidden, the number of hidden spikes (every layer but the last) of each member over the
+    batch and all frames (n_members,), else None.
     """
     dtype = dtype or xp.float32
     n_out = sizes[-1]
@@ -101,7 +104,12 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
                 hidden_spikes[start:stop] += spikes.sum(axis=(0, 2, 3))
             currents = layer_current(layer, spikes, start, stop)
             v = xp.zeros((stop - start, batch, sizes[layer]), dtype=dtype)
-            if layer == len(sizes) - 1:
+            if layer == len(sizes) - 1 and readout == "potential":
+                for t in range(n_steps):
+                    v *= lif.beta
+                    v += currents[t]
+                    counts[start:stop] += v
+            elif layer == len(sizes) - 1:
                 out_spikes = xp.empty_like(v)
                 for t in range(n_steps):
                     counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
@@ -117,8 +125,8 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
-    the yardstick for what perturbations cost (on a GPU, for two dense layers, one kernel:
-    gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
+    the yardstick for what perturbations cost (on a GPU, for two dense layers read out by rate, one
+    kernel: gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
     W1 s_t + b1 is one matrix product for all frames and members.
     """
     xp = array_module_of(frames)
@@ -126,16 +134,17 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     n_steps, batch, n_in = frames.shape
     sizes = network.sizes
     hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
-    if n_members > 1 and gpu.enabled(xp) and len(sizes) == 3 and network.is_dense():  # every member and frame in one kernel
+    if n_members > 1 and gpu.enabled(xp) and network.fused():  # every member and frame in one kernel
         counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
         return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],
                     lambda layer, spikes, start, stop: layer_current(params, layer, spikes, network),
-                    n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden)
+                    n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden, network.readout)
 
 
 def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
-    """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis."""
+    """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis (counts: summed
+    potentials with a potential readout, so their mean over the frames)."""
     xp = array_module_of(counts)
     logits = counts * (logit_scale / n_steps)
     logits = logits - logits.max(axis=-1, keepdims=True)
@@ -194,22 +203,25 @@ def output_shape(spec, image):
             (width + 2 * spec.padding - spec.kernel) // spec.stride + 1)
 
 
+READOUTS = ("rate", "potential")  # what the output layer gives the softmax of Eq. (3)
 CONV = re.compile(r"conv(?P<channels>\d+)k(?P<kernel>\d+)(?:s(?P<stride>\d+))?(?:p(?P<padding>\d+))?", re.ASCII)
 MAX_WIDTH = 65536  # neurons of a dense layer, kernels of a convolution
 
 
 @dataclass(frozen=True)
 class Network:
-    """A spiking network as data: its input image (channels, height, width) and its LIF layers,
-    Dense or Conv, the last the output. Convolutions come first, on the image.
+    """A spiking network as data: its input image (channels, height, width), its LIF layers,
+    Dense or Conv, the last the output, and its readout: the output neurons' spike rate ("rate",
+    the paper's) or mean membrane potential ("potential"). Convolutions come first, on the image.
 
     The frames are images in (channel, row, column) order (data.py bins them so); a convolution's
     spikes are in (row, column, channel) order, so that its currents need no transpose."""
     layers: tuple
     image: tuple = IMAGE
+    readout: str = "rate"
 
     @classmethod
-    def parse(cls, hidden, n_out=SIZES[-1], image=IMAGE):
+    def parse(cls, hidden, n_out=SIZES[-1], image=IMAGE, readout="rate"):
         """The network of a --hidden value, its layers comma-separated: a width (64) or a convolution
         conv<channels>k<kernel>[s<stride>][p<padding>] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no
         padding); then n_out outputs.
@@ -224,7 +236,7 @@ class Network:
             else:
                 raise ValueError(f"layer {part!r} is neither a width (64) nor a convolution (conv8k5s2: 8 kernels "
                                  f"of 5 x 5, stride 2)")
-        return cls(tuple(layers) + (Dense(n_out),), image).checked()
+        return cls(tuple(layers) + (Dense(n_out),), image, readout).checked()
 
     @classmethod
     def dense(cls, sizes):
@@ -237,6 +249,8 @@ class Network:
 
     def checked(self):
         """The network, or a ValueError naming the first layer that cannot be built, and the fix."""
+        if self.readout not in READOUTS:
+            raise ValueError(f"readout {self.readout!r} is neither of {', '.join(READOUTS)}: use e.g. \"rate\"")
         image = self.image
         for layer, spec in enumerate(self.layers, start=1):
             name = f"layer {layer} ({spec})"
@@ -283,6 +297,10 @@ class Network:
 
     def is_dense(self):
         return all(isinstance(spec, Dense) for spec in self.layers)
+
+    def fused(self):
+        """Whether the GPU's one-kernel forward of two dense layers and a rate readout runs it."""
+        return len(self.layers) == 2 and self.is_dense() and self.readout == "rate"
 
     def positions(self, layer):
         """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer

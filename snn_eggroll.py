@@ -64,7 +64,8 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     per block (a convolution's x: every patch of every frame, `snn.Network.unfold`). Every later
     layer sees each member's own spikes s, so s [W^T | B_p] is one product per pair, its + and -
     members together. On a GPU, a network of two dense layers runs its LIF layers, for every
-    member and frame, as one kernel (gpu.lowrank_lif_network)."""
+    member and frame, as one kernel (gpu.lowrank_lif_network), if it reads out rates. With a
+    potential readout (`snn.Network.readout`) the counts are the output potentials summed."""
     params = population.params
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
@@ -79,7 +80,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
                                        factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
                 for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
-    if gpu.enabled(xp) and n_layers == 2 and network.is_dense():  # what follows, as one kernel
+    if gpu.enabled(xp) and network.fused():  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
         return counts, (hidden if count_hidden else None)
     xb = xb.reshape(n_steps, base.shape[1], n_pairs, population.rank).transpose(0, 2, 1, 3)
@@ -103,7 +104,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
         return current.reshape(n_steps, stop - start, batch, sizes[layer])
 
     return snn.simulate(input_current, layer_current, 2 * n_pairs, n_steps, batch, sizes, lif, xp,
-                        frames.dtype, count_hidden)
+                        frames.dtype, count_hidden, network.readout)
 
 
 def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None),

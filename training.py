@@ -67,10 +67,11 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000, ne
             tally[first_neuron[layer - 1]:first_neuron[layer - 1] + sizes[layer - 1]] += to_numpy(spikes.sum(axis=(0, 1, 2)))
             return snn.layer_current(params, layer, spikes, network)
         counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_steps, batch,
-                                 sizes, lif, xp, frames.dtype)
+                                 sizes, lif, xp, frames.dtype, readout=network.readout)
         tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
         tally[first_neuron[0]:first_neuron[1]] += to_numpy(x.sum(axis=0))
-        tally[-1] += float(counts.sum())
+        if network.readout == "rate":  # a potential readout's output neurons do not spike
+            tally[-1] += float(counts.sum())
     tally = team.total(tally)
     samples = max(len(split), 1)
     layers = [tally[first:first + size] for first, size in zip(first_neuron, sizes[:-1])]  # inputs, hidden layers

@@ -45,7 +45,8 @@ RECIPES = {
 # option: (default, the methods it applies to, its mark in a run's folder name away from the default)
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
-          "init_std": (0.3, ("eggroll", "bptt"), "init"), "output_sigma_scale": (1.0, ("eggroll",), "out")}
+          "init_std": (0.3, ("eggroll", "bptt"), "init"), "output_sigma_scale": (1.0, ("eggroll",), "out"),
+          "readout": ("rate", ("eggroll", "bptt"), "readout-")}
 
 
 def levers(method, opts):
@@ -55,9 +56,10 @@ def levers(method, opts):
 
 def run_folder(method, hidden, opts):
     """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1;
-    each lever away from its default marks the name: hidden-128-64-g300-logit1-seed1."""
-    marks = "".join(f"-{LEVERS[name][2]}{value:g}" for name, value in levers(method, opts).items()
-                    if value != LEVERS[name][0])
+    each lever away from its default marks the name: hidden-128-64-g300-logit1-seed1,
+    hidden-64-readout-potential-seed1."""
+    marks = "".join(f"-{LEVERS[name][2]}{value if isinstance(value, str) else format(value, 'g')}"
+                    for name, value in levers(method, opts).items() if value != LEVERS[name][0])
     prefix = "" if method == "eggroll" else f"{method}-"
     return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{marks}-seed{opts.seed}"
 
@@ -124,8 +126,10 @@ def table(folders):
         recipe = ", ".join(f"{settings[name]:g}" if name in settings else "–"
                            for name in ("sigma", "lr", "logit_scale", "init_std")) if evolved else \
             f"–, –, –, {settings['init_std']:g}"
-        if settings.get("output_sigma_scale", 1.0) != 1.0:  # a lever of a few runs: named where it is used
+        if settings.get("output_sigma_scale", 1.0) != 1.0:  # levers of a few runs: named where they are used
             recipe += f"; output σ × {settings['output_sigma_scale']:g}"
+        if settings.get("readout", "rate") != "rate":
+            recipe += f"; {settings['readout']} readout"
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
                      f"{recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {real} | "
@@ -154,6 +158,8 @@ def main():
                         help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
     parser.add_argument("--output-sigma-scale", type=exits.positive_number,
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
+    parser.add_argument("--readout", choices=snn.READOUTS,
+                        help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()

@@ -294,6 +294,33 @@ def test_the_depth_examples_output_sigma_lever_reaches_train_and_marks_its_folde
     assert recipe("hidden-128-64-g300-sigma0.1-logit1-seed1") == "0.1, 0.03, 1, 0.3"  # the default, unsaid
 
 
+def test_the_depth_examples_readout_lever_reaches_both_methods_and_marks_their_folders(tmp_path, monkeypatch):
+    """--readout potential is passed to run.py train for EGGROLL and BPTT alike, marks both runs'
+    folders and is named in the table's recipe; the default, rate, marks no folder and is not named."""
+    import shutil
+    from types import SimpleNamespace
+    depth = load_example("snn_depth")
+    opts = SimpleNamespace(out=tmp_path, seed=2, data_root="data", real_root=None,
+                           **{name: default for name, (default, _, _) in depth.LEVERS.items()})
+    commands = []
+    monkeypatch.setattr(depth.subprocess, "run", lambda command, **_: commands.append(command)
+                        or subprocess.CompletedProcess(command, 0, stdout="", stderr=""))
+    depth.train("eggroll", "64", opts)
+    opts.readout = "potential"
+    depth.train("eggroll", "64", opts)
+    depth.train("bptt", "64", opts)
+    assert commands[0][commands[0].index("--readout") + 1] == "rate"
+    assert commands[0][commands[0].index("--out") + 1] == str(tmp_path / "runs" / "hidden-64-seed2")
+    for command, folder in zip(commands[1:], ["hidden-64-readout-potential-seed2", "bptt-hidden-64-readout-potential-seed2"]):
+        assert command[command.index("--readout") + 1] == "potential"
+        assert command[command.index("--out") + 1] == str(tmp_path / "runs" / folder)
+    run = tmp_path / "copied"
+    shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-sigma0.1-logit1-seed1", run)
+    settings = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**settings, "readout": "potential"}))
+    assert depth.table([run]).splitlines()[2].split(" | ")[4] == "0.1, 0.03, 1, 0.3; potential readout"
+
+
 def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_path, monkeypatch):
     """snn_depth writes a run's real.json as the project writes every file (run_folder.writing): a
     new file renamed into place, so a real.json that is a link is refused in one line and the file it

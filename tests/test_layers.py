@@ -194,34 +194,41 @@ def test_vanilla_es_runs_only_the_papers_form_and_bptt_any_network():
         config.check(config.RunConfig(method="eggroll", hidden=hidden))
 
 
-def small_network(hidden):
+def small_network(hidden, readout="rate"):
     layers = snn.Network.parse(hidden, n_out=3).layers
-    return snn.Network(layers, (2, 7, 7)).checked()
+    return snn.Network(layers, (2, 7, 7), readout).checked()
 
 
-@pytest.mark.parametrize("hidden", ["conv3k3s2p1,5", "conv2k3,conv3k2s2,4", "6,5"])
-def test_eggrolls_population_of_a_network_is_each_members_own_forward_pass(hidden):
+@pytest.mark.parametrize("hidden, readout", [("conv3k3s2p1,5", "rate"), ("conv2k3,conv3k2s2,4", "rate"), ("6,5", "rate"),
+                                             ("6,5", "potential"), ("conv2k3,4", "potential")])
+def test_eggrolls_population_of_a_network_is_each_members_own_forward_pass(hidden, readout):
     """Eq. (6) in every layer, a convolution's noise on its kernel matrix through its patches: the
-    population's counts and hidden spikes equal snn.forward of every member's formed parameters."""
-    network = small_network(hidden)
+    population's counts (a potential readout's summed potentials) and hidden spikes equal
+    snn.forward of every member's formed parameters."""
+    network = small_network(hidden, readout)
     params = as_float64(snn.init_network(1, network, std=0.8))
     frames = (np.random.default_rng(0).random((4, 3, network.sizes[0])) < 0.4).astype(np.float64)
     settings_ = snn_eggroll.Config(population=8, rank=2, sigma=0.4, seed=1, logit_scale=1.0)
     counts, hidden_spikes = snn_eggroll.perturbed_forward(params, frames, settings_, 3, count_hidden=True,
                                                           network=network)
     members = settings_.members(params, 3, network=network)
-    assert counts.sum() > 0
+    assert np.abs(counts).sum() > 0 and hidden_spikes.sum() > 0
     for i in range(8):
         own, own_hidden = snn.forward(members.member(i), frames, count_hidden=True, network=network)
-        np.testing.assert_array_equal(counts[i], own[0])
+        if readout == "rate":  # whole spikes: exactly
+            np.testing.assert_array_equal(counts[i], own[0])
+        else:  # potentials: x (W + sigma E)^T and x W^T + sigma (x B) A^T / sqrt(r) round apart
+            np.testing.assert_allclose(counts[i], own[0], rtol=1e-12, atol=1e-12)
         assert hidden_spikes[i] == own_hidden[0]
 
 
-@pytest.mark.parametrize("hidden", ["conv3k3s2p1,5", "conv2k3,conv3k2s2,4", "6,5,4"])
-def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden):
+@pytest.mark.parametrize("hidden, readout", [("conv3k3s2p1,5", "rate"), ("conv2k3,conv3k2s2,4", "rate"),
+                                             ("6,5,4", "rate"), ("6,5,4", "potential"), ("conv2k3,4", "potential")])
+def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden, readout):
     """With smooth spikes and the reset differentiated, bptt_backward is the exact gradient of the
-    loss with its spike price on every hidden layer, Eq. (12): central differences agree."""
-    network = small_network(hidden)
+    loss with its spike price on every hidden layer, Eq. (12): central differences agree (a
+    potential readout's output layer has no spike to smooth: its loss is smooth as it is)."""
+    network = small_network(hidden, readout)
     rng = np.random.default_rng(2)
     params = as_float64(snn.init_network(1, network, std=0.8))
     frames = (rng.random((4, 3, network.sizes[0])) < 0.4).astype(np.float64)
@@ -247,6 +254,34 @@ def test_bptts_gradient_through_any_network_is_the_finite_difference_one(hidden)
             down = loss(params)
             flat[i] = kept
             assert grad.reshape(-1)[i] == pytest.approx((up - down) / 2e-6, rel=1e-4, abs=1e-8), (name, i)
+
+
+def test_a_potential_readout_integrates_eq_1_without_spiking_or_reset():
+    """readout="potential": the output neurons' V_t = beta V_{t-1} + W o_t + b, written out here
+    from the rate network's hidden spikes, never reset although V passes the threshold; the
+    forward pass returns sum_t V_t, whose mean over the frames Eq. (3) reads; evaluation counts no
+    output spike and classifies by the largest potential."""
+    rate, potential = snn.Network.parse("6", n_out=3), snn.Network.parse("6", n_out=3, readout="potential")
+    params = as_float64(snn.init_network(4, rate, std=0.3))
+    bits = (np.random.default_rng(5).random((5, 6, snn.SIZES[0])) < 0.1).astype(np.uint8)  # (N, T, inputs)
+    frames = bits.transpose(1, 0, 2).astype(np.float64)
+    hidden = baselines.bptt_forward(params, frames, snn.LIF(), network=rate)["o1"]
+    v, total, passed = np.zeros((5, 3)), np.zeros((5, 3)), False
+    for t in range(6):
+        v = 0.9 * v + hidden[t] @ params["W2"].T + params["b2"]
+        total += v
+        passed |= bool((v >= 1.0).any())
+    summed, _ = snn.forward(params, frames, network=potential)
+    assert passed and hidden.sum() > 0
+    np.testing.assert_allclose(summed[0], total, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(baselines.bptt_forward(params, frames, snn.LIF(), network=potential)["counts"],
+                               total, rtol=1e-12, atol=1e-12)
+    split = data.Split(np.packbits(bits, axis=-1).reshape(5, -1), total.argmax(axis=1), 6)
+    accuracy, spikes, _, where = training.evaluate(params, split, snn.LIF(), np, network=potential)
+    assert accuracy == 1.0 and where["output_spikes_per_sample"] == 0
+    assert spikes == pytest.approx(hidden.sum() / 5)
+    with pytest.raises(ValueError, match="readout 'spikes' is neither of rate, potential"):
+        snn.Network.parse("6", readout="spikes")
 
 
 @pytest.mark.parametrize("hidden", ["6,5,4", "conv2k3,conv3k2s2,4"])

@@ -21,7 +21,8 @@ from test_eggroll import draw_network, member_noise
 from test_report import keep_figure, write_run
 from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
 
-LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3}
+LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3,
+          "readout": "potential"}
 
 
 def test_sigma_schedules_start_at_sigma_and_fall_to_sigma_min():
@@ -90,7 +91,7 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
     levered = dataclasses.replace(plain, **LEVERS)
     assert {k: config.stored(levered)[k] for k in LEVERS} == LEVERS
     assert config.from_stored(json.loads(json.dumps(config.stored(levered)))) == levered
-    assert "output_sigma_scale" not in config.stored(dataclasses.replace(levered, method="es"))
+    assert not {"output_sigma_scale", "readout"} & set(config.stored(dataclasses.replace(levered, method="es")))
     with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.1\) for an exponential schedule, "
                                          r"got 0.1: use e.g. --sigma-min 0.01"):
         config.check(dataclasses.replace(plain, sigma_schedule="exponential", sigma_min=0.1))
@@ -117,6 +118,27 @@ def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, data
     stored = config.from_stored(json.loads((tmp_path / "run" / "config.json").read_text()))
     assert seen == [(g, stored.sigma_at(g, 6), 0.5, 16 * stored.minibatches(g, 6)[1]) for g in range(6)]
     assert [size for *_, size in seen] == [16, 16, 16, 32, 32, 48]  # 1 + 2 g // 5 minibatches
+
+
+@pytest.mark.parametrize("method", ["eggroll", "bptt"])
+def test_a_potential_readout_is_trained_stored_and_evaluated_as_one(tmp_path, dataset, capsys, method):
+    """--readout potential: config.json holds it, the run's output neurons never spike (its
+    test_sparsity counts none), and `run.py evaluate` reads it back from config.json and scores
+    the checkpoint as training did. Vanilla ES refuses it."""
+    out = tmp_path / method
+    budget = [*SMALL, "--generations", "2"] if method == "eggroll" else ["--batch-size", "16", "--epochs", "1", "--quiet"]
+    assert run.main(["train", "--method", method, "--out", str(out), *dataset, *budget,
+                     "--readout", "potential"]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert json.loads((out / "config.json").read_text())["readout"] == "potential"
+    assert final["test_sparsity"]["output_spikes_per_sample"] == 0
+    assert final["test_sparsity"]["hidden_spikes_per_sample"] > 0
+    capsys.readouterr()
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"]["test"] == final["test_acc"]
+    assert run.main(["train", "--method", "es", "--out", str(tmp_path / "es"), *SMALL, *dataset,
+                     "--readout", "potential"]) == 2
+    assert "--readout is for eggroll and bptt only" in capsys.readouterr().err and not (tmp_path / "es").exists()
 
 
 # ---------------------------------------------------------------------------------------------
