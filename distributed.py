@@ -46,6 +46,7 @@ import json
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -57,6 +58,7 @@ from backend import array_module_of, to_numpy
 UPDATES = ("seeds", "allreduce")
 PATIENCE = 10.0  # seconds a signalled process waits in a collective call for the others before it gives up
 FORWARD = 0.5    # seconds given to mpiexec to pass on a process's last lines before it ends the job
+JOIN_PATIENCE = 60.0  # seconds MPI's start may wait for the job's other processes before this one says so and ends
 SPIN = 0.05      # seconds a collective call is polled without pause before the polls back off to 1 ms
 TOGETHER = 1.0   # seconds a failing process listens for the others failing alike, before it speaks alone
 LEFT, FAILED = 1, 2  # tags of the notes the processes send each other (Team.notes): it left the job, it failed
@@ -391,15 +393,39 @@ def team(update):
     # if one never comes (given another command line), SIGINT, SIGTERM and SIGHUP must still end it.
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in stopping}
+    watchdog = started_watchdog() if launched_size() > 1 else None
     try:
         made = Team(update)
     finally:
+        if watchdog is not None:
+            watchdog.stdin.close()  # MPI started (or failed): the watchdog ends, silent
+            watchdog.wait()
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     if made.size > 1:
         sys.excepthook = made.ending_the_job(sys.excepthook)
         atexit.register(made.leaving)  # before MPI's end, which mpi4py runs after every atexit function
     return made
+
+
+# A process of its own, started before MPI: MPI's start holds the Python that started it, so no
+# thread of it can keep time. Unless its stdin closes within the patience, it says why and ends it.
+WATCHDOG = """import os, select, signal, sys
+parent, patience, said = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+if not select.select([sys.stdin], [], [], patience)[0]:
+    sys.stderr.write(said + "\\n")
+    sys.stderr.flush()
+    os.kill(parent, signal.SIGTERM)
+"""
+
+
+def started_watchdog():
+    """A watchdog (WATCHDOG) of MPI's start in this process: a process of the job that never starts
+    MPI (it runs alone, or another script) would leave this one waiting there for ever."""
+    said = (f"error: rank {launched_rank()} of {launched_size()}: waited {JOIN_PATIENCE:g} s for the job's other "
+            f"processes to start MPI: every process of mpiexec must make the team, distributed.team(...), or none")
+    return subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(JOIN_PATIENCE), said],
+                            stdin=subprocess.PIPE)
 
 
 def code_version(folder=Path(__file__).resolve().parent):

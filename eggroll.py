@@ -446,9 +446,13 @@ class Eggroll:
                              f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma "
                              f"after tell, not between ask and tell")
         if differ:
-            raise ValueError(f"the population was asked of another Eggroll (its {', '.join(differ)} "
-                             f"{'differs' if len(differ) == 1 else 'differ'} from this one's): tell its fitness to "
-                             f"the Eggroll that asked it")
+            said = {"seed": str, "rank": str, "sigma": str,
+                    "pairs": lambda pairs: f"{pairs.start}..{pairs.stop - 1}" if len(pairs) else "none"}
+            asked_of = "; ".join(f"its {name} {said[name](getattr(population, name))}, this Eggroll's "
+                                 f"{said[name](asked[name])}" + (f" of {self.population} members" if name == "pairs" else "")
+                                 for name in differ)
+            raise ValueError(f"the population was asked of another Eggroll ({asked_of}): tell its fitness to the "
+                             f"Eggroll that asked it")
 
     def population_of(self, state, pairs, fingerprint=None):
         """The Population of the pairs in the slice `pairs` of 0..P-1 at state.generation (with ask's

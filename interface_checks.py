@@ -9,7 +9,7 @@ import hashlib
 import math
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MappingView, Sequence, Set
 
 import numpy
 
@@ -60,6 +60,9 @@ def check_sigma(sigma):
             raise ValueError(f"sigma's keys must be the parameters' names, strings, got {name!r}: "
                              f"use e.g. {{'W1': 0.1, 'b1': 0.1}}")
         if isinstance(value, (Mapping, list, tuple)) or numpy.ndim(value) > 0:
+            if name is not None:
+                raise ValueError(f"sigma of {name!r} must be a finite int or float > 0, got {a_kind(value)}: use "
+                                 f"e.g. {{{name!r}: 0.1}}")
             raise ValueError(f"sigma is a float or a dict {{name: float}}, got {a_kind(value)}: use e.g. "
                              f"0.1 or {{'W1': 0.1, 'b1': 0.1}}")
         converted = as_float(value)
@@ -255,6 +258,12 @@ def as_float(value):
         return math.inf
 
 
+def array_type(value):
+    """type(value), a numpy.memmap (numpy.load(..., mmap_mode=...)) counted as the NumPy array its
+    arithmetic gives."""
+    return numpy.ndarray if isinstance(value, numpy.memmap) else type(value)
+
+
 def check_optimiser(state):
     """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter:
     moments of its shape, finite, the average of g^2 >= 0, and a whole step count."""
@@ -266,7 +275,8 @@ def check_optimiser(state):
     for name, value in state.params.items():
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = optimiser[moment].get(name)  # (None: no moments of the parameter, said below)
-            if values is not None and (getattr(values, "dtype", None) != value.dtype or type(values) is not type(value)):
+            if values is not None and (getattr(values, "dtype", None) != value.dtype
+                                       or array_type(values) is not array_type(value)):
                 raise ValueError(f"Adam's {what} of parameter {name!r} is {array_kind(values)}, not {array_kind(value)} as "
                                  f"the parameter: tell a State that init or tell returned, or, restoring one "
                                  f"from a file, give each moment as its parameter's array type and dtype (e.g. "
@@ -303,6 +313,8 @@ def check_whole(setting, value, low, high, example):
     if not whole or (low is not None and value < low) or (high is not None and value > high):
         limits = {(False, False): f" in {low}..{high}", (False, True): f" >= {low}", (True, False): f" <= {high}",
                   (True, True): ""}[(low is None, high is None)]
+        if isinstance(value, numpy.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+            example = f"int() of it (a count saved with numpy.save comes back as a 0-d array), or {example}"
         raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
 
 
@@ -447,6 +459,9 @@ def fitness_array(fitness, members, like):
     if isinstance(fitness, (str, bytes, bytearray, memoryview)):  # bytes would be read as one number a byte
         raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(fitness)}: give a list or "
                          f"array of them")
+    if isinstance(fitness, (Iterator, Set, Mapping, MappingView)):  # no member order, or read once
+        fix = "give list(fitness)" if isinstance(fitness, Iterator) else "give a list or array in member order"
+        raise ValueError(f"fitness is {a_kind(fitness)}, not numbers in member order: {fix}")
     if hasattr(fitness, "shape") and tuple(fitness.shape) != (members,):  # before any copy of its values
         raise ValueError(wrong_fitness_shape(members, fitness.shape))
     given = fitness
@@ -487,7 +502,12 @@ def fitness_array(fitness, members, like):
                 raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
                                  "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
             fitness = converted
-    if fitness.dtype.kind not in "biuf":  # text, None, complex: no order to rank
+    if fitness.dtype.kind in "US":  # a list of text, or an array of it
+        texts = [member for member, value in enumerate(given) if isinstance(value, (str, bytes))] \
+            if isinstance(given, Sequence) else []
+        member, value = (texts[0], given[texts[0]]) if texts else (0, fitness.ravel()[0].item())
+        raise ValueError(f"fitness must be real numbers, one per member, got text (member {member}: {value!r})")
+    if fitness.dtype.kind not in "biuf":  # None, complex: no order to rank
         what = f"an array of {fitness.dtype}" if hasattr(given, "dtype") or isinstance(given, Sequence) else a_kind(given)
         raise ValueError(f"fitness must be real numbers, one per member, got {what}")
     fitness = fitness.astype(numpy.float64)  # native byte order too

@@ -569,6 +569,21 @@ def test_a_process_that_leaves_while_another_waits_for_it_ends_the_job_with_one_
 
 
 @needs_mpi
+def test_a_process_whose_peers_never_start_mpi_says_so_and_ends(tmp_path):
+    """Rank 0 makes a team, rank 1 runs alone (distributed.ALONE) and exits: rank 0, held in MPI's
+    start, is ended by its watchdog after its patience (2 s here) with one line naming its rank and
+    the fix, not left waiting for ever."""
+    code, _, errors, err, seconds = script_job(tmp_path, (
+        "import distributed\n"
+        "distributed.JOIN_PATIENCE = 2.0\n"
+        "team = distributed.team('seeds') if distributed.launched_rank() == 0 else distributed.ALONE\n"
+        "print('made', team.rank, flush=True)\n"), timeout=60)
+    assert code != 0 and seconds < 30, err
+    assert errors == ["error: rank 0 of 2: waited 2 s for the job's other processes to start MPI: every process of "
+                      "mpiexec must make the team, distributed.team(...), or none"], err
+
+
+@needs_mpi
 def test_processes_that_end_normally_at_different_times_end_the_job_normally(tmp_path):
     """After the last collective call process 0 works on three times its patience while process 1
     has already exited (its note that it left unread): the job ends normally, status 0, both done."""

@@ -296,13 +296,13 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(es.tell(s, es.ask(s), np.arange(4.0))[0], es.ask(s), np.arange(4.0)),
      "the population is generation 0's, the state is at generation 1"),
     (lambda es, s: es.tell(s, es.ask(es.init(mlp(7))), np.arange(4.0)), "asked of another state's parameters"),
-    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.1, seed=1).ask(s), np.arange(4.0)), "its seed differ"),
-    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 2, 0.1, seed=0).ask(s), np.arange(4.0)), "its rank differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.1, seed=1).ask(s), np.arange(4.0)), "its seed 1, this Eggroll's 0"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(4, 2, 0.1, seed=0).ask(s), np.arange(4.0)), "its rank 2, this Eggroll's 1"),
     (lambda es, s: es.tell(s, eggroll.Eggroll(4, 1, 0.2, seed=0).ask(s), np.arange(4.0)),
      "the population was asked with sigma {'layer0.weight': 0.2, 'layer0.bias': 0.2, 'layer1.weight': 0.2, "
      "'layer1.bias': 0.2}, this Eggroll's is {'layer0.weight': 0.1, 'layer0.bias': 0.1, 'layer1.weight': 0.1, "
      "'layer1.bias': 0.1}: tell its fitness to the Eggroll that asked it, and change a sigma after tell"),
-    (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs differ"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs 0..3, this Eggroll's 0..1 of 4 members"),
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
@@ -646,14 +646,17 @@ def test_a_foreign_population_or_state_is_told_in_full():
     es, other = eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 1)
     state = es.init(W)
     assert told(es, state, other.ask(state)) == (
-        "the population was asked of another Eggroll (its seed differs from this one's): tell its fitness to the "
+        "the population was asked of another Eggroll (its seed 1, this Eggroll's 0): tell its fitness to the "
         "Eggroll that asked it")
     assert told(es, state, eggroll.Eggroll(4, 2, 0.1, 1).ask(state)) == (
-        "the population was asked of another Eggroll (its seed, rank differ from this one's): tell its fitness to "
-        "the Eggroll that asked it")
+        "the population was asked of another Eggroll (its seed 1, this Eggroll's 0; its rank 2, this Eggroll's 1): "
+        "tell its fitness to the Eggroll that asked it")
     assert told(es, state, eggroll.Eggroll(4, 1, 0.2, 1).ask(state)) == (  # sigma too: not a sigma changed alone
-        "the population was asked of another Eggroll (its seed, sigma differ from this one's): tell its fitness to "
-        "the Eggroll that asked it")
+        "the population was asked of another Eggroll (its seed 1, this Eggroll's 0; its sigma {'w': 0.2}, this "
+        "Eggroll's {'w': 0.1}): tell its fitness to the Eggroll that asked it")
+    assert told(es, state, eggroll.Eggroll(6, 1, 0.1, 0).ask(state)) == (
+        "the population was asked of another Eggroll (its pairs 0..2, this Eggroll's 0..1 of 4 members): tell its "
+        "fitness to the Eggroll that asked it")
     assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
         "the population was asked of another state's parameters, or of this state's before they changed (values): "
         "tell the state it was asked of, as it was asked")
@@ -951,7 +954,7 @@ def test_a_sigma_of_any_real_type_steps_as_the_python_float_it_holds(sigma):
      "parameter 'w' is a generator, not an array: give numpy.asarray(w, dtype=numpy.float32)"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), (v for v in range(4))))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
-     "fitness must be real numbers, one per member, got a generator"),
+     "fitness is a generator, not numbers in member order: give list(fitness)"),
 ])
 def test_a_setting_or_input_of_an_odd_type_is_one_value_error(make, message):
     """Ints too large for a float, a class for a team, an update no team knows, a name with no UTF-8
@@ -1150,7 +1153,7 @@ def test_processes_agree_whatever_order_their_dicts_hold_and_disagree_on_a_resum
 
 @pytest.mark.parametrize("change, message", [
     (lambda es: es.sigma.update(w="0.1"), "sigma of 'w' must be a finite int or float > 0, got '0.1'"),
-    (lambda es: es.sigma.update(w=np.array([0.1, 0.2])), "sigma is a float or a dict {name: float}, got a NumPy array"),
+    (lambda es: es.sigma.update(w=np.array([0.1, 0.2])), "sigma of 'w' must be a finite int or float > 0, got a NumPy array"),
 ])
 def test_a_sigma_dict_changed_in_place_is_checked_again_at_ask(change, message):
     es = eggroll.Eggroll(4, 1, {"w": 0.1}, 0)
@@ -1220,7 +1223,7 @@ class SizelessTeam(DuckTeam):
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=SizelessTeam()), "(it has no size, update)"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.array(list("abcd"))))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
-     "fitness must be real numbers, one per member, got an array of <U1"),
+     "fitness must be real numbers, one per member, got text (member 0: 'a')"),
     (lambda: (lambda es, s: es.tell(s, es.ask(s), np.ones(4, np.complex64)))(
         eggroll.Eggroll(4, 1, 0.1, 0), eggroll.Eggroll(4, 1, 0.1, 0).init(W)),
      "fitness must be real numbers, one per member, got an array of complex64"),
@@ -1285,7 +1288,7 @@ def test_more_refusals_read_in_full():
     pop = es.ask(es.init({"w": np.ones((3, 6)), "b": np.ones(3)}))
     cases = [
         (lambda: eggroll.Eggroll(4, 1, {"w": {"x": 0.1}}, 0),
-         "sigma is a float or a dict {name: float}, got a dict: use e.g. 0.1 or {'W1': 0.1, 'b1': 0.1}"),
+         "sigma of 'w' must be a finite int or float > 0, got a dict: use e.g. {'w': 0.1}"),
         (lambda: es.init({"w": np.ones((2, 3), swapped)}),
          f"parameter 'w' is {swapped}: EGGROLL steps float32 or float64 arrays in this machine's byte order; "
          f"give w.astype(numpy.float32)"),
@@ -1293,7 +1296,7 @@ def test_more_refusals_read_in_full():
          "parameter 'w' is a numpy.ma.MaskedArray, whose products and masks follow other rules: give "
          "numpy.asarray(w)"),
         (lambda: (lambda state: es.tell(state, es.ask(state), ["a", "b", "c", "d"]))(es.init(W)),
-         "fitness must be real numbers, one per member, got an array of <U1"),
+         "fitness must be real numbers, one per member, got text (member 0: 'a')"),
         (lambda: pop.linear("w", np.ones((5, 2, 2, 6))), "x of shape (2·pairs, N, n) needs 2·pairs = 4 members, got 5"),
         (lambda: pop.rows("w", "b", np.float16), "rows are float32 or float64, got float16"),
         (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=True), "lr must be a finite int or float >= 0, got True: use e.g. 0.01"),
@@ -2105,7 +2108,7 @@ def test_a_team_tags_each_comparison_with_its_call_and_a_dict_is_no_fitness():
     state = es.init(W)
     es.ask(state)
     assert [values["call"] for values in team.compared] == ["ask"]  # init compares nothing: ask does
-    with pytest.raises(ValueError, match=re.escape("fitness must be real numbers, one per member, got a dict")):
+    with pytest.raises(ValueError, match=re.escape("fitness is a dict, not numbers in member order")):
         eggroll.Eggroll(4, 1, 0.1, 0).tell(state, eggroll.Eggroll(4, 1, 0.1, 0).ask(state), {"a": 1})
 
 
@@ -2304,3 +2307,58 @@ def test_parameters_made_non_finite_after_init_are_refused_at_ask(bad):
     assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no step makes one "
                                   "(tell refuses it): the state's parameters were changed since init or tell; ask with "
                                   "the State that init or tell returned")
+
+
+@pytest.mark.parametrize("fitness, said", [
+    ((float(i) for i in range(4)), "fitness is a generator, not numbers in member order: give list(fitness)"),
+    (map(float, range(4)), "fitness is a map, not numbers in member order: give list(fitness)"),
+    ({0.0, 1.0, 2.0, 3.0}, "fitness is a set, not numbers in member order: give a list or array in member order"),
+    ({i: float(i) for i in range(4)}, "fitness is a dict, not numbers in member order: give a list or array in "
+                                      "member order"),
+    ({i: float(i) for i in range(4)}.values(), "fitness is a dict_values, not numbers in member order: give a list "
+                                               "or array in member order"),
+    (["1", "2", "3", "4"], "fitness must be real numbers, one per member, got text (member 0: '1')"),
+    ([1.0, b"2", 3.0, 4.0], "fitness must be real numbers, one per member, got text (member 1: b'2')"),
+    (np.array(["1", "2", "3", "4"]), "fitness must be real numbers, one per member, got text (member 0: '1')")])
+def test_a_fitness_without_member_order_or_of_text_is_named_as_such(fitness, said):
+    """An iterator, set or dict has no member order (an iterator is read once): named, with the fix;
+    text, as a list or as an array of it, is named with the first member that holds it."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError) as raised:
+        es.tell(state, es.ask(state), fitness)
+    assert str(raised.value) == said
+
+
+def test_a_count_restored_as_a_0d_array_is_told_to_become_an_int():
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init(W)
+    with pytest.raises(ValueError, match=re.escape("state.generation must be a whole number in 0..4294967295, got "
+                                                   "array(2): use int() of it (a count saved with numpy.save comes "
+                                                   "back as a 0-d array), or the State")):
+        es.ask(eggroll.State(state.params, state.optimiser, np.array(2)))
+    restored = eggroll.State(state.params, {**state.optimiser, "t": np.array(0)}, 0)
+    with pytest.raises(ValueError, match=re.escape("step count t must be a whole number in 0..9223372036854775807, "
+                                                   "got array(0): use int() of it")):
+        es.tell(restored, es.ask(restored), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_a_sigma_dicts_value_that_is_no_number_is_named():
+    with pytest.raises(ValueError, match=re.escape("sigma of 'w' must be a finite int or float > 0, got a dict: use "
+                                                   "e.g. {'w': 0.1}")):
+        eggroll.Eggroll(4, 1, {"w": {"x": 0.1}}, 0)
+
+
+def test_memory_mapped_parameters_step_as_their_arrays_do(tmp_path):
+    """Parameters loaded with numpy.load(..., mmap_mode="r") init, ask and tell like the arrays they
+    hold, and so does a State restored with them and moments as plain arrays: the same step."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    np.save(tmp_path / "w.npy", W["w"])
+    mapped = {"w": np.load(tmp_path / "w.npy", mmap_mode="r")}
+    fitness = [1.0, 4.0, 2.0, 3.0]
+    want, _ = es.tell(es.init(W), es.ask(es.init(W)), fitness)
+    got, _ = es.tell(es.init(mapped), es.ask(es.init(mapped)), fitness)
+    restored = eggroll.State(mapped, {"m": {"w": np.zeros_like(W["w"])}, "v": {"w": np.zeros_like(W["w"])}, "t": 0}, 0)
+    again, _ = es.tell(restored, es.ask(restored), fitness)
+    np.testing.assert_array_equal(got.params["w"], want.params["w"])
+    np.testing.assert_array_equal(again.params["w"], want.params["w"])
