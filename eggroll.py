@@ -388,7 +388,7 @@ class Eggroll:
         check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
                                           "since init or tell; ask with the State that init or tell returned")
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
-        check_agreed(self, fingerprint[1], state.generation)
+        check_agreed(self, state.params, fingerprint[1], state.generation)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK), fingerprint)
 
     def tell(self, state, population, fitness):
@@ -405,7 +405,7 @@ class Eggroll:
         # asks: a difference below float32's, Adam's moments after many tied generations, a tiny lr
         with numpy.errstate(under="ignore"):
             fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
-            check_told(self, state.generation)
+            check_told(self, state.params, state.generation)
             fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
             shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
             with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below

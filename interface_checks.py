@@ -133,23 +133,24 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, digest, generation):
+def check_agreed(es, params, digest, generation):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
     another update, other parameters (`digest`, digest_of's) or another generation: each would step
     along its own noise, unseen. A collective call: ask makes it on every process."""
     if es.team.size == 1:
         return
-    problem = disagreement(es, "ask", {**settings_of(es), "generation": int(generation), "parameters": digest[:16]})
+    problem = disagreement(es, "ask", {**settings_of(es, params), "generation": int(generation),
+                                       "parameters": digest[:16]})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
                          f"process the same settings, and the same state (the same starting parameters, or the "
                          f"same pickled State)")
 
 
-def settings_of(es):
-    """What an Eggroll's step depends on beside the state: its settings and its team's update."""
-    sigma = {name: float(value) for name, value in es.sigma.items()} if isinstance(es.sigma, dict) else es.sigma
-    return {"population": es.population, "rank": es.rank, "sigma": sigma, "seed": es.seed, "lr": es.lr,
+def settings_of(es, params):
+    """What an Eggroll's step of `params` depends on beside their values: its settings (sigma as each
+    parameter's, however it was given) and its team's update."""
+    return {"population": es.population, "rank": es.rank, "sigma": es.sigmas(params), "seed": es.seed, "lr": es.lr,
             "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
 
 
@@ -190,13 +191,13 @@ def changes_since(asked, params):
     return None if digest_of(params) == asked[1] else "values"
 
 
-def check_told(es, generation):
+def check_told(es, params, generation):
     """ValueError on every process of a team whose processes tell different generations, or with
     settings changed on some since ask: their fitnesses would be gathered into one step, each along
     another generation's noise, or each process would take another step. A collective call."""
     if es.team.size == 1:
         return
-    problem = disagreement(es, "tell", {**settings_of(es), "generation": int(generation)})
+    problem = disagreement(es, "tell", {**settings_of(es, params), "generation": int(generation)})
     if problem and problem.startswith("generation ("):
         raise ValueError(f"the processes of this team tell different generations: {problem}; every process tells "
                          f"the fitness of ask(state) for the same state")

@@ -1422,8 +1422,9 @@ def test_a_state_made_by_one_process_and_broadcast_steps_as_one_made_by_every_pr
 
 
 def test_processes_given_another_sigma_or_shape_are_refused_and_another_order_is_taken():
-    """ask compares every setting of a team's processes, sigma among them, and each parameter's shape as
-    well as its values; the same parameters in another dict order are the same parameters."""
+    """ask compares every setting of a team's processes, sigma among them (each parameter's, a float
+    and a dict that give every parameter the same sigma alike), and each parameter's shape as well as
+    its values; the same parameters in another dict order are the same parameters."""
     def init_with(sigma_of, params_of):
         def body(team):
             es = eggroll.Eggroll(4, 1, sigma_of(team.rank), 0, team=team)
@@ -1437,7 +1438,9 @@ def test_processes_given_another_sigma_or_shape_are_refused_and_another_order_is
 
     refused = init_with(lambda rank: 0.1 * (rank + 1), lambda rank: W)
     assert refused[0] == refused[1] and refused[0].startswith(
-        "the processes of this team hold different Eggrolls or states: sigma (rank 0: 0.1; rank 1: 0.2)")
+        'the processes of this team hold different Eggrolls or states: sigma (rank 0: {"w": 0.1}; rank 1: {"w": 0.2})')
+    taken = init_with(lambda rank: {"w": 0.1} if rank else 0.1, lambda rank: W)  # one sigma, given two ways
+    assert all(isinstance(state, eggroll.State) for state in taken)
     refused = init_with(lambda rank: 0.1, lambda rank: {"w": np.zeros((2, 3) if rank else (3, 2), np.float32)})
     assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0]
     params = mlp(0)
