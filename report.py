@@ -9,6 +9,7 @@ import os
 import re
 import statistics
 import sys
+from pathlib import PurePath
 
 import numpy
 
@@ -209,10 +210,11 @@ def collect(results_dir, expected=None):
 
 def scores_this_run(real, folder, final):
     """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
-    last generation, and named by a folder of the same seed (a folder may be renamed, a seed not)."""
-    def seed(name):
-        return name.rstrip("/").rsplit("-seed", 1)[-1]
-    return real["generation"] == final["generations"] and seed(str(real["run"])) == seed(folder.name)
+    last generation, and named by a folder whose name's every dash-separated part (method, rank,
+    levers, seed) is one of `folder`'s (a later name may add a mark, eggroll-r4-cost0.01-seed2 to
+    eggroll-r4-g100-cost0.01-seed2, but drops or changes none)."""
+    scored = PurePath(str(real["run"]).rstrip("/")).name
+    return real["generation"] == final["generations"] and set(scored.split("-")) <= set(folder.name.split("-"))
 
 
 def stray_problem(folder, final, expected):

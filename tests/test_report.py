@@ -361,6 +361,12 @@ DAMAGES = {
                                   "(run is missing)"),
     "real.json of another seed": ("real.json", json.dumps({"run": "results/x/runs/eggroll-r4-seed2", "generation": 20,
                                                            "accuracy": {"all": 0.5}}), "scores another run"),
+    "real.json of another method": ("real.json", json.dumps({"run": "results/x/runs/bptt-seed1", "generation": 20,
+                                                            "accuracy": {"all": 0.5}}), "scores another run"),
+    "real.json of another rank": ("real.json", json.dumps({"run": "eggroll-r1-seed1", "generation": 20,
+                                                          "accuracy": {"all": 0.5}}), "scores another run"),
+    "real.json of another lever": ("real.json", json.dumps({"run": "es-batch-512-seed1", "generation": 20,
+                                                           "accuracy": {"all": 0.5}}), "scores another run"),
     "real.json of another generation": ("real.json", json.dumps({"run": "eggroll-r4-seed1", "generation": 10,
                                                                  "accuracy": {"all": 0.5}}), "at generation 10"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
