@@ -303,7 +303,8 @@ def checked_options(parser, commands, argv):
         if passed_over:
             commands.choices["reproduce"].error(f"--report-only reports every finished run of the preset: drop "
                                                 f"{passed_over[0]}, which picks the runs to train")
-        unused = [run_config.option(name) for name in ("data_root", "download") if getattr(opts, name) is not None]
+        unused = [run_config.option(name) for name in ("data_root", "download", "mnist")
+                  if getattr(opts, name) is not None]
         if unused:  # with --data too: the report reads the runs' records only
             commands.choices["reproduce"].error(f"--report-only trains nothing, so it reads no data: drop {unused[0]}")
         if opts.deadline is not None:

@@ -735,13 +735,14 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
     (["--seeds", "1"], "--report-only reports every finished run of the preset: drop --seeds, which picks the runs to "
                        "train"),
     (["--data-root", "nmnist-sample"], "--report-only trains nothing, so it reads no data: drop --data-root"),
+    (["--data", "emulated", "--mnist", "README.md"], "--report-only trains nothing, so it reads no data: drop --mnist"),
     (["--deadline", "5"], "--report-only trains nothing, so no run stops at a deadline: drop --deadline"),
     (["--device", "auto"], "--report-only trains nothing, and without --real-root scores nothing: drop --device"),
     (["--cache-dir", "cache"], "--report-only trains nothing, and without --real-root scores nothing: drop "
                                "--cache-dir")])
 def test_report_only_refuses_the_options_it_would_pass_over(tmp_path, capsys, given, message):
     """--report-only reports every finished run of the preset on the data they trained on: a --runs
-    or --seeds (which pick runs to train), a --data-root (it trains on nothing), a --deadline, or a
+    or --seeds (which pick runs to train), a --data-root or --mnist (it trains on nothing), a --deadline, or a
     --device or --cache-dir without --real-root (which scores runs with them) would be passed over
     silently, and is refused in one line before anything is read; the report is as it was."""
     results = tmp_path / "results"
