@@ -198,6 +198,10 @@ def check_request(opts, team=distributed.ALONE):
     """Everything the bench will use, checked before any timing: --device, --methods, the memory
     its largest method needs at --pairs (resources.py; on a GPU also the stage table's NumPy
     twins), the N-MNIST copy of --data-root and its cache folder, and the --json file's folder."""
+    if opts.distributed and (opts.methods != "all" or opts.data_root):
+        given = "--methods" if opts.methods != "all" else "--data-root"
+        raise UsageError(f"--distributed always times eggroll-r4 and es-batched on minibatches of random frames: drop "
+                         f"{given}, or --distributed")
     xp = array_module(opts.device)
     methods = [("eggroll", 4), ("es-batched", None)] if opts.distributed else chosen_methods(opts.methods)
     if opts.json:

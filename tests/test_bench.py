@@ -51,7 +51,8 @@ def test_an_eggroll_generations_flops_are_its_products_multiply_adds_twice():
 
 def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monkeypatch):
     """Memory for --pairs, the --data-root copy and the --json file's folder are checked before
-    the first timing: one line naming the option, exit status 2, nothing timed or written."""
+    the first timing, and options --distributed would pass over refused: one line naming the option,
+    exit status 2, nothing timed or written."""
     started = []
     monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts))
     cases = [(["--pairs", "100000000", "--methods", "eggroll-r1", "--repeats", "1"],
@@ -61,7 +62,12 @@ def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monke
                                                                f"the folder {tmp_path / 'absent'} does not exist"),
              (["--json", str(tmp_path)], f"error: --json {tmp_path} is a folder"),
              (["--data-root", str(tmp_path / "absent")], f"error: --data-root {tmp_path / 'absent'} holds no N-MNIST"),
-             (["--methods", "eggroll-r3"], "error: unknown method 'eggroll-r3' in --methods")]
+             (["--methods", "eggroll-r3"], "error: unknown method 'eggroll-r3' in --methods"),
+             (["--distributed", "--methods", "bogus"], "error: --distributed always times eggroll-r4 and es-batched "
+                                                       "on minibatches of random frames: drop --methods"),
+             (["--distributed", "--data-root", str(tmp_path)], "error: --distributed always times eggroll-r4 and "
+                                                               "es-batched on minibatches of random frames: drop "
+                                                               "--data-root")]
     for extra, message in cases:
         assert run.main(["bench", *extra]) == 2
         err = capsys.readouterr().err
