@@ -177,6 +177,7 @@ def main(argv=None):
             raise exits.UsageError(config.rank_problem(max(opts.ranks), network, "--ranks"))
         if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
             refuse_run_folder(opts.out, "give another --out")
+            resources.refuse_data_folder(opts.out, "give another --out", what="where records go")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.jsonl", b'{"network": ',
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",

@@ -31,6 +31,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     sys.path.insert(0, str(ROOT))  # the project's modules
     import eggroll                          # noqa: E402
     import exits                            # noqa: E402
+    import resources                        # noqa: E402
     from run_folder import refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command\n")
@@ -284,6 +285,7 @@ def main():
                                        f"install {LIBRARIES[asked[0]]}")
             return exits.say(json.dumps(one(*asked, opts)), "run it again")
         refuse_run_folder(opts.out, "give another --out")  # before the note on libraries left out
+        resources.refuse_data_folder(opts.out, "give another --out", what="where records go")
         methods = [m for m in METHODS if available(m)]
         missing = [m for m in METHODS if m not in methods]
         if missing:
