@@ -177,6 +177,10 @@ def main():
                 resources.nmnist_recordings(root, option)
         if opts.real_root is not None:
             training.check_real_root(opts.real_root)
+        trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
+        if trained:  # a table never mixes two data sets: refused before any run trains on another
+            check_one_data(trained + [(f"--data-root {opts.data_root}",
+                                       training.load_splits(opts.data_root, config.RunConfig.time_bins).fingerprint())])
         for method in opts.methods:
             for hidden in opts.hidden:
                 train(method, hidden, opts)
@@ -198,10 +202,33 @@ def is_finished_run(path):
     return finished
 
 
+def data_of(final_path):
+    """The data a final.json says its run trained on (None: a run from before runs recorded it, or a
+    final.json that cannot be read, which the table leaves out with a line)."""
+    try:
+        return json.loads(final_path.read_text())["data"]["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def check_one_data(runs):
+    """A UsageError unless every run of [(name, data fingerprint)] trained on the same data: a table
+    never mixes two data sets (runs from before runs recorded their data, None, pass)."""
+    seen = {}
+    for name, data in runs:
+        if data is not None:
+            seen.setdefault(json.dumps(data, sort_keys=True), name)
+    if len(seen) > 1:
+        first, second = list(seen.values())[:2]
+        raise exits.UsageError(f"{first} and {second} are different data sets (a run's final.json says which it "
+                               f"trained on), and a table never mixes two: give another --out")
+
+
 def write_table(out):
     """table.md of the finished runs under out/runs, EGGROLL's first, by budget, the shallower and
     then the smaller networks first; [its path]."""
     finished = [path for path in sorted((out / "runs").iterdir()) if is_finished_run(path)]
+    check_one_data([(path, data_of(path / "final.json")) for path in finished])
     def order(path):
         settings = settings_of(path)
         network = snn.Network.parse(settings["hidden"])

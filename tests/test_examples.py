@@ -974,3 +974,27 @@ def test_every_scripts_help_says_what_it_does_in_whole_sentences(script):
     assert done.returncode == 0, done.stderr
     description = done.stdout.split("\n\n")[1]
     assert description.rstrip().endswith("."), description
+
+
+def test_the_depth_table_never_mixes_two_data_sets(tmp_path):
+    """snn_depth.py with --out holding runs trained on other data than --data-root: one line naming
+    a run and the data root, exit status 2, before any run trains; a runs folder already mixed is
+    refused where the table is written, the table as it was."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", runs / "hidden-64-g300-logit1-seed1")
+    command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--out", str(tmp_path), "--methods", "eggroll", "--hidden", "8", "--generations", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "EGGROLL_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 2 and done.stderr == (
+        f"error: {runs / 'hidden-64-g300-logit1-seed1'} and --data-root {ROOT / 'nmnist-sample'} are different data "
+        f"sets (a run's final.json says which it trained on), and a table never mixes two: give another --out\n")
+    assert sorted(path.name for path in runs.iterdir()) == ["hidden-64-g300-logit1-seed1"]
+    other = runs / "hidden-8-seed1"
+    shutil.copytree(runs / "hidden-64-g300-logit1-seed1", other)
+    final = json.loads((other / "final.json").read_text())
+    (other / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": {"train": "9 samples"}}}))
+    depth = load_example("snn_depth")
+    with pytest.raises(depth.exits.UsageError, match="are different data sets"):
+        depth.write_table(tmp_path)
+    assert not (tmp_path / "table.md").exists()
