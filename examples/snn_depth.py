@@ -221,7 +221,7 @@ def check_one_data(runs):
     if len(seen) > 1:
         first, second = list(seen.values())[:2]
         raise exits.UsageError(f"{first} and {second} are different data sets (a run's final.json says which it "
-                               f"trained on), and a table never mixes two: give another --out")
+                               f"trained on), and a table never mixes two: give the --data-root the runs trained on, or another --out")
 
 
 def write_table(out):

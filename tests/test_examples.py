@@ -201,12 +201,13 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
 
 
 def test_the_depth_example_on_other_data_than_its_runs_gives_advice_that_fits_it(tmp_path):
-    """snn_depth.py continues its runs itself (it has no --resume): a run it trained on other data
+    """snn_depth.py continues its runs itself (it has no --resume): a run it began on other data
     is refused in one line whose fix is one of its own options, the --data-root the run trained on
-    or another folder for the runs (--out)."""
+    or another folder for the runs (--out). (A finished run on other data: the table's refusal.)"""
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--out", str(tmp_path / "depth"), "--generations", "1", "--hidden", "4", "--methods", "eggroll"]
     assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    (tmp_path / "depth" / "runs" / "hidden-4-g1-seed1" / "final.json").unlink()  # as if stopped before its end
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=30, n_test=1, seed=3).parent  # a minibatch's worth
     command[command.index("--data-root") + 1] = str(other)
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -988,7 +989,8 @@ def test_the_depth_table_never_mixes_two_data_sets(tmp_path):
                           env={**os.environ, "EGGROLL_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 2 and done.stderr == (
         f"error: {runs / 'hidden-64-g300-logit1-seed1'} and --data-root {ROOT / 'nmnist-sample'} are different data "
-        f"sets (a run's final.json says which it trained on), and a table never mixes two: give another --out\n")
+        f"sets (a run's final.json says which it trained on), and a table never mixes two: give the --data-root the "
+        f"runs trained on, or another --out\n")
     assert sorted(path.name for path in runs.iterdir()) == ["hidden-64-g300-logit1-seed1"]
     other = runs / "hidden-8-seed1"
     shutil.copytree(runs / "hidden-64-g300-logit1-seed1", other)
