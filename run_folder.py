@@ -359,11 +359,12 @@ def identity(config, data=None):
     return {"config": run_config.stored(config), "sizes": list(config.sizes), "data": data}
 
 
-def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end_seconds):
+def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end_seconds, then=None):
     """Write params, Adam state, progress (the steps' seconds, and the run's end-to-end seconds
     until this checkpoint, None if unknown) and the run's `identity` atomically: a temporary file,
     synced, then a rename. What a resume would refuse (NaN or inf, a negative second moment) is
-    not written: a UsageError, and the checkpoint there stays as it was."""
+    not written: a UsageError, and the checkpoint there stays as it was (as it does when the writing
+    fails: an OS error's line ends with `then`, what to do once it is mended)."""
     arrays = {f"param/{k}": to_numpy(v) for k, v in params.items()}
     arrays.update({f"adam_m/{k}": to_numpy(v) for k, v in state["m"].items()})
     arrays.update({f"adam_v/{k}": to_numpy(v) for k, v in state["v"].items()})
@@ -378,7 +379,7 @@ def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end
     if problem:
         raise NotFinite(f"training went non-finite by step {step} ({problem}), so {out / CHECKPOINT} was not "
                         f"written")
-    with writing(out / CHECKPOINT) as temporary:
+    with writing(out / CHECKPOINT, then) as temporary:
         with open(temporary, "wb") as file:
             numpy.savez(file, **arrays)
             file.flush()

@@ -510,8 +510,10 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
 def save(run, params, state, step, step_seconds):
     """Checkpoint the run at `step` (the first process writes it; every process notes it)."""
     if run.leader:
+        kept = f"{run_folder.resume_command(run.out, run.config)} continues from the checkpoint of step " \
+               f"{run.saved}, which is intact" if run.saved else None
         run_folder.save_checkpoint(run.out, params, state, step, step_seconds, run.identity,
-                                   run.end_to_end_seconds())
+                                   run.end_to_end_seconds(), kept)
     run.saved = step
 
 

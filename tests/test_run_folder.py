@@ -1248,6 +1248,30 @@ def test_a_full_disk_at_final_json_says_resume_writes_it(tmp_path, dataset, caps
     assert run.main(train_args(out, dataset, "--resume")) == 0 and (out / "final.json").is_file()
 
 
+def test_a_full_disk_at_a_later_checkpoint_says_the_last_one_is_intact_and_resume_continues(tmp_path, dataset,
+                                                                                            capsys, monkeypatch):
+    """The second checkpoint finds the disk full: the line says the first is intact and how to
+    continue from it once space is freed, not another folder; --resume then finishes the run."""
+    out = tmp_path / "run"
+    savez, calls = np.savez, []
+
+    def full_at_the_second(file, **arrays):
+        calls.append(int(arrays["step"]))
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        savez(file, **arrays)
+    monkeypatch.setattr(run_folder.numpy, "savez", full_at_the_second)
+    code, err = run_main(train_args(out, dataset, "--generations", "4", "--eval-every", "2"), capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: cannot write {out / run_folder.CHECKPOINT}: No space left on device; free disk "
+                          f"space there, then `python run.py train --out {out} --resume "), err
+    assert err.endswith("continues from the checkpoint of step 2, which is intact\n") and "another folder" not in err
+    assert int(np.load(out / run_folder.CHECKPOINT)["step"]) == 2 and not list(out.glob("*.tmp"))
+    monkeypatch.setattr(run_folder.numpy, "savez", savez)
+    assert run.main(train_args(out, dataset, "--generations", "4", "--eval-every", "2", "--resume")) == 0
+    assert (out / "final.json").is_file()
+
+
 def test_a_write_cut_short_by_a_file_size_limit_names_the_file_and_keeps_the_old_one(tmp_path):
     """`reproduce --report-only` under `ulimit -f 25` (25 KB, less than a figure) over a report
     written before: one line naming the figure and the limit, every table and figure as it was,
