@@ -22,6 +22,7 @@ hyperscale preset fits an 80 GB GPU).
 """
 import math
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -322,24 +323,42 @@ def refuse_emulation_place(out, fix):
 
 
 PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
+CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci"))  # its folders of code alone
 
 
 def refuse_project_folders(folder, option, fix, runs=True, results=True):
     """A UsageError naming `option` and ending with `fix` if `folder` is one of the project's own
-    folders that is not for it: the project's code; a run folder (its mark), unless `runs`; a results
-    folder of reproduce (runs/ holding run folders, itself or in a preset's folder), unless `results`."""
+    folders that is not for it: the project's code, or a folder in one of code alone (CODE); this
+    Python's environment; a run folder (its mark), unless `runs`; a results folder of reproduce
+    (runs/ holding run folders, itself or in a preset's folder), unless `results`."""
     where = Path(os.path.realpath(folder))
-    holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
-    kind = "the project's own folder (its code)" if where == PROJECT else \
-        f"a run folder of this project (it holds {RUN_MARK})" if not runs and (where / RUN_MARK).is_file() else \
-        "a results folder of reproduce (its runs/ holds runs)" if not results and (
-            holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))) else None
+    kind = project_folder_kind(where, runs, results)
     if kind:
         raise UsageError(f"{option} {folder} is {kind}; {fix}")
     run = next((above for above in where.parents if (above / RUN_MARK).is_file()), None)
     if run is not None:  # a run folder holds its own files only, never another project folder
         raise UsageError(f"{option} {folder} lies inside {run}, a run folder of this project (it holds {RUN_MARK}); "
                          f"{fix}")
+
+
+def project_folder_kind(where, runs, results):
+    """What refuse_project_folders says the folder `where` (a real path) is, or None."""
+    def within(place):
+        return place == where or place in where.parents
+    code = next((place for place in CODE if within(place)), None)
+    environment = Path(sys.prefix).resolve()  # (a Python installed at the root holds no folder of its own)
+    if where == PROJECT:
+        return "the project's own folder (its code)"
+    if code is not None:
+        return f"{'' if code == where else 'in '}the project's folder of code {code.name}/"
+    if environment != Path(environment.anchor) and within(environment):
+        return f"{'' if environment == where else 'in '}the folder of this Python's environment ({environment})"
+    if not runs and (where / RUN_MARK).is_file():
+        return f"a run folder of this project (it holds {RUN_MARK})"
+    holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
+    if not results and (holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))):
+        return "a results folder of reproduce (its runs/ holds runs)"
+    return None
 
 
 def refuse_inside_data_folder(folder, fix):

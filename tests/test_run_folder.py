@@ -199,6 +199,12 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
             ([*emulate, str(finished_run)], f"--out {finished_run} is a run folder of this project"),
             ([*emulate, str(results)], f"--out {results} is a results folder of reproduce"),
             (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out"),
+            (train_args(ROOT / "examples", dataset), f"--out {ROOT / 'examples'} is the project's folder of code "
+                                                     f"examples/; use another --out"),
+            (train_args(ROOT / "tests" / "data" / "run", dataset), f"--out {ROOT / 'tests' / 'data' / 'run'} is in "
+                                                                   f"the project's folder of code tests/"),
+            (train_args(Path(sys.prefix) / "run", dataset), f"--out {Path(sys.prefix) / 'run'} is in the folder of "
+                                                            f"this Python's environment ({Path(sys.prefix).resolve()})"),
             (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
               str(tmp_path / "to-run"), *dataset], f"--results {tmp_path / 'to-run'} is a run folder of this project"),
             (train_args(tmp_path / "to-code", dataset), f"--out {tmp_path / 'to-code'} is the project's own folder"),
@@ -213,6 +219,7 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
             (args, err)
         assert {path: path.stat().st_mtime_ns for path in (*finished_run.iterdir(), *results.rglob("*"))} == before
     assert not (ROOT / run_folder.RUN_MARK).exists() and not (ROOT / "config.json").exists()
+    assert not (ROOT / "tests" / "data" / "run").exists() and not (Path(sys.prefix) / "run").exists()
 
 
 def test_reproduce_never_writes_its_results_into_a_data_folder(tmp_path, dataset, capsys):
