@@ -1304,3 +1304,17 @@ def test_a_deadline_of_zero_seconds_is_taken_as_its_message_allows(tmp_path, mon
     assert len(called) == 1 and called[0] is not None
     with pytest.raises(run_folder.UsageError, match="--deadline must be >= 0 seconds, got -0.5"):
         reproduce.reproduce(argparse.Namespace(deadline=-0.5, results=str(tmp_path / "results")))
+
+
+def test_the_parity_preset_on_a_cpu_says_it_is_sized_for_a_gpu(tmp_path, dataset, capsys, monkeypatch):
+    """reproduce --config parity with runs left to train on the CPU says, before any run, that the
+    preset's 65,536 members are sized for a GPU (here the memory check stops it after the note)."""
+    def stop(*args, **kwargs):
+        raise resources.UsageError("stopped at the memory check")
+    monkeypatch.setattr(resources, "check_run_memory", stop)
+    code = run.main(["reproduce", "--config", "parity", "--results", str(tmp_path / "results"), "--quiet",
+                     *dataset])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [
+        "note: the parity preset trains EGGROLL at 65,536 members, sized for a GPU (--device gpu): on a CPU each of "
+        "its runs takes many hours", "error: stopped at the memory check"], err
