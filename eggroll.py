@@ -143,6 +143,15 @@ class Population:
         check_whole("rank", self.rank, 1, None, "e.g. 1 or 4")
         check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
         check_whole("generation", self.generation, 0, MAX_GENERATION, "the state's")
+        check_params(self, self.params)  # as Eggroll.check: this answers rank and sigmas as an Eggroll does
+        if not (self.fingerprint is None or isinstance(self.fingerprint, tuple) and len(self.fingerprint) == 2
+                and isinstance(self.fingerprint[0], dict) and isinstance(self.fingerprint[1], str)):
+            raise ValueError("a Population is made by Eggroll.ask (its fingerprint is ask's, of the parameters it "
+                             "was asked for): ask for one")
+
+    def sigmas(self, params):
+        """{name: sigma} for every parameter, as Eggroll.sigmas gives them."""
+        return dict(self.sigma)
 
     @property
     def members(self):

@@ -23,6 +23,8 @@ A network is data (`Network`, after the dynamics): its layers, each `Dense` (eve
 patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
+import math
+import numbers
 import re
 from dataclasses import dataclass
 
@@ -49,6 +51,12 @@ class LIF:
     """
     beta: float = 0.9
     threshold: float = 1.0
+
+    def __post_init__(self):
+        if not (isinstance(self.beta, numbers.Real) and 0 <= self.beta <= 1):
+            raise ValueError(f"beta, the leak, must lie in 0..1, got {self.beta!r}: use e.g. 0.9")
+        if not (isinstance(self.threshold, numbers.Real) and 0 < self.threshold < math.inf):
+            raise ValueError(f"threshold must be a finite number > 0, got {self.threshold!r}: use e.g. 1.0")
 
 
 def lif_step(v, current, lif, spikes):
@@ -386,6 +394,7 @@ def layer_current(params, layer, x, network):
 
 def init_network(seed, network, std=INIT_STD, xp=numpy):
     """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32."""
+    network.checked()
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):
@@ -418,6 +427,8 @@ def sizes_of(params):
 def check_params(params, network=None):
     """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least) of the
     shapes of `network` (None: of a fully connected network, each layer fitting the one before)."""
+    if network is not None:
+        network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
     layers = n_layers(params)
     expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
     if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
@@ -436,13 +447,28 @@ def check_params(params, network=None):
 
 
 def check_frames(params, frames, labels, network=None):
-    """ValueError unless params are a network (check_params), frames is (T, N, n_in) for its
-    input and labels is (N,) of class indices."""
+    """ValueError unless params are a network (check_params), frames is a float32 or float64 array
+    (T, N, n_in) of finite values for its input, T and N at least 1, and labels is an integer array
+    (N,) of class indices 0..n_out - 1."""
     check_params(params, network)
-    n_in = network_of(params, network).sizes[0]
-    if frames.ndim != 3 or frames.shape[2] != n_in:
-        raise ValueError(f"frames must have shape (T, N, {n_in}), got {tuple(frames.shape)}: "
-                         f"bin events into T frames of {n_in} inputs")
+    sizes = network_of(params, network).sizes
+    for name, value in (("frames", frames), ("labels", labels)):
+        if not hasattr(value, "shape"):
+            raise ValueError(f"{name} must be an array, got {type(value).__name__}: give numpy.asarray({name})")
+    if frames.ndim != 3 or frames.shape[2] != sizes[0]:
+        raise ValueError(f"frames must have shape (T, N, {sizes[0]}), got {tuple(frames.shape)}: "
+                         f"bin events into T frames of {sizes[0]} inputs")
+    if 0 in frames.shape:
+        raise ValueError(f"frames of shape {tuple(frames.shape)} hold no frame or no sample: give at least one of each")
+    if frames.dtype not in (numpy.float32, numpy.float64):
+        raise ValueError(f"frames are {frames.dtype}: give them as floats, frames.astype(numpy.float32) (0 and 1 "
+                         f"for events)")
+    if not bool(array_module_of(frames).isfinite(frames).all()):
+        raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")
     if labels.shape != (frames.shape[1],):
         raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
                          f"got {tuple(labels.shape)}")
+    if labels.dtype.kind not in "iu" or not bool(((labels >= 0) & (labels < sizes[-1])).all()):
+        raise ValueError(f"labels must be integers in 0..{sizes[-1] - 1}, the classes of the {sizes[-1]} outputs, got "
+                         f"{labels.dtype} labels" + ("" if labels.dtype.kind not in "iu" else
+                                                    f" from {int(labels.min())} to {int(labels.max())}"))

@@ -6,6 +6,8 @@ fitness is -cross-entropy (Eqs. (3)-(4)) less a price per hidden spike if one is
 and `generation_step` is one generation of it as ask (the keys of Eq. (5)) -> forward -> fitness
 -> tell (Eqs. (7)-(9)). The equations are numbered as in README.md ("The method in equations").
 """
+import math
+import numbers
 from dataclasses import dataclass
 
 from backend import array_module_of
@@ -43,9 +45,15 @@ class Config:
                 for name in params}
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
-        """The Eggroll that trains `params` with these settings and Adam's (check_config checks them)."""
+        """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
+        (check_config checks them; Eggroll's Adam has Kingma & Ba's beta1, beta2 and eps)."""
         if not self.output_sigma_scale > 0:  # else the Eggroll would name the output layer's sigma it makes
             raise ValueError(f"output_sigma_scale must be > 0, got {self.output_sigma_scale}: use e.g. 1.0")
+        kingma_ba = optim.Adam(adam.lr, adam.weight_decay)
+        if (adam.beta1, adam.beta2, adam.eps) != (kingma_ba.beta1, kingma_ba.beta2, kingma_ba.eps):
+            raise ValueError(f"EGGROLL's Adam averages with beta1 {kingma_ba.beta1}, beta2 {kingma_ba.beta2} and eps "
+                             f"{kingma_ba.eps}, got {adam.beta1}, {adam.beta2} and {adam.eps}: give "
+                             f"optim.Adam(lr, weight_decay)")
         return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
                        team=team)
 
@@ -140,6 +148,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     """
     snn.check_frames(params, frames, labels, network)
     es = config.method(params, adam, team)
+    check_config(config, params, network)
     current = State(params, state, generation)
     population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)
@@ -153,5 +162,9 @@ def check_config(config, params, network=None):
     (`network`: its layers, None: fully connected)."""
     check_population(config.population)
     check_sigma(config.sigma)
+    if not (isinstance(config.logit_scale, numbers.Real) and 0 < config.logit_scale < math.inf):
+        raise ValueError(f"logit_scale must be a finite number > 0, got {config.logit_scale!r}: use e.g. 1.0")
+    if not (isinstance(config.spike_cost, numbers.Real) and 0 <= config.spike_cost < math.inf):
+        raise ValueError(f"spike_cost must be a finite number >= 0, got {config.spike_cost!r}: use e.g. 0.0")
     snn.check_params(params, network)
     config.method(params).check(params)  # the rank against every weight matrix, as ask checks it

@@ -2,6 +2,8 @@
 every method. A convolution is checked against the sum a textbook writes, its col2im against the
 adjoint identity, EGGROLL's population of a convolutional network against each member's own
 forward pass, and BPTT's hand-written gradient through it against finite differences."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -493,3 +495,70 @@ def test_parameters_that_are_no_network_are_told_in_full(make, network, message)
     with pytest.raises(ValueError) as raised:
         snn.check_params(make(), network)
     assert str(raised.value) == message
+
+
+def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
+    """generation_step (through snn.check_frames and snn_eggroll.check_config) and the network's
+    own types refuse in one line what would train on the wrong thing or fail deep inside: labels
+    outside the classes or not integers, frames with NaN, inf or no sample, frames not of floats,
+    lists, a network or LIF made by hand with no sense, settings of the readout out of range, and an
+    Adam whose averages EGGROLL's would not use."""
+    network = snn.Network.parse("6", n_out=3, image=(2, 4, 4))
+    params = snn.init_network(0, network)
+    frames = (np.random.default_rng(0).random((4, 5, 32)) < 0.3).astype(np.float32)
+    labels = np.array([0, 1, 2, 0, 1])
+    config_ = snn_eggroll.Config(8, 1, 0.1, 1, 1.0)
+
+    def step(frames=frames, labels=labels, settings=config_, adam=optim.Adam(0.01), network=network):
+        return snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0, settings, adam,
+                                           network=network)
+    with_nan, with_inf = frames.copy(), frames.copy()
+    with_nan[0, 0, 0], with_inf[1, 2, 3] = np.nan, np.inf
+    cases = [
+        (lambda: step(labels=np.array([-1, 1, 2, 0, 1])), "labels must be integers in 0..2, the classes of the 3 "
+                                                         "outputs, got int64 labels from -1 to 2"),
+        (lambda: step(labels=np.array([3, 1, 2, 0, 1])), "labels must be integers in 0..2"),
+        (lambda: step(labels=labels.astype(float)), "labels must be integers in 0..2, the classes of the 3 outputs, "
+                                                    "got float64 labels"),
+        (lambda: step(labels=labels.astype(bool)), "got bool labels"),
+        (lambda: step(labels=labels.tolist()), "labels must be an array, got list: give numpy.asarray(labels)"),
+        (lambda: step(frames=frames.tolist()), "frames must be an array, got list: give numpy.asarray(frames)"),
+        (lambda: step(frames=with_nan), "frames hold NaN or inf, which no neuron's potential survives"),
+        (lambda: step(frames=with_inf), "frames hold NaN or inf"),
+        (lambda: step(frames=frames[:0]), "frames of shape (0, 5, 32) hold no frame or no sample"),
+        (lambda: step(frames=frames[:, :0], labels=labels[:0]), "frames of shape (4, 0, 32) hold no frame or no sample"),
+        (lambda: step(frames=frames.astype(np.uint8)), "frames are uint8: give them as floats, "
+                                                       "frames.astype(numpy.float32)"),
+        (lambda: step(network=snn.Network(network.layers, network.image, readout="potental")),
+         "readout 'potental' is neither of rate, potential"),
+        (lambda: snn.init_network(0, snn.Network((snn.Dense(0), snn.Dense(3)), (2, 4, 4))), "layer 1 (0) has 0 neurons"),
+        (lambda: snn.LIF(beta=float("nan")), "beta, the leak, must lie in 0..1, got nan"),
+        (lambda: snn.LIF(threshold=0.0), "threshold must be a finite number > 0, got 0.0"),
+        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, float("nan"))), "logit_scale must be a finite number > 0"),
+        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, -1.0)), "logit_scale must be a finite number > 0"),
+        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, 1.0, spike_cost=-0.1)),
+         "spike_cost must be a finite number >= 0, got -0.1"),
+        (lambda: step(adam=optim.Adam(0.01, beta1=0.5)), "EGGROLL's Adam averages with beta1 0.9, beta2 0.999 and eps "
+                                                         "1e-08, got 0.5, 0.999 and 1e-08: give optim.Adam(lr, weight_decay)")]
+    for make, message in cases:
+        with pytest.raises(ValueError) as raised:
+            make()
+        assert message in str(raised.value), (message, str(raised.value))
+    step()  # and the same call, as it should be, steps
+
+
+def test_a_population_changed_by_dataclasses_replace_is_checked_as_ask_makes_one():
+    """Parameters of another kind or shape, a fingerprint that is not ask's or a rank above a
+    weight's smaller side, put into a Population by dataclasses.replace: refused where it is made."""
+    import dataclasses
+    import eggroll
+    es = eggroll.Eggroll(8, 1, 0.1, 3)
+    population = es.ask(es.init({"w": np.ones((5, 4), np.float32)}))
+    cases = [(dict(fingerprint=5), "a Population is made by Eggroll.ask (its fingerprint is ask's"),
+             (dict(params={"w": np.ones((2, 2, 2), np.float32)}), "parameter 'w' has shape (2, 2, 2)"),
+             (dict(params={"w": [[1.0] * 4] * 5}), "parameter 'w' is a list, not an array"),
+             (dict(params={"w": np.ones((5, 4), np.int32)}), "parameter 'w' is int32"),
+             (dict(rank=10), "rank must lie in 1..4 (the smaller side of w, 5x4), got 10")]
+    for changes, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            dataclasses.replace(population, **changes)
