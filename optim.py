@@ -30,6 +30,11 @@ class Adam:
     eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
 
 
+def averages_of(adam):
+    """Adam's averaging settings: the coefficients of its two moments and its constant eps."""
+    return adam.beta1, adam.beta2, adam.eps
+
+
 def init(params):
     """Adam's state: first and second moments at zero, update count Q = 0."""
     return {"m": {name: value * 0 for name, value in params.items()},

@@ -46,14 +46,13 @@ class Config:
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
-        (check_config checks them; Eggroll's Adam has Kingma & Ba's beta1, beta2 and eps)."""
+        (check_config checks them; Eggroll's Adam averages as Kingma & Ba's)."""
         if not self.output_sigma_scale > 0:  # else the Eggroll would name the output layer's sigma it makes
             raise ValueError(f"output_sigma_scale must be > 0, got {self.output_sigma_scale}: use e.g. 1.0")
-        kingma_ba = optim.Adam(adam.lr, adam.weight_decay)
-        if (adam.beta1, adam.beta2, adam.eps) != (kingma_ba.beta1, kingma_ba.beta2, kingma_ba.eps):
-            raise ValueError(f"EGGROLL's Adam averages with beta1 {kingma_ba.beta1}, beta2 {kingma_ba.beta2} and eps "
-                             f"{kingma_ba.eps}, got {adam.beta1}, {adam.beta2} and {adam.eps}: give "
-                             f"optim.Adam(lr, weight_decay)")
+        kingma_ba = optim.averages_of(optim.Adam(adam.lr))
+        if optim.averages_of(adam) != kingma_ba:
+            raise ValueError(f"EGGROLL's Adam averages as Kingma & Ba's {kingma_ba} (the moments' coefficients and "
+                             f"eps), got {optim.averages_of(adam)}: give optim.Adam(lr, weight_decay)")
         return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
                        team=team)
 

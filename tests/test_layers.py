@@ -538,8 +538,9 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, -1.0)), "logit_scale must be a finite number > 0"),
         (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, 1.0, spike_cost=-0.1)),
          "spike_cost must be a finite number >= 0, got -0.1"),
-        (lambda: step(adam=optim.Adam(0.01, beta1=0.5)), "EGGROLL's Adam averages with beta1 0.9, beta2 0.999 and eps "
-                                                         "1e-08, got 0.5, 0.999 and 1e-08: give optim.Adam(lr, weight_decay)")]
+        (lambda: step(adam=optim.Adam(0.01, beta1=0.5)), "EGGROLL's Adam averages as Kingma & Ba's (0.9, 0.999, "
+                                                         "1e-08) (the moments' coefficients and eps), got (0.5, 0.999, "
+                                                         "1e-08): give optim.Adam(lr, weight_decay)")]
     for make, message in cases:
         with pytest.raises(ValueError) as raised:
             make()
