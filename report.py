@@ -9,7 +9,6 @@ import os
 import re
 import statistics
 import sys
-from pathlib import PurePath
 
 import numpy
 
@@ -177,7 +176,7 @@ def collect(results_dir, expected=None):
         real_path = final_path.parent / "real.json"
         if real_path.exists():
             real = read_record(real_path, run_folder.real_problem, RESCORE)
-            if not scores_this_run(real, final_path.parent, final):
+            if not run_folder.scores_this_run(real, final_path.parent, final):
                 raise ValueError(f"{real_path} scores another run ({real['run']}, at generation {real['generation']}), "
                                  f"not {final_path.parent} at generation {final['generations']}: {RESCORE}")
             final["real_acc"] = real["accuracy"]["all"]
@@ -206,15 +205,6 @@ def collect(results_dir, expected=None):
         raise ValueError(f"{first} and {second} score different recordings, which one column of real-recording "
                          f"accuracies would mix: {RESCORE} on one copy")
     return runs
-
-
-def scores_this_run(real, folder, final):
-    """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
-    last generation, and named by a folder whose name's every dash-separated part (method, rank,
-    levers, seed) is one of `folder`'s (a later name may add a mark, eggroll-r4-cost0.01-seed2 to
-    eggroll-r4-g100-cost0.01-seed2, but drops or changes none)."""
-    scored = PurePath(str(real["run"]).rstrip("/")).name
-    return real["generation"] == final["generations"] and set(scored.split("-")) <= set(folder.name.split("-"))
 
 
 def stray_problem(folder, final, expected):

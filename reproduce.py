@@ -175,9 +175,10 @@ def check_reproduce(opts, grids):
                              f"out of {out.parent}")
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
-    if left and opts.config == "parity" and xp is numpy:
-        print(f"note: the parity preset trains EGGROLL at {max(config.population for _, config in left):,} members, "
-              f"sized for a GPU (--device gpu): on a CPU each of its runs takes many hours", file=sys.stderr)
+    evolved = [config.population for _, config in left if config.method == "eggroll"]
+    if evolved and opts.config == "parity" and xp is numpy:
+        print(f"note: the parity preset trains EGGROLL at {max(evolved):,} members, sized for a GPU (--device gpu): "
+              f"on a CPU each of its runs takes many hours", file=sys.stderr)
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
         for _, config in left:

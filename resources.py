@@ -323,14 +323,15 @@ def refuse_emulation_place(out, fix):
 
 
 PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
-CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci"))  # its folders of code alone
+CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci", "docs"))  # its folders of code and docs alone
 
 
 def refuse_project_folders(folder, option, fix, runs=True, results=True):
     """A UsageError naming `option` and ending with `fix` if `folder` is one of the project's own
-    folders that is not for it: the project's code, or a folder in one of code alone (CODE); this
-    Python's environment; a run folder (its mark), unless `runs`; a results folder of reproduce
-    (runs/ holding run folders, itself or in a preset's folder), unless `results`."""
+    folders that is not for it: the project's code, or a folder in one of code and docs (CODE); this
+    Python's environment; a run folder (its mark), unless `runs`; a folder that holds run folders;
+    a results folder of reproduce (runs/ holding run folders, itself or in a preset's folder), unless
+    `results`."""
     where = Path(os.path.realpath(folder))
     kind = project_folder_kind(where, runs, results)
     if kind:
@@ -350,11 +351,14 @@ def project_folder_kind(where, runs, results):
     if where == PROJECT:
         return "the project's own folder (its code)"
     if code is not None:
-        return f"{'' if code == where else 'in '}the project's folder of code {code.name}/"
+        return f"{'' if code == where else 'in '}the project's folder {code.name}/, which holds its code and docs only"
     if environment != Path(environment.anchor) and within(environment):
         return f"{'' if environment == where else 'in '}the folder of this Python's environment ({environment})"
     if not runs and (where / RUN_MARK).is_file():
         return f"a run folder of this project (it holds {RUN_MARK})"
+    held = next((child for child in sorted(where.glob(f"*/{RUN_MARK}"))), None)
+    if held is not None:
+        return f"a folder of run folders ({held.parent.name} is one), each of which holds its own run's files only"
     holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
     if not results and (holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))):
         return "a results folder of reproduce (its runs/ holds runs)"

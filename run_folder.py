@@ -33,7 +33,7 @@ import shlex
 import stat
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import numpy
 
@@ -574,6 +574,17 @@ def config_fix(out):
             f"\"config\"), or train in another folder; {out}'s other files are left as they are")
 
 
+def scores_this_run(real, folder, final):
+    """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
+    last generation, and named by a folder of this name, or of a name it grew from: the project
+    once named runs without their budget, and added it later (eggroll-r4-cost0.01-seed2 became
+    eggroll-r4-g100-cost0.01-seed2), so only marks of generations or epochs may be new."""
+    scored = set(PurePath(str(real["run"]).rstrip("/")).name.split("-"))
+    here = set(Path(folder).name.split("-"))
+    return real["generation"] == final["generations"] and scored <= here \
+        and all(re.fullmatch(r"[ge]\d+", mark) for mark in here - scored)
+
+
 def resume_command(out, config):
     """The command that continues (or, finished, scores again and rewrites final.json) the run
     `config` in `out`: run.py train --resume with its settings away from the defaults."""
@@ -1009,7 +1020,7 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                                                              "input_synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}
 REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")} | {
-    "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (report.scores_this_run)
+    "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (scores_this_run)
     # the recordings scored: each split's size and digest (data.Splits.fingerprint), absent before it was kept
     "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings")}
 MISSING = object()

@@ -645,8 +645,9 @@ def check_real_root(root):
 
 
 def scored_on(run_dir, data_root, cache_dir=None):
-    """Whether run_dir's real.json scored its run on the recordings at data_root as they are now
-    (the fingerprint of their frames and labels, split by split, not the folder's name)."""
+    """Whether run_dir's real.json scored its run (run_folder.scores_this_run) on the recordings at
+    data_root as they are now (the fingerprint of their frames and labels, split by split, not the
+    folder's name)."""
     real_path = Path(run_dir) / "real.json"
     if not real_path.exists():
         return False
@@ -656,6 +657,12 @@ def scored_on(run_dir, data_root, cache_dir=None):
         return False
     if run_folder.real_problem(real):
         return False
+    try:
+        final = run_folder.read_json(Path(run_dir) / "final.json", "")
+    except UsageError:  # none yet, or damaged: what real.json scored cannot be this run's finished weights
+        return False
+    if run_folder.final_problem(final) or not run_folder.scores_this_run(real, Path(run_dir), final):
+        return False  # another run's score, copied here: scored again
     return real.get("data") == load_splits(data_root, run_folder.read_config(run_dir).time_bins, cache_dir).fingerprint()
 
 

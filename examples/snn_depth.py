@@ -171,6 +171,7 @@ def main():
 
     def command():
         refuse_run_folder(opts.out, "give another --out")
+        resources.refuse_project_folders(opts.out, "--out", "give another --out")
         exits.refuse_foreign_file(opts.out / "table.md", b"| method | network | ", "this table", "give another --out")
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after

@@ -1000,3 +1000,16 @@ def test_the_depth_table_never_mixes_two_data_sets(tmp_path):
     with pytest.raises(depth.exits.UsageError, match="are different data sets"):
         depth.write_table(tmp_path)
     assert not (tmp_path / "table.md").exists()
+
+
+def test_the_depth_example_refuses_a_project_folder_as_its_out_by_the_path_given(tmp_path):
+    """snn_depth.py --out examples: one line naming --out as given (not a run folder under it), exit
+    status 2, nothing written there."""
+    before = sorted((ROOT / "examples").iterdir())
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--out", str(ROOT / "examples"), "--generations", "1"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        f"error: --out {ROOT / 'examples'} is the project's folder examples/, which holds its code and docs only; "
+        f"give another --out\n"), done.stderr
+    assert sorted((ROOT / "examples").iterdir()) == before

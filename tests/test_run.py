@@ -1307,8 +1307,9 @@ def test_a_deadline_of_zero_seconds_is_taken_as_its_message_allows(tmp_path, mon
 
 
 def test_the_parity_preset_on_a_cpu_says_it_is_sized_for_a_gpu(tmp_path, dataset, capsys, monkeypatch):
-    """reproduce --config parity with runs left to train on the CPU says, before any run, that the
-    preset's 65,536 members are sized for a GPU (here the memory check stops it after the note)."""
+    """reproduce --config parity with EGGROLL's runs left to train on the CPU says, before any run, that
+    the preset's 65,536 members are sized for a GPU (here the memory check stops it after the note);
+    with BPTT's alone it says nothing."""
     def stop(*args, **kwargs):
         raise resources.UsageError("stopped at the memory check")
     monkeypatch.setattr(resources, "check_run_memory", stop)
@@ -1318,3 +1319,6 @@ def test_the_parity_preset_on_a_cpu_says_it_is_sized_for_a_gpu(tmp_path, dataset
     assert code == 2 and err.splitlines() == [
         "note: the parity preset trains EGGROLL at 65,536 members, sized for a GPU (--device gpu): on a CPU each of "
         "its runs takes many hours", "error: stopped at the memory check"], err
+    code = run.main(["reproduce", "--config", "parity", "--results", str(tmp_path / "results"), "--quiet",
+                     "--runs", "bptt", *dataset])  # BPTT alone: nothing sized for a GPU, nothing said
+    assert code == 2 and capsys.readouterr().err == "error: stopped at the memory check\n"

@@ -199,12 +199,16 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
             ([*emulate, str(finished_run)], f"--out {finished_run} is a run folder of this project"),
             ([*emulate, str(results)], f"--out {results} is a results folder of reproduce"),
             (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out"),
-            (train_args(ROOT / "examples", dataset), f"--out {ROOT / 'examples'} is the project's folder of code "
-                                                     f"examples/; use another --out"),
+            (train_args(ROOT / "examples", dataset), f"--out {ROOT / 'examples'} is the project's folder examples/, "
+                                                     f"which holds its code and docs only; use another --out"),
             (train_args(ROOT / "tests" / "data" / "run", dataset), f"--out {ROOT / 'tests' / 'data' / 'run'} is in "
-                                                                   f"the project's folder of code tests/"),
+                                                                   f"the project's folder tests/"),
             (train_args(Path(sys.prefix) / "run", dataset), f"--out {Path(sys.prefix) / 'run'} is in the folder of "
                                                             f"this Python's environment ({Path(sys.prefix).resolve()})"),
+            (train_args(ROOT / "docs" / "run", dataset), f"--out {ROOT / 'docs' / 'run'} is in the project's folder "
+                                                         f"docs/"),
+            (train_args(results / "quick" / "runs", dataset), f"--out {results / 'quick' / 'runs'} is a folder of run "
+                                                              f"folders ("),
             (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
               str(tmp_path / "to-run"), *dataset], f"--results {tmp_path / 'to-run'} is a run folder of this project"),
             (train_args(tmp_path / "to-code", dataset), f"--out {tmp_path / 'to-code'} is the project's own folder"),
@@ -652,14 +656,17 @@ def test_a_line_added_after_a_cut_last_line_starts_a_line_of_its_own(tmp_path):
 
 def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, dataset):
     """reproduce --real-root and examples/snn_depth.py score a run again unless its real.json is a
-    score of those very recordings: one that is JSON but no record, or a record missing its accuracy,
-    is none (and is then written again, not shown)."""
+    score of this run on those very recordings: one that is JSON but no record, a record missing its
+    accuracy, or another run's score (another name, another generation) is none (and is then written
+    again, not shown)."""
     root, cache = dataset[1], dataset[3]
     held = training.load_splits(root, run_folder.read_config(finished_run).time_bins, cache).fingerprint()
     real = finished_run / "real.json"
+    score = {"data": held, "accuracy": {"all": 0.5}, "run": str(finished_run), "generation": 10}
     for text, scored in (("[1]", False), (json.dumps({"data": held}), False),
-                         (json.dumps({"data": held, "run": "x", "generation": 10}), False),
-                         (json.dumps({"data": held, "accuracy": {"all": 0.5}, "run": "x", "generation": 10}), True)):
+                         (json.dumps({"data": held, "run": "run", "generation": 10}), False),
+                         (json.dumps(score), True), (json.dumps({**score, "run": "results/x/runs/run"}), True),
+                         (json.dumps({**score, "run": "es-run"}), False), (json.dumps({**score, "generation": 9}), False)):
         real.write_text(text)
         assert training.scored_on(finished_run, root, cache) is scored, text
 
@@ -1704,3 +1711,17 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
         code, err = run_main(train_args(out, [*data_root, "--cache-dir", str(cache)]), capsys)
         assert code == 2 and err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {said}"), err
         assert not out.exists() and sorted(p.name for p in finished_run.iterdir()) == before
+
+
+@pytest.mark.parametrize("scored, folder, generation, ours", [
+    ("results/spike-cost/runs/eggroll-r4-cost0.01-seed2", "eggroll-r4-g100-cost0.01-seed2", 100, True),
+    ("bptt-cost0.003-seed3", "bptt-e5-cost0.003-seed3", 100, True),   # a budget mark added by a later name
+    ("eggroll-r1-seed1", "eggroll-r1-seed1", 100, True),
+    ("eggroll-r1-seed1", "eggroll-r1-seed1", 99, False),               # another generation
+    ("es-seed1", "eggroll-r1-seed1", 100, False),                      # another method
+    ("eggroll-r4-seed1", "eggroll-r2-seed1", 100, False),              # another rank
+    ("eggroll-r1-seed2", "eggroll-r1-seed1", 100, False),              # another seed
+    ("eggroll-r1-batch-512-seed1", "eggroll-r1-batch-512-output-sigma-0.5-seed1", 100, False)])  # a lever more
+def test_a_real_json_is_a_runs_own_if_its_run_grew_its_name_by_a_budget_alone(scored, folder, generation, ours):
+    real = {"run": scored, "generation": generation, "accuracy": {"all": 0.5}}
+    assert run_folder.scores_this_run(real, Path("results") / folder, {"generations": 100}) is ours
