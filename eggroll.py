@@ -455,11 +455,8 @@ class Eggroll:
                              f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma "
                              f"after tell, not between ask and tell")
         if differ:
-            said = {"seed": str, "rank": str, "sigma": str,
-                    "pairs": lambda pairs: f"{pairs.start}..{pairs.stop - 1}" if len(pairs) else "none"}
-            asked_of = "; ".join(f"its {name} {said[name](getattr(population, name))}, this Eggroll's "
-                                 f"{said[name](asked[name])}" + (f" of {self.population} members" if name == "pairs" else "")
-                                 for name in differ)
+            asked_of = "; ".join(f"its {name} {getattr(population, name)}, this Eggroll's {asked[name]}"
+                                 + (f" of {self.population} members" if name == "pairs" else "") for name in differ)
             raise ValueError(f"the population was asked of another Eggroll ({asked_of}): tell its fitness to the "
                              f"Eggroll that asked it")
 

@@ -329,9 +329,9 @@ CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci", "docs"))  #
 def refuse_project_folders(folder, option, fix, runs=True, results=True):
     """A UsageError naming `option` and ending with `fix` if `folder` is one of the project's own
     folders that is not for it: the project's code, or a folder in one of code and docs (CODE); this
-    Python's environment; a run folder (its mark), unless `runs`; a folder that holds run folders;
-    a results folder of reproduce (runs/ holding run folders, itself or in a preset's folder), unless
-    `results`."""
+    Python's environment; a run folder (its mark), unless `runs`, and if `runs` a folder that holds
+    run folders; a results folder of reproduce (runs/ holding run folders, itself or in a preset's
+    folder), unless `results`."""
     where = Path(os.path.realpath(folder))
     kind = project_folder_kind(where, runs, results)
     if kind:
@@ -356,8 +356,8 @@ def project_folder_kind(where, runs, results):
         return f"{'' if environment == where else 'in '}the folder of this Python's environment ({environment})"
     if not runs and (where / RUN_MARK).is_file():
         return f"a run folder of this project (it holds {RUN_MARK})"
-    held = next((child for child in sorted(where.glob(f"*/{RUN_MARK}"))), None)
-    if held is not None:
+    held = next((child for child in sorted(where.glob(f"*/{RUN_MARK}"))), None) if runs else None
+    if held is not None:  # (reproduce's --results, which runs=False marks, holds them in its runs/)
         return f"a folder of run folders ({held.parent.name} is one), each of which holds its own run's files only"
     holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
     if not results and (holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))):

@@ -58,6 +58,9 @@ NEP18 = ("array module: every xp.f it calls on a CuPy array is a NumPy function 
 PHILOX_WORDS = ("uint32: philox4x32 converts every counter word to uint32 itself, and these block numbers are "
                 "< 2^32, so the dtype of their arange changes no bit")
 SILENT_SPIKES = "float64 is the default dtype of numpy.zeros and cupy.zeros, the one it restates"
+READOUT_DEFAULT = ('simulate reads its readout only as readout == "potential", so any other default is the rate '
+                   "readout, as \"rate\" is (the networks' readouts are checked where they are made: "
+                   "snn.Network.checked)")
 SIGN = "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"
 FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
                  "bptt_step's forward spikes with the Heaviside step, which ignores k")
@@ -107,8 +110,10 @@ EQUIVALENT = {
     "snn.x_cross_entropy__mutmut_3": ("array_module_of(None)", NEP18),
     "snn.x_log_softmax_of_rates__mutmut_3": ("array_module_of(None)", NEP18),
     "snn.x_layer_current__mutmut_12": ("x.shape[:-1] + (-2,)", NEGATIVE_RESHAPE),
-    "snn.x_simulate__mutmut_16": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
-    "snn.x_simulate__mutmut_18": ("xp.zeros(n_members, )", SILENT_SPIKES),
+    "snn.x_simulate__mutmut_2": ('readout="XXrateXX"', READOUT_DEFAULT),
+    "snn.x_simulate__mutmut_3": ('readout="RATE"', READOUT_DEFAULT),
+    "snn.x_simulate__mutmut_18": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
+    "snn.x_simulate__mutmut_20": ("xp.zeros(n_members, )", SILENT_SPIKES),
     "snn.xǁNetworkǁfold__mutmut_38": ("grad.reshape(-2, out_h", NEGATIVE_RESHAPE),
     "snn.xǁNetworkǁfold__mutmut_53": ("height + 3 * pad", WIDER_BUFFER),
     "snn.xǁNetworkǁfold__mutmut_56": ("width + 3 * pad", WIDER_BUFFER),
@@ -130,7 +135,10 @@ EQUIVALENT = {
     "baselines.x_bptt_backward__mutmut_79": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_116": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_125": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_forward__mutmut_43": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_forward__mutmut_8": ("array_module_of(None)", NEP18),
+    "baselines.x_bptt_forward__mutmut_46": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
+    "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
     "baselines.x_bptt_step__mutmut_15": ("k=None", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_20": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
@@ -172,7 +180,8 @@ EQUIVALENT = {
     "interface_checks.x_check_outputs_size__mutmut_10": (
         "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
     "interface_checks.x_check_stepped__mutmut_11": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
-    "interface_checks.x_check_whole__mutmut_16": ('(True, True): f" >= {low}"', 'every caller gives an upper bound whenever it gives a lower one (a population, a member, a seed, a generation), so no other entry is read'),
+    "interface_checks.x_check_whole__mutmut_22": ('(True, True): "XXXX"', 'no caller leaves out both bounds (a population has only an upper one; a rank, member, seed, generation or count a lower one), so the entry of neither bound is never read'),
+    "interface_checks.x_check_whole__mutmut_30": ('value.dtype.kind in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_78": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_input_array__mutmut_20": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_input_array__mutmut_46": ("array_module_of(None).isfinite(x)", NEP18),

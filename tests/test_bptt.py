@@ -300,3 +300,14 @@ def test_a_spike_cost_teaches_bptt_to_fire_less():
 def test_the_default_surrogate_slope_is_snntorchs_25_as_the_docs_say():
     assert baselines.SLOPE == 25 and config.RunConfig().slope == 25
     assert "slope k = 25 by default" in (Path(baselines.__file__).parent / "docs" / "results.md").read_text()
+
+
+def test_the_leaky_readouts_backward_is_the_adjoint_of_its_forward():
+    """leaky_forward is linear in its currents, so leaky_backward must be its adjoint: for any
+    currents I and any dL/dV G (different at every frame), <forward(I), G> = <I, backward(G)>."""
+    rng = np.random.default_rng(4)
+    lif = snn.LIF(beta=0.7)
+    currents, grad_v = rng.normal(size=(6, 3, 2)), rng.normal(size=(6, 3, 2))
+    left = (baselines.leaky_forward(currents, lif) * grad_v).sum()
+    right = (currents * baselines.leaky_backward(grad_v, lif)).sum()
+    assert left == pytest.approx(right, rel=1e-12)
