@@ -152,6 +152,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
 def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
     snn.check_frames(params, frames, labels)
+    snn.check_finite_frames(frames)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)

@@ -448,8 +448,8 @@ def check_params(params, network=None):
 
 def check_frames(params, frames, labels, network=None):
     """ValueError unless params are a network (check_params), frames is a float32 or float64 array
-    (T, N, n_in) of finite values for its input, T and N at least 1, and labels is an integer array
-    (N,) of class indices 0..n_out - 1."""
+    (T, N, n_in) for its input, T and N at least 1, and labels is an integer array (N,) of class
+    indices 0..n_out - 1. (Finite frames: check_finite_frames, where a NaN would pass unseen.)"""
     check_params(params, network)
     sizes = network_of(params, network).sizes
     for name, value in (("frames", frames), ("labels", labels)):
@@ -463,8 +463,6 @@ def check_frames(params, frames, labels, network=None):
     if frames.dtype not in (numpy.float32, numpy.float64):
         raise ValueError(f"frames are {frames.dtype}: give them as floats, frames.astype(numpy.float32) (0 and 1 "
                          f"for events)")
-    if not bool(array_module_of(frames).isfinite(frames).all()):
-        raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")
     if labels.shape != (frames.shape[1],):
         raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
                          f"got {tuple(labels.shape)}")
@@ -472,3 +470,10 @@ def check_frames(params, frames, labels, network=None):
         raise ValueError(f"labels must be integers in 0..{sizes[-1] - 1}, the classes of the {sizes[-1]} outputs, got "
                          f"{labels.dtype} labels" + ("" if labels.dtype.kind not in "iu" else
                                                     f" from {int(labels.min())} to {int(labels.max())}"))
+
+
+def check_finite_frames(frames):
+    """ValueError if frames hold NaN or inf: a NaN potential never spikes, so an ES population would
+    score a silent neuron unseen. (BPTT needs no pass of its own: its loss turns NaN, and it says so.)"""
+    if not bool(array_module_of(frames).isfinite(frames).all()):
+        raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")

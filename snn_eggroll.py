@@ -146,6 +146,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     `network`: the layers (None: fully connected, read off the weights' shapes).
     """
     snn.check_frames(params, frames, labels, network)
+    snn.check_finite_frames(frames)
     es = config.method(params, adam, team)
     check_config(config, params, network)
     current = State(params, state, generation)

@@ -174,12 +174,9 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="labels must be integers in 0..1, the classes of the 2 outputs, got int64 "
                                          "labels from 0 to 2"):
         baselines.bptt_step(params, state, frames, np.where(labels == 1, 2, labels), config, adam)
-    params["W1"][0, 0] = np.inf  # a weight no step makes
+    frames[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match=re.escape("BPTT loss or gradient holds NaN or inf: lower the learning "
                                                    "rate, or check the input frames for non-finite values")):
-        baselines.bptt_step(params, state, frames, labels, config, adam)
-    frames[0, 0, 0] = np.nan
-    with pytest.raises(ValueError, match="frames hold NaN or inf, which no neuron's potential survives"):
         baselines.bptt_step(params, state, frames, labels, config, adam)
 
 

@@ -525,6 +525,9 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(frames=frames.tolist()), "frames must be an array, got list: give numpy.asarray(frames)"),
         (lambda: step(frames=with_nan), "frames hold NaN or inf, which no neuron's potential survives"),
         (lambda: step(frames=with_inf), "frames hold NaN or inf"),
+        (lambda: baselines.es_generation_step(params, optim.init(params), with_nan, labels, 0,
+                                              baselines.ESConfig(8, 0.1, 1, 1.0), optim.Adam(0.01)),
+         "frames hold NaN or inf"),
         (lambda: step(frames=frames[:0]), "frames of shape (0, 5, 32) hold no frame or no sample"),
         (lambda: step(frames=frames[:, :0], labels=labels[:0]), "frames of shape (4, 0, 32) hold no frame or no sample"),
         (lambda: step(frames=frames.astype(np.uint8)), "frames are uint8: give them as floats, "
