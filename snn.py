@@ -12,11 +12,12 @@ output.
 The network's output is the mean spike rate of the output neurons over the T frames, read out by a
 softmax (3) and scored by cross-entropy (4). A network may read out its output layer's mean membrane
 potential instead (`readout="potential"`): those neurons integrate Eq. (1) without spiking or
-resetting, so their output moves with every weight, not in steps of whole spikes. Evolution strategies evaluate many perturbed copies
-("members") of the network on the same minibatch; `simulate` runs them all, in cache-sized chunks
-of members, asking the caller for each layer's input current W s_t + b. That way every method
-(EGGROLL, full-rank ES, plain inference) shares exactly this LIF code and differs only in how it
-forms the currents.
+resetting, so their output moves with every weight, not in steps of whole spikes.
+
+Evolution strategies evaluate many perturbed copies ("members") of the network on the same
+minibatch; `simulate` runs them all, in cache-sized chunks of members, asking the caller for each
+layer's input current W s_t + b. That way every method (EGGROLL, full-rank ES, plain inference)
+shares exactly this LIF code and differs only in how it forms the currents.
 
 A network is data (`Network`, after the dynamics): its layers, each `Dense` (every neuron sees every input) or `Conv`
 (a bank of square kernels slid over an image). A convolution is a dense layer applied to every
@@ -54,7 +55,7 @@ class LIF:
 
     def __post_init__(self):
         if not (isinstance(self.beta, numbers.Real) and 0 <= self.beta <= 1):
-            raise ValueError(f"beta, the leak, must lie in 0..1, got {self.beta!r}: use e.g. 0.9")
+            raise ValueError(f"beta, the potential's decay per frame, must lie in 0..1, got {self.beta!r}: use e.g. 0.9")
         if not (isinstance(self.threshold, numbers.Real) and 0 < self.threshold < math.inf):
             raise ValueError(f"threshold must be a finite number > 0, got {self.threshold!r}: use e.g. 1.0")
 

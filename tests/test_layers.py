@@ -535,7 +535,7 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(network=snn.Network(network.layers, network.image, readout="potental")),
          "readout 'potental' is neither of rate, potential"),
         (lambda: snn.init_network(0, snn.Network((snn.Dense(0), snn.Dense(3)), (2, 4, 4))), "layer 1 (0) has 0 neurons"),
-        (lambda: snn.LIF(beta=float("nan")), "beta, the leak, must lie in 0..1, got nan"),
+        (lambda: snn.LIF(beta=float("nan")), "beta, the potential's decay per frame, must lie in 0..1, got nan"),
         (lambda: snn.LIF(threshold=0.0), "threshold must be a finite number > 0, got 0.0"),
         (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, float("nan"))), "logit_scale must be a finite number > 0"),
         (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, -1.0)), "logit_scale must be a finite number > 0"),
