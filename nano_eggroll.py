@@ -149,6 +149,7 @@ def population_forward(params, perturbations, x, settings):
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; column p r + j: x times column j of B_p
     xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
+    # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_p^T alone
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
