@@ -140,6 +140,7 @@ def check_two_layers(params, method):
 
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
+    snn.check_inputs(params, frames)
     check_two_layers(params, "vanilla ES")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
@@ -153,6 +154,10 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
     snn.check_frames(params, frames, labels)
     snn.check_finite_frames(frames)
+    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION, "the generation's")
+    interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
+    snn_eggroll.check_readout_settings(config)
+    optim.check(adam)
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)
@@ -192,6 +197,17 @@ class BPTTConfig:
     logit_scale: float
     detach_reset: bool = True
     spike_cost: float = 0.0
+
+
+def check_bptt_config(config):
+    """ValueError naming the fix unless config is a BPTTConfig of a slope k > 0, a readout scale and
+    spike price the fitness can use (snn_eggroll.check_readout_settings) and a bool detach_reset."""
+    if not isinstance(config, BPTTConfig):
+        raise ValueError(f"config must be a baselines.BPTTConfig, got {type(config).__name__}")
+    interface_checks.check_number("slope", config.slope, 0, 1e6, "25", open_low=True)
+    snn_eggroll.check_readout_settings(config)
+    if not isinstance(config.detach_reset, bool):
+        raise ValueError(f"detach_reset must be True or False, got {config.detach_reset!r}")
 
 
 def heaviside(v, lif, k):
@@ -236,6 +252,7 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes; with a potential readout
     the output layer's v is its potential, never reset, its o all zeros, and counts the sum of v.
     """
+    snn.check_inputs(params, frames, network)
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
@@ -343,6 +360,8 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     """
     xp = array_module_of(frames)
     snn.check_frames(params, frames, labels, network)
+    check_bptt_config(config)
+    optim.check(adam)
     cache = bptt_forward(params, frames, lif, k=config.slope, network=network)
     loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
     if config.spike_cost:

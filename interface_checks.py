@@ -243,6 +243,17 @@ def is_integer(value):
     return isinstance(value, (int, numpy.integer)) and not isinstance(value, (bool, numpy.bool_))
 
 
+def check_number(name, value, low, high, example, open_low=False):
+    """ValueError naming the fix unless value is an int or float (Python's or NumPy's, not a bool,
+    Fraction or Decimal, which NumPy's arrays would not take as numbers) in [low, high], or in
+    (low, high] with open_low; NaN is in no range."""
+    plain = isinstance(value, (int, float, numpy.integer, numpy.floating)) and not isinstance(value, (bool, numpy.bool_))
+    inside = plain and (low < value if open_low else low <= value) and value <= high
+    if not inside:
+        bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
+        raise ValueError(f"{name} must be an int or float in {bounds}, got {value!r}: use e.g. {example}")
+
+
 def is_real(value):
     """A real number, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))

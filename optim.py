@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from backend import array_module_of
 import gpu
+from interface_checks import check_number
 
 SCHEDULES = ("constant", "cosine")
 
@@ -28,6 +29,22 @@ class Adam:
     beta1: float = 0.9      # the averaging coefficients of the first and second moments, Eq. (9)'s 0.9 and 0.999
     beta2: float = 0.999
     eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
+
+
+def check(adam):
+    """ValueError naming the fix unless adam's settings make a step: lr > 0, weight_decay >= 0 with
+    lr x weight_decay < 1 (else the decay flips the weights' sign), beta1 and beta2 in [0, 1) and
+    eps > 0."""
+    if not isinstance(adam, Adam):
+        raise ValueError(f"adam must be an optim.Adam, got {type(adam).__name__}: give e.g. optim.Adam(0.01)")
+    check_number("lr", adam.lr, 0, 1e3, "0.01", open_low=True)
+    check_number("weight_decay", adam.weight_decay, 0, 1e3, "0.0")
+    if adam.lr * adam.weight_decay >= 1:
+        raise ValueError(f"lr x weight_decay is {adam.lr * adam.weight_decay:g}, at least 1, so the decay would flip "
+                         f"the weights' sign: lower one of them")
+    for name, value in zip(("beta1", "beta2"), (adam.beta1, adam.beta2)):
+        check_number(name, value, 0, 1 - 1e-12, "0.9")
+    check_number("eps", adam.eps, 0, 1, "1e-8", open_low=True)
 
 
 def averages_of(adam):

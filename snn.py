@@ -24,8 +24,6 @@ A network is data (`Network`, after the dynamics): its layers, each `Dense` (eve
 patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
-import math
-import numbers
 import re
 from dataclasses import dataclass
 
@@ -33,11 +31,13 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
+from interface_checks import check_number, check_whole, is_integer
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
 INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
+FLOAT32 = numpy.finfo(numpy.float32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,10 +54,8 @@ class LIF:
     threshold: float = 1.0
 
     def __post_init__(self):
-        if not (isinstance(self.beta, numbers.Real) and 0 <= self.beta <= 1):
-            raise ValueError(f"beta, the potential's decay per frame, must lie in 0..1, got {self.beta!r}: use e.g. 0.9")
-        if not (isinstance(self.threshold, numbers.Real) and 0 < self.threshold < math.inf):
-            raise ValueError(f"threshold must be a finite number > 0, got {self.threshold!r}: use e.g. 1.0")
+        check_number("beta (the potential's decay per frame)", self.beta, 0, 1, "0.9")
+        check_number("threshold", self.threshold, FLOAT32.tiny, FLOAT32.max, "1.0")  # what float32 potentials hold
 
 
 def lif_step(v, current, lif, spikes):
@@ -138,6 +136,9 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     kernel: gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
     W1 s_t + b1 is one matrix product for all frames and members.
     """
+    check_inputs(params, frames, network)
+    check_finite_frames(frames)
+    check_whole("n_members", n_members, 1, None, "1")
     xp = array_module_of(frames)
     network = network_of(params, network)
     n_steps, batch, n_in = frames.shape
@@ -260,6 +261,19 @@ class Network:
         """The network, or a ValueError naming the first layer that cannot be built, and the fix."""
         if self.readout not in READOUTS:
             raise ValueError(f"readout {self.readout!r} is neither of {', '.join(READOUTS)}: use e.g. \"rate\"")
+        if not (isinstance(self.image, tuple) and len(self.image) == 3):
+            raise ValueError(f"image must be (channels, height, width), got {self.image!r}: use e.g. (2, 34, 34)")
+        for side in self.image:
+            check_whole("each side of the image", side, 1, None, "(2, 34, 34)")
+        if not (isinstance(self.layers, tuple) and self.layers and all(isinstance(spec, (Dense, Conv)) for spec in self.layers)
+                and isinstance(self.layers[-1], Dense)):
+            raise ValueError(f"layers must be a tuple of Dense and Conv layers ending with the Dense output layer, got "
+                             f"{self.layers!r}: make them with Network.parse(hidden)")
+        for spec in self.layers:  # whole numbers (their ranges below), as Network.parse makes them
+            for field_name in ("width",) if isinstance(spec, Dense) else ("channels", "kernel", "stride", "padding"):
+                if not is_integer(getattr(spec, field_name)) or getattr(spec, field_name) < 0:
+                    raise ValueError(f"{type(spec).__name__}'s {field_name} must be a whole number >= 0, got "
+                                     f"{getattr(spec, field_name)!r}: make the layers with Network.parse(hidden)")
         image = self.image
         for layer, spec in enumerate(self.layers, start=1):
             name = f"layer {layer} ({spec})"
@@ -395,7 +409,11 @@ def layer_current(params, layer, x, network):
 
 def init_network(seed, network, std=INIT_STD, xp=numpy):
     """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32."""
+    if not isinstance(network, Network):
+        raise ValueError(f"network must be a snn.Network, got {type(network).__name__}: use Network.parse(hidden)")
     network.checked()
+    check_whole("seed", seed, 0, 2 ** 64 - 1, "1")
+    check_number("std", std, 0, 10, "0.3", open_low=True)
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):
@@ -447,15 +465,14 @@ def check_params(params, network=None):
                              f"before: make them with snn.init_network(seed, network){fix}")
 
 
-def check_frames(params, frames, labels, network=None):
-    """ValueError unless params are a network (check_params), frames is a float32 or float64 array
-    (T, N, n_in) for its input, T and N at least 1, and labels is an integer array (N,) of class
-    indices 0..n_out - 1. (Finite frames: check_finite_frames, where a NaN would pass unseen.)"""
+def check_inputs(params, frames, network=None):
+    """ValueError unless params are a network (check_params) and frames is a float32 or float64 array
+    (T, N, n_in) for its input, T and N at least 1. (Finite frames: check_finite_frames, where a NaN
+    would pass unseen.)"""
     check_params(params, network)
     sizes = network_of(params, network).sizes
-    for name, value in (("frames", frames), ("labels", labels)):
-        if not hasattr(value, "shape"):
-            raise ValueError(f"{name} must be an array, got {type(value).__name__}: give numpy.asarray({name})")
+    if not hasattr(frames, "shape"):
+        raise ValueError(f"frames must be an array, got {type(frames).__name__}: give numpy.asarray(frames)")
     if frames.ndim != 3 or frames.shape[2] != sizes[0]:
         raise ValueError(f"frames must have shape (T, N, {sizes[0]}), got {tuple(frames.shape)}: "
                          f"bin events into T frames of {sizes[0]} inputs")
@@ -464,6 +481,15 @@ def check_frames(params, frames, labels, network=None):
     if frames.dtype not in (numpy.float32, numpy.float64):
         raise ValueError(f"frames are {frames.dtype}: give them as floats, frames.astype(numpy.float32) (0 and 1 "
                          f"for events)")
+
+
+def check_frames(params, frames, labels, network=None):
+    """check_inputs, and a ValueError unless labels is an integer array (N,) of class indices
+    0..n_out - 1, one per sample of the frames."""
+    check_inputs(params, frames, network)
+    sizes = network_of(params, network).sizes
+    if not hasattr(labels, "shape"):
+        raise ValueError(f"labels must be an array, got {type(labels).__name__}: give numpy.asarray(labels)")
     if labels.shape != (frames.shape[1],):
         raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
                          f"got {tuple(labels.shape)}")

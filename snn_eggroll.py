@@ -6,15 +6,13 @@ fitness is -cross-entropy (Eqs. (3)-(4)) less a price per hidden spike if one is
 and `generation_step` is one generation of it as ask (the keys of Eq. (5)) -> forward -> fitness
 -> tell (Eqs. (7)-(9)). The equations are numbered as in README.md ("The method in equations").
 """
-import math
-import numbers
 from dataclasses import dataclass
 
 from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import check_population, check_sigma
+from interface_checks import MAX_GENERATION, check_number, check_population, check_sigma, check_whole
 import optim
 import snn
 
@@ -59,6 +57,7 @@ class Config:
     def members(self, params, generation, pairs=slice(None), network=None):
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
         check_config(self, params, network)
+        check_whole("generation", generation, 0, MAX_GENERATION, "the generation to draw")
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
 
@@ -118,6 +117,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
                       network=None):
     """population_forward (Eq. (6)) of the members theta +- sigma E_p of the pairs in the slice `pairs`
     (all P by default) at `generation`, with config's settings."""
+    snn.check_inputs(params, frames, network)
     return population_forward(config.members(params, generation, pairs, network), frames, lif, count_hidden,
                               network)
 
@@ -162,9 +162,13 @@ def check_config(config, params, network=None):
     (`network`: its layers, None: fully connected)."""
     check_population(config.population)
     check_sigma(config.sigma)
-    if not (isinstance(config.logit_scale, numbers.Real) and 0 < config.logit_scale < math.inf):
-        raise ValueError(f"logit_scale must be a finite number > 0, got {config.logit_scale!r}: use e.g. 1.0")
-    if not (isinstance(config.spike_cost, numbers.Real) and 0 <= config.spike_cost < math.inf):
-        raise ValueError(f"spike_cost must be a finite number >= 0, got {config.spike_cost!r}: use e.g. 0.0")
+    check_readout_settings(config)
     snn.check_params(params, network)
     config.method(params).check(params)  # the rank against every weight matrix, as ask checks it
+
+
+def check_readout_settings(config):
+    """ValueError naming the fix unless config's logit_scale and spike_cost (any method's) are numbers
+    the fitness can use: a readout scale float32 keeps apart from 0 and inf, a price >= 0."""
+    check_number("logit_scale", config.logit_scale, 1e-6, 1e6, "1.0")
+    check_number("spike_cost", config.spike_cost, 0, 1e6, "0.0")

@@ -535,12 +535,12 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(network=snn.Network(network.layers, network.image, readout="potental")),
          "readout 'potental' is neither of rate, potential"),
         (lambda: snn.init_network(0, snn.Network((snn.Dense(0), snn.Dense(3)), (2, 4, 4))), "layer 1 (0) has 0 neurons"),
-        (lambda: snn.LIF(beta=float("nan")), "beta, the potential's decay per frame, must lie in 0..1, got nan"),
-        (lambda: snn.LIF(threshold=0.0), "threshold must be a finite number > 0, got 0.0"),
-        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, float("nan"))), "logit_scale must be a finite number > 0"),
-        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, -1.0)), "logit_scale must be a finite number > 0"),
+        (lambda: snn.LIF(beta=float("nan")), "beta (the potential's decay per frame) must be an int or float in [0, 1], got nan"),
+        (lambda: snn.LIF(threshold=0.0), "threshold must be an int or float in [1.17549e-38, 3.40282e+38], got 0.0"),
+        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, float("nan"))), "logit_scale must be an int or float in [1e-06, 1e+06]"),
+        (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, -1.0)), "logit_scale must be an int or float in"),
         (lambda: step(settings=snn_eggroll.Config(8, 1, 0.1, 1, 1.0, spike_cost=-0.1)),
-         "spike_cost must be a finite number >= 0, got -0.1"),
+         "spike_cost must be an int or float in [0, 1e+06], got -0.1"),
         (lambda: step(adam=optim.Adam(0.01, beta1=0.5)), "EGGROLL's Adam averages as Kingma & Ba's (0.9, 0.999, "
                                                          "1e-08) (the moments' coefficients and eps), got (0.5, 0.999, "
                                                          "1e-08): give optim.Adam(lr, weight_decay)")]
@@ -566,3 +566,69 @@ def test_a_population_changed_by_dataclasses_replace_is_checked_as_ask_makes_one
     for changes, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             dataclasses.replace(population, **changes)
+
+
+def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name():
+    """The forward passes, BPTT's and vanilla ES's steps, the network's and LIF's constructors and
+    init_network refuse in one line what would run wrong or fail deep inside: frames of another
+    width, type or none, NaN frames at inference, a Fraction or a threshold float32 rounds to 0,
+    layers or images no network has, a convolution as the output, settings out of range, an Adam
+    whose decay would flip the weights, a generation or seed no noise key holds."""
+    from fractions import Fraction
+    network = snn.Network.dense((12, 8, 3))
+    params = snn.init_network(0, network)
+    frames = np.ones((5, 4, 12), np.float32)
+    labels = np.array([0, 1, 2, 0])
+    with_nan = frames.copy()
+    with_nan[0, 0, 0] = np.nan
+    bptt = baselines.BPTTConfig(25.0, 2.0)
+    es = baselines.ESConfig(8, 0.2, 1, 2.0)
+
+    def bptt_step(settings=bptt, adam=optim.Adam(0.01)):
+        return baselines.bptt_step(params, optim.init(params), frames, labels, settings, adam)
+
+    def es_step(settings=es, generation=1, adam=optim.Adam(0.01)):
+        return baselines.es_generation_step(params, optim.init(params), frames, labels, generation, settings, adam)
+    cases = [
+        (lambda: snn.forward(params, frames[..., :11]), "frames must have shape (T, N, 12), got (5, 4, 11)"),
+        (lambda: snn.forward(params, frames.astype(np.float16)), "frames are float16"),
+        (lambda: snn.forward(params, frames[:0]), "hold no frame or no sample"),
+        (lambda: snn.forward(params, with_nan), "frames hold NaN or inf"),
+        (lambda: snn.forward(params, frames, n_members=0), "n_members must be a whole number >= 1, got 0"),
+        (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), "frames are int64"),
+        (lambda: snn_eggroll.perturbed_forward(params, frames.tolist(), snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
+         "frames must be an array, got list"),
+        (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 1.5),
+         "generation must be a whole number in 0..4294967295, got 1.5"),
+        (lambda: snn.LIF(beta=Fraction(1, 2)), "beta (the potential's decay per frame) must be an int or float in "
+                                               "[0, 1], got Fraction(1, 2)"),
+        (lambda: snn.LIF(threshold=1e-50), "threshold must be an int or float in [1.17549e-38"),
+        (lambda: snn.LIF(beta=True), "got True"),
+        (lambda: snn.Network.parse("8", image=(2, -3, 34)), "each side of the image must be a whole number >= 1, got -3"),
+        (lambda: snn.Network((snn.Dense(8), snn.Conv(2, 3)), (2, 6, 6)).checked(), "ending with the Dense output layer"),
+        (lambda: snn.Network(()).checked(), "layers must be a tuple of Dense and Conv layers"),
+        (lambda: snn.Network((snn.Dense(2.5), snn.Dense(3)), (12, 1, 1)).checked(),
+         "Dense's width must be a whole number >= 0, got 2.5"),
+        (lambda: snn.Network((snn.Conv(2, 3, 1, -1), snn.Dense(3)), (2, 6, 6)).checked(),
+         "Conv's padding must be a whole number >= 0, got -1"),
+        (lambda: snn.init_network(0, network, std=float("nan")), "std must be an int or float in (0, 10], got nan"),
+        (lambda: snn.init_network(-1, network), "seed must be a whole number in 0..18446744073709551615, got -1"),
+        (lambda: snn.init_network(0, "12,8"), "network must be a snn.Network, got str"),
+        (lambda: bptt_step(baselines.BPTTConfig(-25.0, 2.0)), "slope must be an int or float in (0, 1e+06], got -25.0"),
+        (lambda: bptt_step(baselines.BPTTConfig(25.0, 0.0)), "logit_scale must be an int or float in [1e-06"),
+        (lambda: bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset="no")), "detach_reset must be True or False"),
+        (lambda: bptt_step(adam=optim.Adam(float("nan"))), "lr must be an int or float in (0, 1000], got nan"),
+        (lambda: bptt_step(adam=optim.Adam(0.5, weight_decay=2.0)), "lr x weight_decay is 1, at least 1"),
+        (lambda: bptt_step(adam=optim.Adam(0.01, beta2=1.0)), "beta2 must be an int or float in [0, 1]"),
+        (lambda: bptt_step(adam=optim.Adam(0.01, eps=0.0)), "eps must be an int or float in (0, 1], got 0.0"),
+        (lambda: es_step(generation="1"), "generation must be a whole number in 0..4294967295, got '1'"),
+        (lambda: es_step(generation=-1), "generation must be a whole number in 0..4294967295, got -1"),
+        (lambda: es_step(baselines.ESConfig(8, 0.2, 2 ** 64, 2.0)), "seed must be a whole number in 0..18446744073709551615"),
+        (lambda: es_step(baselines.ESConfig(8, 0.2, 1, -2.0)), "logit_scale must be an int or float in"),
+        (lambda: es_step(baselines.ESConfig(8, 0.2, 1, 2.0, spike_cost=-1)), "spike_cost must be an int or float in"),
+        (lambda: es_step(adam=optim.Adam(-0.05)), "lr must be an int or float in (0, 1000], got -0.05")]
+    for make, message in cases:
+        with pytest.raises(ValueError) as raised:
+            make()
+        assert message in str(raised.value), (message, str(raised.value))
+    bptt_step(), es_step()  # and the same calls, as they should be, step
