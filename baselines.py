@@ -8,6 +8,7 @@
    - "batched": all members at once, layer 1 as x [E_1^T ... E_P^T] in one matrix product.
 2. Surrogate-gradient backpropagation through time, written by hand (see `bptt_*`).
 """
+import dataclasses
 from dataclasses import dataclass
 
 from backend import array_module_of
@@ -158,6 +159,13 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
     snn_eggroll.check_readout_settings(config)
     optim.check(adam)
+    if team.size > 1:  # a process with other settings or weights would step along other noise, unseen
+        problem = team.disagreement({"ES": dataclasses.asdict(config), "generation": int(generation),
+                                     "adam": dataclasses.asdict(adam),
+                                     "parameters": interface_checks.digest_of(params)[:16]})
+        if problem:
+            raise ValueError(f"the processes of this team hold different ES settings or states: {problem}; give every "
+                             f"process the same settings, parameters and generation")
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)

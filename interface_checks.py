@@ -247,7 +247,8 @@ def check_number(name, value, low, high, example, open_low=False):
     """ValueError naming the fix unless value is an int or float (Python's or NumPy's, not a bool,
     Fraction or Decimal, which NumPy's arrays would not take as numbers) in [low, high], or in
     (low, high] with open_low; NaN is in no range."""
-    plain = isinstance(value, (int, float, numpy.integer, numpy.floating)) and not isinstance(value, (bool, numpy.bool_))
+    plain = isinstance(value, (int, float, numpy.integer, numpy.floating)) and not isinstance(value,
+                                                                                        (bool, numpy.bool_))
     inside = plain and (low < value if open_low else low <= value) and value <= high
     if not inside:
         bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"

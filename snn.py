@@ -265,8 +265,8 @@ class Network:
             raise ValueError(f"image must be (channels, height, width), got {self.image!r}: use e.g. (2, 34, 34)")
         for side in self.image:
             check_whole("each side of the image", side, 1, None, "(2, 34, 34)")
-        if not (isinstance(self.layers, tuple) and self.layers and all(isinstance(spec, (Dense, Conv)) for spec in self.layers)
-                and isinstance(self.layers[-1], Dense)):
+        if not (isinstance(self.layers, tuple) and self.layers
+                and all(isinstance(spec, (Dense, Conv)) for spec in self.layers) and isinstance(self.layers[-1], Dense)):
             raise ValueError(f"layers must be a tuple of Dense and Conv layers ending with the Dense output layer, got "
                              f"{self.layers!r}: make them with Network.parse(hidden)")
         for spec in self.layers:  # whole numbers (their ranges below), as Network.parse makes them

@@ -437,3 +437,31 @@ def test_es_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitne
     assert len(set(hidden)) > 1 and frames.shape[0] != frames.shape[1]
     assert stats["mean_fitness"] == pytest.approx(np.mean(fitnesses), abs=1e-12)
     assert stats["max_fitness"] == pytest.approx(np.max(fitnesses), abs=1e-12)
+
+
+def test_es_processes_given_other_settings_or_weights_are_refused_together():
+    """Vanilla ES under a team compares, each generation, its settings, Adam's, the generation and
+    the parameters' digest across processes, as EGGROLL's ask does: a process with another sigma or
+    other weights is refused on every process, in one line naming the difference; the same are taken."""
+    from simulated_team import run_team
+    params = snn.init_params(0, (12, 8, 3))
+    frames = (np.random.default_rng(0).random((4, 6, 12)) < 0.4).astype(np.float32)
+    labels = np.array([0, 1, 2, 0, 1, 2])
+
+    def step_with(sigma_of, params_of):
+        def body(team):
+            try:
+                baselines.es_generation_step(params_of(team.rank), optim.init(params), frames, labels, 0,
+                                             baselines.ESConfig(8, sigma_of(team.rank), 1, 1.0), optim.Adam(0.01),
+                                             team=team)
+            except ValueError as error:
+                return str(error)
+            return "stepped"
+        return run_team(2, body)[0]
+    refused = step_with(lambda rank: 0.1 * (rank + 1), lambda rank: params)
+    assert refused[0] == refused[1] and refused[0].startswith(
+        "the processes of this team hold different ES settings or states: ES (rank 0: "), refused
+    moved = {**params, "W1": params["W1"] + 1}
+    refused = step_with(lambda rank: 0.1, lambda rank: moved if rank else params)
+    assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0], refused
+    assert step_with(lambda rank: 0.1, lambda rank: params) == ["stepped", "stepped"]
