@@ -323,7 +323,7 @@ def refuse_emulation_place(out, fix):
 
 
 PROJECT = Path(__file__).resolve().parent  # the project's own folder: its code, never a run's nor data
-CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci", "docs"))  # its folders of code and docs alone
+CODE = tuple(PROJECT / name for name in ("examples", "tests", ".ci", "docs", ".git"))  # its code, docs and history
 
 
 def refuse_project_folders(folder, option, fix, runs=True, results=True):
@@ -351,7 +351,7 @@ def project_folder_kind(where, runs, results):
     if where == PROJECT:
         return "the project's own folder (its code)"
     if code is not None:
-        return f"{'' if code == where else 'in '}the project's folder {code.name}/, which holds its code and docs only"
+        return f"{'' if code == where else 'in '}the project's folder {code.name}/, which holds its own files only"
     if environment != Path(environment.anchor) and within(environment):
         return f"{'' if environment == where else 'in '}the folder of this Python's environment ({environment})"
     if not runs and (where / RUN_MARK).is_file():

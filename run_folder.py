@@ -574,15 +574,27 @@ def config_fix(out):
             f"\"config\"), or train in another folder; {out}'s other files are left as they are")
 
 
+def settings(stored):
+    """A config.json's settings as this version stores them (None for what is no run's settings)."""
+    try:
+        return run_config.stored(run_config.from_stored(stored))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def scores_this_run(real, folder, final):
     """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
     last generation, and named by a folder of this name, or of a name it grew from: the project
     once named runs without their budget, and added it later (eggroll-r4-cost0.01-seed2 became
-    eggroll-r4-g100-cost0.01-seed2), so only marks of generations or epochs may be new."""
-    scored = set(PurePath(str(real["run"]).rstrip("/")).name.split("-"))
-    here = set(Path(folder).name.split("-"))
-    return real["generation"] == final["generations"] and scored <= here \
-        and all(re.fullmatch(r"[ge]\d+", mark) for mark in here - scored)
+    eggroll-r4-g100-cost0.01-seed2), so only marks of generations or epochs may be new; and, where
+    real.json records the settings of the run it scored (`config`), those of this run."""
+    def parts(name):  # the name's parts in order, its budget marks left out
+        return [part for part in name.split("-") if not re.fullmatch(r"[ge]\d+", part)]
+    scored = PurePath(str(real["run"]).rstrip("/")).name
+    if "config" in real and settings(real["config"]) != settings(final["config"]):  # real.json naming its run's
+        return False
+    return real["generation"] == final["generations"] and parts(scored) == parts(Path(folder).name) \
+        and set(scored.split("-")) <= set(Path(folder).name.split("-"))
 
 
 def resume_command(out, config):

@@ -578,12 +578,18 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     emulation is read only if it finished, with the recordings it counted (emulate.check_finished).
     Training and scoring read their data through it alike."""
     emulate.check_finished(data_root)
+    check_cache_dir(cache_dir)
+    return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
+
+
+def check_cache_dir(cache_dir):
+    """A UsageError if the frame cache's folder (cache_dir, else $EGGROLL_CACHE's or the default) is
+    part of an N-MNIST copy or one of the project's own folders, where no cache file belongs."""
     cache = data.frame_cache_dir(cache_dir)
     resources.refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
                                  what="the frame cache")
     resources.refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
                                      "point it at a folder of its own", runs=False, results=False)
-    return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
 
 
 def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root", command="train"):
@@ -631,8 +637,9 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     accuracies = {name: score[0] for name, score in scores.items()}
     sizes = {name: len(getattr(splits, name)) for name in accuracies}
     accuracies["all"] = sum(accuracies[n] * sizes[n] for n in sizes) / max(sum(sizes.values()), 1)
-    return {"run": str(run_dir), "generation": step, "accuracy": accuracies, "samples": sizes,
-            "accuracy_per_digit": {name: score[2] for name, score in scores.items()}, "data": splits.fingerprint()}
+    return {"run": str(run_dir), "generation": step, "config": run_config.stored(config), "accuracy": accuracies,
+            "samples": sizes, "accuracy_per_digit": {name: score[2] for name, score in scores.items()},
+            "data": splits.fingerprint()}
 
 
 def check_real_root(root):

@@ -178,6 +178,7 @@ def main(argv=None):
         if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
             refuse_run_folder(opts.out, "give another --out")
             resources.refuse_data_folder(opts.out, "give another --out", what="where records go")
+            resources.refuse_project_folders(opts.out, "--out", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.jsonl", b'{"network": ',
                                       "these records", "give another --out")
             exits.refuse_foreign_file(opts.out / f"{records_name(network, opts)}.md", b"| generation | members | ",

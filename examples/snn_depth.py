@@ -28,7 +28,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import resources                             # noqa: E402
     import snn                                   # noqa: E402
     import training                              # noqa: E402
-    from run_folder import RUN_MARK, refuse_run_folder, write_atomically  # noqa: E402
+    from run_folder import RUN_MARK, real_problem, refuse_run_folder, scores_this_run, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command to continue (finished runs are left as they are)\n")
     sys.exit(130)
@@ -104,7 +104,15 @@ def table(folders):
     validation and real-recordings accuracy (the copy scored named in the header, or in each cell
     if the runs were scored on different copies), seconds per update and of all updates, hidden
     spikes and synaptic operations per test sample."""
-    reals = {out: json.loads((out / "real.json").read_text()) for out in folders if (out / "real.json").exists()}
+    reals = {}
+    for out in folders:
+        if (out / "real.json").exists():
+            real = json.loads((out / "real.json").read_text())
+            if real_problem(real) is None and scores_this_run(real, out, json.loads((out / "final.json").read_text())):
+                reals[out] = real
+            else:  # damaged, or copied from another run: not this run's score
+                print(f"warning: {out / 'real.json'} is no score of this run (damaged, or another run's): it is left "
+                      f"out of the table; --real-root scores this run again", file=sys.stderr)
     copies = sorted({copy_scored(real) for real in reals.values()})
     one_copy = len(copies) == 1
     lines = ["| method | network | members | budget | σ, lr, logit scale, init std | test % | val % | real recordings % "
@@ -172,6 +180,7 @@ def main():
     def command():
         refuse_run_folder(opts.out, "give another --out")
         resources.refuse_project_folders(opts.out, "--out", "give another --out")
+        resources.refuse_data_folder(opts.out, "give another --out", what="where runs and their table go")
         exits.refuse_foreign_file(opts.out / "table.md", b"| method | network | ", "this table", "give another --out")
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after
@@ -222,7 +231,8 @@ def check_one_data(runs):
     if len(seen) > 1:
         first, second = list(seen.values())[:2]
         raise exits.UsageError(f"{first} and {second} are different data sets (a run's final.json says which it "
-                               f"trained on), and a table never mixes two: give the --data-root the runs trained on, or another --out")
+                               f"trained on), and a table never mixes two: give the --data-root the runs trained on, "
+                               f"or another --out")
 
 
 def write_table(out):

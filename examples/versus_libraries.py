@@ -286,6 +286,7 @@ def main():
             return exits.say(json.dumps(one(*asked, opts)), "run it again")
         refuse_run_folder(opts.out, "give another --out")  # before the note on libraries left out
         resources.refuse_data_folder(opts.out, "give another --out", what="where records go")
+        resources.refuse_project_folders(opts.out, "--out", "give another --out")
         methods = [m for m in METHODS if available(m)]
         missing = [m for m in METHODS if m not in methods]
         if missing:

@@ -263,8 +263,8 @@ def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     for name in ("bptt-hidden-64-seed1", "bptt-hidden-128-seed1"):
         shutil.copytree(ROOT / "results" / "depth" / "runs" / name, tmp_path / name)
         runs.append(tmp_path / name)
-    real = json.loads((runs[0] / "real.json").read_text())
     for run, copy, accuracy in ((runs[0], "A", 0.5), (runs[1], "A", 0.25)):
+        real = json.loads((run / "real.json").read_text())  # each run's own score, its copy and accuracy changed
         (run / "real.json").write_text(json.dumps({**real, "data_root": copy, "accuracy": {"all": accuracy}}))
     lines = load_example("snn_depth").table(runs).splitlines()
     assert "| real recordings % (A) |" in lines[0] and "| 50.00 |" in lines[2] and "| 25.00 |" in lines[3]
@@ -1010,6 +1010,20 @@ def test_the_depth_example_refuses_a_project_folder_as_its_out_by_the_path_given
                            str(ROOT / "nmnist-sample"), "--out", str(ROOT / "examples"), "--generations", "1"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr == (
-        f"error: --out {ROOT / 'examples'} is the project's folder examples/, which holds its code and docs only; "
+        f"error: --out {ROOT / 'examples'} is the project's folder examples/, which holds its own files only; "
         f"give another --out\n"), done.stderr
     assert sorted((ROOT / "examples").iterdir()) == before
+
+
+def test_the_depth_table_leaves_out_a_real_json_of_another_run(tmp_path, capsys):
+    """A real.json copied from another run (here 2312-64-10's into 2312-128-10's folder) is no score of
+    this run: its cell is left empty, with a line on stderr naming the file and the fix."""
+    runs = []
+    for name in ("bptt-hidden-64-seed1", "bptt-hidden-128-seed1"):
+        shutil.copytree(ROOT / "results" / "depth" / "runs" / name, tmp_path / name)
+        runs.append(tmp_path / name)
+    shutil.copy(runs[0] / "real.json", runs[1] / "real.json")
+    lines = load_example("snn_depth").table(runs).splitlines()
+    assert lines[2].split(" | ")[7] != "–" and lines[3].split(" | ")[7] == "–", lines
+    assert capsys.readouterr().err == (f"warning: {runs[1] / 'real.json'} is no score of this run (damaged, or another "
+                                       f"run's): it is left out of the table; --real-root scores this run again\n")

@@ -1322,3 +1322,15 @@ def test_the_parity_preset_on_a_cpu_says_it_is_sized_for_a_gpu(tmp_path, dataset
     code = run.main(["reproduce", "--config", "parity", "--results", str(tmp_path / "results"), "--quiet",
                      "--runs", "bptt", *dataset])  # BPTT alone: nothing sized for a GPU, nothing said
     assert code == 2 and capsys.readouterr().err == "error: stopped at the memory check\n"
+
+
+def test_reproduce_refuses_a_frame_cache_in_the_projects_folders_before_any_run(tmp_path, dataset, capsys):
+    """reproduce --cache-dir docs: one line before any run is announced, and no cache file written."""
+    before = sorted((ROOT / "docs").iterdir())
+    code = run.main(["reproduce", "--config", "quick", "--runs", "es", "--seeds", "1", "--results",
+                     str(tmp_path / "results"), "--data-root", dataset[1], "--cache-dir", str(ROOT / "docs")])
+    captured = capsys.readouterr()
+    assert code == 2 and "[1/" not in captured.out + captured.err, captured
+    assert captured.err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {ROOT / 'docs'} is "
+                                   f"the project's folder docs/"), captured.err
+    assert sorted((ROOT / "docs").iterdir()) == before

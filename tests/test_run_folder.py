@@ -200,7 +200,7 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
             ([*emulate, str(results)], f"--out {results} is a results folder of reproduce"),
             (train_args(ROOT, dataset), f"--out {ROOT} is the project's own folder (its code); use another --out"),
             (train_args(ROOT / "examples", dataset), f"--out {ROOT / 'examples'} is the project's folder examples/, "
-                                                     f"which holds its code and docs only; use another --out"),
+                                                     f"which holds its own files only; use another --out"),
             (train_args(ROOT / "tests" / "data" / "run", dataset), f"--out {ROOT / 'tests' / 'data' / 'run'} is in "
                                                                    f"the project's folder tests/"),
             (train_args(Path(sys.prefix) / "run", dataset), f"--out {Path(sys.prefix) / 'run'} is in the folder of "
@@ -1721,7 +1721,20 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
     ("es-seed1", "eggroll-r1-seed1", 100, False),                      # another method
     ("eggroll-r4-seed1", "eggroll-r2-seed1", 100, False),              # another rank
     ("eggroll-r1-seed2", "eggroll-r1-seed1", 100, False),              # another seed
-    ("eggroll-r1-batch-512-seed1", "eggroll-r1-batch-512-output-sigma-0.5-seed1", 100, False)])  # a lever more
+    ("eggroll-r1-batch-512-seed1", "eggroll-r1-batch-512-output-sigma-0.5-seed1", 100, False),  # a lever more
+    ("hidden-64-g2-seed1", "hidden-64-64-g2-seed1", 100, False),      # a layer more (a part repeated)
+    ("seed1-eggroll-r1", "eggroll-r1-seed1", 100, False)])            # the same parts in another order
 def test_a_real_json_is_a_runs_own_if_its_run_grew_its_name_by_a_budget_alone(scored, folder, generation, ours):
     real = {"run": scored, "generation": generation, "accuracy": {"all": 0.5}}
     assert run_folder.scores_this_run(real, Path("results") / folder, {"generations": 100}) is ours
+
+
+def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs():
+    """A real.json written since scores record the run's settings (config) is this run's only if they
+    are this run's: the paper's and the quick preset's eggroll-r1-seed1 share a name and a budget."""
+    final = {"generations": 100, "config": {"method": "eggroll", "rank": 1, "population": 512}}
+    real = {"run": "results/quick/runs/eggroll-r1-seed1", "generation": 100, "accuracy": {"all": 0.5}}
+    assert run_folder.scores_this_run({**real, "config": final["config"]}, Path("eggroll-r1-seed1"), final)
+    assert not run_folder.scores_this_run({**real, "config": {**final["config"], "population": 64}},
+                                          Path("eggroll-r1-seed1"), final)
+    assert run_folder.scores_this_run(real, Path("eggroll-r1-seed1"), final)  # written before: its name decides
