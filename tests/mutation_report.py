@@ -102,7 +102,7 @@ EQUIVALENT = {
     "snn_eggroll.x_population_forward__mutmut_159": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
     "snn_eggroll.x_population_forward__mutmut_210": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
-    "snn_eggroll.xǁConfigǁmembers__mutmut_13": (
+    "snn_eggroll.xǁConfigǁmembers__mutmut_28": (
         "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
     "snn.x_correct_per_class__mutmut_4": ("argmax(axis=+1)", CLASS_AXIS),
     "snn.x_correct_per_class__mutmut_12": ("minlength=counts.shape[+1]", CLASS_AXIS),
@@ -135,12 +135,13 @@ EQUIVALENT = {
     "baselines.x_bptt_backward__mutmut_79": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_116": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_125": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_forward__mutmut_8": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_forward__mutmut_46": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_forward__mutmut_14": ("array_module_of(None)", NEP18),
+    "baselines.x_bptt_forward__mutmut_52": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
+    "snn.x_check_finite_frames__mutmut_4": ("array_module_of(None).isfinite(frames)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
-    "baselines.x_bptt_step__mutmut_15": ("k=None", FORWARD_SLOPE),
-    "baselines.x_bptt_step__mutmut_20": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_17": ("k=None", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_22": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
