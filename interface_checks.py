@@ -31,15 +31,7 @@ def check_settings(es):
     check_whole("rank", es.rank, 1, None, "e.g. 1 or 4")  # at most the weights' smaller side (check)
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
     check_sigma(es.sigma)
-    for setting, value in (("lr", es.lr), ("weight_decay", es.weight_decay)):
-        converted = as_float(value)
-        if converted is None or not (math.isfinite(converted) and converted >= 0):
-            raise ValueError(f"{setting} must be a finite int or float >= 0, got {value!r}: use e.g. "
-                             f"{'0.01' if setting == 'lr' else '0.0'}")
-    lr, weight_decay = float(es.lr), float(es.weight_decay)
-    if lr * weight_decay >= 1:
-        raise ValueError(f"lr x weight_decay must be < 1, got {lr} x {weight_decay}: each step multiplies "
-                         f"the parameters by 1 - lr x weight_decay, which would zero or flip them; lower one")
+    check_rates(es.lr, es.weight_decay)
     missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum", "disagreement")
                if not callable(getattr(es.team, method, None))] + [name for name in ("size", "update")
                                                                     if not hasattr(es.team, name)]
@@ -241,6 +233,20 @@ def array_kind(value):
 def is_integer(value):
     """A Python or NumPy integer, not a bool."""
     return isinstance(value, (int, numpy.integer)) and not isinstance(value, (bool, numpy.bool_))
+
+
+def check_rates(lr, weight_decay):
+    """ValueError naming the fix unless Adam's lr and weight decay are finite and >= 0, their product
+    < 1 (optim.check checks an optim.Adam's with it, check_settings an Eggroll's)."""
+    for setting, value in (("lr", lr), ("weight_decay", weight_decay)):
+        converted = as_float(value)
+        if converted is None or not (math.isfinite(converted) and converted >= 0):
+            raise ValueError(f"{setting} must be a finite int or float >= 0, got {value!r}: use e.g. "
+                             f"{'0.01' if setting == 'lr' else '0.0'}")
+    if float(lr) * float(weight_decay) >= 1:
+        raise ValueError(f"lr x weight_decay must be < 1, got {float(lr)} x {float(weight_decay)}: each step "
+                         f"multiplies the parameters by 1 - lr x weight_decay, which would zero or flip them; "
+                         f"lower one")
 
 
 def check_number(name, value, low, high, example, open_low=False):

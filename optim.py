@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from backend import array_module_of
 import gpu
-from interface_checks import check_number
+from interface_checks import check_number, check_rates
 
 SCHEDULES = ("constant", "cosine")
 
@@ -32,16 +32,11 @@ class Adam:
 
 
 def check(adam):
-    """ValueError naming the fix unless adam's settings make a step: lr > 0, weight_decay >= 0 with
-    lr x weight_decay < 1 (else the decay flips the weights' sign), beta1 and beta2 in [0, 1) and
-    eps > 0."""
+    """ValueError naming the fix unless adam's settings make a step: lr and weight_decay as an
+    Eggroll's (interface_checks.check_rates), beta1 and beta2 in [0, 1) and eps > 0."""
     if not isinstance(adam, Adam):
         raise ValueError(f"adam must be an optim.Adam, got {type(adam).__name__}: give e.g. optim.Adam(0.01)")
-    check_number("lr", adam.lr, 0, 1e3, "0.01", open_low=True)
-    check_number("weight_decay", adam.weight_decay, 0, 1e3, "0.0")
-    if adam.lr * adam.weight_decay >= 1:
-        raise ValueError(f"lr x weight_decay is {adam.lr * adam.weight_decay:g}, at least 1, so the decay would flip "
-                         f"the weights' sign: lower one of them")
+    check_rates(adam.lr, adam.weight_decay)
     for name, value in zip(("beta1", "beta2"), (adam.beta1, adam.beta2)):
         check_number(name, value, 0, 1 - 1e-12, "0.9")
     check_number("eps", adam.eps, 0, 1, "1e-8", open_low=True)

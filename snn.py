@@ -139,6 +139,12 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     check_inputs(params, frames, network)
     check_finite_frames(frames)
     check_whole("n_members", n_members, 1, None, "1")
+    return counts_of(params, frames, lif, n_members, count_hidden, network)
+
+
+def counts_of(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
+    """`forward` of inputs already checked: for a caller that checked them once and runs many
+    networks on them (vanilla ES, one member at a time)."""
     xp = array_module_of(frames)
     network = network_of(params, network)
     n_steps, batch, n_in = frames.shape

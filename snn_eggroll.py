@@ -147,8 +147,8 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     """
     snn.check_frames(params, frames, labels, network)
     snn.check_finite_frames(frames)
-    es = config.method(params, adam, team)
-    check_config(config, params, network)
+    es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
+    check_readout_settings(config)
     current = State(params, state, generation)
     population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)

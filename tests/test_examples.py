@@ -885,40 +885,29 @@ def test_a_users_file_given_as_an_output_is_never_overwritten(tmp_path, command,
     assert (tmp_path / victim).read_text() == "my notes\n"
 
 
-@pytest.mark.parametrize("command", [["examples/layer_drift.py", "{tmp}/other", "--out", "{place}/drift.md"],
-                                     ["examples/depth_speed.py", "--out", "{place}/speed.md"]])
+TABLE_OUTSIDE = ", not where a table goes; give --out a path outside it"
+RECORDS_ELSEWHERE = ", not where records go; give another --out"
+
+
+@pytest.mark.parametrize("command, ending", [
+    (["examples/layer_drift.py", "{tmp}/other", "--out", "{place}/drift.md"], TABLE_OUTSIDE),
+    (["examples/depth_speed.py", "--out", "{place}/speed.md"], TABLE_OUTSIDE),
+    (["examples/depth_signal.py", "--data-root", "{copy}", "--hidden", "8", "--populations", "16", "--ranks", "1",
+      "--out", "{place}"], RECORDS_ELSEWHERE),
+    (["examples/versus_libraries.py", "--hidden", "8", "--out", "{place}"], RECORDS_ELSEWHERE)])
 @pytest.mark.parametrize("inside", ["", "/Train/3"])
-def test_no_table_is_written_among_an_nmnist_copys_recordings(tmp_path, command, inside):
-    """A copy of N-MNIST is only read: a table aimed at its folder, or at a digit folder in it, is one
-    line naming the copy, exit status 2, before any work, the copy as it was."""
+def test_no_table_or_record_is_written_among_an_nmnist_copys_recordings(tmp_path, command, ending, inside):
+    """A copy of N-MNIST is only read: a table or records aimed at its folder, or at a digit folder in
+    it, is one line naming the copy, exit status 2, before any work, the copy as it was."""
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "nmnist-sample", copy)
     before = sorted(copy.rglob("*"))
-    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path, place=f"{copy}{inside}") for part in command]],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    where = f"{copy}{inside} lies inside {copy}, which holds N-MNIST" if inside else f"{copy} holds N-MNIST"
-    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"error: {where}") and done.stderr.endswith(
-        ", not where a table goes; give --out a path outside it\n"), done.stderr
-    assert sorted(copy.rglob("*")) == before
-
-
-@pytest.mark.parametrize("command", [["examples/depth_signal.py", "--data-root", "{copy}", "--hidden", "8",
-                                      "--populations", "16", "--ranks", "1", "--out", "{place}"],
-                                     ["examples/versus_libraries.py", "--hidden", "8", "--out", "{place}"]])
-@pytest.mark.parametrize("inside", ["", "/Train/3/records.md"])
-def test_no_records_are_written_among_an_nmnist_copys_recordings(tmp_path, command, inside):
-    """depth_signal.py's and versus_libraries.py's records, aimed at a copy of N-MNIST or at a folder
-    in it: one line naming the copy, exit status 2, before any work, the copy as it was."""
-    copy = tmp_path / "copy"
-    shutil.copytree(ROOT / "nmnist-sample", copy)
-    before = sorted(copy.rglob("*"))
-    done = subprocess.run([sys.executable, *[part.format(copy=copy, place=f"{copy}{inside}") for part in command]],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run([sys.executable, *[part.format(tmp=tmp_path, copy=copy, place=f"{copy}{inside}")
+                                             for part in command]], capture_output=True, text=True, timeout=120, cwd=ROOT)
     where = f"{copy}{inside} lies inside {copy}, which holds N-MNIST" if inside else f"{copy} holds N-MNIST"
     last = done.stderr.splitlines()[-1]  # versus_libraries says first which libraries it leaves out
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") <= 2, done.stderr
-    assert last.startswith(f"error: {where}") and last.endswith(", not where records go; give another --out"), last
+    assert last.startswith(f"error: {where}") and last.endswith(ending), last
     assert sorted(copy.rglob("*")) == before
 
 

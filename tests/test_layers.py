@@ -617,8 +617,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: bptt_step(baselines.BPTTConfig(-25.0, 2.0)), "slope must be an int or float in (0, 1e+06], got -25.0"),
         (lambda: bptt_step(baselines.BPTTConfig(25.0, 0.0)), "logit_scale must be an int or float in [1e-06"),
         (lambda: bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset="no")), "detach_reset must be True or False"),
-        (lambda: bptt_step(adam=optim.Adam(float("nan"))), "lr must be an int or float in (0, 1000], got nan"),
-        (lambda: bptt_step(adam=optim.Adam(0.5, weight_decay=2.0)), "lr x weight_decay is 1, at least 1"),
+        (lambda: bptt_step(adam=optim.Adam(float("nan"))), "lr must be a finite int or float >= 0, got nan: use e.g. 0.01"),
+        (lambda: bptt_step(adam=optim.Adam(0.5, weight_decay=2.0)), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
         (lambda: bptt_step(adam=optim.Adam(0.01, beta2=1.0)), "beta2 must be an int or float in [0, 1]"),
         (lambda: bptt_step(adam=optim.Adam(0.01, eps=0.0)), "eps must be an int or float in (0, 1], got 0.0"),
         (lambda: es_step(generation="1"), "generation must be a whole number in 0..4294967295, got '1'"),
@@ -626,7 +626,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: es_step(baselines.ESConfig(8, 0.2, 2 ** 64, 2.0)), "seed must be a whole number in 0..18446744073709551615"),
         (lambda: es_step(baselines.ESConfig(8, 0.2, 1, -2.0)), "logit_scale must be an int or float in"),
         (lambda: es_step(baselines.ESConfig(8, 0.2, 1, 2.0, spike_cost=-1)), "spike_cost must be an int or float in"),
-        (lambda: es_step(adam=optim.Adam(-0.05)), "lr must be an int or float in (0, 1000], got -0.05")]
+        (lambda: es_step(adam=optim.Adam(-0.05)), "lr must be a finite int or float >= 0, got -0.05: use e.g. 0.01")]
     for make, message in cases:
         with pytest.raises(ValueError) as raised:
             make()
