@@ -246,7 +246,7 @@ def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, draws=400):
 
 def entry_quartic(members):
     """F = -1/4 sum_ij W_ij^4: each entry on its own."""
-    return -0.25 * (members ** 4).sum(axis=(-2, -1))
+    return -0.25 * ((members ** 2) ** 2).sum(axis=(-2, -1))  # W^4 as two squares: NumPy squares fast
 
 
 def norm_quartic(members):

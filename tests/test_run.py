@@ -49,7 +49,7 @@ def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
     """Kill a run (SIGKILL) after its first checkpoint; --resume must end exactly where an
     uninterrupted run ends: every parameter and Adam moment equal bit for bit. The minibatches
     are augmented, so their random shifts must repeat too."""
-    generations = ["--generations", "400", "--max-shift", "2"]
+    generations = ["--generations", "200", "--max-shift", "2"]
     subprocess.run(train_command(tmp_path / "whole", dataset, *generations), check=True, cwd=ROOT)
 
     killed = tmp_path / "killed"
@@ -61,7 +61,7 @@ def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
     process.wait()
     with np.load(killed / run_folder.CHECKPOINT) as stored:
         step = int(stored["step"])
-    assert 0 < step < 400, "the run must be killed mid-way for this test to mean anything"
+    assert 0 < step < 200, "the run must be killed mid-way for this test to mean anything"
 
     subprocess.run(train_command(killed, dataset, *generations, "--resume"), check=True, cwd=ROOT)
     whole, resumed = stored_params(tmp_path / "whole"), stored_params(killed)
@@ -69,7 +69,7 @@ def test_killed_run_resumes_to_bitwise_the_same_parameters(tmp_path, dataset):
     for name in whole:
         np.testing.assert_array_equal(whole[name], resumed[name], err_msg=name)
     lines = [json.loads(line) for line in (killed / "metrics.jsonl").read_text().splitlines()]
-    assert [m["generation"] for m in lines] == list(range(5, 401, 5))
+    assert [m["generation"] for m in lines] == list(range(5, 201, 5))
 
 
 def run_main(args, capsys):
