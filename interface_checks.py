@@ -249,15 +249,15 @@ def check_rates(lr, weight_decay):
                          f"lower one")
 
 
-def check_number(name, value, low, high, example, open_low=False):
+def check_number(name, value, low, high, example, open_low=False, open_high=False):
     """ValueError naming the fix unless value is an int or float (Python's or NumPy's, not a bool,
-    Fraction or Decimal, which NumPy's arrays would not take as numbers) in [low, high], or in
-    (low, high] with open_low; NaN is in no range."""
+    Fraction or Decimal, which NumPy's arrays would not take as numbers) in [low, high], the bound
+    left out with open_low or open_high; NaN is in no range."""
     plain = isinstance(value, (int, float, numpy.integer, numpy.floating)) and not isinstance(value,
                                                                                         (bool, numpy.bool_))
-    inside = plain and (low < value if open_low else low <= value) and value <= high
+    inside = plain and (low < value if open_low else low <= value) and (value < high if open_high else value <= high)
     if not inside:
-        bounds = f"{'(' if open_low else '['}{low:g}, {high:g}]"
+        bounds = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
         raise ValueError(f"{name} must be an int or float in {bounds}, got {value!r}: use e.g. {example}")
 
 

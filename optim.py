@@ -37,8 +37,8 @@ def check(adam):
     if not isinstance(adam, Adam):
         raise ValueError(f"adam must be an optim.Adam, got {type(adam).__name__}: give e.g. optim.Adam(0.01)")
     check_rates(adam.lr, adam.weight_decay)
-    for name, value in zip(("beta1", "beta2"), (adam.beta1, adam.beta2)):
-        check_number(name, value, 0, 1 - 1e-12, "0.9")
+    for name, value, example in (("beta1", adam.beta1, "0.9"), ("beta2", adam.beta2, "0.999")):
+        check_number(name, value, 0, 1, example, open_high=True)  # 1 would divide by 1 - 1^Q = 0 in Eq. (9)
     check_number("eps", adam.eps, 0, 1, "1e-8", open_low=True)
 
 

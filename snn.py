@@ -418,7 +418,7 @@ def init_network(seed, network, std=INIT_STD, xp=numpy):
     if not isinstance(network, Network):
         raise ValueError(f"network must be a snn.Network, got {type(network).__name__}: use Network.parse(hidden)")
     network.checked()
-    check_whole("seed", seed, 0, 2 ** 64 - 1, "1")
+    check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
     rng = numpy.random.default_rng(seed)
     params = {}
