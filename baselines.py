@@ -11,6 +11,8 @@
 import dataclasses
 from dataclasses import dataclass
 
+import numpy
+
 from backend import array_module_of
 from distributed import ALONE
 import eggroll
@@ -145,8 +147,13 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     check_two_layers(params, "vanilla ES")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
+    interface_checks.check_whole("population", config.population, None, 2 * interface_checks.MAX_PAIRS, "e.g. 512")
     interface_checks.check_population(config.population)
     interface_checks.check_sigma(config.sigma)
+    float32 = numpy.finfo(numpy.float32)  # the noise's type: a sigma it rounds to 0 or inf perturbs nothing
+    if isinstance(config.sigma, dict) or not float32.tiny <= config.sigma <= float32.max:
+        raise ValueError(f"sigma must lie in {float32.tiny:.3g}..{float32.max:.3g}, float32's range, in which the "
+                         f"noise is drawn, got {config.sigma!r}: use e.g. 0.1")
     forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden, pairs)
 
@@ -332,6 +339,8 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape
     n_layers = len(network.layers)
+    snn.check_labels(labels, batch, network.sizes[-1], "the batch of the cached frames")
+    check_bptt_config(BPTTConfig(k, logit_scale, detach_reset, spike_cost))  # as bptt_step's, if called alone
     # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / N; logits = logit_scale * counts / T.
     grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1

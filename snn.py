@@ -170,6 +170,7 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
+    check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     xp = array_module_of(counts)
     log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
@@ -450,8 +451,9 @@ def sizes_of(params):
 
 
 def check_params(params, network=None):
-    """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least) of the
-    shapes of `network` (None: of a fully connected network, each layer fitting the one before)."""
+    """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least), float32 or
+    float64 arrays of the shapes of `network` (None: of a fully connected network, each layer fitting
+    the one before)."""
     if network is not None:
         network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
     layers = n_layers(params)
@@ -461,6 +463,11 @@ def check_params(params, network=None):
         raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
                          f"{wanted}, got "
                          f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
+    for name, value in sorted(params.items()):  # Adam would cast an integer step back to whole units
+        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
+            kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
+            raise ValueError(f"{name} is {kind}: a spiking network's parameters are float32 or float64 arrays; give "
+                             f"them as .astype(numpy.float32), or make them with snn.init_network(seed, network)")
     read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]
@@ -493,14 +500,18 @@ def check_frames(params, frames, labels, network=None):
     """check_inputs, and a ValueError unless labels is an integer array (N,) of class indices
     0..n_out - 1, one per sample of the frames."""
     check_inputs(params, frames, network)
-    sizes = network_of(params, network).sizes
+    check_labels(labels, frames.shape[1], network_of(params, network).sizes[-1], "the batch of frames")
+
+
+def check_labels(labels, n_samples, n_out, batch):
+    """ValueError unless labels is an integer array (n_samples,) of class indices 0..n_out - 1 (a
+    label of -1 would index the last class unseen). `batch` names what gives n_samples."""
     if not hasattr(labels, "shape"):
         raise ValueError(f"labels must be an array, got {type(labels).__name__}: give numpy.asarray(labels)")
-    if labels.shape != (frames.shape[1],):
-        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, "
-                         f"got {tuple(labels.shape)}")
-    if labels.dtype.kind not in "iu" or not bool(((labels >= 0) & (labels < sizes[-1])).all()):
-        raise ValueError(f"labels must be integers in 0..{sizes[-1] - 1}, the classes of the {sizes[-1]} outputs, got "
+    if labels.shape != (n_samples,):
+        raise ValueError(f"labels must have shape ({n_samples},) to match {batch}, got {tuple(labels.shape)}")
+    if labels.dtype.kind not in "iu" or not bool(((labels >= 0) & (labels < n_out)).all()):
+        raise ValueError(f"labels must be integers in 0..{n_out - 1}, the classes of the {n_out} outputs, got "
                          f"{labels.dtype} labels" + ("" if labels.dtype.kind not in "iu" else
                                                     f" from {int(labels.min())} to {int(labels.max())}"))
 

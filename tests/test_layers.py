@@ -674,7 +674,17 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                "got -2.0: use e.g. 1.0"),
         (lambda: es_step(baselines.ESConfig(8, 0.2, 1, 2.0, spike_cost=-1)), "spike_cost must be an int or float in "
                                                                              "[0, 1e+06], got -1: use e.g. 0.0"),
-        (lambda: es_step(adam=optim.Adam(-0.05)), "lr must be a finite int or float >= 0, got -0.05: use e.g. 0.01")]
+        (lambda: es_step(adam=optim.Adam(-0.05)), "lr must be a finite int or float >= 0, got -0.05: use e.g. 0.01"),
+        (lambda: es_step(baselines.ESConfig(8, 1e-40, 1, 2.0)), "sigma must lie in 1.18e-38..3.4e+38, float32's range, "
+                                                                "in which the noise is drawn, got 1e-40: use e.g. 0.1"),
+        (lambda: es_step(baselines.ESConfig(8.0, 0.2, 1, 2.0)), "population must be a whole number <= 8589934592, got "
+                                                                "8.0: use e.g. 512"),
+        (lambda: snn.forward({**params, "W2": params["W2"].astype(np.int32)}, frames),
+         "W2 is int32: a spiking network's parameters are float32 or float64 arrays; give them as "
+         ".astype(numpy.float32), or make them with snn.init_network(seed, network)"),
+        (lambda: baselines.bptt_forward({**params, "b1": params["b1"].tolist()}, frames),
+         "b1 is a list, not an array: a spiking network's parameters are float32 or float64 arrays; give them as "
+         ".astype(numpy.float32), or make them with snn.init_network(seed, network)")]
     for make, message in cases:
         with pytest.raises(ValueError) as raised:
             make()

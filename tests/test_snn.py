@@ -261,6 +261,39 @@ def test_cross_entropy_by_hand():
     assert abs(got - (math.log(1 + math.exp(-1)) + math.log(1 + math.e)) / 2) <= 1e-12
 
 
+def test_the_losses_refuse_labels_that_would_index_another_class():
+    """A label of -1 would pick the last class, a float or one label short would fail inside NumPy:
+    the loss (cross_entropy, so EGGROLL's fitness) and BPTT's backward refuse each in one line."""
+    import baselines
+    import snn_eggroll
+    counts = np.array([[2.0, 0.0, 1.0], [0.0, 2.0, 1.0]])
+    params = snn.init_network(0, snn.Network.dense((4, 3, 3)))
+    cache = baselines.bptt_forward(params, np.ones((2, 2, 4), np.float32))
+    classes = "labels must be integers in 0..2, the classes of the 3 outputs, got "
+    for labels, told in ((np.array([0, -1]), f"{classes}int64 labels from -1 to 0"),
+                         (np.array([0, 3]), f"{classes}int64 labels from 0 to 3"),
+                         (np.array([0.0, 1.0]), f"{classes}float64 labels"),
+                         (np.array([0]), "labels must have shape (2,) to match {}, got (1,)"),
+                         ([0, 1], "labels must be an array, got list: give numpy.asarray(labels)")):
+        for loss, batch in ((lambda: snn.cross_entropy(counts, labels, 2), "the counts' samples"),
+                            (lambda: snn_eggroll.fitness(counts[None], labels, 2, 1.0), "the counts' samples"),
+                            (lambda: baselines.bptt_backward(params, cache, labels), "the batch of the cached frames")):
+            with pytest.raises(ValueError) as refused:
+                loss()
+            assert str(refused.value) == told.format(batch)
+    assert snn.cross_entropy(counts, np.array([0, 2]), 2) > 0  # as they should be, taken
+    assert set(baselines.bptt_backward(params, cache, np.array([0, 2]))) == set(params)
+    for changed, told in ((dict(k=-1.0), "slope must be an int or float in (0, 1e+06], got -1.0: use e.g. 25"),
+                          (dict(logit_scale=0.0), "logit_scale must be an int or float in [1e-06, 1e+06], got 0.0: "
+                                                  "use e.g. 1.0"),
+                          (dict(spike_cost=float("nan")), "spike_cost must be an int or float in [0, 1e+06], got "
+                                                          "nan: use e.g. 0.0"),
+                          (dict(detach_reset=None), "detach_reset must be True or False, got None")):
+        with pytest.raises(ValueError) as refused:  # BPTT's backward called alone checks its settings as bptt_step
+            baselines.bptt_backward(params, cache, np.array([0, 2]), **changed)
+        assert str(refused.value) == told
+
+
 def test_log_softmax_by_hand_and_stable_for_far_apart_logits():
     """Eq. (3) by hand: counts (2, 0) over T = 2 with the default logit scale 1 are logits (1, 0),
     log p = (-log(1 + e^-1), -log(1 + e)). With logit scale 1000 one sample has logits (1000, 0, 0)
