@@ -245,6 +245,10 @@ def main(argv=None):
             training.check_agreement(team, {"the command": opts.command, **({
                 f"--{name}": getattr(opts, name) for name in ("pairs", "methods", "repeats", "device")
             } if opts.command == "bench" else {})})
+            if team.size == 1 and problem is None:  # (started without mpiexec, or with -n 1)
+                print(f"warning: --distributed in a job of one process: {opts.command} runs as without it; to share "
+                      f"the population out, start K processes: mpiexec -n K python run.py {opts.command} --distributed "
+                      f"...", file=sys.stderr)
         if opts.command == "train":
             final = training.train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
             if team.rank == 0:
