@@ -144,6 +144,18 @@ def has_finished_run(results_dir):
     return any((results_dir / "runs").glob("*/final.json"))
 
 
+def check_not_a_presets_folder(results):
+    """A UsageError if `results` is a preset's own folder (results/paper, say, or one of hyperscale's
+    parts, or results/hyperscale), where reproduce would train a grid nested inside its own."""
+    holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{resources.RUN_MARK}"))
+    folder = results.absolute()
+    if holds_runs(folder) or any(holds_runs(folder / part) for part in run_config.HYPERSCALE):
+        above = folder.parent.parent if folder.parent.name == "hyperscale" else folder.parent
+        raise UsageError(f"--results {results} is a preset's folder of reproduce (its runs are there), and reproduce "
+                         f"keeps each preset's in a folder of its own below --results: give the folder that holds "
+                         f"them, e.g. --results {above}")
+
+
 def check_reproduce(opts, grids):
     """What reproduce will use, checked before the first run trains: the --results folder (with
     --report-only, that it holds a finished run), the N-MNIST copies of --real-root and (if a run
@@ -152,6 +164,7 @@ def check_reproduce(opts, grids):
     resources.refuse_data_folder(opts.results, "use another --results")
     resources.refuse_project_folders(opts.results, "--results", "use another --results", runs=False)
     resources.check_writable(opts.results, "--results", folder=True)
+    check_not_a_presets_folder(Path(opts.results))
     for results_dir, _, _ in grids:  # a user's file under a table's or a figure's name is never replaced
         report.refuse_foreign_files(results_dir)
         odd = data.not_a_folder(results_dir / "runs")

@@ -753,6 +753,25 @@ def test_report_only_refuses_the_options_it_would_pass_over(tmp_path, capsys, gi
     assert sorted(path.name for path in (results / "quick").iterdir()) == ["runs"]
 
 
+@pytest.mark.parametrize("preset, given", [("quick", "quick"), ("hyperscale", "hyperscale"),
+                                           ("hyperscale", "hyperscale/budget")])
+def test_reproduce_refuses_a_presets_own_folder_as_results(tmp_path, capsys, preset, given):
+    """--results results/quick (a preset's folder, not the one holding it) would train a grid nested in
+    it, results/quick/quick/runs, beside the runs it holds: one line naming the folder to give, and
+    nothing is written."""
+    results = tmp_path / "results"
+    write_preset_run(results / "quick", "quick", "eggroll-r1", 1)
+    (results / "hyperscale" / "budget" / "runs" / "a-run").mkdir(parents=True)
+    (results / "hyperscale" / "budget" / "runs" / "a-run" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    before = sorted(results.rglob("*"))
+    code = run.main(["reproduce", "--config", preset, "--results", str(results / given), "--quiet"])
+    assert code == 2 and capsys.readouterr().err == (
+        f"error: --results {results / given} is a preset's folder of reproduce (its runs are there), and reproduce "
+        f"keeps each preset's in a folder of its own below --results: give the folder that holds them, e.g. "
+        f"--results {results}\n")
+    assert sorted(results.rglob("*")) == before
+
+
 def test_bench_refuses_a_cache_dir_it_would_not_use(tmp_path, capsys):
     """bench reads recordings only with --data-root: a --cache-dir without it is refused in one line."""
     with pytest.raises(SystemExit) as exit_:
