@@ -100,7 +100,7 @@ def copy_scored(real):
 
 
 def table(folders):
-    """A Markdown table of the finished runs: method, network, budget, the recipe's levers, test,
+    """A Markdown table of the finished runs: method, network, budget, seed, the recipe's levers, test,
     validation and real-recordings accuracy (the copy scored named in the header, or in each cell
     if the runs were scored on different copies), seconds per update and of all updates, hidden
     spikes and synaptic operations per test sample."""
@@ -115,9 +115,10 @@ def table(folders):
                       f"out of the table; --real-root scores this run again", file=sys.stderr)
     copies = sorted({copy_scored(real) for real in reals.values()})
     one_copy = len(copies) == 1
-    lines = ["| method | network | members | budget | σ, lr, logit scale, init std | test % | val % | real recordings % "
+    lines = ["| method | network | members | budget | seed | σ, lr, logit scale, init std | test % | val % | real "
+             "recordings % "
              + (f"({copies[0]}) " if one_copy else "") + "| s / update | step s | hidden spikes | synaptic ops |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for out in folders:
         final, settings = json.loads((out / "final.json").read_text()), settings_of(out)
         if out not in reals:
@@ -139,7 +140,7 @@ def table(folders):
         if settings.get("readout", "rate") != "rate":
             recipe += f"; {settings['readout']} readout"
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
-                     f"{recipe} | {100 * final['test_acc']:.2f} | "
+                     f"{settings['seed']} | {recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {real} | "
                      f"{final['median_seconds_per_generation']:.3f} | {final['total_seconds']:.0f} | "
                      f"{sparsity['hidden_spikes_per_sample']:.1f} | {sparsity['synaptic_ops_per_sample']:,.0f} |")

@@ -174,11 +174,11 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
                "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    rows = [line.split(" | ")[:5] for line in first.stdout.splitlines() if " | 2312" in line]
+    rows = [line.split(" | ")[:6] for line in first.stdout.splitlines() if " | 2312" in line]
     assert [row[:2] for row in rows] == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"],
                                          ["| eggroll", "2312-12-6-10"], ["| bptt", "2312-12-10"],
                                          ["| bptt", "2312-conv2k5s3-10"], ["| bptt", "2312-12-6-10"]]
-    assert rows[0][3:] == ["2 generations", "0.2, 0.03, 1, 0.3"] and rows[3][3:] == ["1 epoch", "–, –, –, 0.3"]
+    assert rows[0][3:] == ["2 generations", "1", "0.2, 0.03, 1, 0.3"] and rows[3][3:] == ["1 epoch", "1", "–, –, –, 0.3"]
     runs = tmp_path / "runs"
     assert sorted(p.name for p in runs.iterdir()) == [
         "bptt-hidden-12-6-e1-seed1", "bptt-hidden-12-e1-seed1", "bptt-hidden-conv2k5s3-e1-seed1",
@@ -290,7 +290,7 @@ def test_the_depth_examples_output_sigma_lever_reaches_train_and_marks_its_folde
     assert commands[0][commands[0].index("--out") + 1] == str(tmp_path / "runs" / "hidden-128-64-g300-sigma0.1-logit1-out2-seed1")
     assert "--output-sigma-scale" not in commands[1] and commands[1][commands[1].index("--out") + 1] == \
         str(tmp_path / "runs" / "bptt-hidden-128-64-seed1")
-    recipe = lambda name: depth.table([ROOT / "results" / "depth" / "runs" / name]).splitlines()[2].split(" | ")[4]
+    recipe = lambda name: depth.table([ROOT / "results" / "depth" / "runs" / name]).splitlines()[2].split(" | ")[5]
     assert recipe("hidden-128-64-g300-sigma0.1-logit1-out2-seed1") == "0.1, 0.03, 1, 0.3; output σ × 2"
     assert recipe("hidden-128-64-g300-sigma0.1-logit1-seed1") == "0.1, 0.03, 1, 0.3"  # the default, unsaid
 
@@ -319,7 +319,7 @@ def test_the_depth_examples_readout_lever_reaches_both_methods_and_marks_their_f
     shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-sigma0.1-logit1-seed1", run)
     settings = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**settings, "readout": "potential"}))
-    assert depth.table([run]).splitlines()[2].split(" | ")[4] == "0.1, 0.03, 1, 0.3; potential readout"
+    assert depth.table([run]).splitlines()[2].split(" | ")[5] == "0.1, 0.03, 1, 0.3; potential readout"
 
 
 def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_path, monkeypatch):
@@ -1013,6 +1013,6 @@ def test_the_depth_table_leaves_out_a_real_json_of_another_run(tmp_path, capsys)
         runs.append(tmp_path / name)
     shutil.copy(runs[0] / "real.json", runs[1] / "real.json")
     lines = load_example("snn_depth").table(runs).splitlines()
-    assert lines[2].split(" | ")[7] != "–" and lines[3].split(" | ")[7] == "–", lines
+    assert lines[2].split(" | ")[8] != "–" and lines[3].split(" | ")[8] == "–", lines
     assert capsys.readouterr().err == (f"warning: {runs[1] / 'real.json'} is no score of this run (damaged, or another "
                                        f"run's): it is left out of the table; --real-root scores this run again\n")
