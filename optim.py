@@ -77,6 +77,8 @@ def adam_update(value, grad, m, v, t, adam):
 def scheduled_lr(lr, schedule, index, count):
     """The learning rate of the update numbered `index` (from 0) of a run's `count`: constant, or
     cosine, lr (1 + cos(pi index / count)) / 2, falling to 0 at the end."""
+    if schedule not in SCHEDULES:  # a name mistyped would train at the constant rate unseen
+        raise ValueError(f"unknown learning-rate schedule {schedule!r}: use one of {', '.join(SCHEDULES)}")
     if schedule == "cosine":
         return lr * (1 + math.cos(math.pi * index / count)) / 2
     return lr

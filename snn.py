@@ -79,6 +79,12 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
     return max(2, min(n_members, fit - fit % 2))
 
 
+def check_readout(readout):
+    """ValueError naming the fix unless `readout` is one of READOUTS (a name mistyped would read rates)."""
+    if readout not in READOUTS:
+        raise ValueError(f"readout {readout!r} is neither of {', '.join(READOUTS)}: use e.g. \"rate\"")
+
+
 def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
              lif=LIF(), xp=numpy, dtype=None, count_hidden=False, readout="rate"):
     """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
@@ -95,6 +101,7 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     count_hidden, the number of hidden spikes (every layer but the last) of each member over the
     batch and all frames (n_members,), else None.
     """
+    check_readout(readout)
     dtype = dtype or xp.float32
     n_out = sizes[-1]
     counts = xp.zeros((n_members, batch, n_out), dtype=dtype)
@@ -266,8 +273,7 @@ class Network:
 
     def checked(self):
         """The network, or a ValueError naming the first layer that cannot be built, and the fix."""
-        if self.readout not in READOUTS:
-            raise ValueError(f"readout {self.readout!r} is neither of {', '.join(READOUTS)}: use e.g. \"rate\"")
+        check_readout(self.readout)
         if not (isinstance(self.image, tuple) and len(self.image) == 3):
             raise ValueError(f"image must be (channels, height, width), got {self.image!r}: use e.g. (2, 34, 34)")
         for side in self.image:

@@ -614,6 +614,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn.forward(params, with_nan), "frames hold NaN or inf, which no neuron's potential survives: give "
                                                 "finite inputs"),
         (lambda: snn.forward(params, frames, n_members=0), "n_members must be a whole number >= 1, got 0: use 1"),
+        (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
+         "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
         (lambda: snn_eggroll.perturbed_forward(params, frames.tolist(), snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
          "frames must be an array, got list: give numpy.asarray(frames)"),

@@ -1,5 +1,6 @@
 """Adam of optim.py: its first step by hand, decoupled weight decay, and the schedule."""
 import numpy as np
+import pytest
 
 import gpu
 import optim
@@ -33,6 +34,9 @@ def test_cosine_learning_rate_falls_from_lr_to_zero():
     assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
     assert all(a >= b for a, b in zip(rates, rates[1:]))
     assert optim.scheduled_lr(0.03, "constant", 70, 100) == 0.03
+    with pytest.raises(ValueError) as refused:  # a mistyped name, not the constant rate unseen
+        optim.scheduled_lr(0.03, "cosin", 70, 100)
+    assert str(refused.value) == "unknown learning-rate schedule 'cosin': use one of constant, cosine"
 
 
 def test_eps_damps_the_first_step_of_a_gradient_as_small_as_itself():
