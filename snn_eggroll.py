@@ -149,6 +149,13 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_finite_frames(frames)
     es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
     check_readout_settings(config)
+    if team.size > 1:  # a process scoring its members otherwise would rank them apart from the others, unseen
+        scoring = {"logit_scale": float(config.logit_scale), "spike_cost": float(config.spike_cost),
+                   "readout": snn.network_of(params, network).readout, "LIF": [float(lif.beta), float(lif.threshold)]}
+        problem = team.disagreement({"scoring": scoring})
+        if problem:
+            raise ValueError(f"the processes of this team score their members by different settings: {problem}; give "
+                             f"every process the same logit_scale, spike_cost, readout and LIF")
     current = State(params, state, generation)
     population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)

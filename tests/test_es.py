@@ -17,6 +17,7 @@ import eggroll
 import noise
 import optim
 import snn
+import snn_eggroll
 from test_eggroll import es_config, member_noise, record_simulation
 
 
@@ -465,3 +466,38 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
     refused = step_with(lambda rank: 0.1, lambda rank: moved if rank else params)
     assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0], refused
     assert step_with(lambda rank: 0.1, lambda rank: params) == ["stepped", "stepped"]
+
+
+@pytest.mark.parametrize("changed, named", [
+    (dict(logit_scale=2.0), '"logit_scale": 2.0'), (dict(spike_cost=0.01), '"spike_cost": 0.01'),
+    (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'), (dict(readout="potential"), '"readout": "potential"')])
+def test_eggroll_processes_scoring_members_otherwise_are_refused_together(changed, named):
+    """EGGROLL's generation under a team: ask compares the Eggroll's settings, and the generation the
+    settings its fitness scores members by, so that a process with another readout scale, spike
+    price, readout or LIF is refused on every process in one line naming it; the same are taken."""
+    from simulated_team import run_team
+    network = snn.Network.parse("8", n_out=3, image=(12, 1, 1))
+    params = snn.init_network(0, network)
+    frames = (np.random.default_rng(0).random((4, 6, 12)) < 0.4).astype(np.float32)
+    labels = np.array([0, 1, 2, 0, 1, 2])
+
+    def step_with(settings_of):
+        def body(team):
+            settings = {**dict(logit_scale=1.0, spike_cost=0.0, lif=snn.LIF(), readout="rate"),
+                        **settings_of(team.rank)}
+            try:
+                snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0,
+                                            snn_eggroll.Config(8, 1, 0.1, 1, settings["logit_scale"],
+                                                               spike_cost=settings["spike_cost"]),
+                                            optim.Adam(0.01), settings["lif"], team,
+                                            replace(network, readout=settings["readout"]))
+            except ValueError as error:
+                return str(error)
+            return "stepped"
+        return run_team(2, body)[0]
+    refused = step_with(lambda rank: changed if rank else {})
+    assert refused[0] == refused[1] and refused[0].startswith(
+        "the processes of this team score their members by different settings: scoring (rank 0: "), refused
+    assert named in refused[0] and refused[0].endswith("; give every process the same logit_scale, spike_cost, "
+                                                       "readout and LIF"), refused
+    assert step_with(lambda rank: changed) == ["stepped", "stepped"]
