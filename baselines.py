@@ -74,7 +74,7 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
         perturbation = pair_noise(params, config, generation, pair)
         for side, sign in enumerate((1, -1)):
             member = {name: value + (sign * config.sigma) * perturbation[name] for name, value in params.items()}
-            member_counts, member_hidden = snn.counts_of(member, frames, lif, count_hidden=count_hidden)
+            member_counts, member_hidden = snn.counts_of(member, frames, lif, 1, count_hidden, None)
             counts[2 * index + side] = member_counts[0]
             if count_hidden:
                 hidden[2 * index + side] = member_hidden[0]

@@ -149,7 +149,7 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     return counts_of(params, frames, lif, n_members, count_hidden, network)
 
 
-def counts_of(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
+def counts_of(params, frames, lif, n_members, count_hidden, network):
     """`forward` of inputs already checked: for a caller that checked them once and runs many
     networks on them (vanilla ES, one member at a time)."""
     xp = array_module_of(frames)

@@ -4,6 +4,8 @@ two evaluation modes against each other.
 Gradient statistics use fixed seeds; every tolerance is 5 standard errors of the quantity compared,
 estimated from the N independent generations drawn (stated in each docstring).
 """
+import dataclasses
+import json
 import math
 
 import numpy as np
@@ -442,30 +444,40 @@ def test_es_spike_cost_takes_each_members_hidden_spikes_per_sample_off_its_fitne
 
 def test_es_processes_given_other_settings_or_weights_are_refused_together():
     """Vanilla ES under a team compares, each generation, its settings, Adam's, the generation and
-    the parameters' digest across processes, as EGGROLL's ask does: a process with another sigma or
-    other weights is refused on every process, in one line naming the difference; the same are taken."""
+    the parameters' digest across processes, as EGGROLL's ask does: a process with another sigma,
+    Adam, generation or weights is refused on every process, in one line naming the difference; the
+    same are taken."""
+    import interface_checks
     from simulated_team import run_team
     params = snn.init_params(0, (12, 8, 3))
+    moved = {**params, "W1": params["W1"] + 1}
     frames = (np.random.default_rng(0).random((4, 6, 12)) < 0.4).astype(np.float32)
     labels = np.array([0, 1, 2, 0, 1, 2])
 
-    def step_with(sigma_of, params_of):
+    def step_with(sigma=lambda rank: 0.1, weights=lambda rank: params, generation=lambda rank: 0,
+                  lr=lambda rank: 0.01):
         def body(team):
             try:
-                baselines.es_generation_step(params_of(team.rank), optim.init(params), frames, labels, 0,
-                                             baselines.ESConfig(8, sigma_of(team.rank), 1, 1.0), optim.Adam(0.01),
-                                             team=team)
+                baselines.es_generation_step(weights(team.rank), optim.init(params), frames, labels,
+                                             generation(team.rank), baselines.ESConfig(8, sigma(team.rank), 1, 1.0),
+                                             optim.Adam(lr(team.rank)), team=team)
             except ValueError as error:
                 return str(error)
             return "stepped"
         return run_team(2, body)[0]
-    refused = step_with(lambda rank: 0.1 * (rank + 1), lambda rank: params)
-    assert refused[0] == refused[1] and refused[0].startswith(
-        "the processes of this team hold different ES settings or states: ES (rank 0: "), refused
-    moved = {**params, "W1": params["W1"] + 1}
-    refused = step_with(lambda rank: 0.1, lambda rank: moved if rank else params)
-    assert refused[0] == refused[1] and "states: parameters (rank 0: " in refused[0], refused
-    assert step_with(lambda rank: 0.1, lambda rank: params) == ["stepped", "stepped"]
+    told = "the processes of this team hold different ES settings or states: {}; give every process the same " \
+           "settings, parameters and generation"
+    es = lambda sigma: json.dumps(dataclasses.asdict(baselines.ESConfig(8, sigma, 1, 1.0)), sort_keys=True)
+    assert step_with(sigma=lambda rank: 0.1 * (rank + 1)) == [told.format(f"ES (rank 0: {es(0.1)}; rank 1: "
+                                                                          f"{es(0.2)})")] * 2
+    adam = lambda lr: json.dumps(dataclasses.asdict(optim.Adam(lr)), sort_keys=True)
+    assert step_with(lr=lambda rank: 0.01 * (rank + 1)) == [told.format(f"adam (rank 0: {adam(0.01)}; rank 1: "
+                                                                        f"{adam(0.02)})")] * 2
+    assert step_with(generation=lambda rank: rank) == [told.format("generation (rank 0: 0; rank 1: 1)")] * 2
+    digests = [interface_checks.digest_of(weights)[:16] for weights in (params, moved)]
+    assert step_with(weights=lambda rank: moved if rank else params) == \
+        [told.format(f"parameters (rank 0: {digests[0]}; rank 1: {digests[1]})")] * 2
+    assert step_with() == ["stepped", "stepped"]
 
 
 @pytest.mark.parametrize("changed, named", [
