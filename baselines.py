@@ -149,9 +149,11 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     interface_checks.check_whole("population", config.population, None, 2 * interface_checks.MAX_PAIRS, "e.g. 512")
     interface_checks.check_population(config.population)
+    if isinstance(config.sigma, dict):
+        raise ValueError(f"vanilla ES takes one sigma for every parameter, a float, got {config.sigma!r}: use e.g. 0.1")
     interface_checks.check_sigma(config.sigma)
     float32 = numpy.finfo(numpy.float32)  # the noise's type: a sigma it rounds to 0 or inf perturbs nothing
-    if isinstance(config.sigma, dict) or not float32.tiny <= config.sigma <= float32.max:
+    if not float32.tiny <= config.sigma <= float32.max:
         raise ValueError(f"sigma must lie in {float32.tiny:.3g}..{float32.max:.3g}, float32's range, in which the "
                          f"noise is drawn, got {config.sigma!r}: use e.g. 0.1")
     forward = batched_forward if config.mode == "batched" else sequential_forward
@@ -162,6 +164,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
     snn.check_frames(params, frames, labels)
     snn.check_finite_frames(frames)
+    snn.check_lif(lif)
     interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION, "the generation's")
     interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
     snn_eggroll.check_readout_settings(config)
@@ -169,10 +172,11 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     if team.size > 1:  # a process with other settings or weights would step along other noise, unseen
         problem = team.disagreement({"ES": dataclasses.asdict(config), "generation": int(generation),
                                      "adam": dataclasses.asdict(adam),
-                                     "parameters": interface_checks.digest_of(params)[:16]})
+                                     "parameters": interface_checks.digest_of(params)[:16],
+                                     "minibatch": snn.minibatch_summary(frames, labels)})
         if problem:
-            raise ValueError(f"the processes of this team hold different ES settings or states: {problem}; give every "
-                             f"process the same settings, parameters and generation")
+            raise ValueError(f"the processes of this team hold different ES settings, states or minibatches: "
+                             f"{problem}; give every process the same settings, parameters, generation and minibatch")
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)
@@ -221,7 +225,7 @@ def check_bptt_config(config):
         raise ValueError(f"config must be a baselines.BPTTConfig, got {type(config).__name__}")
     interface_checks.check_number("slope", config.slope, 0, 1e6, "25", open_low=True)
     snn_eggroll.check_readout_settings(config)
-    if not isinstance(config.detach_reset, bool):
+    if not isinstance(config.detach_reset, (bool, numpy.bool_)):
         raise ValueError(f"detach_reset must be True or False, got {config.detach_reset!r}")
 
 
@@ -377,6 +381,7 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     """
     xp = array_module_of(frames)
     snn.check_frames(params, frames, labels, network)
+    snn.check_lif(lif)
     check_bptt_config(config)
     optim.check(adam)
     cache = bptt_forward(params, frames, lif, k=config.slope, network=network)

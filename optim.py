@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from backend import array_module_of
 import gpu
-from interface_checks import check_number, check_rates
+from interface_checks import check_number, check_rates, check_whole
 
 SCHEDULES = ("constant", "cosine")
 
@@ -59,6 +59,9 @@ def ascend(params, grads, state, adam):
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
+        if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step
+            raise ValueError(f"parameter {name!r} is {getattr(value, 'dtype', type(value).__name__)}: Adam steps "
+                             f"arrays of floats; give it as .astype(numpy.float32)")
         adam_on = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update  # the device's, or NumPy's
         new_params[name], m[name], v[name] = adam_on(value, grads[name], state["m"][name], state["v"][name], t, adam)
     return new_params, {"m": m, "v": v, "t": t}
@@ -77,6 +80,9 @@ def adam_update(value, grad, m, v, t, adam):
 def scheduled_lr(lr, schedule, index, count):
     """The learning rate of the update numbered `index` (from 0) of a run's `count`: constant, or
     cosine, lr (1 + cos(pi index / count)) / 2, falling to 0 at the end."""
+    check_rates(lr, 0.0)
+    check_whole("count", count, 1, None, "the run's number of updates")
+    check_whole("index", index, 0, count, "the update's number, from 0")  # past count, cosine would climb again
     if schedule not in SCHEDULES:  # a name mistyped would train at the constant rate unseen
         raise ValueError(f"unknown learning-rate schedule {schedule!r}: use one of {', '.join(SCHEDULES)}")
     if schedule == "cosine":

@@ -31,7 +31,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import check_number, check_whole, is_integer
+from interface_checks import check_number, check_whole, digest_of, is_integer
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -77,6 +77,12 @@ def members_per_chunk(n_members, batch, n_hidden, xp):
         return n_members
     fit = CHUNK_BYTES // (batch * n_hidden * 4)
     return max(2, min(n_members, fit - fit % 2))
+
+
+def check_lif(lif):
+    """ValueError naming the fix unless `lif` is a LIF (its constants checked when it was made)."""
+    if not isinstance(lif, LIF):
+        raise ValueError(f"lif must be a snn.LIF, got {type(lif).__name__}: give e.g. snn.LIF(beta=0.9, threshold=1.0)")
 
 
 def check_readout(readout):
@@ -145,6 +151,7 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     """
     check_inputs(params, frames, network)
     check_finite_frames(frames)
+    check_lif(lif)
     check_whole("n_members", n_members, 1, None, "1")
     return counts_of(params, frames, lif, n_members, count_hidden, network)
 
@@ -178,6 +185,8 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
     check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
+    check_whole("n_steps", n_steps, 1, None, "T, the frames the counts were summed over")
+    check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
     xp = array_module_of(counts)
     log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
@@ -458,8 +467,8 @@ def sizes_of(params):
 
 def check_params(params, network=None):
     """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least), float32 or
-    float64 arrays of the shapes of `network` (None: of a fully connected network, each layer fitting
-    the one before)."""
+    float64 arrays, finite, of the shapes of `network` (None: of a fully connected network, each layer
+    fitting the one before)."""
     if network is not None:
         network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
     layers = n_layers(params)
@@ -474,6 +483,9 @@ def check_params(params, network=None):
             kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
             raise ValueError(f"{name} is {kind}: a spiking network's parameters are float32 or float64 arrays; give "
                              f"them as .astype(numpy.float32), or make them with snn.init_network(seed, network)")
+        if not bool(array_module_of(value).isfinite(value).all()):  # a NaN potential never spikes: silent counts
+            raise ValueError(f"{name} holds NaN or inf, which no step makes: give finite parameters, as "
+                             f"snn.init_network(seed, network) makes them")
     read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]
@@ -498,8 +510,9 @@ def check_inputs(params, frames, network=None):
     if 0 in frames.shape:
         raise ValueError(f"frames of shape {tuple(frames.shape)} hold no frame or no sample: give at least one of each")
     if frames.dtype not in (numpy.float32, numpy.float64):
-        raise ValueError(f"frames are {frames.dtype}: give them as floats, frames.astype(numpy.float32) (0 and 1 "
-                         f"for events)")
+        swapped = " (floats in the other byte order)" if frames.dtype.kind == "f" and frames.dtype.itemsize >= 4 else ""
+        raise ValueError(f"frames are {frames.dtype}{swapped}: give them as floats, frames.astype(numpy.float32) (0 "
+                         f"and 1 for events)")
 
 
 def check_frames(params, frames, labels, network=None):
@@ -507,6 +520,14 @@ def check_frames(params, frames, labels, network=None):
     0..n_out - 1, one per sample of the frames."""
     check_inputs(params, frames, network)
     check_labels(labels, frames.shape[1], network_of(params, network).sizes[-1], "the batch of frames")
+
+
+def minibatch_summary(frames, labels):
+    """What the processes of a team compare of their minibatch, so that none scores its members on
+    another: the frames' shape and sum (cheap, where a digest of every frame would not be) and the
+    labels' digest."""
+    return {"frames": [list(frames.shape), float(frames.sum(dtype=array_module_of(frames).float64))],
+            "labels": digest_of({"labels": labels})[:16]}
 
 
 def check_labels(labels, n_samples, n_out, batch):

@@ -118,6 +118,8 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     """population_forward (Eq. (6)) of the members theta +- sigma E_p of the pairs in the slice `pairs`
     (all P by default) at `generation`, with config's settings."""
     snn.check_inputs(params, frames, network)
+    snn.check_finite_frames(frames)
+    snn.check_lif(lif)
     return population_forward(config.members(params, generation, pairs, network), frames, lif, count_hidden,
                               network)
 
@@ -129,7 +131,12 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
     The spike count is not differentiable, but ES needs no gradient of it: the price goes
     straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
     loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    check_number("spike_cost", spike_cost, 0, 1e6, "0.0")
     if spike_cost:
+        if getattr(hidden_spikes, "shape", None) != counts.shape[:-2]:
+            raise ValueError(f"a price on spikes needs hidden_spikes, each member's count, of shape "
+                             f"{tuple(counts.shape[:-2])}, got {getattr(hidden_spikes, 'shape', hidden_spikes)!r}: "
+                             f"count them (count_hidden=True), or give spike_cost 0")
         loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
     return -loss
 
@@ -147,15 +154,18 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     """
     snn.check_frames(params, frames, labels, network)
     snn.check_finite_frames(frames)
+    snn.check_lif(lif)
+    optim.check(adam)
     es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
     check_readout_settings(config)
     if team.size > 1:  # a process scoring its members otherwise would rank them apart from the others, unseen
         scoring = {"logit_scale": float(config.logit_scale), "spike_cost": float(config.spike_cost),
                    "readout": snn.network_of(params, network).readout, "LIF": [float(lif.beta), float(lif.threshold)]}
-        problem = team.disagreement({"scoring": scoring})
+        problem = team.disagreement({"scoring": scoring, "minibatch": snn.minibatch_summary(frames, labels)})
         if problem:
-            raise ValueError(f"the processes of this team score their members by different settings: {problem}; give "
-                             f"every process the same logit_scale, spike_cost, readout and LIF")
+            raise ValueError(f"the processes of this team score their members by different settings or minibatches: "
+                             f"{problem}; give every process the same minibatch, logit_scale, spike_cost, readout and "
+                             f"LIF")
     current = State(params, state, generation)
     population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)

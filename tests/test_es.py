@@ -455,18 +455,19 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
     labels = np.array([0, 1, 2, 0, 1, 2])
 
     def step_with(sigma=lambda rank: 0.1, weights=lambda rank: params, generation=lambda rank: 0,
-                  lr=lambda rank: 0.01):
+                  lr=lambda rank: 0.01, samples=lambda rank: slice(None)):
         def body(team):
             try:
-                baselines.es_generation_step(weights(team.rank), optim.init(params), frames, labels,
+                baselines.es_generation_step(weights(team.rank), optim.init(params), frames[:, samples(team.rank)],
+                                             labels[samples(team.rank)],
                                              generation(team.rank), baselines.ESConfig(8, sigma(team.rank), 1, 1.0),
                                              optim.Adam(lr(team.rank)), team=team)
             except ValueError as error:
                 return str(error)
             return "stepped"
         return run_team(2, body)[0]
-    told = "the processes of this team hold different ES settings or states: {}; give every process the same " \
-           "settings, parameters and generation"
+    told = "the processes of this team hold different ES settings, states or minibatches: {}; give every process " \
+           "the same settings, parameters, generation and minibatch"
     es = lambda sigma: json.dumps(dataclasses.asdict(baselines.ESConfig(8, sigma, 1, 1.0)), sort_keys=True)
     assert step_with(sigma=lambda rank: 0.1 * (rank + 1)) == [told.format(f"ES (rank 0: {es(0.1)}; rank 1: "
                                                                           f"{es(0.2)})")] * 2
@@ -477,16 +478,29 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
     digests = [interface_checks.digest_of(weights)[:16] for weights in (params, moved)]
     assert step_with(weights=lambda rank: moved if rank else params) == \
         [told.format(f"parameters (rank 0: {digests[0]}; rank 1: {digests[1]})")] * 2
+    reversed_ = lambda rank: slice(None, None, -1) if rank else slice(None)  # the same samples, another order
+    assert step_with(samples=reversed_) == [told.format(
+        f'minibatch (rank 0: {{"frames": [[4, 6, 12], {float(frames.sum())}], "labels": "{summary(labels)}"}}; '
+        f'rank 1: {{"frames": [[4, 6, 12], {float(frames.sum())}], "labels": "{summary(labels[::-1])}"}})')] * 2
     assert step_with() == ["stepped", "stepped"]
+
+
+def summary(labels):
+    """The digest of `labels` that a team's processes compare (snn.minibatch_summary)."""
+    import interface_checks
+    return interface_checks.digest_of({"labels": labels})[:16]
 
 
 @pytest.mark.parametrize("changed, named", [
     (dict(logit_scale=2.0), '"logit_scale": 2.0'), (dict(spike_cost=0.01), '"spike_cost": 0.01'),
-    (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'), (dict(readout="potential"), '"readout": "potential"')])
+    (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'), (dict(readout="potential"), '"readout": "potential"'),
+    (dict(samples=slice(None, None, -1)), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),
+    (dict(samples=slice(1, None)), '"frames": [[4, 5, 12], ')])
 def test_eggroll_processes_scoring_members_otherwise_are_refused_together(changed, named):
     """EGGROLL's generation under a team: ask compares the Eggroll's settings, and the generation the
-    settings its fitness scores members by, so that a process with another readout scale, spike
-    price, readout or LIF is refused on every process in one line naming it; the same are taken."""
+    settings its fitness scores members by and the minibatch, so that a process with another readout
+    scale, spike price, readout, LIF or minibatch (the same samples in another order, or one fewer)
+    is refused on every process in one line naming it; the same are taken."""
     from simulated_team import run_team
     network = snn.Network.parse("8", n_out=3, image=(12, 1, 1))
     params = snn.init_network(0, network)
@@ -495,10 +509,11 @@ def test_eggroll_processes_scoring_members_otherwise_are_refused_together(change
 
     def step_with(settings_of):
         def body(team):
-            settings = {**dict(logit_scale=1.0, spike_cost=0.0, lif=snn.LIF(), readout="rate"),
+            settings = {**dict(logit_scale=1.0, spike_cost=0.0, lif=snn.LIF(), readout="rate", samples=slice(None)),
                         **settings_of(team.rank)}
             try:
-                snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0,
+                snn_eggroll.generation_step(params, optim.init(params), frames[:, settings["samples"]],
+                                            labels[settings["samples"]], 0,
                                             snn_eggroll.Config(8, 1, 0.1, 1, settings["logit_scale"],
                                                                spike_cost=settings["spike_cost"]),
                                             optim.Adam(0.01), settings["lif"], team,
@@ -509,7 +524,7 @@ def test_eggroll_processes_scoring_members_otherwise_are_refused_together(change
         return run_team(2, body)[0]
     refused = step_with(lambda rank: changed if rank else {})
     assert refused[0] == refused[1] and refused[0].startswith(
-        "the processes of this team score their members by different settings: scoring (rank 0: "), refused
-    assert named in refused[0] and refused[0].endswith("; give every process the same logit_scale, spike_cost, "
-                                                       "readout and LIF"), refused
+        "the processes of this team score their members by different settings or minibatches: "), refused
+    assert named in refused[0] and refused[0].endswith("; give every process the same minibatch, logit_scale, "
+                                                       "spike_cost, readout and LIF"), refused
     assert step_with(lambda rank: changed) == ["stepped", "stepped"]

@@ -584,14 +584,18 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     init_network refuse in one line what would run wrong or fail deep inside: frames of another
     width, type or none, NaN frames at inference, a Fraction or a threshold float32 rounds to 0,
     layers or images no network has, a convolution as the output, settings out of range, an Adam
-    whose decay would flip the weights, a generation or seed no noise key holds."""
+    whose decay would flip the weights, a generation or seed no noise key holds, parameters not
+    finite (whose silent neurons would count nothing), a LIF of another type, the loss's settings
+    called alone, a schedule's index past its count, integer parameters given to Adam."""
     from fractions import Fraction
     network = snn.Network.dense((12, 8, 3))
     params = snn.init_network(0, network)
     conv = snn.Network.parse("conv2k3,3", n_out=3, image=(2, 4, 4))
     conv_params = snn.init_network(0, conv)
     frames = np.ones((5, 4, 12), np.float32)
-    AS_FLOATS = ": give them as floats, frames.astype(numpy.float32) (0 and 1 for events)"
+    EVENTS = " (0 and 1 for events)"
+    AS_FLOATS = f": give them as floats, frames.astype(numpy.float32){EVENTS}"
+    counts = np.ones((2, 4, 3), np.float32)
     labels = np.array([0, 1, 2, 0])
     with_nan = frames.copy()
     with_nan[0, 0, 0] = np.nan
@@ -614,6 +618,38 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn.forward(params, with_nan), "frames hold NaN or inf, which no neuron's potential survives: give "
                                                 "finite inputs"),
         (lambda: snn.forward(params, frames, n_members=0), "n_members must be a whole number >= 1, got 0: use 1"),
+        (lambda: snn.forward({**params, "W2": params["W2"] * np.nan}, frames),
+         "W2 holds NaN or inf, which no step makes: give finite parameters, as snn.init_network(seed, network) makes "
+         "them"),
+        (lambda: snn.forward(params, frames.astype(">f4")), "frames are >f4 (floats in the other byte order): give "
+                                                            f"them as floats, frames.astype(numpy.float32){EVENTS}"),
+        (lambda: snn.forward(params, frames, lif={"beta": 0.9}), "lif must be a snn.LIF, got dict: give e.g. "
+                                                                 "snn.LIF(beta=0.9, threshold=1.0)"),
+        (lambda: snn_eggroll.perturbed_forward(params, with_nan, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
+         "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
+        (lambda: snn.cross_entropy(counts, labels, 0), "n_steps must be a whole number >= 1, got 0: use T, the frames "
+                                                       "the counts were summed over"),
+        (lambda: snn.cross_entropy(counts, labels, 5, -5.0), "logit_scale must be an int or float in [1e-06, 1e+06], "
+                                                             "got -5.0: use e.g. 1.0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(2), -1.0),
+         "spike_cost must be an int or float in [0, 1e+06], got -1.0: use e.g. 0.0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, None, 0.5),
+         "a price on spikes needs hidden_spikes, each member's count, of shape (2,), got None: count them "
+         "(count_hidden=True), or give spike_cost 0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(3), 0.5),
+         "a price on spikes needs hidden_spikes, each member's count, of shape (2,), got (3,): count them "
+         "(count_hidden=True), or give spike_cost 0"),
+        (lambda: optim.scheduled_lr(0.1, "cosine", 15, 10), "index must be a whole number in 0..10, got 15: use the "
+                                                            "update's number, from 0"),
+        (lambda: optim.scheduled_lr(0.1, "cosine", 0, 0), "count must be a whole number >= 1, got 0: use the run's "
+                                                          "number of updates"),
+        (lambda: optim.scheduled_lr(float("nan"), "constant", 0, 10), "lr must be a finite int or float >= 0, got "
+                                                                      "nan: use e.g. 0.01"),
+        (lambda: optim.ascend({"a": np.ones(2, int)}, {"a": np.ones(2)}, optim.init({"a": np.ones(2, int)}),
+                              optim.Adam(0.1)),
+         "parameter 'a' is int64: Adam steps arrays of floats; give it as .astype(numpy.float32)"),
+        (lambda: es_step(baselines.ESConfig(8, {"W1": 0.2}, 1, 2.0)),
+         "vanilla ES takes one sigma for every parameter, a float, got {'W1': 0.2}: use e.g. 0.1"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
          "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
@@ -694,3 +730,4 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     bptt_step(), es_step()  # and the same calls, as they should be, step
     snn.forward(conv_params, np.ones((5, 4, 32), np.float32), network=conv)  # a network's own width, not its weights'
     snn.LIF(beta=0), snn.LIF(beta=1.0), bptt_step(baselines.BPTTConfig(1e6, 2.0))  # the ranges' ends are in them
+    bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset=np.bool_(True)))  # NumPy's bool is a bool
