@@ -10,7 +10,9 @@ counter-based generator Philox4x32-10 (Salmon et al., "Parallel random numbers: 
     counter = (block, pair, parameter id, generation)       one block -> 4 uint32 words -> 4 normals
 
 and Box-Muller for the normals. A pair's noise is the same whether it is drawn alone or with the
-whole population, on NumPy or on CuPy.
+whole population, on NumPy or on CuPy. The functions here take keys as Eggroll checks them (a seed
+in 0..2^64 - 1, a generation and pairs in 0..2^32 - 1) and check nothing: a key outside its range
+wraps to another one.
 """
 import hashlib
 import math
