@@ -194,6 +194,20 @@ def chosen_methods(names):
     return [known[name] for name in dict.fromkeys(names.split(","))]
 
 
+def recorded_settings(path):
+    """What the benchmark's JSON at `path` measured, as check_request compares it with a request,
+    or None if it is no whole record."""
+    try:
+        summary = json.loads(path.read_text())
+        if "processes" in summary:  # --distributed's
+            return {"pairs": summary["reference"]["pairs"], "processes": summary["processes"]}
+        return {"pairs": summary["pairs"], "methods": sorted(method_name(row["method"], row["rank"])
+                                                             for row in summary["rows"]),
+                "device": summary["device"], "--data-root": "data" in summary}
+    except (ValueError, KeyError, TypeError):  # (UnicodeDecodeError is a ValueError)
+        return None
+
+
 def check_request(opts, team=distributed.ALONE):
     """Everything the bench will use, checked before any timing: --device, --methods, the memory
     its largest method needs at --pairs (resources.py; on a GPU also the stage table's NumPy
@@ -214,6 +228,17 @@ def check_request(opts, team=distributed.ALONE):
                                      what="where a benchmark's JSON goes")
         exits.refuse_foreign_file(opts.json, re.compile(rb'\{\s*"machine": '), "a benchmark's JSON",
                                   "give another --json")
+        if os.path.isfile(opts.json):  # a record of other settings is another measurement, kept
+            wanted = {"pairs": opts.pairs, "processes": team.size} if opts.distributed else {
+                "pairs": opts.pairs, "methods": sorted(method_name(*row) for row in methods),
+                "device": device_name(xp), "--data-root": bool(opts.data_root)}
+            held = recorded_settings(Path(opts.json))
+            if held != wanted:
+                said = lambda value: ", ".join(value) if isinstance(value, list) else value
+                differ = "; ".join(f"{name} {said(held.get(name))}, not {said(wanted[name])}" for name in wanted
+                                   if held is not None and held.get(name) != wanted[name]) or "not a whole record"
+                raise UsageError(f"--json {opts.json} holds a benchmark of other settings ({differ}): it is left as "
+                                 f"it is; give another --json, or move it away to measure these there")
     host, packed = 0, -(-REFERENCE["time_bins"] * snn.SIZES[0] // 8)  # bytes of a recording's frames
     if opts.data_root:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root")

@@ -60,7 +60,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     """Run command() with SIGINT, SIGTERM and SIGHUP raising distributed.Stopped; its exit status:
     0, or as `ending` says, after the line. `team()`: the job's team at that moment (an MPI job's
     is made inside `command`)."""
-    handlers = {signum: signal.signal(signum, lambda signum, frame: team().on_signal(signum)) for signum in SIGNALS}
+    stop = first_signal_stops(lambda signum: team().on_signal(signum))
+    handlers = {signum: signal.signal(signum, stop) for signum in SIGNALS}
     formatted = warnings.formatwarning
     warnings.formatwarning = warning_line
     try:
@@ -87,6 +88,19 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return 0
+
+
+def first_signal_stops(stop):
+    """A signal handler that calls stop(signum) at the first signal and lets later ones go (a burst
+    of SIGTERM, Ctrl-C pressed again), which would otherwise raise again in the middle of the
+    stopping: in a cleanup, or in an object's __del__ as a traceback."""
+    stopped = []
+
+    def handler(signum, frame):
+        if not stopped:
+            stopped.append(signum)
+            stop(signum)
+    return handler
 
 
 def warning_line(message, category, filename, lineno, line=None):
@@ -334,6 +348,7 @@ def excepthook(again, less_memory="free memory"):
                 sys.stdout.flush()
         tell(f"error: {ended[0]}")
         os._exit(ended[1])
+    stop = first_signal_stops(distributed.ALONE.on_signal)
     for signum in SIGNALS[1:]:
-        signal.signal(signum, lambda signum, frame: distributed.ALONE.on_signal(signum))
+        signal.signal(signum, stop)
     return hook

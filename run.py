@@ -245,10 +245,6 @@ def main(argv=None):
             training.check_agreement(team, {"the command": opts.command, **({
                 f"--{name}": getattr(opts, name) for name in ("pairs", "methods", "repeats", "device")
             } if opts.command == "bench" else {})})
-            if team.size == 1 and problem is None:  # (started without mpiexec, or with -n 1)
-                print(f"warning: --distributed in a job of one process: {opts.command} runs as without it; to share "
-                      f"the population out, start K processes: mpiexec -n K python run.py {opts.command} --distributed "
-                      f"...", file=sys.stderr)
         if opts.command == "train":
             final = training.train(config_from_options(opts), opts.out, opts.resume, opts.force, not opts.quiet, team)
             if team.rank == 0:
@@ -277,6 +273,10 @@ def main(argv=None):
                 bench.bench_distributed(opts, team)
             else:
                 bench.bench(opts)
+        if getattr(opts, "distributed", False) and team.size == 1:  # (started without mpiexec, or with -n 1)
+            print(f"warning: --distributed in a job of one process: {opts.command} ran as without it; to share the "
+                  f"population out, start K processes: mpiexec -n K python run.py {opts.command} --distributed ...",
+                  file=sys.stderr)
 
     command_name = getattr(opts, "command", None)
     return exits.handled(command, again, lambda: team, LESS_MEMORY.get(command_name, "free memory"),

@@ -1,11 +1,13 @@
 """The benchmark at a small size: every method runs and reports time and memory, and the FLOP and
 noise-memory counts follow the method's arithmetic; what it will use is checked before any timing,
 and the memory estimates cover the peaks measured on a GPU."""
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bench
@@ -122,17 +124,47 @@ def test_memory_estimates_cover_the_gpu_peaks_measured_and_fit_an_80_gb_gpu():
         assert peak <= estimate < 40e9, (method, rank, pairs, estimate)
 
 
+def earlier_record(pairs=4, rows=(("eggroll", 1),), **more):
+    """A benchmark's JSON as bench writes it, of the settings check_request compares."""
+    from backend import device_name
+    return json.dumps({"machine": "an earlier run", "device": device_name(np), "pairs": pairs,
+                       "rows": [{"method": method, "rank": rank} for method, rank in rows], **more}, indent=1)
+
+
 def test_an_existing_json_file_is_replaced_so_the_bench_runs_twice(tmp_path, capsys, monkeypatch):
-    """`make bench` writes bench.json each time: an existing file is a path to replace (through a
-    temporary file beside it), not a folder that is missing."""
+    """`make bench` writes bench.json each time: an existing file of the same settings is a path to
+    replace (through a temporary file beside it), not a folder that is missing."""
     started = []
     monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts.json))
     target = tmp_path / "bench.json"
-    target.write_text('{\n "machine": "an earlier run"\n}')  # bench's own JSON: replaced; another file is not
+    target.write_text(earlier_record())  # bench's own JSON of these settings: replaced; another file is not
     for _ in range(2):
         assert run.main(["bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json",
                          str(target)]) == 0, capsys.readouterr().err
     assert started == [str(target)] * 2
+
+
+@pytest.mark.parametrize("record, differ", [
+    (earlier_record(pairs=256), "pairs 256, not 4"),
+    (earlier_record(rows=(("eggroll", 1), ("inference", None))), "methods eggroll-r1, inference, not eggroll-r1"),
+    (earlier_record(data={"n_train": 162}), "--data-root True, not False"),
+    (earlier_record(device="NVIDIA H200"), "device NVIDIA H200, not {cpu}"),
+    ('{\n "machine": "an earlier run"\n}', "not a whole record")])
+def test_a_json_record_of_other_settings_is_kept_not_replaced(tmp_path, capsys, monkeypatch, record, differ):
+    """A benchmark's JSON measured at other pairs, methods, device or data is another measurement (the
+    committed results/bench/ records among them): refused in one line before any timing, left as it
+    is."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts.json))
+    target = tmp_path / "bench.json"
+    target.write_text(record)
+    assert run.main(["bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json",
+                     str(target)]) == 2
+    from backend import device_name
+    assert capsys.readouterr().err == (
+        f"error: --json {target} holds a benchmark of other settings ({differ.format(cpu=device_name(np))}): it is left "
+        f"as it is; give another --json, or move it away to measure these there\n")
+    assert not started and target.read_text() == record
 
 
 def test_the_data_pipeline_times_minibatches_of_a_split_smaller_than_one_batch(tmp_path):

@@ -193,7 +193,7 @@ def test_an_mpi_job_ends_with_the_weights_of_a_single_process(alone, tmp_path, m
     assert done.returncode == 0, done.stderr
     assert_same_bits(weights(alone / method), weights(tmp_path / "run"))
     assert done.stdout.count("test_acc") == 1  # the first process alone reports
-    alone_said = ("warning: --distributed in a job of one process: train runs as without it; to share the population "
+    alone_said = ("warning: --distributed in a job of one process: train ran as without it; to share the population "
                   "out, start K processes: mpiexec -n K python run.py train --distributed ...\n")
     assert (done.stderr == alone_said) == (processes == 1) and (alone_said in done.stderr) == (processes == 1), \
         done.stderr

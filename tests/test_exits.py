@@ -291,6 +291,24 @@ def test_a_handled_command_puts_back_the_signal_handlers_it_replaced():
     assert {signum: signal.getsignal(signum) for signum in exits.SIGNALS} == before
 
 
+def test_signals_after_the_first_are_let_go_while_the_command_stops(capsys):
+    """A burst of SIGTERM (a scheduler sending it again, Ctrl-C pressed twice): the first stops the
+    command, one line and 143; those that arrive while it stops raise nothing in its cleanup (in an
+    object's __del__ they printed a traceback), which runs to its end."""
+    cleaned = []
+
+    def command():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 1)  # (the handler raises before this returns)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            cleaned.append(True)
+    assert exits.handled(command, "again") == 143 and cleaned == [True]
+    assert capsys.readouterr().err == "error: interrupted; again\n"
+
+
 @pytest.mark.parametrize("parse", [exits.at_least(1), exits.members, exits.positive_number, exits.populations,
                                    exits.integers_at_least(1)])
 @pytest.mark.parametrize("text", ["1_0", "\uff11\uff10"])  # a digit group (10, or 0_1 read as 1), full-width 10
