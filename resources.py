@@ -360,8 +360,10 @@ def project_folder_kind(where, runs, results):
     if held is not None:  # (reproduce's --results, which runs=False marks, holds them in its runs/)
         return f"a folder of run folders ({held.parent.name} is one), each of which holds its own run's files only"
     holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
-    if not results and (holds_runs(where) or any(holds_runs(child) for child in where.glob("*/"))):
+    if not results and holds_runs(where):
         return "a results folder of reproduce (its runs/ holds runs)"
+    if not results and any(holds_runs(child) for child in where.glob("*/")):
+        return "a results folder of reproduce (its presets' runs/ hold runs)"
     return None
 
 

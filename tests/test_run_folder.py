@@ -192,7 +192,8 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
     for args, said in [
             (train_args(results / "quick", dataset), f"--out {results / 'quick'} is a results folder of reproduce "
                                                      f"(its runs/ holds runs); use another --out"),
-            (train_args(results, dataset), f"--out {results} is a results folder of reproduce"),
+            (train_args(results, dataset), f"--out {results} is a results folder of reproduce (its presets' runs/ "
+                                           f"hold runs); use another --out"),
             (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
               str(finished_run), *dataset], f"--results {finished_run} is a run folder of this project (it holds "
                                             f".eggroll-run); use another --results"),
