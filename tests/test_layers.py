@@ -731,3 +731,6 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     snn.forward(conv_params, np.ones((5, 4, 32), np.float32), network=conv)  # a network's own width, not its weights'
     snn.LIF(beta=0), snn.LIF(beta=1.0), bptt_step(baselines.BPTTConfig(1e6, 2.0))  # the ranges' ends are in them
     bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset=np.bool_(True)))  # NumPy's bool is a bool
+    for sigma in (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)):  # float32's range, ends and all
+        with np.errstate(over="ignore", invalid="ignore"):  # (members at sigma float32's largest overflow)
+            baselines.es_forward(params, frames, baselines.ESConfig(8, sigma, 1, 2.0), 0)
