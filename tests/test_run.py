@@ -1353,3 +1353,17 @@ def test_reproduce_refuses_a_frame_cache_in_the_projects_folders_before_any_run(
     assert captured.err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {ROOT / 'docs'} is "
                                    f"the project's folder docs/"), captured.err
     assert sorted((ROOT / "docs").iterdir()) == before
+
+
+def test_a_home_folder_that_does_not_exist_is_not_made_for_the_frame_cache(tmp_path):
+    """HOME naming a folder that is not there (a service account's, say), no --cache-dir: the default
+    frame cache would make that home folder; one line naming it and the fix, nothing made."""
+    env = {name: value for name, value in os.environ.items() if name not in ("EGGROLL_CACHE", "XDG_CACHE_HOME")}
+    env["HOME"] = str(tmp_path / "absent")
+    done = subprocess.run(train_command(tmp_path / "run", ["--data-root", str(ROOT / "nmnist-sample")]), cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    cache = tmp_path / "absent" / ".cache" / "eggroll-snn" / "frames"
+    assert done.returncode == 2 and done.stderr == (
+        f"error: the frame cache's default folder {cache} lies in the home folder {tmp_path / 'absent'}, which does "
+        f"not exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in\n"), done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
