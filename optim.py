@@ -60,8 +60,9 @@ def ascend(params, grads, state, adam):
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
         if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step
-            raise ValueError(f"parameter {name!r} is {getattr(value, 'dtype', type(value).__name__)}: Adam steps "
-                             f"arrays of floats; give it as .astype(numpy.float32)")
+            kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
+            raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
+                             f"numpy.asarray({name}, numpy.float32)")
         adam_on = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update  # the device's, or NumPy's
         new_params[name], m[name], v[name] = adam_on(value, grads[name], state["m"][name], state["v"][name], t, adam)
     return new_params, {"m": m, "v": v, "t": t}

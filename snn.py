@@ -526,7 +526,7 @@ def minibatch_summary(frames, labels):
     """What the processes of a team compare of their minibatch, so that none scores its members on
     another: the frames' shape and sum (cheap, where a digest of every frame would not be) and the
     labels' digest."""
-    return {"frames": [list(frames.shape), float(frames.sum(dtype=array_module_of(frames).float64))],
+    return {"frames": [list(frames.shape), float(frames.sum())],
             "labels": digest_of({"labels": labels})[:16]}
 
 

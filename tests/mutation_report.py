@@ -58,9 +58,10 @@ NEP18 = ("array module: every xp.f it calls on a CuPy array is a NumPy function 
 PHILOX_WORDS = ("uint32: philox4x32 converts every counter word to uint32 itself, and these block numbers are "
                 "< 2^32, so the dtype of their arange changes no bit")
 SILENT_SPIKES = "float64 is the default dtype of numpy.zeros and cupy.zeros, the one it restates"
-READOUT_DEFAULT = ('simulate reads its readout only as readout == "potential", so any other default is the rate '
-                   "readout, as \"rate\" is (the networks' readouts are checked where they are made: "
-                   "snn.Network.checked)")
+OUTPUT_WIDTH = ("the output layer's width is the last weight's rows, whether the network is read off the weights "
+                "or given (its shapes checked against the weights just before)")
+RANGE_ENDS = ("every element of a range lies between its first and its last, so more of them than the ends bound "
+              "nothing more")
 SIGN = "sign is +1 or -1, and sigma / +-1 is exactly sigma * +-1"
 FORWARD_SLOPE = ("k only shapes the surrogate derivative, which bptt_backward takes from config.slope; "
                  "bptt_step's forward spikes with the Heaviside step, which ignores k")
@@ -102,18 +103,25 @@ EQUIVALENT = {
     "snn_eggroll.x_population_forward__mutmut_159": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
     "snn_eggroll.x_population_forward__mutmut_210": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
+    "snn_eggroll.xǁConfigǁmethod__mutmut_7": (
+        "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
+    "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
+    "eggroll.xǁPopulationǁ__post_init____mutmut_14": ("*self.pairs[-2:]", RANGE_ENDS),
     "snn_eggroll.xǁConfigǁmembers__mutmut_28": (
         "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
     "snn.x_correct_per_class__mutmut_4": ("argmax(axis=+1)", CLASS_AXIS),
     "snn.x_correct_per_class__mutmut_12": ("minlength=counts.shape[+1]", CLASS_AXIS),
-    "snn.x_cross_entropy__mutmut_25": ("(-2, 1)", NEGATIVE_RESHAPE),
-    "snn.x_cross_entropy__mutmut_3": ("array_module_of(None)", NEP18),
+    "snn.x_cross_entropy__mutmut_69": ("(-2, 1)", NEGATIVE_RESHAPE),
+    "snn.x_cross_entropy__mutmut_47": ("array_module_of(None)", NEP18),
+    "snn.x_check_params__mutmut_57": ("array_module_of(None).isfinite(value)", NEP18),
+    "snn.x_check_frames__mutmut_17": ("network_of(params, None).sizes[-1]", OUTPUT_WIDTH),
+    "snn.x_check_frames__mutmut_19": ("network_of(params, ).sizes[-1]", OUTPUT_WIDTH),
+    "snn.x_check_labels__mutmut_15": ('labels.dtype.kind not in "XXiuXX" or', KIND_LETTERS),
+    "snn.x_check_labels__mutmut_31": ('labels.dtype.kind not in "XXiuXX" else', KIND_LETTERS),
     "snn.x_log_softmax_of_rates__mutmut_3": ("array_module_of(None)", NEP18),
     "snn.x_layer_current__mutmut_12": ("x.shape[:-1] + (-2,)", NEGATIVE_RESHAPE),
-    "snn.x_simulate__mutmut_2": ('readout="XXrateXX"', READOUT_DEFAULT),
-    "snn.x_simulate__mutmut_3": ('readout="RATE"', READOUT_DEFAULT),
-    "snn.x_simulate__mutmut_18": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
-    "snn.x_simulate__mutmut_20": ("xp.zeros(n_members, )", SILENT_SPIKES),
+    "snn.x_simulate__mutmut_19": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
+    "snn.x_simulate__mutmut_21": ("xp.zeros(n_members, )", SILENT_SPIKES),
     "snn.xǁNetworkǁfold__mutmut_38": ("grad.reshape(-2, out_h", NEGATIVE_RESHAPE),
     "snn.xǁNetworkǁfold__mutmut_53": ("height + 3 * pad", WIDER_BUFFER),
     "snn.xǁNetworkǁfold__mutmut_56": ("width + 3 * pad", WIDER_BUFFER),
@@ -130,18 +138,20 @@ EQUIVALENT = {
     "baselines.x_batched_forward__mutmut_95": ("sigma / sign[None, :, None, None]", SIGN),
     "baselines.x_batched_forward__mutmut_124": ("sigma / sign[None, :, None]", SIGN),
     "baselines.x_bptt_backward__mutmut_10": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_backward__mutmut_63": (
+    "baselines.x_bptt_backward__mutmut_94": (
         "if layer >= 1:", "the gradient of the input frames (layer 1's fold) is computed, never read"),
-    "baselines.x_bptt_backward__mutmut_79": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_116": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_125": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_110": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_147": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_156": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
+    "baselines.x_sequential_forward__mutmut_53": (
+        "snn.counts_of(member, frames, lif, 2,", "a second member of the same weights is run and never read: [0] is"),
     "baselines.x_bptt_forward__mutmut_14": ("array_module_of(None)", NEP18),
     "baselines.x_bptt_forward__mutmut_52": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
     "snn.x_check_finite_frames__mutmut_4": ("array_module_of(None).isfinite(frames)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
-    "baselines.x_bptt_step__mutmut_17": ("k=None", FORWARD_SLOPE),
-    "baselines.x_bptt_step__mutmut_22": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_18": ("k=None", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_23": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),

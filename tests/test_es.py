@@ -492,8 +492,9 @@ def summary(labels):
 
 
 @pytest.mark.parametrize("changed, named", [
-    (dict(logit_scale=2.0), '"logit_scale": 2.0'), (dict(spike_cost=0.01), '"spike_cost": 0.01'),
-    (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'), (dict(readout="potential"), '"readout": "potential"'),
+    (dict(logit_scale=2.0), 'scoring (rank 0: {"LIF": [0.9, 1.0], "logit_scale": 1.0'),
+    (dict(spike_cost=0.01), '"spike_cost": 0.01'), (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'),
+    (dict(readout="potential"), '"readout": "potential"'),
     (dict(samples=slice(None, None, -1)), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),
     (dict(samples=slice(1, None)), '"frames": [[4, 5, 12], ')])
 def test_eggroll_processes_scoring_members_otherwise_are_refused_together(changed, named):

@@ -647,7 +647,17 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                       "nan: use e.g. 0.01"),
         (lambda: optim.ascend({"a": np.ones(2, int)}, {"a": np.ones(2)}, optim.init({"a": np.ones(2, int)}),
                               optim.Adam(0.1)),
-         "parameter 'a' is int64: Adam steps arrays of floats; give it as .astype(numpy.float32)"),
+         "parameter 'a' is int64: Adam steps arrays of floats; give it as one, e.g. numpy.asarray(a, numpy.float32)"),
+        (lambda: optim.ascend({"a": [1.0, 2.0]}, {"a": np.ones(2)}, optim.init({"a": np.ones(2)}), optim.Adam(0.1)),
+         "parameter 'a' is a list, not an array: Adam steps arrays of floats; give it as one, e.g. "
+         "numpy.asarray(a, numpy.float32)"),
+        (lambda: snn.cross_entropy(counts, labels, 5, 1.0000001e6), "logit_scale must be an int or float in "
+                                                                    "[1e-06, 1e+06], got 1000000.1: use e.g. 1.0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(2), 1.0000001e6),
+         "spike_cost must be an int or float in [0, 1e+06], got 1000000.1: use e.g. 0.0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, [1.0, 1.0], 0.5),
+         "a price on spikes needs hidden_spikes, each member's count, of shape (2,), got [1.0, 1.0]: count them "
+         "(count_hidden=True), or give spike_cost 0"),
         (lambda: es_step(baselines.ESConfig(8, {"W1": 0.2}, 1, 2.0)),
          "vanilla ES takes one sigma for every parameter, a float, got {'W1': 0.2}: use e.g. 0.1"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),

@@ -34,6 +34,7 @@ def test_cosine_learning_rate_falls_from_lr_to_zero():
     assert rates[0] == 0.03 and abs(rates[50] - 0.015) < 1e-12 and rates[100] == 0.0
     assert all(a >= b for a, b in zip(rates, rates[1:]))
     assert optim.scheduled_lr(0.03, "constant", 70, 100) == 0.03
+    assert optim.scheduled_lr(5.0, "constant", 0, 100) == 5.0  # a learning rate above 1 too (lr x decay < 1)
     with pytest.raises(ValueError) as refused:  # a mistyped name, not the constant rate unseen
         optim.scheduled_lr(0.03, "cosin", 70, 100)
     assert str(refused.value) == "unknown learning-rate schedule 'cosin': use one of constant, cosine"
