@@ -586,8 +586,8 @@ def check_cache_dir(cache_dir):
     """A UsageError if the frame cache's folder (cache_dir, else $EGGROLL_CACHE's or the default) is
     part of an N-MNIST copy or one of the project's own folders, where no cache file belongs."""
     cache = data.frame_cache_dir(cache_dir)
-    home = Path.home()
-    if home in cache.parents and not home.is_dir():  # the default's home: made by its cache, it would be the project's
+    home, default = Path.home(), not (cache_dir or os.environ.get("EGGROLL_CACHE"))
+    if default and home in cache.parents and not home.is_dir():  # made for the cache, it would be the project's
         raise UsageError(f"the frame cache's default folder {cache} lies in the home folder {home}, which does not "
                          f"exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in")
     resources.refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
