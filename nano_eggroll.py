@@ -149,14 +149,16 @@ def population_forward(params, perturbations, x, settings):
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; column p r + j: x times column j of B_p
     xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
-    # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_p^T alone
+    # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_p^T alone.
+    # As einsums: xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
         # every array here has the axes (T, P, N, units): frame, pair, sample, neuron
         hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
         # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
-        # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10).
+        # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10): as einsums,
+        # einsum("tpnh,prh->tpnr", hidden, B_W2), then einsum("tpnr,pro->tpno", that, A_W2)
         member_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]
         return lif(hidden @ params["W2"].T + params["b2"] + sign * member_term, settings.beta, settings.threshold).sum(0)
     return np.stack([side(1), side(-1)])  # each side's counts (P, N, 10): (2, P, N, 10)
