@@ -53,16 +53,42 @@ def init(params):
             "v": {name: value * 0 for name, value in params.items()}, "t": 0}
 
 
-def ascend(params, grads, state, adam):
-    """One Adam update up g for every parameter; new params and state (the old ones are
-    left as they were)."""
-    t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
-    new_params, m, v = {}, {}, {}
+def check_state(params, grads, state):
+    """ValueError naming the fix unless the parameters are arrays of floats, grads hold a step for
+    every one and state is Adam's state of them (init's, or the last update's): moments of each
+    parameter's shape, finite, the average of g^2 >= 0, and a whole update count Q >= 0. A damaged
+    state would step to NaN unseen."""
+    if set(grads) != set(params):
+        raise ValueError(f"grads name {', '.join(sorted(grads))} but the parameters are {', '.join(sorted(params))}: "
+                         f"give one step per parameter")
+    if not (isinstance(state, dict) and "t" in state and all(isinstance(state.get(moment), dict) for moment in "mv")):
+        raise ValueError("state is not Adam's state (m, v and t): give optim.init(params), or the state the last "
+                         "update returned")
+    check_whole("Adam's update count t", state["t"], 0, None, "the count optim.init starts at 0")
     for name, value in params.items():
         if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step
             kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
             raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
                              f"numpy.asarray({name}, numpy.float32)")
+        for moment, what in (("m", "average of g"), ("v", "average of g^2")):
+            values = state[moment].get(name)
+            if getattr(values, "shape", None) != value.shape:
+                raise ValueError(f"Adam's state holds no {what} of parameter {name!r} of shape {tuple(value.shape)}: "
+                                 f"give optim.init(params) for these parameters, or the state the last update returned")
+            xp = array_module_of(values)
+            if not bool(xp.isfinite(values).all()) or moment == "v" and bool((values < 0).any()):
+                raise ValueError(f"Adam's {what} of parameter {name!r} holds NaN, inf or (g^2's) a negative value, "
+                                 f"which no update makes: the state was damaged; give an undamaged one, or "
+                                 f"optim.init(params) (Adam from zero)")
+
+
+def ascend(params, grads, state, adam):
+    """One Adam update up g for every parameter; new params and state (the old ones are
+    left as they were)."""
+    check_state(params, grads, state)
+    t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
+    new_params, m, v = {}, {}, {}
+    for name, value in params.items():
         adam_on = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update  # the device's, or NumPy's
         new_params[name], m[name], v[name] = adam_on(value, grads[name], state["m"][name], state["v"][name], t, adam)
     return new_params, {"m": m, "v": v, "t": t}

@@ -605,8 +605,16 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     def bptt_step(settings=bptt, adam=optim.Adam(0.01)):
         return baselines.bptt_step(params, optim.init(params), frames, labels, settings, adam)
 
-    def es_step(settings=es, generation=1, adam=optim.Adam(0.01)):
-        return baselines.es_generation_step(params, optim.init(params), frames, labels, generation, settings, adam)
+    def es_step(settings=es, generation=1, adam=optim.Adam(0.01), state=None):
+        state = optim.init(params) if state is None else state
+        return baselines.es_generation_step(params, state, frames, labels, generation, settings, adam)
+
+    def damaged(moment, value, name="W1"):
+        state = optim.init(params)
+        state[moment][name] = state[moment][name] + value
+        return state
+    DAMAGED = ("which no update makes: the state was damaged; give an undamaged one, or optim.init(params) (Adam "
+               "from zero)")
     cases = [
         (lambda: snn.forward(params, frames[..., :11]), "frames must have shape (T, N, 12), got (5, 4, 11): bin "
                                                         "events into T frames of 12 inputs"),
@@ -660,6 +668,19 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "(count_hidden=True), or give spike_cost 0"),
         (lambda: es_step(baselines.ESConfig(8, {"W1": 0.2}, 1, 2.0)),
          "vanilla ES takes one sigma for every parameter, a float, got {'W1': 0.2}: use e.g. 0.1"),
+        (lambda: es_step(state=damaged("m", np.nan)), f"Adam's average of g of parameter 'W1' holds NaN, inf or "
+                                                      f"(g^2's) a negative value, {DAMAGED}"),
+        (lambda: baselines.bptt_step(params, damaged("v", -1.0, "b2"), frames, labels, bptt, optim.Adam(0.01)),
+         f"Adam's average of g^2 of parameter 'b2' holds NaN, inf or (g^2's) a negative value, {DAMAGED}"),
+        (lambda: es_step(state={**optim.init(params), "t": -3}), "Adam's update count t must be a whole number >= 0, "
+                                                                 "got -3: use the count optim.init starts at 0"),
+        (lambda: es_step(state={"m": {}, "v": {}}), "state is not Adam's state (m, v and t): give optim.init(params), "
+                                                    "or the state the last update returned"),
+        (lambda: es_step(state=optim.init({"W1": params["W1"]})),
+         "Adam's state holds no average of g of parameter 'b1' of shape (8,): give optim.init(params) for these "
+         "parameters, or the state the last update returned"),
+        (lambda: optim.ascend(params, {"W1": params["W1"]}, optim.init(params), optim.Adam(0.01)),
+         "grads name W1 but the parameters are W1, W2, b1, b2: give one step per parameter"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
          "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
