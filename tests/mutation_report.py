@@ -114,6 +114,7 @@ EQUIVALENT = {
     "snn.x_cross_entropy__mutmut_69": ("(-2, 1)", NEGATIVE_RESHAPE),
     "snn.x_cross_entropy__mutmut_47": ("array_module_of(None)", NEP18),
     "snn.x_check_params__mutmut_57": ("array_module_of(None).isfinite(value)", NEP18),
+    "optim.x_check_state__mutmut_92": ("array_module_of(None)", NEP18),
     "snn.x_check_frames__mutmut_17": ("network_of(params, None).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_frames__mutmut_19": ("network_of(params, ).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_labels__mutmut_15": ('labels.dtype.kind not in "XXiuXX" or', KIND_LETTERS),

@@ -679,8 +679,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: es_step(state=optim.init({"W1": params["W1"]})),
          "Adam's state holds no average of g of parameter 'b1' of shape (8,): give optim.init(params) for these "
          "parameters, or the state the last update returned"),
-        (lambda: optim.ascend(params, {"W1": params["W1"]}, optim.init(params), optim.Adam(0.01)),
-         "grads name W1 but the parameters are W1, W2, b1, b2: give one step per parameter"),
+        (lambda: optim.ascend(params, {"W1": params["W1"], "W2": params["W2"]}, optim.init(params), optim.Adam(0.01)),
+         "grads name W1, W2 but the parameters are W1, W2, b1, b2: give one step per parameter"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
          "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
