@@ -58,6 +58,9 @@ class Config:
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
         check_config(self, params, network)
         check_whole("generation", generation, 0, MAX_GENERATION, "the generation to draw")
+        if not (isinstance(pairs, slice) and len(range(self.population // 2)[pairs]) > 0):
+            raise ValueError(f"pairs must be a slice of the population's {self.population // 2} pairs that holds one "
+                             f"at least, got {pairs!r}: use e.g. slice(0, {self.population // 2})")
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
 
