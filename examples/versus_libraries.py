@@ -289,10 +289,10 @@ def main():
         resources.refuse_project_folders(opts.out, "--out", "give another --out")
         methods = [m for m in METHODS if available(m)]
         missing = [m for m in METHODS if m not in methods]
+        check_records(opts.out, opts.hidden, methods, wanted)  # (a refusal is one line, said before the note)
         if missing:
             print(f"left out: {', '.join(f'{METHODS[m]} ({LIBRARIES[m]} is not installed)' for m in missing)}; "
                   f"pip install {' '.join(LIBRARIES[m] for m in missing)} to compare them too", file=sys.stderr)
-        check_records(opts.out, opts.hidden, methods, wanted)
         (opts.out / "runs").mkdir(parents=True, exist_ok=True)
         for hidden in opts.hidden:
             for method in methods:
