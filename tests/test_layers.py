@@ -682,11 +682,12 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: optim.ascend(params, {"W1": params["W1"], "W2": params["W2"]}, optim.init(params), optim.Adam(0.01)),
          "grads name W1, W2 but the parameters are W1, W2, b1, b2: give one step per parameter"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0, pairs=2),
-         "pairs must be a slice of the population's 4 pairs that holds one at least, got 2: use e.g. slice(0, 4)"),
+         "pairs must be a slice within the population's 4 pairs (a process may hold none), got 2: use e.g. "
+         "slice(0, 4)"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0,
                                                pairs=slice(5, 9)),
-         "pairs must be a slice of the population's 4 pairs that holds one at least, got slice(5, 9, None): use e.g. "
-         "slice(0, 4)"),
+         "pairs must be a slice within the population's 4 pairs (a process may hold none), got slice(5, 9, None): "
+         "use e.g. slice(0, 4)"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
          "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
