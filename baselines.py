@@ -152,10 +152,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     if isinstance(config.sigma, dict):
         raise ValueError(f"vanilla ES takes one sigma for every parameter, a float, got {config.sigma!r}: use e.g. 0.1")
     interface_checks.check_sigma(config.sigma)
-    float32 = numpy.finfo(numpy.float32)  # the noise's type: a sigma it rounds to 0 or inf perturbs nothing
-    if not float32.tiny <= config.sigma <= float32.max:
-        raise ValueError(f"sigma must lie in {float32.tiny:.3g}..{float32.max:.3g}, float32's range, in which the "
-                         f"noise is drawn, got {config.sigma!r}: use e.g. 0.1")
+    interface_checks.check_float32_sigma("sigma", config.sigma, "the noise is drawn")
     forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden, pairs)
 

@@ -63,6 +63,15 @@ def check_sigma(sigma):
                              f"got {value!r}: use e.g. 0.1")
 
 
+def check_float32_sigma(label, sigma, where):
+    """ValueError naming the fix unless sigma lies in float32's range, `where` its noise or step is
+    formed: a sigma float32 rounds to 0 or inf would perturb or step nowhere."""
+    limits = numpy.finfo(numpy.float32)
+    if not float(limits.tiny) <= sigma <= float(limits.max):
+        raise ValueError(f"{label} must lie in {limits.tiny:.3g}..{limits.max:.3g}, float32's range, in which "
+                         f"{where}, got {sigma!r}: use e.g. 0.1")
+
+
 def check_params(es, params):
     """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
     do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
@@ -113,11 +122,8 @@ def check_params(es, params):
     if set(sigmas) != set(params):  # in ascii, names that print alike ('é' as one code point or two) show apart
         raise ValueError(f"sigma names {ascii(sorted(sigmas))} but the parameters are {ascii(sorted(params))}: "
                          f"give one sigma per parameter, or one float for all")
-    limits = numpy.finfo(numpy.float32)  # of the step g, formed in float32 whatever the parameters' type
-    for name in params:  # a sigma that float32 rounds to 0 or inf would step nowhere
-        if not float(limits.tiny) <= sigmas[name] <= float(limits.max):
-            raise ValueError(f"sigma of {name!r} must lie in {limits.tiny:.3g}..{limits.max:.3g}, float32's range, in "
-                             f"which the step is formed, got {sigmas[name]!r}: use e.g. 0.1")
+    for name in params:  # of the step g, formed in float32 whatever the parameters' type
+        check_float32_sigma(f"sigma of {name!r}", sigmas[name], "the step is formed")
     ids = {}
     for name in params:
         other = ids.setdefault(noise.param_id(name), name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from backend import array_module_of
 import gpu
-from interface_checks import check_number, check_rates, check_whole
+from interface_checks import a_kind, check_number, check_rates, check_whole
 
 SCHEDULES = ("constant", "cosine")
 
@@ -67,7 +67,7 @@ def check_state(params, grads, state):
     check_whole("Adam's update count t", state["t"], 0, None, "the count optim.init starts at 0")
     for name, value in params.items():
         if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step
-            kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
+            kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
             raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
                              f"numpy.asarray({name}, numpy.float32)")
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):

@@ -31,7 +31,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import check_number, check_whole, digest_of, is_integer
+from interface_checks import a_kind, check_number, check_whole, digest_of, is_integer
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -480,7 +480,7 @@ def check_params(params, network=None):
                          f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
     for name, value in sorted(params.items()):  # Adam would cast an integer step back to whole units
         if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
-            kind = value.dtype if hasattr(value, "dtype") else f"a {type(value).__name__}, not an array"
+            kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
             raise ValueError(f"{name} is {kind}: a spiking network's parameters are float32 or float64 arrays; give "
                              f"them as .astype(numpy.float32), or make them with snn.init_network(seed, network)")
         if not bool(array_module_of(value).isfinite(value).all()):  # a NaN potential never spikes: silent counts

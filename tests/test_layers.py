@@ -497,6 +497,14 @@ def test_parameters_that_are_no_network_are_told_in_full(make, network, message)
     assert str(raised.value) == message
 
 
+def refused_in_full(cases):
+    """Each (make, message): make() raises a ValueError whose text is the whole message."""
+    for make, message in cases:
+        with pytest.raises(ValueError) as raised:
+            make()
+        assert str(raised.value) == message, (message, str(raised.value))
+
+
 def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
     """generation_step (through snn.check_frames and snn_eggroll.check_config) and the network's
     own types refuse in one line what would train on the wrong thing or fail deep inside: labels
@@ -554,10 +562,7 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(adam=optim.Adam(0.01, beta1=0.5)), "EGGROLL's Adam averages as Kingma & Ba's (0.9, 0.999, "
                                                          "1e-08) (the moments' coefficients and eps), got (0.5, 0.999, "
                                                          "1e-08): give optim.Adam(lr, weight_decay)")]
-    for make, message in cases:
-        with pytest.raises(ValueError) as raised:
-            make()
-        assert str(raised.value) == message
+    refused_in_full(cases)
     step()  # and the same call, as it should be, steps
     step(settings=snn_eggroll.Config(8, 1, 0.1, 1, 1e6, spike_cost=1e6))  # each range's upper end is in it
 
@@ -761,10 +766,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: baselines.bptt_forward({**params, "b1": params["b1"].tolist()}, frames),
          "b1 is a list, not an array: a spiking network's parameters are float32 or float64 arrays; give them as "
          ".astype(numpy.float32), or make them with snn.init_network(seed, network)")]
-    for make, message in cases:
-        with pytest.raises(ValueError) as raised:
-            make()
-        assert str(raised.value) == message
+    refused_in_full(cases)
     bptt_step(), es_step()  # and the same calls, as they should be, step
     snn.forward(conv_params, np.ones((5, 4, 32), np.float32), network=conv)  # a network's own width, not its weights'
     snn.LIF(beta=0), snn.LIF(beta=1.0), bptt_step(baselines.BPTTConfig(1e6, 2.0))  # the ranges' ends are in them
