@@ -289,14 +289,22 @@ def refuse_foreign_file(path, header, what, instead):
                          f"{instead}")
 
 
+# float32's smallest normal and largest number: the settings below are used in float32 arithmetic
+FLOAT32_RANGE = (1.1754943508222875e-38, 3.4028234663852886e+38)
+
+
 def positive_number(text):
-    """argparse type: a finite number > 0."""
+    """argparse type: a finite number > 0 within float32's range (a sigma or learning rate beyond it
+    would be 0 or inf in the float32 arithmetic it scales)."""
     try:
         value = plain(float, text)
     except ValueError:
         value = math.nan
+    low, high = FLOAT32_RANGE
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"expected a number in {low:.3g}..{high:.3g} (float32's range), got {text!r}")
     return value
 
 

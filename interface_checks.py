@@ -353,10 +353,10 @@ def check_stepped(params, optimiser, es):
         xp = array_module_of(value)
         settings = f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
         if not bool(xp.isfinite(value).all()):
-            raise ValueError(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
+            raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
                              f"lower lr{raw}; the state told is left as it was")
         if not bool(xp.isfinite(optimiser["v"][name]).all()):
-            raise ValueError(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
+            raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
                              f"large ({settings}): raise sigma{raw}; the state told is left as it was")
 
 
@@ -428,8 +428,9 @@ def check_finite_params(params, fix):
 
 
 class FloatOverflow(ValueError):
-    """Members' values or outputs beyond their float type's range (check_finite_outputs), from finite
-    inputs: steps too large, say, for a caller that tells the user which setting to lower."""
+    """Members' values or outputs (check_finite_outputs), or a step's parameters (check_stepped),
+    beyond their float type's range from finite inputs: for a caller that tells the user which setting
+    to change."""
 
 
 def check_finite_outputs(values, what, fix):

@@ -70,6 +70,7 @@ def reproduce_grids(opts, deadline):
     expected = {results_dir: {run_config.run_folder_name(config, opts.config): config for config in runs}
                 for results_dir, runs, _ in grids}
     grids = selected_runs(opts, grids)
+    check_results(opts, grids)  # before an emulation's minutes, which a refusal after them would leave behind
     if opts.data:
         if opts.real_root:  # before the emulation's minutes, not after them
             resources.nmnist_recordings(opts.real_root, "--real-root")
@@ -156,11 +157,9 @@ def check_not_a_presets_folder(results):
                          f"them, e.g. --results {above}")
 
 
-def check_reproduce(opts, grids):
-    """What reproduce will use, checked before the first run trains: the --results folder (with
-    --report-only, that it holds a finished run), the N-MNIST copies of --real-root and (if a run
-    is left to train) --data-root, the device, and the folder and memory of every run left to
-    train; returns those runs, (results_dir, config) each (none with --report-only)."""
+def check_results(opts, grids):
+    """The --results folder, checked before any data is made: writable, none of the project's or a
+    preset's own, no user's file under a report's name, and (with --report-only) a finished run."""
     resources.refuse_data_folder(opts.results, "use another --results")
     resources.refuse_project_folders(opts.results, "--results", "use another --results", runs=False)
     resources.check_writable(opts.results, "--results", folder=True)
@@ -175,6 +174,13 @@ def check_reproduce(opts, grids):
         folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
         raise UsageError(f"--report-only: no run in {folders} has finished, so there is nothing to report; drop "
                          f"--report-only to train the runs first")
+
+
+def check_reproduce(opts, grids):
+    """What reproduce will use, checked before the first run trains (after check_results): the
+    N-MNIST copies of --real-root and (if a run is left to train) --data-root, the device, and the
+    folder and memory of every run left to train; returns those runs, (results_dir, config) each
+    (none with --report-only)."""
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
         training.check_real_root(opts.real_root)

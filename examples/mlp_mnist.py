@@ -154,14 +154,15 @@ def main(argv=None):
         batches = images[:opts.train_samples], labels[:opts.train_samples], opts.steps, opts.batch_size
         table = [f"{'method':10s} {'test accuracy %':>16s} {'wall s':>8s}"]
         for name, train, settings, rates in (
-                ("eggroll", train_eggroll, (opts.population, opts.rank, opts.sigma, opts.lr), "--lr or --sigma"),
-                ("backprop", train_backprop, (opts.backprop_lr,), "--backprop-lr")):
+                ("eggroll", train_eggroll, (opts.population, opts.rank, opts.sigma, opts.lr),
+                 "bring --lr and --sigma nearer their defaults"),
+                ("backprop", train_backprop, (opts.backprop_lr,), "lower --backprop-lr")):
             start = time.perf_counter()
             try:  # weights pushed out of float32's range: one line naming the options, not NumPy's warnings
                 with np.errstate(over="raise", invalid="raise"):
                     params = train(init_mlp(opts.seed), *batches, *settings, opts.seed)
-            except (FloatingPointError, eggroll.FloatOverflow):  # NumPy's, or the members' (Population.linear)
-                raise exits.UsageError(f"{name} overflowed float32: its steps are too large; lower {rates}") from None
+            except (FloatingPointError, eggroll.FloatOverflow):  # NumPy's, or the members' or a step's (Eggroll)
+                raise exits.UsageError(f"{name} overflowed float32: its steps are too large; {rates}") from None
             seconds = time.perf_counter() - start
             table.append(f"{name:10s} {100 * accuracy(params, test_images, test_labels):16.2f} {seconds:8.1f}")
         exits.say("\n".join(table), "run it again with standard output open")

@@ -200,6 +200,21 @@ def test_reproduce_refuses_mnist_files_lacking_a_digit_before_it_emulates(tmp_pa
     assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
+def test_reproduce_refuses_its_results_folder_before_it_emulates(tmp_path, capsys):
+    """reproduce --data emulated whose results folder holds a user's file under the report's name:
+    refused in one line before the minutes of an emulation, which it would otherwise leave behind."""
+    folder = tmp_path / "results" / "local" / "emulated" / "quick"
+    folder.mkdir(parents=True)
+    (folder / "table.md").write_text("mine")
+    args = ["reproduce", "--config", "quick", "--data", "emulated", "--mnist",
+            str(digits_of_every_class(tmp_path / "mnist")), "--data-root", str(tmp_path / "emulated"), "--results",
+            str(tmp_path / "results"), "--quiet"]
+    code, err = run_main(args, capsys)
+    assert code == 2 and err.startswith(f"error: {folder / 'table.md'} is a file this command did not write") and \
+        err.count("\n") == 1, err
+    assert not (tmp_path / "emulated").exists() and (folder / "table.md").read_text() == "mine"
+
+
 @pytest.mark.parametrize("file", ["local", "local/nmnist"])
 @pytest.mark.parametrize("kind", ["file", "pipe"])
 def test_a_file_where_reproduce_data_keeps_its_runs_is_named_as_itself(tmp_path, capsys, file, kind):

@@ -136,7 +136,8 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--lr", "1e30", "eggroll overflowed float32: its steps are too large; lower --lr or --sigma"),
+    ("--lr", "1e30", "eggroll overflowed float32: its steps are too large; bring --lr and --sigma nearer their defaults"),
+    ("--lr", "1e38", "eggroll overflowed float32: its steps are too large; bring --lr and --sigma nearer their defaults"),
     ("--backprop-lr", "1e30", "backprop overflowed float32: its steps are too large; lower --backprop-lr")])
 def test_steps_that_overflow_are_one_line_without_numpys_warnings(tmp_path, option, value, message):
     """A learning rate that pushes the weights past float32: the error line naming the options to

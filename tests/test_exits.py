@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 
 import exits
@@ -317,3 +318,13 @@ def test_an_option_number_is_read_as_people_type_it(parse, text):
     assert parse("10") in (10, 10.0, [10])
     with pytest.raises(argparse.ArgumentTypeError):
         parse(text)
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "nan", "inf", "1e-39", "3.5e38", "1e300"])
+def test_a_positive_number_lies_in_float32s_range(text):
+    """A sigma or learning rate float32 would round to 0 or inf is refused as an option, not met as
+    an overflow inside the step; float32's smallest normal and largest number are taken."""
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a (finite number > 0|number in 1.18e-38..3.4e\\+38)"):
+        exits.positive_number(text)
+    low, high = numpy.finfo(numpy.float32).tiny, numpy.finfo(numpy.float32).max
+    assert exits.positive_number(repr(float(low))) == low and exits.positive_number(repr(float(high))) == high
