@@ -480,15 +480,21 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
         [told.format(f"parameters (rank 0: {digests[0]}; rank 1: {digests[1]})")] * 2
     reversed_ = lambda rank: slice(None, None, -1) if rank else slice(None)  # the same samples, another order
     assert step_with(samples=reversed_) == [told.format(
-        f'minibatch (rank 0: {{"frames": [[4, 6, 12], {float(frames.sum())}], "labels": "{summary(labels)}"}}; '
-        f'rank 1: {{"frames": [[4, 6, 12], {float(frames.sum())}], "labels": "{summary(labels[::-1])}"}})')] * 2
+        f'minibatch (rank 0: {{"frames": [[4, 6, 12], "{summary(frames)}"], "labels": "{summary(labels)}"}}; '
+        f'rank 1: {{"frames": [[4, 6, 12], "{summary(frames[:, ::-1])}"], "labels": "{summary(labels[::-1])}"}})')] * 2
+    swapped = lambda rank: [3, 1, 2, 0, 4, 5] if rank else slice(None)  # two samples of one digit: the same labels
+    assert step_with(samples=swapped) == [told.format(
+        f'minibatch (rank 0: {{"frames": [[4, 6, 12], "{summary(frames)}"], "labels": "{summary(labels)}"}}; '
+        f'rank 1: {{"frames": [[4, 6, 12], "{summary(frames[:, [3, 1, 2, 0, 4, 5]])}"], "labels": '
+        f'"{summary(labels)}"}})')] * 2
     assert step_with() == ["stepped", "stepped"]
 
 
-def summary(labels):
-    """The digest of `labels` that a team's processes compare (snn.minibatch_summary)."""
+def summary(values):
+    """The digest of labels, or of frames' counts a frame and sample, that a team's processes compare
+    (snn.minibatch_summary)."""
     import interface_checks
-    return interface_checks.digest_of({"labels": labels})[:16]
+    return interface_checks.digest_of({"labels": values} if values.ndim == 1 else {"counts": values.sum(axis=2)})[:16]
 
 
 @pytest.mark.parametrize("changed, named", [
@@ -496,12 +502,14 @@ def summary(labels):
     (dict(spike_cost=0.01), '"spike_cost": 0.01'), (dict(lif=snn.LIF(beta=0.8)), '"LIF": [0.8, 1.0]'),
     (dict(readout="potential"), '"readout": "potential"'),
     (dict(samples=slice(None, None, -1)), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),
+    (dict(samples=[3, 1, 2, 0, 4, 5]), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),  # the same labels
     (dict(samples=slice(1, None)), '"frames": [[4, 5, 12], ')])
 def test_eggroll_processes_scoring_members_otherwise_are_refused_together(changed, named):
     """EGGROLL's generation under a team: ask compares the Eggroll's settings, and the generation the
     settings its fitness scores members by and the minibatch, so that a process with another readout
     scale, spike price, readout, LIF or minibatch (the same samples in another order, or one fewer)
-    is refused on every process in one line naming it; the same are taken."""
+    is refused on every process in one line naming it (two samples of one digit swapped, too); the same
+    are taken."""
     from simulated_team import run_team
     network = snn.Network.parse("8", n_out=3, image=(12, 1, 1))
     params = snn.init_network(0, network)
