@@ -322,9 +322,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
             elsewhere="emulate into another --out", every_digit=False):
     """Emulate every MNIST digit of `splits` into <out>/NMNIST, from the MNIST files in
     `mnist_folder` (downloaded into the cache folder if None), on `workers` processes. Recordings
-    already there are kept, so a second call finishes what an interrupted one began. With
-    `every_digit`, MNIST files that lack a digit in a split (whose emulation training would refuse)
-    are refused before anything is made. Returns {"recordings": written now, "kept": already
+    already there are kept (one cut short is made again), so a second call finishes what an
+    interrupted one began. With `every_digit`, MNIST files that lack a digit in a split (whose
+    emulation training would refuse) are refused before anything is made. Returns {"recordings": written now, "kept": already
     there, "events": written now}."""
     root = Path(out) / "NMNIST"
     refuse_link(root)
@@ -358,7 +358,7 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
     jobs, kept = [], 0
     for split in splits:
         images, labels = digits[split]
-        todo = [i for i, label in enumerate(labels) if not recording_path(out, split, label, i + 1).exists()]
+        todo = [i for i, label in enumerate(labels) if not kept_as_made(recording_path(out, split, label, i + 1))]
         kept += len(labels) - len(todo)
         jobs += [(split, images[todo[start:start + BATCH]], labels[todo[start:start + BATCH]],
                   [i + 1 for i in todo[start:start + BATCH]], str(out)) for start in range(0, len(todo), BATCH)]
@@ -375,6 +375,12 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
             remove_partial_files(root)
     write_atomically(root / FINISHED, json.dumps(recordings(root)) + "\n")
     return {"recordings": written, "kept": kept, "events": events}
+
+
+def kept_as_made(path):
+    """Whether a rerun keeps the recording at `path`: there, and not cut short (a file whose size is
+    no whole number of 5-byte events, from a copy or a full disk, is made again)."""
+    return path.exists() and not (path.is_file() and path.stat().st_size % 5)
 
 
 def refuse_strays(folder, made, root):

@@ -262,8 +262,9 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
 
 
 def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_path, monkeypatch, capsys):
-    """Stopped by Ctrl-C after 6 recordings (and a half-written file left by a killed worker), the
-    same command finishes the others; no file is ever left half written."""
+    """Stopped by Ctrl-C after 6 recordings (and a half-written file left by a killed worker, and one
+    recording cut short since), the same command finishes the others and makes the cut one again; no
+    file is ever left half written."""
     monkeypatch.setattr(emulate, "BATCH", 4)
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path / "whole", "--workers", "1")) == 0
@@ -288,10 +289,12 @@ def test_an_interrupted_emulation_resumes_keeping_its_finished_recordings(tmp_pa
     assert not list(out.rglob("*.tmp"))
     half = out / "NMNIST" / "Test" / "7" / "00001.bin.0f3a9c1e.tmp"  # as run_folder.writing names it
     half.write_bytes(whole["NMNIST/Test/7/00001.bin"][:12])
+    cut = out / sorted(kept)[0]
+    cut.write_bytes(kept[sorted(kept)[0]][:-2])
     monkeypatch.setattr(emulate, "encode", encode)
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(out, "--workers", "1")) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1])["kept"] == 6
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["kept"] == 5
     assert files_of(out) == whole
 
 
