@@ -1069,6 +1069,11 @@ def final_problem(final):
                                                   "median_seconds_per_generation", "total_seconds", "config"))
     if problem is None and "seed" not in final["config"]:
         problem = "config.seed is missing"
+    for split in ("test", "val"):  # a split's accuracy is its digits' weighted mean: it lies within their range
+        digits = [acc for acc in final.get(f"{split}_acc_per_digit") or [] if acc is not None] if problem is None else []
+        if digits and not min(digits) - 1e-9 <= final[f"{split}_acc"] <= max(digits) + 1e-9:
+            problem = (f"{split}_acc {final[f'{split}_acc']} lies outside its digits' accuracies "
+                       f"({min(digits)}..{max(digits)}), of which it is the mean weighted by each digit's recordings")
     if problem is None:
         try:
             run_config.from_stored(final["config"])
