@@ -303,6 +303,7 @@ class Team(Alone):
         return summed
 
     def broadcast(self, value):
+        self.check_same_call("broadcast")
         data = numpy.frombuffer(pickle.dumps(value), dtype=numpy.uint8) if self.rank == 0 else None
         size = numpy.array([0 if data is None else data.size], dtype=numpy.int64)
         self.wait(self.comm.Ibcast(size, root=0))
@@ -312,23 +313,25 @@ class Team(Alone):
         return value if self.rank == 0 else pickle.loads(data.tobytes())
 
     def barrier(self):
+        self.check_same_call("barrier")
         self.wait(self.comm.Ibarrier())
 
+    def check_same_call(self, call):
+        """A ValueError on every process unless each is in `call`: one in another collective call
+        would wait for ever, or read another call's bytes. (The comparisons of ask and tell meet it.)"""
+        problem = self.disagreement({"call": call})
+        if problem is not None:
+            raise ValueError(different_calls(problem))
+
     def problems(self, problem):
-        return self.allgather_object(problem)
+        every = self.allgather_object({"call": "problems", "problem": problem})
+        calls = first_difference([{"call": values.get("call")} for values in every])
+        if calls is not None:
+            raise ValueError(different_calls(calls))
+        return [values["problem"] for values in every]
 
     def disagreement(self, values):
-        every = self.allgather_object(values)
-        for name in dict.fromkeys(key for values in every for key in values):
-            held = {}
-            for rank, values in enumerate(every):
-                value = values.get(name)
-                held.setdefault(value if isinstance(value, str) else json.dumps(value, sort_keys=True),
-                                []).append(str(rank))
-            if len(held) > 1:
-                return f"{name} (" + "; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)}: {value}"
-                                               for value, ranks in held.items()) + ")"
-        return None
+        return first_difference(self.allgather_object(values))
 
     def on_signal(self, signum):
         self.signal = signum  # stopping here could leave the others waiting in a collective call
@@ -378,6 +381,28 @@ class Team(Alone):
         finally:
             os.dup2(kept, 2)
             os.close(kept)
+
+
+def first_difference(every):
+    """Where the dicts `every` (one a process, {name: JSON value}) differ: "<name> (rank 0: <value>;
+    ranks 1, 2: <value>)" for the first name that differs, or None."""
+    for name in dict.fromkeys(key for values in every for key in values):
+        held = {}
+        for rank, values in enumerate(every):
+            value = values.get(name)
+            held.setdefault(value if isinstance(value, str) else json.dumps(value, sort_keys=True),
+                            []).append(str(rank))
+        if len(held) > 1:
+            return f"{name} (" + "; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)}: {value}"
+                                           for value, ranks in held.items()) + ")"
+    return None
+
+
+def different_calls(problem):
+    """The line every process of a team says when Team.disagreement found them in different calls
+    (`problem`: "call (rank 0: tell; rank 1: ask)")."""
+    return (f"the processes of this team are in different calls ({problem[len('call ('):]}: every process makes the "
+            f"same calls of the team in the same order (ask, then tell, each generation)")
 
 
 def team(update):

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, MappingView, Sequence, Set
 import numpy
 
 from backend import array_module_of, to_numpy
+from distributed import different_calls
 import noise
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
@@ -210,8 +211,7 @@ def disagreement(es, call, values):
     different calls (one skipped a tell, say), whose values no comparison of one call's would explain."""
     problem = es.team.disagreement({"call": call, **values})
     if problem and problem.startswith("call ("):
-        raise ValueError(f"the processes of this team are in different calls ({problem[len('call ('):]}: every "
-                         f"process calls ask, then tell, each generation")
+        raise ValueError(different_calls(problem))
     return problem
 
 

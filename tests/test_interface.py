@@ -2082,7 +2082,30 @@ def test_a_process_that_skips_a_tell_is_said_to_be_in_another_call():
 
     said = run_team(2, body)[0]
     assert said[0] == said[1] == ("the processes of this team are in different calls (rank 0: tell; rank 1: ask): "
-                                  "every process calls ask, then tell, each generation")
+                                  "every process makes the same calls of the team in the same order (ask, then "
+                                  "tell, each generation)")
+
+
+@pytest.mark.parametrize("call", ["broadcast", "barrier"])
+def test_a_process_that_broadcasts_or_waits_alone_is_said_to_be_in_another_call(call):
+    """One process broadcasts a state (or waits at a barrier) where the other asks: both say which
+    call each is in, in one line, where they would wait for each other for ever."""
+    params = mlp(1, dtype=np.float32)
+
+    def body(team):
+        es = eggroll.Eggroll(256, 1, 0.1, 0, team=team)
+        state = es.init(params)
+        try:
+            if team.rank == 0:
+                state = team.broadcast(state) if call == "broadcast" else team.barrier()
+            es.ask(state)
+        except ValueError as error:
+            return str(error)
+
+    said = run_team(2, body)[0]
+    assert said[0] == said[1] == (f"the processes of this team are in different calls (rank 0: {call}; rank 1: "
+                                  f"ask): every process makes the same calls of the team in the same order (ask, "
+                                  f"then tell, each generation)")
 
 
 @pytest.mark.parametrize("change, said", [

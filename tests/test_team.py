@@ -241,7 +241,16 @@ def test_a_process_that_skips_a_collective_call_is_an_error_not_a_hang():
     with pytest.raises(Abandoned, match="never made by process"):
         run_team(2, lambda team: team.problems("x") if team.rank == 0 else None, timeout=30)
     with pytest.raises(CollectiveError, match="does not match"):
-        run_team(2, lambda team: team.problems("x") if team.rank == 0 else team.broadcast("x"), timeout=30)
+        run_team(2, lambda team: team.total(np.zeros(1)) if team.rank == 0 else team.broadcast("x"), timeout=30)
+    told = "the processes of this team are in different calls (rank 0: problems; rank 1: broadcast): every process " \
+           "makes the same calls of the team in the same order (ask, then tell, each generation)"
+
+    def mismatched(team):
+        try:
+            return team.problems("x") if team.rank == 0 else team.broadcast("x")
+        except ValueError as error:
+            return str(error)
+    assert run_team(2, mismatched, timeout=30)[0] == [told, told]  # said on both, where they met
     late = threading.Event()
     try:
         with pytest.raises(Abandoned, match="waited 0.5 s"):
