@@ -813,8 +813,13 @@ def check_final_record(out, config, damaged_too=True):
                          f"{'them in config.json' if lost else 'config.json'} from final.json's \"config\""
                          + (f", unless final.json is another run's (then move it out of {out})" if saved is None else
                             " (the checkpoint was saved under them)"))
-    if held != wanted:
-        raise UsageError(f"{path} is another run's ({differences(held, wanted)}), not the results of the run in "
+    scored_on = ((final.get("data") or {}).get("fingerprint") or {}) if saved and saved["data"] else {}
+    other_data = next((split for split, fingerprint in scored_on.items() if saved["data"].get(split) != fingerprint),
+                      None)
+    if held != wanted or other_data:
+        why = differences(held, wanted) if held != wanted else \
+            f"trained on other data: {other_data} {scored_on[other_data]}, the checkpoint's {saved['data'].get(other_data)}"
+        raise UsageError(f"{path} is another run's ({why}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
                          f"then {rescore}")
     foreign = saved and foreign_problem(saved, identity(config))

@@ -972,6 +972,22 @@ def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset,
     assert json.loads((finished_run / "final.json").read_text())["config"]["generations"] == 10
 
 
+def test_a_final_json_of_the_same_settings_on_other_data_is_another_runs(finished_run, dataset, capsys):
+    """The results of a run of the same settings trained on other data, copied in: refused as another
+    run's, with or without --resume (its own checkpoint says which data it was trained on); the file
+    is kept, and no other run's score is printed as this one's."""
+    final = json.loads((finished_run / "final.json").read_text())
+    ours = final["data"]["fingerprint"]["train"]
+    final["data"]["fingerprint"]["train"] = "17 samples, sha256 0"
+    (finished_run / "final.json").write_text(json.dumps(final))
+    before = snapshot(finished_run)
+    for extra in ([], ["--resume"]):
+        code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
+        assert code == 2 and f"final.json is another run's (trained on other data: train 17 samples, sha256 0, the " \
+                             f"checkpoint's {ours}), not the results of the run in" in err, (extra, err)
+        assert snapshot(finished_run) == before
+
+
 @pytest.mark.parametrize("name", run_folder.RUN_FILES)
 @pytest.mark.parametrize("extra", [[], ["--resume"], ["--force"]])
 def test_a_folder_where_a_run_keeps_a_file_is_refused_before_any_work(finished_run, dataset, capsys, name, extra):
