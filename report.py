@@ -161,7 +161,7 @@ def collect(results_dir, expected=None):
     and the fix, for a damaged or foreign file. `expected` ({folder name: RunConfig}, the preset's
     runs, as reproduce passes it): a folder that is not one of them is named in a warning line and
     left out (`stray_problem`)."""
-    runs, trained_on, scored_on = {}, {}, {}  # the data each run trained, and was scored, on: {key: folder}
+    runs, trained_on, scored_on, left_out = {}, {}, {}, 0  # the data each run trained, and was scored, on: {key: folder}
     for entry in sorted((results_dir / "runs").glob("*")):
         if entry.is_symlink() and not entry.exists():  # glob passes over it: say so
             print(f"warning: {entry} is left out of the report: it is a link to {os.readlink(entry)}, which does "
@@ -172,6 +172,7 @@ def collect(results_dir, expected=None):
         problem = expected is not None and stray_problem(final_path.parent, final, expected)
         if problem:
             print(f"warning: {final_path.parent} is left out of the report: {problem}", file=sys.stderr)
+            left_out += 1
             continue
         real_path = final_path.parent / "real.json"
         if real_path.exists():
@@ -203,6 +204,10 @@ def collect(results_dir, expected=None):
         raise ValueError(f"{first} and {second} were trained on different data (their final.json's data), and a "
                          f"table never mixes two data sets: move the runs of one data set out of "
                          f"{results_dir / 'runs'} (or train them again on the other)")
+    if left_out and not runs:  # a report of no run would replace the tables and figures of the runs left out
+        raise ValueError(f"every finished run in {results_dir / 'runs'} is left out (above), so no report is written "
+                         f"and the last one's tables and figures are left as they are: put each run back under its "
+                         f"own folder name, or move it out of {results_dir / 'runs'}")
     if len(scored_on) > 1:
         first, second = list(scored_on.values())[:2]
         raise ValueError(f"{first} and {second} score different recordings, which one column of real-recording "

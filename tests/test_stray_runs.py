@@ -126,3 +126,28 @@ def test_a_run_without_the_projects_mark_or_with_a_link_in_its_place_is_left_out
     rows = {name: [line for line in tables(results)["per_seed.md"].splitlines() if line.startswith(f"| {name} |")]
             for name in ("eggroll-r4", "es")}
     assert rows["eggroll-r4"][0].split(" | ")[1] == "–" and rows["es"][0].split(" | ")[3] == "– |", rows
+
+
+def test_a_report_of_no_run_left_is_refused_and_the_last_report_kept(paper):
+    """Two runs swapped between their folders, every other run moved out: each is left out, and no
+    report of no run replaces the last one's tables and figures; one line says so, exit status 2."""
+    results, _ = paper
+    runs = results / "paper" / "runs"
+    report_files = {path.name: path.read_bytes() for path in (results / "paper").iterdir()
+                    if path.is_file() and path.name != ".lock"}
+    for run in runs.iterdir():
+        if run.name not in ("bptt-seed1", "es-seed1"):
+            shutil.rmtree(run)
+    os.rename(runs / "bptt-seed1", runs / "swap")
+    os.rename(runs / "es-seed1", runs / "bptt-seed1")
+    os.rename(runs / "swap", runs / "es-seed1")
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "reproduce", "--config", "paper", "--report-only",
+                           "--results", str(results), "--quiet"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 3 and all(line.startswith("warning: ") for line in lines[:2])
+    assert lines[2] == (f"error: every finished run in {runs} is left out (above), so no report is written and the "
+                        f"last one's tables and figures are left as they are: put each run back under its own folder "
+                        f"name, or move it out of {runs}"), lines
+    assert {path.name: path.read_bytes() for path in (results / "paper").iterdir()
+            if path.is_file() and path.name != ".lock"} == report_files
