@@ -170,10 +170,12 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
         problem = team.disagreement({"ES": dataclasses.asdict(config), "generation": int(generation),
                                      "adam": dataclasses.asdict(adam),
                                      "parameters": interface_checks.digest_of(params)[:16],
+                                     "optimiser": interface_checks.optimiser_summary(state),
                                      "minibatch": snn.minibatch_summary(frames, labels)})
         if problem:
             raise ValueError(f"the processes of this team hold different ES settings, states or minibatches: "
-                             f"{problem}; give every process the same settings, parameters, generation and minibatch")
+                             f"{problem}; give every process the same settings, parameters, Adam state, generation and "
+                             f"minibatch")
     mine = team.my_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     counts, hidden = es_forward(params, frames, config, generation, lif, count_hidden=bool(config.spike_cost),
                                 pairs=mine)

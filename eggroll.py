@@ -397,7 +397,7 @@ class Eggroll:
         check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
                                           "since init or tell; ask with the State that init or tell returned")
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
-        check_agreed(self, state.params, fingerprint[1], state.generation)
+        check_agreed(self, state.params, fingerprint[1], state.generation, state.optimiser)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK), fingerprint)
 
     def tell(self, state, population, fitness):

@@ -132,18 +132,28 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
-def check_agreed(es, params, digest, generation):
+def check_agreed(es, params, digest, generation, optimiser):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
-    another update, other parameters (`digest`, digest_of's) or another generation: each would step
-    along its own noise, unseen. A collective call: ask makes it on every process."""
+    another update, other parameters (`digest`, digest_of's), another Adam state or another
+    generation: each would step along its own noise or moments, unseen. A collective call: ask makes
+    it on every process."""
     if es.team.size == 1:
         return
     problem = disagreement(es, "ask", {**settings_of(es, params), "generation": int(generation),
-                                       "parameters": digest[:16]})
+                                       "parameters": digest[:16], "optimiser": optimiser_summary(optimiser)})
     if problem:
         raise ValueError(f"the processes of this team hold different Eggrolls or states: {problem}; give every "
                          f"process the same settings, and the same state (the same starting parameters, or the "
                          f"same pickled State)")
+
+
+def optimiser_summary(optimiser):
+    """What a team's processes compare of Adam's state (optim.init's): the digest of its moments and its
+    step count; else what it is (a State made by hand to ask holds none, which tell refuses)."""
+    if not (isinstance(optimiser, Mapping) and all(isinstance(optimiser.get(moment), Mapping) for moment in "mv")):
+        return a_kind(optimiser)
+    moments = {f"{moment}/{name}": value for moment in "mv" for name, value in optimiser[moment].items()}
+    return f"{digest_of(moments)[:16]}, t {optimiser.get('t')}"
 
 
 def settings_of(es, params):

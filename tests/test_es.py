@@ -7,6 +7,7 @@ estimated from the N independent generations drawn (stated in each docstring).
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -455,10 +456,10 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
     labels = np.array([0, 1, 2, 0, 1, 2])
 
     def step_with(sigma=lambda rank: 0.1, weights=lambda rank: params, generation=lambda rank: 0,
-                  lr=lambda rank: 0.01, samples=lambda rank: slice(None)):
+                  lr=lambda rank: 0.01, samples=lambda rank: slice(None), adam_state=lambda rank: optim.init(params)):
         def body(team):
             try:
-                baselines.es_generation_step(weights(team.rank), optim.init(params), frames[:, samples(team.rank)],
+                baselines.es_generation_step(weights(team.rank), adam_state(team.rank), frames[:, samples(team.rank)],
                                              labels[samples(team.rank)],
                                              generation(team.rank), baselines.ESConfig(8, sigma(team.rank), 1, 1.0),
                                              optim.Adam(lr(team.rank)), team=team)
@@ -467,7 +468,7 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
             return "stepped"
         return run_team(2, body)[0]
     told = "the processes of this team hold different ES settings, states or minibatches: {}; give every process " \
-           "the same settings, parameters, generation and minibatch"
+           "the same settings, parameters, Adam state, generation and minibatch"
     es = lambda sigma: json.dumps(dataclasses.asdict(baselines.ESConfig(8, sigma, 1, 1.0)), sort_keys=True)
     assert step_with(sigma=lambda rank: 0.1 * (rank + 1)) == [told.format(f"ES (rank 0: {es(0.1)}; rank 1: "
                                                                           f"{es(0.2)})")] * 2
@@ -475,6 +476,10 @@ def test_es_processes_given_other_settings_or_weights_are_refused_together():
     assert step_with(lr=lambda rank: 0.01 * (rank + 1)) == [told.format(f"adam (rank 0: {adam(0.01)}; rank 1: "
                                                                         f"{adam(0.02)})")] * 2
     assert step_with(generation=lambda rank: rank) == [told.format("generation (rank 0: 0; rank 1: 1)")] * 2
+    counted = lambda rank: {**optim.init(params), "t": 3 * rank}  # Adam's step count differs: each its own step
+    said = step_with(adam_state=counted)
+    assert said[0] == said[1] and re.search(r"states or minibatches: optimiser \(rank 0: [0-9a-f]{16}, t 0; rank 1: "
+                                            r"[0-9a-f]{16}, t 3\);", said[0]), said
     digests = [interface_checks.digest_of(weights)[:16] for weights in (params, moved)]
     assert step_with(weights=lambda rank: moved if rank else params) == \
         [told.format(f"parameters (rank 0: {digests[0]}; rank 1: {digests[1]})")] * 2

@@ -1075,6 +1075,29 @@ def test_processes_given_other_settings_or_parameters_are_refused_at_ask():
     assert all(isinstance(state, eggroll.State) for state in taken)
 
 
+@pytest.mark.parametrize("change", ["t", "m"])
+def test_processes_holding_other_adam_states_are_refused_at_ask(change):
+    """Under a team, ask compares Adam's state too: a step count or a moment that differs on one
+    process (each would then take its own step) is one ValueError on each, naming it; the state a
+    process made by hand to ask, with no moments, is named as what it is."""
+    def body(team):
+        es = eggroll.Eggroll(4, 1, 0.1, 0, team=team)
+        state = es.init(mlp(0))
+        if team.rank == 1:
+            moved = {**state.optimiser["m"], "layer0.bias": state.optimiser["m"]["layer0.bias"] + 1} if change == "m" \
+                else state.optimiser["m"]
+            state = eggroll.State(state.params, {**state.optimiser, "m": moved, "t": 7 if change == "t" else 0}, 0)
+        try:
+            es.ask(state)
+        except ValueError as error:
+            return str(error)
+    refused = run_team(2, body)[0]
+    assert refused[0] == refused[1] and re.search(
+        r"states: optimiser \(rank 0: [0-9a-f]{16}, t 0; rank 1: [0-9a-f]{16}, t " + ("7" if change == "t" else "0")
+        + r"\);", refused[0]), refused
+    assert interface_checks.optimiser_summary({}) == "a dict"
+
+
 def test_states_and_populations_hash_and_compare_as_themselves():
     """A State or a Population is itself: it hashes, and == is identity, never NumPy's elementwise
     truth (which raises); the population's sigma is its own copy, not the Eggroll's."""
