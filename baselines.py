@@ -144,7 +144,10 @@ def check_two_layers(params, method):
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
     snn.check_inputs(params, frames)
+    snn.check_finite_frames(frames)
+    snn.check_lif(lif)
     check_two_layers(params, "vanilla ES")
+    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION, "the generation's")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     interface_checks.check_whole("population", config.population, None, 2 * interface_checks.MAX_PAIRS, "e.g. 512")
@@ -153,6 +156,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
         raise ValueError(f"vanilla ES takes one sigma for every parameter, a float, got {config.sigma!r}: use e.g. 0.1")
     interface_checks.check_sigma(config.sigma)
     interface_checks.check_float32_sigma("sigma", config.sigma, "the noise is drawn")
+    interface_checks.check_pairs(pairs, config.pairs)
     forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden, pairs)
 
@@ -185,8 +189,19 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,
                                         summed))                                            # Eqs. (10), (8)
-    params, state = optim.ascend(params, grads, state, adam)                                 # Eq. (9)
-    return params, state, eggroll.population_stats(fitnesses, shaped)
+    with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, in one line
+        stepped, state = optim.ascend(params, grads, state, adam)                            # Eq. (9)
+    check_stepped(stepped, f"lr {adam.lr!r}, sigma {config.sigma!r}", "lower lr, or raise sigma")
+    return stepped, state, eggroll.population_stats(fitnesses, shaped)
+
+
+def check_stepped(params, settings, fix):
+    """FloatOverflow naming the fix if a step left a parameter NaN or inf (an lr so large that the step
+    overflows): the caller's parameters and state are left as they were."""
+    for name, value in params.items():
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise interface_checks.FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): "
+                                                 f"{fix}; the parameters and state given are left as they were")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,14 +283,15 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     layer's follows once all spikes of the one before are known. smooth=True spikes with
     `smooth_spike` instead of H. Returns a dict: frames, v{l} and o{l} of every layer l (each
     (T, N, n)) and counts (N, n_out), the sum of the output layer's spikes; with a potential readout
-    the output layer's v is its potential, never reset, its o all zeros, and counts the sum of v.
+    the output layer's v is its potential, never reset, its o all zeros, and counts the sum of v;
+    and made_with, the parameters, network and LIF it ran, which bptt_backward checks are its own.
     """
     snn.check_inputs(params, frames, network)
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
-    cache = {"frames": frames}
+    cache = {"frames": frames, "made_with": {"params": params, "network": network, "lif": lif}}
     inputs = frames.reshape(n_steps * batch, n_in)  # layer 1's, then each layer's the spikes of the one before
     n_layers = len(network.layers)
     for layer in range(1, n_layers + 1):
@@ -327,6 +343,24 @@ def lif_backward(grad_spikes, v, spikes, lif, k, detach_reset):
     return grad_current
 
 
+def check_cache(params, cache, lif, network):
+    """ValueError naming the fix unless `cache` is what bptt_forward returned for these parameters,
+    network and LIF: another's would give another network's gradients, unseen."""
+    made = cache.get("made_with") if isinstance(cache, dict) else None
+    if not isinstance(made, dict):
+        raise ValueError(f"cache must be the dict bptt_forward returned, got {interface_checks.a_kind(cache)} without "
+                         f"its made_with: give bptt_backward what bptt_forward(params, frames, ...) returned")
+    differ = [what for what, same in (
+        ("network (its layers or readout)", made["network"] == network), ("LIF", made["lif"] == lif),
+        ("parameters", made["params"].keys() == params.keys() and all(
+            made["params"][name] is value or bool(array_module_of(value).array_equal(made["params"][name], value))
+            for name, value in params.items())))
+        if not same]
+    if differ:
+        raise ValueError(f"the cache was made by bptt_forward with another {differ[0]} than bptt_backward is given: give "
+                         f"both the same params, network= and lif=")
+
+
 def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True,
                   spike_cost=0.0, network=None):
     """Gradients of the loss, Eqs. (3)-(4) and (12), for every parameter: a dict like params.
@@ -339,6 +373,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     smooth=True in `bptt_forward` this is then the exact gradient of the smooth network.
     """
     network = snn.network_of(params, network)
+    check_cache(params, cache, lif, network)
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape
     n_layers = len(network.layers)
@@ -393,5 +428,7 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")
-    params, state = optim.ascend(params, {name: -g for name, g in grads.items()}, state, adam)  # Eq. (9)
-    return params, state, {"loss": float(loss)}
+    with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, in one line
+        stepped, state = optim.ascend(params, {name: -g for name, g in grads.items()}, state, adam)  # Eq. (9)
+    check_stepped(stepped, f"lr {adam.lr!r}", "lower lr")
+    return stepped, state, {"loss": float(loss)}

@@ -423,6 +423,7 @@ class Eggroll:
             with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below
                 grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
                                                self.pairs))                                          # (7)-(8)
+                check_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes
                 params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                                  optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
             check_stepped(params, optimiser, self)

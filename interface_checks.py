@@ -64,6 +64,15 @@ def check_sigma(sigma):
                              f"got {value!r}: use e.g. 0.1")
 
 
+def check_pairs(pairs, n_pairs):
+    """ValueError naming the fix unless `pairs` is a slice of whole ends within 0..n_pairs, in steps of
+    one: the pairs a process evaluates (it may hold none, an empty slice)."""
+    ends = [end for end in (pairs.start, pairs.stop) if end is not None] if isinstance(pairs, slice) else None
+    if ends is None or pairs.step not in (None, 1) or not all(is_integer(end) and 0 <= end <= n_pairs for end in ends):
+        raise ValueError(f"pairs must be a slice within the population's {n_pairs} pairs, in steps of one (a process "
+                         f"may hold none), got {pairs!r}: use e.g. slice(0, {n_pairs})")
+
+
 def check_float32_sigma(label, sigma, where):
     """ValueError naming the fix unless sigma lies in float32's range, `where` its noise or step is
     formed: a sigma float32 rounds to 0 or inf would perturb or step nowhere."""
@@ -356,7 +365,8 @@ def check_whole(setting, value, low, high, example):
 def check_stepped(params, optimiser, es):
     """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
     an lr so large that the step does, raw fitness differences so large that g does), or Adam's
-    average of g^2 inf, which would stop the parameter where it is from then on."""
+    average of g^2 inf, which would stop the parameter where it is from then on. Given the step g
+    as `params` and no optimiser, whether g itself is finite, before Adam takes it."""
     raw = ", or scale the fitness down (raw differences set g's size) or shape it by centred ranks" \
         if es.shaping == "raw" else ""
     for name, value in params.items():
@@ -365,7 +375,7 @@ def check_stepped(params, optimiser, es):
         if not bool(xp.isfinite(value).all()):
             raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
                              f"lower lr{raw}; the state told is left as it was")
-        if not bool(xp.isfinite(optimiser["v"][name]).all()):
+        if optimiser is not None and not bool(xp.isfinite(optimiser["v"][name]).all()):
             raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
                              f"large ({settings}): raise sigma{raw}; the state told is left as it was")
 

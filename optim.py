@@ -14,6 +14,8 @@ moments, keep Kingma & Ba's names: they are not the LIF neuron's leak β.
 import math
 from dataclasses import dataclass
 
+import numpy
+
 from backend import array_module_of
 import gpu
 from interface_checks import a_kind, check_number, check_rates, check_whole
@@ -54,10 +56,10 @@ def init(params):
 
 
 def check_state(params, grads, state):
-    """ValueError naming the fix unless the parameters are arrays of floats, grads hold a step for
-    every one and state is Adam's state of them (init's, or the last update's): moments of each
-    parameter's shape, finite, the average of g^2 >= 0, and a whole update count Q >= 0. A damaged
-    state would step to NaN unseen."""
+    """ValueError naming the fix unless the parameters are arrays of floats, grads hold a finite step
+    of each one's shape (its type, or a narrower float), and state is Adam's state of them (init's, or the last update's):
+    moments of each parameter's shape, finite, the average of g^2 >= 0, and a whole update count
+    Q >= 0. A damaged state would step to NaN unseen."""
     if set(grads) != set(params):
         raise ValueError(f"grads name {', '.join(sorted(grads))} but the parameters are {', '.join(sorted(params))}: "
                          f"give one step per parameter")
@@ -70,6 +72,16 @@ def check_state(params, grads, state):
             kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
             raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
                              f"numpy.asarray({name}, numpy.float32)")
+        step = grads[name]  # of floats no wider than the parameter's, which Adam's moments keep
+        if not (getattr(step, "shape", None) == value.shape and getattr(step, "dtype", numpy.dtype(object)).kind == "f"
+                and numpy.result_type(step.dtype, value.dtype) == value.dtype):
+            got = f"a {step.dtype} array of shape {tuple(step.shape)}" if hasattr(step, "dtype") and \
+                hasattr(step, "shape") else a_kind(step)
+            raise ValueError(f"the step of parameter {name!r} must be an array of its shape {tuple(value.shape)}, of "
+                             f"floats no wider than its {value.dtype}, got {got}: give one step per parameter")
+        if not bool(array_module_of(step).isfinite(step).all()):
+            raise ValueError(f"the step of parameter {name!r} holds NaN or inf, which would make the parameter NaN: "
+                             f"give a finite step")
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = state[moment].get(name)
             if getattr(values, "shape", None) != value.shape:

@@ -12,7 +12,7 @@ from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import MAX_GENERATION, check_number, check_population, check_sigma, check_whole, is_integer
+from interface_checks import MAX_GENERATION, check_number, check_pairs, check_population, check_sigma, check_whole
 import optim
 import snn
 
@@ -58,10 +58,7 @@ class Config:
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
         check_config(self, params, network)
         check_whole("generation", generation, 0, MAX_GENERATION, "the generation to draw")
-        ends = [end for end in (pairs.start, pairs.stop) if end is not None] if isinstance(pairs, slice) else None
-        if ends is None or not all(is_integer(end) and 0 <= end <= self.population // 2 for end in ends):
-            raise ValueError(f"pairs must be a slice within the population's {self.population // 2} pairs (a process "
-                             f"may hold none), got {pairs!r}: use e.g. slice(0, {self.population // 2})")
+        check_pairs(pairs, self.population // 2)
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
 

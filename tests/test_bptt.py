@@ -308,3 +308,26 @@ def test_the_leaky_readouts_backward_is_the_adjoint_of_its_forward():
     left = (baselines.leaky_forward(currents, lif) * grad_v).sum()
     right = (currents * baselines.leaky_backward(grad_v, lif)).sum()
     assert left == pytest.approx(right, rel=1e-12)
+
+
+def test_backward_refuses_a_cache_of_another_forward():
+    """bptt_backward given the cache of another network (a readout it was not told), another LIF or
+    other parameters would return another network's gradients: one ValueError naming which; the
+    cache of the same ones, or of an equal copy of the parameters, is taken."""
+    params = snn.init_params(0, (6, 5, 3), std=1.0)
+    frames = (np.random.default_rng(0).random((4, 2, 6)) < 0.5).astype(np.float32)
+    labels = np.array([0, 2])
+    potential = snn.Network.parse("5", n_out=3, image=(6, 1, 1), readout="potential")
+    fix = "than bptt_backward is given: give both the same params, network= and lif="
+    for cache, other, what in (
+            (baselines.bptt_forward(params, frames, network=potential), {}, "network (its layers or readout)"),
+            (baselines.bptt_forward(params, frames, lif=snn.LIF(0.5)), {}, "LIF"),
+            (baselines.bptt_forward(snn.init_params(7, (6, 5, 3), std=1.0), frames), {}, "parameters"),
+            (baselines.bptt_forward(params, frames), dict(lif=snn.LIF(0.5)), "LIF")):
+        with pytest.raises(ValueError) as refused:
+            baselines.bptt_backward(params, cache, labels, **other)
+        assert str(refused.value) == f"the cache was made by bptt_forward with another {what} {fix}"
+    with pytest.raises(ValueError, match="cache must be the dict bptt_forward returned, got a dict without its made_wit"):
+        baselines.bptt_backward(params, {"frames": frames}, labels)
+    copied = {name: value.copy() for name, value in params.items()}
+    assert set(baselines.bptt_backward(copied, baselines.bptt_forward(params, frames), labels)) == set(params)

@@ -687,12 +687,28 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: optim.ascend(params, {"W1": params["W1"], "W2": params["W2"]}, optim.init(params), optim.Adam(0.01)),
          "grads name W1, W2 but the parameters are W1, W2, b1, b2: give one step per parameter"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0, pairs=2),
-         "pairs must be a slice within the population's 4 pairs (a process may hold none), got 2: use e.g. "
-         "slice(0, 4)"),
+         "pairs must be a slice within the population's 4 pairs, in steps of one (a process may hold none), got 2: "
+         "use e.g. slice(0, 4)"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0,
                                                pairs=slice(5, 9)),
-         "pairs must be a slice within the population's 4 pairs (a process may hold none), got slice(5, 9, None): "
-         "use e.g. slice(0, 4)"),
+         "pairs must be a slice within the population's 4 pairs, in steps of one (a process may hold none), got "
+         "slice(5, 9, None): use e.g. slice(0, 4)"),
+        (lambda: baselines.es_forward(params, frames, baselines.ESConfig(8, 0.1, 1, 1.0), 0, pairs=slice(2, 9)),
+         "pairs must be a slice within the population's 4 pairs, in steps of one (a process may hold none), got "
+         "slice(2, 9, None): use e.g. slice(0, 4)"),
+        (lambda: baselines.es_forward(params, frames * np.nan, baselines.ESConfig(8, 0.1, 1, 1.0), 0),
+         "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
+        (lambda: baselines.es_forward(params, frames, baselines.ESConfig(8, 0.1, 1, 1.0), -1),
+         "generation must be a whole number in 0..4294967295, got -1: use the generation's"),
+        (lambda: optim.ascend(params, {**params, "W1": params["W1"][:1]}, optim.init(params), optim.Adam(0.01)),
+         "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
+         "a float32 array of shape (1, 12): give one step per parameter"),
+        (lambda: optim.ascend(params, {**params, "W1": params["W1"].astype(np.float64)}, optim.init(params),
+                              optim.Adam(0.01)),
+         "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
+         "a float64 array of shape (8, 12): give one step per parameter"),
+        (lambda: optim.ascend(params, {**params, "W1": params["W1"] * np.nan}, optim.init(params), optim.Adam(0.01)),
+         "the step of parameter 'W1' holds NaN or inf, which would make the parameter NaN: give a finite step"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
          "readout 'potentials' is neither of rate, potential: use e.g. \"rate\""),
         (lambda: baselines.bptt_forward(params, frames.astype(np.int64)), f"frames are int64{AS_FLOATS}"),
@@ -738,6 +754,11 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: bptt_step(adam=optim.Adam(0.5, weight_decay=2.0)),
          "lr x weight_decay must be < 1, got 0.5 x 2.0: each step multiplies the parameters by 1 - lr x weight_decay, "
          "which would zero or flip them; lower one"),
+        (lambda: bptt_step(adam=optim.Adam(1e39)), "this step would make parameter 'W1' NaN or inf (lr 1e+39): lower "
+                                                   "lr; the parameters and state given are left as they were"),
+        (lambda: es_step(adam=optim.Adam(1e39)), "this step would make parameter 'W1' NaN or inf (lr 1e+39, sigma "
+                                                 "0.2): lower lr, or raise sigma; the parameters and state given are "
+                                                 "left as they were"),
         (lambda: bptt_step(adam=optim.Adam(0.01, beta1=1.0)), "beta1 must be an int or float in [0, 1), got 1.0: use "
                                                               "e.g. 0.9"),
         (lambda: bptt_step(adam=optim.Adam(0.01, beta2=-0.5)), "beta2 must be an int or float in [0, 1), got -0.5: use "
