@@ -287,6 +287,10 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     and made_with, the parameters, network and LIF it ran, which bptt_backward checks are its own.
     """
     snn.check_inputs(params, frames, network)
+    snn.check_lif(lif)
+    if smooth not in (True, False):  # a string would spike smoothly, unseen
+        raise ValueError(f"smooth must be True or False, got {smooth!r}")
+    interface_checks.check_number("k", k, 0, 1e6, "25", open_low=True)
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
@@ -373,6 +377,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     smooth=True in `bptt_forward` this is then the exact gradient of the smooth network.
     """
     network = snn.network_of(params, network)
+    snn.check_lif(lif)
     check_cache(params, cache, lif, network)
     xp = array_module_of(cache["v1"])
     n_steps, batch, n_in = cache["frames"].shape

@@ -11,8 +11,9 @@ counter-based generator Philox4x32-10 (Salmon et al., "Parallel random numbers: 
 
 and Box-Muller for the normals. A pair's noise is the same whether it is drawn alone or with the
 whole population, on NumPy or on CuPy. The functions here take keys as Eggroll checks them (a seed
-in 0..2^64 - 1, a generation and pairs in 0..2^32 - 1) and check nothing: a key outside its range
-wraps to another one.
+in 0..2^64 - 1, a generation and pairs in 0..2^32 - 1) and check nothing: a seed or a pair array
+outside its range wraps to another key (a seed of -1 is 2^64 - 1), a generation outside it fails in
+NumPy's conversion to uint32.
 """
 import hashlib
 import math

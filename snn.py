@@ -184,6 +184,13 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
+    if getattr(counts, "ndim", 0) < 2 or 0 in counts.shape[-2:] or getattr(counts, "dtype", None) not in (
+            numpy.float32, numpy.float64):  # (no member is taken: a process of a team may hold none)
+        got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
+        raise ValueError(f"counts must be a float32 or float64 array (..., N, n_out) of at least one sample and one "
+                         f"class, got {got}: give what forward returns")
+    if not bool(array_module_of(counts).isfinite(counts).all()):  # a NaN count would score NaN, unseen
+        raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
     check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     check_whole("n_steps", n_steps, 1, None, "T, the frames the counts were summed over")
     check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
@@ -196,6 +203,7 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
 def correct_per_class(counts, labels):
     """For each class, how many samples of that class the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
+    check_labels(labels, counts.shape[0], counts.shape[-1], "the counts' samples")
     hits = to_numpy(counts.argmax(axis=-1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
 
@@ -259,6 +267,9 @@ class Network:
         conv<channels>k<kernel>[s<stride>][p<padding>] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no
         padding); then n_out outputs.
         ValueError naming the fix for a layer that cannot be built."""
+        if not isinstance(hidden, str):
+            raise ValueError(f"hidden must be a string of layers, got {a_kind(hidden)}: use e.g. \"64\" or "
+                             f"\"conv8k5s2,64\"")
         layers = []
         for part in hidden.split(","):
             conv = CONV.fullmatch(part)
@@ -419,7 +430,14 @@ PAPER = Network.dense(SIZES)
 
 def network_of(params, network=None):
     """`network`, or, if None, the fully connected network of params' weight shapes."""
+    check_network(network)
     return network if network is not None else Network.dense(sizes_of(params))
+
+
+def check_network(network):
+    """ValueError naming the fix unless `network` is None (fully connected) or a Network."""
+    if network is not None and not isinstance(network, Network):
+        raise ValueError(f"network must be a snn.Network, got {type(network).__name__}: use Network.parse(hidden)")
 
 
 def layer_current(params, layer, x, network):
@@ -431,8 +449,9 @@ def layer_current(params, layer, x, network):
 
 def init_network(seed, network, std=INIT_STD, xp=numpy):
     """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32."""
-    if not isinstance(network, Network):
-        raise ValueError(f"network must be a snn.Network, got {type(network).__name__}: use Network.parse(hidden)")
+    if network is None:
+        raise ValueError("network must be a snn.Network, got NoneType: use Network.parse(hidden)")
+    check_network(network)
     network.checked()
     check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
@@ -469,8 +488,12 @@ def check_params(params, network=None):
     """ValueError naming the fix unless params are W1, b1, W2, b2, ... (two layers at least), float32 or
     float64 arrays, finite, of the shapes of `network` (None: of a fully connected network, each layer
     fitting the one before)."""
+    check_network(network)
     if network is not None:
         network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
+    if not (isinstance(params, dict) and all(isinstance(name, str) for name in params)):
+        raise ValueError(f"params must be a dict of W1, b1, W2, b2, ..., got {a_kind(params)}: make them with "
+                         f"snn.init_network(seed, network)")
     layers = n_layers(params)
     expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
     if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):

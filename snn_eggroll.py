@@ -6,13 +6,15 @@ fitness is -cross-entropy (Eqs. (3)-(4)) less a price per hidden spike if one is
 and `generation_step` is one generation of it as ask (the keys of Eq. (5)) -> forward -> fitness
 -> tell (Eqs. (7)-(9)). The equations are numbered as in README.md ("The method in equations").
 """
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import MAX_GENERATION, check_number, check_pairs, check_population, check_sigma, check_whole
+from interface_checks import (MAX_GENERATION, a_kind, check_number, check_pairs, check_population, check_sigma,
+                              check_whole)
 import optim
 import snn
 
@@ -45,8 +47,12 @@ class Config:
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
         (check_config checks them; Eggroll's Adam averages as Kingma & Ba's)."""
-        if not self.output_sigma_scale > 0:  # else the Eggroll would name the output layer's sigma it makes
-            raise ValueError(f"output_sigma_scale must be > 0, got {self.output_sigma_scale}: use e.g. 1.0")
+        # else the Eggroll would name the output layer's sigma it makes
+        check_number("output_sigma_scale", self.output_sigma_scale, 0, 1e6, "1.0", open_low=True)
+        if isinstance(self.sigma, Mapping):  # (Eggroll takes one per parameter; sigmas makes this network's)
+            raise ValueError(f"sigma is one float for every layer here (the output layer's scaled by "
+                             f"output_sigma_scale), got {a_kind(self.sigma)}: use e.g. 0.1, or eggroll.Eggroll for a "
+                             f"sigma per parameter")
         kingma_ba = optim.averages_of(optim.Adam(adam.lr))
         if optim.averages_of(adam) != kingma_ba:
             raise ValueError(f"EGGROLL's Adam averages as Kingma & Ba's {kingma_ba} (the moments' coefficients and "
@@ -138,6 +144,9 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
             raise ValueError(f"a price on spikes needs hidden_spikes, each member's count, of shape "
                              f"{tuple(counts.shape[:-2])}, got {getattr(hidden_spikes, 'shape', hidden_spikes)!r}: "
                              f"count them (count_hidden=True), or give spike_cost 0")
+        if not bool(array_module_of(hidden_spikes).isfinite(hidden_spikes).all() and (hidden_spikes >= 0).all()):
+            raise ValueError("hidden_spikes hold NaN, inf or a negative count, which no network's spikes make: count "
+                             "them (count_hidden=True)")
         loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
     return -loss
 

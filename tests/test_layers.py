@@ -652,6 +652,40 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(3), 0.5),
          "a price on spikes needs hidden_spikes, each member's count, of shape (2,), got (3,): count them "
          "(count_hidden=True), or give spike_cost 0"),
+        (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.array([1.0, -1.0]), 0.5),
+         "hidden_spikes hold NaN, inf or a negative count, which no network's spikes make: count them "
+         "(count_hidden=True)"),
+        (lambda: snn.cross_entropy(counts.tolist(), labels, 5), "counts must be a float32 or float64 array (..., N, "
+                                                                "n_out) of at least one sample and one class, got a "
+                                                                "list: give what forward returns"),
+        (lambda: snn.cross_entropy(counts[0, 0], labels, 5), "counts must be a float32 or float64 array (..., N, "
+                                                             "n_out) of at least one sample and one class, got a "
+                                                             "float32 array of shape (3,): give what forward returns"),
+        (lambda: snn.cross_entropy(counts[:, :0], labels[:0], 5), "counts must be a float32 or float64 array (..., N, "
+                                                                  "n_out) of at least one sample and one class, got a "
+                                                                  "float32 array of shape (2, 0, 3): give what forward "
+                                                                  "returns"),
+        (lambda: snn.cross_entropy(counts * np.nan, labels, 5), "counts hold NaN or inf, which no network's spikes "
+                                                                "make: give finite counts"),
+        (lambda: snn.correct_per_class(counts[0], np.array([0, 1, 2, -1])),
+         "labels must be integers in 0..2, the classes of the 3 outputs, got int64 labels from -1 to 2"),
+        (lambda: snn.Network.parse(64), "hidden must be a string of layers, got an int: use e.g. \"64\" or "
+                                        "\"conv8k5s2,64\""),
+        (lambda: snn.forward(params, frames, network="8"), "network must be a snn.Network, got str: use "
+                                                           "Network.parse(hidden)"),
+        (lambda: snn.forward([params], frames), "params must be a dict of W1, b1, W2, b2, ..., got a list: make them "
+                                                "with snn.init_network(seed, network)"),
+        (lambda: baselines.bptt_forward(params, frames, lif=(0.9, 1.0)), "lif must be a snn.LIF, got tuple: give e.g. "
+                                                                         "snn.LIF(beta=0.9, threshold=1.0)"),
+        (lambda: baselines.bptt_forward(params, frames, smooth="no"), "smooth must be True or False, got 'no'"),
+        (lambda: baselines.bptt_forward(params, frames, smooth=True, k=-1), "k must be an int or float in (0, 1e+06], "
+                                                                            "got -1: use e.g. 25"),
+        (lambda: baselines.bptt_backward(params, baselines.bptt_forward(params, frames), labels, lif="x"),
+         "lif must be a snn.LIF, got str: give e.g. snn.LIF(beta=0.9, threshold=1.0)"),
+        (lambda: snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0,
+                                             snn_eggroll.Config(8, 1, {"W1": 0.1}, 1, 1.0), optim.Adam(0.01)),
+         "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got a dict: use "
+         "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 15, 10), "index must be a whole number in 0..10, got 15: use the "
                                                             "update's number, from 0"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 0, 0), "count must be a whole number >= 1, got 0: use the run's "

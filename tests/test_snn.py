@@ -324,3 +324,12 @@ def test_the_network_sizes_are_the_sensors_and_the_digits():
     assert snn.SIZES[0] == data.N_INPUTS == 34 * 34 * 2 and snn.SIZES[-1] == len(data.DIGITS) == 10
     params = snn.init_params(1)
     assert [params[f"W{layer}"].shape for layer in (1, 2)] == [(snn.SIZES[1], snn.SIZES[0]), (snn.SIZES[2], snn.SIZES[1])]
+
+
+def test_the_loss_of_no_member_is_empty():
+    """A process of a team may hold no member: the loss of counts (0, N, n_out) is an empty array, not
+    a refusal (counts with no sample or no class are refused)."""
+    labels = np.array([0, 2])
+    assert snn.cross_entropy(np.zeros((0, 2, 3), np.float32), labels, 5).shape == (0,)
+    with pytest.raises(ValueError, match="of at least one sample and one class, got a float32 array of shape"):
+        snn.cross_entropy(np.zeros((1, 2, 0), np.float32), labels, 5)
