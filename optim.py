@@ -55,6 +55,13 @@ def init(params):
             "v": {name: value * 0 for name, value in params.items()}, "t": 0}
 
 
+def check_adam_state(state):
+    """ValueError naming the fix unless `state` holds Adam's m, v and t (their values: check_state)."""
+    if not (isinstance(state, dict) and "t" in state and all(isinstance(state.get(moment), dict) for moment in "mv")):
+        raise ValueError("state is not Adam's state (m, v and t): give optim.init(params), or the state the last "
+                         "update returned")
+
+
 def check_state(params, grads, state):
     """ValueError naming the fix unless the parameters are arrays of floats, grads hold a finite step
     of each one's shape (its type, or a narrower float), and state is Adam's state of them (init's, or the last update's):
@@ -63,9 +70,7 @@ def check_state(params, grads, state):
     if set(grads) != set(params):
         raise ValueError(f"grads name {', '.join(sorted(grads))} but the parameters are {', '.join(sorted(params))}: "
                          f"give one step per parameter")
-    if not (isinstance(state, dict) and "t" in state and all(isinstance(state.get(moment), dict) for moment in "mv")):
-        raise ValueError("state is not Adam's state (m, v and t): give optim.init(params), or the state the last "
-                         "update returned")
+    check_adam_state(state)
     check_whole("Adam's update count t", state["t"], 0, None, "the count optim.init starts at 0")
     for name, value in params.items():
         if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step

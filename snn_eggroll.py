@@ -166,6 +166,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_finite_frames(frames)
     snn.check_lif(lif)
     optim.check(adam)
+    optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)
     es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
     check_readout_settings(config)
     if team.size > 1:  # a process scoring its members otherwise would rank them apart from the others, unseen

@@ -682,6 +682,9 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                             "got -1: use e.g. 25"),
         (lambda: baselines.bptt_backward(params, baselines.bptt_forward(params, frames), labels, lif="x"),
          "lif must be a snn.LIF, got str: give e.g. snn.LIF(beta=0.9, threshold=1.0)"),
+        (lambda: snn_eggroll.generation_step(params, None, frames, labels, 0, snn_eggroll.Config(8, 1, 0.1, 1, 1.0),
+                                             optim.Adam(0.01)),
+         "state is not Adam's state (m, v and t): give optim.init(params), or the state the last update returned"),
         (lambda: snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0,
                                              snn_eggroll.Config(8, 1, {"W1": 0.1}, 1, 1.0), optim.Adam(0.01)),
          "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got a dict: use "
