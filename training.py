@@ -306,9 +306,13 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
                 else begin
             run.saved = start
-            params, validation = generations(run, params, state, start, step_seconds, progress and run.leader,
-                                             deadline)
-            return finish(run, params, validation, step_seconds)
+            try:
+                params, validation = generations(run, params, state, start, step_seconds, progress and run.leader,
+                                                 deadline)
+                return finish(run, params, validation, step_seconds)
+            except KeyboardInterrupt as stop:  # between the steps' own handler and the final evaluation's
+                raise Interrupted(f"{run.out} stopped at step {run.saved} of {run.total_steps}; {held_by(run)}",
+                                  stop) from None
         except BaseException as error:
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
@@ -418,10 +422,15 @@ def generations(run, params, state, start, step_seconds, show, deadline):
                     validation = evaluate_and_save(run, params, state, done, stats, step_seconds)
                     bar.set_postfix(val_acc=f"{validation[0]:.3f}")
         except KeyboardInterrupt as stop:
-            held = f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else \
-                "before its first checkpoint"
-            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; {held}", stop) from None
+            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; {held_by(run)}",
+                              stop) from None
     return params, validation
+
+
+def held_by(run):
+    """What a run stopped by a signal keeps, in words: "its checkpoint holds step N" or "before its
+    first checkpoint"."""
+    return f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else "before its first checkpoint"
 
 
 def minibatches(run, start):

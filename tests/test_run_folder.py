@@ -1445,6 +1445,21 @@ def test_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path, dataset, ca
     assert not (out / run_folder.CHECKPOINT).exists()
 
 
+def test_a_run_stopped_after_its_last_step_says_where_it_stopped(tmp_path, dataset, capsys, monkeypatch):
+    """Ctrl-C after the last step's checkpoint, before the final evaluation's own handler: the line
+    says the checkpoint holds every step, not that training never started; --resume then finishes."""
+    out = tmp_path / "run"
+
+    def stopped(*args):  # as a signal arriving before finish's own handler
+        raise KeyboardInterrupt
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "finish", stopped)
+        code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 130 and err == f"error: interrupted: {out} stopped at step 10 of 10; its checkpoint holds step " \
+                                  f"10; rerun with --resume to continue\n"
+    assert run.main(train_args(out, dataset, "--resume")) == 0 and (out / "final.json").exists()
+
+
 def resumed_from_an_older_checkpoint(tmp_path, dataset, capsys, monkeypatch, as_older):
     """A run stopped at step 7, its checkpoint rewritten as an older version wrote it (`as_older`),
     then resumed: it must end in the weights of the run trained in one go. Returns its folder."""
