@@ -344,6 +344,10 @@ def _how_to_restore(split_folder):
     """How to put back the recordings of a split folder (Train or Test): from N-MNIST's zip, or, for
     an emulated copy (its EMULATED.json beside the folder), by emulating one from other MNIST files."""
     if os.path.lexists(split_folder.parent / "EMULATED.json"):
+        if not os.path.lexists(split_folder.parent / "FINISHED.json"):  # stopped midway: finishing it keeps its work
+            return (f"{split_folder.parent} holds an emulation that did not finish (no FINISHED.json): rerun its "
+                    f"`run.py emulate --out {split_folder.parent.parent}` (with its --mnist and --seed) to finish it: "
+                    f"the recordings already made are kept")
         if _emulated_count(split_folder) == 0:  # an emulation of the other split alone (emulate --split)
             return (f"{split_folder.parent} was emulated from MNIST without its {split_folder.name} split (its "
                     f"FINISHED.json counts none there): emulate that split into the same folder (`run.py emulate "

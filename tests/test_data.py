@@ -956,3 +956,14 @@ def test_only_a_count_of_zero_in_finished_json_says_a_split_was_not_emulated(tmp
     (base / "FINISHED.json").write_text(json.dumps({"Train": counted, "Test": 5}))
     assert data._emulated_count(base / "Train") == (counted if counted == 0 and type(counted) is int else None)
     assert advice in data.split_folder_problem(base / "Train")
+
+
+def test_an_emulation_stopped_midway_is_to_be_finished_not_made_again(tmp_path):
+    """An emulated copy with no FINISHED.json (stopped midway, a digit's folder not yet made): the advice
+    is to rerun its emulation, which keeps what it made, not a fresh one from other MNIST files."""
+    base = tmp_path / "NMNIST"
+    base.mkdir()
+    (base / "EMULATED.json").write_text("{}")
+    assert data.split_folder_problem(base / "Train").endswith(
+        f"{base} holds an emulation that did not finish (no FINISHED.json): rerun its `run.py emulate --out "
+        f"{tmp_path}` (with its --mnist and --seed) to finish it: the recordings already made are kept")

@@ -87,8 +87,9 @@ def test_a_digit_missing_from_an_emulated_copy_is_to_be_emulated_not_restored_fr
         recording.unlink()
     for emulated, fix in ((False, "restore them from test.zip of N-MNIST"),
                           (True, "emulate a copy from MNIST files that hold every digit")):
-        if emulated:
+        if emulated:  # a finished emulation (one that did not finish is to be finished: test_data.py)
             (root / "NMNIST" / "EMULATED.json").write_text("{}")
+            (root / "NMNIST" / "FINISHED.json").write_text('{"Train": 5, "Test": 5}')
         with pytest.raises(data.MissingDataError) as error:
             load(root, tmp_path / "cache")
         message = str(error.value)
