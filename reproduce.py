@@ -74,7 +74,7 @@ def reproduce_grids(opts, deadline):
     if opts.data:
         if opts.real_root:  # before the emulation's minutes, not after them
             resources.nmnist_recordings(opts.real_root, "--real-root")
-            training.check_real_root(opts.real_root)
+            training.check_real_root(opts.real_root, opts.data_root)
         comparison.make_data(opts)  # emulated first, if that is the data
     left = check_reproduce(opts, grids)
     if opts.data and not opts.report_only:
@@ -183,7 +183,7 @@ def check_reproduce(opts, grids):
     (none with --report-only)."""
     if opts.real_root:
         resources.nmnist_recordings(opts.real_root, "--real-root")
-        training.check_real_root(opts.real_root)
+        training.check_real_root(opts.real_root, opts.data_root)
         check_rescorable(opts, grids)
     left = [] if opts.report_only else unfinished(opts, grids)
     for results_dir, config in left:

@@ -655,9 +655,14 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
             "data": splits.fingerprint()}
 
 
-def check_real_root(root):
-    """A UsageError if --real-root `root` holds emulated N-MNIST: its scores are reported as real
-    recordings'."""
+def check_real_root(root, data_root):
+    """A UsageError if --real-root `root` holds emulated N-MNIST, or is --data-root's copy, the runs'
+    own data: its scores are reported as those of other, real recordings."""
+    copy = lambda given: os.path.realpath(data.split_base(data.resolve_root(given)) or data.resolve_root(given))
+    if copy(root) == copy(data_root):  # (root or root/NMNIST, as tonic lays it out: one copy)
+        raise UsageError(f"--real-root {root} is the copy --data-root names, the runs' own data, and its scores "
+                         f"would be reported as other recordings'; give another copy of N-MNIST (nmnist-sample/, a "
+                         f"download), or drop --real-root")
     if emulate.provenance(root) is not None:
         raise UsageError(f"--real-root {root} holds emulated N-MNIST (its EMULATED.json says so), and its scores "
                          f"would be reported as real recordings'; give recorded N-MNIST (nmnist-sample/, a download), "

@@ -187,7 +187,7 @@ def main():
             if root is not None:  # before any run trains, not after
                 resources.nmnist_recordings(root, option)
         if opts.real_root is not None:
-            training.check_real_root(opts.real_root)
+            training.check_real_root(opts.real_root, opts.data_root)
         trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
         if trained:  # a table never mixes two data sets: refused before any run trains on another
             check_one_data(trained + [(f"--data-root {opts.data_root}",

@@ -415,7 +415,7 @@ def test_real_root_refuses_an_emulation_however_it_is_pointed_at(tmp_path, given
     (base / emulate.PROVENANCE).write_text(json.dumps(comparison.PROJECT_EMULATION))
     root = base.parent if given == "the copy's folder" else base
     with pytest.raises(run_folder.UsageError, match="holds emulated N-MNIST"):
-        training.check_real_root(str(root))
+        training.check_real_root(str(root), None)
 
 
 def test_the_sides_line_counts_every_seed_of_every_run():

@@ -170,8 +170,10 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     a second call trains nothing and writes the same table, and one asking for more generations
     trains runs of its own beside the others (their folders name the levers away from the recipe).
     A width typed 012 is the network 12's, in its folder name and config.json."""
+    real = tmp_path / "real"  # the recordings trained on, as another copy (the same copy is no --real-root)
+    shutil.copytree(ROOT / "nmnist-sample", real)
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
-               "--real-root", str(ROOT / "nmnist-sample"), "--out", str(tmp_path), "--generations", "2",
+               "--real-root", str(real), "--out", str(tmp_path), "--generations", "2",
                "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr

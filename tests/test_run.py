@@ -186,6 +186,11 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     scored = [r.read_bytes() for r in reals]
     assert run.main(reported + ["--real-root", real_root]) == 0  # the same recordings: kept
     assert [r.read_bytes() for r in reals] == scored
+    capsys.readouterr()
+    code, err = run_main(args + ["--real-root", real_root], capsys)  # the copy the runs trained on
+    assert code == 2 and err == (f"error: --real-root {real_root} is the copy --data-root names, the runs' own data, "
+                                 f"and its scores would be reported as other recordings'; give another copy of "
+                                 f"N-MNIST (nmnist-sample/, a download), or drop --real-root\n"), err
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
     assert run.main(reported + ["--real-root", str(other)]) == 0  # other recordings: scored again
     for real in reals:
@@ -209,7 +214,7 @@ def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on
     recordings it was scored on, or no --real-root, report it."""
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1)})
-    real_root = dataset[dataset.index("--data-root") + 1]
+    real_root = str(write_dataset(tmp_path / "real" / "NMNIST", n_train=3, n_test=3, seed=3).parent)  # not "other"
     args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset, "--runs",
             "eggroll-r1", "--seeds", "1"]
     assert run.main(args + ["--real-root", real_root]) == 0
@@ -548,8 +553,12 @@ def test_hyperscale_options_are_refused_elsewhere_and_each_part_has_its_own_fold
         assert code == 2 and message in err and err.count("\n") == 1, (extra, err)
     assert not results.exists()
 
-    for part in config.HYPERSCALE:  # a finished run in each part, for --report-only to report
-        write_run(results / "hyperscale" / part, "es-m512", 1)
+    for part in config.HYPERSCALE:  # a finished run of each part, for --report-only to report
+        first = config.hyperscale_runs(part)[0]
+        out = write_run(results / "hyperscale" / part, f"{first.name}-m{first.population}", first.seed,
+                        config=config.stored(first))
+        (out / "config.json").write_text(json.dumps(config.stored(first)))
+        (out / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     with run_folder.owned(results / "hyperscale" / "budget"):  # another process reproducing the budget part
         code, err = run_main(["reproduce", "--config", "hyperscale", "--part", "budget", "--results", str(results),
                               "--report-only"], capsys)
@@ -597,7 +606,9 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert not (eggroll_run / "final.json").exists() and not es_run.exists()
     assert "| eggroll-r1 |" not in (part / "table.md").read_text()
 
-    assert run.main(args + ["--real-root", str(REAL_DIR)]) == 0
+    real_copy = tmp_path / "real"  # the same recordings, as another copy (its own data is no --real-root)
+    shutil.copytree(REAL_DIR, real_copy)
+    assert run.main(args + ["--real-root", str(real_copy)]) == 0
     n_train, n_test = (len(data.list_recordings(REAL_ROOT / split)) for split in ("Train", "Test"))
     n_val = round(n_train / 10)  # the validation share of data.py's split
     for out in (eggroll_run, es_run):
@@ -1261,7 +1272,8 @@ def test_reproduce_real_root_never_writes_real_json_through_a_link(tmp_path, dat
     (out / "real.json").unlink(missing_ok=True)
     (out / "real.json").symlink_to(theirs)
     capsys.readouterr()
-    code = run.main(args + ["--real-root", dataset[1]])
+    shutil.copytree(dataset[1], tmp_path / "real")  # the same recordings, as another copy
+    code = run.main(args + ["--real-root", str(tmp_path / "real")])
     err = capsys.readouterr().err
     assert code == 2 and "real.json is a symbolic link" in err, err
     assert theirs.read_text() == "the user's notes"
