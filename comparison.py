@@ -149,7 +149,7 @@ def comparison(local_dir, committed_dir, preset):
     """comparison.md's text: the rows of `rows` for the runs under local_dir and committed_dir."""
     local, committed = report.collect(Path(local_dir)), report.collect(Path(committed_dir))
     cell = lambda side: "–" if side is None else f"{side[0]:.2f} ± {side[1]:.2f}" + (
-        f" ({side[2]} seeds)" if side[2] != len(run_config.SEEDS) else "")
+        f" ({side[2]} seed{'s' * (side[2] != 1)})" if side[2] != len(run_config.SEEDS) else "")
     number = lambda value, sign="": "–" if value is None else f"{value:{sign}.2f}"
     lines = [f"# The {preset} preset on this machine beside the paper and the committed runs", "",
              f"This machine: {machine()}; {sides_line(local, 'its runs')}.",
@@ -194,7 +194,7 @@ def sides_line(runs, subject):
     finals = [final for seeds in runs.values() for final, _ in seeds]
     trained_on = sorted({report.data_description(final.get("data")) for final in finals})
     devices = report.devices_line(runs, list(runs)).split(": ", 1)[1]
-    return f"{devices}; {len(finals)} runs; {subject} trained on {' and on '.join(trained_on)}"
+    return f"{devices}; {len(finals)} run{'s' * (len(finals) != 1)}; {subject} trained on {' and on '.join(trained_on)}"
 
 
 def machine():

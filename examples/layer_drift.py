@@ -96,7 +96,8 @@ def main(argv=None):
             run_folder.refuse_run_folder(opts.out.parent, "give another --out")
             resources.refuse_data_folder(opts.out.parent, "give --out a path outside it", what="where a table goes")
         exits.refuse_foreign_file(opts.out, HEADER.encode(), "this table", "give another --out")
-        text = table([row for run in opts.runs for row in drift(run)])
+        runs = list({run.resolve(): run for run in reversed(opts.runs)}.values())[::-1]  # a run named twice: once
+        text = table([row for run in runs for row in drift(run)])
         if opts.out:
             write_atomically(opts.out, text)
         exits.say(text.rstrip(), "give --out FILE to keep the table")

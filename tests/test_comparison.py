@@ -43,7 +43,7 @@ def test_each_row_lies_within_twice_the_committed_std_or_one_point(tmp_path):
     assert "| method | the paper | committed runs | this machine | difference | tolerance | within |" in text
     assert "| bptt | 94.03 | 95.00 ± 0.00 | 93.00 ± 0.00 | -2.00 | 1.00 | no |" in text
     assert "| es | 76.17 | 72.00 ± 2.00 | 75.00 ± 0.00 | +3.00 | 4.00 | yes |" in text
-    assert "| eggroll-r1 | 78.75 | – | 50.00 ± 0.00 (1 seeds) | – | – | – |" in text
+    assert "| eggroll-r1 | 78.75 | – | 50.00 ± 0.00 (1 seed) | – | – | – |" in text
     assert "| eggroll-r4 | 79.21 | 80.00 ± 0.00 (2 seeds) | 80.90 ± 0.00 | +0.90 | 1.00 | yes |" in text
     assert [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "---" not in line] == \
         ["| method", "| bptt", "| es", "| eggroll-r1", "| eggroll-r4"]

@@ -470,6 +470,9 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
         assert row["noise_walk"] == drift.noise_walk(0.1, config.lr_schedule, 3) and row["moved"] > 0
         assert row["coherent"] == pytest.approx(np.sqrt(max(row["moved"] ** 2 - row["noise_walk"] ** 2, 0)))
     assert (tmp_path / "drift.md").read_text() == drift.table(rows) and f"| {rows[0]['moved']:.3f} |" in done.stdout
+    twice = subprocess.run([*command[:3], str(run / "."), "--out", str(tmp_path / "twice.md")], capture_output=True,
+                           text=True, timeout=300)  # one run named twice: its rows once
+    assert twice.returncode == 0 and (tmp_path / "twice.md").read_text() == drift.table(rows), twice.stderr
     far = tmp_path / "far"  # finite weights of 1e30, whose float32 squares overflow: measured, not inf, no warning
     shutil.copytree(run, far)
     arrays = dict(np.load(far / "checkpoint.npz"))
