@@ -19,8 +19,8 @@ The noise comes from the project's Philox streams (noise.py: Philox4x32-10, a co
 generator, makes every number a function of seed, generation, pair, parameter and position), so
 this file and eggroll.py draw the same numbers and take the same steps (tests/test_nano_eggroll.py
 holds them to it). This file keeps a generation's factors from the forward pass to the step g
-(Eq. (7)); eggroll.py draws them again from their keys, so that no more than a block of them is
-held at once.
+(Eq. (7)); eggroll.py draws them again from their keys for the step, so that between ask and tell
+a Population holds keys, not factors.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
 minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–40 CPU seconds and scores

@@ -160,15 +160,29 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
 
 
+def test_the_derivations_layout_of_the_factors_is_eggrolls():
+    """derivation.md's third code block, after the plain loop: its assertion holds, and its array is
+    the layout eggroll's functions take: materialise of it, with B laid out alike, is A_p B_p^T / sqrt(r)."""
+    import eggroll
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
+    scope = {}
+    exec(blocks[0], scope)
+    exec(blocks[2], scope)
+    B_p = [np.random.default_rng(p).normal(size=(5, 2)) for p in range(2)]
+    E = eggroll.materialise(scope["A"], np.stack([b.T for b in B_p]))
+    for p, A_p in enumerate((scope["A_1"], scope["A_2"])):
+        assert np.allclose(E[p], A_p @ B_p[p].T / np.sqrt(2))
+
+
 def test_the_derivations_whole_generation_is_the_methods_and_climbs():
-    """derivation.md's third code block, on the plain loop's toy: its centred ranks are
+    """derivation.md's fourth code block, on the plain loop's toy: its centred ranks are
     eggroll.centred_ranks' (no ties on this F), its step the project's gradient of those ranks, and
     300 generations of it with Adam close ||W - W*||^2 at least 100-fold."""
     import eggroll
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[2], scope)
+    exec(blocks[3], scope)
     start = (scope["W_star"] ** 2).sum()
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
     fitness, c = scope["fitness"], scope["c"]
