@@ -420,7 +420,7 @@ class Eggroll:
             with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
                 differences = check_differences(pair_differences(shaped))
             summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
-            with numpy.errstate(over="ignore", invalid="ignore"):  # a step beyond float's range: refused just below
+            with numpy.errstate(over="ignore"):  # a step beyond float's range: refused just below
                 grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
                                                self.pairs))                                          # (7)-(8)
                 check_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes

@@ -184,8 +184,8 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
-    if getattr(counts, "ndim", 0) < 2 or 0 in counts.shape[-2:] or getattr(counts, "dtype", None) not in (
-            numpy.float32, numpy.float64):  # (no member is taken: a process of a team may hold none)
+    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or counts.ndim < 2 or \
+            0 in counts.shape[-2:]:  # (no member is taken: a process of a team may hold none)
         got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
         raise ValueError(f"counts must be a float32 or float64 array (..., N, n_out) of at least one sample and one "
                          f"class, got {got}: give what forward returns")
@@ -203,9 +203,10 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
 def correct_per_class(counts, labels):
     """For each class, how many samples of that class the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
-    check_labels(labels, counts.shape[0], counts.shape[-1], "the counts' samples")
-    hits = to_numpy(counts.argmax(axis=-1) == labels)
-    return numpy.bincount(to_numpy(labels)[hits], minlength=counts.shape[-1])
+    n_samples, n_out = counts.shape
+    check_labels(labels, n_samples, n_out, "the counts' samples")
+    hits = to_numpy(counts.argmax(axis=1) == labels)
+    return numpy.bincount(to_numpy(labels)[hits], minlength=n_out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,7 +472,7 @@ def init_params(seed, sizes=SIZES, std=INIT_STD, xp=numpy):
 
 def n_layers(params):
     """How many LIF layers a network's parameters {W1, b1, W2, b2, ...} hold."""
-    return sum(1 for name in params if name.startswith("W"))
+    return sum(1 for name in params if isinstance(name, str) and name.startswith("W"))
 
 
 def layer_of(name):
@@ -491,7 +492,7 @@ def check_params(params, network=None):
     check_network(network)
     if network is not None:
         network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
-    if not (isinstance(params, dict) and all(isinstance(name, str) for name in params)):
+    if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of W1, b1, W2, b2, ..., got {a_kind(params)}: make them with "
                          f"snn.init_network(seed, network)")
     layers = n_layers(params)
@@ -500,7 +501,7 @@ def check_params(params, network=None):
         wanted = f"{len(network.layers)} layers" if network is not None else "at least 2 layers"
         raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
                          f"{wanted}, got "
-                         f"{', '.join(sorted(params))}: make them with snn.init_network(seed, network)")
+                         f"{', '.join(sorted(map(str, params)))}: make them with snn.init_network(seed, network)")
     for name, value in sorted(params.items()):  # Adam would cast an integer step back to whole units
         if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
             kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"

@@ -103,7 +103,7 @@ EQUIVALENT = {
     "snn_eggroll.x_population_forward__mutmut_159": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
     "snn_eggroll.x_population_forward__mutmut_210": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
-    "snn_eggroll.xǁConfigǁmethod__mutmut_7": (
+    "snn_eggroll.xǁConfigǁmethod__mutmut_23": (
         "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
     "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
     "eggroll.xǁPopulationǁ__post_init____mutmut_14": ("*self.pairs[-2:]", RANGE_ENDS),
@@ -114,7 +114,8 @@ EQUIVALENT = {
     "snn.x_cross_entropy__mutmut_69": ("(-2, 1)", NEGATIVE_RESHAPE),
     "snn.x_cross_entropy__mutmut_47": ("array_module_of(None)", NEP18),
     "snn.x_check_params__mutmut_57": ("array_module_of(None).isfinite(value)", NEP18),
-    "optim.x_check_state__mutmut_92": ("array_module_of(None)", NEP18),
+    "optim.x_check_state__mutmut_132": ("array_module_of(None)", NEP18),
+    "optim.x_check_state__mutmut_109": ("array_module_of(None).isfinite(step)", NEP18),
     "snn.x_check_frames__mutmut_17": ("network_of(params, None).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_frames__mutmut_19": ("network_of(params, ).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_labels__mutmut_15": ('labels.dtype.kind not in "XXiuXX" or', KIND_LETTERS),
@@ -138,16 +139,19 @@ EQUIVALENT = {
     "noise.x_standard_normals__mutmut_23": ("xp.arange(n_blocks, )", PHILOX_WORDS),
     "baselines.x_batched_forward__mutmut_95": ("sigma / sign[None, :, None, None]", SIGN),
     "baselines.x_batched_forward__mutmut_124": ("sigma / sign[None, :, None]", SIGN),
-    "baselines.x_bptt_backward__mutmut_10": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_backward__mutmut_94": (
+    "baselines.x_bptt_backward__mutmut_19": ("array_module_of(None)", NEP18),
+    "baselines.x_bptt_backward__mutmut_103": (
         "if layer >= 1:", "the gradient of the input frames (layer 1's fold) is computed, never read"),
-    "baselines.x_bptt_backward__mutmut_110": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_147": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_156": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_119": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_156": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_165": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
     "baselines.x_sequential_forward__mutmut_53": (
         "snn.counts_of(member, frames, lif, 2,", "a second member of the same weights is run and never read: [0] is"),
-    "baselines.x_bptt_forward__mutmut_14": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_forward__mutmut_52": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_forward__mutmut_37": ("array_module_of(None)", NEP18),
+    "baselines.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
+    "baselines.x_check_cache__mutmut_37": ("array_module_of(None).array_equal(", NEP18),
+    "snn_eggroll.x_fitness__mutmut_52": ("array_module_of(None).isfinite(hidden_spikes)", NEP18),
+    "baselines.x_bptt_forward__mutmut_83": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
     "snn.x_check_finite_frames__mutmut_4": ("array_module_of(None).isfinite(frames)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),

@@ -508,6 +508,7 @@ def summary(values):
     (dict(readout="potential"), '"readout": "potential"'),
     (dict(samples=slice(None, None, -1)), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),
     (dict(samples=[3, 1, 2, 0, 4, 5]), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),  # the same labels
+    (dict(labels=np.array([1, 0, 2, 0, 1, 2])), 'minibatch (rank 0: {"frames": [[4, 6, 12], '),  # the same frames
     (dict(samples=slice(1, None)), '"frames": [[4, 5, 12], ')])
 def test_eggroll_processes_scoring_members_otherwise_are_refused_together(changed, named):
     """EGGROLL's generation under a team: ask compares the Eggroll's settings, and the generation the
@@ -523,11 +524,11 @@ def test_eggroll_processes_scoring_members_otherwise_are_refused_together(change
 
     def step_with(settings_of):
         def body(team):
-            settings = {**dict(logit_scale=1.0, spike_cost=0.0, lif=snn.LIF(), readout="rate", samples=slice(None)),
-                        **settings_of(team.rank)}
+            settings = {**dict(logit_scale=1.0, spike_cost=0.0, lif=snn.LIF(), readout="rate", samples=slice(None),
+                               labels=labels), **settings_of(team.rank)}
             try:
                 snn_eggroll.generation_step(params, optim.init(params), frames[:, settings["samples"]],
-                                            labels[settings["samples"]], 0,
+                                            settings["labels"][settings["samples"]], 0,
                                             snn_eggroll.Config(8, 1, 0.1, 1, settings["logit_scale"],
                                                                spike_cost=settings["spike_cost"]),
                                             optim.Adam(0.01), settings["lif"], team,

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 import baselines
 import config
 import data
+import interface_checks
 import optim
 import snn
 import snn_eggroll
@@ -689,6 +690,33 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                              snn_eggroll.Config(8, 1, {"W1": 0.1}, 1, 1.0), optim.Adam(0.01)),
          "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got a dict: use "
          "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
+        (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0,
+                                               pairs=slice(0, 4, 2)),
+         "pairs must be a slice within the population's 4 pairs, in steps of one (a process may hold none), got "
+         "slice(0, 4, 2): use e.g. slice(0, 4)"),
+        (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0,
+                                                                                  output_sigma_scale=1000000.5), 0),
+         "output_sigma_scale must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 1.0"),
+        (lambda: baselines.bptt_forward(params, frames, smooth=True, k=1000000.5),
+         "k must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 25"),
+        (lambda: baselines.bptt_backward(params, [], labels), "cache must be the dict bptt_forward returned, got a list "
+                                                              "without its made_with: give bptt_backward what "
+                                                              "bptt_forward(params, frames, ...) returned"),
+        (lambda: baselines.bptt_backward(params, baselines.bptt_forward(params, frames), labels, network="8"),
+         "network must be a snn.Network, got str: use Network.parse(hidden)"),
+        (lambda: snn.init_network(0, None), "network must be a snn.Network, got NoneType: use Network.parse(hidden)"),
+        (lambda: snn.forward({1: params["W1"], **params}, frames),
+         "a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, at least 2 layers, "
+         "got 1, W1, W2, b1, b2: make them with snn.init_network(seed, network)"),
+        (lambda: snn.correct_per_class(counts[0], labels[:3]),
+         "labels must have shape (4,) to match the counts' samples, got (3,)"),
+        (lambda: optim.ascend({"a": np.ones(2)}, {"a": memoryview(np.ones(2))}, optim.init({"a": np.ones(2)}),
+                              optim.Adam(0.1)),
+         "the step of parameter 'a' must be an array of its shape (2,), of floats no wider than its float64, got a "
+         "memoryview: give one step per parameter"),
+        (lambda: optim.ascend({"a": np.ones(2)}, {"a": [1.0, 1.0]}, optim.init({"a": np.ones(2)}), optim.Adam(0.1)),
+         "the step of parameter 'a' must be an array of its shape (2,), of floats no wider than its float64, got a "
+         "list: give one step per parameter"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 15, 10), "index must be a whole number in 0..10, got 15: use the "
                                                             "update's number, from 0"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 0, 0), "count must be a whole number >= 1, got 0: use the run's "
@@ -832,3 +860,27 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     for sigma in (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)):  # float32's range, ends and all
         with np.errstate(over="ignore", invalid="ignore"):  # (members at sigma float32's largest overflow)
             baselines.es_forward(params, frames, baselines.ESConfig(8, sigma, 1, 2.0), 0)
+
+
+def test_an_overflowing_bptt_or_es_step_is_one_error_without_numpys_warnings():
+    """An lr so large that Adam's step overflows float32: BPTT's and vanilla ES's steps raise one
+    FloatOverflow naming it, with no NumPy warning before it (as EGGROLL's tell)."""
+    import warnings
+    params = snn.init_network(0, snn.Network.dense((12, 8, 3)))
+    frames, labels = np.ones((5, 4, 12), np.float32), np.array([0, 1, 2, 0])
+    steps = (lambda: baselines.bptt_step(params, optim.init(params), frames, labels, baselines.BPTTConfig(25.0, 2.0),
+                                         optim.Adam(1e39)),
+             lambda: baselines.es_generation_step(params, optim.init(params), frames, labels, 1,
+                                                  baselines.ESConfig(8, 0.2, 1, 2.0), optim.Adam(1e39)))
+    for step in steps:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(interface_checks.FloatOverflow, match="this step would make parameter 'W1' NaN or inf"):
+                step()
+
+
+def test_a_price_on_spikes_costs_a_silent_member_nothing():
+    """Hidden counts of 0 (a member whose hidden layers never spike) are taken, and cost nothing."""
+    counts, labels = np.ones((2, 4, 3), np.float32), np.array([0, 1, 2, 0])
+    assert np.array_equal(snn_eggroll.fitness(counts, labels, 5, 1.0, np.zeros(2), 0.5),
+                          snn_eggroll.fitness(counts, labels, 5, 1.0))
