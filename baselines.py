@@ -361,8 +361,8 @@ def check_cache(params, cache, lif, network):
             for name, value in params.items())))
         if not same]
     if differ:
-        raise ValueError(f"the cache was made by bptt_forward with another {differ[0]} than bptt_backward is given: give "
-                         f"both the same params, network= and lif=")
+        raise ValueError(f"the cache was made by bptt_forward with another {differ[0]} than bptt_backward is given: "
+                         f"give both the same params, network= and lif=")
 
 
 def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True,

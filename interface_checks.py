@@ -374,10 +374,10 @@ def check_stepped(params, optimiser, es):
         settings = f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
         if not bool(xp.isfinite(value).all()):
             raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
-                             f"lower lr{raw}; the state told is left as it was")
+                                f"lower lr{raw}; the state told is left as it was")
         if optimiser is not None and not bool(xp.isfinite(optimiser["v"][name]).all()):
-            raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
-                             f"large ({settings}): raise sigma{raw}; the state told is left as it was")
+            raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "
+                                f"too large ({settings}): raise sigma{raw}; the state told is left as it was")
 
 
 def check_differences(differences):

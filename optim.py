@@ -64,9 +64,9 @@ def check_adam_state(state):
 
 def check_state(params, grads, state):
     """ValueError naming the fix unless the parameters are arrays of floats, grads hold a finite step
-    of each one's shape (its type, or a narrower float), and state is Adam's state of them (init's, or the last update's):
-    moments of each parameter's shape, finite, the average of g^2 >= 0, and a whole update count
-    Q >= 0. A damaged state would step to NaN unseen."""
+    of each one's shape (its type, or a narrower float), and state is Adam's state of them (init's,
+    or the last update's): moments of each parameter's shape, finite, the average of g^2 >= 0, and a
+    whole update count Q >= 0. A damaged state would step to NaN unseen."""
     if set(grads) != set(params):
         raise ValueError(f"grads name {', '.join(sorted(grads))} but the parameters are {', '.join(sorted(params))}: "
                          f"give one step per parameter")

@@ -430,7 +430,8 @@ def generations(run, params, state, start, step_seconds, show, deadline):
 def held_by(run):
     """What a run stopped by a signal keeps, in words: "its checkpoint holds step N" or "before its
     first checkpoint"."""
-    return f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else "before its first checkpoint"
+    return f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else \
+        "before its first checkpoint"
 
 
 def minibatches(run, start):
