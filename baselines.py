@@ -189,7 +189,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     summed = team.update_pairs(config.pairs, eggroll.PAIRS_PER_BLOCK)
     grads = team.sum(full_rank_gradient(eggroll.pair_differences(shaped)[summed], params, config, generation,
                                         summed))                                            # Eqs. (10), (8)
-    with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, in one line
+    with numpy.errstate(over="ignore"):  # an overflow is said below, in one line
         stepped, state = optim.ascend(params, grads, state, adam)                            # Eq. (9)
     check_stepped(stepped, f"lr {adam.lr!r}, sigma {config.sigma!r}", "lower lr, or raise sigma")
     return stepped, state, eggroll.population_stats(fitnesses, shaped)
