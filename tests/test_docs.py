@@ -160,14 +160,33 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
 
 
+def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys):
+    """derivation.md's third code block, after the plain loop: it prints the lines the page shows;
+    raw differences in units 30 times as large end far out, centred ranks end where they do in the
+    first units; its centred ranks are eggroll.centred_ranks' (no ties on this F)."""
+    import eggroll
+    page = (ROOT / "docs" / "derivation.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    scope = {}
+    exec(blocks[0], scope)
+    capsys.readouterr()
+    exec(blocks[2], scope)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 4 and all(f"    {line}\n" in page for line in printed), printed
+    distance = [float(line.rsplit("= ", 1)[1]) for line in printed]
+    assert distance[1] > 1e6 * distance[0] and distance[2] == distance[3]
+    x = np.random.default_rng(0).normal(size=16)
+    assert np.allclose(scope["centred_ranks"](x), eggroll.centred_ranks(x))
+
+
 def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's third code block, after the plain loop: its assertion holds, and its array is
+    """derivation.md's fifth code block, after the plain loop: its assertion holds, and its array is
     the layout eggroll's functions take: materialise of it, with B laid out alike, is A_p B_p^T / sqrt(r)."""
     import eggroll
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[2], scope)
+    exec(blocks[3], scope)
     B_p = [np.random.default_rng(p).normal(size=(5, 2)) for p in range(2)]
     E = eggroll.materialise(scope["A"], np.stack([b.T for b in B_p]))
     for p, A_p in enumerate((scope["A_1"], scope["A_2"])):
@@ -175,14 +194,14 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs():
-    """derivation.md's fourth code block, on the plain loop's toy: its centred ranks are
+    """derivation.md's fifth code block, on the plain loop's toy: its centred ranks are
     eggroll.centred_ranks' (no ties on this F), its step the project's gradient of those ranks, and
     300 generations of it with Adam close ||W - W*||^2 at least 100-fold."""
     import eggroll
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[3], scope)
+    exec(blocks[4], scope)
     start = (scope["W_star"] ** 2).sum()
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
     fitness, c = scope["fitness"], scope["c"]
