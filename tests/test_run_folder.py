@@ -726,7 +726,8 @@ def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(t
     out = tmp_path / "quick" / "runs" / "es-seed1"
     intact = (out / run_folder.CHECKPOINT).read_bytes()
     (out / run_folder.CHECKPOINT).write_bytes(b"damaged")  # scoring the finished run on other recordings reads it
-    code, err = run_main([*args, "--real-root", dataset[1]], capsys)
+    shutil.copytree(dataset[1], tmp_path / "real")  # the same recordings, as another copy
+    code, err = run_main([*args, "--real-root", str(tmp_path / "real")], capsys)
     assert code == 2 and err.endswith(f"restore it from a copy to score the run again (its final.json holds the run's "
                                       f"results), or move {out} away (it is left as it is) and reproduce trains the "
                                       f"run again there\n"), err
