@@ -59,7 +59,8 @@ from tqdm import tqdm
 import data
 import exits
 import mnist
-from run_folder import TEMPORARY, UsageError, holder, os_problem, owned, read_json, refuse_link, write_atomically, writing
+from run_folder import (TEMPORARY, UsageError, holder, is_own_file, os_problem, owned, read_json, refuse_link,
+                        write_atomically, writing)
 
 VERSION = 1  # of the emulator's bytes: a change to any recording's bytes is a new version
 SENSOR = 34  # pixels per side of the sensor's field
@@ -324,8 +325,8 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     `mnist_folder` (downloaded into the cache folder if None), on `workers` processes. Recordings
     already there are kept (one cut short is made again), so a second call finishes what an
     interrupted one began. With `every_digit`, MNIST files that lack a digit in a split (whose
-    emulation training would refuse) are refused before anything is made. Returns {"recordings": written now, "kept": already
-    there, "events": written now}."""
+    emulation training would refuse) are refused before anything is made. Returns {"recordings":
+    written now, "kept": already there, "events": written now}."""
     root = Path(out) / "NMNIST"
     refuse_link(root)
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
@@ -378,9 +379,10 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
 
 
 def kept_as_made(path):
-    """Whether a rerun keeps the recording at `path`: there, and not cut short (a file whose size is
-    no whole number of 5-byte events, from a copy or a full disk, is made again)."""
-    return path.exists() and not (path.is_file() and path.stat().st_size % 5)
+    """Whether a rerun keeps the recording at `path`: there, and not cut short (a file of the
+    emulation's own whose size is no whole number of 5-byte events, from a copy or a full disk, is
+    made again; a link, or one name of a hard-linked file, is someone else's too, and kept)."""
+    return path.exists() and not (is_own_file(path) and path.stat().st_size % 5)
 
 
 def refuse_strays(folder, made, root):

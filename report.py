@@ -161,7 +161,8 @@ def collect(results_dir, expected=None):
     and the fix, for a damaged or foreign file. `expected` ({folder name: RunConfig}, the preset's
     runs, as reproduce passes it): a folder that is not one of them is named in a warning line and
     left out (`stray_problem`)."""
-    runs, trained_on, scored_on, left_out = {}, {}, {}, 0  # the data each run trained, and was scored, on: {key: folder}
+    runs, trained_on, scored_on = {}, {}, {}  # the data each run trained, and was scored, on: {key: folder}
+    left_out = 0  # finished runs named in a warning and left out
     for entry in sorted((results_dir / "runs").glob("*")):
         if entry.is_symlink() and not entry.exists():  # glob passes over it: say so
             print(f"warning: {entry} is left out of the report: it is a link to {os.readlink(entry)}, which does "

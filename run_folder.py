@@ -817,8 +817,9 @@ def check_final_record(out, config, damaged_too=True):
     other_data = next((split for split, fingerprint in scored_on.items() if saved["data"].get(split) != fingerprint),
                       None)
     if held != wanted or other_data:
-        why = differences(held, wanted) if held != wanted else \
-            f"trained on other data: {other_data} {scored_on[other_data]}, the checkpoint's {saved['data'].get(other_data)}"
+        why = differences(held, wanted) if held != wanted else (f"trained on other data: {other_data} "
+                                                                 f"{scored_on[other_data]}, the checkpoint's "
+                                                                 f"{saved['data'].get(other_data)}")
         raise UsageError(f"{path} is another run's ({why}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
                          f"then {rescore}")
@@ -1075,7 +1076,7 @@ def final_problem(final):
     if problem is None and "seed" not in final["config"]:
         problem = "config.seed is missing"
     for split in ("test", "val"):  # a split's accuracy is its digits' weighted mean: it lies within their range
-        digits = [acc for acc in final.get(f"{split}_acc_per_digit") or [] if acc is not None] if problem is None else []
+        digits = [] if problem else [acc for acc in final.get(f"{split}_acc_per_digit") or [] if acc is not None]
         if digits and not min(digits) - 1e-9 <= final[f"{split}_acc"] <= max(digits) + 1e-9:
             problem = (f"{split}_acc {final[f'{split}_acc']} lies outside its digits' accuracies "
                        f"({min(digits)}..{max(digits)}), of which it is the mean weighted by each digit's recordings")

@@ -683,3 +683,17 @@ def test_an_emulation_into_a_folder_inside_an_nmnist_copy_is_refused(tmp_path, c
                                  f"folders): a data folder, which the project only reads; give --out a folder of its "
                                  f"own (an emulation is a copy of its own, beside the others)\n"), err
     assert sorted(path.relative_to(copy) for path in copy.rglob("*")) == before
+
+
+def test_a_rerun_remakes_only_its_own_recordings_cut_short(tmp_path):
+    """A recording cut short is made again only if it is the emulation's own file: a link to one, or
+    one name of a hard-linked one, is someone else's too and kept as it is; a whole one is kept."""
+    theirs = tmp_path / "theirs.bin"
+    theirs.write_bytes(b"123")  # cut short: no whole number of 5-byte events
+    own, linked, hard, whole = (tmp_path / name for name in ("own.bin", "linked.bin", "hard.bin", "whole.bin"))
+    own.write_bytes(b"123")
+    linked.symlink_to(theirs)
+    os.link(theirs, hard)
+    whole.write_bytes(b"12345")
+    assert [emulate.kept_as_made(path) for path in (own, linked, hard, whole, tmp_path / "none.bin")] == \
+        [False, True, True, True, False]
