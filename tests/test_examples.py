@@ -688,8 +688,11 @@ def test_ctrl_c_while_the_modules_load_is_one_line(tmp_path, script, again):
     """Ctrl-C before exits.py has loaded (SIGINT sent as NumPy is imported, as a slow start-up meets
     it): the script's own line, as exits.py words it later, exit status 130, not a traceback."""
     (tmp_path / "numpy.py").write_text("import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGINT)\n")
+    # Ctrl-C's default action, as a terminal starts the script, also where the tests run in the background
+    # (whose processes start with SIGINT ignored, which Python keeps)
     done = subprocess.run([sys.executable, str(ROOT / script)], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert done.returncode == 130 and done.stdout == "" and done.stderr == f"error: interrupted; {again}\n", \
         done.stderr
 
