@@ -191,17 +191,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
                                         summed))                                            # Eqs. (10), (8)
     with numpy.errstate(over="ignore"):  # an overflow is said below, in one line
         stepped, state = optim.ascend(params, grads, state, adam)                            # Eq. (9)
-    check_stepped(stepped, f"lr {adam.lr!r}, sigma {config.sigma!r}", "lower lr, or raise sigma")
+    interface_checks.check_stepped(stepped, f"lr {adam.lr!r}, sigma {config.sigma!r}", "lower lr, or raise sigma")
     return stepped, state, eggroll.population_stats(fitnesses, shaped)
-
-
-def check_stepped(params, settings, fix):
-    """FloatOverflow naming the fix if a step left a parameter NaN or inf (an lr so large that the step
-    overflows): the caller's parameters and state are left as they were."""
-    for name, value in params.items():
-        if not bool(array_module_of(value).isfinite(value).all()):
-            raise interface_checks.FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): "
-                                                 f"{fix}; the parameters and state given are left as they were")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,5 +426,5 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
                          "or check the input frames for non-finite values")
     with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, in one line
         stepped, state = optim.ascend(params, {name: -g for name, g in grads.items()}, state, adam)  # Eq. (9)
-    check_stepped(stepped, f"lr {adam.lr!r}", "lower lr")
+    interface_checks.check_stepped(stepped, f"lr {adam.lr!r}", "lower lr")
     return stepped, state, {"loss": float(loss)}

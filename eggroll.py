@@ -42,10 +42,10 @@ from distributed import ALONE
 import gpu
 from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
 from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences,
-                              check_finite, check_finite_outputs, check_finite_params, check_formed_size, check_known,
-                              check_layer, check_noise_size, check_optimiser, check_params, check_params_size,
-                              check_settings, check_sigma, check_stepped, check_told, check_whole, fingerprint_of,
-                              fitness_array, input_array)
+                              check_eggroll_stepped, check_finite, check_finite_outputs, check_finite_params,
+                              check_formed_size, check_known, check_layer, check_noise_size, check_optimiser,
+                              check_params, check_params_size, check_settings, check_sigma, check_told, check_whole,
+                              fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
@@ -423,10 +423,10 @@ class Eggroll:
             with numpy.errstate(over="ignore"):  # a step beyond float's range: refused just below
                 grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
                                                self.pairs))                                          # (7)-(8)
-                check_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes
+                check_eggroll_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes
                 params, optimiser = optim.ascend(state.params, grads, state.optimiser,
                                                  optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
-            check_stepped(params, optimiser, self)
+            check_eggroll_stepped(params, optimiser, self)
             return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 
     def check_asked(self, state, population):

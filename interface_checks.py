@@ -362,22 +362,33 @@ def check_whole(setting, value, low, high, example):
         raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
 
 
-def check_stepped(params, optimiser, es):
-    """ValueError naming the fix if a step left a parameter NaN or inf (a sigma so small that g overflows,
-    an lr so large that the step does, raw fitness differences so large that g does), or Adam's
-    average of g^2 inf, which would stop the parameter where it is from then on. Given the step g
-    as `params` and no optimiser, whether g itself is finite, before Adam takes it."""
+def check_stepped(params, settings, fix):
+    """FloatOverflow naming the fix if a step left a parameter NaN or inf (an lr so large that the step
+    overflows, a sigma so small that g does): `settings` the step's, one text or one per parameter name,
+    `fix` what to change. The caller's parameters and state are left as they were."""
+    for name, value in params.items():
+        if not bool(array_module_of(value).isfinite(value).all()):
+            made = settings[name] if isinstance(settings, dict) else settings
+            raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({made}): {fix}; the parameters "
+                                f"and state given are left as they were")
+
+
+def check_eggroll_stepped(params, optimiser, es):
+    """check_stepped with EGGROLL's settings (each parameter's sigma, lr) and fix (raw differences also set
+    g's size), and, given `optimiser`, Adam's average of g^2 inf, which would stop the parameter where it is
+    from then on. Given the step g as `params` and no optimiser, whether g itself is finite, before Adam
+    takes it."""
     raw = ", or scale the fitness down (raw differences set g's size) or shape it by centred ranks" \
         if es.shaping == "raw" else ""
-    for name, value in params.items():
-        xp = array_module_of(value)
-        settings = f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
-        if not bool(xp.isfinite(value).all()):
-            raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({settings}): raise sigma or "
-                                f"lower lr{raw}; the state told is left as it was")
-        if optimiser is not None and not bool(xp.isfinite(optimiser["v"][name]).all()):
+    settings = {name: f"sigma {sigma!r}, lr {es.lr!r}" for name, sigma in es.sigmas(params).items()}
+    check_stepped(params, settings, f"raise sigma or lower lr{raw}")
+    if optimiser is None:
+        return
+    for name, average in optimiser["v"].items():
+        if not bool(array_module_of(average).isfinite(average).all()):
             raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "
-                                f"too large ({settings}): raise sigma{raw}; the state told is left as it was")
+                                f"too large ({settings[name]}): raise sigma{raw}; the parameters and state given "
+                                f"are left as they were")
 
 
 def check_differences(differences):

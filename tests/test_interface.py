@@ -673,8 +673,8 @@ def test_a_foreign_population_or_state_is_told_in_full():
     start = raw.init(W)
     assert told(raw, start, raw.ask(start), (1e38, -1e38, 1e38, -1e38)) == (
         "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or scale "
-        "the fitness down (raw differences set g's size) or shape it by centred ranks; the state told is left as it "
-        "was")
+        "the fitness down (raw differences set g's size) or shape it by centred ranks; the parameters and "
+        "state given are left as they were")
 
 
 def test_a_population_of_a_later_generation_is_refused_too():
@@ -1920,14 +1920,14 @@ def test_a_parameter_of_no_entries_is_named_whichever_side_is_empty(shape):
 
 def test_a_step_that_makes_one_entry_inf_is_refused():
     """Raw differences so large that g overflows in one entry only: the step is refused (a parameter
-    NaN or inf anywhere, check_stepped), not returned with that entry inf."""
+    NaN or inf anywhere, check_eggroll_stepped), not returned with that entry inf."""
     es = eggroll.Eggroll(4, 1, 0.1, 0, lr=1.0, shaping="raw")
     state = es.init({"w": np.ones((2, 3), np.float32), "b": np.ones(2, np.float32)})
     moved = {name: value.copy() for name, value in state.params.items()}
     moved["w"][0, 0] = np.inf
     with pytest.raises(ValueError, match="this step would make parameter 'w' NaN or inf"):
-        interface_checks.check_stepped(moved, state.optimiser, es)
-    interface_checks.check_stepped(state.params, state.optimiser, es)  # finite everywhere: taken
+        interface_checks.check_eggroll_stepped(moved, state.optimiser, es)
+    interface_checks.check_eggroll_stepped(state.params, state.optimiser, es)  # finite everywhere: taken
 
 
 def test_every_members_copy_beyond_the_machines_ram_is_refused_before_anything_is_drawn(monkeypatch):
