@@ -228,3 +228,41 @@ def test_the_ask_tell_interface_on_the_device():
 
     x = rng.standard_normal((3, 4)).astype(np.float32)
     run_both(generation, params, x, rng.standard_normal((6, 3, 4)).astype(np.float32))
+
+
+def refused_both(function, *args, **kwargs):
+    """function's refusal of the host arguments and of their device copies: the same error, word for word."""
+    with pytest.raises(ValueError) as host:
+        function(*args, **kwargs)
+    with pytest.raises(type(host.value)) as device:
+        function(*on_device(args), **on_device(kwargs))
+    assert str(device.value) == str(host.value)
+    return str(host.value)
+
+
+def test_refusals_on_the_device_say_what_they_say_on_the_host():
+    """The checks' refusals of device arrays (a non-finite frame or Adam moment, an overflowed step of each
+    method, another network's BPTT cache, a negative spike count, an interface step beyond float32) raise
+    the host's line, not CuPy's TypeError from a device value put to a host question."""
+    params, frames, labels = problem()
+    nan_frames = frames.copy()
+    nan_frames[0, 0, 0] = np.nan
+    damaged = optim.init(params)
+    damaged["v"]["W1"][0, 0] = np.nan
+    huge = optim.Adam(lr=1e39)
+    other = {name: value.copy() for name, value in params.items()}
+    other["W2"][0, 0] += 1
+    said = [refused_both(baselines.es_forward, params, nan_frames, ES, 0),
+            refused_both(snn_eggroll.generation_step, params, damaged, frames, labels, 0, CONFIG, ADAM),
+            refused_both(baselines.es_generation_step, params, optim.init(params), frames, labels, 0, ES, huge),
+            refused_both(baselines.bptt_step, params, optim.init(params), frames, labels, BPTT, huge),
+            refused_both(baselines.bptt_backward, other, baselines.bptt_forward(params, frames), labels),
+            refused_both(snn_eggroll.fitness, np.ones((2, 5, 4), np.float32), labels, 4, 1.0,
+                         np.array([1.0, -1.0], np.float32), 0.5)]
+    es = eggroll.Eggroll(4, 1, 0.1, seed=0, shaping="raw")
+    for start in ({"w": np.ones((2, 3), np.float32)}, {"w": xp.asarray(np.ones((2, 3), np.float32))}):
+        state = es.init(start)
+        with pytest.raises(eggroll.FloatOverflow) as raised:
+            es.tell(state, es.ask(state), [1e38, -1e38, 1e38, -1e38])
+        said.append(str(raised.value))
+    assert said[-1] == said[-2] and all(line.count("\n") == 0 for line in said), said
