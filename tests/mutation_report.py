@@ -145,7 +145,6 @@ EQUIVALENT = {
     "baselines.x_sequential_forward__mutmut_53": (
         "snn.counts_of(member, frames, lif, 2,", "a second member of the same weights is run and never read: [0] is"),
     "baselines.x_bptt_forward__mutmut_37": ("array_module_of(None)", NEP18),
-    "baselines.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
     "baselines.x_check_cache__mutmut_37": ("array_module_of(None).array_equal(", NEP18),
     "snn_eggroll.x_fitness__mutmut_52": ("array_module_of(None).isfinite(hidden_spikes)", NEP18),
     "baselines.x_bptt_forward__mutmut_83": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
@@ -191,7 +190,8 @@ EQUIVALENT = {
         "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
     "interface_checks.x_check_outputs_size__mutmut_10": (
         "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
-    "interface_checks.x_check_stepped__mutmut_11": ('array_module_of(None)', "array module: used only for xp.float32, and CuPy's float32 is NumPy's"),
+    "interface_checks.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
+    "interface_checks.x_check_eggroll_stepped__mutmut_24": ("array_module_of(None).isfinite(average)", NEP18),
     "interface_checks.x_check_whole__mutmut_22": ('(True, True): "XXXX"', 'no caller leaves out both bounds (a population has only an upper one; a rank, member, seed, generation or count a lower one), so the entry of neither bound is never read'),
     "interface_checks.x_check_whole__mutmut_30": ('value.dtype.kind in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_78": ('not in "XXbiufXX"', KIND_LETTERS),
