@@ -107,8 +107,8 @@ def fitness(counts, labels, n_frames, logit_scale):
 # EGGROLL
 
 def draw_noise(params, generation, settings):
-    """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), row j of A[p] being
-    column j of A_p in EGGROLL's paper; b -> delta (P, m). Float32, from the same streams and in the same
+    """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), the rows of A[p] being
+    the columns of A_p in EGGROLL's paper; b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
     pairs, r = np.arange(settings.members // 2), settings.rank
@@ -147,7 +147,7 @@ def population_forward(params, perturbations, x, settings):
     # Layer 1: every member sees the same frames, so x W1^T + b1 is computed once, and x B_p for every
     # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
-    xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; column p r + j: x times column j of B_p
+    xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
     # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_p^T alone.
     # As einsums: xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
@@ -183,8 +183,8 @@ def gradient(f, perturbations, sigma):
         if name.startswith("W"):
             A, B = drawn
             P, r, m = A.shape
-            # A (P, r, m) holds A[p] = A_p^T, so A.reshape(P r, m) is the stacked A of Eq. (7): row p r + j
-            # is column j of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
+            # A (P, r, m) holds A[p] = A_p^T, so A.reshape(P r, m) is the stacked A of Eq. (7): pair p's r
+            # rows are the columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
             weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, (P r, m)
             grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
         else:
