@@ -138,39 +138,39 @@ def cosine(first, second):
     return float((first * second).sum() / (np.linalg.norm(first) * np.linalg.norm(second)))
 
 
-def staircase(x):
-    """A fitness with no gradient: -|x| rounded to a whole number, flat between its jumps as a
+def staircase(theta):
+    """A fitness with no gradient: -|theta| rounded to a whole number, flat between its jumps as a
     spike count is between the weights at which a spike appears or vanishes."""
-    return -np.round(np.abs(x))
+    return -np.round(np.abs(theta))
 
 
-EDGES = np.arange(10) + 0.5  # where round(|x|) jumps by one, as far out as the figure goes
+EDGES = np.arange(10) + 0.5  # where round(|theta|) jumps by one, as far out as the figure goes
 
 
-def smoothed_staircase(x, sigma):
-    """J(x) = 𝔼 F(x + sigma eps) and J'(x), eps ~ 𝒩(0, 1), exactly: round(|x + sigma eps|) counts
-    the EDGES it reaches, each edge with probability Pr(|x + sigma eps| >= edge) =
-    Phi((x - edge)/sigma) + Phi((-x - edge)/sigma)."""
-    x = np.asarray(x, dtype=float)[..., None]
+def smoothed_staircase(theta, sigma):
+    """J(theta) = 𝔼 F(theta + sigma eps) and J'(theta), eps ~ 𝒩(0, 1), exactly: round(|theta + sigma eps|)
+    counts the EDGES it reaches, each edge with probability Pr(|theta + sigma eps| >= edge) =
+    Phi((theta - edge)/sigma) + Phi((-theta - edge)/sigma)."""
+    theta = np.asarray(theta, dtype=float)[..., None]
     cdf = np.vectorize(lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2))))
     pdf = lambda z: np.exp(-z ** 2 / 2) / math.sqrt(2 * math.pi)
-    value = -(cdf((x - EDGES) / sigma) + cdf((-x - EDGES) / sigma)).sum(axis=-1)
-    slope = -(pdf((x - EDGES) / sigma) - pdf((x + EDGES) / sigma)).sum(axis=-1) / sigma
+    value = -(cdf((theta - EDGES) / sigma) + cdf((-theta - EDGES) / sigma)).sum(axis=-1)
+    slope = -(pdf((theta - EDGES) / sigma) - pdf((theta + EDGES) / sigma)).sum(axis=-1) / sigma
     return value, slope
 
 
-def staircase_slopes(x, sigma, pairs=1000, seed=0):
-    """At x: J'(x) and ES's estimate of it from `pairs` antithetic pairs,
-    sum_p (F(x + sigma eps_p) - F(x - sigma eps_p)) eps_p / (2 P sigma), sections 1-2 with raw
-    differences."""
+def staircase_slopes(theta, sigma, pairs=1000, seed=0):
+    """At theta: J'(theta) and ES's estimate of it from `pairs` antithetic pairs,
+    sum_p (F(theta + sigma eps_p) - F(theta - sigma eps_p)) eps_p / (2 P sigma), sections 1-2 with
+    raw differences."""
     eps = np.random.default_rng(seed).standard_normal(pairs)
-    estimate = ((staircase(x + sigma * eps) - staircase(x - sigma * eps)) * eps).sum() / (2 * pairs * sigma)
-    return float(smoothed_staircase(x, sigma)[1]), float(estimate)
+    estimate = ((staircase(theta + sigma * eps) - staircase(theta - sigma * eps)) * eps).sum() / (2 * pairs * sigma)
+    return float(smoothed_staircase(theta, sigma)[1]), float(estimate)
 
 
-def staircase_spread(x, sigma, pairs=1000, seeds=500):
+def staircase_spread(theta, sigma, pairs=1000, seeds=500):
     """The standard error of staircase_slopes' estimate: its spread over `seeds` seeds."""
-    return float(np.std([staircase_slopes(x, sigma, pairs, seed)[1] for seed in range(seeds)]))
+    return float(np.std([staircase_slopes(theta, sigma, pairs, seed)[1] for seed in range(seeds)]))
 
 
 def checks(toy=Toy(), draws=2000):
@@ -306,13 +306,15 @@ def seeds_check(seeds=range(1, 11), generations=300):
 # What the figure of docs/derivation.md shows and the lines printed beside it, from the functions above.
 
 
-def staircase_view(x0=1.2, sigmas=(0.1, 0.6)):
-    """The staircase F and its smoothing J at each sigma on x from -3 to 3, and at x0, for each sigma,
-    J(x0), J'(x0), ES's estimate of J'(x0) from 1,000 pairs and that estimate's standard error."""
-    x = np.linspace(-3, 3, 1201)
-    return {"x": x, "F": staircase(x), "J": {sigma: smoothed_staircase(x, sigma)[0] for sigma in sigmas}, "x0": x0,
-            "at x0": {sigma: (smoothed_staircase(x0, sigma)[0], *staircase_slopes(x0, sigma),
-                              staircase_spread(x0, sigma)) for sigma in sigmas}}
+def staircase_view(theta0=1.2, sigmas=(0.1, 0.6)):
+    """The staircase F and its smoothing J at each sigma on theta from -3 to 3, and at theta0, for each
+    sigma, J(theta0), J'(theta0), ES's estimate of J'(theta0) from 1,000 pairs and that estimate's
+    standard error."""
+    theta = np.linspace(-3, 3, 1201)
+    return {"theta": theta, "F": staircase(theta), "theta0": theta0,
+            "J": {sigma: smoothed_staircase(theta, sigma)[0] for sigma in sigmas},
+            "at theta0": {sigma: (smoothed_staircase(theta0, sigma)[0], *staircase_slopes(theta0, sigma),
+                              staircase_spread(theta0, sigma)) for sigma in sigmas}}
 
 
 def plane_view(gradient, g, members, theta, vectors):
@@ -363,9 +365,9 @@ def figure_numbers(toy=Toy(), generations=300, draws=2000):
 def figure_lines(numbers):
     """The lines printed beside the figure, from figure_numbers' `numbers`."""
     stairs, generations, draws = numbers["staircase"], numbers["generations"], numbers["draws"]
-    lines = [f"staircase F = -round(|x|) at x = {stairs['x0']}: F' = 0; " + ", ".join(
+    lines = [f"staircase F = -round(|theta|) at theta = {stairs['theta0']}: F' = 0; " + ", ".join(
                  f"J' = {exact:.3f}, ES from 1,000 pairs {estimate:.3f} +- {error:.3f} (sigma {sigma})"
-                 for sigma, (_, exact, estimate, error) in stairs["at x0"].items()),
+                 for sigma, (_, exact, estimate, error) in stairs["at theta0"].items()),
              f"one generation at W = 0: step g of rank {numbers['rank']}, cosine with G "
              f"{numbers['cosine']['g']:.3f} (rank-1 noise), {numbers['cosine']['full g']:.3f} (full-rank noise)",
              f"mean of {draws} steps at W = 0: cosine with G " + ", ".join(
@@ -448,15 +450,15 @@ def draw_plane(ax, subfigure, numbers):
 
 
 def draw_staircase(ax, stairs):
-    """The staircase, its smoothings and ES's slope estimates at x0 (staircase_view's)."""
-    x, x0 = stairs["x"], stairs["x0"]
-    ax.plot(x, stairs["F"], color="0.3", linewidth=2, label="F = −round(|x|): no gradient")
-    for (sigma, (height, exact, estimate, _)), colour in zip(stairs["at x0"].items(), ("C0", "C3")):
-        ax.plot(x, stairs["J"][sigma], color=colour, label=f"J, σ = {sigma}: J′({x0}) = {exact:.2f}")
-        ax.plot([x0 - 0.6, x0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
+    """The staircase, its smoothings and ES's slope estimates at theta0 (staircase_view's)."""
+    theta, theta0 = stairs["theta"], stairs["theta0"]
+    ax.plot(theta, stairs["F"], color="0.3", linewidth=2, label="F = −round(|θ|): no gradient")
+    for (sigma, (height, exact, estimate, _)), colour in zip(stairs["at theta0"].items(), ("C0", "C3")):
+        ax.plot(theta, stairs["J"][sigma], color=colour, label=f"J, σ = {sigma}: J′({theta0}) = {exact:.2f}")
+        ax.plot([theta0 - 0.6, theta0 + 0.6], [height - 0.6 * estimate, height + 0.6 * estimate], color=colour,
                 linestyle="--", linewidth=1.5)
     ax.plot([], [], color="0.5", linestyle="--", label="ES's slope from 1,000 pairs")
-    ax.set(xlabel="x", ylabel="fitness", title="ES climbs J(x) = 𝔼 F(x + σε), smooth\nwhere F is a staircase")
+    ax.set(xlabel="θ", ylabel="fitness", title="ES climbs J(θ) = 𝔼 F(θ + σε), smooth\nwhere F is a staircase")
     ax.legend(fontsize=8, loc="lower center")
 
 

@@ -156,22 +156,23 @@ def test_a_closed_standard_output_is_one_line_and_the_figure_stays_whole(tmp_pat
     assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
-@pytest.mark.parametrize("x, sigma", [(1.2, 0.1), (1.2, 0.6), (-0.4, 0.3), (2.2, 1.0)])
-def test_the_staircase_is_smoothed_as_derived_and_es_finds_the_slope(x, sigma):
-    """J of the staircase, in closed form, is the mean of F over 400,000 Gaussian draws around x;
+@pytest.mark.parametrize("theta, sigma", [(1.2, 0.1), (1.2, 0.6), (-0.4, 0.3), (2.2, 1.0)])
+def test_the_staircase_is_smoothed_as_derived_and_es_finds_the_slope(theta, sigma):
+    """J of the staircase, in closed form, is the mean of F over 400,000 Gaussian draws around theta;
     J' is J's own central difference; ES's raw-difference estimate of J' from 100,000 pairs lies
-    within 5 standard errors of it; F itself is flat at x."""
+    within 5 standard errors of it; F itself is flat at theta."""
     eps = np.random.default_rng(4).standard_normal(400_000)
-    samples = toy_module.staircase(x + sigma * eps)
-    value, slope = toy_module.smoothed_staircase(x, sigma)
+    samples = toy_module.staircase(theta + sigma * eps)
+    value, slope = toy_module.smoothed_staircase(theta, sigma)
     assert abs(value - samples.mean()) <= 5 * samples.std() / math.sqrt(eps.size)
-    after, before = (toy_module.smoothed_staircase(x + h, sigma)[0] for h in (1e-5, -1e-5))
+    after, before = (toy_module.smoothed_staircase(theta + h, sigma)[0] for h in (1e-5, -1e-5))
     assert slope == pytest.approx((after - before) / 2e-5, abs=1e-4)
     pairs = 100_000
     draws = np.random.default_rng(5).standard_normal(pairs)
-    each = (toy_module.staircase(x + sigma * draws) - toy_module.staircase(x - sigma * draws)) * draws / (2 * sigma)
-    assert abs(toy_module.staircase_slopes(x, sigma, pairs, seed=5)[1] - slope) <= 5 * each.std() / math.sqrt(pairs)
-    assert toy_module.staircase(x + 1e-3) == toy_module.staircase(x - 1e-3)
+    each = (toy_module.staircase(theta + sigma * draws) - toy_module.staircase(theta - sigma * draws)) * draws \
+        / (2 * sigma)
+    assert abs(toy_module.staircase_slopes(theta, sigma, pairs, seed=5)[1] - slope) <= 5 * each.std() / math.sqrt(pairs)
+    assert toy_module.staircase(theta + 1e-3) == toy_module.staircase(theta - 1e-3)
 
 
 @pytest.mark.parametrize("name", ["a\nb.png", "a\rb.png"])
