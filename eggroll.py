@@ -11,22 +11,25 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
         hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, rows, m), Eq. (6)
         state, stats = es.tell(state, pop, fitness(pop.linear("out.w", hidden, bias="out.b"), labels))
 
-Read top to bottom:
+Read top to bottom; the method is in the functions named, and the rest checks what callers give:
   1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
-     their keys (noise.py) whenever they are needed                                        (5)
-  2. the population, `ask`'s answer: x (theta + sigma E_p)^T of every member, E_p never formed:
+     their keys (noise.py) whenever they are needed: `lowrank_factors`                           (5)
+  2. the population, `ask`'s answer: x (W + sigma E_p)^T of every member, E_p never formed:
      x W^T once, x [B_1 ... B_P] for the whole population in blocks of PAIRS_PER_BLOCK pairs,
-     each pair's two members sharing it                                                    (6)
-  3. fitness shaping: centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p)
-  4. the step g, one matrix product per weight                                          (7)-(8)
-  5. `tell`: shape, form g from the keys, and let Adam climb it (optim.py)                  (9)
+     each pair's two members sharing it: `population_product`, `Population.linear`               (6)
+  3. fitness shaping: centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p):
+     `centred_ranks`, `pair_differences`
+  4. the step g, one matrix product per weight: `lowrank_gradient`, `bias_gradient`          (7)-(8)
+  5. `Eggroll.tell`: shape, form g from the keys, and let Adam climb it (optim.py)               (9)
+Beside nano_eggroll.py, three things differ: the members are interleaved (below), a bias's noise
+rides in its weight's product as one more rank (`Population.rows`), and no factor is ever stored.
 
 The method knows no network: its clients call `linear` where their layers multiply, the spiking
 network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it names, is in
 interface_checks.py.
 
-Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); row j of A[p] is the j-th
-column of A_p in EGGROLL's paper (Sarkar et al.). Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T.
+Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); the rows of A[p] are the
+columns of A_p in EGGROLL's paper (Sarkar et al.). Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T.
 (Upper case, as in that paper: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
@@ -172,7 +175,7 @@ class Population:
     def rows(self, weight, bias, dtype):
         """[sigma/sqrt(r) A_p^T ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
-            x (theta + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
+            x (W + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
         try:
             dtype = numpy.dtype(dtype)  # float is float64, as NumPy reads it
@@ -191,7 +194,8 @@ class Population:
         return xp.concatenate([sigma / math.sqrt(self.rank) * A, bias_sigma * delta[:, None, :]], axis=1), B
 
     def linear(self, name, x, bias=None):
-        """x (theta_name + sigma E_p)^T (+ the bias's member) for every member, Eq. (6): (2·pairs, rows, m).
+        """x (W + sigma E_p)^T, W parameter `name` (+ the bias's member), for every member, Eq. (6):
+        (2·pairs, rows, m).
 
         x is (rows, n), shared by all members, or (2·pairs, rows, n), one per member (a hidden layer's
         output); its rows are samples, or frames of samples (snn_eggroll.py: T N of them).

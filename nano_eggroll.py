@@ -1,7 +1,8 @@
 """nano EGGROLL: evolution strategies with low-rank perturbations, training a spiking network, on one page.
 
-The same method as eggroll.py, without what makes that one fast or safe (member chunks, members
-simulated a cache-sized group at a time; blocks of pairs; a GPU; several processes; input checks).
+The same method as eggroll.py and snn_eggroll.py, without what makes them fast or safe (blocks of
+pairs; members simulated a cache-sized group at a time, in snn_eggroll.py; a GPU; several processes;
+input checks).
 The equations are numbered as in README.md ("The method in equations") and derived in
 docs/derivation.md; each function holds the line it computes.
 
