@@ -99,7 +99,9 @@ def standard_error(samples):
 # the error that both add.
 # The check: the E_p of 32 pairs at each rank from 1 to 64 and at full rank (`eggroll.lowrank_factors`,
 # `baselines.full_rank_noise`); their mean entry variance within 5 standard errors of 1, their
-# mean excess kurtosis within 5 of 6/r (0 at full rank).
+# mean excess kurtosis within 5 of 6/r (0 at full rank). At r = 1, where the 32 pairs' E_p vary
+# most, the line gives the means' standard errors (±): a mean a standard error or two from 1, or
+# from √(mn), is what 32 draws give.
 
 # %%
 def lowrank_scale():
@@ -120,8 +122,10 @@ def lowrank_scale():
         assert abs(excess_kurtosis[rank].mean() - expected) <= 5 * standard_error(excess_kurtosis[rank]), rank
     norms = {rank: np.sqrt(m * n * variance[rank]) for rank in variance}  # ‖E_p‖_F
     report(1, lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries),
-           "entry variance at r = " + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks)
-           + f", full rank: {variance['full'].mean():.3f}; mean ‖E‖_F {norms[1].mean():.1f} (r = 1), "
+           f"entry variance at r = 1: {variance[1].mean():.3f} ± {standard_error(variance[1]):.3f}, "
+           + ", ".join(f"{r}: {variance[r].mean():.3f}" for r in ranks[1:])
+           + f", full rank: {variance['full'].mean():.3f}; mean ‖E‖_F {norms[1].mean():.1f} ± "
+           f"{standard_error(norms[1]):.1f} (r = 1), "
            f"{norms[64].mean():.1f} (r = 64), {norms['full'].mean():.1f} (full rank), √(mn) = {math.sqrt(m * n):.1f}; "
            f"excess kurtosis {excess_kurtosis[1].mean():.2f} (r = 1, 6/r = 6), {excess_kurtosis[64].mean():.3f} "
            f"(r = 64, 6/r = 0.094), {excess_kurtosis['full'].mean():.3f} (full rank)")
@@ -489,10 +493,11 @@ def training_race(seconds, data_root):
 # ## What to read next
 #
 # `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
-# pairs, member chunks, the GPU, several processes). Then `noise.py` (the Philox streams the factors
-# are regenerated from), `snn.py` (the LIF network), `optim.py` (Adam, Eq. (9)), `baselines.py`
-# (vanilla ES and BPTT), and the tests that hold them to their equations (tests/test_eggroll.py,
-# tests/test_es.py). Every file and equation has its place in [docs/code.md](docs/code.md).
+# pairs, the GPU, several processes). Then `noise.py` (the Philox streams the factors are
+# regenerated from), `snn.py` (the LIF network), `snn_eggroll.py` (its population, simulated in
+# cache-sized groups of members), `optim.py` (Adam, Eq. (9)), `baselines.py` (vanilla ES and BPTT),
+# and the tests that hold them to their equations (tests/test_eggroll.py, tests/test_es.py). Every
+# file and equation has its place in [docs/code.md](docs/code.md).
 
 # %%
 # ---------------------------------------------------------------------------------------------
