@@ -43,7 +43,6 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     from pathlib import Path
 
     import numpy as np
-    from matplotlib.figure import Figure
 
     import baselines
     import data
@@ -504,9 +503,16 @@ def training_race(seconds, data_root):
 # The figures: each claim's measurements drawn; nothing here is measured or checked.
 
 
+def new_figure(figsize):
+    """An empty matplotlib figure of `figsize` inches. Matplotlib is imported here, when the first
+    figure is drawn, not with the modules above: a refused command or --help answers without it."""
+    from matplotlib.figure import Figure
+    return Figure(figsize=figsize, layout="constrained")
+
+
 def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
     """Claim 1: an entry's variance and distribution and the noise's length, at each rank and at full rank."""
-    figure = Figure(figsize=(14, 4.3), layout="constrained")
+    figure = new_figure((14, 4.3))
     figure.suptitle("Claim 1: with the 1/√r of Eq. (5), an entry of E has variance 1 at every rank, so E is as long "
                     "as full-rank noise at every rank;\nwhat the rank changes is how the entries go together (a "
                     "row's entries share a row of A_p) and, right, an entry's tails, heavier at low rank")
@@ -548,7 +554,7 @@ def forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, 
         np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
         return table
 
-    figure = Figure(figsize=(14, 4.6), layout="constrained")
+    figure = new_figure((14, 4.6))
     figure.suptitle(f"Claim 2: Eq. (6) gives the currents of W ± σE to {current_gap:.0e} and exactly the same "
                     f"spikes without forming E, while the noise\nchanges {100 * changed:.0f} % of the spike counts "
                     f"(8 members × 32 samples × 10 outputs)")
@@ -572,7 +578,7 @@ def forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, 
 def gradient_estimate_figure(estimators, populations, repeats, cosine, error, predicted_error):
     """Claim 3: each estimator's cosine with the true gradient and its error, measured and predicted, per population size."""
     extra = {rank: 100 * (predicted_error(rank) / predicted_error(None) - 1) for rank in (1, 4)}
-    figure = Figure(figsize=(13, 5), layout="constrained")
+    figure = new_figure((13, 5))
     figure.suptitle(f"Claim 3: the error of the gradient estimate falls as 1/P at every rank, as predicted; "
                     f"low rank adds only {extra[1]:.0f} % (r = 1)\nand {extra[4]:.0f} % (r = 4) to the error of "
                     f"full-rank ES, so the cosine with the true gradient rises alike")
@@ -602,7 +608,7 @@ def gradient_estimate_figure(estimators, populations, repeats, cosine, error, pr
 
 def memory_and_time_figure(populations, methods, megabytes, seconds, memory_ratio, speedup):
     """Claim 4: the noise a generation holds and the CPU time it takes, per method and population size."""
-    figure = Figure(figsize=(12, 4.4), layout="constrained")
+    figure = new_figure((12, 4.4))
     figure.suptitle(f"Claim 4: at {populations[-1]} members, a generation of EGGROLL r = 4 holds "
                     f"{memory_ratio[-1]:.0f}× less noise than vanilla ES and takes {speedup:.0f}× less CPU time")
     memory_ax, time_ax = figure.subplots(1, 2)
@@ -626,7 +632,7 @@ def training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_a
     gap = 100 * (egg_at - final["vanilla ES"])
     pace = "about alike" if abs(gap) <= 10 else f"EGGROLL {'ahead' if gap > 0 else 'behind'}"
 
-    figure = Figure(figsize=(13, 5), layout="constrained")
+    figure = new_figure((13, 5))
     figure.suptitle(f"Claim 5: in the same {seconds:g} CPU seconds on real recordings, EGGROLL makes {ratio:.0f}× "
                     f"the generations of vanilla ES and reaches\n{100 * final['EGGROLL r = 4']:.0f} % test accuracy "
                     f"against {100 * final['vanilla ES']:.0f} %; BPTT, with gradients through time, reaches "

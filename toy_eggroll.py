@@ -27,7 +27,6 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     from dataclasses import dataclass, replace
 
     import numpy as np
-    from matplotlib.figure import Figure
 
     import baselines
     import eggroll
@@ -388,6 +387,7 @@ def draw(numbers):
     toy, generations, draws = numbers["toy"], numbers["generations"], numbers["draws"]
     gradient, lowrank_g, population, full_population = (numbers[name] for name in ("G", "g", "population",
                                                                                      "full population"))
+    from matplotlib.figure import Figure  # here, not with the modules above: a refused command answers without it
     figure = Figure(figsize=(16, 8.4), layout="constrained")
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
                     f"give a step of rank {numbers['rank']},\non average close to the true gradient (cosine "
