@@ -17,10 +17,9 @@
 # noise. Each claim says which part of the derivation it puts to the test.
 #
 # Run it: `OPENBLAS_NUM_THREADS=1 python lesson.py` (about 95 CPU seconds at one BLAS thread,
-# [measured](results/reproductions/nano-and-lesson-times.md)) writes the figures into `lesson/`, and
-# the sha256 of each into the record `lesson/.figures.sha256` (a file there under a figure's name
-# that the record does not hold is not the lesson's: it is refused, never replaced); `--out DIR`
-# puts them elsewhere, `--page FILE.md` also writes this text with the numbers and figures as a
+# [measured](results/reproductions/nano-and-lesson-times.md)) writes the figures into `lesson/` (over
+# none but its own, which the record `lesson/.figures.sha256` there names); `--out DIR` puts them
+# elsewhere, `--page FILE.md` also writes this text with the numbers and figures as a
 # markdown page (`make lesson` renders [docs/lesson.md](docs/lesson.md) so), `--claims 1,3` runs
 # some claims only. Claims 1–4 need no data. Claim 5 trains on real N-MNIST recordings: those of
 # `--data-root DIR`, else of `$NMNIST_ROOT`, else the 280 of `nmnist-sample/` that come with the
