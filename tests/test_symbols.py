@@ -50,8 +50,8 @@ SECOND_MEANINGS = [
     ("p as a count of pairs in an array's shape, not a pair's index", r"\(T, p, ", "# (T, p, 2N pos, n)"),
     ("step as a time bin, not the update g", r"\btime steps?\b", "for every layer and time step t = 1..T"),
     ("ε_i as an entry, not the draw of pair p", r"ε_i(?![a-z])", "each of the d terms ε_i² has mean ‖G‖²"),
-    ("j as one of the factors' r columns, not a matrix's column", r"\bj = 1 … r\b|\bcolumn j of [AB]_p\b|\bj-th column\b",
-     "the sum over j = 1 … r of column j of A_p"),
+    ("j as one of the factors' r columns, not a matrix's column",
+     r"\bj = 1 … r\b|\bcolumn j of [AB]_p\b|\bj-th column\b", "the sum over j = 1 … r of column j of A_p"),
     ("decay as Adam's averaging rates, not a weight decay or the leak", r"\bdecay rates?\b|\bdecays 0\.9",
      "avg a running mean (decays 0.9, 0.999)"),
 ]
