@@ -1351,6 +1351,25 @@ def test_the_ends_of_float32s_range_are_sigmas():
         assert set(state.params) == {"w"}
 
 
+@pytest.mark.parametrize("changed", [[0.1], float("nan"), 0.0])
+def test_a_sigma_dict_changed_to_nonsense_between_ask_and_tell_is_said_as_such(changed):
+    """A sigma dict the caller changes after ask to what no sigma can be is refused at tell as a sigma,
+    not as a population of another sigma (nor by float()'s TypeError)."""
+    es = eggroll.Eggroll(4, 1, {"w": 0.1}, 0)
+    state = es.init(W)
+    population = es.ask(state)
+    es.sigma["w"] = changed
+    assert told(es, state, population).startswith("sigma of 'w' must be a finite int or float > 0, got ")
+
+
+def test_the_digest_of_parameters_holds_their_names():
+    """Two dicts of the same values under other names digest apart (a team compares digests)."""
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert interface_checks.digest_of({"a": value}) != interface_checks.digest_of({"b": value})
+    assert interface_checks.digest_of({"a": value, "b": value + 1}) == \
+        interface_checks.digest_of({"b": value + 1, "a": value.copy()})
+
+
 def test_a_refused_step_names_a_sigma_dicts_own_sigma():
     """With sigma a dict, the refusal of a step whose g^2 overflows names the parameter's own sigma."""
     es = eggroll.Eggroll(4, 1, {"w": 1e-25, "b": 0.1}, 0)
