@@ -230,6 +230,20 @@ def test_a_users_png_over_a_figure_the_report_drew_is_refused_not_replaced(tmp_p
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["accuracy_time.png", "convergence.png", "wallclock.png"]
 
 
+def test_after_a_report_the_record_holds_each_figures_current_digest_alone(tmp_path):
+    """A redrawn figure's old digest leaves the record: the earlier drawing, put back under its name by
+    someone, is no figure of this report's any more (it would be refused, not replaced unseen)."""
+    write_run(tmp_path, "es", 1)
+    report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
+    before = (tmp_path / "convergence.png").read_bytes()
+    write_run(tmp_path, "es", 2)
+    written = report.write_report(tmp_path, "quick")
+    report.remove_stale_figures(tmp_path, written)
+    assert (tmp_path / "convergence.png").read_bytes() != before
+    assert report.recorded_figures(tmp_path) == {path.name: {figure_record.digest(path)} for path in written
+                                                 if path.suffix == ".png"}
+
+
 def test_a_report_of_no_runs_left_removes_the_figures_it_drew_before(tmp_path):
     """Once no run is left to report, the earlier report's figures go with its table's rows: only the
     report's own (PNG, of its names), not a user's figure beside them."""
@@ -672,14 +686,17 @@ def test_spike_cost_table_and_figure_give_each_method_at_each_price(tmp_path):
 
 def test_a_stale_figure_with_a_second_name_is_left_as_it_is(tmp_path):
     """A figure the user hard-linked elsewhere is someone else's too: a report with no run left for
-    it does not delete its name in the results folder."""
+    it does not delete its name in the results folder, and its record keeps that figure's digest alone."""
     write_run(tmp_path, "eggroll-r2", 1)
     report.write_report(tmp_path, "quick")
     os.link(tmp_path / "rank_ablation.png", tmp_path.parent / f"{tmp_path.name}-kept.png")
+    record = tmp_path / figure_record.RECORD  # and a digest left of a drawing whose rename failed
+    record.write_text(record.read_text() + f"{'0' * 64}  rank_ablation.png\n")
     shutil.rmtree(tmp_path / "runs" / "eggroll-r2-seed1")
     write_run(tmp_path, "es", 1)
     report.remove_stale_figures(tmp_path, report.write_report(tmp_path, "quick"))
-    assert (tmp_path / "rank_ablation.png").is_file()
+    stale = tmp_path / "rank_ablation.png"
+    assert stale.is_file() and report.recorded_figures(tmp_path)[stale.name] == {figure_record.digest(stale)}
 
 
 def test_a_users_file_that_only_quotes_a_reports_heading_is_still_the_users(tmp_path):

@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -1172,6 +1173,37 @@ def test_records_before_the_checkpoint_that_are_another_runs_are_refused_and_los
                                  f"(from generation 5): the run goes on, and its record will lack it (a report's "
                                  f"curve and time to an accuracy too)\n"), err
     assert [json.loads(line)["generation"] for line in metrics.read_text().splitlines()] == [10]
+
+
+def test_every_rule_of_the_records_refuses_what_its_number_cannot_be():
+    """Times, amounts per sample and spreads are never negative, accuracies and fractions lie in [0, 1],
+    generations and processes count from 1: each rule of metrics.jsonl, final.json and real.json that
+    holds such a number refuses the impossible value."""
+    checked = []
+    for rules in (run_folder.METRICS_RULES, run_folder.FINAL_RULES, run_folder.REAL_RULES):
+        for key, (valid, _) in rules.items():
+            name = key.split(".")[-1]
+            if name.endswith(("seconds", "per_sample", "_std")) or name == "epoch":
+                impossible = -1
+            elif name.endswith(("acc", "fraction")) or name in ("train", "val", "test", "all"):
+                impossible = 1.5
+            elif name in ("generations", "processes") or (name == "generation" and rules is run_folder.METRICS_RULES):
+                impossible = 0
+            else:
+                continue
+            assert not valid(impossible), (key, impossible)
+            checked.append(key)
+    assert {"end_to_end_seconds", "wall_seconds", "val_acc", "test_sparsity.silent_hidden_fraction",
+            "accuracy.test", "generations"} <= set(checked), checked
+
+
+def test_the_resume_command_given_survives_a_shell_word_for_word(tmp_path):
+    """The command a message gives to continue a run quotes its folder: pasted into a shell, a path with
+    a space or a semicolon is one --out, not two words or a second command."""
+    out = tmp_path / "a run; rm -rf x"
+    given = run_folder.resume_command(out, run_config.RunConfig(generations=5))
+    words = shlex.split(given.split("`")[1])
+    assert words[words.index("--out") + 1] == str(out) and words.count("--resume") == 1, words
 
 
 def test_a_value_in_metrics_jsonl_is_checked_for_type_and_range(finished_run, dataset, capsys):
