@@ -329,7 +329,11 @@ def gradient_estimate():
 # one warm-up, on 32 samples of random binary frames at the real recordings' input density. Time
 # is the process's CPU time, summed over its threads: unlike the wall clock, it leaves out the time
 # other programs run, but they still slow it through the caches and memory they share, so the
-# ratios are steadiest on an idle machine.
+# ratios are steadiest on an idle machine. The same ratio measured elsewhere in the project differs
+# with the setting: 6.0× in [the README's table](README.md#why-low-rank-pays) (`make bench`, one
+# generation of 512 members on minibatches of 256) and 7.52× per generation in [the paper's
+# grid](results/paper/table.md) (whole training runs of 512 members on minibatches of 256); each
+# finds the low-rank generation several times cheaper.
 
 # %%
 def noise_megabytes(rank, pairs):
