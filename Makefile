@@ -28,8 +28,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test,mpi]"
 	touch $@
 
+# The suite on every core (pytest-xdist), each process at one BLAS thread so that they do not contend.
 test: install
-	$(PY) -m pytest -q
+	$(ONE_THREAD) $(PY) -m pytest -q -n auto
 
 # The lesson on the recordings of nmnist-sample/ (about 95 CPU seconds, at one BLAS thread): its figures into
 # docs/lesson/ (known for the lesson's by their sha256 in docs/lesson/.figures.sha256) and its text, printed

@@ -2,6 +2,7 @@
 entry and what to do, before anything is decoded or allocated (data.list_recordings, read_events)."""
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -45,8 +46,10 @@ def test_an_entry_that_is_not_what_it_should_be_is_named_before_anything_is_read
         undo()
     name = os.fsencode(train / "0") + b"/\xff.bin"
     with open(name, "wb") as file:
-        file.write(encode_events(*random_events(np.random.default_rng(0), 60)))
-    nmnist = load(root, tmp_path / "cache")
+        file.write(encode_events(*random_events(np.random.default_rng(1_000), 60)))  # not a copy of another
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nmnist = load(root, tmp_path / "cache")
     assert len(nmnist.train) + len(nmnist.val) == 101
     for path in train.rglob("*.bin"):
         path.write_bytes(b"")
