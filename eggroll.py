@@ -47,8 +47,8 @@ from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, pe
 from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences,
                               check_eggroll_stepped, check_finite, check_finite_outputs, check_finite_params,
                               check_formed_size, check_known, check_layer, check_noise_size, check_optimiser,
-                              check_params, check_params_size, check_settings, check_sigma, check_told, check_whole,
-                              fingerprint_of, fitness_array, input_array)
+                              check_params, check_params_size, check_resolved, check_settings, check_sigma,
+                              check_told, check_whole, fingerprint_of, fitness_array, input_array)
 import noise
 import optim
 
@@ -383,6 +383,7 @@ class Eggroll:
         self.check(params)
         check_params_size(params)
         check_finite_params(params, "give it finite starting values")
+        check_resolved(params, self.sigmas(params))
         params = {name: numpy.array(value) if type(value) in PLAIN_COPIES else value.copy()
                   for name, value in params.items()}  # the caller's arrays may change
         return State(params, optim.init(params), 0)
@@ -400,6 +401,7 @@ class Eggroll:
         check_params_size(state.params)
         check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
                                           "since init or tell; ask with the State that init or tell returned")
+        check_resolved(state.params, self.sigmas(state.params))
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
         check_agreed(self, state.params, fingerprint[1], state.generation, state.optimiser)
         return self.population_of(state, self.team.my_pairs(self.pairs, PAIRS_PER_BLOCK), fingerprint)

@@ -364,11 +364,12 @@ def check_whole(setting, value, low, high, example):
 
 def check_stepped(params, settings, fix):
     """FloatOverflow naming the fix if a step left a parameter NaN or inf (an lr so large that the step
-    overflows, a sigma so small that g does): `settings` the step's, one text or one per parameter name,
-    `fix` what to change. The caller's parameters and state are left as they were."""
+    overflows, a sigma so small that g does): `settings` the step's, one text or a function of the
+    parameter's name (formed only for the message), `fix` what to change. The caller's parameters and
+    state are left as they were."""
     for name, value in params.items():
         if not bool(array_module_of(value).isfinite(value).all()):
-            made = settings[name] if isinstance(settings, dict) else settings
+            made = settings(name) if callable(settings) else settings
             raise FloatOverflow(f"this step would make parameter {name!r} NaN or inf ({made}): {fix}; the parameters "
                                 f"and state given are left as they were")
 
@@ -380,14 +381,15 @@ def check_eggroll_stepped(params, optimiser, es):
     takes it."""
     raw = ", or scale the fitness down (raw differences set g's size) or shape it by centred ranks" \
         if es.shaping == "raw" else ""
-    settings = {name: f"sigma {sigma!r}, lr {es.lr!r}" for name, sigma in es.sigmas(params).items()}
+    def settings(name):
+        return f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
     check_stepped(params, settings, f"raise sigma or lower lr{raw}")
     if optimiser is None:
         return
     for name, average in optimiser["v"].items():
         if not bool(array_module_of(average).isfinite(average).all()):
             raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "
-                                f"too large ({settings[name]}): raise sigma{raw}; the parameters and state given "
+                                f"too large ({settings(name)}): raise sigma{raw}; the parameters and state given "
                                 f"are left as they were")
 
 
@@ -458,10 +460,25 @@ def check_finite_params(params, fix):
             raise ValueError(f"parameter {name!r} holds NaN or inf: EGGROLL steps finite parameters; {fix}")
 
 
+def check_resolved(params, sigmas):
+    """FloatOverflow naming the fix if a parameter is so large that its float type's resolution at its
+    largest entry (eps times that entry's magnitude) exceeds its sigma: its members would differ from it
+    by rounding alone, their fitnesses tie and the step is 0 or rounding noise."""
+    for name, value in params.items():
+        largest = max(float(value.max()), -float(value.min()))
+        spacing = float(numpy.finfo(value.dtype).eps) * largest
+        if sigmas[name] < spacing:
+            raise FloatOverflow(f"parameter {name!r} holds an entry of magnitude {largest:.3g}, where {value.dtype}'s "
+                                f"resolution ({spacing:.3g}) exceeds its sigma {sigmas[name]!r}: its members would "
+                                f"differ from it by rounding alone; raise sigma, or keep the parameter smaller (a "
+                                f"smaller lr, if steps grew it)"
+                                f"{', or give float64 parameters' if value.dtype == numpy.float32 else ''}")
+
+
 class FloatOverflow(ValueError):
     """Members' values or outputs (check_finite_outputs), or a step's parameters (check_stepped),
-    beyond their float type's range from finite inputs: for a caller that tells the user which setting
-    to change."""
+    beyond their float type's range from finite inputs, or parameters so large that it no longer
+    resolves sigma (check_resolved): for a caller that tells the user which setting to change."""
 
 
 def check_finite_outputs(values, what, fix):

@@ -234,7 +234,7 @@ def test_a_sigma_too_small_for_the_float32_step_is_refused_before_it_stalls():
     would then step by 0 for good, is refused at tell with the state left as it was."""
     with pytest.raises(ValueError, match="float32's range"):
         eggroll.Eggroll(4, 1, 1e-39, 0).init({"w": np.ones((2, 3))})
-    for weights in (np.ones((2, 3)), np.ones((2, 3), np.float32)):
+    for weights in (np.zeros((2, 3)), np.zeros((2, 3), np.float32)):  # 0 resolves any sigma
         es = eggroll.Eggroll(4, 1, 1e-25, 0)
         state = es.init({"w": weights})
         with pytest.raises(ValueError, match=re.escape("this step would make Adam's average of g^2 of parameter "
@@ -245,6 +245,32 @@ def test_a_sigma_too_small_for_the_float32_step_is_refused_before_it_stalls():
         larger = eggroll.Eggroll(4, 1, 1e-15, 0)
         stepped, _ = larger.tell(state, larger.ask(state), [1.0, 2.0, 4.0, 3.0])
         assert np.isfinite(stepped.optimiser["v"]["w"]).all() and not np.array_equal(stepped.params["w"], weights)
+
+
+def test_a_sigma_below_the_parameters_resolution_is_refused_not_left_to_tie():
+    """A parameter so large that its float type's resolution there (eps times its largest magnitude)
+    exceeds its sigma: its members differ from it by rounding alone (their fitnesses tie, the step is 0).
+    Refused at init and at ask (where steps may have grown it) as a FloatOverflow naming the fixes,
+    float64 among them for float32 parameters; the same sigma is taken for float64 parameters, and for
+    parameters of zeros, whose members it moves."""
+    ones = {"w": np.ones((2, 3), np.float32)}
+    small = eggroll.Eggroll(4, 1, 1e-9, 0)
+    said = ("parameter 'w' holds an entry of magnitude 1, where float32's resolution (1.19e-07) exceeds its sigma "
+            "1e-09: its members would differ from it by rounding alone; raise sigma, or keep the parameter smaller "
+            "(a smaller lr, if steps grew it), or give float64 parameters")
+    with pytest.raises(eggroll.FloatOverflow, match=re.escape(said)):
+        small.init(ones)
+    with pytest.raises(eggroll.FloatOverflow, match=re.escape(said)):
+        small.ask(eggroll.Eggroll(4, 1, 0.1, 0).init(ones))
+    said = ("parameter 'w' holds an entry of magnitude 3, where float64's resolution (6.66e-16) exceeds its sigma "
+            "1e-16: its members would differ from it by rounding alone; raise sigma, or keep the parameter smaller "
+            "(a smaller lr, if steps grew it)")
+    with pytest.raises(eggroll.FloatOverflow, match=re.escape(said) + "$"):
+        eggroll.Eggroll(4, 1, 1e-16, 0).init({"w": np.array([[1.0, -3.0, 2.0]])})
+    for weights in ({"w": np.ones((2, 3))}, {"w": np.zeros((2, 3), np.float32)}):
+        state = small.init(weights)
+        members = small.ask(state).perturbed("w")
+        assert not np.array_equal(members[0], members[1]) and not np.array_equal(members[0], weights["w"])
 
 
 def test_a_pickled_state_resumes_with_the_same_bits():
@@ -601,9 +627,10 @@ def test_a_fitness_list_with_a_complex_number_or_a_date_is_refused(odd):
 def test_numbers_below_their_float_types_smallest_are_rounded_whatever_numpy_seterr_asks():
     """Under numpy.seterr(all="raise"), an underflow is what the method means by it (a number rounded
     to 0): generations of tied fitnesses decaying Adam's moments, a tiny lr, a subnormal x, a sigma near
-    float32's smallest give the same results as under NumPy's defaults, not a FloatingPointError."""
+    float32's smallest (on parameters of 0, which it resolves) give the same results as under NumPy's
+    defaults, not a FloatingPointError."""
     def run(es, generations, fitness, x):
-        state = es.init({"w": np.ones((2, 3), np.float32)})
+        state = es.init({"w": np.ones((2, 3), np.float32) if es.sigma > 1e-7 else np.zeros((2, 3), np.float32)})
         for _ in range(generations):
             pop = es.ask(state)
             outputs = pop.linear("w", x)
@@ -1345,9 +1372,10 @@ def test_a_per_member_x_of_more_dimensions_is_each_members_product():
 
 
 def test_the_ends_of_float32s_range_are_sigmas():
-    """float32's smallest normal number and its largest are each a sigma init takes (the range is closed)."""
+    """float32's smallest normal number and its largest are each a sigma init takes (the range is closed;
+    the parameters 0, which any sigma moves)."""
     for sigma in (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)):
-        state = eggroll.Eggroll(4, 1, sigma, 0).init(W)
+        state = eggroll.Eggroll(4, 1, sigma, 0).init({"w": np.zeros((2, 3), np.float32)})
         assert set(state.params) == {"w"}
 
 
@@ -1373,7 +1401,7 @@ def test_the_digest_of_parameters_holds_their_names():
 def test_a_refused_step_names_a_sigma_dicts_own_sigma():
     """With sigma a dict, the refusal of a step whose g^2 overflows names the parameter's own sigma."""
     es = eggroll.Eggroll(4, 1, {"w": 1e-25, "b": 0.1}, 0)
-    state = es.init(dict(W, b=np.ones(2, np.float32)))
+    state = es.init({"w": np.zeros((2, 3), np.float32), "b": np.ones(2, np.float32)})  # 0 resolves any sigma
     with np.errstate(over="ignore"):
         message = told(es, state, es.ask(state))
     assert message.startswith("this step would make Adam's average of g^2 of parameter 'w' NaN or inf, g too "
@@ -2301,6 +2329,7 @@ def test_members_beyond_their_float_type_are_refused_without_numpys_warnings():
     big, ones = np.float32(3e38), np.ones((5, 3), np.float32)
     small = eggroll.Eggroll(4, 1, 0.1, 0)
     large_sigma = eggroll.Eggroll(4, 1, 3e38, 0)
+    resolved = eggroll.Eggroll(4, 1, 1e32, 0)  # above float32's resolution at 3e38, 3.6e31
     product = "linear('w', x): the members' outputs overflow float{}, whose largest number is {}: scale x, the " \
               "parameters or sigma down{}"
     value = "{}: {} values overflow float32, whose largest number is 3.4e+38: use a smaller sigma, or parameters " \
@@ -2309,7 +2338,7 @@ def test_members_beyond_their_float_type_are_refused_without_numpys_warnings():
               product.format(32, "3.4e+38", ", or give x as float64")),
              (lambda: small.ask(small.init(W)).linear("w", np.full((5, 3), 1e308)),  # a float64 x: the product in float64
               product.format(64, "1.8e+308", "")),
-             (lambda: small.ask(small.init({"w": np.full((4, 3), big)})).linear("w", ones),
+             (lambda: resolved.ask(resolved.init({"w": np.full((4, 3), big)})).linear("w", ones),
               product.format(32, "3.4e+38", ", or give x as float64")),
              (lambda: large_sigma.ask(large_sigma.init({"w": np.ones((4, 3), np.float32)})).linear("w", ones),
               product.format(32, "3.4e+38", ", or give x as float64")),
