@@ -793,6 +793,9 @@ def check_what_is_written(args):
     figures drawn in --out holds (figure_record.py), the page only over a page of this lesson."""
     if args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
+    if args.out.resolve() == HERE:
+        fail(f"--out {args.out} is the project's own folder, among its source files; give a folder for the figures, "
+             f"e.g. lesson")
     writable_folder_above(args.out, "--out")
     figure_record.refuse_data_folder(args.out, "choose another --out")
     run_folder.refuse_run_folder(args.out, "choose another --out")

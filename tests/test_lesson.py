@@ -89,8 +89,9 @@ def damaged(tmp_path):
 
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT; a file or a
-    pipe named as such; one of Train alone), an empty path, a run folder for the figures or the page, a truncated recording, a missing digit folder, a mistyped option: one line, exit status 2, no
-    figure and no page; the file --out named is as it was."""
+    pipe named as such; one of Train alone), an empty path, a run folder for the figures or the page, the
+    project's own folder for the figures, a truncated recording, a missing digit folder, a mistyped
+    option: one line, exit status 2, no figure and no page; the file --out named is as it was."""
     out, page = tmp_path / "figures", tmp_path / "page.md"
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
@@ -121,6 +122,8 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--claims", "\u0661"], {}, ["--claims: give claims among 1..5"]),  # an Arabic-Indic 1
         (["--claims", "5", "--seconds", "1_0"], {}, ["--seconds: expected a finite number > 0, got '1_0'"]),
         (["--page", str(tmp_path)], {}, [f"--page {tmp_path} is a folder"]),
+        (["--out", str(ROOT)], {}, [f"--out {ROOT} is the project's own folder, among its source files; give a "
+                                    f"folder for the figures, e.g. lesson"]),
     ]
     for options, env, fragments in cases:
         options = [*([] if "--out" in options else ["--out", str(out)]), *options,
@@ -128,7 +131,7 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         result = run_lesson(*options, cwd=tmp_path, cache=tmp_path / "cache", env=env)
         one_line_error(result, *fragments)
         assert not out.exists() and not page.exists(), options
-        assert existing.read_text() == "keep me"
+        assert existing.read_text() == "keep me" and not (ROOT / RECORD).exists()
 
 
 def sha256(path):
