@@ -141,8 +141,16 @@ def check_two_layers(params, method):
                          f"use one hidden size, or EGGROLL or BPTT for a deeper network")
 
 
+def check_es_config(config):
+    """ValueError naming the fix unless config is an ESConfig (its values are checked where used)."""
+    if not isinstance(config, ESConfig):
+        raise ValueError(f"config must be a baselines.ESConfig, got {interface_checks.a_kind(config)}: give e.g. "
+                         f"baselines.ESConfig(population=512, sigma=0.1, seed=1, logit_scale=1.0)")
+
+
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
+    check_es_config(config)
     snn.check_inputs(params, frames)
     snn.check_finite_frames(frames)
     snn.check_lif(lif)
@@ -163,6 +171,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
 
 def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
+    check_es_config(config)
     snn.check_frames(params, frames, labels)
     snn.check_finite_frames(frames)
     snn.check_lif(lif)

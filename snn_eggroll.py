@@ -49,10 +49,12 @@ class Config:
         (check_config checks them; Eggroll's Adam averages as Kingma & Ba's)."""
         # else the Eggroll would name the output layer's sigma it makes
         check_number("output_sigma_scale", self.output_sigma_scale, 0, 1e6, "1.0", open_low=True)
-        if isinstance(self.sigma, Mapping):  # (Eggroll takes one per parameter; sigmas makes this network's)
+        if isinstance(self.sigma, (Mapping, list, tuple)) or hasattr(self.sigma, "ndim") and self.sigma.ndim > 0:
+            # (Eggroll takes one per parameter; sigmas makes this network's)
             raise ValueError(f"sigma is one float for every layer here (the output layer's scaled by "
                              f"output_sigma_scale), got {a_kind(self.sigma)}: use e.g. 0.1, or eggroll.Eggroll for a "
                              f"sigma per parameter")
+        check_sigma(self.sigma)  # before sigmas multiplies it
         kingma_ba = optim.averages_of(optim.Adam(adam.lr))
         if optim.averages_of(adam) != kingma_ba:
             raise ValueError(f"EGGROLL's Adam averages as Kingma & Ba's {kingma_ba} (the moments' coefficients and "
@@ -167,6 +169,9 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_lif(lif)
     optim.check(adam)
     optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)
+    if not isinstance(config, Config):
+        raise ValueError(f"config must be a snn_eggroll.Config, got {a_kind(config)}: give e.g. "
+                         f"snn_eggroll.Config(population=512, rank=1, sigma=0.1, seed=1, logit_scale=1.0)")
     es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
     check_readout_settings(config)
     if team.size > 1:  # a process scoring its members otherwise would rank them apart from the others, unseen

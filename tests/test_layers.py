@@ -690,6 +690,25 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                              snn_eggroll.Config(8, 1, {"W1": 0.1}, 1, 1.0), optim.Adam(0.01)),
          "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got a dict: use "
          "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
+        *[(lambda config=config: snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0, config,
+                                                             optim.Adam(0.01)),
+           f"config must be a snn_eggroll.Config, got {kind}: give e.g. snn_eggroll.Config(population=512, rank=1, "
+           f"sigma=0.1, seed=1, logit_scale=1.0)") for config, kind in ((None, "a NoneType"), ({}, "a dict"),
+                                                                       (es, "a baselines.ESConfig"))],
+        *[(lambda call=call: call(snn_eggroll.Config(8, 1, 0.1, 1, 1.0)),
+           "config must be a baselines.ESConfig, got a snn_eggroll.Config: give e.g. baselines.ESConfig("
+           "population=512, sigma=0.1, seed=1, logit_scale=1.0)")
+          for call in (es_step, lambda config: baselines.es_forward(params, frames, config, 0))],
+        *[(lambda sigma=sigma: snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0,
+                                                           snn_eggroll.Config(8, 1, sigma, 1, 1.0), optim.Adam(0.01)),
+           said) for sigma, said in (
+              ("0.2", "sigma must be a finite int or float > 0, got '0.2': use e.g. 0.1"),
+              (None, "sigma must be a finite int or float > 0, got None: use e.g. 0.1"),
+              ([0.2], "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got "
+                      "a list: use e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
+              (np.array([0.2, 0.2]), "sigma is one float for every layer here (the output layer's scaled by "
+                                     "output_sigma_scale), got a NumPy array: use e.g. 0.1, or eggroll.Eggroll for a "
+                                     "sigma per parameter"))],
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0,
                                                pairs=slice(0, 4, 2)),
          "pairs must be a slice within the population's 4 pairs, in steps of one (a process may hold none), got "
