@@ -235,12 +235,18 @@ def markdown_file(text):
 
 
 def figure_file(text):
-    """argparse type: the path of a figure to write: a .png file (.PNG too; not a folder) in an
-    existing folder, checked before the work."""
+    """argparse type: the path of a figure to write: a .png file (.PNG too; not a folder) of a UTF-8
+    name in an existing folder, checked before the work."""
     if not text.lower().endswith(".png") or os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"expected the path of a .png file to draw the figure in, got {text!r}")
     if not os.path.isdir(os.path.dirname(text) or "."):
         raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")
+    try:
+        os.path.basename(text).encode()
+    except UnicodeEncodeError:  # a name of bytes that are no UTF-8: the record beside the figure holds the name
+        raise argparse.ArgumentTypeError(f"the figure's name {ascii(os.path.basename(text))[1:-1]} is no UTF-8 text, "
+                                         f"which the record of the figures drawn in its folder (.figures.sha256) "
+                                         f"holds: give a name of UTF-8 text") from None
     return Path(text)
 
 

@@ -796,6 +796,10 @@ def check_what_is_written(args):
     if args.out.resolve() == HERE:
         fail(f"--out {args.out} is the project's own folder, among its source files; give a folder for the figures, "
              f"e.g. lesson")
+    shared = run_folder.shared_folder(args.out)
+    if shared:
+        fail(f"--out {args.out} is {shared}, and the lesson draws its figures straight into it: give a folder of their "
+             f"own, e.g. {args.out / 'lesson'}")
     writable_folder_above(args.out, "--out")
     figure_record.refuse_data_folder(args.out, "choose another --out")
     run_folder.refuse_run_folder(args.out, "choose another --out")

@@ -856,12 +856,18 @@ def refuse_foreign(out, force, instead):
                          f"which the project did not write, so --force deletes nothing there; {instead}")
 
 
-def refuse_shared_folder(out):
-    """A UsageError if `out` is the file system's root or the home folder, which hold everyone's files,
-    as a run folder: a run writes its files straight into it (`--out $UNSET/` lands in the root)."""
-    where = Path(os.path.realpath(out))
-    shared = "the file system's root" if where == Path(where.anchor) else \
+def shared_folder(path):
+    """"the file system's root" or "your home folder" if `path` is one of them, which hold everyone's
+    files, else None."""
+    where = Path(os.path.realpath(path))
+    return "the file system's root" if where == Path(where.anchor) else \
         "your home folder" if where == Path(os.path.realpath(Path.home())) else None
+
+
+def refuse_shared_folder(out):
+    """A UsageError if `out` is the file system's root or the home folder (shared_folder) as a run
+    folder: a run writes its files straight into it (`--out $UNSET/` lands in the root)."""
+    shared = shared_folder(out)
     if shared:
         raise UsageError(f"{out} is {shared}, and a run writes its files straight into its folder: give --out a "
                          f"folder of its own (e.g. {Path(out) / 'runs' / 'first'})")

@@ -259,7 +259,8 @@ def test_a_table_path_is_a_new_or_own_md_file_never_a_folder_named_md(tmp_path):
 
 
 def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
-    """toy.PNG is a PNG path, TABLE.MD a Markdown one; a folder so named, or another extension, is not."""
+    """toy.PNG is a PNG path, TABLE.MD a Markdown one; a folder so named, or another extension, is not,
+    nor a name that is no UTF-8 text."""
     assert exits.figure_file(str(tmp_path / "toy.PNG")) == tmp_path / "toy.PNG"
     here = os.getcwd()
     os.chdir(tmp_path)  # a bare name: a figure in the current folder
@@ -272,6 +273,10 @@ def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
     for text in (str(tmp_path / "folder.PNG"), str(tmp_path / "toy.jpg")):
         with pytest.raises(argparse.ArgumentTypeError, match="expected the path of a .png file"):
             exits.figure_file(text)
+    with pytest.raises(argparse.ArgumentTypeError) as refused:  # its record holds its name as UTF-8 text
+        exits.figure_file(os.fsdecode(os.fsencode(tmp_path) + b"/toy\xff.png"))
+    assert str(refused.value) == ("the figure's name toy\\udcff.png is no UTF-8 text, which the record of the figures "
+                                  "drawn in its folder (.figures.sha256) holds: give a name of UTF-8 text")
 
 
 @pytest.mark.parametrize("error, stdouts", [

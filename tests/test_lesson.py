@@ -90,8 +90,9 @@ def damaged(tmp_path):
 def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     """--out naming a file, a data root with no N-MNIST (by --data-root or $NMNIST_ROOT; a file or a
     pipe named as such; one of Train alone), an empty path, a run folder for the figures or the page, the
-    project's own folder for the figures, a truncated recording, a missing digit folder, a mistyped
-    option: one line, exit status 2, no figure and no page; the file --out named is as it was."""
+    project's own folder, the file system's root or the home folder for the figures, a truncated
+    recording, a missing digit folder, a mistyped option: one line, exit status 2, no figure and no
+    page; the file --out named is as it was."""
     out, page = tmp_path / "figures", tmp_path / "page.md"
     existing = tmp_path / "a-file"
     existing.write_text("keep me")
@@ -99,7 +100,8 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
     shutil.rmtree(missing_digit / "Test" / "7")
     train_only = write_dataset(tmp_path / "train-only", n_train=2, n_test=1)
     shutil.rmtree(train_only / "Test")
-    absent, pipe, a_run = tmp_path / "absent", tmp_path / "pipe", tmp_path / "a-run"
+    absent, pipe, a_run, home = tmp_path / "absent", tmp_path / "pipe", tmp_path / "a-run", tmp_path / "home"
+    home.mkdir()
     a_run.mkdir()
     (a_run / ".eggroll-run").write_text("a run folder")
     os.mkfifo(pipe)
@@ -124,6 +126,9 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--page", str(tmp_path)], {}, [f"--page {tmp_path} is a folder"]),
         (["--out", str(ROOT)], {}, [f"--out {ROOT} is the project's own folder, among its source files; give a "
                                     f"folder for the figures, e.g. lesson"]),
+        (["--out", "/"], {}, ["--out / is the file system's root, and the lesson draws its figures straight into it: "
+                              "give a folder of their own, e.g. /lesson"]),
+        (["--out", str(home)], {"HOME": str(home)}, [f"--out {home} is your home folder, and the lesson draws"]),
     ]
     for options, env, fragments in cases:
         options = [*([] if "--out" in options else ["--out", str(out)]), *options,
@@ -131,7 +136,7 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         result = run_lesson(*options, cwd=tmp_path, cache=tmp_path / "cache", env=env)
         one_line_error(result, *fragments)
         assert not out.exists() and not page.exists(), options
-        assert existing.read_text() == "keep me" and not (ROOT / RECORD).exists()
+        assert existing.read_text() == "keep me" and not (ROOT / RECORD).exists() and not any(home.iterdir())
 
 
 def sha256(path):
