@@ -133,7 +133,8 @@ def check_params(es, params):
         raise ValueError(f"sigma names {ascii(sorted(sigmas))} but the parameters are {ascii(sorted(params))}: "
                          f"give one sigma per parameter, or one float for all")
     for name in params:  # of the step g, formed in float32 whatever the parameters' type
-        check_float32_sigma(f"sigma of {name!r}", sigmas[name], "the step is formed")
+        check_float32_sigma(f"sigma of {name!r}" if isinstance(es.sigma, dict) else "sigma", sigmas[name],
+                            "the step is formed")
     ids = {}
     for name in params:
         other = ids.setdefault(noise.param_id(name), name)
@@ -375,17 +376,20 @@ def check_stepped(params, settings, fix):
 
 
 def check_eggroll_stepped(params, optimiser, es):
-    """check_stepped with EGGROLL's settings (each parameter's sigma, lr) and fix (raw differences also set
-    g's size), and, given `optimiser`, Adam's average of g^2 inf, which would stop the parameter where it is
-    from then on. Given the step g as `params` and no optimiser, whether g itself is finite, before Adam
-    takes it."""
+    """check_stepped with EGGROLL's settings and fix. Given the step g as `params` and no optimiser,
+    whether g itself is finite, before Adam takes it: g grows as 1/sigma (raw differences also set its
+    size). Given the stepped parameters and Adam's state, whether they are: Adam moves a parameter by
+    about lr whatever g is, so only a smaller lr helps; and whether Adam's average of g^2 is finite,
+    which would stop the parameter where it is from then on."""
     raw = ", or scale the fitness down (raw differences set g's size) or shape it by centred ranks" \
         if es.shaping == "raw" else ""
+
     def settings(name):
         return f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
-    check_stepped(params, settings, f"raise sigma or lower lr{raw}")
     if optimiser is None:
+        check_stepped(params, settings, f"raise sigma{raw}")
         return
+    check_stepped(params, f"lr {es.lr!r}", "lower lr")
     for name, average in optimiser["v"].items():
         if not bool(array_module_of(average).isfinite(average).all()):
             raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "

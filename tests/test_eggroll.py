@@ -611,9 +611,9 @@ def test_generation_step_rejects_bad_shapes(frames_shape, labels_shape, message)
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(sigma=0.0), r"sigma of .W1. must be a finite int or float > 0, got 0\.0"),
-    (dict(sigma=-0.1), r"sigma of .W1. must be a finite int or float > 0, got -0\.1"),
-    (dict(sigma=float("nan")), r"sigma of .W1. must be a finite int or float > 0, got nan"),
+    (dict(sigma=0.0), r"sigma must be a finite int or float > 0, got 0\.0"),
+    (dict(sigma=-0.1), r"sigma must be a finite int or float > 0, got -0\.1"),
+    (dict(sigma=float("nan")), r"sigma must be a finite int or float > 0, got nan"),
     (dict(population=3), r"population must be an even number >= 2.*got 3"),
     (dict(population=1), r"population must be an even number >= 2.*got 1"),
     (dict(population=0), r"population must be an even number >= 2.*got 0"),

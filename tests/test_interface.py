@@ -267,6 +267,7 @@ def test_a_sigma_below_the_parameters_resolution_is_refused_not_left_to_tie():
             "(a smaller lr, if steps grew it)")
     with pytest.raises(eggroll.FloatOverflow, match=re.escape(said) + "$"):
         eggroll.Eggroll(4, 1, 1e-16, 0).init({"w": np.array([[1.0, -3.0, 2.0]])})
+    eggroll.Eggroll(4, 1, 2.0 ** -23, 0).init(ones)  # a sigma of the resolution itself is taken
     for weights in ({"w": np.ones((2, 3))}, {"w": np.zeros((2, 3), np.float32)}):
         state = small.init(weights)
         members = small.ask(state).perturbed("w")
@@ -411,10 +412,11 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "fitness is a masked array"),
     # a step that would leave a parameter NaN or inf is refused
     (lambda es, s: eggroll.Eggroll(4, 1, 1e-320, 0).ask(s),
-     "sigma of 'layer0.weight' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e-320: use e.g. 0.1"),
+     "sigma must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e-320: use e.g. 0.1"),
     (lambda es, s: (lambda e, s: e.tell(s, e.ask(s), np.arange(4.0)))(eggroll.Eggroll(4, 1, 0.1, 0, lr=1e39),
                                                                           es.init(mlp(6, dtype=np.float32))),
-     "this step would make parameter 'layer0.weight' NaN or inf (sigma 0.1, lr 1e+39)"),
+     "this step would make parameter 'layer0.weight' NaN or inf (lr 1e+39): lower lr; the parameters and state "
+     "given are left as they were"),
     (lambda es, s: (lambda e: e.tell(s, e.ask(s), [1e38, -1e38, 1e38, -1e38]))(
         eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")),
      "or scale the fitness down (raw differences set g's size) or shape it by centred ranks"),
@@ -491,8 +493,8 @@ class ArrayLike:
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": np.ones((2, 3), np.dtype(np.float64).newbyteorder())}),
      f"parameter 'w' is {np.dtype(np.float64).newbyteorder()}: EGGROLL steps float32 or float64 arrays in this "
      f"machine's byte order; give w.astype(numpy.float64)"),
-    (lambda: eggroll.Eggroll(4, 1, 1e39, 0).init(W),
-     "sigma of 'w' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e+39: use e.g. 0.1"),
+    (lambda: eggroll.Eggroll(4, 1, 1e39, 0).init(W),  # one float: not named as one parameter's
+     "sigma must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e+39: use e.g. 0.1"),
     (lambda: eggroll.Eggroll(4, 1, {"w": 1e-39}, 0).init(W),
      "sigma of 'w' must lie in 1.18e-38..3.4e+38, float32's range, in which the step is formed, got 1e-39: use e.g. 0.1"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.State(W, {}, 2 ** 32)),
@@ -699,7 +701,7 @@ def test_a_foreign_population_or_state_is_told_in_full():
     raw = eggroll.Eggroll(4, 1, 0.1, 0, shaping="raw")
     start = raw.init(W)
     assert told(raw, start, raw.ask(start), (1e38, -1e38, 1e38, -1e38)) == (
-        "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma or lower lr, or scale "
+        "this step would make parameter 'w' NaN or inf (sigma 0.1, lr 0.01): raise sigma, or scale "
         "the fitness down (raw differences set g's size) or shape it by centred ranks; the parameters and "
         "state given are left as they were")
 
