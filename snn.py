@@ -543,6 +543,10 @@ def check_frames(params, frames, labels, network=None):
     """check_inputs, and a ValueError unless labels is an integer array (N,) of class indices
     0..n_out - 1, one per sample of the frames."""
     check_inputs(params, frames, network)
+    if hasattr(labels, "shape") and labels.shape == frames.shape[:1] != frames.shape[1:2]:  # (N, T, n_in) frames?
+        raise ValueError(f"labels must have shape ({frames.shape[1]},) to match the batch of frames, got "
+                         f"{tuple(labels.shape)}, the length of the frames' first axis: frames are (T, N, n_in), time "
+                         f"first; if yours are (N, T, n_in), give frames.transpose(1, 0, 2)")
     check_labels(labels, frames.shape[1], network_of(params, network).sizes[-1], "the batch of frames")
 
 

@@ -169,6 +169,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_lif(lif)
     optim.check(adam)
     optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)
+    check_whole("generation", generation, 0, MAX_GENERATION, "the generation's")  # (else named as the State's)
     if not isinstance(config, Config):
         raise ValueError(f"config must be a snn_eggroll.Config, got {a_kind(config)}: give e.g. "
                          f"snn_eggroll.Config(population=512, rank=1, sigma=0.1, seed=1, logit_scale=1.0)")

@@ -531,7 +531,10 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(labels=np.array([3, 1, 2, 0, 1])), f"{LABELS}int64 labels from 0 to 3"),
         (lambda: step(labels=labels.astype(float)), f"{LABELS}float64 labels"),
         (lambda: step(labels=labels.astype(bool)), f"{LABELS}bool labels"),
-        (lambda: step(labels=labels[:4]), "labels must have shape (5,) to match the batch of frames, got (4,)"),
+        (lambda: step(labels=labels[:3]), "labels must have shape (5,) to match the batch of frames, got (3,)"),
+        (lambda: step(labels=labels[:4]), "labels must have shape (5,) to match the batch of frames, got (4,), the "
+                                          "length of the frames' first axis: frames are (T, N, n_in), time first; if "
+                                          "yours are (N, T, n_in), give frames.transpose(1, 0, 2)"),
         (lambda: step(labels=labels.tolist()), "labels must be an array, got list: give numpy.asarray(labels)"),
         (lambda: step(frames=frames.tolist()), "frames must be an array, got list: give numpy.asarray(frames)"),
         (lambda: step(frames=with_nan), NAN),
@@ -690,6 +693,13 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                              snn_eggroll.Config(8, 1, {"W1": 0.1}, 1, 1.0), optim.Adam(0.01)),
          "sigma is one float for every layer here (the output layer's scaled by output_sigma_scale), got a dict: use "
          "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
+        (lambda: snn_eggroll.generation_step(params, optim.init(params), frames, labels, -1,
+                                             snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
+         "generation must be a whole number in 0..4294967295, got -1: use the generation's"),
+        (lambda: snn_eggroll.generation_step(params, optim.init(params), frames.transpose(1, 0, 2), labels, 0,
+                                             snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
+         "labels must have shape (5,) to match the batch of frames, got (4,), the length of the frames' first axis: "
+         "frames are (T, N, n_in), time first; if yours are (N, T, n_in), give frames.transpose(1, 0, 2)"),
         *[(lambda config=config: snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0, config,
                                                              optim.Adam(0.01)),
            f"config must be a snn_eggroll.Config, got {kind}: give e.g. snn_eggroll.Config(population=512, rank=1, "
