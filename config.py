@@ -237,6 +237,9 @@ def check(config):
     if config.method == "es" and (len(config.network.layers) != 2 or not config.network.is_dense()):
         raise ValueError(f"--hidden {config.hidden}: vanilla ES runs one dense hidden layer here: use e.g. "
                          f"--hidden 64, or --method eggroll or bptt for this network")
+    if config.lr * config.weight_decay >= 1:  # (optim.Adam's own check would come after the data is read)
+        raise ValueError(f"--lr x --weight-decay must be < 1, got {config.lr} x {config.weight_decay}: each step "
+                         f"multiplies the weights by 1 - lr x weight decay, which would zero or flip them; lower one")
     if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
         raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
                          f"--sigma-schedule cosine or exponential, or drop --sigma-min")

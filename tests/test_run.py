@@ -493,6 +493,19 @@ def test_an_option_the_method_does_not_use_is_refused_not_passed_over(tmp_path, 
     assert not out.exists()
 
 
+def test_options_that_together_would_zero_the_weights_are_refused_before_the_data_is_read(tmp_path, capsys):
+    """--lr 1 --weight-decay 1 (each within its range) multiply the weights by 1 - lr x weight decay = 0
+    at each step: one line naming the options, before the data is looked for (a data root that is not
+    there is not named)."""
+    for method in (["--method", "eggroll"], ["--method", "bptt", "--epochs", "1"]):
+        code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                              "--lr", "1", "--weight-decay", "1", *method], capsys)
+        assert code == 2 and err == ("error: --lr x --weight-decay must be < 1, got 1.0 x 1.0: each step multiplies "
+                                     "the weights by 1 - lr x weight decay, which would zero or flip them; lower "
+                                     "one\n"), err
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
 def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_counts_as_finished(
         tmp_path, dataset, capsys):
     """config.json as earlier versions wrote it: every setting, BPTT's epochs under "generations".
