@@ -61,7 +61,7 @@ def check_sigma(sigma):
         converted = as_float(value)
         if converted is None or not (math.isfinite(converted) and converted > 0):
             raise ValueError(f"sigma{'' if name is None else f' of {name!r}'} must be a finite int or float > 0, "
-                             f"got {value!r}: use e.g. 0.1")
+                             f"got {shown(value)}: use e.g. 0.1")
 
 
 def check_pairs(pairs, n_pairs):
@@ -79,7 +79,7 @@ def check_float32_sigma(label, sigma, where):
     limits = numpy.finfo(numpy.float32)
     if not float(limits.tiny) <= sigma <= float(limits.max):
         raise ValueError(f"{label} must lie in {limits.tiny:.3g}..{limits.max:.3g}, float32's range, in which "
-                         f"{where}, got {sigma!r}: use e.g. 0.1")
+                         f"{where}, got {shown(sigma)}: use e.g. 0.1")
 
 
 def check_params(es, params):
@@ -251,6 +251,14 @@ def a_kind(value):
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
 
+def shown(value):
+    """repr(value) for a message, but an int of more than 20 digits as its size (an int of 10^400 would
+    fill the line, and one past 4,300 digits has no repr)."""
+    if isinstance(value, int) and abs(value) >= 10 ** 20:
+        return f"an int of about {math.floor((abs(value).bit_length() - 1) * math.log10(2)) + 1} digits"
+    return repr(value)
+
+
 def array_kind(value):
     """"a NumPy array of float32", "a cupy.ndarray of float64", "a list": for a message."""
     return f"{a_kind(value)} of {value.dtype}" if hasattr(value, "dtype") else a_kind(value)
@@ -267,7 +275,7 @@ def check_rates(lr, weight_decay):
     for setting, value in (("lr", lr), ("weight_decay", weight_decay)):
         converted = as_float(value)
         if converted is None or not (math.isfinite(converted) and converted >= 0):
-            raise ValueError(f"{setting} must be a finite int or float >= 0, got {value!r}: use e.g. "
+            raise ValueError(f"{setting} must be a finite int or float >= 0, got {shown(value)}: use e.g. "
                              f"{'0.01' if setting == 'lr' else '0.0'}")
     if float(lr) * float(weight_decay) >= 1:
         raise ValueError(f"lr x weight_decay must be < 1, got {float(lr)} x {float(weight_decay)}: each step "
@@ -284,7 +292,7 @@ def check_number(name, value, low, high, example, open_low=False, open_high=Fals
     inside = plain and (low < value if open_low else low <= value) and (value < high if open_high else value <= high)
     if not inside:
         bounds = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-        raise ValueError(f"{name} must be an int or float in {bounds}, got {value!r}: use e.g. {example}")
+        raise ValueError(f"{name} must be an int or float in {bounds}, got {shown(value)}: use e.g. {example}")
 
 
 def is_real(value):
@@ -360,7 +368,7 @@ def check_whole(setting, value, low, high, example):
                   (True, True): ""}[(low is None, high is None)]
         if isinstance(value, numpy.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
             example = f"int() of it (a count saved with numpy.save comes back as a 0-d array), or {example}"
-        raise ValueError(f"{setting} must be a whole number{limits}, got {value!r}: use {example}")
+        raise ValueError(f"{setting} must be a whole number{limits}, got {shown(value)}: use {example}")
 
 
 def check_stepped(params, settings, fix):
