@@ -542,6 +542,8 @@ def fitness_array(fitness, members, like):
     if fitness is None and members == 0:
         raise ValueError("fitness is None, and this process holds no members (its team gave it no pairs): tell it "
                          "an empty fitness, []")
+    if fitness is None:
+        raise ValueError("fitness is None: give one real number per member, a list or array of them")
     if isinstance(fitness, (str, bytes, bytearray, memoryview)):  # bytes would be read as one number a byte
         raise ValueError(f"fitness must be real numbers, one per member, got {a_kind(fitness)}: give a list or "
                          f"array of them")
@@ -581,8 +583,14 @@ def fitness_array(fitness, members, like):
     if fitness.dtype.kind == "O" or wide:  # Fractions, Decimals, big ints, long doubles: float64 may round them
         try:
             converted = fitness.astype(numpy.float64)
-        except (TypeError, ValueError):  # complex numbers, a signalling NaN, say: no real numbers, as said below
+        except (TypeError, ValueError):  # a long double's complex numbers (said below), a Decimal's signalling NaN
             converted = None
+            for member, value in enumerate(fitness.ravel() if fitness.dtype.kind == "O" else []):
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"fitness must be real numbers, one per member, got {value!r} (member "
+                                     f"{member}), no number float64 can hold: give every member a number") from None
         if converted is not None:
             if made_equal(fitness, converted):
                 raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "

@@ -4,6 +4,7 @@ resume through pickle, clear errors, and the spiking network's generation as ask
 import array
 import collections
 import dataclasses
+import decimal
 import os
 import pickle
 import re
@@ -1825,14 +1826,21 @@ def test_text_or_bytes_as_the_whole_fitness_is_refused_not_read_one_number_a_byt
     assert str(raised.value) == f"fitness must be real numbers, one per member, got {kind}: give a list or array of them"
 
 
-def test_none_from_a_process_with_members_names_the_member_not_its_share():
-    """None told by a process that holds members: each member wants a number (not "tell it []", the fix
-    for a process given no pairs, which would be refused for its shape)."""
+def test_none_or_a_signalling_nan_is_named_as_what_it_is():
+    """None told by a process that holds members: the fitness is None, and each member wants a number
+    (not "tell it []", the fix for a process given no pairs, which would be refused for its shape)."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init(W)
     with pytest.raises(ValueError) as raised:
         es.tell(state, es.ask(state), None)
-    assert str(raised.value) == "fitness holds None (member 0): give every member a number"
+    assert str(raised.value) == "fitness is None: give one real number per member, a list or array of them"
+    for member in (0, 2):  # a Decimal's signalling NaN, which float() refuses: named with its member
+        fitness = [1.0, 2.0, 3.0, 4.0]
+        fitness[member] = decimal.Decimal("sNaN")
+        with pytest.raises(ValueError) as raised:
+            es.tell(state, es.ask(state), fitness)
+        assert str(raised.value) == (f"fitness must be real numbers, one per member, got Decimal('sNaN') (member "
+                                     f"{member}), no number float64 can hold: give every member a number")
 
 
 @pytest.mark.parametrize("moment", ["m", "v"])
