@@ -516,8 +516,11 @@ def check_params(params, network=None):
         if w.ndim != 2 or tuple(w.shape) != network.weight_shape(layer) or b.shape != (w.shape[0],):
             fix = ("; if they are a convolutional network's, pass its layers, network=snn.Network.parse(...)"
                    if read_off_shapes else "")
+            wanted, source = network.weight_shape(layer), \
+                "a dense network read off the weights' shapes" if read_off_shapes else "the network given"
             raise ValueError(f"W{layer} {tuple(w.shape)} and b{layer} {tuple(b.shape)} do not fit the layer "
-                             f"before: make them with snn.init_network(seed, network){fix}")
+                             f"before: {source} wants W{layer} {wanted} and b{layer} ({wanted[0]},) there; make them "
+                             f"with snn.init_network(seed, network){fix}")
 
 
 def check_inputs(params, frames, network=None):

@@ -489,8 +489,12 @@ def test_evaluation_counts_every_layers_spikes_and_synapses():
      "a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, 3 layers, "
      "got W1, W2, b1, b2: make them with snn.init_network(seed, network)"),
     (lambda: snn.init_network(0, snn.Network.parse("conv8k5s2,64")), None,
-     "W2 (64, 1800) and b2 (64,) do not fit the layer before: make them with snn.init_network(seed, network); "
-     "if they are a convolutional network's, pass its layers, network=snn.Network.parse(...)"),
+     "W2 (64, 1800) and b2 (64,) do not fit the layer before: a dense network read off the weights' shapes wants "
+     "W2 (64, 8) and b2 (64,) there; make them with snn.init_network(seed, network); if they are a convolutional "
+     "network's, pass its layers, network=snn.Network.parse(...)"),
+    (lambda: snn.init_network(0, snn.Network.parse("64")), snn.Network.parse("128"),
+     "W1 (64, 2312) and b1 (64,) do not fit the layer before: the network given wants W1 (128, 2312) and b1 (128,) "
+     "there; make them with snn.init_network(seed, network)"),
 ])
 def test_parameters_that_are_no_network_are_told_in_full(make, network, message):
     with pytest.raises(ValueError) as raised:
