@@ -21,8 +21,10 @@ Read top to bottom; the method is in the functions named, and the rest checks wh
      `centred_ranks`, `pair_differences`
   4. the step g, one matrix product per weight: `lowrank_gradient`, `bias_gradient`          (7)-(8)
   5. `Eggroll.tell`: shape, form g from the keys, and let Adam climb it (optim.py)               (9)
-Beside nano_eggroll.py, three things differ: the members are interleaved (below), a bias's noise
-rides in its weight's product as one more rank (`Population.rows`), and no factor is ever stored.
+Beside nano_eggroll.py, the method itself differs in three ways: the members are interleaved
+(below), a bias's noise rides in its weight's product as one more rank (`Population.rows`), and no
+factor is kept between ask and tell; the rest is speed (blocks of pairs, the GPU), several
+processes (`team`) and the checks.
 
 The method knows no network: its clients call `linear` where their layers multiply, the spiking
 network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it names, is in

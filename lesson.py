@@ -98,8 +98,8 @@ def standard_error(samples):
 # The check: the E_p of 32 pairs at each rank from 1 to 64 and at full rank (`eggroll.lowrank_factors`,
 # `baselines.full_rank_noise`); their mean entry variance within 5 standard errors of 1, their
 # mean excess kurtosis within 5 of 6/r (0 at full rank). At r = 1, where the 32 pairs' E_p vary
-# most, the line gives the means' standard errors (±): a mean a standard error or two from 1, or
-# from √(mn), is what 32 draws give.
+# most, the line gives the means' standard errors (±): there the two means lie 2.5 and 2.6 standard
+# errors below 1 and √(mn), inside the check's 5.
 
 # %%
 def lowrank_scale():
