@@ -583,19 +583,18 @@ def fitness_array(fitness, members, like):
     if fitness.dtype.kind == "O" or wide:  # Fractions, Decimals, big ints, long doubles: float64 may round them
         try:
             converted = fitness.astype(numpy.float64)
-        except (TypeError, ValueError):  # a long double's complex numbers (said below), a Decimal's signalling NaN
-            converted = None
-            for member, value in enumerate(fitness.ravel() if fitness.dtype.kind == "O" else []):
+        except (TypeError, ValueError):  # a Decimal's signalling NaN, which float() refuses: named with its member
+            for member, value in enumerate(fitness.ravel()):
                 try:
                     float(value)
                 except (TypeError, ValueError):
                     raise ValueError(f"fitness must be real numbers, one per member, got {value!r} (member "
                                      f"{member}), no number float64 can hold: give every member a number") from None
-        if converted is not None:
-            if made_equal(fitness, converted):
-                raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
-                                 "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
-            fitness = converted
+            raise
+        if made_equal(fitness, converted):
+            raise ValueError("fitness holds numbers closer together than float64, in which they are ranked, can "
+                             "tell apart: shift or scale them (e.g. subtract their smallest) before tell")
+        fitness = converted
     if fitness.dtype.kind in "US":  # a list of text, or an array of it
         texts = [member for member, value in enumerate(given) if isinstance(value, (str, bytes))] \
             if isinstance(given, Sequence) else []

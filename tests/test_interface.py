@@ -285,7 +285,11 @@ def test_a_huge_whole_number_is_named_by_its_size_not_written_out():
                            (dict(seed=10 ** 5000), "seed must be a whole number in 0..18446744073709551615, got an int "
                                                    "of about 5000 digits: use e.g. 0"),
                            (dict(seed=10 ** 20 - 1), "seed must be a whole number in 0..18446744073709551615, got "
-                                                     "99999999999999999999: use e.g. 0")):
+                                                     "99999999999999999999: use e.g. 0"),
+                           (dict(seed=10 ** 20), "seed must be a whole number in 0..18446744073709551615, got an int of "
+                                                 "about 21 digits: use e.g. 0"),
+                           (dict(seed=2 ** 70), "seed must be a whole number in 0..18446744073709551615, got an int of "
+                                                "about 22 digits: use e.g. 0")):  # 1.18e21
         with pytest.raises(ValueError) as refused:
             eggroll.Eggroll(**{"population": 4, "rank": 1, "sigma": 0.1, "seed": 0, **settings})
         assert str(refused.value) == said
@@ -330,6 +334,11 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.tell(s, es.ask(s), [1j, 0, 0, 0]), "fitness must be real numbers, one per member"),
     (lambda es, s: es.ask(s).perturbed("nope"), "unknown parameter 'nope'"),
     (lambda es, s: es.tell(s, es.ask(s), np.zeros(5)), "fitness must have shape (4,)"),
+    (lambda es, s: es.tell(s, es.ask(s), [1.0, 2.0, 3.0]), "fitness must have shape (4,), one number per member of "
+                                                           "ask's population in member order, got (3,)"),
+    (lambda es, s: es.tell(s, es.ask(s), 5.0), "fitness must have shape (4,), one number per member of ask's "
+                                               "population in member order, got ()"),
+    (lambda es, s: es.tell(s, es.ask(s), 1j), "fitness must be real numbers, one per member, got a complex"),
     (lambda es, s: es.tell(s, es.ask(s), np.zeros((4, 1))), "fitness must have shape (4,), one number per member of "
                                                              "ask's population in member order, got (4, 1)"),
     (lambda es, s: es.tell(s, es.ask(s), [0.0, np.nan, 1.0, 2.0]), "NaN or inf"),

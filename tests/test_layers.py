@@ -887,6 +887,10 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          ".astype(numpy.float32), or make them with snn.init_network(seed, network)")]
     refused_in_full(cases)
     bptt_step(), es_step()  # and the same calls, as they should be, step
+    square = np.ones((4, 4, 12), np.float32)  # T = N: labels of N samples match the frames' first axis too
+    snn_eggroll.generation_step(params, optim.init(params), square, labels, 0, snn_eggroll.Config(8, 1, np.float64(0.1),
+                                                                                                  1, 1.0),
+                                optim.Adam(0.01))  # a NumPy scalar sigma is one float
     snn.forward(conv_params, np.ones((5, 4, 32), np.float32), network=conv)  # a network's own width, not its weights'
     snn.LIF(beta=0), snn.LIF(beta=1.0), bptt_step(baselines.BPTTConfig(1e6, 2.0))  # the ranges' ends are in them
     bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset=np.bool_(True)))  # NumPy's bool is a bool
