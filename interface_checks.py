@@ -255,7 +255,7 @@ def shown(value):
     """repr(value) for a message, but an int of more than 20 digits as its size (an int of 10^400 would
     fill the line, and one past 4,300 digits has no repr)."""
     if isinstance(value, int) and abs(value) >= 10 ** 20:
-        return f"an int of about {math.floor((abs(value).bit_length() - 1) * math.log10(2)) + 1} digits"
+        return f"an int of about {math.floor(math.log10(abs(value))) + 1} digits"
     return repr(value)
 
 

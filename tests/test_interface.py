@@ -278,12 +278,12 @@ def test_a_sigma_below_the_parameters_resolution_is_refused_not_left_to_tie():
 def test_a_huge_whole_number_is_named_by_its_size_not_written_out():
     """An int setting of hundreds or thousands of digits (past 4,300 Python gives no repr) is refused in
     one short line that gives its size; up to 20 digits it is written out."""
-    for settings, said in ((dict(sigma=10 ** 400), "sigma must be a finite int or float > 0, got an int of about 400 "
+    for settings, said in ((dict(sigma=10 ** 400), "sigma must be a finite int or float > 0, got an int of about 401 "
                                                    "digits: use e.g. 0.1"),
-                           (dict(lr=-10 ** 400), "lr must be a finite int or float >= 0, got an int of about 400 "
+                           (dict(lr=-10 ** 400), "lr must be a finite int or float >= 0, got an int of about 401 "
                                                  "digits: use e.g. 0.01"),
                            (dict(seed=10 ** 5000), "seed must be a whole number in 0..18446744073709551615, got an int "
-                                                   "of about 5000 digits: use e.g. 0"),
+                                                   "of about 5001 digits: use e.g. 0"),
                            (dict(seed=10 ** 20 - 1), "seed must be a whole number in 0..18446744073709551615, got "
                                                      "99999999999999999999: use e.g. 0"),
                            (dict(seed=10 ** 20), "seed must be a whole number in 0..18446744073709551615, got an int of "
@@ -996,9 +996,12 @@ def test_a_sigma_of_any_real_type_steps_as_the_python_float_it_holds(sigma):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite int or float > 0, got an int of about 400 digits"),
-    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite int or float > 0, got an int of about 400 digits"),
-    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite int or float >= 0, got an int of about 400 digits"),
+    (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite int or float > 0, got an int of about 401 "
+                                                  "digits"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite int or float > 0, got an int of "
+                                                         "about 401 digits"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite int or float >= 0, got an int of about "
+                                                          "401 digits"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-10 ** 400), "weight_decay must be a finite int or float >= 0, got"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=distributed.Alone),
      "team must be distributed.ALONE or distributed.team(update), got the class Alone: give one of those"),
