@@ -31,8 +31,8 @@ network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it n
 interface_checks.py.
 
 Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); the rows of A[p] are the
-columns of A_p in EGGROLL's paper (Sarkar et al.). Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T.
-(Upper case, as in that paper: a lower-case b is a bias.) Member 2p is pair p's
+columns of Eq. (5)'s A_p (m x r). Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T. (Upper case, as
+in EGGROLL's paper, Sarkar et al.: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
 import math

@@ -109,7 +109,7 @@ def fitness(counts, labels, n_frames, logit_scale):
 
 def draw_noise(params, generation, settings):
     """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), the rows of A[p] being
-    the columns of A_p in EGGROLL's paper; b -> delta (P, m). Float32, from the same streams and in the same
+    the columns of Eq. (5)'s A_p (m x r); b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
     pairs, r = np.arange(settings.members // 2), settings.rank
