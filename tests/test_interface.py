@@ -286,8 +286,8 @@ def test_a_huge_whole_number_is_named_by_its_size_not_written_out():
                                                    "of about 5001 digits: use e.g. 0"),
                            (dict(seed=10 ** 20 - 1), "seed must be a whole number in 0..18446744073709551615, got "
                                                      "99999999999999999999: use e.g. 0"),
-                           (dict(seed=10 ** 20), "seed must be a whole number in 0..18446744073709551615, got an int of "
-                                                 "about 21 digits: use e.g. 0"),
+                           (dict(seed=10 ** 20), "seed must be a whole number in 0..18446744073709551615, got an int "
+                                                 "of about 21 digits: use e.g. 0"),
                            (dict(seed=2 ** 70), "seed must be a whole number in 0..18446744073709551615, got an int of "
                                                 "about 22 digits: use e.g. 0")):  # 1.18e21
         with pytest.raises(ValueError) as refused:
@@ -998,8 +998,8 @@ def test_a_sigma_of_any_real_type_steps_as_the_python_float_it_holds(sigma):
 @pytest.mark.parametrize("make, message", [
     (lambda: eggroll.Eggroll(4, 1, 10 ** 400, 0), "sigma must be a finite int or float > 0, got an int of about 401 "
                                                   "digits"),
-    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite int or float > 0, got an int of "
-                                                         "about 401 digits"),
+    (lambda: eggroll.Eggroll(4, 1, {"w": 10 ** 400}, 0), "sigma of 'w' must be a finite int or float > 0, got an int "
+                                                         "of about 401 digits"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=10 ** 400), "lr must be a finite int or float >= 0, got an int of about "
                                                           "401 digits"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, weight_decay=-10 ** 400), "weight_decay must be a finite int or float >= 0, got"),
