@@ -164,7 +164,10 @@ class Population:
 
     def factors(self, name):
         """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
-        parameter."""
+        parameter. (Every product and member goes through here: its sigma and parameters are checked
+        again, as a dict of them may have been changed by hand since ask.)"""
+        check_sigma(self.sigma)
+        check_params(self, self.params)
         check_known(self.params, name)
         value = self.params[name]
         check_noise_size(len(self.pairs), name, value, self.rank)

@@ -295,6 +295,29 @@ def test_a_huge_whole_number_is_named_by_its_size_not_written_out():
         assert str(refused.value) == said
 
 
+def test_a_populations_sigma_or_parameters_changed_by_hand_are_refused_where_they_are_used():
+    """ask's Population holds its sigma and parameters in dicts: one changed by hand after ask (a
+    negative sigma would swap the members' signs, a float16 weight is no parameter init takes) is refused
+    by linear, perturbed, member and factors as at ask, not used."""
+    es = eggroll.Eggroll(4, 1, 0.1, 0)
+    state = es.init({"w": np.ones((2, 3), np.float32)})
+    x = np.ones((5, 3), np.float32)
+    for change, said in ((lambda pop: pop.sigma.update(w=-1.0),
+                          "sigma of 'w' must be a finite int or float > 0, got -1.0: use e.g. 0.1"),
+                         (lambda pop: pop.params.update(w=np.ones((2, 3), np.float16)),
+                          "parameter 'w' is float16: EGGROLL steps float32 or float64 arrays; give "
+                          "w.astype(numpy.float32)")):
+        for use in (lambda pop: pop.linear("w", x), lambda pop: pop.perturbed("w"), lambda pop: pop.member(1),
+                    lambda pop: pop.factors("w")):
+            pop = es.ask(state)
+            pop = eggroll.Population(dict(pop.params), dict(pop.sigma), pop.rank, pop.seed, pop.generation, pop.pairs,
+                                     pop.fingerprint)  # dicts of its own: the state's are left alone
+            change(pop)
+            with pytest.raises(ValueError) as refused:
+                use(pop)
+            assert str(refused.value) == said
+
+
 def test_a_pickled_state_resumes_with_the_same_bits():
     """Five generations straight, or two, a pickle round trip of state (and of the Eggroll), three more."""
     x = np.random.default_rng(1).normal(size=(16, 6)).astype(np.float32)
