@@ -35,10 +35,10 @@ except KeyboardInterrupt:
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
 # recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's
-# budget, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation.
+# budget, population, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation.
 RECIPES = {
-    "eggroll": ["--method", "eggroll", "--rank", "1", "--population", "512", "--batch-size", "256",
-                "--lr-schedule", "cosine", "--eval-every", "100"],
+    "eggroll": ["--method", "eggroll", "--rank", "1", "--batch-size", "256", "--lr-schedule", "cosine",
+                "--eval-every", "100"],
     "bptt": ["--method", "bptt", "--batch-size", "256", "--lr", "0.02", "--lr-schedule", "cosine",
              "--logit-scale", "10", "--slope", "1", "--weight-decay", "0.1", "--max-shift", "1"],
 }
@@ -46,7 +46,7 @@ RECIPES = {
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
           "init_std": (0.3, ("eggroll", "bptt"), "init"), "output_sigma_scale": (1.0, ("eggroll",), "out"),
-          "readout": ("rate", ("eggroll", "bptt"), "readout-")}
+          "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m")}
 
 
 def levers(method, opts):
@@ -169,6 +169,7 @@ def main():
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
     parser.add_argument("--readout", choices=snn.READOUTS,
                         help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
+    parser.add_argument("--population", type=exits.at_least(2), help="EGGROLL's members, an even number (default: 512)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()

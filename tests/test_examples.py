@@ -168,7 +168,8 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     and a convolutional one, by EGGROLL and BPTT: each run's config.json holds its layers, its
     real.json scores it, the table has a row per run (EGGROLL's first, the smaller networks first),
     a second call trains nothing and writes the same table, and one asking for more generations
-    trains runs of its own beside the others (their folders name the levers away from the recipe).
+    trains runs of its own beside the others (their folders name the levers away from the recipe, a
+    population among them).
     A width typed 012 is the network 12's, in its folder name and config.json."""
     real = tmp_path / "real"  # the recordings trained on, as another copy (the same copy is no --real-root)
     shutil.copytree(ROOT / "nmnist-sample", real)
@@ -196,11 +197,11 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     assert subprocess.run(rescored, capture_output=True, text=True, timeout=300).returncode == 0
     assert json.loads((runs / "bptt-hidden-conv2k5s3-e1-seed1" / "real.json").read_text())["samples"]["test"] == 10
     longer = [*command[:command.index("--generations") + 1], "3", *command[command.index("--logit-scale"):-3], "12",
-              "--methods", "eggroll"]  # (no --epochs: no BPTT run reads it)
+              "--methods", "eggroll", "--population", "64"]  # (no --epochs: no BPTT run reads it)
     assert subprocess.run(longer, capture_output=True, text=True, timeout=300).returncode == 0
-    assert (runs / "hidden-12-g3-logit1-seed1" / "final.json").is_file()
-    assert [line.split(" | ")[3] for line in (tmp_path / "table.md").read_text().splitlines()[2:6]] == \
-        ["2 generations"] * 3 + ["3 generations"]
+    assert json.loads((runs / "hidden-12-g3-logit1-m64-seed1" / "final.json").read_text())["config"]["population"] == 64
+    assert [line.split(" | ")[2:4] for line in (tmp_path / "table.md").read_text().splitlines()[2:6]] == \
+        [["512", "2 generations"]] * 3 + [["64", "3 generations"]]
 
 
 def test_the_depth_example_on_other_data_than_its_runs_gives_advice_that_fits_it(tmp_path):
