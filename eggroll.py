@@ -164,11 +164,10 @@ class Population:
 
     def factors(self, name):
         """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
-        parameter. (Every product and member goes through here: its sigma and parameters are checked
-        again, as a dict of them may have been changed by hand since ask.)"""
-        check_sigma(self.sigma)
-        check_params(self, self.params)
+        parameter. (Every product and member goes through here: the sigma it is drawn for is checked
+        again, as the dict may have been changed by hand since ask; a negative one would swap the members.)"""
         check_known(self.params, name)
+        check_sigma({name: self.sigma.get(name)})
         value = self.params[name]
         check_noise_size(len(self.pairs), name, value, self.rank)
         xp = array_module_of(value)

@@ -295,27 +295,27 @@ def test_a_huge_whole_number_is_named_by_its_size_not_written_out():
         assert str(refused.value) == said
 
 
-def test_a_populations_sigma_or_parameters_changed_by_hand_are_refused_where_they_are_used():
-    """ask's Population holds its sigma and parameters in dicts: one changed by hand after ask (a
-    negative sigma would swap the members' signs, a float16 weight is no parameter init takes) is refused
-    by linear, perturbed, member and factors as at ask, not used."""
+def test_a_populations_sigma_changed_by_hand_is_refused_where_it_is_used():
+    """ask's Population holds its sigma in a dict: a value changed by hand after ask (a negative sigma
+    would swap the members' signs, a NaN make them NaN) or removed is refused by linear, perturbed,
+    member and factors, not used."""
     es = eggroll.Eggroll(4, 1, 0.1, 0)
     state = es.init({"w": np.ones((2, 3), np.float32)})
     x = np.ones((5, 3), np.float32)
-    for change, said in ((lambda pop: pop.sigma.update(w=-1.0),
-                          "sigma of 'w' must be a finite int or float > 0, got -1.0: use e.g. 0.1"),
-                         (lambda pop: pop.params.update(w=np.ones((2, 3), np.float16)),
-                          "parameter 'w' is float16: EGGROLL steps float32 or float64 arrays; give "
-                          "w.astype(numpy.float32)")):
-        for use in (lambda pop: pop.linear("w", x), lambda pop: pop.perturbed("w"), lambda pop: pop.member(1),
-                    lambda pop: pop.factors("w")):
+    for change, said in ((lambda sigma: sigma.update(w=-1.0), "got -1.0"),
+                         (lambda sigma: sigma.update(w=float("nan")), "got nan"),
+                         (lambda sigma: sigma.pop("w"), "got None")):
+        for use in ("linear", "perturbed", "member", "factors"):
             pop = es.ask(state)
-            pop = eggroll.Population(dict(pop.params), dict(pop.sigma), pop.rank, pop.seed, pop.generation, pop.pairs,
-                                     pop.fingerprint)  # dicts of its own: the state's are left alone
-            change(pop)
+            change(pop.sigma)
             with pytest.raises(ValueError) as refused:
-                use(pop)
-            assert str(refused.value) == said
+                {"linear": lambda: pop.linear("w", x), "perturbed": lambda: pop.perturbed("w"),
+                 "member": lambda: pop.member(1), "factors": lambda: pop.factors("w")}[use]()
+            if use == "member" and said == "got None":  # member makes a Population of one pair, checked whole
+                assert str(refused.value) == ("a Population is made by Eggroll.ask (its sigma {name: float} for "
+                                              "every parameter, its pairs a range in 0..2^32 - 1): ask for one")
+            else:
+                assert str(refused.value) == f"sigma of 'w' must be a finite int or float > 0, {said}: use e.g. 0.1"
 
 
 def test_a_pickled_state_resumes_with_the_same_bits():
