@@ -14,8 +14,8 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
 Read top to bottom; the method is in the functions named, and the rest checks what callers give:
   1. the perturbations: factors A_p, B_p of E_p and a bias's noise delta_p, regenerated from
      their keys (noise.py) whenever they are needed: `lowrank_factors`                           (5)
-  2. the population, `ask`'s answer: x (W + sigma E_p)^T of every member, E_p never formed:
-     x W^T once, x [B_1 ... B_P] for the whole population in blocks of PAIRS_PER_BLOCK pairs,
+  2. the population, `ask`'s answer: x (W + sigma E_p)ᵀ of every member, E_p never formed:
+     x Wᵀ once, x [B_1 ... B_P] for the whole population in blocks of PAIRS_PER_BLOCK pairs,
      each pair's two members sharing it: `population_product`, `Population.linear`               (6)
   3. fitness shaping: centred ranks c in [-0.5, 0.5]; f_p = c(theta + sigma E_p) - c(theta - sigma E_p):
      `centred_ranks`, `pair_differences`
@@ -31,7 +31,7 @@ network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it n
 interface_checks.py.
 
 Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); the rows of A[p] are the
-columns of Eq. (5)'s A_p (m x r). Stacked, A.reshape(P r, m) is [A_1 ... A_P]^T. (Upper case, as
+columns of Eq. (5)'s A_p (m x r). Stacked, A.reshape(P r, m) is [A_1 ... A_P]ᵀ. (Upper case, as
 in EGGROLL's paper, Sarkar et al.: a lower-case b is a bias.) Member 2p is pair p's
 + side, theta + sigma E_p, member 2p + 1 its - side.
 """
@@ -63,7 +63,7 @@ PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every
 # 1. The perturbations of Eq. (5)
 
 def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
-    """A_p and B_p of Eq. (5), E_p = A_p B_p^T / sqrt(r), for weight `name` of shape (m, n): arrays
+    """A_p and B_p of Eq. (5), E_p = A_p B_pᵀ / sqrt(r), for weight `name` of shape (m, n): arrays
     (P, r, m) and (P, r, n), entries 𝒩(0, 1)."""
     m, n = shape
     normals = noise.normals(seed, generation, pairs, name, rank * (m + n), xp)
@@ -73,7 +73,7 @@ def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
 
 
 def materialise(A, B):
-    """E_p = A_p B_p^T / sqrt(r) as (P, m, n). Only for tests and explanation: training never does."""
+    """E_p = A_p B_pᵀ / sqrt(r) as (P, m, n). Only for tests and explanation: training never does."""
     return (A.transpose(0, 2, 1) @ B) / math.sqrt(A.shape[1])
 
 
@@ -177,9 +177,9 @@ class Population:
         return noise.normals(self.seed, self.generation, pairs, name, value.shape[0], xp)
 
     def rows(self, weight, bias, dtype):
-        """[sigma/sqrt(r) A_p^T ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
+        """[sigma/sqrt(r) A_pᵀ ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
-            x (W + sigma E_p)^T + b + sigma delta_p = x W^T + b + [x B_p, 1] rows_p."""
+            x (W + sigma E_p)ᵀ + b + sigma delta_p = x Wᵀ + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
         try:
             dtype = numpy.dtype(dtype)  # float is float64, as NumPy reads it
@@ -198,12 +198,12 @@ class Population:
         return xp.concatenate([sigma / math.sqrt(self.rank) * A, bias_sigma * delta[:, None, :]], axis=1), B
 
     def linear(self, name, x, bias=None):
-        """x (W + sigma E_p)^T, W parameter `name` (+ the bias's member), for every member, Eq. (6):
+        """x (W + sigma E_p)ᵀ, W parameter `name` (+ the bias's member), for every member, Eq. (6):
         (2·pairs, rows, m).
 
         x is (rows, n), shared by all members, or (2·pairs, rows, n), one per member (a hidden layer's
         output); its rows are samples, or frames of samples (snn_eggroll.py: T N of them).
-        E_p is never formed: x W^T once, and x B_p for all pairs in one product per block. The
+        E_p is never formed: x Wᵀ once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
         are first made the weight's, long doubles float64; integers it cannot hold exactly are refused)."""
         x = input_array(x, self.params, name, self.members)  # the outputs' size checked too
@@ -211,7 +211,7 @@ class Population:
         xp = array_module_of(x)
         with numpy.errstate(over="ignore", invalid="ignore", under="ignore"):  # an overflow: said below
             rows, B = self.rows(name, bias, x.dtype)
-            base = x @ w.T.astype(x.dtype, copy=False)                        # x W^T, once
+            base = x @ w.T.astype(x.dtype, copy=False)                        # x Wᵀ, once
             if bias is not None:
                 base = base + self.params[bias].astype(x.dtype, copy=False)
             if x.ndim == 2:                                                   # one x for every member
@@ -257,7 +257,7 @@ class Population:
         drawn = {}
         for name, value in self.params.items():
             factors = one.factors(name)
-            if value.ndim == 2:  # E_p = A_p B_p^T / sqrt(r), in the parameter's float type as `linear` forms it
+            if value.ndim == 2:  # E_p = A_p B_pᵀ / sqrt(r), in the parameter's float type as `linear` forms it
                 drawn_noise = materialise(*(factor.astype(value.dtype, copy=False) for factor in factors))[0]
             else:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
@@ -306,7 +306,7 @@ def population_stats(fitnesses, shaped):
 # 4. The step g, Eqs. (7)-(8)
 
 def lowrank_gradient(f, A, B, sigma, n_pairs):
-    """Eq. (7): (diag(f) A)^T B / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)
+    """Eq. (7): (diag(f) A)ᵀ B / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)
     of some or all of the population's P = n_pairs pairs (a process may hold a part)."""
     pairs, rank, m = A.shape
     weighted = (f[:, None, None] * A).reshape(pairs * rank, m)

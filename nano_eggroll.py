@@ -126,7 +126,7 @@ def draw_noise(params, generation, settings):
 
 def population_forward(params, perturbations, x, settings):
     """Output spike counts (2, P, N, 10) of every member on frames x (T, N, n_in) by Eq. (6),
-    x (W +- sigma E_p)^T = x W^T +- sigma/sqrt(r) (x B_p) A_p^T. [0, p] is theta + sigma E_p and
+    x (W +- sigma E_p)ᵀ = x Wᵀ +- sigma/sqrt(r) (x B_p) A_pᵀ. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
     of a pair differ only in its sign. The same counts, the slow way, each E_p formed
@@ -145,12 +145,12 @@ def population_forward(params, perturbations, x, settings):
     T, batch, n_in = x.shape                                                    # T frames, N samples, 2312
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
-    # Layer 1: every member sees the same frames, so x W1^T + b1 is computed once, and x B_p for every
-    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_p^T (r x m) and B_W1[p] is B_p^T (r x n).
+    # Layer 1: every member sees the same frames, so x W1ᵀ + b1 is computed once, and x B_p for every
+    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_pᵀ (r x m) and B_W1[p] is B_pᵀ (r x n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
-    # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_p^T alone.
+    # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_pᵀ alone.
     # As einsums: xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
@@ -177,14 +177,14 @@ def centred_ranks(values):
 
 def gradient(f, perturbations, sigma):
     """The step g, Eqs. (7)-(8), from the pair differences f (P,):
-    g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)^T B / (2 P sigma sqrt(r)), one product;
+    g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)ᵀ B / (2 P sigma sqrt(r)), one product;
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
     for name, drawn in perturbations.items():
         if name.startswith("W"):
             A, B = drawn
             P, r, m = A.shape
-            # A (P, r, m) holds A[p] = A_p^T, so A.reshape(P r, m) is the stacked A of Eq. (7): pair p's r
+            # A (P, r, m) holds A[p] = A_pᵀ, so A.reshape(P r, m) is the stacked A of Eq. (7): pair p's r
             # rows are the columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
             weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, (P r, m)
             grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)

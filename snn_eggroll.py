@@ -75,9 +75,9 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     in every layer, and the hidden spike count of each member if count_hidden (else None).
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
-    Layer 1 sees the same frames in every member: x W1^T once, x B_p for all pairs in one product
+    Layer 1 sees the same frames in every member: x W1ᵀ once, x B_p for all pairs in one product
     per block (a convolution's x: every patch of every frame, `snn.Network.unfold`). Every later
-    layer sees each member's own spikes s, so s [W^T | B_p] is one product per pair, its + and -
+    layer sees each member's own spikes s, so s [Wᵀ | B_p] is one product per pair, its + and -
     members together. On a GPU, a network of two dense layers runs its LIF layers, for every
     member and frame, as one kernel (gpu.lowrank_lif_network), if it reads out rates. With a
     potential readout (`snn.Network.readout`) the counts are the output potentials summed."""
@@ -90,11 +90,11 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
                             for layer in range(1, n_layers + 1)))
     x = network.unfold(1, frames.reshape(n_steps * batch, n_in))                  # (T N positions, fan_in)
-    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, -1, params["W1"].shape[0])  # x W^T, once
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, -1, params["W1"].shape[0])  # x Wᵀ, once
     xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N pos, P, r)
     readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
                                        factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
-                for layer in range(2, n_layers + 1)}                                # [W^T | B_p], (P, n, m + r)
+                for layer in range(2, n_layers + 1)}                                # [Wᵀ | B_p], (P, n, m + r)
     if gpu.enabled(xp) and network.fused():  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
         return counts, (hidden if count_hidden else None)
@@ -110,7 +110,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
         return antithetic(base[t], xb[t, chunk] @ rows[0][chunk]).reshape(stop - start, batch, sizes[1])
 
     def layer_current(layer, spikes, start, stop):
-        """Each member has its own spikes s, so s W^T and s B_p are one product per pair."""
+        """Each member has its own spikes s, so s Wᵀ and s B_p are one product per pair."""
         chunk, n_out_layer = slice(start // 2, stop // 2), params[f"W{layer}"].shape[0]
         by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, pairs, 2N pos, n)
         projected = by_pair @ readouts[layer][chunk]                                    # (T, pairs, 2N pos, m+r)

@@ -54,6 +54,7 @@ SECOND_MEANINGS = [
      r"\bj = 1 … r\b|\bcolumn j of [AB]_p\b|\bj-th column\b", "the sum over j = 1 … r of column j of A_p"),
     ("decay as Adam's averaging rates, not a weight decay or the leak", r"\bdecay rates?\b|\bdecays 0\.9",
      "avg a running mean (decays 0.9, 0.999)"),
+    ("T as a transpose, not the frame count", r"\^T\b", "x (W + sigma E_p)^T"),
 ]
 
 # Code names (in a .py file's code, or a code block of a page) that would read as a symbol of the
