@@ -90,6 +90,15 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     return 0
 
 
+def leave(status):
+    """sys.exit(status) for an entry point whose command has ended and said so. A signal in Python's
+    own exit that follows (modules torn down, MPI finalised: a fraction of a second) would end the
+    process by the signal with no line, although nothing is left to stop: it is ignored."""
+    for signum in SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    sys.exit(status)
+
+
 def first_signal_stops(stop):
     """A signal handler that calls stop(signum) at the first signal and lets later ones go (a burst
     of SIGTERM, Ctrl-C pressed again), which would otherwise raise again in the middle of the

@@ -290,4 +290,4 @@ def main():
 
 
 if __name__ == "__main__":  # a damaged recording, an unwritable cache, Ctrl-C: one line (exits.py)
-    sys.exit(exits.handled(main, "nothing was written, run it again to start over"))
+    exits.leave(exits.handled(main, "nothing was written, run it again to start over"))

@@ -358,4 +358,4 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # while the options are read
         print(STARTING, file=sys.stderr)
         status = 130
-    sys.exit(status)
+    exits.leave(status)

@@ -482,4 +482,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":  # Ctrl-C, SIGTERM, an unwritable figure or output: one line (exits.py)
-    sys.exit(exits.handled(main, "nothing was written; run it again"))
+    exits.leave(exits.handled(main, "nothing was written; run it again"))

@@ -227,4 +227,4 @@ def measure_along_a_run(opts, network, splits):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exits.leave(main())

@@ -253,4 +253,4 @@ def write_table(out):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exits.leave(main())

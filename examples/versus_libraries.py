@@ -310,4 +310,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exits.leave(main())

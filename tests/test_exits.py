@@ -297,6 +297,35 @@ def test_a_handled_command_puts_back_the_signal_handlers_it_replaced():
     assert {signum: signal.getsignal(signum) for signum in exits.SIGNALS} == before
 
 
+LATE_SIGNALS = """
+import atexit, os, signal, sys, time
+sys.path.insert(0, {root!r})
+import exits
+def late():  # Ctrl-C and SIGTERM while Python exits, once the command has said its last
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+atexit.register(late)
+print("accuracy 97 %")
+exits.leave(0)
+"""
+ENTRY_POINTS = ["run.py", "nano_eggroll.py", "toy_eggroll.py", *sorted(f"examples/{path.name}" for path in
+                                                                        (ROOT / "examples").glob("*.py"))]
+
+
+def test_a_signal_after_a_command_has_ended_changes_nothing():
+    """Ctrl-C or SIGTERM during Python's own exit, after the result is printed: nothing is left to
+    stop, so the process ends as the command did (status 0, no traceback, not killed by the signal)."""
+    done = subprocess.run([sys.executable, "-c", LATE_SIGNALS.format(root=str(ROOT))], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "accuracy 97 %\n", "")
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_every_entry_point_leaves_through_exits_leave(name):
+    assert (ROOT / name).read_text(encoding="utf-8").rstrip().splitlines()[-1].startswith("    exits.leave(")
+
+
 def test_signals_after_the_first_are_let_go_while_the_command_stops(capsys):
     """A burst of SIGTERM (a scheduler sending it again, Ctrl-C pressed twice): the first stops the
     command, one line and 143; those that arrive while it stops raise nothing in its cleanup (in an
