@@ -188,17 +188,23 @@ def plain(kind, text):
     return kind(text)
 
 
-def at_least(low):
-    """argparse type: an integer >= low."""
+def at_least(low, below=None):
+    """argparse type: an integer >= low (and < below, if given)."""
     def number(text):
         try:
             value = plain(int, text)
         except ValueError:
             value = None
-        if value is None or value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        if value is None or value < low or below is not None and value >= below:
+            wanted = f">= {low}" if below is None else f"in {low}..{shown_bound(below - 1)}"
+            raise argparse.ArgumentTypeError(f"expected an integer {wanted}, got {text!r}")
         return value
     return number
+
+
+def shown_bound(value):
+    """2^63-1 for 2 ** 63 - 1, as a bound of a seed reads; other numbers as they are."""
+    return "2^63-1" if value == 2 ** 63 - 1 else str(value)
 
 
 def members(text):

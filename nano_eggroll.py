@@ -16,22 +16,18 @@ One generation: draw every pair's noise (5), run the 2P members theta +- sigma E
 forming E_p (6), score them (3)-(4), replace the scores by their centred ranks c, weigh pair p by
 f_p = c(theta + sigma E_p) - c(theta - sigma E_p), form the step g (7)-(8) and climb it by Adam (9).
 
-The noise comes from the project's Philox streams (noise.py: Philox4x32-10, a counter-based
-generator, makes every number a function of seed, generation, pair, parameter and position), so
-this file and eggroll.py draw the same numbers and take the same steps (tests/test_nano_eggroll.py
-holds them to it). This file keeps a generation's factors from the forward pass to the step g
-(Eq. (7)); eggroll.py draws them again from their keys for the step, so that between ask and tell
-a Population holds keys, not factors.
+The noise comes from the project's Philox streams (noise.py), so this file and eggroll.py draw the
+same numbers and take the same steps (tests/test_nano_eggroll.py holds them to it); this file keeps
+a generation's factors from the forward pass to the step, where eggroll.py draws them again.
 
-`OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members (rank 1,
-minibatches of 64 of the 162 training recordings of nmnist-sample/) in 24–40 CPU seconds and scores
-the 100 real test recordings: 68 % or 70 % at seed 1, 57–70 % over seeds 1–3 (56–71 % at two BLAS
-threads; one standard error at 100 recordings is about 4.7 points);
-results/reproductions/nano-and-lesson-times.md holds the runs, their wall times and what moves them.
+`OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members on the 162
+training recordings of nmnist-sample/ in 24–40 CPU seconds and scores its 100 test recordings: 68 % or
+70 % at seed 1, 57–70 % over seeds 1–3 (results/reproductions/nano-and-lesson-times.md).
 """
 import sys
 
 try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
+    import argparse
     import math
     import time
     from dataclasses import dataclass
@@ -255,32 +251,15 @@ def train(splits, settings, generations, batch_size, log_every=0):
 
 
 # ---------------------------------------------------------------------------------------------
-# The command line: one option, --seed, and one line for every error (nothing of the method below)
+# The command line (nothing of the method below)
 
-USAGE = ("usage: python nano_eggroll.py [--seed SEED]\n\n"
-         "  --seed SEED   seed of the initial weights, the noise and the minibatches, a whole number in 0..2^63-1 "
-         "(default: 1)\n  -h, --help  this text; the other settings are the Settings class and main()")
-
-
-def seed_of(args):
-    """The seed the one option gives, --seed followed by a whole number, or --seed=N (default:
-    Settings.seed)."""
-    if not args:
-        return Settings.seed
-    args = args[0].split("=", 1) if len(args) == 1 and args[0].startswith("--seed=") else args  # --seed=2 too
-    if len(args) == 2 and args[0] == "--seed":
-        # ASCII digits only: not a superscript or another script's digits
-        if args[1].isascii() and args[1].isdigit() and int(args[1]) < 2 ** 63:
-            return int(args[1])
-        raise exits.UsageError(f"--seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {args[1]!r}")
-    raise exits.UsageError(f"nano_eggroll.py takes one option, --seed SEED (got {' '.join(args)}); its other "
-                           f"settings are the Settings class and main(); see nano_eggroll.py --help")
-
-
-def main():
-    if sys.argv[1:] in (["-h"], ["--help"]):
-        return exits.say(f"{__doc__.strip()}\n\n{USAGE}", "run it again with standard output open")
-    settings = Settings(seed=seed_of(sys.argv[1:]))
+def main(argv=None):
+    parser = exits.Parser(prog="nano_eggroll.py", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=exits.at_least(0, below=2 ** 63), default=Settings.seed,
+                        help="of the initial weights, the noise and the minibatches (default: 1); the other "
+                             "settings are the Settings class and main()")
+    settings = Settings(seed=parser.parse_args(argv).seed)
     began = time.perf_counter()
     # data.py bins the recordings into frames once and caches them (in $EGGROLL_CACHE, else ~/.cache/eggroll-snn/frames)
     splits = data.load_nmnist(Path(__file__).resolve().parent / "nmnist-sample", progress=False)

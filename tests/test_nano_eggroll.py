@@ -164,12 +164,10 @@ def test_its_command_says_one_line_when_the_frames_cannot_be_cached(tmp_path):
 def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp_path):
     """--seed SEED is the one option; any other is refused in one line (exit status 2); a closed stdout
     (`| head -c 20`) ends the run at its next line with one line on stderr, exit status 141, no traceback."""
-    assert nano.seed_of([]) == nano.Settings.seed and nano.seed_of(["--seed", "3"]) == 3
-    assert nano.seed_of(["--seed=3"]) == 3  # as argparse takes it
-    for wrong in (["--generations", "5"], ["--seed"], ["--seed", "2", "--seed", "3"]):
+    for wrong in (["--generations", "5"], ["--seed"], ["3"]):
         done = subprocess.run([sys.executable, nano.__file__, *wrong], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2 and done.stderr.startswith("error: nano_eggroll.py takes one option, --seed SEED"), \
-            done.stderr
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.endswith("; see nano_eggroll.py --help\n"), done.stderr
     one_thread = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     status, err = stopped([sys.executable, nano.__file__], "reader gone", env=one_thread)
     assert status == 141 and err == "error: standard output was closed\n", err
@@ -179,16 +177,27 @@ def test_its_command_takes_only_a_seed_and_ends_quietly_when_its_reader_goes(tmp
 @pytest.mark.parametrize("form", ["--seed VALUE", "--seed=VALUE"])
 def test_a_seed_that_is_no_whole_number_is_one_line_naming_the_option(value, form):
     """--seed takes ASCII digits in 0..2^63-1, given as --seed N or --seed=N: a superscript two,
-    another script's digit, a number out of range or nothing is one line naming --seed and an
-    example, not int()'s words."""
+    another script's digit, a number out of range or nothing is one line naming --seed and the range,
+    not int()'s words."""
     args = ["--seed", value] if form == "--seed VALUE" else [f"--seed={value}"]
     done = subprocess.run([sys.executable, nano.__file__, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and done.stderr == (
-        f"error: --seed takes a whole number in 0..2^63-1, e.g. --seed 2, got {value!r}\n")
+        f"error: argument --seed: expected an integer in 0..2^63-1, got {value!r}; see nano_eggroll.py --help\n")
+
+
+@pytest.mark.parametrize("args, seed", [([], 1), (["--seed", "3"], 3), (["--seed=3"], 3), ([f"--seed={2 ** 63 - 1}"], 2 ** 63 - 1)])
+def test_the_seed_option_reads_a_seed_as_given(args, seed, monkeypatch):
+    """The seed main() trains with: Settings' default, or --seed's, up to 2^63-1."""
+    trained = []
+    monkeypatch.setattr(nano.data, "load_nmnist", lambda *args, **kwargs: None)
+    monkeypatch.setattr(nano, "train", lambda splits, settings, **kwargs: trained.append(settings.seed) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        nano.main(args)
+    assert trained == [seed]
 
 
 def test_the_help_lists_the_seed_option():
     done = subprocess.run([sys.executable, nano.__file__, "--help"], capture_output=True, text=True,
                           timeout=60)
-    assert done.returncode == 0 and "usage: python nano_eggroll.py [--seed SEED]" in done.stdout
-    assert "  --seed SEED   seed of the initial weights" in done.stdout
+    assert done.returncode == 0 and "usage: nano_eggroll.py [-h] [--seed SEED]" in done.stdout
+    assert "--seed SEED  of the initial weights" in done.stdout and nano.__doc__.split("\n")[0] in done.stdout
