@@ -739,6 +739,28 @@ def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
     assert not np.array_equal(next_step, data.minibatch(train, 16, np, seed=3, step=8)[0])
 
 
+def test_augmented_minibatches_draw_every_shift_from_minus_to_plus_max_shift():
+    """The shifts of minibatch(max_shift=m) cover -m..m in both directions, both ends included,
+    each about as often (640 draws of each coordinate at m = 1: 213 expected, a standard error of 12)."""
+    class Split:  # what minibatch reads of a split: its length, labels and frames
+        labels = np.zeros(640, np.int64)
+        drawn = []
+
+        def __len__(self):
+            return 640
+
+        def frames(self, idx, xp, shifts=None):
+            self.drawn.append(shifts)
+            return None
+    split = Split()
+    for step in range(10):
+        data.minibatch(split, 64, np, seed=0, step=step, max_shift=1)
+    shifts = np.concatenate(split.drawn)
+    for axis in (0, 1):
+        values, counts = np.unique(shifts[:, axis], return_counts=True)
+        assert values.tolist() == [-1, 0, 1] and all(abs(count - 640 / 3) < 5 * 12 for count in counts), counts
+
+
 def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read(root, tmp_path, monkeypatch):
     """EGGROLL_CACHE a file, a broken link, a loop of links, or below a file: one line naming what is
     in the way, before the recordings are read (none is)."""

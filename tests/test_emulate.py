@@ -697,3 +697,47 @@ def test_a_rerun_remakes_only_its_own_recordings_cut_short(tmp_path):
     whole.write_bytes(b"12345")
     assert [emulate.kept_as_made(path) for path in (own, linked, hard, whole, tmp_path / "none.bin")] == \
         [False, True, True, True, False]
+
+
+def test_a_recording_is_written_whole_and_never_through_a_link(tmp_path, monkeypatch):
+    """A worker writes each recording through a temporary file: a write cut short (a full disk)
+    leaves nothing at the recording's path and no temporary file, and a link planted there is
+    refused, the file it names left as it was."""
+    images, labels = read_digits()["test"]
+    monkeypatch.setitem(emulate._worker, "emulator", emulate.Emulator(0))
+    job = ("test", images[:1], labels[:1], [1], str(tmp_path / "out"))
+    path = emulate.recording_path(tmp_path / "out", "test", labels[0], 1)
+    path.parent.mkdir(parents=True)
+    mine = tmp_path / "mine.bin"
+    mine.write_bytes(b"mine")
+    path.symlink_to(mine)
+    with pytest.raises(run_folder.UsageError, match="symbolic link"):
+        emulate.emulate_batch(job)
+    assert mine.read_bytes() == b"mine"
+    path.unlink()
+
+    def cut_short(self, payload):  # half of it lands, then the disk is full
+        with open(self, "wb") as file:
+            file.write(bytes(payload)[:len(payload) // 2])
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Path, "write_bytes", cut_short)
+    with pytest.raises(run_folder.UsageError):
+        emulate.emulate_batch(job)
+    assert list(path.parent.iterdir()) == []
+
+
+def test_a_failed_emulation_removes_the_temporary_files_of_recordings_cut_short(tmp_path, monkeypatch):
+    """A worker that dies while it writes (its pool broken) leaves a recording's temporary file: the
+    emulation that fails removes it before it says so, and only it (a user's file of another name,
+    and the recordings made, stay)."""
+    def dying(jobs, workers, seed):
+        folder = tmp_path / "NMNIST" / "Test" / "7"
+        (folder / "00001.bin.0123abcd.tmp").write_bytes(b"half")
+        (folder / "notes.tmp").write_text("mine")
+        raise RuntimeError("a process in the process pool was terminated abruptly")
+        yield
+    monkeypatch.setattr(emulate, "run_jobs", dying)
+    with pytest.raises(RuntimeError, match="terminated abruptly"), \
+            pytest.warns(UserWarning, match="differ from the official MNIST files"):
+        emulate.emulate(tmp_path, DIGITS, splits=("test",), progress=False)
+    assert sorted(path.name for path in (tmp_path / "NMNIST" / "Test" / "7").iterdir()) == ["notes.tmp"]
