@@ -62,6 +62,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
+from interface_checks import a_kind, check_whole
 from run_folder import FILE_KINDS, create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
 
 SENSOR_SIZE = (34, 34, 2)
@@ -804,6 +805,7 @@ def minibatch(split, batch_size, xp, seed, step, count=1, max_shift=0):
     max_shift > 0 augments the batch: each sample moves by its own (dy, dx), both uniform in
     -max_shift..max_shift pixels, drawn from (seed, step, max_shift) so that a resumed run sees
     the same."""
+    check_minibatch(split, batch_size, xp, seed, step, count, max_shift)
     per_epoch = max(len(split) // batch_size, 1)
     parts = [divmod(number, per_epoch) for number in range(step, step + count)]
     idx = np.concatenate([epoch_order(len(split), seed, epoch)[index * batch_size:(index + 1) * batch_size]
@@ -814,6 +816,18 @@ def minibatch(split, batch_size, xp, seed, step, count=1, max_shift=0):
         shifts = np.concatenate([np.random.default_rng([seed, number, max_shift]).integers(
             -max_shift, max_shift + 1, (part_size, 2)) for number in range(step, step + count)])
     return split.frames(idx, xp, shifts), xp.asarray(split.labels[idx])
+
+
+def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
+    """ValueError naming the fix unless minibatch's arguments make a minibatch."""
+    if not isinstance(split, Split):
+        raise ValueError(f"split must be a data.Split (load_nmnist(...).train), got {a_kind(split)}")
+    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):  # (the tests' stand-in for CuPy too)
+        raise ValueError(f"xp must be numpy or cupy, the module the frames go to, got {a_kind(xp)}")
+    for name, value, low, example in (("batch_size", batch_size, 1, "256"), ("seed", seed, 0, "1"),
+                                      ("step", step, 0, "0, the first"), ("count", count, 1, "1"),
+                                      ("max_shift", max_shift, 0, "0, none, or 1")):
+        check_whole(name, value, low, 2 ** 63 - 1, example)
 
 
 def translate(frames, shifts):

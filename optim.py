@@ -51,6 +51,11 @@ def averages_of(adam):
 
 def init(params):
     """Adam's state: first and second moments at zero, update count Q = 0."""
+    if not (isinstance(params, dict) and all(hasattr(value, "dtype") and hasattr(value, "shape")
+                                             for value in params.values())):
+        raise ValueError(f"params must be a dict of named arrays (NumPy or CuPy), got {a_kind(params)}"
+                         f"{'' if not isinstance(params, dict) else ' holding other values'}: give e.g. "
+                         f"{{'W1': numpy.zeros((64, 2312), numpy.float32)}}")
     return {"m": {name: value * 0 for name, value in params.items()},
             "v": {name: value * 0 for name, value in params.items()}, "t": 0}
 

@@ -739,26 +739,33 @@ def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
     assert not np.array_equal(next_step, data.minibatch(train, 16, np, seed=3, step=8)[0])
 
 
-def test_augmented_minibatches_draw_every_shift_from_minus_to_plus_max_shift():
+def test_augmented_minibatches_draw_every_shift_from_minus_to_plus_max_shift(monkeypatch):
     """The shifts of minibatch(max_shift=m) cover -m..m in both directions, both ends included,
     each about as often (640 draws of each coordinate at m = 1: 213 expected, a standard error of 12)."""
-    class Split:  # what minibatch reads of a split: its length, labels and frames
-        labels = np.zeros(640, np.int64)
-        drawn = []
-
-        def __len__(self):
-            return 640
-
-        def frames(self, idx, xp, shifts=None):
-            self.drawn.append(shifts)
-            return None
-    split = Split()
+    split = data.Split(np.zeros((640, 10 * data.N_INPUTS // 8), np.uint8), np.zeros(640, np.int64), 10)
+    drawn = []
+    monkeypatch.setattr(data, "translate", lambda bits, shifts: drawn.append(shifts) or bits)
     for step in range(10):
         data.minibatch(split, 64, np, seed=0, step=step, max_shift=1)
-    shifts = np.concatenate(split.drawn)
+    shifts = np.concatenate(drawn)
     for axis in (0, 1):
         values, counts = np.unique(shifts[:, axis], return_counts=True)
         assert values.tolist() == [-1, 0, 1] and all(abs(count - 640 / 3) < 5 * 12 for count in counts), counts
+
+
+@pytest.mark.parametrize("change, said", [
+    (dict(batch_size=-3), "batch_size must be a whole number in 1..9223372036854775807, got -3: use 256"),
+    (dict(batch_size=0), "batch_size must be a whole number in 1.."), (dict(batch_size=2.5), "batch_size must be a whole number"),
+    (dict(count=0), "count must be"), (dict(seed=-1), "seed must be"), (dict(step=-1), "step must be"),
+    (dict(max_shift=-2), "max_shift must be"), (dict(xp=None), "xp must be numpy or cupy"),
+    (dict(split=[1, 2]), "split must be a data.Split")])
+def test_a_minibatch_of_arguments_that_make_none_is_one_line_naming_the_argument(change, said):
+    """A negative batch size gave a batch of another size, silently; others failed inside NumPy."""
+    split = data.Split(np.zeros((40, 10 * data.N_INPUTS // 8), np.uint8), np.zeros(40, np.int64), 10)
+    arguments = dict(split=split, batch_size=8, xp=np, seed=1, step=0) | change
+    with pytest.raises(ValueError) as refused:
+        data.minibatch(**arguments)
+    assert str(refused.value).startswith(said)
 
 
 def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read(root, tmp_path, monkeypatch):

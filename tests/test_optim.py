@@ -68,3 +68,11 @@ def test_ascend_on_a_gpu_takes_the_one_launch_update(monkeypatch):
     passed = [(c[0] is params[n], c[1] is grads[n], c[2], c[3]) for c, n in zip(calls, params)]
     assert passed == [(True, True, 1, adam)] * len(params)
     assert all(np.array_equal(new[n], expected[n]) for n in params) and state["t"] == 1
+
+
+@pytest.mark.parametrize("params", [[1, 2], {"w": [1.0]}, None])
+def test_adams_state_is_made_of_named_arrays_only(params):
+    """optim.init of a list failed inside ("no attribute 'items'"); of a dict of lists it made moments
+    of []: both are one ValueError naming what to give."""
+    with pytest.raises(ValueError, match="params must be a dict of named arrays"):
+        optim.init(params)
