@@ -252,7 +252,10 @@ def markdown_file(text):
 def figure_file(text):
     """argparse type: the path of a figure to write: a .png file (.PNG too; not a folder) of a UTF-8
     name in an existing folder, checked before the work."""
-    if not text.lower().endswith(".png") or os.path.isdir(text):
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder: give the path of a .png file to draw the figure in, "
+                                         f"e.g. {os.path.join(text, 'figure.png')}")
+    if not text.lower().endswith(".png"):
         raise argparse.ArgumentTypeError(f"expected the path of a .png file to draw the figure in, got {text!r}")
     if not os.path.isdir(os.path.dirname(text) or "."):
         raise argparse.ArgumentTypeError(f"{os.path.dirname(text)} is not a folder: create it or give another path")

@@ -49,7 +49,8 @@ def drift(run_dir):
     """Per weight matrix of the EGGROLL run in run_dir: its name, size, RMS change from its
     initialisation, the noise walk and the coherent part."""
     run_dir = Path(run_dir)
-    if not (run_dir / run_folder.CHECKPOINT).is_file():
+    checkpoint = run_dir / run_folder.CHECKPOINT
+    if not (checkpoint.exists() or checkpoint.is_symlink()):  # (one that is no regular file: load_checkpoint says so)
         if (run_dir / "final.json").is_file():  # the repository's runs keep their records, not their weights
             raise UsageError(f"{run_dir} holds a finished run but not its {run_folder.CHECKPOINT} (a committed run keeps "
                              f"none): train it again into a folder of your own (examples/snn_depth.py --out DIR with "

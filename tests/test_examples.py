@@ -702,7 +702,8 @@ def test_nano_eggroll_answers_help():
     """nano_eggroll.py --help prints what the file is and does, and exits 0 without training."""
     done = subprocess.run([sys.executable, str(ROOT / "nano_eggroll.py"), "--help"], capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
-    assert done.returncode == 0 and done.stdout.startswith("nano EGGROLL: evolution strategies") and not done.stderr
+    assert done.returncode == 0 and done.stdout.startswith("usage: nano_eggroll.py [-h] [--seed SEED]\n\nnano EGGROLL: "
+                                                           "evolution strategies") and not done.stderr
 
 
 @pytest.mark.parametrize("command, message", [
@@ -1027,3 +1028,15 @@ def test_the_depth_table_leaves_out_a_real_json_of_another_run(tmp_path, capsys)
     assert lines[2].split(" | ")[8] != "–" and lines[3].split(" | ")[8] == "–", lines
     assert capsys.readouterr().err == (f"warning: {runs[1] / 'real.json'} is no score of this run (damaged, or another "
                                        f"run's): it is left out of the table; --real-root scores this run again\n")
+
+
+def test_layer_drift_names_a_checkpoint_that_is_no_regular_file_as_such(tmp_path):
+    """A finished run whose checkpoint.npz is a named pipe is not a run without a checkpoint: one line
+    saying what is there (as run.py evaluate says it), not advice to train it again."""
+    shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", tmp_path / "run")
+    os.mkfifo(tmp_path / "run" / "checkpoint.npz")
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "layer_drift.py"), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == (f"error: cannot read {tmp_path / 'run' / 'checkpoint.npz'}: it is "
+                                                    f"a named pipe (FIFO), not a regular file; move it away and put the "
+                                                    f"file back\n")

@@ -270,9 +270,12 @@ def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
         os.chdir(here)
     assert exits.markdown_file(str(tmp_path / "TABLE.MD")) == tmp_path / "TABLE.MD"
     (tmp_path / "folder.PNG").mkdir()
-    for text in (str(tmp_path / "folder.PNG"), str(tmp_path / "toy.jpg")):
-        with pytest.raises(argparse.ArgumentTypeError, match="expected the path of a .png file"):
-            exits.figure_file(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="expected the path of a .png file"):
+        exits.figure_file(str(tmp_path / "toy.jpg"))
+    with pytest.raises(argparse.ArgumentTypeError) as refused:  # a folder is said to be one
+        exits.figure_file(str(tmp_path / "folder.PNG"))
+    assert str(refused.value) == (f"{tmp_path / 'folder.PNG'} is a folder: give the path of a .png file to draw the "
+                                  f"figure in, e.g. {tmp_path / 'folder.PNG' / 'figure.png'}")
     with pytest.raises(argparse.ArgumentTypeError) as refused:  # its record holds its name as UTF-8 text
         exits.figure_file(os.fsdecode(os.fsencode(tmp_path) + b"/toy\xff.png"))
     assert str(refused.value) == ("the figure's name toy\\udcff.png is no UTF-8 text, which the record of the figures "

@@ -107,7 +107,7 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     refused = "is a file this command did not write (not a figure the toy drew: its .figures.sha256 does not " \
               "hold it): it is left as it is; give another --out"
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
-                              (["--out", "."], "expected the path of a .png file to draw the figure in, got '.'"),
+                              (["--out", "."], ". is a folder: give the path of a .png file to draw the figure in, e.g. ./figure.png"),
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
                               (["--out", "photo.png"], f"photo.png {refused}"),
                               (["--out", "notes.png"], f"notes.png {refused}")):
