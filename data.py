@@ -824,10 +824,12 @@ def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
         raise ValueError(f"split must be a data.Split (load_nmnist(...).train), got {a_kind(split)}")
     if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):  # (the tests' stand-in for CuPy too)
         raise ValueError(f"xp must be numpy or cupy, the module the frames go to, got {a_kind(xp)}")
-    for name, value, low, example in (("batch_size", batch_size, 1, "256"), ("seed", seed, 0, "1"),
-                                      ("step", step, 0, "0, the first"), ("count", count, 1, "1"),
-                                      ("max_shift", max_shift, 0, "0, none, or 1")):
-        check_whole(name, value, low, 2 ** 63 - 1, example)
+    for name, value, low, high, example in (("batch_size", batch_size, 1, 2 ** 63 - 1, "256"),
+                                            ("seed", seed, 0, 2 ** 64 - 1, "1"),  # (any seed Eggroll takes)
+                                            ("step", step, 0, 2 ** 63 - 1, "0, the first"),
+                                            ("count", count, 1, 2 ** 63 - 1, "1"),
+                                            ("max_shift", max_shift, 0, 2 ** 63 - 1, "0, none, or 1")):
+        check_whole(name, value, low, high, example)
 
 
 def translate(frames, shifts):
