@@ -111,6 +111,22 @@ def test_other_settings_are_named_by_their_values_and_only_where_they_differ(fin
     assert code == 2 and 'holds a run with other settings (method "eggroll", not "bptt");' in err, err
 
 
+def test_a_run_stopped_before_its_first_checkpoint_may_be_replaced_by_force(finished_run, dataset, capsys):
+    """A run stopped before its first checkpoint leaves its config.json and an empty metrics.jsonl:
+    other settings there are refused with --force as the fix (nothing trained is lost), which then
+    trains them; a run that has trained is still said to be left as it is."""
+    for name in ("checkpoint.npz", "final.json", "real.json"):
+        (finished_run / name).unlink(missing_ok=True)
+    (finished_run / "metrics.jsonl").write_text("")
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--seed", "5"), capsys)
+    assert code == 2 and err == (f"error: {finished_run} holds a run with other settings (seed 1, not 5) that stopped "
+                                 f"before its first checkpoint, so nothing of it was trained: use --force to train "
+                                 f"these settings there (it deletes that run's config.json), or another --out\n")
+    assert snapshot(finished_run) == before
+    assert run_main(train_args(finished_run, dataset, "--seed", "5", "--force"), capsys)[0] == 0
+
+
 def test_a_setting_config_json_lacks_is_said_to_be_missing_not_only_other(finished_run, dataset, capsys):
     """A config.json that lost a setting (the run's seed): the refusal says the file has none, and
     that restoring it is the fix if it lost the run's, not only that the settings differ."""
