@@ -223,7 +223,9 @@ class Population:
                 sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
                 out = base + (sign * (xb @ rows[:, None])).reshape(base.shape)
         check_finite_outputs(out, f"linear({name!r}, x): the members' outputs",
-                             "scale x, the parameters or sigma down" + ", or give x as float64" * (x.dtype != numpy.float64))
+                             "scale x, the parameters or sigma down"
+                             + ", or give x as float64" * (x.dtype != numpy.float64),
+                             {used: self.params[used] for used in (name, bias) if used is not None})
         return out
 
     def perturbed(self, name):
@@ -242,7 +244,7 @@ class Population:
         with numpy.errstate(over="ignore", under="ignore"):  # an overflow is said once, below, not warned
             drawn_noise *= self.sigma[name]                                  # sigma E_p, in place
             members = antithetic(value, drawn_noise)
-        check_finite_outputs(members, f"perturbed({name!r}): the members' values", FAR_FROM_THE_LIMIT)
+        check_finite_outputs(members, f"perturbed({name!r}): the members' values", FAR_FROM_THE_LIMIT, {name: value})
         return members
 
     def member(self, index):
@@ -263,7 +265,8 @@ class Population:
                 drawn_noise = factors[0].astype(value.dtype, copy=False)
             with numpy.errstate(over="ignore", under="ignore"):  # an overflow is said once, below, not warned
                 drawn[name] = (value + sign * self.sigma[name] * drawn_noise).astype(value.dtype, copy=False)
-            check_finite_outputs(drawn[name], f"member({index})[{name!r}]: its values", FAR_FROM_THE_LIMIT)
+            check_finite_outputs(drawn[name], f"member({index})[{name!r}]: its values", FAR_FROM_THE_LIMIT,
+                                 {name: value})
         return drawn
 
 

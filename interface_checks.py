@@ -493,10 +493,16 @@ class FloatOverflow(ValueError):
     resolves sigma (check_resolved): for a caller that tells the user which setting to change."""
 
 
-def check_finite_outputs(values, what, fix):
+def check_finite_outputs(values, what, fix, inputs=None):
     """FloatOverflow "<what> overflow <dtype>: <fix>" where the array `values` holds inf or NaN (a
-    product or a sum beyond its float type's range: its inputs are finite, checked before)."""
+    product or a sum beyond its float type's range: its inputs are finite, checked before). Where
+    one of the parameters `inputs` ({name: array}) made them holds NaN or inf itself (changed by hand
+    since ask), a ValueError says so instead: looked at only once the values are found wrong."""
     if not array_module_of(values).isfinite(values).all():
+        for name, value in (inputs or {}).items():
+            if not bool(array_module_of(value).isfinite(value).all()):
+                raise ValueError(f"parameter {name!r} holds NaN or inf, which ask refuses: it was changed since "
+                                 f"ask; ask again with finite parameters")
         raise FloatOverflow(f"{what} overflow {values.dtype}, whose largest number is {numpy.finfo(values.dtype).max:.3g}: "
                          f"{fix}")
 

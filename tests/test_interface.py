@@ -2528,3 +2528,18 @@ def test_memory_mapped_parameters_step_as_their_arrays_do(tmp_path):
     again, _ = es.tell(restored, es.ask(restored), fitness)
     np.testing.assert_array_equal(got.params["w"], want.params["w"])
     np.testing.assert_array_equal(again.params["w"], want.params["w"])
+
+
+@pytest.mark.parametrize("use", ["linear", "perturbed", "member"])
+def test_a_parameter_made_nan_after_ask_is_said_to_be_changed_not_to_overflow(use):
+    """A weight set to NaN by hand after ask makes NaN members: said as a parameter changed since
+    ask (ask refuses NaN), not as an overflow whose fix is to scale something down."""
+    es = eggroll.Eggroll(8, 1, 0.1, 0)
+    state = es.init({"w": np.ones((4, 3), np.float32), "b": np.zeros(4, np.float32)})
+    pop = es.ask(state)
+    state.params["w"][0, 0] = np.nan
+    with pytest.raises(ValueError) as refused:
+        {"linear": lambda: pop.linear("w", np.ones((2, 3), np.float32), bias="b"),
+         "perturbed": lambda: pop.perturbed("w"), "member": lambda: pop.member(0)}[use]()
+    assert str(refused.value) == ("parameter 'w' holds NaN or inf, which ask refuses: it was changed since ask; ask "
+                                  "again with finite parameters")
