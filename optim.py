@@ -51,11 +51,10 @@ def averages_of(adam):
 
 def init(params):
     """Adam's state: first and second moments at zero, update count Q = 0."""
-    if not (isinstance(params, dict) and all(hasattr(value, "dtype") and hasattr(value, "shape")
-                                             for value in params.values())):
-        raise ValueError(f"params must be a dict of named arrays (NumPy or CuPy), got {a_kind(params)}"
-                         f"{'' if not isinstance(params, dict) else ' holding other values'}: give e.g. "
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict of named arrays, got {a_kind(params)}: give e.g. "
                          f"{{'W1': numpy.zeros((64, 2312), numpy.float32)}}")
+    check_float_arrays(params)
     return {"m": {name: value * 0 for name, value in params.items()},
             "v": {name: value * 0 for name, value in params.items()}, "t": 0}
 
@@ -65,6 +64,16 @@ def check_adam_state(state):
     if not (isinstance(state, dict) and "t" in state and all(isinstance(state.get(moment), dict) for moment in "mv")):
         raise ValueError("state is not Adam's state (m, v and t): give optim.init(params), or the state the last "
                          "update returned")
+
+
+def check_float_arrays(params):
+    """ValueError naming the fix unless every parameter is an array of floats (an integer array would
+    drop the step)."""
+    for name, value in params.items():
+        if getattr(getattr(value, "dtype", None), "kind", None) != "f":
+            kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
+            raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
+                             f"numpy.asarray({name}, numpy.float32)")
 
 
 def check_state(params, grads, state):
@@ -77,11 +86,8 @@ def check_state(params, grads, state):
                          f"give one step per parameter")
     check_adam_state(state)
     check_whole("Adam's update count t", state["t"], 0, None, "the count optim.init starts at 0")
+    check_float_arrays(params)
     for name, value in params.items():
-        if getattr(getattr(value, "dtype", None), "kind", None) != "f":  # an integer array would drop the step
-            kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
-            raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
-                             f"numpy.asarray({name}, numpy.float32)")
         step = grads[name]  # of floats no wider than the parameter's, which Adam's moments keep
         if not (getattr(step, "shape", None) == value.shape and getattr(step, "dtype", numpy.dtype(object)).kind == "f"
                 and numpy.result_type(step.dtype, value.dtype) == value.dtype):

@@ -675,7 +675,7 @@ def prepare(out, config, resume, force, command="train"):
             unstated_fix = f"its config.json has no {', '.join(unstated)}, so the run's is taken as the default: " \
                            f"if it lost the run's, restore it from a copy of the run (a finished run's final.json " \
                            f"holds its settings under \"config\"); else " if unstated else ""
-            if command == "train" and not (trained or finished or (out / CHECKPOINT).exists()):
+            if command == "train" and not (trained or finished) and CHECKPOINT in lost:
                 raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}) that stopped "
                                  f"before its first checkpoint, so nothing of it was trained: use --force to train "
                                  f"these settings there (it deletes that run's config.json), or another --out")

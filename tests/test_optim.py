@@ -70,9 +70,13 @@ def test_ascend_on_a_gpu_takes_the_one_launch_update(monkeypatch):
     assert all(np.array_equal(new[n], expected[n]) for n in params) and state["t"] == 1
 
 
-@pytest.mark.parametrize("params", [[1, 2], {"w": [1.0]}, None])
-def test_adams_state_is_made_of_named_arrays_only(params):
+@pytest.mark.parametrize("params, said", [([1, 2], "params must be a dict of named arrays, got a list"),
+                                          (None, "params must be a dict of named arrays, got a NoneType"),
+                                          ({"w": [1.0]}, "parameter 'w' is a list, not an array: Adam steps arrays"),
+                                          ({"w": np.ones(2, int)}, "parameter 'w' is int64: Adam steps arrays")])
+def test_adams_state_is_made_of_named_float_arrays_only(params, said):
     """optim.init of a list failed inside ("no attribute 'items'"); of a dict of lists it made moments
-    of []: both are one ValueError naming what to give."""
-    with pytest.raises(ValueError, match="params must be a dict of named arrays"):
+    of []: each is one ValueError naming what to give, as a step of such parameters is."""
+    with pytest.raises(ValueError) as refused:
         optim.init(params)
+    assert str(refused.value).startswith(said)
