@@ -420,16 +420,18 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     """
     xp = array_module_of(frames)
     snn.check_frames(params, frames, labels, network)
+    snn.check_finite_frames(frames)
     snn.check_lif(lif)
     check_bptt_config(config)
     optim.check(adam)
-    cache = bptt_forward(params, frames, lif, k=config.slope, network=network)
-    loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
-    if config.spike_cost:
-        hidden = sum(cache[f"o{layer}"].sum() for layer in range(1, snn.n_layers(params)))
-        loss = loss + config.spike_cost * hidden / frames.shape[1]                              # Eq. (12)
-    grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset,
-                          config.spike_cost, network)
+    with numpy.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a NaN or inf: said below, in one line
+        cache = bptt_forward(params, frames, lif, k=config.slope, network=network)
+        loss = snn.cross_entropy(cache["counts"], labels, frames.shape[0], config.logit_scale)      # Eqs. (3)-(4)
+        if config.spike_cost:
+            hidden = sum(cache[f"o{layer}"].sum() for layer in range(1, snn.n_layers(params)))
+            loss = loss + config.spike_cost * hidden / frames.shape[1]                              # Eq. (12)
+        grads = bptt_backward(params, cache, labels, lif, config.slope, config.logit_scale, config.detach_reset,
+                              config.spike_cost, network)
     if not all(bool(xp.isfinite(value).all()) for value in (loss, *grads.values())):
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")

@@ -781,6 +781,8 @@ def writable_folder_above(path, option):
         existing = existing.parent
     if not existing.is_dir():
         fail(f"{option} {path}: {existing} is not a folder; choose another path")
+    if run_folder.kernel_fix(existing):
+        fail(f"{option} {path}: {run_folder.kernel_fix(existing)}")
     if not os.access(existing, os.W_OK | os.X_OK):
         fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
     return existing
@@ -916,8 +918,8 @@ def main():
                 folder.rmdir()
         if isinstance(error, figure_record.UsageError):  # it names the file and the fix
             raise
-        fail(f"cannot write {error.filename or args.out}: {error.strerror or error}; free space there or choose "
-             f"another --out or --page")
+        fail(run_folder.os_problem(error, "write", error.filename or args.out).replace("use another folder",
+                                                                                    "choose another --out or --page"))
     exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
               + f"; took {took}", f"the figures are in {args.out}")
 

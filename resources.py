@@ -31,7 +31,7 @@ import numpy
 import data
 import eggroll
 import snn
-from run_folder import RUN_MARK, UsageError
+from run_folder import RUN_MARK, UsageError, kernel_fix
 
 SLACK = 1.5           # temporaries and allocator, on top of the dominant arrays
 NMNIST_SIZE = (60000, 10000)  # training and test recordings of the whole of N-MNIST
@@ -409,6 +409,8 @@ def unwritable(folder, itself):
     """Why the existing `folder` cannot be written, and the fix: where the command writes into
     `folder` itself (a run to resume or replace, a results folder), making it writable, since
     another path would start over; where it makes something new in it, that or another path."""
+    if kernel_fix(folder):
+        return f"the folder {folder}: {kernel_fix(folder)}"
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:

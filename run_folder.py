@@ -159,6 +159,16 @@ OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.ENOMEM: "the system is out of memory: free some, then run again"}
 
 
+def kernel_fix(path):
+    """What to do about `path` (its links followed) where it lies in /proc or /sys, file systems the
+    kernel makes, where no advice about folders or permissions holds; else None."""
+    for root in ("/proc", "/sys"):
+        if Path(os.path.realpath(path)).is_relative_to(root):
+            return (f"{root} is the kernel's own view of the system, where no files of yours can be made: "
+                    f"use another path")
+    return None
+
+
 def os_problem(error, action, path=None, then=None):
     """One line about an OSError: 'cannot <action> <path>: <reason>; <fix>' (`path`: the error's
     own file name where None), the fix chosen by its errno; with `then`, what to do once it is mended
@@ -166,6 +176,8 @@ def os_problem(error, action, path=None, then=None):
     path = path if path is not None else error.filename
     reason = error.strerror or str(error)
     fix = OS_FIXES.get(error.errno, "check that path (permissions, free space, what is there) and run again")
+    if path is not None and kernel_fix(path):
+        return f"cannot {action} {path}: {reason}; {kernel_fix(path)}"
     if then:
         fix = f"{fix.split(' or use another ')[0].removesuffix(' and run again').rstrip(', ')}, then {then}"
     return f"cannot {action} {path}: {reason}; {fix}"

@@ -576,7 +576,6 @@ def check_labels(labels, n_samples, n_out, batch):
 
 def check_finite_frames(frames):
     """ValueError if frames hold NaN or inf: a NaN potential never spikes, so an ES population would
-    score a silent neuron unseen. (bptt_step needs no pass of its own: the first layer's gradient turns
-    NaN, and it says so.)"""
+    score a silent neuron unseen (and BPTT's gradient would turn NaN further in)."""
     if not bool(array_module_of(frames).isfinite(frames).all()):
         raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")

@@ -1,6 +1,7 @@
 """Surrogate-gradient BPTT (baselines.py section 2): exact gradients in smooth mode, the same
 forward as snn.forward, learning, and errors on bad input."""
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -174,10 +175,30 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="labels must be integers in 0..1, the classes of the 2 outputs, got int64 "
                                          "labels from 0 to 2"):
         baselines.bptt_step(params, state, frames, np.where(labels == 1, 2, labels), config, adam)
-    frames[0, 0, 0] = np.nan
-    with pytest.raises(ValueError, match=re.escape("BPTT loss or gradient holds NaN or inf: lower the learning "
-                                                   "rate, or check the input frames for non-finite values")):
-        baselines.bptt_step(params, state, frames, labels, config, adam)
+    with warnings.catch_warnings():  # each said in one line, with no NumPy warning on the way
+        warnings.simplefilter("error")
+        for bad in (np.nan, np.inf):  # as snn.forward and the ES steps say it
+            with pytest.raises(ValueError, match=re.escape(
+                    "frames hold NaN or inf, which no neuron's potential survives: give finite inputs")):
+                baselines.bptt_step(params, state, np.where(np.arange(frames.size).reshape(frames.shape) == 7, bad,
+                                                            frames).astype(frames.dtype), labels, config, adam)
+        huge = {**params, "W1": np.full_like(params["W1"], 3e38)}  # potentials overflow float32 to inf
+        with pytest.raises(ValueError, match=re.escape("BPTT loss or gradient holds NaN or inf: lower the learning "
+                                                       "rate, or check the input frames for non-finite values")):
+            baselines.bptt_step(huge, state, frames, labels, config, adam)
+
+
+def test_a_huge_learning_rate_steps_without_numpy_warnings():
+    """Adam at lr 1e30 drives the weights to ~1e30, where the surrogate's square overflows float32 to
+    inf and its derivative to 0: a right answer, taken without a RuntimeWarning on the way."""
+    frames, labels = separable_batch()
+    params = snn.init_params(0, (frames.shape[2], 16, 2))
+    state, config = optim.init(params), baselines.BPTTConfig(baselines.SLOPE, logit_scale=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            params, state, stats = baselines.bptt_step(params, state, frames, labels, config, optim.Adam(lr=1e30))
+    assert np.isfinite(stats["loss"]) and max(float(np.abs(value).max()) for value in params.values()) > 1e29
 
 
 def test_heaviside_spikes_at_the_threshold_itself():

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import resources
 import run
 import run_folder
 from conftest import SMALL
@@ -158,6 +159,24 @@ def test_a_broken_link_is_named_as_one_not_as_a_missing_folder(tmp_path):
     with pytest.raises(OSError) as made:
         (tmp_path / "file" / "folder").mkdir()
     assert run_folder.os_problem(made.value, "create").endswith("move that file away, or use another path")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a system without /proc")
+def test_a_path_in_the_kernels_file_systems_is_said_as_such_not_as_a_missing_folder(tmp_path):
+    """/proc and /sys hold no files of the user's, whatever folders or permissions: making a folder
+    there fails with ENOENT or EPERM, whose usual advice (create the folder above; lift chattr -i)
+    would mislead. A link into /proc is followed."""
+    (tmp_path / "link").symlink_to("/proc")
+    for path in (Path("/proc/eggroll-run"), tmp_path / "link" / "eggroll-run"):
+        with pytest.raises(OSError) as made:
+            path.mkdir()
+        assert run_folder.os_problem(made.value, "create the folder") == (
+            f"cannot create the folder {path}: {made.value.strerror}; /proc is the kernel's own view of the system, "
+            f"where no files of yours can be made: use another path")
+    assert resources.unwritable(Path("/proc/self"), itself=False) == (
+        "the folder /proc/self: /proc is the kernel's own view of the system, where no files of yours can be made: "
+        "use another path")
+    assert run_folder.kernel_fix(tmp_path) is None and run_folder.kernel_fix("/system") is None
 
 
 def test_finite_weights_too_large_for_the_network_are_one_line_not_warnings(tmp_path, trained, dataset, capsys):

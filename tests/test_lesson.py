@@ -115,6 +115,7 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--claims", "5"], {"NMNIST_ROOT": str(pipe)}, [f"$NMNIST_ROOT {pipe} is a named pipe (FIFO), not a folder"]),
         (["--claims", "5", "--data-root", ""], {}, ["--data-root: an empty path: give a path"]),
         (["--out", ""], {}, ["--out: an empty path: give a path"]),
+        (["--out", "/proc/lesson"], {}, ["--out /proc/lesson: /proc is the kernel's own view of the system"]),
         (["--out", str(a_run)], {}, [f"{a_run} is a run folder of this project", "; choose another --out"]),
         (["--page", str(a_run / "page.md")], {}, [f"{a_run} is a run folder of this project",
                                                   "; choose another --page"]),
