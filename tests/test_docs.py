@@ -144,7 +144,7 @@ def test_the_readme_quotes_its_bench_record():
 def test_the_plain_loops_of_the_derivation_run_and_climb():
     """derivation.md's first two code blocks: the plain ES loop closes ||W - W*||^2 at least 1,000-fold
     in its 300 generations; EGGROLL's lines, run as its loop body, climb too, and their step equals
-    the sum of f_p E_p formed."""
+    the sum of the raw differences times E_p formed."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     plain, lowrank = blocks[0], blocks[1]
     scope = {}
@@ -154,7 +154,7 @@ def test_the_plain_loops_of_the_derivation_run_and_climb():
     scope["W"] = scope["W"] * 0
     for _ in range(300):
         exec(lowrank, scope)
-        formed = (scope["f"][:, None, None] * scope["E"]).sum(axis=0) / (2 * scope["P"] * scope["sigma"])
+        formed = (scope["diffs"][:, None, None] * scope["E"]).sum(axis=0) / (2 * scope["P"] * scope["sigma"])
         assert abs(scope["g"] - formed).max() < 1e-9
         scope["W"] = scope["W"] + scope["lr"] * scope["g"]
     assert ((scope["W"] - scope["W_star"]) ** 2).sum() < start / 100
