@@ -684,7 +684,8 @@ def split_indices(n):
 def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progress=True, rebuild=False):
     """
     Train/val/test splits of N-MNIST as packed frames, decoding the recordings only on the first
-    call (or with rebuild=True); later calls read the cache.
+    call (or with rebuild=True); later calls read the cache. Its errors speak to the commands that
+    call it: their --data-root, --download and --cache-dir are `root`, `download` and `cache_dir`.
     """
     dirs = _split_dirs(resolve_root(root), download, given=root is not None)
     cache_dir = frame_cache_dir(cache_dir)
