@@ -374,7 +374,16 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
                     bar.set_postfix(events_per_recording=round(events / written))
         finally:
             remove_partial_files(root)
-    write_atomically(root / FINISHED, json.dumps(recordings(root)) + "\n")
+    found = recordings(root)
+    unfinished = [(flag, found[folder], len(digits[flag][1])) for flag, folder in SPLIT_FOLDER.items()
+                  if flag not in splits and 0 < found[folder] < len(digits[flag][1])]
+    if unfinished:  # the other split's emulation was stopped: the mark would call it whole
+        flag, made, wanted = unfinished[0]
+        warnings.warn(f"the {flag} split of {root} holds {made} of its {wanted} recordings (its emulation was "
+                      f"stopped), so the emulation is not marked finished and training refuses it; finish it with "
+                      f"`run.py emulate --split {flag} --out {out}` (the same --mnist and --seed)")
+    else:
+        write_atomically(root / FINISHED, json.dumps(found) + "\n")
     return {"recordings": written, "kept": kept, "events": events}
 
 

@@ -639,6 +639,38 @@ def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(t
     emulate.check_finished(out)
 
 
+def test_an_emulation_of_one_split_is_not_marked_finished_while_the_other_is_unfinished(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """--split train stopped after 3 recordings, then --split test: the test split is made, but the
+    mark would count the stopped train split as whole, so it is not written; a warning names the
+    command that finishes it, training refuses the folder until then, and that command finishes it."""
+    monkeypatch.setattr(emulate, "BATCH", 1)
+    encode, made = emulate.encode, []
+
+    def interrupted(*events):
+        if len(made) == 3:
+            raise KeyboardInterrupt
+        made.append(None)
+        return encode(*events)
+    monkeypatch.setattr(emulate, "encode", interrupted)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "train", "--workers", "1")) == 130
+    monkeypatch.setattr(emulate, "encode", encode)
+    with pytest.warns(UserWarning) as said:
+        assert run.main(emulate_command(tmp_path, "--split", "test", "--workers", "1")) == 0
+    assert [str(warning.message) for warning in said if "not marked finished" in str(warning.message)] == [
+        f"the train split of {tmp_path / 'NMNIST'} holds 3 of its {len(INDICES['train'])} recordings (its emulation "
+        f"was stopped), so the emulation is not marked finished and training refuses it; finish it with `run.py "
+        f"emulate --split train --out {tmp_path}` (the same --mnist and --seed)"]
+    assert not (tmp_path / "NMNIST" / emulate.FINISHED).exists()
+    with pytest.raises(data.BadDataError, match="holds an emulation that did not finish"):
+        emulate.check_finished(tmp_path)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "train", "--workers", "1")) == 0
+    emulate.check_finished(tmp_path)
+    assert emulate.recordings(tmp_path / "NMNIST")["Train"] == len(INDICES["train"])
+
+
 def test_two_workers_are_checked_against_free_memory(monkeypatch):
     """--workers 2 starts two processes: refused where free RAM holds one."""
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (int(1.5 * resources.EMULATE_WORKER_BYTES), None))
