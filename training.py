@@ -670,6 +670,16 @@ def check_real_root(root, data_root):
                          f"or score a run on an emulation with `run.py evaluate RUN --data-root {root}`")
 
 
+def check_other_recordings(own, real, root, whose):
+    """A UsageError if the recordings at --real-root `root`, of fingerprint `real` (split: its
+    fingerprint), share a split with `own`, the fingerprint of `whose` (the data a run trained and was
+    tested on), whatever the copy's path: their scores would be reported as other recordings'."""
+    if set(own.values()) & set(real.values()):
+        raise UsageError(f"--real-root {root} holds recordings of {whose} (a split's fingerprint is the same), and "
+                         f"their scores would be reported as other recordings'; give another copy of N-MNIST, or drop "
+                         f"--real-root")
+
+
 def scored_on(run_dir, data_root, cache_dir=None):
     """Whether run_dir's real.json scored its run (run_folder.scores_this_run) on the recordings at
     data_root as they are now (the fingerprint of their frames and labels, split by split, not the

@@ -187,12 +187,14 @@ def main():
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after
                 resources.nmnist_recordings(root, option)
-        if opts.real_root is not None:
+        own = training.load_splits(opts.data_root, config.RunConfig.time_bins).fingerprint()
+        if opts.real_root is not None:  # read now: a damaged recording, or a copy of --data-root, said before training
             training.check_real_root(opts.real_root, opts.data_root)
+            real = training.load_splits(opts.real_root, config.RunConfig.time_bins).fingerprint()
+            training.check_other_recordings(own, real, opts.real_root, f"--data-root {opts.data_root}, the runs' own data")
         trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
         if trained:  # a table never mixes two data sets: refused before any run trains on another
-            check_one_data(trained + [(f"--data-root {opts.data_root}",
-                                       training.load_splits(opts.data_root, config.RunConfig.time_bins).fingerprint())])
+            check_one_data(trained + [(f"--data-root {opts.data_root}", own)])
         for method in opts.methods:
             for hidden in opts.hidden:
                 train(method, hidden, opts)

@@ -171,8 +171,17 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
     trains runs of its own beside the others (their folders name the levers away from the recipe, a
     population among them).
     A width typed 012 is the network 12's, in its folder name and config.json."""
-    real = tmp_path / "real"  # the recordings trained on, as another copy (the same copy is no --real-root)
-    shutil.copytree(ROOT / "nmnist-sample", real)
+    real = write_dataset(tmp_path / "real" / "NMNIST", n_train=2, n_test=2, seed=4).parent  # other recordings
+    copy = tmp_path / "copy"  # the recordings trained on, as another copy: no other recordings, refused
+    shutil.copytree(ROOT / "nmnist-sample", copy)
+    refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root",
+                              str(ROOT / "nmnist-sample"), "--real-root", str(copy), "--out", str(tmp_path)],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr == (
+        f"error: --real-root {copy} holds recordings of --data-root {ROOT / 'nmnist-sample'}, the runs' own data (a "
+        f"split's fingerprint is the same), and their scores would be reported as other recordings'; give another "
+        f"copy of N-MNIST, or drop --real-root\n"), refused.stderr
+    assert not (tmp_path / "runs").exists()
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--real-root", str(real), "--out", str(tmp_path), "--generations", "2",
                "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]

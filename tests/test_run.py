@@ -238,6 +238,26 @@ def test_reproduce_refuses_a_real_root_it_cannot_score_a_run_scored_elsewhere_on
         assert run.main([*args[:6], "--report-only"]) == 0  # no --real-root: no cache of frames to read
 
 
+def test_reproduce_refuses_a_real_root_that_holds_the_runs_own_recordings(tmp_path, dataset, monkeypatch, capsys):
+    """--report-only names no --data-root, so a copy of the data the runs trained on cannot be told by
+    its path: by the fingerprint of its recordings, one line, and no real.json written."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path), "--quiet", *dataset, "--runs",
+            "eggroll-r1", "--seeds", "1"]
+    assert run.main(args) == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset[1], copy)
+    out = tmp_path / "quick" / "runs" / "eggroll-r1-seed1"
+    capsys.readouterr()
+    code, err = run_main([*args[:6], *dataset[2:], "--report-only", "--real-root", str(copy)], capsys)
+    assert code == 2 and err == (
+        f"error: --real-root {copy} holds recordings of the data {out} trained and was tested on (a split's "
+        f"fingerprint is the same), and their scores would be reported as other recordings'; give another copy of "
+        f"N-MNIST, or drop --real-root\n"), err
+    assert not (out / "real.json").exists()
+
+
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1)})
@@ -1285,7 +1305,7 @@ def test_reproduce_real_root_never_writes_real_json_through_a_link(tmp_path, dat
     (out / "real.json").unlink(missing_ok=True)
     (out / "real.json").symlink_to(theirs)
     capsys.readouterr()
-    shutil.copytree(dataset[1], tmp_path / "real")  # the same recordings, as another copy
+    write_dataset(tmp_path / "real", n_train=2, n_test=1, seed=7)  # other recordings
     code = run.main(args + ["--real-root", str(tmp_path / "real")])
     err = capsys.readouterr().err
     assert code == 2 and "real.json is a symbolic link" in err, err
