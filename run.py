@@ -264,8 +264,10 @@ def main(argv=None):
             done = emulate.emulate(opts.out, opts.mnist, splits, opts.workers, opts.seed, not opts.quiet)
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
         elif opts.command == "evaluate":
-            exits.say(json.dumps(training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)),
-                      "rerun with standard output where it can be written")
+            scored = training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)
+            if training.unfinished_warning(opts.run_dir, scored):
+                print(training.unfinished_warning(opts.run_dir, scored), file=sys.stderr)
+            exits.say(json.dumps(scored), "rerun with standard output where it can be written")
         else:
             with training.checked_together(team):
                 bench.check_request(opts, team)

@@ -656,6 +656,20 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
             "data": splits.fingerprint()}
 
 
+def unfinished_warning(run_dir, scored):
+    """The line that says the run `scored` (evaluate_run's record) is not finished, or None: scores of
+    a checkpoint partway, or of one a training run still writes."""
+    run_dir = Path(run_dir)
+    if (run_dir / "final.json").exists():
+        return None
+    running = run_folder.holder(run_dir)
+    state = f"is being trained now (by process {running})" if running is not None else "has not finished"
+    fix = "score it again once it finishes" if running is not None else \
+        f"{run_folder.resume_command(run_dir, run_folder.read_config(run_dir))} finishes it"
+    return (f"warning: {run_dir} {state}: these are the scores of its checkpoint after {scored['generation']} "
+            f"updates; {fix}")
+
+
 def check_real_root(root, data_root):
     """A UsageError if --real-root `root` holds emulated N-MNIST, or is --data-root's copy, the runs'
     own data: its scores are reported as those of other, real recordings."""

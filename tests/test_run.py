@@ -258,6 +258,29 @@ def test_reproduce_refuses_a_real_root_that_holds_the_runs_own_recordings(tmp_pa
     assert not (out / "real.json").exists()
 
 
+def test_evaluate_says_when_the_run_it_scores_has_not_finished(tmp_path, dataset, capsys):
+    """evaluate scores a run's checkpoint: of a finished run, with nothing on stderr; of one stopped
+    partway (no final.json), with one warning line naming the command that finishes it; of one a
+    training process holds, naming that process. The scores are printed all the same."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset]) == 0
+    capsys.readouterr()
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+    assert capsys.readouterr().err == ""
+    (out / "final.json").unlink()  # stopped after its last checkpoint, before its final evaluation
+    assert run.main(["evaluate", str(out), *dataset]) == 0
+    printed = capsys.readouterr()
+    config = run_folder.read_config(out)
+    assert printed.err == (f"warning: {out} has not finished: these are the scores of its checkpoint after 2 updates; "
+                           f"{run_folder.resume_command(out, config)} finishes it\n")
+    assert json.loads(printed.out)["generation"] == 2
+    with run_folder.owned(out):
+        assert run.main(["evaluate", str(out), *dataset]) == 0
+    assert capsys.readouterr().err == (f"warning: {out} is being trained now (by process {os.getpid()}): these are "
+                                       f"the scores of its checkpoint after 2 updates; score it again once it "
+                                       f"finishes\n")
+
+
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1)})
