@@ -30,8 +30,10 @@ STDOUT_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT)  # a write 
 
 def ending(error, again, less_memory="free memory", interrupted="interrupted"):
     """(line, exit status, whether every process of a job met it) for an exception that ends a
-    command, or None for a bug. `again`: how to go on after a signal; `less_memory`: what to do when
-    memory runs out; `interrupted`: the words for a signal that arrives outside a run."""
+    command, or None for a bug. `again`: how to go on after a signal (or a function that says it at
+    that moment); `less_memory`: what to do when memory runs out; `interrupted`: the words for a
+    signal that arrives outside a run."""
+    again = again() if callable(again) else again
     everywhere = getattr(error, "everywhere", False)
     if isinstance(error, (KeyboardInterrupt, UsageError)) and hasattr(error, "signum"):  # a run stopped by one
         words = f"interrupted: {error}" if isinstance(error, UsageError) else interrupted

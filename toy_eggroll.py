@@ -39,6 +39,7 @@ except KeyboardInterrupt:
 
 SHAPE = (8, 6)   # m x n
 STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from
+DRAWN = []       # the figure main() has written, once it has: what a Ctrl-C after it leaves
 
 
 @dataclass(frozen=True)
@@ -475,11 +476,19 @@ def main(argv=None):
     with figure_record.writing(args.out) as temporary:  # the figure first: if the lines cannot be printed, it's there
         draw(numbers).savefig(temporary, format="png", dpi=72)
     saved = f"the figure is in {args.out}"
+    DRAWN.append(args.out)
     exits.say("\n".join(figure_lines(numbers)), saved)
     for check in (checks, across_check, seeds_check, quartic_check):  # each printed once measured
         exits.say("\n".join(check()), saved)
     exits.say(f"figure: {args.out}", saved)
 
 
+def after_interruption():
+    """What a Ctrl-C leaves: nothing, or the figure with the checks cut short."""
+    if DRAWN:
+        return f"the figure is in {DRAWN[-1]}, the checks after it cut short; run it again for them"
+    return "nothing was written; run it again"
+
+
 if __name__ == "__main__":  # Ctrl-C, SIGTERM, an unwritable figure or output: one line (exits.py)
-    exits.leave(exits.handled(main, "nothing was written; run it again"))
+    exits.leave(exits.handled(main, after_interruption))

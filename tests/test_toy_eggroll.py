@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import exits
 import toy_eggroll as toy_module
 from toy_eggroll import Toy, cosine, mean_step, optimum, ranked_step_length, train
 
@@ -154,6 +155,28 @@ def test_a_closed_standard_output_is_one_line_and_the_figure_stays_whole(tmp_pat
     err = process.communicate(timeout=300)[1].decode()
     assert process.returncode == 141 and err == "error: standard output was closed\n", err
     assert (tmp_path / "toy.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_ctrl_c_says_what_it_leaves_written(tmp_path, monkeypatch, capsys):
+    """Ctrl-C before the figure is drawn: nothing was written. During the checks that follow it: the
+    figure is there, whole, and the line says so rather than "nothing was written"."""
+    monkeypatch.setattr(toy_module, "DRAWN", [])
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(toy_module, "figure_numbers", interrupted)
+    assert exits.handled(lambda: toy_module.main(["--out", str(tmp_path / "early.png")]),
+                         toy_module.after_interruption) == 130
+    assert capsys.readouterr().err == "error: interrupted; nothing was written; run it again\n"
+    assert not (tmp_path / "early.png").exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(toy_module, "DRAWN", [])
+    monkeypatch.setattr(toy_module, "checks", interrupted)
+    out = tmp_path / "toy.png"
+    assert exits.handled(lambda: toy_module.main(["--out", str(out)]), toy_module.after_interruption) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: interrupted; the figure is in {out}, the checks "
+                                                        f"after it cut short; run it again for them")
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
 @pytest.mark.parametrize("theta, sigma", [(1.2, 0.1), (1.2, 0.6), (-0.4, 0.3), (2.2, 1.0)])
