@@ -1045,6 +1045,7 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                "median_seconds_per_generation": AMOUNT, "total_seconds": AMOUNT, "end_to_end_seconds": AMOUNT,
                "generations": COUNT,
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
+               "update": (lambda v: v in ("seeds", "allreduce"), '"seeds" or "allreduce" (--update)'),
                "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
                # the data it trained on: each split's size and the sha256 of its frames and labels, and

@@ -556,7 +556,8 @@ def finish(run, params, validation, step_seconds):
              "n_train": len(splits.train), "n_val": len(splits.val), "n_test": len(splits.test),
              "test_sparsity": test_sparsity, "config": run_config.stored(run.config),
              "data": run.data,
-             "versions": package_versions(), "device": device_name(xp), "processes": run.team.size}
+             "versions": package_versions(), "device": device_name(xp), "processes": run.team.size,
+             "update": run.team.update}  # how the processes shared it (distributed.py): allreduce sums in another order
     # a full disk, say, after the last checkpoint: the run has finished, and --resume scores it again
     run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1),
                                 then=f"{run_folder.resume_command(run.out, run.config)} scores the finished run "

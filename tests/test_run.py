@@ -21,7 +21,7 @@ import resources
 import run
 import run_folder
 import training
-from nmnist_files import REAL_DIR, REAL_ROOT, needs_real, random_events, write_dataset, write_recording
+from nmnist_files import REAL_DIR, needs_real, random_events, write_dataset, write_recording
 from test_report import write_preset_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +176,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert run.main(args) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
 
-    real_root = dataset[dataset.index("--data-root") + 1]
+    real_root = str(write_dataset(tmp_path / "real" / "NMNIST", n_train=1, n_test=3, seed=8).parent)
     reported = [*args[:6], *dataset[2:], "--report-only"]  # no --data-root: it trains on nothing
     assert run.main(reported + ["--real-root", real_root]) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
@@ -187,8 +187,9 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert run.main(reported + ["--real-root", real_root]) == 0  # the same recordings: kept
     assert [r.read_bytes() for r in reals] == scored
     capsys.readouterr()
-    code, err = run_main(args + ["--real-root", real_root], capsys)  # the copy the runs trained on
-    assert code == 2 and err == (f"error: --real-root {real_root} is the copy --data-root names, the runs' own data, "
+    trained_on = dataset[dataset.index("--data-root") + 1]
+    code, err = run_main(args + ["--real-root", trained_on], capsys)  # the copy the runs trained on
+    assert code == 2 and err == (f"error: --real-root {trained_on} is the copy --data-root names, the runs' own data, "
                                  f"and its scores would be reported as other recordings'; give another copy of "
                                  f"N-MNIST (nmnist-sample/, a download), or drop --real-root\n"), err
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
@@ -196,7 +197,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     for real in reals:
         assert json.loads(real.read_text())["samples"]["test"] == 20, real
 
-    trained_on = dataset[dataset.index("--data-root") + 1]  # every run finished: skipped only on its own data
+    # every run finished: skipped only on its own data
     elsewhere = [str(other) if arg == trained_on else arg for arg in args]
     code, err = run_main(elsewhere, capsys)
     assert code == 2 and "was trained on other data than" in err, err
@@ -662,10 +663,9 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert not (eggroll_run / "final.json").exists() and not es_run.exists()
     assert "| eggroll-r1 |" not in (part / "table.md").read_text()
 
-    real_copy = tmp_path / "real"  # the same recordings, as another copy (its own data is no --real-root)
-    shutil.copytree(REAL_DIR, real_copy)
+    real_copy = write_dataset(tmp_path / "real", n_train=2, n_test=3, seed=6)  # other recordings than its own
     assert run.main(args + ["--real-root", str(real_copy)]) == 0
-    n_train, n_test = (len(data.list_recordings(REAL_ROOT / split)) for split in ("Train", "Test"))
+    n_train, n_test = (len(data.list_recordings(real_copy / split)) for split in ("Train", "Test"))
     n_val = round(n_train / 10)  # the validation share of data.py's split
     for out in (eggroll_run, es_run):
         assert json.loads((out / "final.json").read_text())["generations"] == 3
