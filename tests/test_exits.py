@@ -263,9 +263,10 @@ def test_a_figure_or_table_path_may_name_its_extension_in_capitals(tmp_path):
     nor a name that is no UTF-8 text."""
     assert exits.figure_file(str(tmp_path / "toy.PNG")) == tmp_path / "toy.PNG"
     here = os.getcwd()
-    os.chdir(tmp_path)  # a bare name: a figure in the current folder
+    os.chdir(tmp_path)  # a bare name: a figure, or a table, in the current folder
     try:
         assert exits.figure_file("toy.png") == Path("toy.png")
+        assert exits.markdown_file("table.md") == Path("table.md")
     finally:
         os.chdir(here)
     assert exits.markdown_file(str(tmp_path / "TABLE.MD")) == tmp_path / "TABLE.MD"

@@ -577,6 +577,9 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
     assert str(error.value) == (f"{out / 'final.json'} is damaged (test_acc 0.95 lies outside its digits' accuracies "
                                 f"(0.8..0.9), of which it is the mean weighted by each digit's recordings): "
                                 f"{report.RETRAIN}")
+    write_run(tmp_path / "edge", "es-m512", 1, test_acc=0.9005, test_acc_per_digit=[0.9, None] + [0.8] * 8)
+    with pytest.raises(ValueError, match="test_acc 0.9005 lies outside its digits' accuracies"):  # by far less
+        report.write_hyperscale_report(tmp_path / "edge", "headline")                            # than a digit
     write_run(tmp_path / "named", "es", 1)
     with pytest.raises(ValueError) as error:
         report.write_hyperscale_report(tmp_path / "named", "budget")

@@ -450,6 +450,8 @@ def write_npy(out):
      "step_seconds holds a negative, NaN or inf duration"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(end_to_end_seconds=np.float64(np.nan))),
      "end_to_end_seconds is float64 () nan, expected one float64 >= 0"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(end_to_end_seconds=np.float64(np.inf))),
+     "end_to_end_seconds is float64 () inf, expected one float64 >= 0"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.pop("end_to_end_seconds")), "end_to_end_seconds is missing"),
     (lambda out: rewrite_checkpoint(out, lambda a: a["adam_v/W1"].__setitem__((0, 0), -1.0)),
      "adam_v/W1 holds negative values"),
