@@ -314,6 +314,10 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 raise Interrupted(f"{run.out} stopped at step {run.saved} of {run.total_steps}; {held_by(run)}",
                                   stop) from None
         except BaseException as error:
+            if run.leader and isinstance(error, (OSError, UsageError)) and not os.path.isdir(run.out):
+                saved = f"its last checkpoint holds step {run.saved}" if run.saved else "it held no checkpoint yet"
+                raise UsageError(f"the run folder {run.out} disappeared while training (moved or deleted); if it was "
+                                 f"moved, continue it where it is now with --resume ({saved})") from None
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes

@@ -282,6 +282,29 @@ def test_evaluate_says_when_the_run_it_scores_has_not_finished(tmp_path, dataset
                                        f"finishes\n")
 
 
+def test_a_run_folder_moved_while_training_is_said_as_such(tmp_path, dataset, monkeypatch, capsys):
+    """The run folder renamed between two generations: the next write into it fails, and the line
+    says the folder went away and that --resume continues it where it now is (not "create the
+    folder", which would start a run over); resumed there, it finishes."""
+    out, moved = tmp_path / "run", tmp_path / "moved"
+    append_line = run_folder.append_line
+
+    def moving(path, line):
+        if not moved.exists() and '"generation": 4' in line:
+            out.rename(moved)
+        return append_line(path, line)
+    monkeypatch.setattr(run_folder, "append_line", moving)
+    options = ["--generations", "6", "--population", "8", "--batch-size", "16", "--eval-every", "2", "--quiet",
+               *dataset]
+    code, err = run_main(["train", "--out", str(out), *options], capsys)
+    assert code == 2 and err == (f"error: the run folder {out} disappeared while training (moved or deleted); if it "
+                                 f"was moved, continue it where it is now with --resume (its last checkpoint holds "
+                                 f"step 2)\n"), err
+    monkeypatch.setattr(run_folder, "append_line", append_line)
+    assert run.main(["train", "--out", str(moved), "--resume", *options]) == 0
+    assert (moved / "final.json").exists() and not out.exists()
+
+
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
     monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
                                                                  eval_every=1)})
