@@ -13,7 +13,7 @@ each frame, and spikes and resets to 0 when the potential reaches its threshold.
 that spikes most names the digit.
 
 One generation: draw every pair's noise (5), run the 2P members theta +- sigma E_p without ever
-forming E_p (6), score them (3)-(4), replace the scores by their centred ranks c, weigh pair p by
+forming E_p (6), score them (3)-(4), replace the fitnesses by their centred ranks c, weigh pair p by
 f_p = c(theta + sigma E_p) - c(theta - sigma E_p), form the step g (7)-(8) and climb it by Adam (9).
 
 The noise comes from the project's Philox streams (noise.py), so this file and eggroll.py draw the
@@ -138,14 +138,14 @@ def population_forward(params, perturbations, x, settings):
     A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
     A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
     delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)  # (P, 64), (P, 10)
-    T, batch, n_in = x.shape                                                    # T frames, N samples, 2312
+    n_frames, batch, n_in = x.shape                                             # T frames, N samples, 2312
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
     # Layer 1: every member sees the same frames, so x W1ᵀ + b1 is computed once, and x B_p for every
     # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_pᵀ (r x m) and B_W1[p] is B_pᵀ (r x n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
-    xB = xB.reshape(T, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): columns split by pair, pairs before samples
+    xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples
     # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_pᵀ alone.
     # As einsums: xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)

@@ -6,7 +6,7 @@ The companion of docs/derivation.md, which derives the step this file takes. The
 
 and a generation is snn_eggroll.generation_step's, with the project's own functions and F in place of
 the spiking network: draw the factors of P pairs (eggroll.lowrank_factors, Eq. (5)), score the 2P
-members W + sigma E_p and W - sigma E_p, replace the scores by their centred ranks
+members W + sigma E_p and W - sigma E_p, replace the fitnesses by their centred ranks
 (eggroll.centred_ranks), take each pair's difference f_p (eggroll.pair_differences), form the step
 g (eggroll.lowrank_gradient, Eq. (7)) and climb it with Adam (optim.ascend, Eq. (9)). With rank None
 the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient, Eq. (10)). E_p is
