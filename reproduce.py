@@ -273,8 +273,7 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             if (out / CHECKPOINT).exists():
                 scored = training.evaluate_run(out, opts.real_root, opts.cache_dir, opts.device, "--real-root",
                                                "reproduce")
-                own = run_folder.read_json(out / "final.json", "")["data"]["fingerprint"]
-                training.check_other_recordings(own, scored["data"], opts.real_root,
+                training.check_other_recordings(training.trained_on(out), scored["data"], opts.real_root,
                                                 f"the data {out} trained and was tested on")
                 run_folder.write_atomically(out / "real.json", json.dumps(scored, indent=1))
             else:

@@ -265,8 +265,9 @@ def main(argv=None):
             exits.say(json.dumps(done), f"the recordings are in {os.path.join(opts.out, 'NMNIST')}")
         elif opts.command == "evaluate":
             scored = training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)
-            if training.unfinished_warning(opts.run_dir, scored):
-                print(training.unfinished_warning(opts.run_dir, scored), file=sys.stderr)
+            unfinished = training.unfinished_warning(opts.run_dir, scored)
+            if unfinished:
+                print(unfinished, file=sys.stderr)
             exits.say(json.dumps(scored), "rerun with standard output where it can be written")
         else:
             with training.checked_together(team):

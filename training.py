@@ -689,6 +689,14 @@ def check_real_root(root, data_root):
                          f"or score a run on an emulation with `run.py evaluate RUN --data-root {root}`")
 
 
+def trained_on(run_dir):
+    """The fingerprint of the data the run in run_dir trained and was tested on, split by split, as
+    its final.json records it; {} for a run not finished, or from before runs recorded it."""
+    if not (Path(run_dir) / "final.json").exists():
+        return {}
+    return (run_folder.read_json(Path(run_dir) / "final.json", "").get("data") or {}).get("fingerprint") or {}
+
+
 def check_other_recordings(own, real, root, whose):
     """A UsageError if the recordings at --real-root `root`, of fingerprint `real` (split: its
     fingerprint), share a split with `own`, the fingerprint of `whose` (the data a run trained and was

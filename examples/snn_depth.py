@@ -191,7 +191,8 @@ def main():
         if opts.real_root is not None:  # read now: a damaged recording, or a copy of --data-root, said before training
             training.check_real_root(opts.real_root, opts.data_root)
             real = training.load_splits(opts.real_root, config.RunConfig.time_bins).fingerprint()
-            training.check_other_recordings(own, real, opts.real_root, f"--data-root {opts.data_root}, the runs' own data")
+            training.check_other_recordings(own, real, opts.real_root,
+                                            f"--data-root {opts.data_root}, the runs' own data")
         trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
         if trained:  # a table never mixes two data sets: refused before any run trains on another
             check_one_data(trained + [(f"--data-root {opts.data_root}", own)])
