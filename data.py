@@ -700,6 +700,9 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     full, train_info = _load_folder(dirs["Train"], n_time_bins, cache_dir, progress, rebuild, listed["Train"])
     test, test_info = _load_folder(dirs["Test"], n_time_bins, cache_dir, progress, rebuild, listed["Test"])
     _warn_copies({"Train": full, "Test": test}, {name: listed[name][0] for name in dirs}, dirs)
+    if len(full) < len(test):  # N-MNIST's Train holds six times its Test: the folders may be swapped
+        _warn(f"{dirs['Train']} holds fewer recordings ({len(full):,}) than {dirs['Test']} ({len(test):,}), where "
+              f"N-MNIST's training split is six times its test split: if the two folders are swapped, swap them back")
     train_idx, val_idx = split_indices(len(full))
     train = Split(full.packed[train_idx], full.labels[train_idx], n_time_bins)
     val = Split(full.packed[val_idx], full.labels[val_idx], n_time_bins)

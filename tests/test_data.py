@@ -821,6 +821,21 @@ def test_files_without_inode_numbers_are_never_taken_for_one_recording(tmp_path)
             data._check_apart(dirs, {"Train": train_listed, "Test": test_listed})
 
 
+def test_a_training_split_smaller_than_the_test_split_is_said_as_perhaps_swapped(tmp_path):
+    """Train and Test swapped (N-MNIST's Train holds six times its Test): one warning naming both
+    folders and the fix; the data still loads, as a user's own may be so; as large, nothing."""
+    root = write_dataset(tmp_path / "swapped", n_train=1, n_test=2)
+    with pytest.warns(UserWarning) as caught:
+        load(root, tmp_path / "cache")
+    assert [str(warning.message) for warning in caught] == [
+        f"{root / 'Train'} holds fewer recordings (10) than {root / 'Test'} (20), where N-MNIST's training split is "
+        f"six times its test split: if the two folders are swapped, swap them back"]
+    even = write_dataset(tmp_path / "even", n_train=2, n_test=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(even, tmp_path / "cache")
+
+
 def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
     """A recording copied (not linked) where it does not belong loads, as a user's data, but is named:
     a test recording in Train (the test score would count it as unseen), one under two digits, one

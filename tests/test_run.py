@@ -176,7 +176,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     assert run.main(args) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
 
-    real_root = str(write_dataset(tmp_path / "real" / "NMNIST", n_train=1, n_test=3, seed=8).parent)
+    real_root = str(write_dataset(tmp_path / "real" / "NMNIST", n_train=3, n_test=3, seed=8).parent)
     reported = [*args[:6], *dataset[2:], "--report-only"]  # no --data-root: it trains on nothing
     assert run.main(reported + ["--real-root", real_root]) == 0
     assert [f.stat().st_mtime_ns for f in finals] == stamps
@@ -686,7 +686,7 @@ def test_hyperscale_reproduce_stops_at_the_deadline_and_the_next_one_finishes_th
     assert not (eggroll_run / "final.json").exists() and not es_run.exists()
     assert "| eggroll-r1 |" not in (part / "table.md").read_text()
 
-    real_copy = write_dataset(tmp_path / "real", n_train=2, n_test=3, seed=6)  # other recordings than its own
+    real_copy = write_dataset(tmp_path / "real", n_train=3, n_test=3, seed=6)  # other recordings than its own
     assert run.main(args + ["--real-root", str(real_copy)]) == 0
     n_train, n_test = (len(data.list_recordings(real_copy / split)) for split in ("Train", "Test"))
     n_val = round(n_train / 10)  # the validation share of data.py's split
