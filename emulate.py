@@ -329,6 +329,7 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     written now, "kept": already there, "events": written now}."""
     root = Path(out) / "NMNIST"
     refuse_link(root)
+    refuse_copy_itself(Path(out))
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
     with warnings.catch_warnings(record=True) as unofficial:  # said once the folder is found fit: one line if not
         warnings.simplefilter("always")
@@ -492,6 +493,16 @@ def prepare(root, fingerprint, elsewhere="emulate into another --out"):
     remove_partial_files(root)
     if stored is None:
         write_atomically(root / PROVENANCE, json.dumps(fingerprint, indent=2) + "\n")
+
+
+def refuse_copy_itself(out):
+    """A UsageError if `out` is itself an emulation's NMNIST folder, which holds its Train and Test:
+    the emulation would go into a copy nested inside it, <out>/NMNIST. (A recorded copy there is
+    refused by refuse_recorded.)"""
+    if os.path.lexists(out / PROVENANCE):
+        raise UsageError(f"--out {out} holds an N-MNIST copy's Train and Test folders itself, and the emulation "
+                         f"goes into <--out>/NMNIST, a copy inside that one; give the folder above it, {out.parent}, "
+                         f"or another folder")
 
 
 def refuse_recorded(root):

@@ -71,7 +71,7 @@ def owned(folder):
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(os_problem(error, "create the folder", folder)) from None
-    created, file, holding = False, None, False
+    created, file, holding, mine = False, None, False, None
     try:
         refuse_link(folder / LOCK)
         flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # never through a link; a FIFO won't wait
@@ -84,6 +84,7 @@ def owned(folder):
         except OSError as error:
             raise UsageError(os_problem(error, "write", folder / LOCK)) from None
         status = os.fstat(descriptor)
+        mine = (status.st_dev, status.st_ino)
         if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:  # a hard link is another file's content too
             os.close(descriptor)
             created = False  # not a lock this process made: left as it is
@@ -113,8 +114,10 @@ def owned(folder):
         yield
     except BaseException:
         if created:  # refused, failed or stopped: a lock file this process made goes (the flock goes at exit)
-            with contextlib.suppress(OSError):
-                (folder / LOCK).unlink()
+            with contextlib.suppress(OSError):  # its own, not another's now at that path (the folder moved)
+                here = os.lstat(folder / LOCK)
+                if (here.st_dev, here.st_ino) == mine:
+                    (folder / LOCK).unlink()
         if not holding:  # refused before the work began: the folders made for it go too, if empty
             remove_made_folders(folder, made)
         raise
@@ -157,6 +160,15 @@ OS_FIXES = {errno.ENOSPC: "free disk space there or use another folder",
             errno.EIO: "the storage reported an I/O error: check the disk, or use another folder",
             errno.EMFILE: "too many files are open: raise the limit (ulimit -n)",
             errno.ENOMEM: "the system is out of memory: free some, then run again"}
+
+
+def folder_identity(path):
+    """(device, inode) of the folder at `path` itself, never through a link; None where no folder is."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISDIR(status.st_mode) else None
 
 
 def kernel_fix(path):

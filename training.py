@@ -254,6 +254,7 @@ class Run:
     earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
     stretch_began: float = 0.0    # time.perf_counter() at this stretch's first step
     silent_seen: bool = False  # a generation found the network silent (said once)
+    folder: tuple = None  # run_folder.folder_identity of `out` once owned: a folder put at its path is another
 
     @property
     def leader(self):
@@ -286,6 +287,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
     made = run_folder.first_missing(run.out)  # what owned() creates, parents included
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
+        run.folder = run_folder.folder_identity(run.out)
         try:
             run.fresh = run.leader and run_folder.prepare(run.out, config, resume, force, command)
             # a finished run's results, this run's (prepare), are kept as they are: nothing to resume
@@ -314,10 +316,8 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 raise Interrupted(f"{run.out} stopped at step {run.saved} of {run.total_steps}; {held_by(run)}",
                                   stop) from None
         except BaseException as error:
-            if run.leader and isinstance(error, (OSError, UsageError)) and not os.path.isdir(run.out):
-                saved = f"its last checkpoint holds step {run.saved}" if run.saved else "it held no checkpoint yet"
-                raise UsageError(f"the run folder {run.out} disappeared while training (moved or deleted); if it was "
-                                 f"moved, continue it where it is now with --resume ({saved})") from None
+            if run.leader and isinstance(error, (OSError, UsageError)) and not in_place(run):
+                raise UsageError(gone(run)) from None
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
@@ -504,6 +504,25 @@ def silent(stats):
     return stats.get("shaped_std") == 0 and abs(stats["max_fitness"] + math.log(snn.SIZES[-1])) < 1e-6
 
 
+def in_place(run):
+    """Whether run.out is still the folder the run owned when it began (not moved, deleted, or
+    replaced by another folder or a link)."""
+    return not run.leader or run_folder.folder_identity(run.out) == run.folder
+
+
+def gone(run):
+    """The line for a run folder no longer in place, with where to continue it."""
+    saved = f"its last checkpoint holds step {run.saved}" if run.saved else "it held no checkpoint yet"
+    return (f"the run folder {run.out} disappeared while training (moved, deleted or replaced); nothing more is "
+            f"written there; if it was moved, continue it where it is now with --resume ({saved})")
+
+
+def check_in_place(run):
+    """A UsageError before a write into run.out if the folder is no longer the run's own."""
+    if not in_place(run):
+        raise UsageError(gone(run))
+
+
 def evaluate_and_save(run, params, state, done, stats, step_seconds):
     """Validation after `done` steps, its metrics record and a checkpoint; the validation."""
     validation = val_acc, spikes, _, _ = evaluate(params, run.splits.val, run.lif, run.xp, run.team,
@@ -513,6 +532,7 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
         record = {"generation": done, "epoch": (first + count) / run.per_epoch, "wall_seconds": sum(step_seconds),
                   **timed(run), "device": device_name(run.xp), "val_acc": val_acc, "spikes_per_sample": spikes,
                   **stats}
+        check_in_place(run)
         run_folder.append_line(run.out / "metrics.jsonl", json.dumps(record))
     try:
         save(run, params, state, done, step_seconds)
@@ -524,6 +544,7 @@ def evaluate_and_save(run, params, state, done, stats, step_seconds):
 def save(run, params, state, step, step_seconds):
     """Checkpoint the run at `step` (the first process writes it; every process notes it)."""
     if run.leader:
+        check_in_place(run)
         kept = f"{run_folder.resume_command(run.out, run.config)} continues from the checkpoint of step " \
                f"{run.saved}, which is intact" if run.saved else None
         run_folder.save_checkpoint(run.out, params, state, step, step_seconds, run.identity,
@@ -563,6 +584,7 @@ def finish(run, params, validation, step_seconds):
              "versions": package_versions(), "device": device_name(xp), "processes": run.team.size,
              "update": run.team.update}  # how the processes shared it (distributed.py): allreduce sums in another order
     # a full disk, say, after the last checkpoint: the run has finished, and --resume scores it again
+    check_in_place(run)
     run_folder.write_atomically(run.out / "final.json", json.dumps(final, indent=1),
                                 then=f"{run_folder.resume_command(run.out, run.config)} scores the finished run "
                                      f"again and writes it")
@@ -632,7 +654,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
                              f"reads {CHECKPOINT}) are unknown; {run_folder.config_fix(run_dir)}")
         resources.refuse_project_folders(run_dir, "evaluate", "give evaluate a run's folder (train's --out), e.g. "
                                                               "<results>/<preset>/runs/<run>", results=False)
-        fix = "give evaluate the --out folder of a training run" if str(run_dir) == "-" else \
+        fix = "give evaluate the --out folder of a training run" if str(run_dir) == "-" or \
+            run_folder.kernel_fix(run_dir) else \
             f"train one with `run.py train --out {run_dir}`"
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); {fix}")
     config = run_folder.read_config(run_dir)
@@ -681,8 +704,7 @@ def check_real_root(root, data_root):
     copy = lambda given: os.path.realpath(data.split_base(data.resolve_root(given)) or data.resolve_root(given))
     if copy(root) == copy(data_root):  # (root or root/NMNIST, as tonic lays it out: one copy)
         raise UsageError(f"--real-root {root} is the copy --data-root names, the runs' own data, and its scores "
-                         f"would be reported as other recordings'; give another copy of N-MNIST (nmnist-sample/, a "
-                         f"download), or drop --real-root")
+                         f"would be reported as other recordings'; give another copy of N-MNIST, or drop --real-root")
     if emulate.provenance(root) is not None:
         raise UsageError(f"--real-root {root} holds emulated N-MNIST (its EMULATED.json says so), and its scores "
                          f"would be reported as real recordings'; give recorded N-MNIST (nmnist-sample/, a download), "

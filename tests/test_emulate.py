@@ -671,6 +671,22 @@ def test_an_emulation_of_one_split_is_not_marked_finished_while_the_other_is_unf
     assert emulate.recordings(tmp_path / "NMNIST")["Train"] == len(INDICES["train"])
 
 
+def test_an_emulations_own_nmnist_folder_is_no_out(tmp_path, capsys):
+    """--out naming the folder that holds a copy's Train and Test (an emulation's NMNIST folder):
+    refused in one line naming the folder above it, before anything is made there (a copy nested in
+    a copy, which a --data-root then reads, is what it would make)."""
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(tmp_path, "--split", "test")) == 0
+    copy = tmp_path / "NMNIST"
+    before = files_of(copy)
+    capsys.readouterr()
+    assert run.main(emulate_command(copy)) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {copy} holds an N-MNIST copy's Train and Test folders itself, and the emulation goes into "
+        f"<--out>/NMNIST, a copy inside that one; give the folder above it, {tmp_path}, or another folder\n")
+    assert files_of(copy) == before and not (copy / "NMNIST").exists()
+
+
 def test_two_workers_are_checked_against_free_memory(monkeypatch):
     """--workers 2 starts two processes: refused where free RAM holds one."""
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (int(1.5 * resources.EMULATE_WORKER_BYTES), None))

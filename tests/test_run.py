@@ -191,7 +191,7 @@ def test_reproduce_writes_tables_and_figures_and_skips_finished_runs(tmp_path, d
     code, err = run_main(args + ["--real-root", trained_on], capsys)  # the copy the runs trained on
     assert code == 2 and err == (f"error: --real-root {trained_on} is the copy --data-root names, the runs' own data, "
                                  f"and its scores would be reported as other recordings'; give another copy of "
-                                 f"N-MNIST (nmnist-sample/, a download), or drop --real-root\n"), err
+                                 f"N-MNIST, or drop --real-root\n"), err
     other = write_dataset(tmp_path / "other" / "NMNIST", n_train=2, n_test=2, seed=5).parent
     assert run.main(reported + ["--real-root", str(other)]) == 0  # other recordings: scored again
     for real in reals:
@@ -283,26 +283,40 @@ def test_evaluate_says_when_the_run_it_scores_has_not_finished(tmp_path, dataset
 
 
 def test_a_run_folder_moved_while_training_is_said_as_such(tmp_path, dataset, monkeypatch, capsys):
-    """The run folder renamed between two generations: the next write into it fails, and the line
-    says the folder went away and that --resume continues it where it now is (not "create the
-    folder", which would start a run over); resumed there, it finishes."""
-    out, moved = tmp_path / "run", tmp_path / "moved"
-    append_line = run_folder.append_line
-
-    def moving(path, line):
-        if not moved.exists() and '"generation": 4' in line:
-            out.rename(moved)
-        return append_line(path, line)
-    monkeypatch.setattr(run_folder, "append_line", moving)
+    """The run folder renamed between two generations, and perhaps another folder, or a link to
+    another run, put at its path: the next write stops, one line says the folder went away and that
+    --resume continues it where it now is (not "create the folder", which would start a run over),
+    nothing is written into what stands at the old path, and resumed where it went, the run
+    finishes."""
+    save_checkpoint = run_folder.save_checkpoint
     options = ["--generations", "6", "--population", "8", "--batch-size", "16", "--eval-every", "2", "--quiet",
                *dataset]
-    code, err = run_main(["train", "--out", str(out), *options], capsys)
-    assert code == 2 and err == (f"error: the run folder {out} disappeared while training (moved or deleted); if it "
-                                 f"was moved, continue it where it is now with --resume (its last checkpoint holds "
-                                 f"step 2)\n"), err
-    monkeypatch.setattr(run_folder, "append_line", append_line)
-    assert run.main(["train", "--out", str(moved), "--resume", *options]) == 0
-    assert (moved / "final.json").exists() and not out.exists()
+    other = tmp_path / "other-run"
+    assert run.main(["train", "--out", str(other), *options]) == 0
+    others = {path.name: path.read_bytes() for path in other.iterdir()}
+    for put in (None, "folder", "link"):
+        out, moved = tmp_path / f"run-{put}", tmp_path / f"moved-{put}"
+
+        def moving(folder, params, state, step, *others):  # once the checkpoint of step 2 is written
+            save_checkpoint(folder, params, state, step, *others)
+            if folder == out and step == 2:
+                out.rename(moved)
+                if put == "folder":
+                    out.mkdir()
+                    (out / "notes.txt").write_text("the user's")
+                elif put == "link":
+                    out.symlink_to(other)
+        monkeypatch.setattr(run_folder, "save_checkpoint", moving)
+        code, err = run_main(["train", "--out", str(out), *options], capsys)
+        assert code == 2 and err == (f"error: the run folder {out} disappeared while training (moved, deleted or "
+                                     f"replaced); nothing more is written there; if it was moved, continue it where "
+                                     f"it is now with --resume (its last checkpoint holds step 2)\n"), err
+        if put == "folder":
+            assert sorted(path.name for path in out.iterdir()) == ["notes.txt"]
+        assert {path.name: path.read_bytes() for path in other.iterdir()} == others
+        monkeypatch.setattr(run_folder, "save_checkpoint", save_checkpoint)
+        assert run.main(["train", "--out", str(moved), "--resume", *options]) == 0
+        assert (moved / "final.json").exists()
 
 
 def test_reproduce_can_train_part_of_the_grid(tmp_path, dataset, monkeypatch):
@@ -450,6 +464,10 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     code, err = run_main(["evaluate", str(tmp_path / "begun")], capsys)
     assert code == 2 and err == (f"error: {tmp_path / 'begun'} holds no trained run (config.json and checkpoint.npz); "
                                  f"train one with `run.py train --out {tmp_path / 'begun'}`\n"), err
+    if Path("/proc/self").is_dir():  # where no run can be trained: no advice to train one there
+        code, err = run_main(["evaluate", "/proc/self"], capsys)
+        assert code == 2 and err == ("error: /proc/self holds no trained run (config.json and checkpoint.npz); give "
+                                     "evaluate the --out folder of a training run\n"), err
     (tmp_path / "results" / "quick" / "runs" / "es-seed1").mkdir(parents=True)  # no run to train there: a fix that works
     (tmp_path / "results" / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     code, err = run_main(["evaluate", str(tmp_path / "results" / "quick")], capsys)
