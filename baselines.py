@@ -436,6 +436,8 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
         raise ValueError("BPTT loss or gradient holds NaN or inf: lower the learning rate, "
                          "or check the input frames for non-finite values")
     with numpy.errstate(over="ignore", invalid="ignore"):  # an overflow is said below, in one line
-        stepped, state = optim.ascend(params, {name: -g for name, g in grads.items()}, state, adam)  # Eq. (9)
+        # frames wider than the weights (float64) give wider gradients: stepped in the weights' own type
+        descent = {name: -g.astype(params[name].dtype, copy=False) for name, g in grads.items()}
+        stepped, state = optim.ascend(params, descent, state, adam)  # Eq. (9)
     interface_checks.check_stepped(stepped, f"lr {adam.lr!r}", "lower lr")
     return stepped, state, {"loss": float(loss)}

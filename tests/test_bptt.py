@@ -352,3 +352,17 @@ def test_backward_refuses_a_cache_of_another_forward():
         baselines.bptt_backward(params, {"frames": frames}, labels)
     copied = {name: value.copy() for name, value in params.items()}
     assert set(baselines.bptt_backward(copied, baselines.bptt_forward(params, frames), labels)) == set(params)
+
+
+def test_float64_frames_step_float32_weights_as_float32_frames_do():
+    """Frames wider than the weights (float64, as snn.forward and the ES steps take them) give wider
+    gradients; the step keeps the weights' float32, and lands within float32's rounding of the step
+    from the same frames in float32."""
+    frames, labels = separable_batch()
+    params = snn.init_params(0, (frames.shape[2], 16, 2))
+    config, adam = baselines.BPTTConfig(baselines.SLOPE, logit_scale=1.0), optim.Adam(lr=0.01)
+    wide, _, _ = baselines.bptt_step(params, optim.init(params), frames.astype(np.float64), labels, config, adam)
+    narrow, _, _ = baselines.bptt_step(params, optim.init(params), frames.astype(np.float32), labels, config, adam)
+    for name in params:
+        assert wide[name].dtype == np.float32
+        np.testing.assert_allclose(wide[name], narrow[name], rtol=0, atol=1e-6)
