@@ -464,6 +464,13 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     code, err = run_main(["evaluate", str(tmp_path / "begun")], capsys)
     assert code == 2 and err == (f"error: {tmp_path / 'begun'} holds no trained run (config.json and checkpoint.npz); "
                                  f"train one with `run.py train --out {tmp_path / 'begun'}`\n"), err
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "config.json").write_text("precious")  # a user's file, not a damaged run's
+    code, err = run_main(["evaluate", str(tmp_path / "theirs")], capsys)
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'theirs'} is not a run folder of this project (it has no "
+                                        f"{run_folder.RUN_MARK}) and holds config.json; give evaluate the --out "
+                                        f"folder of a training run"), err
+    assert (tmp_path / "theirs" / "config.json").read_text() == "precious"
     if Path("/proc/self").is_dir():  # where no run can be trained: no advice to train one there
         code, err = run_main(["evaluate", "/proc/self"], capsys)
         assert code == 2 and err == ("error: /proc/self holds no trained run (config.json and checkpoint.npz); give "
