@@ -608,19 +608,25 @@ def test_an_emulation_still_being_made_is_not_to_be_started_again(tmp_path):
         emulate.check_finished(out)
 
 
+def interrupted_after(recordings):
+    """emulate.encode that makes `recordings` recordings, then is stopped as by Ctrl-C."""
+    encode, made = emulate.encode, []
+
+    def interrupted(*events):
+        if len(made) == recordings:
+            raise KeyboardInterrupt
+        made.append(None)
+        return encode(*events)
+    return interrupted
+
+
 def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(tmp_path, monkeypatch, capsys):
     """An emulation stopped midway (Ctrl-C after 6 recordings) is refused by training in one line
     naming the command that finishes it, not the deletion that would throw its recordings away;
     that command, given the same --mnist, keeps the 6 and makes the rest."""
     monkeypatch.setattr(emulate, "BATCH", 4)
-    out, encode, made = tmp_path / "emulated", emulate.encode, []
-
-    def interrupted(*events):
-        if len(made) == 6:
-            raise KeyboardInterrupt
-        made.append(None)
-        return encode(*events)
-    monkeypatch.setattr(emulate, "encode", interrupted)
+    out, encode = tmp_path / "emulated", emulate.encode
+    monkeypatch.setattr(emulate, "encode", interrupted_after(6))
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(out, "--workers", "1", "--seed", "3")) == 130
     with pytest.raises(data.BadDataError) as refused:
@@ -645,14 +651,8 @@ def test_an_emulation_of_one_split_is_not_marked_finished_while_the_other_is_unf
     mark would count the stopped train split as whole, so it is not written; a warning names the
     command that finishes it, training refuses the folder until then, and that command finishes it."""
     monkeypatch.setattr(emulate, "BATCH", 1)
-    encode, made = emulate.encode, []
-
-    def interrupted(*events):
-        if len(made) == 3:
-            raise KeyboardInterrupt
-        made.append(None)
-        return encode(*events)
-    monkeypatch.setattr(emulate, "encode", interrupted)
+    encode = emulate.encode
+    monkeypatch.setattr(emulate, "encode", interrupted_after(3))
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path, "--split", "train", "--workers", "1")) == 130
     monkeypatch.setattr(emulate, "encode", encode)

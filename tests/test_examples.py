@@ -380,14 +380,19 @@ def test_the_depth_speed_example_times_each_network_beside_the_papers(tmp_path):
     assert (tmp_path / "speed.md").read_text() == done.stdout
 
 
+def run_depth_signal(out, *options):
+    """examples/depth_signal.py on the sample with `options`, its records and table into `out`."""
+    return subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), *options, "--out", str(out), "--cache-dir", str(out / "cache")],
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_the_depth_signal_example_records_every_layer(tmp_path):
     """examples/depth_signal.py on the sample: a record per generation, population, rank and layer,
     each cosine in [-1, 1] and firing rate in [0, 1], a layer's rate the same for every estimate of
     one generation, and the table beside them."""
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
-                           str(ROOT / "nmnist-sample"), "--hidden", "12,6", "--generations", "2", "--every", "2",
-                           "--populations", "8,16", "--ranks", "1,2", "--batch-size", "16", "--out", str(tmp_path),
-                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    done = run_depth_signal(tmp_path, "--hidden", "12,6", "--generations", "2", "--every", "2", "--populations",
+                            "8,16", "--ranks", "1,2", "--batch-size", "16")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (tmp_path / "12-6-sigma0.2-logit5.jsonl").read_text().splitlines()]
     assert len(records) == 2 * 2 * 2 * 3  # generations 0 and 2, two populations, two ranks, three layers
@@ -411,10 +416,8 @@ def test_depth_signal_measures_the_cosine_with_the_direction_of_ascent(tmp_path)
     """g climbs the fitness and BPTT's gradient descends the loss: their cosine is taken against
     -gradient, so the output layer's, where the signal is strongest, is clearly positive (0.39 and
     0.28 at these settings and seed; against +gradient it would be as clearly negative)."""
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
-                           str(ROOT / "nmnist-sample"), "--hidden", "12", "--generations", "2", "--every", "2",
-                           "--populations", "128", "--ranks", "4", "--batch-size", "64", "--out", str(tmp_path),
-                           "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=300)
+    done = run_depth_signal(tmp_path, "--hidden", "12", "--generations", "2", "--every", "2", "--populations", "128",
+                            "--ranks", "4", "--batch-size", "64")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (tmp_path / "12-sigma0.2-logit5.jsonl").read_text().splitlines()]
     assert [round(r["cosine"], 2) > 0.1 for r in records if r["layer"] == 2] == [True, True], records
