@@ -13,6 +13,7 @@ import signal
 import statistics
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy
@@ -426,16 +427,27 @@ def generations(run, params, state, start, step_seconds, show, deadline):
                     validation = evaluate_and_save(run, params, state, done, stats, step_seconds)
                     bar.set_postfix(val_acc=f"{validation[0]:.3f}")
         except KeyboardInterrupt as stop:
-            raise Interrupted(f"{run.out} stopped at step {generation} of {run.total_steps}; {held_by(run)}",
+            stopped = max(generation, checkpoint_step(run) or 0)  # (a signal after the step's checkpoint)
+            raise Interrupted(f"{run.out} stopped at step {stopped} of {run.total_steps}; {held_by(run)}",
                               stop) from None
     return params, validation
+
+
+def checkpoint_step(run):
+    """The step the checkpoint in run.out holds, as written (a signal may land after its write and
+    before run.saved is set), or None where there is none to read."""
+    try:
+        with numpy.load(run.out / CHECKPOINT) as stored:
+            return int(stored["step"])
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
 
 
 def held_by(run):
     """What a run stopped by a signal keeps, in words: "its checkpoint holds step N" or "before its
     first checkpoint"."""
-    return f"its checkpoint holds step {run.saved}" if (run.out / CHECKPOINT).exists() else \
-        "before its first checkpoint"
+    step = checkpoint_step(run)
+    return "before its first checkpoint" if step is None else f"its checkpoint holds step {step}"
 
 
 def minibatches(run, start):

@@ -1455,6 +1455,21 @@ def test_a_run_stopped_mid_way_resumes_to_the_weights_of_an_uninterrupted_run(tm
     assert records == [5, 10]
 
 
+def test_a_signal_just_after_a_checkpoint_is_written_names_the_step_it_holds(tmp_path, dataset, capsys, monkeypatch):
+    """Ctrl-C landing once the checkpoint of step 5 is on disk, before the run has noted it: the line
+    names the step the checkpoint holds and the step reached, both 5, read from what was written."""
+    out, save_checkpoint = tmp_path / "stopped", run_folder.save_checkpoint
+
+    def saved_then_interrupted(folder, params, state, step, *others):
+        save_checkpoint(folder, params, state, step, *others)
+        if step == 5:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(run_folder, "save_checkpoint", saved_then_interrupted)
+    code, err = run_main(train_args(out, dataset), capsys)
+    assert code == 130 and err == (f"error: interrupted: {out} stopped at step 5 of 10; its checkpoint holds step 5; "
+                                   f"rerun with --resume to continue\n"), err
+
+
 @pytest.mark.parametrize("method", ["bptt", "eggroll"])
 def test_a_step_whose_own_check_meets_nan_is_a_divergence_that_keeps_the_step_before(tmp_path, dataset, capsys,
                                                                                     monkeypatch, method):
