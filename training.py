@@ -4,6 +4,7 @@ scoring of a trained run on another N-MNIST copy.
 """
 import concurrent.futures
 import contextlib
+import hashlib
 import itertools
 import dataclasses
 import json
@@ -743,6 +744,16 @@ def check_other_recordings(own, real, root, whose):
         raise UsageError(f"--real-root {root} holds recordings of {whose} (a split's fingerprint is the same), and "
                          f"their scores would be reported as other recordings'; give another copy of N-MNIST, or drop "
                          f"--real-root")
+
+
+def shared_recordings(own, real):
+    """How many of the recordings of `real` (an NMNIST's splits) have the frames of one of `own`'s: a
+    copy of the same recordings shares them all, even with some removed; recorded and emulated ones
+    never repeat. Recordings without an event repeat by nature and are left out."""
+    seen = {hashlib.sha256(row).digest() for split in (own.train, own.val, own.test) for row in split.packed
+            if row.any()}
+    return sum(row.any() and hashlib.sha256(row).digest() in seen
+               for split in (real.train, real.val, real.test) for row in split.packed)
 
 
 def scored_on(run_dir, data_root, cache_dir=None):

@@ -9,7 +9,8 @@ r = 1 at one population and budget and by hand-written BPTT, each with one recip
 A run is resumed where it stopped and a finished one left as it is (run.py train --resume refuses a
 folder trained with other settings), so the script can be stopped and run again; copies with
 different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
-copy (real.json, scored again when the recordings differ from those it scored); the table names
+copy (real.json, scored again when the recordings differ from those it scored; refused before any
+run trains if most of its recordings are --data-root's); the table names
 the copy its real-recordings scores are from, in the header, or in each cell if they are from
 several.
 """
@@ -187,12 +188,18 @@ def main():
         for root, option in ((opts.data_root, "--data-root"), (opts.real_root, "--real-root")):
             if root is not None:  # before any run trains, not after
                 resources.nmnist_recordings(root, option)
-        own = training.load_splits(opts.data_root, config.RunConfig.time_bins).fingerprint()
+        own_splits = training.load_splits(opts.data_root, config.RunConfig.time_bins)
+        own = own_splits.fingerprint()
         if opts.real_root is not None:  # read now: a damaged recording, or a copy of --data-root, said before training
             training.check_real_root(opts.real_root, opts.data_root)
-            real = training.load_splits(opts.real_root, config.RunConfig.time_bins).fingerprint()
-            training.check_other_recordings(own, real, opts.real_root,
-                                            f"--data-root {opts.data_root}, the runs' own data")
+            real = training.load_splits(opts.real_root, config.RunConfig.time_bins)
+            whose = f"--data-root {opts.data_root}, the runs' own data"
+            training.check_other_recordings(own, real.fingerprint(), opts.real_root, whose)
+            shared = training.shared_recordings(own_splits, real)
+            if 2 * shared > len(real.train) + len(real.val) + len(real.test):  # a copy, some recordings removed
+                raise exits.UsageError(f"--real-root {opts.real_root} shares {shared} of its recordings with {whose}, "
+                                       f"and their scores would be reported as other recordings'; give another copy "
+                                       f"of N-MNIST, or drop --real-root")
         trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
         if trained:  # a table never mixes two data sets: refused before any run trains on another
             check_one_data(trained + [(f"--data-root {opts.data_root}", own)])
