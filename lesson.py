@@ -781,8 +781,9 @@ def writable_folder_above(path, option):
         existing = existing.parent
     if not existing.is_dir():
         fail(f"{option} {path}: {existing} is not a folder; choose another path")
-    if run_folder.kernel_fix(existing):
-        fail(f"{option} {path}: {run_folder.kernel_fix(existing)}")
+    kernel = run_folder.kernel_fix(existing)
+    if kernel:
+        fail(f"{option} {path}: {kernel}")
     if not os.access(existing, os.W_OK | os.X_OK):
         fail(f"{option} {path}: the folder {existing} is not writable; choose another path")
     return existing

@@ -409,8 +409,9 @@ def unwritable(folder, itself):
     """Why the existing `folder` cannot be written, and the fix: where the command writes into
     `folder` itself (a run to resume or replace, a results folder), making it writable, since
     another path would start over; where it makes something new in it, that or another path."""
-    if kernel_fix(folder):
-        return f"the folder {folder}: {kernel_fix(folder)}"
+    kernel = kernel_fix(folder)
+    if kernel:
+        return f"the folder {folder}: {kernel}"
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:

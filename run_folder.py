@@ -188,8 +188,9 @@ def os_problem(error, action, path=None, then=None):
     path = path if path is not None else error.filename
     reason = error.strerror or str(error)
     fix = OS_FIXES.get(error.errno, "check that path (permissions, free space, what is there) and run again")
-    if path is not None and kernel_fix(path):
-        return f"cannot {action} {path}: {reason}; {kernel_fix(path)}"
+    kernel = kernel_fix(path) if path is not None else None
+    if kernel:
+        return f"cannot {action} {path}: {reason}; {kernel}"
     if then:
         fix = f"{fix.split(' or use another ')[0].removesuffix(' and run again').rstrip(', ')}, then {then}"
     return f"cannot {action} {path}: {reason}; {fix}"

@@ -318,7 +318,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 raise Interrupted(f"{run.out} stopped at step {run.saved} of {run.total_steps}; {held_by(run)}",
                                   stop) from None
         except BaseException as error:
-            if run.leader and isinstance(error, (OSError, UsageError)) and not in_place(run):
+            if isinstance(error, (OSError, UsageError)) and not in_place(run):
                 raise UsageError(gone(run)) from None
             if run.leader and (run.fresh or not existed) and run.saved == 0 \
                     and not isinstance(error, (KeyboardInterrupt, Interrupted, DeadlineReached, BrokenPipeError)):
