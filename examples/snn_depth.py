@@ -193,13 +193,12 @@ def main():
         if opts.real_root is not None:  # read now: a damaged recording, or a copy of --data-root, said before training
             training.check_real_root(opts.real_root, opts.data_root)
             real = training.load_splits(opts.real_root, config.RunConfig.time_bins)
-            whose = f"--data-root {opts.data_root}, the runs' own data"
-            training.check_other_recordings(own, real.fingerprint(), opts.real_root, whose)
-            shared = training.shared_recordings(own_splits, real)
-            if 2 * shared > len(real.train) + len(real.val) + len(real.test):  # a copy, some recordings removed
-                raise exits.UsageError(f"--real-root {opts.real_root} shares {shared} of its recordings with {whose}, "
-                                       f"and their scores would be reported as other recordings'; give another copy "
-                                       f"of N-MNIST, or drop --real-root")
+            shared = training.shared_recordings(own_splits, real)  # a copy, whole or with recordings removed
+            if 2 * shared > len(real.train) + len(real.val) + len(real.test):
+                raise exits.UsageError(f"--real-root {opts.real_root} shares {shared} of its recordings with "
+                                       f"--data-root {opts.data_root}, the runs' own data, and their scores would be "
+                                       f"reported as other recordings'; give another copy of N-MNIST, or drop "
+                                       f"--real-root")
         trained = [(path.parent, data_of(path)) for path in sorted((opts.out / "runs").glob("*/final.json"))]
         if trained:  # a table never mixes two data sets: refused before any run trains on another
             check_one_data(trained + [(f"--data-root {opts.data_root}", own)])
