@@ -14,7 +14,6 @@ import signal
 import statistics
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import numpy
@@ -437,11 +436,11 @@ def generations(run, params, state, start, step_seconds, show, deadline):
 def checkpoint_step(run):
     """The step the checkpoint in run.out holds, as written (a signal may land after its write and
     before run.saved is set), or None where there is none to read."""
-    try:
-        with numpy.load(run.out / CHECKPOINT) as stored:
-            return int(stored["step"])
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+    try:  # through the project's reader: a regular file only (a FIFO there would hang), arrays of bounded size
+        stored = run_folder.load_npz(run.out / CHECKPOINT, run_folder.MAX_CHECKPOINT_ARRAY_BYTES)
+    except UsageError:  # none there, or no regular file
         return None
+    return int(stored["step"]) if stored is not None and "step" in stored else None
 
 
 def held_by(run):
