@@ -919,8 +919,7 @@ def main():
                 folder.rmdir()
         if isinstance(error, figure_record.UsageError):  # it names the file and the fix
             raise
-        fail(run_folder.os_problem(error, "write", error.filename or args.out).replace("use another folder",
-                                                                                    "choose another --out or --page"))
+        fail(run_folder.os_problem(error, "write", error.filename or args.out))
     exits.say(f"figures in {args.out}" + (f", page {args.page}" if args.page is not None else "")
               + f"; took {took}", f"the figures are in {args.out}")
 
