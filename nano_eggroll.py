@@ -173,16 +173,17 @@ def centred_ranks(values):
 
 def gradient(f, perturbations, sigma):
     """The step g, Eqs. (7)-(8), from the pair differences f (P,):
-    g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) A)ᵀ B / (2 P sigma sqrt(r)), one product;
+    g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
+    pair's factors stacked, A.reshape(P r, m) and B.reshape(P r, n));
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
     for name, drawn in perturbations.items():
         if name.startswith("W"):
             A, B = drawn
             P, r, m = A.shape
-            # A (P, r, m) holds A[p] = A_pᵀ, so A.reshape(P r, m) is the stacked A of Eq. (7): pair p's r
-            # rows are the columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
-            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) A, (P r, m)
+            # A (P, r, m) holds A[p] = A_pᵀ, so A.reshape(P r, m) is Eq. (7)'s 𝐀: pair p's r rows are the
+            # columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
+            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) 𝐀, (P r, m)
             grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
         else:
             grads[name] = f @ drawn / (2 * len(f) * sigma)
