@@ -122,6 +122,10 @@ class RunConfig:
     weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
     init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start",
                              check=between(INIT_STD_FLOOR, 10, "0.3"))
+    init_rule: str = setting("paper", "paper: every layer's W ~ N(0, init_std^2); fan-in: a layer after the first "
+                                      "with n inputs draws W ~ N(0, init_std^2 x 64 / n), so that its current "
+                                      "spreads as the paper's output layer's (2312-64-10 is the same either way)",
+                             choices=snn.INIT_RULES, lever=True)
     beta: float = setting(snn.LIF.beta, "LIF membrane decay beta", check=between(0.0, 1.0, "0.9"))
     threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",
                               check=between(0, 100, "1.0", open_low=True))

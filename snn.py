@@ -24,6 +24,7 @@ A network is data (`Network`, after the dynamics): its layers, each `Dense` (eve
 patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
+import math
 import re
 from dataclasses import dataclass
 
@@ -36,6 +37,11 @@ from interface_checks import a_kind, check_number, check_whole, digest_of, is_in
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
 INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
+# How each layer's W is drawn: "paper", from 𝒩(0, INIT_STD^2) in every layer; "fan-in", a layer after
+# the first with n inputs from 𝒩(0, INIT_STD^2 · 64 / n), so that its current spreads as the paper's
+# output layer's (64 inputs) does: 2312-64-10 is the same network either way.
+INIT_RULES = ("paper", "fan-in")
+FAN_IN_REFERENCE = SIZES[1]
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 FLOAT32 = numpy.finfo(numpy.float32)
 
@@ -448,19 +454,23 @@ def layer_current(params, layer, x, network):
     return current.reshape(x.shape[:-1] + (-1,))
 
 
-def init_network(seed, network, std=INIT_STD, xp=numpy):
-    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32."""
+def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
+    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32; under
+    rule "fan-in" (INIT_RULES) the W_l of a layer l > 1 with n inputs from 𝒩(0, std^2 · 64 / n)."""
     if network is None:
         raise ValueError("network must be a snn.Network, got NoneType: use Network.parse(hidden)")
     check_network(network)
     network.checked()
     check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
+    if rule not in INIT_RULES:
+        raise ValueError(f"init rule {rule!r} is neither of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):
         n_out, n_in = network.weight_shape(layer)
-        params[f"W{layer}"] = xp.asarray(rng.normal(0.0, std, (n_out, n_in)), dtype=xp.float32)
+        scale = std * math.sqrt(FAN_IN_REFERENCE / n_in) if rule == "fan-in" and layer > 1 else std
+        params[f"W{layer}"] = xp.asarray(rng.normal(0.0, scale, (n_out, n_in)), dtype=xp.float32)
         params[f"b{layer}"] = xp.asarray(rng.normal(0.0, std, n_out), dtype=xp.float32)
     return params
 

@@ -369,7 +369,7 @@ def set_up(config, out, team, progress, command):
             xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)  # before the weights are made
-        params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
+        params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:
@@ -683,7 +683,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
             f"continue it with {run_folder.resume_command(run_dir, config)}, then evaluate it"
         raise UsageError(f"{run_dir} holds a run but not its {CHECKPOINT}, so no weights to score; {fix}")
     xp = array_module(device)
-    like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp)
+    like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config),
                                                        command=command)
     emulate.check_finished(data_root)  # an emulation of one split says how to add the other

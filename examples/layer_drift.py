@@ -61,7 +61,7 @@ def drift(run_dir):
     config = run_folder.read_config(run_dir)
     if config.method != "eggroll" or config.weight_decay:
         raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")
-    start = snn.init_network(config.seed, config.network, std=config.init_std)
+    start = snn.init_network(config.seed, config.network, std=config.init_std, rule=config.init_rule)
     params = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start, run_folder.identity(config))[0]
     walk = noise_walk(config.lr, config.lr_schedule, config.generations)
     rows = []

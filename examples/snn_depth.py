@@ -36,7 +36,8 @@ except KeyboardInterrupt:
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
 # recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's
-# budget, population, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation.
+# budget, population, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation
+# (its scale, and its rule: snn.INIT_RULES).
 RECIPES = {
     "eggroll": ["--method", "eggroll", "--rank", "1", "--batch-size", "256", "--lr-schedule", "cosine",
                 "--eval-every", "100"],
@@ -46,7 +47,8 @@ RECIPES = {
 # option: (default, the methods it applies to, its mark in a run's folder name away from the default)
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
-          "init_std": (0.3, ("eggroll", "bptt"), "init"), "output_sigma_scale": (1.0, ("eggroll",), "out"),
+          "init_std": (0.3, ("eggroll", "bptt"), "init"), "init_rule": ("paper", ("eggroll", "bptt"), "init-"),
+          "output_sigma_scale": (1.0, ("eggroll",), "out"),
           "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m")}
 
 
@@ -140,6 +142,8 @@ def table(folders):
             recipe += f"; output σ × {settings['output_sigma_scale']:g}"
         if settings.get("readout", "rate") != "rate":
             recipe += f"; {settings['readout']} readout"
+        if settings.get("init_rule", "paper") != "paper":
+            recipe += f"; {settings['init_rule']} init"
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
                      f"{settings['seed']} | {recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {real} | "
@@ -166,6 +170,9 @@ def main():
     parser.add_argument("--logit-scale", type=exits.positive_number, help="EGGROLL's readout scale (default: 5)")
     parser.add_argument("--init-std", type=exits.positive_number,
                         help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
+    parser.add_argument("--init-rule", choices=snn.INIT_RULES,
+                        help="paper: every layer's W ~ N(0, init_std^2); fan-in: a later layer's scaled by "
+                             "sqrt(64 / its inputs), as run.py train --init-rule (default: paper)")
     parser.add_argument("--output-sigma-scale", type=exits.positive_number,
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
     parser.add_argument("--readout", choices=snn.READOUTS,

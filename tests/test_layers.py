@@ -134,6 +134,24 @@ def test_the_shapes_of_a_convolutional_network():
         "b4": (10,)}
 
 
+@pytest.mark.parametrize("hidden", ["64", "128,64", "conv8k5s3", "conv8k5s2,conv16k3p1,64"])
+def test_the_fan_in_rule_scales_the_weights_of_every_layer_after_the_first_by_its_inputs(hidden):
+    """init rule "fan-in": the same draws as "paper", W_l of a layer l > 1 with n inputs multiplied
+    by sqrt(64 / n), to float32's rounding; the first layer's W and every bias unchanged, and
+    2312-64-10 (its output layer's 64 inputs) the same to the bit."""
+    network = snn.Network.parse(hidden)
+    paper, fan_in = snn.init_network(5, network), snn.init_network(5, network, rule="fan-in")
+    assert list(paper) == list(fan_in)
+    for name in paper:
+        n_in = paper[name].shape[-1]
+        factor = np.sqrt(64 / n_in) if name.startswith("W") and name != "W1" else 1.0
+        assert fan_in[name].dtype == np.float32
+        np.testing.assert_allclose(fan_in[name], paper[name] * factor, rtol=2e-7, atol=0)
+        assert np.array_equal(fan_in[name], paper[name]) == (factor == 1.0)
+    with pytest.raises(ValueError, match=r"^init rule 'fanin' is neither of paper, fan-in: use e.g. \"paper\"$"):
+        snn.init_network(5, network, rule="fanin")
+
+
 def test_init_params_is_init_network_of_the_dense_network():
     """The runs trained before networks were data keep their initial weights."""
     for sizes in [snn.SIZES, (12, 7, 5, 4)]:

@@ -22,7 +22,7 @@ from test_report import keep_figure, write_run
 from test_run import SMALL, dataset  # noqa: F401 (dataset is a fixture)
 
 LEVERS = {"sigma_schedule": "cosine", "sigma_min": 0.05, "output_sigma_scale": 0.5, "batch_growth": 3,
-          "readout": "potential"}
+          "readout": "potential", "init_rule": "fan-in"}
 
 
 def test_sigma_schedules_start_at_sigma_and_fall_to_sigma_min():
@@ -300,3 +300,28 @@ def test_the_parity_table_judges_its_goal_only_on_every_seed_of_one_card_and_one
     verdict = next(line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("Parity goal"))
     assert verdict.endswith(expected), verdict
     assert ("(emulated N-MNIST)" in verdict) == (case != "other data"), verdict
+
+
+@pytest.mark.parametrize("method", ["eggroll", "bptt"])
+def test_a_run_starts_from_the_weights_of_its_init_rule(tmp_path, dataset, method):
+    """--init-rule fan-in: the run's first update starts from snn.init_network(..., rule="fan-in")
+    (Adam's first move is at most lr an entry), config.json holds the rule, and a rule that is not
+    one of snn.INIT_RULES is refused in one line."""
+    out = tmp_path / method
+    budget = [*SMALL, "--generations", "1"] if method == "eggroll" else ["--batch-size", "16", "--epochs", "1",
+                                                                          "--quiet", "--max-shift", "0"]
+    assert run.main(["train", "--method", method, "--out", str(out), *dataset, *budget, "--hidden", "32,16",
+                     "--init-rule", "fan-in", "--lr", "0.001"]) == 0
+    stored = config.from_stored(json.loads((out / "config.json").read_text()))
+    assert stored.init_rule == "fan-in"
+    start = snn.init_network(stored.seed, stored.network, std=stored.init_std, rule="fan-in")
+    with np.load(out / "checkpoint.npz") as checkpoint:
+        trained, updates = {name: checkpoint[f"param/{name}"] for name in start}, int(checkpoint["adam_t"])
+    # Adam's first update moves an entry by at most lr, a later one by at most about 3.2 lr ((1 - 0.9) /
+    # sqrt(1 - 0.999)); the paper's draws lie 0.3 |1 - sqrt(64 / n)| |z| away from these
+    bound = 0.001 * (1 if updates == 1 else 3.2 * updates) * (1 + 1e-3)  # float32 rounding
+    assert updates == 1 if method == "eggroll" else updates > 1
+    assert all(np.abs(trained[name] - start[name]).max() <= bound for name in start)
+    with pytest.raises(SystemExit) as refused:
+        run.main(["train", "--out", str(tmp_path / "other"), *dataset, *SMALL, "--init-rule", "fanin"])
+    assert refused.value.code == 2
