@@ -5,6 +5,7 @@ project's (a user's, a PNG too): the command that would write it refuses it befo
 neither replaces nor deletes it. report.py (the figures of reproduce), lesson.py and toy_eggroll.py
 keep it; each keeps the lines of the figures that are not its own."""
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -79,6 +80,19 @@ def check_name(path):
 
 
 @contextlib.contextmanager
+def record_locked(folder):
+    """Hold an flock on `folder` itself (Linux, macOS: no file is made for it) while the record is
+    read, changed and written back, so that commands drawing into one folder at once keep each
+    other's lines."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # the flock goes with it
+
+
+@contextlib.contextmanager
 def writing(path):
     """Write the figure `path` as `run_folder.writing` writes (a temporary file beside it, then a
     rename): its digest joins the folder's record before the file takes its name, so that the
@@ -88,12 +102,14 @@ def writing(path):
     check_name(path)
     with run_folder.writing(path) as temporary:
         yield temporary
-        held = recorded(path.parent, instead)
-        replaced = {digest(path)} if path.is_file() else set()
         drawn = digest(temporary)
-        held[path.name] = held.get(path.name, set()) & replaced | {drawn}
-        write(path.parent, held)
-    held = recorded(path.parent, instead)
-    if held.get(path.name) != {drawn}:
-        held[path.name] = {drawn}
-        write(path.parent, held)
+        with record_locked(path.parent):
+            held = recorded(path.parent, instead)
+            replaced = {digest(path)} if path.is_file() else set()
+            held[path.name] = held.get(path.name, set()) & replaced | {drawn}
+            write(path.parent, held)
+    with record_locked(path.parent):
+        held = recorded(path.parent, instead)
+        if held.get(path.name) != {drawn}:
+            held[path.name] = {drawn}
+            write(path.parent, held)

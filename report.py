@@ -140,19 +140,20 @@ def remove_stale_figures(results_dir, written):
     runs no longer there, or of none): only the report's own, a file of one name that the record
     holds; then the record holds this report's figures alone (and the lines of figures of other
     names that another command, lesson.py, drew there)."""
-    recorded = recorded_figures(results_dir)
-    kept = {name: digests for name, digests in recorded.items() if name not in FIGURES}
-    for name in FIGURES:
-        path = results_dir / name
-        digest = figure_record.digest(path) if os.path.isfile(path) and not os.path.islink(path) else None
-        if digest not in recorded.get(name, ()):  # none there, or the user's
-            continue
-        if path in written or not run_folder.is_own_file(path):  # drawn now, or a name of a linked file
-            kept[name] = {digest}
-        else:
-            path.unlink()
-    if recorded:
-        figure_record.write(results_dir, kept)
+    with figure_record.record_locked(results_dir):  # another command may be drawing there now
+        recorded = recorded_figures(results_dir)
+        kept = {name: digests for name, digests in recorded.items() if name not in FIGURES}
+        for name in FIGURES:
+            path = results_dir / name
+            digest = figure_record.digest(path) if os.path.isfile(path) and not os.path.islink(path) else None
+            if digest not in recorded.get(name, ()):  # none there, or the user's
+                continue
+            if path in written or not run_folder.is_own_file(path):  # drawn now, or a name of a linked file
+                kept[name] = {digest}
+            else:
+                path.unlink()
+        if recorded:
+            figure_record.write(results_dir, kept)
 
 
 def collect(results_dir, expected=None):

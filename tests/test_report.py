@@ -7,6 +7,8 @@ import os
 import re
 import shutil
 import statistics
+import threading
+import time
 from pathlib import Path
 
 import matplotlib.container
@@ -799,3 +801,31 @@ def test_a_figure_whose_rename_fails_leaves_the_old_figures_digest_out_of_the_re
     path.write_bytes(first)
     with pytest.raises(run_folder.UsageError, match="is a file this command did not write"):
         figure_record.refuse_unrecorded(path, "the report", "move it")
+
+
+def test_figures_drawn_into_one_folder_at_once_all_keep_their_line_of_the_record(tmp_path, monkeypatch):
+    """Commands drawing into one folder at the same moment (four threads here, each reading the
+    record slowly) each add their figure's line: none is lost to another's rewrite of the record,
+    so none of them later refuses its own figure as a file it did not write."""
+    real_recorded = figure_record.recorded
+
+    def slow_recorded(folder, instead):  # widens the gap between reading the record and writing it back
+        held = real_recorded(folder, instead)
+        time.sleep(0.05)
+        return held
+    monkeypatch.setattr(figure_record, "recorded", slow_recorded)
+    names = [f"fig{index}.png" for index in range(4)]
+
+    def draw(name):
+        with figure_record.writing(tmp_path / name) as temporary:
+            temporary.write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
+    threads = [threading.Thread(target=draw, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    held = real_recorded(tmp_path, "")
+    assert {name: held.get(name) for name in names} == {
+        name: {figure_record.digest(tmp_path / name)} for name in names}
+    for name in names:  # a later draw of each takes it for its own
+        figure_record.refuse_unrecorded(tmp_path / name, "the test", "")
