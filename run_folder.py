@@ -378,10 +378,22 @@ def append_line(path, text):
 # ---------------------------------------------------------------------------------------------
 # Checkpoints
 
-def identity(config, data=None):
+def identity(config, data=None, summed=False):
     """What a checkpoint belongs to: the run's settings, the network's sizes and the data it trains
-    on (data.NMNIST.fingerprint; None where it is not compared, as when `evaluate` scores a run)."""
-    return {"config": run_config.stored(config), "sizes": list(config.sizes), "data": data}
+    on (data.NMNIST.fingerprint; None where it is not compared, as when `evaluate` scores a run), and
+    for a run that trains, how its steps are summed (`summed_by`; left out, and not compared, where
+    it is False)."""
+    held = {"config": run_config.stored(config), "sizes": list(config.sizes), "data": data}
+    return held if summed is False else {**held, "summed": summed}
+
+
+def summed_by(config, team):
+    """How a run's steps are summed where that changes their bits: "allreduce on N processes" for an
+    ES run under --update allreduce (each process sums its own pairs, in an order that depends on N),
+    else None (one process, or --update seeds: the same bits on any number of processes)."""
+    if config.method == "bptt" or team.update != "allreduce":
+        return None
+    return f"allreduce on {team.size} process{'es' * (team.size > 1)}"
 
 
 def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end_seconds, then=None):
@@ -488,6 +500,13 @@ def foreign_problem(stored, wanted):
         return (f"belongs to another run ({'; '.join(differences)}) than its folder's config.json: if config.json "
                 f"was changed, restore those settings; if the checkpoint was, put this run's own back (--force "
                 f"would delete this checkpoint, which is intact, and train from the start)")
+    if "summed" in stored and "summed" in wanted and stored["summed"] != wanted["summed"]:  # both say
+        way = lambda summed: "--update seeds" if summed is None else f"--update {summed}"
+        processes = stored["summed"] and stored["summed"].split()[2]  # "allreduce on N processes"
+        how = "with --update seeds (or without --distributed)" if processes is None else \
+            f"under mpiexec -n {processes} with --distributed --update allreduce"
+        return (f"was stepped with {way(stored['summed'])}, and this command would go on with {way(wanted['summed'])}, "
+                f"which sums in another order: resume it {how}, or train it anew in another --out")
     for split, fingerprint in (wanted["data"] or {}).items():
         if stored["data"] is not None and stored["data"].get(split) != fingerprint:
             return (f"was trained on other data ({split}: {stored['data'].get(split)}, here {fingerprint}); give "

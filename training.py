@@ -348,7 +348,8 @@ def finished_problems(run, params, final):
         problems.append(f"{damaged} (a report reads its records): restore metrics.jsonl from a copy of the run, or "
                         f"train the run again with another --out")
     try:
-        stored = run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, run.identity, run.total_steps)[0]
+        settings = {key: value for key, value in run.identity.items() if key != "summed"}  # none goes on
+        stored = run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, settings, run.total_steps)[0]
         refuse_too_large(run.out / CHECKPOINT, stored, run.config.time_bins)
     except UsageError as error:
         problems.append(str(error))
@@ -390,7 +391,7 @@ def set_up(config, out, team, progress, command):
         lif = config.lif()
         total_steps, per_epoch, eval_every = training_schedule(config, len(splits.train))
         step = method_step(config, lif, team, total_steps)
-        identity = run_folder.identity(config, splits.fingerprint())
+        identity = run_folder.identity(config, splits.fingerprint(), run_folder.summed_by(config, team))
         emulated = emulate.provenance(config.data_root)
         data_record = {"fingerprint": identity["data"], **({"emulated": emulated} if emulated else {})}
         splits = splits.on(xp)  # minibatches are then gathered and unpacked on the device

@@ -20,6 +20,7 @@ import pytest
 import baselines
 import config as run_config
 import data
+import snn
 import snn_eggroll
 import report
 import resources
@@ -1836,3 +1837,44 @@ def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs
     assert not run_folder.scores_this_run({**real, "config": {**final["config"], "population": 64}},
                                           Path("eggroll-r1-seed1"), final)
     assert run_folder.scores_this_run(real, Path("eggroll-r1-seed1"), final)  # written before: its name decides
+
+
+@pytest.mark.parametrize("stored, wanted, refused", [
+    ("allreduce on 2 processes", None, "was stepped with --update allreduce on 2 processes, and this command would go "
+                                       "on with --update seeds, which sums in another order: resume it under mpiexec "
+                                       "-n 2 with --distributed --update allreduce, or train it anew in another --out"),
+    ("allreduce on 2 processes", "allreduce on 1 process", "would go on with --update allreduce on 1 process, which"),
+    (None, "allreduce on 4 processes", "was stepped with --update seeds, and this command would go on with --update "
+                                       "allreduce on 4 processes, which sums in another order: resume it with --update "
+                                       "seeds (or without --distributed)"),
+    ("allreduce on 2 processes", "allreduce on 2 processes", None),
+    (None, None, None),
+    (False, "allreduce on 2 processes", None),  # a checkpoint from before it was recorded: not compared
+    ("allreduce on 2 processes", False, None)])  # evaluate: not compared
+def test_a_checkpoint_goes_on_only_summed_as_it_was(tmp_path, stored, wanted, refused):
+    """A checkpoint holds how its steps were summed (run_folder.summed_by): a resume that would sum them
+    in another order (--update changed, or the processes of an allreduce run) is refused in one line
+    naming how to continue; --update seeds on any number of processes is one way."""
+    settings = run_config.RunConfig(hidden="8")
+    params = snn.init_network(1, settings.network)
+    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
+             "t": 1}
+    run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, stored), 1.0)
+    load = lambda: run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params,
+                                              run_folder.identity(settings, None, wanted))
+    if refused is None:
+        assert load()[2] == 1
+    else:
+        with pytest.raises(run_folder.UsageError) as error:
+            load()
+        assert refused in str(error.value) and "\n" not in str(error.value)
+
+
+def test_summed_by_names_only_what_changes_the_bits():
+    """BPTT and --update seeds (any processes) sum one way; allreduce's order depends on its processes."""
+    team = lambda size, update: types.SimpleNamespace(size=size, update=update)
+    eggroll, es, bptt = (run_config.RunConfig(method=method) for method in ("eggroll", "es", "bptt"))
+    assert run_folder.summed_by(eggroll, team(2, "seeds")) is None and run_folder.summed_by(bptt, team(2, "allreduce")) \
+        is None
+    assert run_folder.summed_by(eggroll, team(3, "allreduce")) == "allreduce on 3 processes"
+    assert run_folder.summed_by(es, team(1, "allreduce")) == "allreduce on 1 process"
