@@ -133,6 +133,8 @@ def test_the_command_trains_both_ways_on_an_idx_folder(tmp_path, capsys):
     status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "40",
                            "--batch-size", "40"])  # every training image in one minibatch: taken
     assert status == 0, capsys.readouterr().err
+    status = example.main(["--mnist", str(tmp_path), "--steps", "1", "--population", "8", "--train-samples", "300"])
+    assert status == 0, capsys.readouterr().err  # every image the folder holds: taken
 
 
 @pytest.mark.parametrize("option, value, message", [
@@ -1072,3 +1074,25 @@ def test_layer_drift_names_a_checkpoint_that_is_no_regular_file_as_such(tmp_path
     assert done.returncode == 2 and done.stderr == (f"error: cannot read {tmp_path / 'run' / 'checkpoint.npz'}: it is "
                                                     f"a named pipe (FIFO), not a regular file; move it away and put the "
                                                     f"file back\n")
+
+
+def test_depth_signal_draws_each_measured_generations_noise_from_its_own_seed(monkeypatch):
+    """The estimate measured at generation G draws its noise from --seed + G, so that the points of a
+    run are independent draws, not one noise measured again (and --seed 1 reproduces the records)."""
+    signal = load_example("depth_signal")
+    seeds = []
+
+    def recording_estimate(params, frames, labels, network, population, rank, seed, opts):
+        seeds.append(seed)
+        return {name: np.ones_like(value) for name, value in params.items()}
+    monkeypatch.setattr(signal, "eggroll_estimate", recording_estimate)
+    network = snn.Network.parse("6")
+    params = snn.init_network(1, network)
+    rng = np.random.default_rng(0)
+    frames, labels = (rng.random((3, 4, 2312)) < 0.1).astype(np.float32), rng.integers(0, 10, 4)
+    opts = argparse.Namespace(populations=[8], ranks=[1], seed=7, logit_scale=1.0,
+                              **{name: 0 for name in signal.SETTINGS if name not in ("populations", "ranks", "seed",
+                                                                                      "logit_scale")})
+    for generation in (0, 5, 10):
+        signal.measure(params, frames, labels, network, generation, opts)
+    assert seeds == [7, 12, 17]

@@ -2,6 +2,7 @@
 checks its five claims on the recordings of nmnist-sample/, prints one line of numbers for each and
 writes one figure for each and the markdown page. A user's error is one line on stderr, exit
 status 2, and nothing written."""
+import ast
 import hashlib
 import os
 import re
@@ -9,8 +10,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nmnist_files import write_dataset
@@ -389,3 +392,26 @@ def test_a_page_that_is_a_link_is_refused_before_any_claim_runs_and_nothing_is_w
     one_line_error(result, "cannot write page.md: it is a symbolic link")
     assert result.stdout == "" and not (tmp_path / "figs").exists()
     assert (tmp_path / "notes.md").read_text() == "mine" and (tmp_path / "page.md").is_symlink()
+
+
+@pytest.mark.parametrize("seconds, checkpoints", [(8.5, ()), (9.5, range(1, 100))])
+def test_the_races_curve_ends_once_at_the_last_update(seconds, checkpoints):
+    """lesson.py's train_for (its definition alone: the lesson runs when imported): a row after 0
+    updates, after each of 1, 2, 3, 5, 7, 10, ... and of `also` reached, and one at the end, the last
+    update's, whether or not that is one of them too (a clock of 1 CPU second an update here: 9
+    updates, then 10, every one asked for)."""
+    source = (ROOT / "lesson.py").read_text()
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == "train_for")
+    clock = iter(range(10 ** 6))
+    namespace = {"np": np, "time": types.SimpleNamespace(process_time=lambda: next(clock)),
+                 "snn": types.SimpleNamespace(init_params=lambda seed: {"updates": 0}),
+                 "optim": types.SimpleNamespace(init=lambda params: None),
+                 "data": types.SimpleNamespace(minibatch=lambda *args, **kwargs: (None, None)),
+                 "accuracy": lambda params, split: params["updates"] / 100}
+    exec(compile(ast.Module([definition], type_ignores=[]), "lesson.py", "exec"), namespace)
+    step = lambda params, state, frames, labels, update: ({"updates": params["updates"] + 1}, state)
+    curve = namespace["train_for"](seconds, step, None, None, also=checkpoints)
+    updates = [int(row[0]) for row in curve]
+    expected = [0, 1, 2, 3, 5, 7, 9] if not checkpoints else list(range(11))
+    assert updates == expected and [round(row[2] * 100) for row in curve] == expected

@@ -201,3 +201,11 @@ def test_the_help_lists_the_seed_option():
                           timeout=60)
     assert done.returncode == 0 and "usage: nano_eggroll.py [-h] [--seed SEED]" in done.stdout
     assert "--seed SEED  of the initial weights" in done.stdout and nano.__doc__.split("\n")[0] in done.stdout
+
+
+def test_a_neuron_whose_potential_reaches_the_threshold_exactly_spikes():
+    """Eq. (2), o_t = [V_t >= V_th], as snn.lif_step and baselines have it: a potential equal to the
+    threshold spikes and resets; one just below it does not."""
+    currents = np.array([[1.0, np.nextafter(1.0, 0.0)], [0.0, 0.0]], dtype=np.float64)  # (T = 2, neurons)
+    spikes = nano.lif(currents, beta=0.5, threshold=1.0)
+    assert spikes.tolist() == [[1.0, 0.0], [0.0, 0.0]]

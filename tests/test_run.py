@@ -1483,3 +1483,15 @@ def test_a_home_folder_that_does_not_exist_is_not_made_for_the_frame_cache(tmp_p
         f"error: the frame cache's default folder {cache} lies in the home folder {tmp_path / 'absent'}, which does "
         f"not exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in\n"), done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_an_epoch_is_the_whole_minibatches_of_the_training_split():
+    """BPTT's epoch is n_train // batch_size updates, the minibatches data.minibatch deals from one
+    permutation before it draws the next (the rest of the split waits for another epoch), so
+    --epochs E trains E times that and evaluates at each epoch's end; an ES run takes --generations."""
+    bptt = config.RunConfig(method="bptt", epochs=3, batch_size=16)
+    assert training.training_schedule(bptt, 100) == (18, 6, 6)
+    assert training.training_schedule(bptt, 96) == (18, 6, 6)
+    assert training.training_schedule(bptt, 10) == (3, 1, 1)  # fewer recordings than a minibatch: one an epoch
+    eggroll = config.RunConfig(generations=7, batch_size=16, eval_every=2)
+    assert training.training_schedule(eggroll, 100) == (7, 6, 2)

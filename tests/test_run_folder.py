@@ -1389,12 +1389,16 @@ def test_an_os_error_names_its_path_and_what_to_do(finished_run, dataset, capsys
         == files
 
 
-@pytest.mark.parametrize("writer", ["text", "line", "figure"])
+@pytest.mark.parametrize("writer", ["text", "line", "figure", "checkpoint"])
 def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch, writer):
-    """A write that fails half-way (here: a disk that fills after the first bytes) leaves the file
-    as it was, removes its temporary file and names the file: JSON and Markdown, metrics.jsonl's
-    lines, figures."""
-    path = tmp_path / ("figure.png" if writer == "figure" else "file")
+    """A write that fails half-way (here: a disk that fills after the first bytes, seen when the
+    file is synced before its rename) leaves the file as it was, removes its temporary file and
+    names the file: JSON and Markdown, metrics.jsonl's lines, figures, checkpoints."""
+    path = tmp_path / {"figure": "figure.png", "checkpoint": run_folder.CHECKPOINT}.get(writer, "file")
+    settings = run_config.RunConfig(hidden="8")
+    params = snn.init_network(1, settings.network)
+    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
+             "t": 1}
     path.write_bytes(b"old\n")
 
     def half_then_full(name, *args, **kwargs):
@@ -1404,7 +1408,9 @@ def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch,
     monkeypatch.setattr(os, "fsync", lambda descriptor: half_then_full(f"/proc/self/fd/{descriptor}"))
     write = {"text": lambda: run_folder.write_atomically(path, "new"),
              "line": lambda: run_folder.append_line(path, "new"),
-             "figure": lambda: report.save_figure(types.SimpleNamespace(savefig=half_then_full), path)}[writer]
+             "figure": lambda: report.save_figure(types.SimpleNamespace(savefig=half_then_full), path),
+             "checkpoint": lambda: run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5],
+                                                              run_folder.identity(settings), 1.0)}[writer]
     with pytest.raises(run_folder.UsageError) as error:
         write()
     assert str(error.value) == f"cannot write {path}: No space left on device; free disk space there or use another " \
