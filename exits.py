@@ -114,11 +114,19 @@ def first_signal_stops(stop):
     return handler
 
 
+CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but the tab: a line break, an escape to the terminal
+
+
+def one_line(text):
+    """`text` as one line the terminal prints as it is, whatever a path it names holds: a line break as
+    \\n, any other control character (an escape sequence's ESC) as \\xNN."""
+    return CONTROLS.sub(lambda match: "\\n" if match[0] == "\n" else f"\\x{ord(match[0]):02x}", text)
+
+
 def warning_line(message, category, filename, lineno, line=None):
     """warnings.formatwarning for a command: a warning as one line, "warning: ...", not Python's
     file:line: Category: form."""
-    text = str(message).replace("\n", "\\n")  # one line, whatever a path it names holds (as `tell` writes)
-    return f"warning: {text}\n"
+    return f"warning: {one_line(str(message))}\n"
 
 
 def lost_stdout(error):
@@ -362,7 +370,7 @@ def tell(line):
     """Print a line on stderr in one write (mpiexec interleaves the processes' output write by write),
     quietly dropped if stderr is closed or cannot be written."""
     try:
-        sys.stderr.write(line.replace("\n", "\\n") + "\n")  # one line, whatever a path it names holds
+        sys.stderr.write(one_line(line) + "\n")
         sys.stderr.flush()
     except (OSError, AttributeError):
         silence()

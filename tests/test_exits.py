@@ -166,6 +166,15 @@ def test_a_warning_naming_a_path_with_a_line_break_is_one_line_that_names_it_as_
     assert said == "warning: 1 recording is a copy (Train/3/new\\nline.bin)\n"
 
 
+def test_an_error_naming_a_path_with_control_characters_reaches_the_terminal_as_text(capsys):
+    """An escape sequence in a path (ESC [2J clears the screen) or any other control character but the
+    tab is written as \\xNN in errors and warnings: the terminal prints the line, it does not obey it."""
+    exits.tell("error: /tmp/\x1b[2Jclear\x07\x9b\x7f\tx\ny does not exist")
+    assert capsys.readouterr().err == "error: /tmp/\\x1b[2Jclear\\x07\\x9b\\x7f\tx\\ny does not exist\n"
+    said = exits.warning_line(UserWarning("a\rb"), UserWarning, "x", 0)
+    assert said == "warning: a\\x0db\n"
+
+
 def test_a_file_the_command_did_not_write_is_never_overwritten(tmp_path):
     """exits.refuse_foreign_file: a file that does not begin as the command's own (a user's notes
     under a figure's or a page's name) is refused, naming it and the fix; no file, or the command's
