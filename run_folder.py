@@ -857,7 +857,7 @@ def check_final_record(out, config, damaged_too=True):
         lost = len(unstated) == len(differ)  # it has no key for those settings: it lost them
         what = f"has no {', '.join(unstated)}, so the run's is taken as the default, which its final.json contradicts" \
             if lost else "holds other settings than those of its final.json"
-        raise UsageError(f"{out / 'config.json'} {what} ({differences(held, wanted)}): restore "
+        raise UsageError(f"{out / 'config.json'} {what} (final.json says {differences(held, wanted)}): restore "
                          f"{'them in config.json' if lost else 'config.json'} from final.json's \"config\""
                          + (f", unless final.json is another run's (then move it out of {out})" if saved is None else
                             " (the checkpoint was saved under them)"))

@@ -722,14 +722,14 @@ def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(t
         code, err = run_main(train_args(out, dataset, *extra), capsys)
         assert code == 2 and err.count("\n") == 1, err
         assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
-               f"contradicts (seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
+               f"contradicts (final.json says seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
         assert snapshot(out) == before
     settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring the
     (out / "config.json").write_text(json.dumps(settings))  # seed alone would not do; the checkpoint sides with
     before = snapshot(out)                                     # final.json, so config.json is restored whole
     code, err = run_main(train_args(out, dataset, "--resume", "--lr", str(settings["lr"])), capsys)
     assert code == 2 and err == (f"error: {out / 'config.json'} holds other settings than those of its final.json "
-                                 f"(lr 0.01, not 0.02; seed 2, not 1): restore config.json from final.json's "
+                                 f"(final.json says lr 0.01, not 0.02; seed 2, not 1): restore config.json from final.json's "
                                  f"\"config\" (the checkpoint was saved under them)\n"), err
     assert snapshot(out) == before
 
@@ -914,17 +914,17 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
         config.write_text(json.dumps(dict(json.loads(config.read_text()), hidden="32")))
     told = {"final.json another's": f"{finished_run / 'final.json'} is another run's (hidden \"32\", not \"64\")",
             "config.json lost it": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
-                                   f"contradicts (hidden \"32\", not \"64\"): restore them in config.json from "
+                                   f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in config.json from "
                                    f"final.json's \"config\" (the checkpoint was saved under them)\n",
             "no checkpoint to tell": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
-                                     f"contradicts (hidden \"32\", not \"64\"): restore them in config.json from "
+                                     f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in config.json from "
                                      f"final.json's \"config\", unless final.json is another run's (then move it out of "
                                      f"{finished_run})\n",
-            "config.json another's": f"{config} holds other settings than those of its final.json (hidden \"64\", not "
+            "config.json another's": f"{config} holds other settings than those of its final.json (final.json says hidden \"64\", not "
                                      f"\"32\"): restore config.json from final.json's \"config\" (the checkpoint was "
                                      f"saved under them)\n",
             "config.json another's, the run's own settings asked":
-                f"{config} holds other settings than those of its final.json (hidden \"64\", not \"32\"): restore "
+                f"{config} holds other settings than those of its final.json (final.json says hidden \"64\", not \"32\"): restore "
                 f"config.json from final.json's \"config\" (the checkpoint was saved under them)\n",
             "config.json made another's": f"checkpoint {checkpoint} belongs to another run (hidden 64, not 32; sizes "
                                           f"2312-64-10, not 2312-32-10) than its folder's config.json"}[case]
