@@ -50,7 +50,7 @@ from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, 
                               check_eggroll_stepped, check_finite, check_finite_outputs, check_finite_params,
                               check_formed_size, check_known, check_layer, check_noise_size, check_optimiser,
                               check_params, check_params_size, check_resolved, check_settings, check_sigma,
-                              check_told, check_whole, fingerprint_of, fitness_array, input_array)
+                              check_told, check_whole, fingerprint_of, fitness_array, input_array, pair_span)
 import noise
 import optim
 
@@ -470,8 +470,10 @@ class Eggroll:
                              f"{asked['sigma']}: tell its fitness to the Eggroll that asked it, and change a sigma "
                              f"after tell, not between ask and tell")
         if differ:
-            asked_of = "; ".join(f"its {name} {getattr(population, name)}, this Eggroll's {asked[name]}"
-                                 + (f" of {self.population} members" if name == "pairs" else "") for name in differ)
+            shown = lambda name, value: pair_span(value) if name == "pairs" else value
+            asked_of = "; ".join(f"its {name} {shown(name, getattr(population, name))}, this Eggroll's "
+                                 f"{shown(name, asked[name])}" + (f" of its {self.pairs}" if name == "pairs" else "")
+                                 for name in differ)
             raise ValueError(f"the population was asked of another Eggroll ({asked_of}): tell its fitness to the "
                              f"Eggroll that asked it")
 

@@ -251,6 +251,11 @@ def a_kind(value):
     return f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
 
 
+def pair_span(pairs):
+    """A range of pairs for a message: "0..7" (both ends in), "none" if empty."""
+    return f"{pairs.start}..{pairs.stop - 1}" if len(pairs) else "none"
+
+
 def shown(value):
     """repr(value) for a message, but an int of more than 20 digits as its size (an int of 10^400 would
     fill the line, and one past 4,300 digits has no repr)."""

@@ -378,7 +378,7 @@ def test_a_pickled_state_resumes_with_the_same_bits():
      "the population was asked with sigma {'layer0.weight': 0.2, 'layer0.bias': 0.2, 'layer1.weight': 0.2, "
      "'layer1.bias': 0.2}, this Eggroll's is {'layer0.weight': 0.1, 'layer0.bias': 0.1, 'layer1.weight': 0.1, "
      "'layer1.bias': 0.1}: tell its fitness to the Eggroll that asked it, and change a sigma after tell"),
-    (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs range(0, 4), this Eggroll's range(0, 2) of 4 members"),
+    (lambda es, s: es.tell(s, eggroll.Eggroll(8, 1, 0.1, seed=0).ask(s), np.arange(8.0)), "its pairs 0..3, this Eggroll's 0..1 of its 2"),
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
@@ -733,8 +733,8 @@ def test_a_foreign_population_or_state_is_told_in_full():
         "the population was asked of another Eggroll (its seed 1, this Eggroll's 0; its sigma {'w': 0.2}, this "
         "Eggroll's {'w': 0.1}): tell its fitness to the Eggroll that asked it")
     assert told(es, state, eggroll.Eggroll(6, 1, 0.1, 0).ask(state)) == (
-        "the population was asked of another Eggroll (its pairs range(0, 3), this Eggroll's range(0, 2) of 4 "
-        "members): tell its fitness to the Eggroll that asked it")
+        "the population was asked of another Eggroll (its pairs 0..2, this Eggroll's 0..1 of its 2): tell its "
+        "fitness to the Eggroll that asked it")
     assert told(es, state, es.ask(es.init({"w": np.zeros((2, 3), np.float32)}))) == (
         "the population was asked of another state's parameters, or of this state's before they changed (values): "
         "tell the state it was asked of, as it was asked")
