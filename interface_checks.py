@@ -322,9 +322,14 @@ def array_type(value):
     return numpy.ndarray if isinstance(value, numpy.memmap) else type(value)
 
 
-def check_optimiser(state):
+ASK_TELL = {"made": "init or tell", "first": "init", "give": "tell a State that init or tell returned",
+            "undamaged": "tell an undamaged State", "restart": "init(state.params)"}  # the fixes, in ask/tell's words
+
+
+def check_optimiser(state, words=ASK_TELL):
     """ValueError naming the fix unless state.optimiser holds Adam's state (optim.init) of every parameter:
-    moments of its shape, finite, the average of g^2 >= 0, and a whole step count."""
+    moments of its shape, finite, the average of g^2 >= 0, and a whole step count. `words`: the fixes
+    in the words of the caller's interface (ASK_TELL's keys)."""
     optimiser = state.optimiser
     if not (isinstance(optimiser, Mapping) and "t" in optimiser
             and all(isinstance(optimiser.get(moment), Mapping) for moment in "mv")):
@@ -336,18 +341,20 @@ def check_optimiser(state):
             if values is not None and (getattr(values, "dtype", None) != value.dtype
                                        or array_type(values) is not array_type(value)):
                 raise ValueError(f"Adam's {what} of parameter {name!r} is {array_kind(values)}, not {array_kind(value)} as "
-                                 f"the parameter: tell a State that init or tell returned, or, restoring one "
+                                 f"the parameter: {words['give']}, or, restoring one "
                                  f"from a file, give each moment as its parameter's array type and dtype (e.g. "
                                  f"numpy.asarray(m, dtype=params[name].dtype))")
         shapes = {getattr(optimiser[moment].get(name), "shape", None) for moment in "mv"}
         if shapes != {value.shape}:
             raise ValueError(f"Adam's state holds no moments of parameter {name!r} of shape {tuple(value.shape)}: it "
-                             f"was added to the state or reshaped since init or tell; add or reshape parameters before "
-                             f"init, or start again with init(state.params) (Adam and the generation from zero)")
+                             f"was added to the state or reshaped since {words['made']}; add or reshape parameters "
+                             f"before {words['first']}, or start again with {words['restart']} (Adam and the "
+                             f"generation from zero)")
     for name in set(optimiser["m"]) | set(optimiser["v"]):
         if name not in state.params:
             raise ValueError(f"Adam's state holds moments of {name!r}, which the state's parameters lack: it was "
-                             f"removed since init or tell; start again with init(state.params) (Adam and the generation from zero)")
+                             f"removed since {words['made']}; start again with {words['restart']} (Adam and the "
+                             f"generation from zero)")
     for name in state.params:
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = optimiser[moment][name]
@@ -358,7 +365,7 @@ def check_optimiser(state):
             else:
                 continue
             raise ValueError(f"Adam's {what} of parameter {name!r} holds {problem}, which no step makes: the state's "
-                             f"optimiser was damaged; tell an undamaged State, or start again with init(state.params) "
+                             f"optimiser was damaged; {words['undamaged']}, or start again with {words['restart']} "
                              f"(Adam and the generation from zero)")
     check_whole("state.optimiser's step count t", optimiser["t"], 0, 2 ** 63 - 1,
                 "the State that init or tell returned, whose count starts at 0")

@@ -13,10 +13,15 @@ from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import (MAX_GENERATION, a_kind, check_number, check_pairs, check_population, check_sigma,
-                              check_whole)
+from interface_checks import (MAX_GENERATION, a_kind, check_number, check_optimiser, check_pairs, check_population,
+                              check_sigma, check_whole)
 import optim
 import snn
+
+# A damaged or mismatched Adam state, fixed in this module's words (generation_step takes optim's state)
+STEP_WORDS = {"made": "optim.init or the last generation_step", "first": "optim.init",
+              "give": "give the state that optim.init or the last generation_step returned",
+              "undamaged": "give an undamaged state", "restart": "optim.init(params)"}
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
                              f"{problem}; give every process the same minibatch, logit_scale, spike_cost, readout and "
                              f"LIF")
     current = State(params, state, generation)
+    check_optimiser(current, STEP_WORDS)  # (else tell would name its own State, which this call makes)
     population = es.ask(current)                                                               # keys of Eq. (5)
     counts, hidden = population_forward(population, frames, lif, bool(config.spike_cost), network)  # Eq. (6)
     fit = fitness(counts, labels, frames.shape[0], config.logit_scale, hidden, config.spike_cost)  # (3)-(4), (12)

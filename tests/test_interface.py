@@ -977,6 +977,25 @@ def test_a_deeper_network_trains_every_layer():
         assert not np.array_equal(new[name], params[name]), name
 
 
+def test_generation_steps_adam_state_is_fixed_in_its_own_words_not_ask_and_tells():
+    """generation_step takes optim's state, not an eggroll.State: a state of float64 moments for
+    float32 parameters, or of other parameters, is named with optim.init's fix, never "tell a State"."""
+    params, frames = deep_problem()  # float64
+    labels, config, adam = np.arange(6) % 4, snn_eggroll.Config(8, 1, 0.3, 1, 1.0), optim.Adam(0.05)
+    narrow = {name: value.astype(np.float32) for name, value in params.items()}
+    fewer = {name: value for name, value in params.items() if name != "b3"}
+    for given, state, said in [
+            (narrow, optim.init(params), "Adam's average of g of parameter 'W1' is a NumPy array of float64, not a "
+                                         "NumPy array of float32 as the parameter: give the state that optim.init or "
+                                         "the last generation_step returned, or, restoring one"),
+            (params, optim.init(fewer), "Adam's state holds no moments of parameter 'b3' of shape (4,): it was added to "
+                                        "the state or reshaped since optim.init or the last generation_step; add or "
+                                        "reshape parameters before optim.init, or start again with optim.init(params)")]:
+        with pytest.raises(ValueError) as refused:
+            snn_eggroll.generation_step(given, state, frames.astype(given["W1"].dtype), labels, 0, config, adam)
+        assert str(refused.value).startswith(said) and "tell" not in str(refused.value), str(refused.value)
+
+
 def test_vanilla_es_refuses_a_deeper_network_and_bptt_steps_it():
     params, frames = deep_problem()
     labels = np.zeros(6, dtype=int)
