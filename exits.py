@@ -53,6 +53,11 @@ def ending(error, again, less_memory="free memory", interrupted="interrupted"):
             return f"cannot write standard output: {error.strerror}; free space where it goes, or send it " \
                    f"elsewhere", 2, False
         return str(error), 2, False
+    if isinstance(error, UnicodeEncodeError) and error.encoding.lower().replace("-", "") != "utf8":
+        # a symbol (σ, ±) printed on an output of a narrower encoding (PYTHONIOENCODING=ascii, LANG=C)
+        return f"this output's encoding, {error.encoding}, cannot show {ascii(error.object[error.start:error.end])}, " \
+               f"which the command prints: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. LANG=C.UTF-8)", 2, \
+            everywhere
     if isinstance(error, (UsageError, ValueError, RuntimeError)):  # data.BadDataError is a ValueError
         return str(error), 2, everywhere
     return None
