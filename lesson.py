@@ -46,6 +46,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import baselines
     import data
     import eggroll
+    import emulate
     import exits
     import figure_record
     import noise
@@ -714,6 +715,10 @@ def recordings_there(option):
         fail(f"{named} {root} holds no N-MNIST (expected {root}/Train/<digit>/*.bin and {root}/Test/<digit>/*.bin, "
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
              f"unset for the recordings of nmnist-sample/")
+    try:
+        emulate.check_finished(root)  # an emulation that did not finish: refused as run.py train refuses it
+    except ValueError as error:
+        fail(str(error))
     return root
 
 

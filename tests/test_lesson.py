@@ -4,6 +4,7 @@ writes one figure for each and the markdown page. A user's error is one line on 
 status 2, and nothing written."""
 import ast
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -415,3 +416,16 @@ def test_the_races_curve_ends_once_at_the_last_update(seconds, checkpoints):
     updates = [int(row[0]) for row in curve]
     expected = [0, 1, 2, 3, 5, 7, 9] if not checkpoints else list(range(11))
     assert updates == expected and [round(row[2] * 100) for row in curve] == expected
+
+
+def test_an_emulation_that_did_not_finish_is_refused_before_any_claim_runs(tmp_path):
+    """--data-root an emulation without its FINISHED mark (stopped midway, part of its recordings
+    missing): refused as run.py train refuses it, in one line naming the command that finishes it,
+    before claim 1 runs; nothing written."""
+    root, out = tmp_path / "emulated", tmp_path / "figures"
+    shutil.copytree(ROOT / "nmnist-sample", root / "NMNIST", ignore=shutil.ignore_patterns("README.md"))
+    (root / "NMNIST" / "EMULATED.json").write_text(json.dumps({"version": 1, "seed": 4, "mnist_sha256": {}}))
+    result = run_lesson("--claims", "1,5", "--data-root", str(root), "--out", str(out), cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    one_line_error(result, f"{root / 'NMNIST'} holds an emulation that did not finish")
+    assert "python run.py emulate --out" in result.stderr and result.stdout == "" and not out.exists()
