@@ -57,7 +57,11 @@ def drift(run_dir):
                              f"its options) and give that run's folder")
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
     if not (run_dir / "final.json").is_file():  # the walk is the whole run's: an unfinished one has not walked it
-        raise UsageError(f"{run_dir} has not finished (no final.json); finish it with run.py train --resume")
+        running = run_folder.holder(run_dir)
+        if running is not None:
+            raise UsageError(f"{run_dir} is being trained now (by process {running}): give it once it has finished")
+        raise UsageError(f"{run_dir} has not finished (no final.json); finish it with "
+                         f"{run_folder.resume_command(run_dir, run_folder.read_config(run_dir))}")
     config = run_folder.read_config(run_dir)
     if config.method != "eggroll" or config.weight_decay:
         raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")

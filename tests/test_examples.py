@@ -522,7 +522,12 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "holds no trained run" in refused.stderr
     (run / "final.json").rename(tmp_path / "final.json")  # as a run that has not finished
     refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and "has not finished (no final.json)" in refused.stderr
+    assert refused.returncode == 2 and "has not finished (no final.json); finish it with `python run.py train --out " \
+        f"{run} --resume --method eggroll" in refused.stderr, refused.stderr
+    with run_folder.owned(run):  # as a run being trained now: no command to finish it, which would be refused
+        refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and refused.stderr == f"error: {run} is being trained now (by process " \
+        f"{os.getpid()}): give it once it has finished\n", refused.stderr
     (tmp_path / "final.json").rename(run / "final.json")
     checkpoint = (run / "checkpoint.npz").read_bytes()
     refused = subprocess.run(command[:3] + ["--out", str(run / "checkpoint.npz")], capture_output=True, text=True,
