@@ -165,7 +165,8 @@ def comparison(local_dir, committed_dir, preset):
     compared = [row for row in table if row[-1] is not None]
     verdict = (f"Not compared: {other_data}." if other_data and compared else
                f"{sum(row[-1] for row in compared)} of {len(compared)} rows compared lie within it"
-               + ("; no committed run to compare with." if not compared else "."))
+               + ("." if compared else "; no committed run to compare with." if local else
+                  "; no run of this machine has finished yet."))
     lines += ["", f"Test accuracy %, mean ± std over seeds. Difference: this machine's mean minus the committed "
                   f"mean; tolerance: max(2 × the committed seeds' std, {MIN_TOLERANCE:g} point). {verdict}"]
     return "\n".join(lines) + "\n"

@@ -50,6 +50,9 @@ def test_each_row_lies_within_twice_the_committed_std_or_one_point(tmp_path):
     assert "2 of 3 rows compared lie within it." in text
     assert "from before runs recorded their data" in text  # the fabricated runs carry no data record
     assert "no committed run to compare with" in comparison.comparison(local, tmp_path / "none", "paper")
+    waiting = comparison.comparison(tmp_path / "none", committed, "paper")  # committed runs, none finished here
+    assert "0 of 0 rows compared lie within it; no run of this machine has finished yet." in waiting
+    assert "no committed run" not in waiting
 
 
 def test_a_difference_at_the_tolerance_is_within_and_the_project_emulation_is_the_emulators(tmp_path):
