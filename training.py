@@ -642,8 +642,9 @@ def check_cache_dir(cache_dir):
                          f"exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in")
     resources.refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
                                  what="the frame cache")
-    resources.refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
-                                     "point it at a folder of its own", runs=False, results=False)
+    for runs in (False, True):  # neither a run folder nor a folder of them (reproduce's runs/)
+        resources.refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
+                                         "point it at a folder of its own", runs=runs, results=False)
 
 
 def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root", command="train"):

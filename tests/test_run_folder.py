@@ -1811,7 +1811,9 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
             (tmp_path / "other", finished_run, f"{finished_run} is a run folder of this project (it holds "
                                                 f".eggroll-run); point it at a folder of its own"),
             (tmp_path / "other", finished_run / "c", f"{finished_run / 'c'} lies inside {finished_run}, a run folder"),
-            (tmp_path / "other", results / "quick", f"{results / 'quick'} is a results folder of reproduce")]:
+            (tmp_path / "other", results / "quick", f"{results / 'quick'} is a results folder of reproduce"),
+            (tmp_path / "other", results / "quick" / "runs", f"{results / 'quick' / 'runs'} is a folder of run folders "
+                                                             f"(es-seed1 is one)")]:
         before = sorted(p.name for p in finished_run.iterdir())
         code, err = run_main(train_args(out, [*data_root, "--cache-dir", str(cache)]), capsys)
         assert code == 2 and err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {said}"), err
