@@ -233,6 +233,7 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
     if run is not None:
         raise UsageError(f"run {run} needs {estimate}; leave it out (--runs, --seeds, --populations) or use "
                          f"a machine with more memory")
+    elsewhere = "raise the limit (ulimit -v)" if "ulimit" in where else "free memory"
     halved = {"population": max(2, config.population // 4 * 2), "batch_size": max(1, config.batch_size // 2),
               "time_bins": max(1, config.time_bins // 2), "rank": max(1, config.rank // 2),
               "hidden": narrower(config.network)}
@@ -240,10 +241,14 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
         del halved["population"]
     if config.method != "eggroll":
         del halved["rank"]
+    halved = {name: value for name, value in halved.items() if value != getattr(config, name)}  # not at the least
+    if not halved:
+        raise UsageError(f"the run needs {estimate}, at the least of every size that memory grows with; "
+                         f"{elsewhere}, or use a machine with more")
     index = 1 if where == "GPU memory" else 0
     name = min(halved, key=lambda k: run_bytes(replace(config, **{k: halved[k]}), xp is not numpy, recordings)[index])
     option = "--" + name.replace("_", "-")
-    raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}")
+    raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}, or {elsewhere}")
 
 
 # The most resident memory one `run.py emulate` worker process held: a spawned Python with NumPy and

@@ -16,6 +16,7 @@ import pytest
 
 import config
 import data
+import re
 import reproduce
 import resources
 import run
@@ -1102,7 +1103,8 @@ def test_memory_is_checked_before_the_weights_are_made(tmp_path, dataset):
                           env=dict(os.environ, OPENBLAS_NUM_THREADS="1"), preexec_fn=limited("RLIMIT_AS", 2 * 10**9))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: --hidden 65536,65536: the run needs about ") and not out.exists()
-    assert done.stderr.rstrip().endswith("lower --hidden")  # the widths, which the weights grow with
+    assert re.search(r"lower --hidden, or (free memory|raise the limit \(ulimit -v\))$", done.stderr.rstrip()), \
+        done.stderr  # the widths, which the weights grow with; RAM's limit or ulimit's, whichever is met first
 
 
 def test_memory_is_checked_against_a_limit_on_address_space_and_a_memory_error_is_one_line(tmp_path, dataset):
@@ -1311,17 +1313,24 @@ def test_a_narrower_network_halves_the_kernels_of_a_convolution_too():
 
 @pytest.mark.parametrize("method", config.METHODS)
 def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method, monkeypatch):
-    """check_run_memory names the option whose halving saves the most, one the method takes: vanilla
-    ES and BPTT, whose command line refuses --rank, are never told to lower it, even at the smallest
-    settings on a small copy of the data, where halving nothing else saves."""
+    """check_run_memory names the option whose halving saves the most, one the method takes and one
+    that halving still lowers: vanilla ES and BPTT, whose command line refuses --rank, are never told to
+    lower it, and at the smallest settings (EGGROLL's rank aside) nothing is left to lower: the line
+    says so and names the fix outside the run."""
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (1, None))
     options = {config.option(spec.name): spec for spec in dataclasses.fields(config.RunConfig)}
     for settings in ({}, dict(population=2, batch_size=1, time_bins=1, hidden="1")):
         run_config = dataclasses.replace(config.RunConfig(method=method), **settings)
         with pytest.raises(run_folder.UsageError, match="the run needs about") as refused:
             resources.check_run_memory(run_config, np, recordings=(20, 2))
-        named = str(refused.value).split()[0]
-        assert config.applies(options[named], method), str(refused.value)
+        said = str(refused.value)
+        if settings and method != "eggroll":
+            assert said.startswith("the run needs about ") and said.endswith(
+                "at the least of every size that memory grows with; free memory, or use a machine with more"), said
+        else:
+            named = said.split()[0]
+            assert config.applies(options[named], method) and said.endswith(f"lower {named}, or free memory"), said
+            assert settings.get(options[named].name) not in (1, 2, "1"), said  # a size at its least is never named
 
 
 def test_an_empty_setting_says_what_the_option_takes(capsys):
