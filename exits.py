@@ -72,7 +72,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     formatted = warnings.formatwarning
     warnings.formatwarning = warning_line
     try:
-        command()
+        with printable_output():
+            command()
     except BaseException as error:
         ended = ending(error, again, less_memory, interrupted)
         if ended is None:
@@ -126,6 +127,40 @@ def one_line(text):
     """`text` as one line the terminal prints as it is, whatever a path it names holds: a line break as
     \\n, any other control character (an escape sequence's ESC) as \\xNN."""
     return CONTROLS.sub(lambda match: "\\n" if match[0] == "\n" else f"\\x{ord(match[0]):02x}", text)
+
+
+# What Printable shows as \\xNN: every control character but the tab, line break and carriage return
+# that lines and progress bars are made of
+SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class Printable:
+    """A text stream (stdout, stderr) that writes a control character as \\xNN, not to the terminal:
+    an escape sequence in a path a line names (ESC [2J clears the screen) is printed, not obeyed.
+    Everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        return self.stream.write(SHOWN.sub(lambda match: f"\\x{ord(match[0]):02x}", text))
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def printable_output():
+    """Standard output and error as Printable streams while a command runs, then as they were
+    (unless the command replaced them)."""
+    saved = sys.stdout, sys.stderr
+    shown = tuple(None if stream is None else Printable(stream) for stream in saved)
+    sys.stdout, sys.stderr = shown
+    try:
+        yield
+    finally:
+        if (sys.stdout, sys.stderr) == shown:
+            sys.stdout, sys.stderr = saved
 
 
 def warning_line(message, category, filename, lineno, line=None):

@@ -895,6 +895,8 @@ def main():
         # one line and the cause's exit status, not a traceback. Nothing is left: the files are written at the end.
         sys.excepthook = exits.excepthook("run it again")
         warnings.formatwarning = exits.warning_line  # a warning (a copied recording, say): one line, as run.py's
+        sys.stdout, sys.stderr = (stream and exits.Printable(stream) for stream in (sys.stdout, sys.stderr))  # an
+        # escape sequence in a path it prints is shown, not obeyed (a stream closed, `>&-`, stays None)
     check_what_is_written(args)
     if 5 in args.claims:
         recordings_there(args.data_root)  # missing recordings: said before the first claim runs, not after four

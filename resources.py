@@ -235,18 +235,20 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
                          f"a machine with more memory")
     elsewhere = "raise the limit (ulimit -v)" if "ulimit" in where else "free memory"
     halved = {"population": max(2, config.population // 4 * 2), "batch_size": max(1, config.batch_size // 2),
-              "time_bins": max(1, config.time_bins // 2), "rank": max(1, config.rank // 2),
-              "hidden": narrower(config.network)}
+              "batch_growth": max(1, config.batch_growth // 2), "time_bins": max(1, config.time_bins // 2),
+              "rank": max(1, config.rank // 2), "hidden": narrower(config.network)}
     if config.method == "bptt":
-        del halved["population"]
+        del halved["population"], halved["batch_growth"]
     if config.method != "eggroll":
         del halved["rank"]
-    halved = {name: value for name, value in halved.items() if value != getattr(config, name)}  # not at the least
-    if not halved:
-        raise UsageError(f"the run needs {estimate}, at the least of every size that memory grows with; "
-                         f"{elsewhere}, or use a machine with more")
     index = 1 if where == "GPU memory" else 0
-    name = min(halved, key=lambda k: run_bytes(replace(config, **{k: halved[k]}), xp is not numpy, recordings)[index])
+    needs = lambda changed: run_bytes(replace(config, **changed), xp is not numpy, recordings)[index]
+    lowered = {name: needs({name: value}) for name, value in halved.items() if value != getattr(config, name)}
+    lowered = {name: bytes_ for name, bytes_ in lowered.items() if bytes_ < needs({})}  # halving saves something
+    if not lowered:
+        raise UsageError(f"the run needs {estimate}, and halving none of the sizes it grows with lowers that; "
+                         f"{elsewhere if 'ulimit' in where else 'free memory, or use a machine with more'}")
+    name = min(lowered, key=lowered.get)
     option = "--" + name.replace("_", "-")
     raise UsageError(f"{option} {getattr(config, name)}: the run needs {estimate}; lower {option}, or {elsewhere}")
 

@@ -648,8 +648,11 @@ def resume_command(out, config):
     settings = [f"{run_config.option(name)} {shlex.quote(str(value))}"
                 for name, value in run_config.stored(config).items()
                 if name == "method" or value != getattr(defaults, name)]
-    return f"`python run.py train --out {shlex.quote(str(out))} --resume {' '.join(settings)}` (with the " \
-           f"--data-root it trained on)"
+    summed = (checkpoint_identity(out) or {}).get("summed")  # "allreduce on N processes": go on the same way
+    launch, sharing = ("", "") if summed is None else \
+        (f"mpiexec -n {summed.split()[2]} ", " --distributed --update allreduce")
+    return f"`{launch}python run.py train --out {shlex.quote(str(out))} --resume {' '.join(settings)}{sharing}` " \
+           f"(with the --data-root it trained on)"
 
 
 def differences(stored, wanted):

@@ -385,3 +385,18 @@ def test_an_output_that_cannot_show_the_projects_symbols_is_one_line_naming_the_
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: this output's encoding, ascii, cannot show '\\u") and done.stderr.endswith(
         "which the command prints: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. LANG=C.UTF-8)\n")
+
+
+def test_what_a_command_prints_shows_control_characters_and_keeps_lines_and_bars(capsys):
+    """While a command runs (exits.handled), stdout and stderr show a control character in a path it
+    names as \\xNN (a note, a success line, a progress bar's label alike), keep the line breaks,
+    carriage returns and tabs that lines and bars are made of, and are the streams they were after."""
+    before = sys.stdout, sys.stderr
+
+    def command():
+        print("note: /tmp/a\x1b[2Jb\x07 holds\tno run\r", file=sys.stderr)
+        print("figures in /tmp/\x9bc")
+    assert exits.handled(command, "run it again") == 0
+    out, err = capsys.readouterr()
+    assert err == "note: /tmp/a\\x1b[2Jb\\x07 holds\tno run\r\n" and out == "figures in /tmp/\\x9bc\n"
+    assert (sys.stdout, sys.stderr) == before

@@ -1319,18 +1319,19 @@ def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method
     says so and names the fix outside the run."""
     monkeypatch.setattr(resources, "available_bytes", lambda xp: (1, None))
     options = {config.option(spec.name): spec for spec in dataclasses.fields(config.RunConfig)}
-    for settings in ({}, dict(population=2, batch_size=1, time_bins=1, hidden="1")):
+    least = dict(population=2, batch_size=1, time_bins=1, hidden="1")
+    for settings in ({}, least, dict(least, batch_size=100000)):  # a minibatch past the split's 20: of all 20
         run_config = dataclasses.replace(config.RunConfig(method=method), **settings)
         with pytest.raises(run_folder.UsageError, match="the run needs about") as refused:
             resources.check_run_memory(run_config, np, recordings=(20, 2))
         said = str(refused.value)
         if settings and method != "eggroll":
             assert said.startswith("the run needs about ") and said.endswith(
-                "at the least of every size that memory grows with; free memory, or use a machine with more"), said
+                "and halving none of the sizes it grows with lowers that; free memory, or use a machine with more"), said
         else:
             named = said.split()[0]
             assert config.applies(options[named], method) and said.endswith(f"lower {named}, or free memory"), said
-            assert settings.get(options[named].name) not in (1, 2, "1"), said  # a size at its least is never named
+            assert options[named].name not in settings, said  # a size whose halving saves nothing is never named
 
 
 def test_an_empty_setting_says_what_the_option_takes(capsys):

@@ -1878,6 +1878,22 @@ def test_a_checkpoint_goes_on_only_summed_as_it_was(tmp_path, stored, wanted, re
         assert refused in str(error.value) and "\n" not in str(error.value)
 
 
+def test_the_command_that_resumes_an_allreduce_run_sums_as_it_did(tmp_path):
+    """resume_command of a run whose checkpoint was summed by allreduce on 2 processes: the same
+    processes and --update, the only way --resume takes it on; a run of --update seeds: plain."""
+    settings = run_config.RunConfig(hidden="8")
+    params = snn.init_network(1, settings.network)
+    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
+             "t": 1}
+    for summed, command in (("allreduce on 2 processes", f"`mpiexec -n 2 python run.py train --out {tmp_path} --resume "
+                                                         f"--method eggroll --hidden 8 --distributed --update allreduce` "
+                                                         f"(with the --data-root it trained on)"),
+                            (None, f"`python run.py train --out {tmp_path} --resume --method eggroll --hidden 8` (with "
+                                   f"the --data-root it trained on)")):
+        run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, summed), 1.0)
+        assert run_folder.resume_command(tmp_path, settings) == command
+
+
 def test_summed_by_names_only_what_changes_the_bits():
     """BPTT and --update seeds (any processes) sum one way; allreduce's order depends on its processes."""
     team = lambda size, update: types.SimpleNamespace(size=size, update=update)
