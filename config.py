@@ -120,7 +120,8 @@ class RunConfig:
     spike_cost: float = setting(0.0, "price of a hidden spike: the fitness (BPTT: the loss) pays spike_cost x "
                                      "hidden spikes per sample", check=between(0.0, 1.0, "0.003"))
     weight_decay: float = setting(0.0, "decoupled (AdamW) weight decay", check=between(0.0, 1.0, "0.1"))
-    init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start",
+    init_std: float = setting(snn.INIT_STD, "W, b ~ N(0, init_std^2) at the start (with --init-rule fan-in, the W "
+                                            "of a layer after the first scaled by sqrt(64 / its inputs))",
                              check=between(INIT_STD_FLOOR, 10, "0.3"))
     init_rule: str = setting("paper", "paper: every layer's W ~ N(0, init_std^2); fan-in: a layer after the first "
                                       "with n inputs draws W ~ N(0, init_std^2 x 64 / n), so that its current "

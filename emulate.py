@@ -43,6 +43,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -417,7 +418,8 @@ def check_finished(root=None):
     else:
         return  # recorded, not emulated
     seed = provenance(folder)["seed"]
-    command = f"`python run.py emulate --out {folder.parent} --seed {seed}` (with its --mnist, if it was given one)"
+    command = f"`python run.py emulate --out {shlex.quote(str(folder.parent))} --seed {seed}` (with its --mnist, if " \
+              f"it was given one)"
     fix = f"rerun {command} to finish it: the recordings already made are kept"
     if not os.path.lexists(folder / FINISHED):
         running = holder(folder)

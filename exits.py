@@ -130,8 +130,9 @@ def one_line(text):
 
 
 # What Printable shows as \\xNN: every control character but the tab, line break and carriage return
-# that lines and progress bars are made of
-SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# that lines and progress bars are made of, and a byte of a file name that is not UTF-8 (Python's
+# surrogate escape, which no output encodes)
+SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udcff]")
 
 
 class Printable:
@@ -143,7 +144,7 @@ class Printable:
         self.stream = stream
 
     def write(self, text):
-        return self.stream.write(SHOWN.sub(lambda match: f"\\x{ord(match[0]):02x}", text))
+        return self.stream.write(SHOWN.sub(lambda match: f"\\x{ord(match[0]) & 0xff:02x}", text))
 
     def __getattr__(self, name):
         return getattr(self.stream, name)

@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import os
 import re
+import sys
 
 import data
 import run_folder
@@ -86,7 +87,12 @@ def record_locked(folder):
     other's lines."""
     descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another command records its figure there now, or holds the folder locked
+            print(f"note: waiting for another process that holds {folder} locked, to record the figure there",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
     finally:
         os.close(descriptor)  # the flock goes with it

@@ -169,7 +169,7 @@ def main():
     parser.add_argument("--lr", type=exits.positive_number, help="EGGROLL's learning rate (default: 0.03)")
     parser.add_argument("--logit-scale", type=exits.positive_number, help="EGGROLL's readout scale (default: 5)")
     parser.add_argument("--init-std", type=exits.positive_number,
-                        help="W, b ~ N(0, init_std^2) in every layer (default: 0.3)")
+                        help="W, b ~ N(0, init_std^2) in every layer, as --init-rule says (default: 0.3)")
     parser.add_argument("--init-rule", choices=snn.INIT_RULES,
                         help="paper: every layer's W ~ N(0, init_std^2); fan-in: a later layer's scaled by "
                              "sqrt(64 / its inputs), as run.py train --init-rule (default: paper)")

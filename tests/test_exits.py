@@ -395,8 +395,8 @@ def test_what_a_command_prints_shows_control_characters_and_keeps_lines_and_bars
 
     def command():
         print("note: /tmp/a\x1b[2Jb\x07 holds\tno run\r", file=sys.stderr)
-        print("figures in /tmp/\x9bc")
+        print("figures in /tmp/\x9bc/\udcffd")  # and a byte that is not UTF-8, as Python reads a file name
     assert exits.handled(command, "run it again") == 0
     out, err = capsys.readouterr()
-    assert err == "note: /tmp/a\\x1b[2Jb\\x07 holds\tno run\r\n" and out == "figures in /tmp/\\x9bc\n"
+    assert err == "note: /tmp/a\\x1b[2Jb\\x07 holds\tno run\r\n" and out == "figures in /tmp/\\x9bc/\\xffd\n"
     assert (sys.stdout, sys.stderr) == before
