@@ -480,6 +480,10 @@ def read_identity(array):
             and isinstance(stored.get("sizes"), list) and all(type(n) is int for n in stored["sizes"])
             and (data is None or isinstance(data, dict) and all(isinstance(v, str) for v in data.values()))):
         raise ValueError("identity does not hold the run's config, sizes and data")
+    summed = stored.get("summed")
+    if summed is not None and not (isinstance(summed, str) and re.fullmatch(r"allreduce on [1-9][0-9]* process(es)?",
+                                                                          summed)):
+        raise ValueError(f"identity's summed is {summed!r}, not how a run sums its steps (summed_by)")
     try:
         return dict(stored, config=run_config.stored(run_config.from_stored(stored["config"])))
     except ValueError as error:

@@ -1894,6 +1894,18 @@ def test_the_command_that_resumes_an_allreduce_run_sums_as_it_did(tmp_path):
         assert run_folder.resume_command(tmp_path, settings) == command
 
 
+def test_a_checkpoint_whose_summing_was_edited_is_damaged(tmp_path):
+    """A checkpoint's identity whose "summed" is not what summed_by writes is named damaged, in one line."""
+    settings = run_config.RunConfig(hidden="8")
+    params = snn.init_network(1, settings.network)
+    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
+             "t": 1}
+    run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, "allreduce"), 1.0)
+    with pytest.raises(run_folder.UsageError, match=r"is damaged \(identity's summed is 'allreduce', not how a run sums "
+                                                    r"its steps \(summed_by\)\)"):
+        run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params, run_folder.identity(settings, None, None))
+
+
 def test_summed_by_names_only_what_changes_the_bits():
     """BPTT and --update seeds (any processes) sum one way; allreduce's order depends on its processes."""
     team = lambda size, update: types.SimpleNamespace(size=size, update=update)
