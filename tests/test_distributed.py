@@ -216,6 +216,9 @@ def test_the_allreduce_update_agrees_within_float32_rounding(alone, tmp_path):
     names = [n for n in expected if n.startswith("param/")]
     assert max(np.abs(expected[n] - actual[n]).max() for n in names) <= 1e-3
     assert any(not np.array_equal(expected[n], actual[n]) for n in names)
+    # its checkpoint says how it was summed, which a resume must repeat; a single process's says none
+    assert run_folder.checkpoint_identity(tmp_path / "run")["summed"] == "allreduce on 2 processes"
+    assert run_folder.checkpoint_identity(alone / "eggroll")["summed"] is None
 
 
 @needs_real

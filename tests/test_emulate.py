@@ -789,3 +789,14 @@ def test_a_failed_emulation_removes_the_temporary_files_of_recordings_cut_short(
             pytest.warns(UserWarning, match="differ from the official MNIST files"):
         emulate.emulate(tmp_path, DIGITS, splits=("test",), progress=False)
     assert sorted(path.name for path in (tmp_path / "NMNIST" / "Test" / "7").iterdir()) == ["notes.tmp"]
+
+
+def test_the_command_that_finishes_an_emulation_quotes_its_folder(tmp_path):
+    """An unfinished emulation in a folder whose name holds a space: the command named to finish it
+    quotes the folder, so that it runs as pasted."""
+    root = tmp_path / "my emu"
+    (root / "NMNIST").mkdir(parents=True)
+    (root / "NMNIST" / emulate.PROVENANCE).write_text(json.dumps({"version": 1, "seed": 4, "mnist_sha256": {}}))
+    with pytest.raises(data.BadDataError) as refused:
+        emulate.check_finished(root)
+    assert f"rerun `python run.py emulate --out '{root}' --seed 4` (with its --mnist" in str(refused.value)

@@ -484,20 +484,20 @@ def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():
 
 
 def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
-    """examples/layer_drift.py on a tiny EGGROLL run of two hidden layers: a row per weight matrix,
-    its RMS change from the initialisation as the checkpoint holds it, and the coherent part
+    """examples/layer_drift.py on a tiny EGGROLL run of two hidden layers (drawn by the fan-in rule): a
+    row per weight matrix, its RMS change from its own initialisation as the checkpoint holds it, and the coherent part
     sqrt(moved^2 - walk^2); a folder without a run is one line, exit status 2."""
     run = tmp_path / "run"
     trained = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--data-root", str(ROOT / "nmnist-sample"),
                               "--cache-dir", str(tmp_path / "cache"), "--out", str(run), "--quiet", "--hidden", "12,6",
                               "--generations", "3", "--population", "8", "--batch-size", "16", "--eval-every", "3",
-                              "--lr", "0.1"], capture_output=True, text=True, timeout=300)
+                              "--lr", "0.1", "--init-rule", "fan-in"], capture_output=True, text=True, timeout=300)
     assert trained.returncode == 0, trained.stderr
     command = [sys.executable, str(ROOT / "examples" / "layer_drift.py"), str(run), "--out", str(tmp_path / "drift.md")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     config, drift = run_folder.read_config(run), load_example("layer_drift")
-    start = snn.init_network(config.seed, snn.Network.parse("12,6"), std=config.init_std)
+    start = snn.init_network(config.seed, snn.Network.parse("12,6"), std=config.init_std, rule="fan-in")
     stored, rows = np.load(run / "checkpoint.npz"), drift.drift(run)
     assert [(row["weights"], row["size"]) for row in rows] == [("W1", "12×2312"), ("W2", "6×12"), ("W3", "10×6")]
     for row in rows:

@@ -377,13 +377,15 @@ def test_a_positive_number_lies_in_float32s_range(text):
     assert exits.positive_number(repr(float(low))) == low and exits.positive_number(repr(float(high))) == high
 
 
-def test_an_output_that_cannot_show_the_projects_symbols_is_one_line_naming_the_fix():
-    """nano_eggroll.py's help holds symbols an ASCII output cannot show: one line naming the
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_an_output_that_cannot_show_the_projects_symbols_is_one_line_naming_the_fix(encoding):
+    """nano_eggroll.py's help holds symbols an ASCII or Latin-1 output cannot show: one line naming the
     encoding, the character and the fix, exit status 2, no traceback."""
     done = subprocess.run([sys.executable, str(Path(exits.__file__).parent / "nano_eggroll.py"), "--help"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+                          capture_output=True, text=True, env={**os.environ, "PYTHONIOENCODING": encoding})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith("error: this output's encoding, ascii, cannot show '\\u") and done.stderr.endswith(
+    assert done.stderr.startswith(f"error: this output's encoding, {encoding}, cannot show '\\u")
+    assert done.stderr.endswith(
         "which the command prints: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale, e.g. LANG=C.UTF-8)\n")
 
 

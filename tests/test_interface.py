@@ -988,9 +988,10 @@ def test_generation_steps_adam_state_is_fixed_in_its_own_words_not_ask_and_tells
             (narrow, optim.init(params), "Adam's average of g of parameter 'W1' is a NumPy array of float64, not a "
                                          "NumPy array of float32 as the parameter: give the state that optim.init or "
                                          "the last generation_step returned, or, restoring one"),
-            (params, optim.init(fewer), "Adam's state holds no moments of parameter 'b3' of shape (4,): it was added to "
-                                        "the state or reshaped since optim.init or the last generation_step; add or "
-                                        "reshape parameters before optim.init, or start again with optim.init(params)")]:
+            (params, optim.init(fewer), "Adam's state holds no moments of parameter 'b3' of shape (4,): it was "
+                                        "added to the state or reshaped since optim.init or the last generation_step; "
+                                        "add or reshape parameters before optim.init, or start again with "
+                                        "optim.init(params)")]:
         with pytest.raises(ValueError) as refused:
             snn_eggroll.generation_step(given, state, frames.astype(given["W1"].dtype), labels, 0, config, adam)
         assert str(refused.value).startswith(said) and "tell" not in str(refused.value), str(refused.value)

@@ -1327,7 +1327,8 @@ def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method
         said = str(refused.value)
         if settings and method != "eggroll":
             assert said.startswith("the run needs about ") and said.endswith(
-                "and halving none of the sizes it grows with lowers that; free memory, or use a machine with more"), said
+                "and halving none of the sizes it grows with lowers that; free memory, or use a machine with "
+                "more"), said
         else:
             named = said.split()[0]
             assert config.applies(options[named], method) and said.endswith(f"lower {named}, or free memory"), said

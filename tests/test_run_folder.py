@@ -722,15 +722,16 @@ def test_a_finished_run_whose_config_json_lost_a_setting_is_told_to_restore_it(t
         code, err = run_main(train_args(out, dataset, *extra), capsys)
         assert code == 2 and err.count("\n") == 1, err
         assert f"{out / 'config.json'} has no seed, so the run's is taken as the default, which its final.json " \
-               f"contradicts (final.json says seed 2, not 1): restore them in config.json from final.json's \"config\"" in err, err
+               f"contradicts (final.json says seed 2, not 1): restore them in config.json from final.json's " \
+               f"\"config\"" in err, err
         assert snapshot(out) == before
     settings["lr"] = settings["lr"] * 2  # and a setting it states that final.json contradicts: restoring the
     (out / "config.json").write_text(json.dumps(settings))  # seed alone would not do; the checkpoint sides with
     before = snapshot(out)                                     # final.json, so config.json is restored whole
     code, err = run_main(train_args(out, dataset, "--resume", "--lr", str(settings["lr"])), capsys)
     assert code == 2 and err == (f"error: {out / 'config.json'} holds other settings than those of its final.json "
-                                 f"(final.json says lr 0.01, not 0.02; seed 2, not 1): restore config.json from final.json's "
-                                 f"\"config\" (the checkpoint was saved under them)\n"), err
+                                 f"(final.json says lr 0.01, not 0.02; seed 2, not 1): restore config.json from "
+                                 f"final.json's \"config\" (the checkpoint was saved under them)\n"), err
     assert snapshot(out) == before
 
 
@@ -914,18 +915,19 @@ def test_the_checkpoint_tells_whether_config_json_or_final_json_is_another_runs(
         config.write_text(json.dumps(dict(json.loads(config.read_text()), hidden="32")))
     told = {"final.json another's": f"{finished_run / 'final.json'} is another run's (hidden \"32\", not \"64\")",
             "config.json lost it": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
-                                   f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in config.json from "
-                                   f"final.json's \"config\" (the checkpoint was saved under them)\n",
+                                   f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in "
+                                   f"config.json from final.json's \"config\" (the checkpoint was saved under them)\n",
             "no checkpoint to tell": f"{config} has no hidden, so the run's is taken as the default, which its final.json "
-                                     f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in config.json from "
-                                     f"final.json's \"config\", unless final.json is another run's (then move it out of "
+                                     f"contradicts (final.json says hidden \"32\", not \"64\"): restore them in "
+                                     f"config.json from final.json's \"config\", unless final.json is another run's "
+                                     f"(then move it out of "
                                      f"{finished_run})\n",
-            "config.json another's": f"{config} holds other settings than those of its final.json (final.json says hidden \"64\", not "
-                                     f"\"32\"): restore config.json from final.json's \"config\" (the checkpoint was "
-                                     f"saved under them)\n",
+            "config.json another's": f"{config} holds other settings than those of its final.json (final.json says "
+                                     f"hidden \"64\", not \"32\"): restore config.json from final.json's \"config\" "
+                                     f"(the checkpoint was saved under them)\n",
             "config.json another's, the run's own settings asked":
-                f"{config} holds other settings than those of its final.json (final.json says hidden \"64\", not \"32\"): restore "
-                f"config.json from final.json's \"config\" (the checkpoint was saved under them)\n",
+                f"{config} holds other settings than those of its final.json (final.json says hidden \"64\", not "
+                f"\"32\"): restore config.json from final.json's \"config\" (the checkpoint was saved under them)\n",
             "config.json made another's": f"checkpoint {checkpoint} belongs to another run (hidden 64, not 32; sizes "
                                           f"2312-64-10, not 2312-32-10) than its folder's config.json"}[case]
     before = snapshot(finished_run)
@@ -1397,8 +1399,7 @@ def test_every_writer_replaces_a_file_whole_or_not_at_all(tmp_path, monkeypatch,
     path = tmp_path / {"figure": "figure.png", "checkpoint": run_folder.CHECKPOINT}.get(writer, "file")
     settings = run_config.RunConfig(hidden="8")
     params = snn.init_network(1, settings.network)
-    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
-             "t": 1}
+    state = adam_state_of(params)
     path.write_bytes(b"old\n")
 
     def half_then_full(name, *args, **kwargs):
@@ -1865,8 +1866,7 @@ def test_a_checkpoint_goes_on_only_summed_as_it_was(tmp_path, stored, wanted, re
     naming how to continue; --update seeds on any number of processes is one way."""
     settings = run_config.RunConfig(hidden="8")
     params = snn.init_network(1, settings.network)
-    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
-             "t": 1}
+    state = adam_state_of(params)
     run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, stored), 1.0)
     load = lambda: run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params,
                                               run_folder.identity(settings, None, wanted))
@@ -1883,11 +1883,10 @@ def test_the_command_that_resumes_an_allreduce_run_sums_as_it_did(tmp_path):
     processes and --update, the only way --resume takes it on; a run of --update seeds: plain."""
     settings = run_config.RunConfig(hidden="8")
     params = snn.init_network(1, settings.network)
-    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
-             "t": 1}
-    for summed, command in (("allreduce on 2 processes", f"`mpiexec -n 2 python run.py train --out {tmp_path} --resume "
-                                                         f"--method eggroll --hidden 8 --distributed --update allreduce` "
-                                                         f"(with the --data-root it trained on)"),
+    state = adam_state_of(params)
+    for summed, command in (("allreduce on 2 processes", f"`mpiexec -n 2 python run.py train --out {tmp_path} "
+                                                         f"--resume --method eggroll --hidden 8 --distributed --update "
+                                                         f"allreduce` (with the --data-root it trained on)"),
                             (None, f"`python run.py train --out {tmp_path} --resume --method eggroll --hidden 8` (with "
                                    f"the --data-root it trained on)")):
         run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, summed), 1.0)
@@ -1898,19 +1897,26 @@ def test_a_checkpoint_whose_summing_was_edited_is_damaged(tmp_path):
     """A checkpoint's identity whose "summed" is not what summed_by writes is named damaged, in one line."""
     settings = run_config.RunConfig(hidden="8")
     params = snn.init_network(1, settings.network)
-    state = {"m": {k: np.zeros_like(v) for k, v in params.items()}, "v": {k: np.zeros_like(v) for k, v in params.items()},
-             "t": 1}
+    state = adam_state_of(params)
     run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, "allreduce"), 1.0)
-    with pytest.raises(run_folder.UsageError, match=r"is damaged \(identity's summed is 'allreduce', not how a run sums "
-                                                    r"its steps \(summed_by\)\)"):
-        run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params, run_folder.identity(settings, None, None))
+    with pytest.raises(run_folder.UsageError,
+                       match=r"is damaged \(identity's summed is 'allreduce', not how a run sums its steps "
+                             r"\(summed_by\)\)"):
+        run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params,
+                                   run_folder.identity(settings, None, None))
 
 
 def test_summed_by_names_only_what_changes_the_bits():
     """BPTT and --update seeds (any processes) sum one way; allreduce's order depends on its processes."""
     team = lambda size, update: types.SimpleNamespace(size=size, update=update)
     eggroll, es, bptt = (run_config.RunConfig(method=method) for method in ("eggroll", "es", "bptt"))
-    assert run_folder.summed_by(eggroll, team(2, "seeds")) is None and run_folder.summed_by(bptt, team(2, "allreduce")) \
-        is None
+    assert run_folder.summed_by(eggroll, team(2, "seeds")) is None
+    assert run_folder.summed_by(bptt, team(2, "allreduce")) is None
     assert run_folder.summed_by(eggroll, team(3, "allreduce")) == "allreduce on 3 processes"
     assert run_folder.summed_by(es, team(1, "allreduce")) == "allreduce on 1 process"
+
+
+def adam_state_of(params):
+    """Adam's state after one update of `params`, its moments zero: what a checkpoint of step 1 holds."""
+    zeros = lambda: {name: np.zeros_like(value) for name, value in params.items()}
+    return {"m": zeros(), "v": zeros(), "t": 1}
