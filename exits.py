@@ -120,19 +120,21 @@ def first_signal_stops(stop):
     return handler
 
 
-CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # all but the tab: a line break, an escape to the terminal
+# What is shown as \\xNN: every control character but the tab, line break and carriage return that
+# lines and progress bars are made of, and a byte of a file name that is not UTF-8 (Python's
+# surrogate escape, which no output encodes)
+SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def printable(text):
+    """`text` with what a terminal would obey rather than print (an escape sequence's ESC) as \\xNN."""
+    return SHOWN.sub(lambda match: f"\\x{ord(match[0]) & 0xff:02x}", text)
 
 
 def one_line(text):
-    """`text` as one line the terminal prints as it is, whatever a path it names holds: a line break as
-    \\n, any other control character (an escape sequence's ESC) as \\xNN."""
-    return CONTROLS.sub(lambda match: "\\n" if match[0] == "\n" else f"\\x{ord(match[0]):02x}", text)
-
-
-# What Printable shows as \\xNN: every control character but the tab, line break and carriage return
-# that lines and progress bars are made of, and a byte of a file name that is not UTF-8 (Python's
-# surrogate escape, which no output encodes)
-SHOWN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udcff]")
+    """`text` as one line the terminal prints as it is, whatever a path it names holds: printable, and
+    a line break as \\n, a carriage return as \\x0d."""
+    return printable(text).replace("\n", "\\n").replace("\r", "\\x0d")
 
 
 class Printable:
@@ -144,7 +146,7 @@ class Printable:
         self.stream = stream
 
     def write(self, text):
-        return self.stream.write(SHOWN.sub(lambda match: f"\\x{ord(match[0]) & 0xff:02x}", text))
+        return self.stream.write(printable(text))
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
