@@ -243,8 +243,9 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
         del halved["rank"]
     index = 1 if where == "GPU memory" else 0
     needs = lambda changed: run_bytes(replace(config, **changed), xp is not numpy, recordings)[index]
+    needed_here = needs({})
     lowered = {name: needs({name: value}) for name, value in halved.items() if value != getattr(config, name)}
-    lowered = {name: bytes_ for name, bytes_ in lowered.items() if bytes_ < needs({})}  # halving saves something
+    lowered = {name: bytes_ for name, bytes_ in lowered.items() if bytes_ < needed_here}  # halving saves something
     if not lowered:
         raise UsageError(f"the run needs {estimate}, and halving none of the sizes it grows with lowers that; "
                          f"{elsewhere if 'ulimit' in where else 'free memory, or use a machine with more'}")

@@ -396,6 +396,11 @@ def summed_by(config, team):
     return f"allreduce on {team.size} process{'es' * (team.size > 1)}"
 
 
+def summing_processes(summed):
+    """The processes of a run summed_by names ("allreduce on N processes"), or None (--update seeds)."""
+    return None if summed is None else int(summed.split()[2])
+
+
 def save_checkpoint(out, params, state, step, step_seconds, identity, end_to_end_seconds, then=None):
     """Write params, Adam state, progress (the steps' seconds, and the run's end-to-end seconds
     until this checkpoint, None if unknown) and the run's `identity` atomically: a temporary file,
@@ -506,7 +511,7 @@ def foreign_problem(stored, wanted):
                 f"would delete this checkpoint, which is intact, and train from the start)")
     if "summed" in stored and "summed" in wanted and stored["summed"] != wanted["summed"]:  # both say
         way = lambda summed: "--update seeds" if summed is None else f"--update {summed}"
-        processes = stored["summed"] and stored["summed"].split()[2]  # "allreduce on N processes"
+        processes = summing_processes(stored["summed"])
         how = "with --update seeds (or without --distributed)" if processes is None else \
             f"under mpiexec -n {processes} with --distributed --update allreduce"
         return (f"was stepped with {way(stored['summed'])}, and this command would go on with {way(wanted['summed'])}, "
@@ -652,9 +657,9 @@ def resume_command(out, config):
     settings = [f"{run_config.option(name)} {shlex.quote(str(value))}"
                 for name, value in run_config.stored(config).items()
                 if name == "method" or value != getattr(defaults, name)]
-    summed = (checkpoint_identity(out) or {}).get("summed")  # "allreduce on N processes": go on the same way
-    launch, sharing = ("", "") if summed is None else \
-        (f"mpiexec -n {summed.split()[2]} ", " --distributed --update allreduce")
+    processes = summing_processes((checkpoint_identity(out) or {}).get("summed"))  # go on as it was summed
+    launch, sharing = ("", "") if processes is None else \
+        (f"mpiexec -n {processes} ", " --distributed --update allreduce")
     return f"`{launch}python run.py train --out {shlex.quote(str(out))} --resume {' '.join(settings)}{sharing}` " \
            f"(with the --data-root it trained on)"
 
