@@ -155,7 +155,8 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     snn.check_finite_frames(frames)
     snn.check_lif(lif)
     check_two_layers(params, "vanilla ES")
-    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION, "the generation's")
+    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
+                                 interface_checks.GENERATION_FIX)
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     interface_checks.check_whole("population", config.population, None, 2 * interface_checks.MAX_PAIRS, "e.g. 512")
@@ -175,7 +176,8 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     snn.check_frames(params, frames, labels)
     snn.check_finite_frames(frames)
     snn.check_lif(lif)
-    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION, "the generation's")
+    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
+                                 interface_checks.GENERATION_FIX)
     interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
     snn_eggroll.check_readout_settings(config)
     optim.check(adam)

@@ -147,7 +147,7 @@ class Population:
         check_sigma(self.sigma)  # the noise's keys and scales, as Eggroll checks them
         check_whole("rank", self.rank, 1, None, "e.g. 1 or 4")
         check_whole("seed", self.seed, 0, 2 ** 64 - 1, "e.g. 0")
-        check_whole("generation", self.generation, 0, MAX_GENERATION, "the state's")
+        check_whole("generation", self.generation, 0, MAX_GENERATION, "the generation of the State that ask was given")
         check_params(self, self.params)  # as Eggroll.check: this answers rank and sigmas as an Eggroll does
         if not (self.fingerprint is None or isinstance(self.fingerprint, tuple) and len(self.fingerprint) == 2
                 and isinstance(self.fingerprint[0], dict) and isinstance(self.fingerprint[1], str)):

@@ -19,6 +19,7 @@ import noise
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
 MAX_GENERATION = 2 ** 32 - 1  # so is the generation
+GENERATION_FIX = "the count of generations before this one (0 for the first)"  # a step's generation
 SHAPINGS = ("centred_ranks", "raw")
 
 
@@ -485,24 +486,31 @@ def check_finite_params(params, fix):
 
 
 def check_resolved(params, sigmas):
-    """FloatOverflow naming the fix if a parameter is so large that its float type's resolution at its
+    """Unresolved (a FloatOverflow) naming the fix if a parameter is so large that its float type's resolution at its
     largest entry (eps times that entry's magnitude) exceeds its sigma: its members would differ from it
     by rounding alone, their fitnesses tie and the step is 0 or rounding noise."""
     for name, value in params.items():
         largest = max(float(value.max()), -float(value.min()))
         spacing = float(numpy.finfo(value.dtype).eps) * largest
         if sigmas[name] < spacing:
-            raise FloatOverflow(f"parameter {name!r} holds an entry of magnitude {largest:.3g}, where {value.dtype}'s "
-                                f"resolution ({spacing:.3g}) exceeds its sigma {sigmas[name]!r}: its members would "
-                                f"differ from it by rounding alone; raise sigma, or keep the parameter smaller (a "
-                                f"smaller lr, if steps grew it)"
-                                f"{', or give float64 parameters' if value.dtype == numpy.float32 else ''}")
+            error = Unresolved(f"parameter {name!r} holds an entry of magnitude {largest:.3g}, where {value.dtype}'s "
+                               f"resolution ({spacing:.3g}) exceeds its sigma {sigmas[name]!r}: its members would "
+                               f"differ from it by rounding alone; raise sigma, or keep the parameter smaller (a "
+                               f"smaller lr, if steps grew it)"
+                               f"{', or give float64 parameters' if value.dtype == numpy.float32 else ''}")
+            error.name, error.largest, error.spacing, error.sigma = name, largest, spacing, sigmas[name]
+            raise error
 
 
 class FloatOverflow(ValueError):
     """Members' values or outputs (check_finite_outputs), or a step's parameters (check_stepped),
     beyond their float type's range from finite inputs, or parameters so large that it no longer
     resolves sigma (check_resolved): for a caller that tells the user which setting to change."""
+
+
+class Unresolved(FloatOverflow):
+    """check_resolved's FloatOverflow; its attributes name the parameter, its largest entry in
+    magnitude, its float type's resolution there and the sigma below it."""
 
 
 def check_finite_outputs(values, what, fix, inputs=None):

@@ -13,8 +13,8 @@ from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
 import gpu
-from interface_checks import (MAX_GENERATION, a_kind, check_number, check_optimiser, check_pairs, check_population,
-                              check_sigma, check_whole)
+from interface_checks import (GENERATION_FIX, MAX_GENERATION, a_kind, check_number, check_optimiser, check_pairs,
+                              check_population, check_sigma, check_whole)
 import optim
 import snn
 
@@ -70,7 +70,8 @@ class Config:
     def members(self, params, generation, pairs=slice(None), network=None):
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""
         check_config(self, params, network)
-        check_whole("generation", generation, 0, MAX_GENERATION, "the generation to draw")
+        check_whole("generation", generation, 0, MAX_GENERATION,
+                    "the number of the generation to draw (0 for the first)")
         check_pairs(pairs, self.population // 2)
         return self.method(params).population_of(State(params, {}, generation), pairs)
 
@@ -174,7 +175,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     snn.check_lif(lif)
     optim.check(adam)
     optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)
-    check_whole("generation", generation, 0, MAX_GENERATION, "the generation's")  # (else named as the State's)
+    check_whole("generation", generation, 0, MAX_GENERATION, GENERATION_FIX)  # (else named as the State's)
     if not isinstance(config, Config):
         raise ValueError(f"config must be a snn_eggroll.Config, got {a_kind(config)}: give e.g. "
                          f"snn_eggroll.Config(population=512, rank=1, sigma=0.1, seed=1, logit_scale=1.0)")

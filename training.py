@@ -24,6 +24,7 @@ import data
 import distributed
 import emulate
 import exits
+import interface_checks
 import optim
 import resources
 import run_folder
@@ -144,6 +145,24 @@ class DeadlineReached(Exception):
     """The run stopped at reproduce's --deadline, its checkpoint at the step it reached."""
 
 
+def refuse_unresolved(config, params):
+    """A UsageError if float32 cannot resolve the least sigma of an ES run (its schedule's --sigma-min)
+    at the initial weights `params`: every member would equal the mean but for rounding."""
+    least = config.sigma if config.sigma_schedule == "constant" else config.sigma_min
+    sigmas = dataclasses.replace(config.eggroll(), sigma=least).sigmas(params) if config.method == "eggroll" else \
+        dict.fromkeys(params, least)
+    try:
+        interface_checks.check_resolved(params, sigmas)
+    except interface_checks.Unresolved as error:
+        option = "--sigma" if config.sigma_schedule == "constant" else "--sigma-min"
+        if error.sigma != least:  # the output layer's, scaled
+            option, least = "--output-sigma-scale", f"{config.output_sigma_scale} (sigma {error.sigma:.3g} there)"
+        raise UsageError(f"{option} {least} lies below what float32 resolves at the initial weights of layer "
+                         f"{snn.layer_of(error.name)} ({error.name}: up to {error.largest:.3g}, steps of "
+                         f"{error.spacing:.3g}): every member would equal the mean but for rounding; raise {option}, "
+                         f"or lower --init-std") from None
+
+
 def method_step(config, lif, team, total_steps):
     """The update of config.method as step(params, state, frames, labels, generation, adam); an ES
     generation is drawn, and updated, with the sigma of its generation (config.sigma_at)."""
@@ -254,7 +273,7 @@ class Run:
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
     earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
     stretch_began: float = 0.0    # time.perf_counter() at this stretch's first step
-    silent_seen: bool = False  # a generation found the network silent (said once)
+    stall_seen: bool = False  # a generation's step learned nothing (said once, stalled)
     folder: tuple = None  # run_folder.folder_identity of `out` once owned: a folder put at its path is another
 
     @property
@@ -371,6 +390,8 @@ def set_up(config, out, team, progress, command):
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)  # before the weights are made
         params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
+        if config.method in run_config.ES_METHODS:
+            refuse_unresolved(config, params)
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:
@@ -489,6 +510,11 @@ def update(run, params, state, frames, labels, generation, step_seconds):
                                                 run.config.adam(generation, run.total_steps))
         if not all(bool(run.xp.isfinite(value).all()) for value in new_params.values()):
             raise ValueError(f"a parameter became {NOT_FINITE}")
+    except interface_checks.Unresolved as error:  # weights grew, or sigma fell, past what float32 tells apart
+        if generation > run.saved:
+            save(run, params, state, generation, step_seconds)
+        raise JobError(f"at step {generation + 1} {unresolved(run.config, error)}; "
+                       f"{diverged(run, 'raise --sigma (and --sigma-min), lower --lr or --init-std')}") from None
     except ValueError as error:
         if NOT_FINITE not in str(error):  # another fault (a shape, a setting) is not a divergence
             raise
@@ -497,24 +523,41 @@ def update(run, params, state, frames, labels, generation, step_seconds):
         raise JobError(f"training went non-finite at step {generation + 1} ({error}); {diverged(run)}") from None
     if run.xp is not numpy:
         run.xp.cuda.Stream.null.synchronize()
-    if run.leader and not run.silent_seen and silent(stats):
-        run.silent_seen = True
+    why = run.leader and not run.stall_seen and stalled(stats)
+    if why:
+        run.stall_seen = True
         from tqdm import tqdm
-        who, learned = ("the network's", "only what the surrogate passes") if "loss" in stats else \
-            ("every member's", "nothing")
-        tqdm.write(f"warning: {run.out}: at step {generation + 1} {who} output neurons were silent (or all "
-                   f"fired alike) on the whole minibatch, so the step learned {learned}; lower --threshold or raise "
-                   f"--init-std if it goes on", file=sys.stderr)
+        tqdm.write(f"warning: {run.out}: at step {generation + 1} {why}", file=sys.stderr)
     return new_params, new_state, stats
 
 
-def silent(stats):
-    """Whether an ES generation's members all scored -ln(outputs), the fitness of a network whose
-    outputs never fire (or fire alike): no member differs from another, so the update is zero. For
-    BPTT (stats hold its loss), whether the loss is ln(outputs), the same silence."""
+def stalled(stats):
+    """Why a generation's step learned nothing, as the end of a warning, or None. ES: its members all
+    scored alike on the whole minibatch, so the ranks tie and the step is zero; at -ln(outputs), the
+    fitness of a network whose outputs never fire (or fire alike), else at a sigma that changes no
+    output. BPTT (stats hold its loss): a loss of ln(outputs), the same silence."""
+    chance = math.log(snn.SIZES[-1])
+    silent = "output neurons were silent (or all fired alike) on the whole minibatch, so the step learned {}; lower " \
+             "--threshold or raise --init-std if it goes on"
     if "loss" in stats:
-        return abs(stats["loss"] - math.log(snn.SIZES[-1])) < 1e-6
-    return stats.get("shaped_std") == 0 and abs(stats["max_fitness"] + math.log(snn.SIZES[-1])) < 1e-6
+        return "the network's " + silent.format("only what the surrogate passes") \
+            if abs(stats["loss"] - chance) < 1e-6 else None
+    if stats.get("shaped_std") != 0:
+        return None
+    if abs(stats["max_fitness"] + chance) < 1e-6:
+        return "every member's " + silent.format("nothing")
+    return ("every member scored alike on the whole minibatch: sigma moved no output spike (or potential) of any "
+            "member, so the step learned nothing; raise --sigma if it goes on")
+
+
+def unresolved(config, error):
+    """The middle of the line for an Unresolved step (interface_checks.check_resolved), in the
+    command's options."""
+    layer = snn.layer_of(error.name)
+    falling = f" (--sigma-schedule {config.sigma_schedule} lowered it)" * (config.sigma_schedule != "constant")
+    return (f"the weights of layer {layer} ({error.name}) reach {error.largest:.3g}, where float32 resolves only steps "
+            f"of {error.spacing:.3g}, more than their sigma {error.sigma:.3g}{falling}: every member would equal the "
+            f"mean but for rounding, so the run cannot go on")
 
 
 def in_place(run):
@@ -604,15 +647,16 @@ def finish(run, params, validation, step_seconds):
     return final
 
 
-def diverged(run):
-    """What is kept of a run that went non-finite, and the advice that works for its command."""
+def diverged(run, change="lower --lr or --sigma"):
+    """What is kept of a run that cannot go on (non-finite, say), and the advice that works for its
+    command: `change` settings and train again."""
     if run.saved:
         kept = f"{run.out / CHECKPOINT} holds the run until step {run.saved}"
-        again = "lower --lr or --sigma and train again in another --out (this run is left as it is)"
+        again = f"{change} and train again in another --out (this run is left as it is)"
     else:
         kept = "nothing of the run was kept" if run.fresh else "there is no checkpoint"
-        again = "lower --lr or --sigma and train again" + ("" if run.fresh else " (--force replaces this run, which "
-                                                                             "has no checkpoint)")
+        again = f"{change} and train again" + ("" if run.fresh else " (--force replaces this run, which "
+                                                                    "has no checkpoint)")
     if run.command == "reproduce":
         again = "the preset's settings diverge on this copy of N-MNIST"
     return f"{kept}: {again}"

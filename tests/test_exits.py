@@ -124,6 +124,61 @@ def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     assert err.count("warning: ") == 1 and "the network's output neurons were silent" in err, err
 
 
+@pytest.mark.parametrize("method", ["eggroll", "es"])
+def test_a_sigma_too_small_to_move_any_output_is_said_once(tmp_path, dataset, capsys, method):
+    """At sigma 1e-6 float32 still tells the members apart, but no output spike changes within it:
+    every member scores alike, the ranks tie and the step is zero. One warning says so, once (the
+    silent network's own line is for outputs that never fire)."""
+    out = tmp_path / method
+    assert run.main(["train", "--method", method, "--out", str(out), "--generations", "4", "--sigma", "1e-6",
+                     *SMALL, *dataset]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: ") == 1 and err.count("\n") == 1, err
+    assert "at step 1 every member scored alike" in err and "raise --sigma" in err, err
+
+
+@pytest.mark.parametrize("settings, option", [
+    (["--sigma", "1e-6", "--init-std", "10"], "--sigma 1e-06 lies below"),
+    (["--method", "es", "--sigma", "1e-6", "--init-std", "10"], "--sigma 1e-06 lies below"),
+    (["--sigma", "1e-2", "--sigma-schedule", "cosine", "--sigma-min", "1e-6", "--init-std", "10"],
+     "--sigma-min 1e-06 lies below"),
+    (["--output-sigma-scale", "1e-7"], "--output-sigma-scale 1e-07 (sigma 1e-08 there) lies below")])
+def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before_training(tmp_path, dataset, capsys,
+                                                                                           settings, option):
+    """The least sigma of the run (its schedule's --sigma-min) below float32's resolution at the
+    initial weights: one line naming the option to raise, exit 2, no run folder made."""
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "4", *settings, *SMALL, *dataset]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option}") and err.count("\n") == 1, err
+    assert "every member would equal the mean but for rounding" in err and "or lower --init-std" in err, err
+    assert not out.exists()
+
+
+def test_weights_float32_no_longer_resolves_sigma_at_end_the_run_in_the_command_s_options(tmp_path, dataset, capsys,
+                                                                                         monkeypatch):
+    """Weights that grow (or a sigma that falls) until float32 no longer tells the members apart: the
+    step before is kept, and one line says which layer, in the command's options, and that the run
+    cannot go on (a resume would meet the same weights)."""
+    real_step = training.method_step
+
+    def growing(config, lif, team, total_steps):
+        step = real_step(config, lif, team, total_steps)
+
+        def grown(params, state, frames, labels, generation, adam):
+            if generation == 2:
+                params = {**params, "W1": params["W1"] * 1e7}
+            return step(params, state, frames, labels, generation, adam)
+        return grown
+    monkeypatch.setattr(training, "method_step", growing)
+    out = tmp_path / "run"
+    assert run.main(["train", "--out", str(out), "--generations", "4", *SMALL, *dataset]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: at step 3 the weights of layer 1 (W1) reach "), err
+    assert "more than their sigma 0.1: every member would equal the mean but for rounding, so the run cannot go on; "\
+           f"{out / 'checkpoint.npz'} holds the run until step 2: raise --sigma" in err, err
+
+
 def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys, monkeypatch):
     """A ValueError of the wrong shape inside a step is its own line, not 'training went non-finite
     ... lower --lr or --sigma'; one that is non-finite still is."""

@@ -2463,7 +2463,8 @@ MADE_BY_ASK = "a Population is made by Eggroll.ask (its sigma {name: float} for 
     (dict(rank=0), "rank must be a whole number >= 1, got 0: use e.g. 1 or 4"),
     (dict(rank=1.5), "rank must be a whole number >= 1, got 1.5: use e.g. 1 or 4"),
     (dict(seed=-5), "seed must be a whole number in 0..18446744073709551615, got -5: use e.g. 0"),
-    (dict(generation=2 ** 32), "generation must be a whole number in 0..4294967295, got 4294967296: use the state's"),
+    (dict(generation=2 ** 32), "generation must be a whole number in 0..4294967295, got 4294967296: use the generation "
+                               "of the State that ask was given"),
     (dict(pairs=range(2 ** 32, 2 ** 32 + 1)), MADE_BY_ASK), (dict(pairs=range(-1, 1)), MADE_BY_ASK),
     (dict(sigma={"w": -1.0}), "sigma of 'w' must be a finite int or float > 0, got -1.0: use e.g. 0.1"),
     (dict(sigma={"w": float("nan")}), "sigma of 'w' must be a finite int or float > 0, got nan: use e.g. 0.1"),

@@ -717,7 +717,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
         (lambda: snn_eggroll.generation_step(params, optim.init(params), frames, labels, -1,
                                              snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
-         "generation must be a whole number in 0..4294967295, got -1: use the generation's"),
+         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one (0 for the first)"),
         (lambda: snn_eggroll.generation_step(params, optim.init(params), frames.transpose(1, 0, 2), labels, 0,
                                              snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
          "labels must have shape (5,) to match the batch of frames, got (4,), the length of the frames' first axis: "
@@ -815,7 +815,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: baselines.es_forward(params, frames * np.nan, baselines.ESConfig(8, 0.1, 1, 1.0), 0),
          "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
         (lambda: baselines.es_forward(params, frames, baselines.ESConfig(8, 0.1, 1, 1.0), -1),
-         "generation must be a whole number in 0..4294967295, got -1: use the generation's"),
+         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one (0 for the first)"),
         (lambda: optim.ascend(params, {**params, "W1": params["W1"][:1]}, optim.init(params), optim.Adam(0.01)),
          "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
          "a float32 array of shape (1, 12): give one step per parameter"),
@@ -831,7 +831,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn_eggroll.perturbed_forward(params, frames.tolist(), snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
          "frames must be an array, got list: give numpy.asarray(frames)"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 1.5),
-         "generation must be a whole number in 0..4294967295, got 1.5: use the generation to draw"),
+         "generation must be a whole number in 0..4294967295, got 1.5: use the number of the generation to draw (0 "
+         "for the first)"),
         (lambda: snn.LIF(beta=Fraction(1, 2)), "beta (the potential's decay per frame) must be an int or float in "
                                                "[0, 1], got Fraction(1, 2): use e.g. 0.9"),
         (lambda: snn.LIF(threshold=1e-50), "threshold must be an int or float in [1.17549e-38, 3.40282e+38], got 1e-50: "
@@ -882,9 +883,9 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: bptt_step(adam=optim.Adam(0.01, eps=0.0)), "eps must be an int or float in (0, 1], got 0.0: use e.g. "
                                                             "1e-8"),
         (lambda: es_step(generation="1"), "generation must be a whole number in 0..4294967295, got '1': use the "
-                                          "generation's"),
+                                          "count of generations before this one (0 for the first)"),
         (lambda: es_step(generation=-1), "generation must be a whole number in 0..4294967295, got -1: use the "
-                                         "generation's"),
+                                         "count of generations before this one (0 for the first)"),
         (lambda: es_step(baselines.ESConfig(8, 0.2, 2 ** 64, 2.0)), "seed must be a whole number in "
                                                                     "0..18446744073709551615, got 18446744073709551616: "
                                                                     "use e.g. 0"),
