@@ -346,9 +346,11 @@ def _how_to_restore(split_folder):
     an emulated copy (its EMULATED.json beside the folder), by emulating one from other MNIST files."""
     if os.path.lexists(split_folder.parent / "EMULATED.json"):
         if not os.path.lexists(split_folder.parent / "FINISHED.json"):  # stopped midway: finishing it keeps its work
+            held = {name: any(split_folder.parent.glob(f"{name}/*/*.bin")) for name in ("Train", "Test")}
+            test_only = " --split test" * (held["Test"] and not held["Train"])  # a test-only emulation
             return (f"{split_folder.parent} holds an emulation that did not finish (no FINISHED.json): rerun its "
-                    f"`run.py emulate --out {split_folder.parent.parent}` (with its --mnist and --seed) to finish it: "
-                    f"the recordings already made are kept")
+                    f"`run.py emulate --out {split_folder.parent.parent}{test_only}` (with its --mnist and --seed) to "
+                    f"finish it: the recordings already made are kept")
         if _emulated_count(split_folder) == 0:  # an emulation of the other split alone (emulate --split)
             return (f"{split_folder.parent} was emulated from MNIST without its {split_folder.name} split (its "
                     f"FINISHED.json counts none there): emulate that split into the same folder (`run.py emulate "
@@ -687,6 +689,10 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     call (or with rebuild=True); later calls read the cache. Its errors speak to the commands that
     call it: their --data-root, --download and --cache-dir are `root`, `download` and `cache_dir`.
     """
+    for name, folder in (("root", root), ("cache_dir", cache_dir)):
+        if not (folder is None or isinstance(folder, (str, os.PathLike))):
+            raise ValueError(f"{name} must be a folder's path (a str or pathlib.Path) or None, got {a_kind(folder)}: "
+                             f"give e.g. 'path/to/nmnist'")
     dirs = _split_dirs(resolve_root(root), download, given=root is not None)
     cache_dir = frame_cache_dir(cache_dir)
     check_cache_dir(cache_dir)
@@ -767,9 +773,9 @@ def _warn_copies(splits, recordings, dirs):
             _warn({"test": f"{count} of {dirs['Test']} {'has a copy' if one else 'have copies'} in {dirs['Train']} "
                            f"(the same frames, e.g. {original} and {copy}): the test score counts such a recording "
                            f"as unseen though it is trained on; remove the {'copy' if one else 'copies'} from Train",
-                   "labels": f"{count} {'is a copy' if one else 'are copies'} of one under another digit (the same "
-                             f"frames, e.g. {copy} of {original}): such a sample trains under two labels; remove the "
-                             f"{'copy' if one else 'copies'} under the wrong digit",
+                   "labels": f"{count} under one digit {'holds' if one else 'hold'} the same frames as one under "
+                             f"another (e.g. {original} and {copy}; which is the copy, the frames cannot tell): such a "
+                             f"sample trains under two labels; remove the one under the wrong digit",
                    "twice": f"{count} {'is a copy' if one else 'are copies'} of another of its split (the same frames, "
                             f"e.g. {copy} of {original}): each copy weighs its sample once more; remove the "
                             f"{'copy' if one else 'copies'}"}[kind])

@@ -862,8 +862,9 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
         f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. {train_copy} and "
         f"{test_one}): the test score counts such a recording as unseen though it is trained on; remove the copy "
         f"from Train",
-        f"1 recording is a copy of one under another digit (the same frames, e.g. {copies['labels'][1]} of "
-        f"{copies['labels'][0]}): such a sample trains under two labels; remove the copy under the wrong digit",
+        f"1 recording under one digit holds the same frames as one under another (e.g. {copies['labels'][0]} and "
+        f"{copies['labels'][1]}; which is the copy, the frames cannot tell): such a sample trains under two labels; "
+        f"remove the one under the wrong digit",
         f"1 recording is a copy of another of its split (the same frames, e.g. {copies['twice'][1]} of "
         f"{copies['twice'][0]}): each copy weighs its sample once more; remove the copy"], told
     for path in (root / "Train" / "4" / "leak.bin", root / "Train" / "7" / "00003.bin", root / "Test" / "6" / "again.bin"):
@@ -938,6 +939,16 @@ def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tm
     with pytest.raises(OSError, match="the frame cache's folder is '-', which many tools read as standard output"):
         data.load_nmnist(root, progress=False)
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("arguments, name, kind", [(dict(root=5), "root", "an int"),
+                                                  (dict(root="x", cache_dir=3.0), "cache_dir", "a float")])
+def test_a_folder_given_as_no_path_is_named_with_the_fix(arguments, name, kind):
+    """load_nmnist(5): a ValueError naming the argument and what it takes, not Python's TypeError
+    from deep inside pathlib."""
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be a folder's path (a str or pathlib.Path) or None, "
+                                                   f"got {kind}: give e.g. 'path/to/nmnist'")):
+        data.load_nmnist(progress=False, **arguments)
 
 
 def test_a_recording_named_in_capitals_is_named_not_left_out(tmp_path):

@@ -229,7 +229,8 @@ def test_a_rerun_refuses_a_recording_moved_or_added_after_the_emulation(tmp_path
     moved.unlink()
     other.write_bytes(recording)  # training is told what the rerun does about it
     with pytest.raises(data.BadDataError, match=re.escape(f"(one moved to another digit or renamed); rerun `python run.py "
-                                                          f"emulate --out {tmp_path} --seed 0` (with its --mnist, if it "
+                                                          f"emulate --out {tmp_path} --seed 0 --split test` (with its "
+                                                          f"--mnist, if it "
                                                           f"was given one): it names each recording that is not where "
                                                           f"it made it, to move out")):
         emulate.check_finished(tmp_path)
@@ -643,6 +644,26 @@ def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(t
     done = json.loads(capsys.readouterr().out)
     assert done["kept"] == 6 and done["recordings"] == sum(len(indices) for indices in INDICES.values()) - 6
     emulate.check_finished(out)
+
+
+def test_a_test_only_emulation_stopped_midway_is_finished_by_the_command_with_its_split(tmp_path, monkeypatch, capsys):
+    """--split test stopped after 2 recordings: the command named to finish it keeps --split test (without
+    it, it would make the whole training split too), and that command finishes it without one."""
+    monkeypatch.setattr(emulate, "BATCH", 1)
+    out, encode = tmp_path / "emulated", emulate.encode
+    monkeypatch.setattr(emulate, "encode", interrupted_after(2))
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--split", "test", "--workers", "1", "--seed", "3")) == 130
+    monkeypatch.setattr(emulate, "encode", encode)
+    with pytest.raises(data.BadDataError, match=re.escape(f"rerun `python run.py emulate --out {out} --seed 3 --split "
+                                                          f"test` (with its --mnist")):
+        emulate.check_finished(out)
+    assert f"`run.py emulate --out {out} --split test` (with its --mnist and --seed)" in \
+        data.split_folder_problem(out / "NMNIST" / "Train")
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--split", "test", "--workers", "1", "--seed", "3")) == 0
+    assert (out / "NMNIST" / emulate.FINISHED).exists() and not any((out / "NMNIST").glob("Train/*/*.bin"))
 
 
 def test_an_emulation_of_one_split_is_not_marked_finished_while_the_other_is_unfinished(tmp_path, monkeypatch,
