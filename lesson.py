@@ -486,7 +486,7 @@ def training_race(seconds, data_root):
     report(5, training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_at),
            f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
            f"in {seconds:g} CPU seconds of training each: " + "; ".join(
-               f"{label} {updates[label]} {'updates' if label == 'BPTT' else 'generations'} "
+               f"{label} {updates[label]} {'update' if label == 'BPTT' else 'generation'}{'s' * (updates[label] != 1)} "
                f"({seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
                for label in methods)
            + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
@@ -897,6 +897,8 @@ def main():
         warnings.formatwarning = exits.warning_line  # a warning (a copied recording, say): one line, as run.py's
         sys.stdout, sys.stderr = (stream and exits.Printable(stream) for stream in (sys.stdout, sys.stderr))  # an
         # escape sequence in a path it prints is shown, not obeyed (a stream closed, `>&-`, stays None)
+    if not __debug__:  # python -O skips every assert: the claims would pass unchecked
+        sys.exit(exits.fail("lesson.py checks each claim with assert, which python -O skips: run it without -O"))
     check_what_is_written(args)
     if 5 in args.claims:
         recordings_there(args.data_root)  # missing recordings: said before the first claim runs, not after four

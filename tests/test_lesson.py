@@ -225,6 +225,16 @@ def test_options_for_claim_5_alone_are_refused_without_it(tmp_path):
             assert result.returncode == 2 and result.stdout == "" and not out.exists()
 
 
+def test_under_python_O_which_skips_every_assert_the_lesson_refuses_to_run(tmp_path):
+    """The claims are checked by assert, which python -O skips: the lesson says so and writes nothing,
+    rather than print refuted numbers as results."""
+    out = tmp_path / "figures"
+    optimised = subprocess.run([sys.executable, "-O", str(ROOT / "lesson.py"), "--claims", "1", "--out", str(out)],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    one_line_error(optimised, "lesson.py checks each claim with assert, which python -O skips: run it without -O")
+    assert not out.exists()
+
+
 def test_a_claim_that_does_not_hold_at_its_budget_is_one_line_and_writes_nothing(tmp_path):
     """Claim 5 checks its own conclusion; at a tenth of a CPU second EGGROLL cannot reach it: one line
     saying so and how to give it time, exit status 1 (a check that failed, not a user's error), no
