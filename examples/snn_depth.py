@@ -144,10 +144,12 @@ def table(folders):
             recipe += f"; {settings['readout']} readout"
         if settings.get("init_rule", "paper") != "paper":
             recipe += f"; {settings['init_rule']} init"
+        seconds = final["total_seconds"]
+        step_seconds = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.2f}"  # a run of a few steps: not 0
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
                      f"{settings['seed']} | {recipe} | {100 * final['test_acc']:.2f} | "
                      f"{100 * final['val_acc']:.2f} | {real} | "
-                     f"{final['median_seconds_per_generation']:.3f} | {final['total_seconds']:.0f} | "
+                     f"{final['median_seconds_per_generation']:.3f} | {step_seconds} | "
                      f"{sparsity['hidden_spikes_per_sample']:.1f} | {sparsity['synaptic_ops_per_sample']:,.0f} |")
     return "\n".join(lines)
 

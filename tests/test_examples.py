@@ -275,6 +275,20 @@ def test_the_depth_tables_budget_is_singular_for_one(tmp_path):
                     ("epochs", 1): "1 epoch", ("epochs", 2): "2 epochs"}
 
 
+def test_the_depth_tables_step_seconds_of_a_short_run_are_not_rounded_to_zero(tmp_path):
+    """A run of a few steps (a try on the sample) takes well under a second: its step seconds show two
+    decimals, not 0; from 10 s on, whole seconds (every committed run)."""
+    import shutil
+    shown = {}
+    for seconds in (0.05, 9.994, 163.4):
+        copy = tmp_path / f"run-{seconds}"
+        shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", copy)
+        final = json.loads((copy / "final.json").read_text())
+        (copy / "final.json").write_text(json.dumps({**final, "total_seconds": seconds}))
+        shown[seconds] = load_example("snn_depth").table([copy]).splitlines()[2].split(" | ")[10]
+    assert shown == {0.05: "0.05", 9.994: "9.99", 163.4: "163"}
+
+
 def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     """Runs all scored on one --real-root copy: the header names it. Runs scored on different copies
     (a later call with another --real-root for other networks): each score names its own."""
