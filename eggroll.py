@@ -8,7 +8,7 @@ is evosax's and pycma's, ask and tell (docs/your-network.md):
     state = es.init({"enc.w": W1, "enc.b": b1, "out.w": W2, "out.b": b2})
     for generation in range(generations):
         pop = es.ask(state)                                        # keys only: no noise array is stored
-        hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, rows, m), Eq. (6)
+        hidden = numpy.tanh(pop.linear("enc.w", x, bias="enc.b"))  # (2P, batch, m), Eq. (6)
         state, stats = es.tell(state, pop, fitness(pop.linear("out.w", hidden, bias="out.b"), labels))
 
 Read top to bottom; the method is in the functions named, and the rest checks what callers give:
@@ -89,8 +89,8 @@ def with_ones(x):
 def antithetic(base, perturbation):
     """Currents of both members of each pair: base + perturbation, then base - perturbation.
 
-    base (rows, m) is shared by all members; perturbation (pairs, rows, m) is one per pair (or any
-    shape after pairs that base broadcasts to). Returns (2·pairs, rows, m) in member order (pair 0 +,
+    base (batch, m) is shared by all members; perturbation (pairs, batch, m) is one per pair (or any
+    shape after pairs that base broadcasts to). Returns (2·pairs, batch, m) in member order (pair 0 +,
     pair 0 -, pair 1 +, ...), written in place: no other array of that size is made.
     """
     xp = array_module_of(perturbation)
@@ -102,7 +102,7 @@ def antithetic(base, perturbation):
 
 
 def population_product(x, factors):
-    """x (rows, n) times the factors (pairs, width, n): (rows, pairs, width), one product per PAIRS_PER_BLOCK
+    """x (batch, n) times the factors (pairs, width, n): (batch, pairs, width), one product per PAIRS_PER_BLOCK
     pairs with the last block padded by zeros. Every BLAS call then has one shape, so a pair's
     result is the same however many pairs a process holds (BLAS may round a product of another
     shape differently). On a GPU one kernel sums each result over the nonzero inputs alone
@@ -199,10 +199,10 @@ class Population:
 
     def linear(self, name, x, bias=None):
         """x (W + sigma E_p)ᵀ, W parameter `name` (+ the bias's member), for every member, Eq. (6):
-        (2·pairs, rows, m).
+        (2·pairs, batch, m).
 
-        x is (rows, n), shared by all members, or (2·pairs, rows, n), one per member (a hidden layer's
-        output); its rows are samples, or frames of samples (snn_eggroll.py: T N of them).
+        x is (batch, n), shared by all members, or (2·pairs, batch, n), one per member (a hidden layer's
+        output); its batch rows are samples, or frames of samples (snn_eggroll.py: T N of them).
         E_p is never formed: x Wᵀ once, and x B_p for all pairs in one product per block. The
         product is in x's float type, float32 or float64 (input_array: integers, bools and float16
         are first made the weight's, long doubles float64; integers it cannot hold exactly are refused)."""
@@ -215,11 +215,11 @@ class Population:
             if bias is not None:
                 base = base + self.params[bias].astype(x.dtype, copy=False)
             if x.ndim == 2:                                                   # one x for every member
-                xb = with_ones(population_product(x, B).transpose(1, 0, 2))   # (pairs, rows, r + 1)
+                xb = with_ones(population_product(x, B).transpose(1, 0, 2))   # (pairs, batch, r + 1)
                 out = antithetic(base, xb @ rows)
             else:
-                by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, rows, n)
-                xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])       # (pairs, 2, rows, r + 1)
+                by_pair = x.reshape(len(self.pairs), 2, math.prod(x.shape[1:-1]), x.shape[-1])  # (pairs, 2, batch, n)
+                xb = with_ones(by_pair @ B.transpose(0, 2, 1)[:, None])       # (pairs, 2, batch, r + 1)
                 sign = xp.asarray([1, -1], dtype=x.dtype)[None, :, None, None]
                 out = base + (sign * (xb @ rows[:, None])).reshape(base.shape)
         check_finite_outputs(out, f"linear({name!r}, x): the members' outputs",
@@ -286,8 +286,8 @@ def centred_ranks(values):
 
 
 def pair_differences(shaped):
-    """f_p = c(theta + sigma E_p) - c(theta - sigma E_p), c the shaped fitness, for members ordered
-    (+, -) by pair, as float32."""
+    """f_p = shaped(theta + sigma E_p) - shaped(theta - sigma E_p), from the shaped fitnesses (centred
+    ranks, or the raw fitnesses) of members ordered (+, -) by pair, as float32."""
     xp = array_module_of(shaped)
     return (shaped[0::2] - shaped[1::2]).astype(xp.float32)
 

@@ -147,7 +147,8 @@ def population_forward(params, perturbations, x, settings):
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples
     # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_pᵀ alone.
-    # As einsums: xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
+    # As einsums (letters: t frame, p pair, n sample, i input, r rank, h hidden neuron, o output neuron):
+    # xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
