@@ -393,7 +393,12 @@ def summed_by(config, team):
     else None (one process, or --update seeds: the same bits on any number of processes)."""
     if config.method == "bptt" or team.update != "allreduce":
         return None
-    return f"allreduce on {team.size} process{'es' * (team.size > 1)}"
+    return allreduce_on(team.size)
+
+
+def allreduce_on(processes):
+    """summed_by's words for an allreduce run on `processes` processes."""
+    return f"allreduce on {processes} process{'es' * (processes > 1)}"
 
 
 def summing_processes(summed):
@@ -486,8 +491,8 @@ def read_identity(array):
             and (data is None or isinstance(data, dict) and all(isinstance(v, str) for v in data.values()))):
         raise ValueError("identity does not hold the run's config, sizes and data")
     summed = stored.get("summed")
-    if summed is not None and not (isinstance(summed, str) and re.fullmatch(r"allreduce on [1-9][0-9]* process(es)?",
-                                                                          summed)):
+    counted = isinstance(summed, str) and re.fullmatch(r"allreduce on [1-9][0-9]* process(es)?", summed)
+    if summed is not None and not (counted and summed == allreduce_on(summing_processes(summed))):
         raise ValueError(f"identity's summed is {summed!r}, not how a run sums its steps (summed_by)")
     try:
         return dict(stored, config=run_config.stored(run_config.from_stored(stored["config"])))

@@ -763,6 +763,20 @@ def test_a_damaged_checkpoint_of_a_reproduce_run_is_told_the_fix_reproduce_has(t
     assert run.main(args) == 0 and (out / "final.json").is_file()
 
 
+def test_a_finished_run_resumed_under_another_summing_has_no_problem(finished_run):
+    """A finished run resumed under --update allreduce (or alone, after one): nothing goes on, so the
+    checkpoint's summing is not compared, and the note names no problem with it."""
+    config = run_config.from_stored(json.loads((finished_run / "config.json").read_text()))
+    params = snn.init_network(config.seed, config.network)
+    stored = run_folder.checkpoint_identity(finished_run)
+    assert stored["summed"] is None
+    final = json.loads((finished_run / "final.json").read_text())
+    for summed in (None, "allreduce on 2 processes"):
+        later = types.SimpleNamespace(out=finished_run, identity={**stored, "summed": summed}, total_steps=10,
+                                      config=config)
+        assert training.finished_problems(later, params, final) == []
+
+
 def test_resume_of_a_finished_run_keeps_its_records_as_they_are(finished_run, dataset, capsys):
     """--resume where the run has finished, its final.json intact and of this run and data: one note,
     exit 0, and every file as it was: no end-to-end time of a rescore written over the run's."""
@@ -1893,15 +1907,18 @@ def test_the_command_that_resumes_an_allreduce_run_sums_as_it_did(tmp_path):
         assert run_folder.resume_command(tmp_path, settings) == command
 
 
-def test_a_checkpoint_whose_summing_was_edited_is_damaged(tmp_path):
-    """A checkpoint's identity whose "summed" is not what summed_by writes is named damaged, in one line."""
+@pytest.mark.parametrize("summed", ["allreduce", "allreduce on 0 processes", "allreduce on 02 processes",
+                                    "allreduce on 2 process"])
+def test_a_checkpoint_whose_summing_was_edited_is_damaged(tmp_path, summed):
+    """A checkpoint's identity whose "summed" is not what summed_by writes (no count, none, a count
+    written with a leading 0) is named damaged, in one line, not resumed with mpiexec -n 0."""
     settings = run_config.RunConfig(hidden="8")
     params = snn.init_network(1, settings.network)
     state = adam_state_of(params)
-    run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, "allreduce"), 1.0)
+    run_folder.save_checkpoint(tmp_path, params, state, 1, [0.5], run_folder.identity(settings, None, summed), 1.0)
     with pytest.raises(run_folder.UsageError,
-                       match=r"is damaged \(identity's summed is 'allreduce', not how a run sums its steps "
-                             r"\(summed_by\)\)"):
+                       match=re.escape(f"is damaged (identity's summed is {summed!r}, not how a run sums its steps "
+                                       f"(summed_by))")):
         run_folder.load_checkpoint(tmp_path / run_folder.CHECKPOINT, np, params,
                                    run_folder.identity(settings, None, None))
 
