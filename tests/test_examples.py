@@ -289,6 +289,37 @@ def test_the_depth_tables_step_seconds_of_a_short_run_are_not_rounded_to_zero(tm
     assert shown == {0.05: "0.05", 9.994: "9.99", 163.4: "163"}
 
 
+def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
+    """training.shared_recordings, which snn_depth reads to refuse a --real-root that is its own data:
+    a recording without an event repeats in every copy by nature and is not counted; one with the
+    same events is, whichever split of either copy holds it."""
+    import data
+    import training
+
+    def copy(*splits):  # each split a list of frames, each frame's first byte given, the rest zeros
+        def split(firsts):
+            packed = np.zeros((len(firsts), 10 * snn.SIZES[0] // 8), dtype=np.uint8)
+            packed[:, 0] = firsts
+            return data.Split(packed, np.zeros(len(firsts), dtype=np.int64), 10)
+        return data.NMNIST(*(split(firsts) for firsts in splits), {})
+    own = copy([0, 1], [2], [0])
+    assert training.shared_recordings(own, copy([0], [3], [0, 5])) == 0
+    assert training.shared_recordings(own, copy([0], [3], [0, 1])) == 1
+    assert training.shared_recordings(own, copy([2, 1], [0], [4])) == 2
+
+
+def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
+    """--init-rule fan-in reaches BPTT's runs as EGGROLL's (both draw the network), and names each
+    run's folder, so that a run of the paper's rule is never resumed as a fan-in one."""
+    depth = load_example("snn_depth")
+    opts = argparse.Namespace(**{name: default for name, (default, _, _) in depth.LEVERS.items()},
+                              out=Path("out"), seed=1)
+    opts.init_rule = "fan-in"
+    for method in ("eggroll", "bptt"):
+        assert depth.levers(method, opts)["init_rule"] == "fan-in"
+        assert depth.run_folder(method, "64", opts).name.endswith("-init-fan-in-seed1")
+
+
 def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     """Runs all scored on one --real-root copy: the header names it. Runs scored on different copies
     (a later call with another --real-root for other networks): each score names its own."""

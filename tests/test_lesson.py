@@ -225,6 +225,36 @@ def test_options_for_claim_5_alone_are_refused_without_it(tmp_path):
             assert result.returncode == 2 and result.stdout == "" and not out.exists()
 
 
+def test_a_note_the_lesson_writes_to_stderr_shows_an_escape_sequence_in_a_path_as_text(tmp_path):
+    """--out named with an escape sequence (ESC [2J clears the screen), and the folder held locked by
+    another process while the lesson records its figure there: the note that it waits reaches stderr
+    with the ESC written as \\x1b, not obeyed, as every line the lesson prints."""
+    out = tmp_path / "a\x1b[2Jb"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "folder = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+                               "fcntl.flock(folder, fcntl.LOCK_EX)\n"
+                               "print('held', flush=True)\n"
+                               "time.sleep(5)\n", str(out)], stdout=subprocess.PIPE, text=True)
+    clean = {key: value for key, value in os.environ.items() if key not in SETTINGS}
+    try:
+        assert holder.stdout.readline() == "held\n"
+        lesson = subprocess.Popen([sys.executable, str(ROOT / "lesson.py"), "--claims", "1", "--out", str(out),
+                                   "--page", str(tmp_path / "lesson.md")], cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True,
+                                  env={**clean, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+                                       "MPLCONFIGDIR": matplotlib_config()})
+        note = lesson.stderr.readline()  # the lesson waits for the folder: then the holder lets it go
+    finally:
+        holder.kill()
+        holder.wait()
+    stdout, stderr = lesson.communicate(timeout=120)
+    assert lesson.returncode == 0, stderr[-3000:]
+    assert note == f"note: waiting for another process that holds {tmp_path}/a\\x1b[2Jb locked, to record the figure " \
+                   f"there\n", note
+    assert "\x1b" not in note + stderr + stdout
+
+
 def test_under_python_O_which_skips_every_assert_the_lesson_refuses_to_run(tmp_path):
     """The claims are checked by assert, which python -O skips: the lesson says so and writes nothing,
     rather than print refuted numbers as results."""

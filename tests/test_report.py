@@ -803,6 +803,19 @@ def test_a_figure_whose_rename_fails_leaves_the_old_figures_digest_out_of_the_re
         figure_record.refuse_unrecorded(path, "the report", "move it")
 
 
+def test_a_report_removing_its_stale_figures_waits_for_a_command_recording_in_that_folder(tmp_path):
+    """remove_stale_figures rewrites the folder's record of figures: while another command holds the
+    folder locked to record its own figure there, it waits, so that neither loses the other's line."""
+    written = report.write_report(tmp_path, "quick")
+    done = threading.Event()
+    remover = threading.Thread(target=lambda: (report.remove_stale_figures(tmp_path, written), done.set()))
+    with figure_record.record_locked(tmp_path):
+        remover.start()
+        assert not done.wait(0.5)  # it waits for the lock
+    remover.join(timeout=30)
+    assert done.is_set()
+
+
 def test_figures_drawn_into_one_folder_at_once_all_keep_their_line_of_the_record(tmp_path, monkeypatch):
     """Commands drawing into one folder at the same moment (four threads here, each reading the
     record slowly) each add their figure's line: none is lost to another's rewrite of the record,

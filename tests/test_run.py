@@ -288,19 +288,19 @@ def test_a_run_folder_moved_while_training_is_said_as_such(tmp_path, dataset, mo
     another run, put at its path: the next write stops, one line says the folder went away and that
     --resume continues it where it now is (not "create the folder", which would start a run over),
     nothing is written into what stands at the old path, and resumed where it went, the run
-    finishes."""
+    finishes. Moved after the last step's checkpoint, no final.json is written at the old path either."""
     save_checkpoint = run_folder.save_checkpoint
     options = ["--generations", "6", "--population", "8", "--batch-size", "16", "--eval-every", "2", "--quiet",
                *dataset]
     other = tmp_path / "other-run"
     assert run.main(["train", "--out", str(other), *options]) == 0
     others = {path.name: path.read_bytes() for path in other.iterdir()}
-    for put in (None, "folder", "link"):
-        out, moved = tmp_path / f"run-{put}", tmp_path / f"moved-{put}"
+    for put, at in (None, 2), ("folder", 2), ("link", 2), ("folder", 6), ("link", 6):
+        out, moved = tmp_path / f"run-{put}-{at}", tmp_path / f"moved-{put}-{at}"
 
-        def moving(folder, params, state, step, *others):  # once the checkpoint of step 2 is written
+        def moving(folder, params, state, step, *others):  # once the checkpoint of step `at` is written
             save_checkpoint(folder, params, state, step, *others)
-            if folder == out and step == 2:
+            if folder == out and step == at:
                 out.rename(moved)
                 if put == "folder":
                     out.mkdir()
@@ -311,7 +311,7 @@ def test_a_run_folder_moved_while_training_is_said_as_such(tmp_path, dataset, mo
         code, err = run_main(["train", "--out", str(out), *options], capsys)
         assert code == 2 and err == (f"error: the run folder {out} disappeared while training (moved, deleted or "
                                      f"replaced); nothing more is written there; if it was moved, continue it where "
-                                     f"it is now with --resume (its last checkpoint holds step 2)\n"), err
+                                     f"it is now with --resume (its last checkpoint holds step {at})\n"), err
         if put == "folder":
             assert sorted(path.name for path in out.iterdir()) == ["notes.txt"]
         assert {path.name: path.read_bytes() for path in other.iterdir()} == others
