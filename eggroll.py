@@ -73,7 +73,8 @@ def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
 
 
 def materialise(A, B):
-    """E_p = A_p B_pᵀ / sqrt(r) as (P, m, n). Only for tests and explanation: training never does."""
+    """E_p = A_p B_pᵀ / sqrt(r) as (P, m, n), every entry formed: for tests, explanation and the members
+    a caller asks for whole (Population.perturbed, member); linear's products and the step never form it."""
     return (A.transpose(0, 2, 1) @ B) / math.sqrt(A.shape[1])
 
 

@@ -107,7 +107,8 @@ def draw_noise(params, generation, settings):
     """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), the rows of A[p] being
     the columns of Eq. (5)'s A_p (m x r); b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
-    E_p = A[p].T @ B[p] / sqrt(r) is never formed (only tests and eggroll.materialise do)."""
+    E_p = A[p].T @ B[p] / sqrt(r) is never formed here (eggroll.materialise forms it, for tests and for
+    members asked for whole)."""
     pairs, r = np.arange(settings.members // 2), settings.rank
     perturbations = {}
     for name, value in params.items():
@@ -157,8 +158,10 @@ def population_forward(params, perturbations, x, settings):
         # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
         # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10): as einsums,
         # einsum("tpnh,prh->tpnr", hidden, B_W2), then einsum("tpnr,pro->tpno", that, A_W2)
-        member_term = (sigma_over_root_r * (hidden @ B_W2.transpose(0, 2, 1))) @ A_W2 + settings.sigma * delta_b2[:, None, :]
-        return lif(hidden @ params["W2"].T + params["b2"] + sign * member_term, settings.beta, settings.threshold).sum(0)
+        hidden_B = hidden @ B_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
+        member_term = (sigma_over_root_r * hidden_B) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
+        output = hidden @ params["W2"].T + params["b2"] + sign * member_term                      # (T, P, N, 10)
+        return lif(output, settings.beta, settings.threshold).sum(0)
     return np.stack([side(1), side(-1)])  # each side's counts (P, N, 10): (2, P, N, 10)
 
 
