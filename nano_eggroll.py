@@ -148,8 +148,9 @@ def population_forward(params, perturbations, x, settings):
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples
     # (T, P, N, r) @ (P, r, 64): matmul pairs the P axes, so pair p's x B_p meets its own A_pᵀ alone.
-    # As einsums (letters: t frame, p pair, n sample, i input, r rank, h hidden neuron, o output neuron):
-    # xB = einsum("tni,pri->tpnr", x, B_W1), then einsum("tpnr,prh->tpnh", xB, A_W1)
+    # As einsums, with the letters of docs/derivation.md's symbols (T frames, P pairs, N samples, r the
+    # rank, n a layer's inputs, m its neurons): xB = einsum("TNn,Prn->TPNr", x, B_W1), then
+    # einsum("TPNr,Prm->TPNm", xB, A_W1)
     pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
@@ -157,7 +158,7 @@ def population_forward(params, perturbations, x, settings):
         hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
         # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
         # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10): as einsums,
-        # einsum("tpnh,prh->tpnr", hidden, B_W2), then einsum("tpnr,pro->tpno", that, A_W2)
+        # einsum("TPNn,Prn->TPNr", hidden, B_W2), then einsum("TPNr,Prm->TPNm", hidden_B, A_W2)
         hidden_B = hidden @ B_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
         member_term = (sigma_over_root_r * hidden_B) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
         output = hidden @ params["W2"].T + params["b2"] + sign * member_term                      # (T, P, N, 10)
