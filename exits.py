@@ -67,8 +67,8 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
     """Run command() with SIGINT, SIGTERM and SIGHUP raising distributed.Stopped; its exit status:
     0, or as `ending` says, after the line. `team()`: the job's team at that moment (an MPI job's
     is made inside `command`)."""
-    stop = first_signal_stops(lambda signum: team().on_signal(signum))
-    handlers = {signum: signal.signal(signum, stop) for signum in SIGNALS}
+    keep_standard_streams()
+    handlers = catch(SIGNALS, first_signal_stops(lambda signum: team().on_signal(signum)))
     formatted = warnings.formatwarning
     warnings.formatwarning = warning_line
     try:
@@ -96,6 +96,27 @@ def handled(command, again, team=lambda: distributed.ALONE, less_memory="free me
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return 0
+
+
+def catch(signals, stop):
+    """Make `stop` the handler of each of `signals` that the program did not begin ignoring (nohup
+    ignores SIGHUP, a shell starts a background job ignoring SIGINT: such a run goes on through them);
+    {signal: the handler replaced}."""
+    return {signum: signal.signal(signum, stop) for signum in signals if signal.getsignal(signum) != signal.SIG_IGN}
+
+
+def keep_standard_streams():
+    """A standard stream closed when the program began (`2>&-`) gets /dev/null at its file descriptor,
+    so that no file the command opens takes that number and what is written there; stderr, which Python
+    then leaves None, writes nowhere: the progress bar and notes are dropped, the command goes on, and its
+    exit status says how it ended. (A closed stdout is said by the command that writes to it.)"""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:  # closed: os.open takes the lowest free number, this one
+            os.open(os.devnull, os.O_RDWR)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
 
 
 def leave(status):
@@ -433,7 +454,6 @@ def excepthook(again, less_memory="free memory"):
                 sys.stdout.flush()
         tell(f"error: {ended[0]}")
         os._exit(ended[1])
-    stop = first_signal_stops(distributed.ALONE.on_signal)
-    for signum in SIGNALS[1:]:
-        signal.signal(signum, stop)
+    keep_standard_streams()
+    catch(SIGNALS[1:], first_signal_stops(distributed.ALONE.on_signal))
     return hook

@@ -107,6 +107,34 @@ def test_a_help_standard_output_cannot_take_is_one_line_and_exit_status_2(comman
                            "standard output where it can be written\n")
 
 
+def test_a_signal_the_program_began_ignoring_stays_ignored():
+    """nohup starts a command ignoring SIGHUP (a shell's background job, SIGINT): exits.handled leaves
+    it ignored, so the run goes on when the terminal closes, and still stops at the signals it may
+    take; afterwards each handler is the one before."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        during = {}
+        assert exits.handled(lambda: during.update({signum: signal.getsignal(signum) for signum in exits.SIGNALS}),
+                             "run it again") == 0
+        assert during[signal.SIGHUP] == signal.SIG_IGN
+        assert all(callable(during[signum]) for signum in (signal.SIGINT, signal.SIGTERM)), during
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_run_whose_stderr_is_closed_trains_and_keeps_its_files_whole(tmp_path, dataset):
+    """`2>&-`: no stderr to draw the progress bar on. The run trains anyway (exit 0, its result on
+    stdout), and no file it opens takes descriptor 2, so nothing meant for stderr lands in one: the
+    lock file holds the PID alone."""
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--out", str(out), "--generations", "2",
+                           *[option for option in SMALL if option != "--quiet"], *dataset], cwd=ROOT,
+                          stdout=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(2))
+    assert done.returncode == 0 and '"test_acc"' in done.stdout
+    assert (out / "final.json").is_file() and (out / ".lock").read_text().strip().isdigit()
+
+
 def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     """At --threshold 100 no neuron ever fires: every member scores -ln 10 and the run learns
     nothing; one warning line says so, once. At the default threshold the run says nothing."""
