@@ -68,6 +68,7 @@ from run_folder import FILE_KINDS, create_new, first_missing, load_npz, os_probl
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
 CACHE_VERSION = 2
+MAX_TIME_BINS = 1000  # T, the frames a recording is binned into: as many as --time-bins allows
 DIGITS = tuple("0123456789")  # class folder names
 EVENT_DTYPE = np.dtype([("x", int), ("y", int), ("t", int), ("p", int)])  # tonic's NMNIST dtype
 # The largest file a recording may be, checked before it is read: 100 times the largest of the
@@ -471,6 +472,11 @@ def _cache_path(cache_dir, split_name, header):
     return cache_dir / f"nmnist-{split_name.lower()}-T{header['n_time_bins']}-{key}.npz"
 
 
+def holds_frame_caches(folder):
+    """Whether `folder` holds frame caches of this project (nmnist-<split>-T<T>-<key>.npz)."""
+    return any(Path(folder).glob("nmnist-*-T*-*.npz"))
+
+
 def frame_cache_dir(cache_dir=None):
     """The folder of the frame caches: `cache_dir`, else $EGGROLL_CACHE, else <cache home>/frames."""
     return Path(cache_dir or os.path.expanduser(os.environ.get("EGGROLL_CACHE", "")) or _cache_home() / "frames")
@@ -689,6 +695,8 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     call (or with rebuild=True); later calls read the cache. Its errors speak to the commands that
     call it: their --data-root, --download and --cache-dir are `root`, `download` and `cache_dir`.
     """
+    check_whole("n_time_bins", n_time_bins, 1, MAX_TIME_BINS, "e.g. 10, T as --time-bins takes it")
+    n_time_bins = int(n_time_bins)  # a NumPy integer too goes into the cache's JSON header
     for name, folder in (("root", root), ("cache_dir", cache_dir)):
         if not (folder is None or isinstance(folder, (str, os.PathLike))):
             raise ValueError(f"{name} must be a folder's path (a str or pathlib.Path) or None, got {a_kind(folder)}: "

@@ -400,6 +400,9 @@ def set_up(config, out, team, progress, command):
                 run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")
             resources.check_writable(out, "--out", folder=True)
+            if not run_folder.is_run_folder(out) and data.holds_frame_caches(out):  # a run folder holds its own
+                raise UsageError(f"{out} holds frame caches of this project (nmnist-*.npz files), which commands read "
+                                 f"as a frame cache, not as a run folder; use another --out")
             cache = Path(os.path.realpath(data.frame_cache_dir(config.cache_dir)))
             if cache.is_relative_to(os.path.realpath(out)):  # a run folder holds its run's files only
                 raise UsageError(f"the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache} lies in the run's "

@@ -951,6 +951,29 @@ def test_a_folder_given_as_no_path_is_named_with_the_fix(arguments, name, kind):
         data.load_nmnist(progress=False, **arguments)
 
 
+@pytest.mark.parametrize("bins", [0, -1, 2.5, True, "10", 10 ** 5])
+def test_a_number_of_frames_out_of_range_is_refused_before_any_cache_is_written(tmp_path, bins):
+    """load_nmnist's n_time_bins as --time-bins takes it: a whole number in 1..1000, or a ValueError
+    saying so before a recording is read and any cache written (0 would divide by zero and blame the
+    recordings, 10^5 write gigabytes)."""
+    root = write_dataset(tmp_path / "nmnist", n_train=1, n_test=1)
+    with pytest.raises(ValueError, match=re.escape(f"n_time_bins must be a whole number in 1..{data.MAX_TIME_BINS}, "
+                                                   f"got {bins!r}: use e.g. 10")):
+        data.load_nmnist(root, n_time_bins=bins, cache_dir=tmp_path / "cache", progress=False)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_time_bins_reach_as_far_in_load_nmnist_as_on_the_command_line(tmp_path):
+    """--time-bins and load_nmnist take the same range; a NumPy integer is taken as its value."""
+    import config
+    config.check(config.RunConfig(time_bins=data.MAX_TIME_BINS))
+    with pytest.raises(ValueError, match=f"--time-bins must lie in 1..{data.MAX_TIME_BINS}, got"):
+        config.check(config.RunConfig(time_bins=data.MAX_TIME_BINS + 1))
+    root = write_dataset(tmp_path / "nmnist", n_train=1, n_test=1)
+    splits = data.load_nmnist(root, n_time_bins=np.int64(3), cache_dir=tmp_path / "cache", progress=False)
+    assert splits.test.n_time_bins == 3 and type(splits.test.n_time_bins) is int
+
+
 def test_a_recording_named_in_capitals_is_named_not_left_out(tmp_path):
     """X.BIN in a class folder reads as a recording to a person but not to `*.bin`: it is named, with
     the two fixes, rather than left out of the split without a word (other files are no recordings)."""

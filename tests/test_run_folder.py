@@ -95,7 +95,7 @@ def test_a_refusal_leaves_no_lock_it_made_in_a_run_folder(finished_run, dataset,
     (finished_run / run_folder.LOCK).unlink()
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume", "--seed", "5"), capsys)
-    assert code == 2 and "holds a run with other settings (seed 1, not 5)" in err
+    assert code == 2 and "holds a run with other settings (--seed 1, not 5)" in err
     assert not (finished_run / run_folder.LOCK).exists() and snapshot(finished_run) == before
 
 
@@ -103,13 +103,13 @@ def test_other_settings_are_named_by_their_values_and_only_where_they_differ(fin
     """Resuming with other settings names each by its value, a default too (hidden 64), and leaves out
     what follows from another (an ES run has no rank, an EGGROLL run no ES mode, a BPTT run no
     population nor generations, an EGGROLL run no epochs)."""
-    for extra, said in [(["--hidden", "32"], '(hidden "64", not "32")'),
-                        (["--method", "es"], '(method "eggroll", not "es")')]:
+    for extra, said in [(["--hidden", "32"], '(--hidden 64, not 32)'),
+                        (["--method", "es"], '(--method eggroll, not es)')]:
         code, err = run_main(train_args(finished_run, dataset, "--resume", *extra), capsys)
         assert code == 2 and f"holds a run with other settings {said};" in err, err
     bptt = ["train", "--out", str(finished_run), "--method", "bptt", "--epochs", "1", "--batch-size", "16", *dataset]
     code, err = run_main(bptt, capsys)
-    assert code == 2 and 'holds a run with other settings (method "eggroll", not "bptt");' in err, err
+    assert code == 2 and 'holds a run with other settings (--method eggroll, not bptt);' in err, err
 
 
 def test_a_run_stopped_before_its_first_checkpoint_may_be_replaced_by_force(finished_run, dataset, capsys):
@@ -121,9 +121,9 @@ def test_a_run_stopped_before_its_first_checkpoint_may_be_replaced_by_force(fini
     (finished_run / "metrics.jsonl").write_text("")
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--seed", "5"), capsys)
-    assert code == 2 and err == (f"error: {finished_run} holds a run with other settings (seed 1, not 5) that stopped "
-                                 f"before its first checkpoint, so nothing of it was trained: use --force to train "
-                                 f"these settings there (it deletes that run's config.json), or another --out\n")
+    assert code == 2 and err == (f"error: {finished_run} holds a run with other settings (--seed 1, not 5) that "
+                                 f"stopped before its first checkpoint, so nothing of it was trained: use --force to "
+                                 f"train these settings there (it deletes that run's config.json), or another --out\n")
     assert snapshot(finished_run) == before
     assert run_main(train_args(finished_run, dataset, "--seed", "5", "--force"), capsys)[0] == 0
 
@@ -135,8 +135,9 @@ def test_a_setting_config_json_lacks_is_said_to_be_missing_not_only_other(finish
     config_json.write_text(json.dumps({k: v for k, v in json.loads(config_json.read_text()).items() if k != "seed"}))
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume", "--seed", "2"), capsys)
-    assert code == 2 and err.count("\n") == 1 and "holds a run with other settings (seed 1, not 2); its config.json " \
-        "has no seed, so the run's is taken as the default: if it lost the run's, restore it from a copy" in err, err
+    assert code == 2 and err.count("\n") == 1 and "holds a run with other settings (--seed 1, not 2); its " \
+        "config.json has no seed, so the run's is taken as the default: if it lost the run's, restore it from a copy" \
+        in err, err
     assert snapshot(finished_run) == before
 
 
@@ -329,8 +330,8 @@ def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, c
     assert code == 0 and err == "", err
     # a run that will not train says nothing of its minibatch: one refused, or one finished
     code, err = run_main(train_args(tmp_path / "within", dataset, "--batch-size", "100000", "--resume"), capsys)
-    assert code == 2 and err.startswith(f"error: {tmp_path / 'within'} holds a run with other settings (batch_growth "
-                                        f"2, not 1; batch_size 4, not 100000); ") and err.count("\n") == 1, err
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'within'} holds a run with other settings (--batch-growth "
+                                        f"2, not 1; --batch-size 4, not 100000); ") and err.count("\n") == 1, err
     code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000", "--resume"), capsys)
     assert code == 0 and err.startswith(f"note: {tmp_path / 'run'} has finished (its final.json holds the results)") \
         and err.count("\n") == 1, err
@@ -505,8 +506,8 @@ def test_an_intact_run_is_never_met_with_advice_that_deletes_it(finished_run, da
     config.json lost beside an intact checkpoint: one line naming the difference, whose advice keeps
     the run (another --out, --resume, restoring the file), never --force or deleting."""
     before = snapshot(finished_run)
-    for extra, message in ((["--seed", "2"], "holds a run with other settings (seed 1, not 2); use another --out"),
-                           (["--seed", "2", "--resume"], "holds a run with other settings (seed 1, not 2); give the "
+    for extra, message in ((["--seed", "2"], "holds a run with other settings (--seed 1, not 2); use another --out"),
+                           (["--seed", "2", "--resume"], "holds a run with other settings (--seed 1, not 2); give the "
                                                          "run's own settings to continue it, or use another --out"),
                            ([], "already holds this run, finished: its results are in")):
         code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
@@ -1833,6 +1834,18 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
         code, err = run_main(train_args(out, [*data_root, "--cache-dir", str(cache)]), capsys)
         assert code == 2 and err.startswith(f"error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {said}"), err
         assert not out.exists() and sorted(p.name for p in finished_run.iterdir()) == before
+
+
+def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path, dataset, capsys):
+    """--out at a folder of frame caches (another command's $EGGROLL_CACHE, say): one line, nothing
+    written, so that the cache stays one, not a run folder every command then refuses as a cache."""
+    cache = tmp_path / "frames"
+    cache.mkdir()
+    (cache / "nmnist-train-T10-0123456789abcdef.npz").write_bytes(b"a cache")
+    code, err = run_main(train_args(cache, dataset), capsys)
+    assert code == 2 and err == (f"error: {cache} holds frame caches of this project (nmnist-*.npz files), which "
+                                 f"commands read as a frame cache, not as a run folder; use another --out\n"), err
+    assert [path.name for path in cache.iterdir()] == ["nmnist-train-T10-0123456789abcdef.npz"]
 
 
 @pytest.mark.parametrize("scored, folder, generation, ours", [
