@@ -267,7 +267,7 @@ def main(argv=None):
             scored = training.evaluate_run(opts.run_dir, opts.data_root, opts.cache_dir, opts.device)
             unfinished = training.unfinished_warning(opts.run_dir, scored)
             if unfinished:
-                print(unfinished, file=sys.stderr)
+                exits.tell(unfinished)  # one line, a line break in its path written out
             exits.say(json.dumps(scored), "rerun with standard output where it can be written")
         else:
             with training.checked_together(team):

@@ -669,20 +669,26 @@ def resume_command(out, config):
            f"(with the --data-root it trained on)"
 
 
-def differences(stored, wanted):
-    """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ...". A setting
-    left out of one (at its default, or one the method has not) is shown at its default; one that
-    then agrees follows from another that differs (an ES run has no rank) and is not shown. Runs of
-    two methods differ by their method alone: the other settings are those of another kind of run."""
+def differences(stored, wanted, as_options=False):
+    """How the settings `stored` (config.json's) differ from `wanted`, as "seed 1, not 2; ..." (as the
+    command's options, "--seed 1, not 2", `as_options`). A setting left out of one (at its default, or
+    one the method has not) is shown at its default; one that then agrees follows from another that
+    differs (an ES run has no rank) and is not shown. Runs of two methods differ by their method alone:
+    the other settings are those of another kind of run."""
     defaults = run_config.RunConfig()
 
     def value(held, key):
         return json.dumps(held[key] if key in held else getattr(defaults, key, None))
+
+    def said(held, key):  # as typed after the option: a text unquoted
+        return json.loads(value(held, key)) if as_options and isinstance(json.loads(value(held, key)), str) \
+            else value(held, key)
     keys = sorted(key for key in set(wanted) | set(stored) if stored.get(key) != wanted.get(key))
     if "method" in keys:
         keys = ["method"]
     shown = [key for key in keys if value(stored, key) != value(wanted, key)] or keys
-    return "; ".join(f"{key} {value(stored, key)}, not {value(wanted, key)}" for key in shown)
+    name = lambda key: f"--{key.replace('_', '-')}" if as_options else key
+    return "; ".join(f"{name(key)} {said(stored, key)}, not {said(wanted, key)}" for key in shown)
 
 
 def prepare(out, config, resume, force, command="train"):
@@ -737,11 +743,12 @@ def prepare(out, config, resume, force, command="train"):
                            f"if it lost the run's, restore it from a copy of the run (a finished run's final.json " \
                            f"holds its settings under \"config\"); else " if unstated else ""
             if command == "train" and not (trained or finished) and CHECKPOINT in lost:
-                raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}) that stopped "
-                                 f"before its first checkpoint, so nothing of it was trained: use --force to train "
-                                 f"these settings there (it deletes that run's config.json), or another --out")
-            raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted)}); {unstated_fix}"
-                             f"{again['other'] if resume else elsewhere + ' (that run is left as it is)'}")
+                raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted, True)}) that "
+                                 f"stopped before its first checkpoint, so nothing of it was trained: use --force to "
+                                 f"train these settings there (it deletes that run's config.json), or another --out")
+            instead = again["other"] if resume else elsewhere + " (that run is left as it is)"
+            raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted, True)}); "
+                             f"{unstated_fix}{instead}")
         damaged = resume and finished and check_final_record(out, config, damaged_too=False)
         if damaged:  # what --resume rewrites
             print(f"note: {damaged}: --resume scores the run again from its checkpoint and writes it anew",

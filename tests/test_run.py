@@ -105,8 +105,8 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         (["--seed", "-1"], "--seed must lie in"),
         (["--max-shift", "-1"], "--max-shift must lie in 0..33"),
         (["--max-shift", "34"], "--max-shift must lie in 0..33"),
-        (["--generations", "3"], "holds a run with other settings (generations 2, not 3); use another --out"),
-        (["--generations", "3", "--resume"], "holds a run with other settings (generations 2, not 3)"),
+        (["--generations", "3"], "holds a run with other settings (--generations 2, not 3); use another --out"),
+        (["--generations", "3", "--resume"], "holds a run with other settings (--generations 2, not 3)"),
     ]
     for extra, message in cases:
         code, err = run_main(["train", "--out", str(out), "--generations", "2", *SMALL, *dataset, *extra], capsys)
@@ -145,7 +145,7 @@ def test_a_run_stored_before_a_setting_existed_resumes_with_its_default(tmp_path
     assert run.main(["train", "--out", str(out), "--generations", "2", "--resume", *SMALL, *dataset]) == 0
     code, err = run_main(["train", "--out", str(out), "--generations", "2", "--resume", "--max-shift", "1",
                           *SMALL, *dataset], capsys)
-    assert code == 2 and "other settings (max_shift 0, not 1)" in err
+    assert code == 2 and "other settings (--max-shift 0, not 1)" in err
 
 
 def test_force_replaces_a_run(tmp_path, dataset):
@@ -281,6 +281,11 @@ def test_evaluate_says_when_the_run_it_scores_has_not_finished(tmp_path, dataset
     assert capsys.readouterr().err == (f"warning: {out} is being trained now (by process {os.getpid()}): these are "
                                        f"the scores of its checkpoint after 2 updates; score it again once it "
                                        f"finishes\n")
+    broken = tmp_path / "run\nnamed"  # a line break in the folder's name: the warning stays one line
+    out.rename(broken)
+    assert run.main(["evaluate", str(broken), *dataset]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"warning: {tmp_path}/run\\nnamed has not finished: "), err
 
 
 def test_a_run_folder_moved_while_training_is_said_as_such(tmp_path, dataset, monkeypatch, capsys):
@@ -345,7 +350,7 @@ def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset
     assert run.main(["train", "--out", str(other), "--force", "--method", "eggroll", "--rank", "1", "--generations", "2",
                      "--population", "4", "--batch-size", "50", "--eval-every", "2", "--quiet", *dataset]) == 0
     code, err = run_main(args, capsys)
-    assert code == 2 and f"{other} holds a run with other settings (generations 2, not 4)" in err, err
+    assert code == 2 and f"{other} holds a run with other settings (--generations 2, not 4)" in err, err
     assert not (own / "final.json").exists()  # nothing after the refused run is trained
     trained = []  # (run, force) of each run reproduce trains: a retrained run would record the same metrics
     train = training.train
@@ -620,7 +625,7 @@ def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_coun
     assert run.main(args + ["--resume"]) == 0
     code, err = run_main(["train", "--out", str(out), "--method", "bptt", "--epochs", "2", "--batch-size", "50",
                           "--resume", *dataset], capsys)
-    assert code == 2 and "other settings (epochs 1, not 2)" in err
+    assert code == 2 and "other settings (--epochs 1, not 2)" in err
 
 
 def test_every_setting_is_an_option_with_its_default_in_the_help(capsys):
