@@ -485,11 +485,18 @@ def training_race(seconds, data_root):
     egg_at = float(curves["EGGROLL r = 4"][curves["EGGROLL r = 4"][:, 0] == at, 2][0])
     report(5, training_race_figure(seconds, test, curves, updates, final, ratio, at, egg_at),
            f"{len(splits.train)} training and {len(splits.test)} test recordings of {shown(root)}; "
-           f"in {seconds:g} CPU seconds of training each: " + "; ".join(
-               f"{label} {updates[label]} {'update' if label == 'BPTT' else 'generation'}{'s' * (updates[label] != 1)} "
-               f"({seconds / updates[label]:.3f} CPU s each), test accuracy {100 * final[label]:.0f} %"
-               for label in methods)
-           + f"; EGGROLL after {at} generations: {100 * egg_at:.0f} %")
+           f"in {seconds:g} CPU seconds of training each: {race_results(seconds, updates, final)}; "
+           f"EGGROLL after {at} generations: {100 * egg_at:.0f} %")
+
+
+def race_results(seconds, updates, final):
+    """Claim 5's numbers of each method, in the order of `updates`: its updates in `seconds` (BPTT's
+    steps, ES generations), their CPU seconds each, and its test accuracy `final`."""
+    def counted(label):
+        count, word = updates[label], "update" if label == "BPTT" else "generation"
+        return f"{count} {word}{'s' * (count != 1)}"
+    return "; ".join(f"{label} {counted(label)} ({seconds / updates[label]:.3f} CPU s each), test accuracy "
+                     f"{100 * final[label]:.0f} %" for label in updates)
 
 
 # %% [markdown]

@@ -942,7 +942,8 @@ def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tm
 
 
 @pytest.mark.parametrize("arguments, name, kind", [(dict(root=5), "root", "an int"),
-                                                  (dict(root="x", cache_dir=3.0), "cache_dir", "a float")])
+                                                  (dict(root="x", cache_dir=3.0), "cache_dir", "a float"),
+                                                  (dict(root=b"x"), "root", "a bytes")])
 def test_a_folder_given_as_no_path_is_named_with_the_fix(arguments, name, kind):
     """load_nmnist(5): a ValueError naming the argument and what it takes, not Python's TypeError
     from deep inside pathlib."""

@@ -280,13 +280,13 @@ def test_the_depth_tables_step_seconds_of_a_short_run_are_not_rounded_to_zero(tm
     decimals, not 0; from 10 s on, whole seconds (every committed run)."""
     import shutil
     shown = {}
-    for seconds in (0.05, 9.994, 163.4):
+    for seconds in (0.05, 9.994, 10.0, 163.4):
         copy = tmp_path / f"run-{seconds}"
         shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", copy)
         final = json.loads((copy / "final.json").read_text())
         (copy / "final.json").write_text(json.dumps({**final, "total_seconds": seconds}))
         shown[seconds] = load_example("snn_depth").table([copy]).splitlines()[2].split(" | ")[10]
-    assert shown == {0.05: "0.05", 9.994: "9.99", 163.4: "163"}
+    assert shown == {0.05: "0.05", 9.994: "9.99", 10.0: "10", 163.4: "163"}
 
 
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():

@@ -135,6 +135,32 @@ def test_a_run_whose_stderr_is_closed_trains_and_keeps_its_files_whole(tmp_path,
     assert (out / "final.json").is_file() and (out / ".lock").read_text().strip().isdigit()
 
 
+def test_a_command_that_replaces_its_standard_output_keeps_it():
+    """handled shows control characters by wrapping stdout and stderr while the command runs, and puts
+    the streams back after, unless the command replaced one (a capture of its own): that one stays."""
+    import io
+    before = sys.stdout
+    mine = io.StringIO()
+
+    def command():
+        sys.stdout = mine
+    try:
+        assert exits.handled(command, "run it again") == 0
+        assert sys.stdout is mine
+    finally:
+        sys.stdout = before
+
+
+def test_only_an_encoding_other_than_utf_8_is_told_to_use_pythonioencoding():
+    """A UnicodeEncodeError of UTF-8 itself (a lone surrogate, under any spelling of the name) is no
+    terminal's encoding to change: its line does not advise PYTHONIOENCODING; ASCII's does."""
+    for name in ("utf-8", "UTF8"):
+        said = exits.ending(UnicodeEncodeError(name, "\udc80", 0, 1, "surrogates not allowed"), "again")
+        assert said is not None and "PYTHONIOENCODING" not in said[0], said
+    said = exits.ending(UnicodeEncodeError("ascii", "σ", 0, 1, "ordinal not in range"), "again")
+    assert "PYTHONIOENCODING=utf-8" in said[0], said
+
+
 def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     """At --threshold 100 no neuron ever fires: every member scores -ln 10 and the run learns
     nothing; one warning line says so, once. At the default threshold the run says nothing."""
@@ -144,7 +170,7 @@ def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
                          *dataset]) == 0
         err = capsys.readouterr().err
         assert err.count("warning: ") == warnings and err.count("\n") == warnings, err
-    assert "every member's output neurons were silent" in err or warnings == 0
+        assert ("every member's output neurons were silent" in err) == bool(warnings), err
     out = tmp_path / "bptt"
     assert run.main(["train", "--method", "bptt", "--epochs", "1", "--threshold", "100", "--out", str(out),
                      "--batch-size", "16", "--quiet", *dataset]) == 0
@@ -170,6 +196,8 @@ def test_a_sigma_too_small_to_move_any_output_is_said_once(tmp_path, dataset, ca
     (["--method", "es", "--sigma", "1e-6", "--init-std", "10"], "--sigma 1e-06 lies below"),
     (["--sigma", "1e-2", "--sigma-schedule", "cosine", "--sigma-min", "1e-6", "--init-std", "10"],
      "--sigma-min 1e-06 lies below"),
+    (["--sigma", "1e-2", "--sigma-schedule", "exponential", "--sigma-min", "1e-6", "--init-std", "10"],
+     "--sigma-min 1e-06 lies below"),
     (["--output-sigma-scale", "1e-7"], "--output-sigma-scale 1e-07 (sigma 1e-08 there) lies below")])
 def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before_training(tmp_path, dataset, capsys,
                                                                                            settings, option):
@@ -183,8 +211,12 @@ def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before
     assert not out.exists()
 
 
+@pytest.mark.parametrize("schedule, said", [
+    ([], "more than their sigma 0.1: every member"),
+    (["--sigma-schedule", "exponential", "--sigma-min", "0.01"],
+     "more than their sigma 0.0316 (--sigma-schedule exponential lowered it): every member")])
 def test_weights_float32_no_longer_resolves_sigma_at_end_the_run_in_the_command_s_options(tmp_path, dataset, capsys,
-                                                                                         monkeypatch):
+                                                                                         monkeypatch, schedule, said):
     """Weights that grow (or a sigma that falls) until float32 no longer tells the members apart: the
     step before is kept, and one line says which layer, in the command's options, and that the run
     cannot go on (a resume would meet the same weights)."""
@@ -200,11 +232,13 @@ def test_weights_float32_no_longer_resolves_sigma_at_end_the_run_in_the_command_
         return grown
     monkeypatch.setattr(training, "method_step", growing)
     out = tmp_path / "run"
-    assert run.main(["train", "--out", str(out), "--generations", "4", *SMALL, *dataset]) == 2
+    assert run.main(["train", "--out", str(out), "--generations", "4", *schedule, *SMALL, *dataset]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: at step 3 the weights of layer 1 (W1) reach "), err
-    assert "more than their sigma 0.1: every member would equal the mean but for rounding, so the run cannot go on; "\
-           f"{out / 'checkpoint.npz'} holds the run until step 2: raise --sigma" in err, err
+    assert f"{said} would equal the mean but for rounding, so the run cannot go on; {out / 'checkpoint.npz'} holds " \
+           f"the run until step 2: raise --sigma" in err, err
+    largest = float(abs(numpy.load(out / "checkpoint.npz")["param/W1"]).max()) * 1e7  # as the step saw it
+    assert f"reach {largest:.3g}, where float32 resolves only steps of {largest * 2 ** -23:.3g}, " in err, err
 
 
 def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys, monkeypatch):

@@ -235,7 +235,7 @@ def test_a_note_the_lesson_writes_to_stderr_shows_an_escape_sequence_in_a_path_a
                                "folder = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
                                "fcntl.flock(folder, fcntl.LOCK_EX)\n"
                                "print('held', flush=True)\n"
-                               "time.sleep(5)\n", str(out)], stdout=subprocess.PIPE, text=True)
+                               "time.sleep(120)\n", str(out)], stdout=subprocess.PIPE, text=True)  # until killed
     clean = {key: value for key, value in os.environ.items() if key not in SETTINGS}
     try:
         assert holder.stdout.readline() == "held\n"
@@ -456,6 +456,22 @@ def test_the_races_curve_ends_once_at_the_last_update(seconds, checkpoints):
     updates = [int(row[0]) for row in curve]
     expected = [0, 1, 2, 3, 5, 7, 9] if not checkpoints else list(range(11))
     assert updates == expected and [round(row[2] * 100) for row in curve] == expected
+
+
+def test_the_races_results_count_each_methods_own_updates():
+    """lesson.py's race_results (its definition alone): each method's count in its own words, singular
+    for one whatever the others', with its CPU seconds each and its accuracy, in the order given."""
+    source = (ROOT / "lesson.py").read_text()
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == "race_results")
+    namespace = {}
+    exec(compile(ast.Module([definition], type_ignores=[]), "lesson.py", "exec"), namespace)
+    said = namespace["race_results"](2.0, {"EGGROLL r = 4": 4, "vanilla ES": 1, "BPTT": 5},
+                                     {"EGGROLL r = 4": 0.5, "vanilla ES": 0.25, "BPTT": 0.75})
+    assert said == ("EGGROLL r = 4 4 generations (0.500 CPU s each), test accuracy 50 %; vanilla ES 1 generation "
+                    "(2.000 CPU s each), test accuracy 25 %; BPTT 5 updates (0.400 CPU s each), test accuracy 75 %")
+    said = namespace["race_results"](2.0, {"vanilla ES": 2, "BPTT": 1}, {"vanilla ES": 0.5, "BPTT": 0.5})
+    assert said.startswith("vanilla ES 2 generations (") and "; BPTT 1 update (" in said
 
 
 def test_an_emulation_that_did_not_finish_is_refused_before_any_claim_runs(tmp_path):

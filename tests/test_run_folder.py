@@ -1920,8 +1920,8 @@ def test_the_command_that_resumes_an_allreduce_run_sums_as_it_did(tmp_path):
         assert run_folder.resume_command(tmp_path, settings) == command
 
 
-@pytest.mark.parametrize("summed", ["allreduce", "allreduce on 0 processes", "allreduce on 02 processes",
-                                    "allreduce on 2 process"])
+@pytest.mark.parametrize("summed", ["allreduce", "allreduce on 0 processes", "allreduce on 0 process",
+                                    "allreduce on 02 processes", "allreduce on 2 process"])
 def test_a_checkpoint_whose_summing_was_edited_is_damaged(tmp_path, summed):
     """A checkpoint's identity whose "summed" is not what summed_by writes (no count, none, a count
     written with a leading 0) is named damaged, in one line, not resumed with mpiexec -n 0."""
