@@ -221,11 +221,11 @@ def adam_init(params):
 def generation_step(params, state, x, labels, generation, settings):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
     parameters, Adam's new state and the fitness of every member (2, P)."""
-    perturbations = draw_noise(params, generation, settings)                        # (5)
-    counts = population_forward(params, perturbations, x, settings)                 # (6)
-    fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4); x.shape[0] = T frames
-    centred = centred_ranks(fit)                                                    # of all 2P members
-    f = (centred[0] - centred[1]).astype(np.float32)                                # f_p, pair by pair
+    perturbations = draw_noise(params, generation, settings)  # (5): W -> A (P, r, m), B (P, r, n); b -> (P, m)
+    counts = population_forward(params, perturbations, x, settings)                 # (6): (2, P, N, 10)
+    fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4): (2, P); T = x.shape[0]
+    centred = centred_ranks(fit)                                                    # all 2P members: (2, P)
+    f = (centred[0] - centred[1]).astype(np.float32)                                # f_p, pair by pair: (P,)
     params, state = adam(params, gradient(f, perturbations, settings.sigma), state, settings.lr)  # (7)-(9)
     return params, state, fit
 
