@@ -245,8 +245,7 @@ def check_request(opts, team=distributed.ALONE):
         cache_dir = opts.cache_dir or os.environ.get("EGGROLL_CACHE")
         if cache_dir:
             resources.check_writable(cache_dir, "--cache-dir", folder=True)
-            resources.refuse_data_folder(cache_dir, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
-                                         what="the frame cache")
+        resources.check_frame_cache(opts.cache_dir)  # as train's: no N-MNIST copy, run folder or project folder
         host = 3 * sum(recordings) * packed  # built, then loaded and split
     gpu = xp is not numpy
     if gpu and not opts.distributed and opts.pairs <= KERNEL_TABLE_PAIRS:

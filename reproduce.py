@@ -194,7 +194,7 @@ def check_reproduce(opts, grids):
                              f"out of {out.parent}")
     if left or opts.real_root:
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
-        training.check_cache_dir(opts.cache_dir)  # before any run is announced, not at its data
+        resources.check_frame_cache(opts.cache_dir)  # before any run is announced, not at its data
     evolved = [config.population for _, config in left if config.method == "eggroll"]
     if evolved and opts.config == "parity" and xp is numpy:
         print(f"note: the parity preset trains EGGROLL at {max(evolved):,} members, sized for a GPU (--device gpu): "

@@ -317,6 +317,20 @@ def refuse_data_folder(folder, fix, what="a run's"):
         raise UsageError(f"{problem}, not {what}; {fix(data.data_copy_of(folder)) if callable(fix) else fix}")
 
 
+def check_frame_cache(cache_dir):
+    """A UsageError if the frame cache's folder (cache_dir, else $EGGROLL_CACHE's or the default) is
+    part of an N-MNIST copy or one of the project's own folders, where no cache file belongs."""
+    cache = data.frame_cache_dir(cache_dir)
+    home, default = Path.home(), not (cache_dir or os.environ.get("EGGROLL_CACHE"))
+    if default and home in cache.parents and not home.is_dir():  # made for the cache, it would be the project's
+        raise UsageError(f"the frame cache's default folder {cache} lies in the home folder {home}, which does not "
+                         f"exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in")
+    refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it", what="the frame cache")
+    for runs in (False, True):  # neither a run folder nor a folder of them (reproduce's runs/)
+        refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
+                               "point it at a folder of its own", runs=runs, results=False)
+
+
 def refuse_emulation_place(out, fix):
     """A UsageError ending with `fix` if an emulation into `out` would land in the file system's root
     (`--out $UNSET/`) or in the frame cache folder, where every command would then find N-MNIST and

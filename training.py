@@ -550,7 +550,7 @@ def stalled(stats):
     if abs(stats["max_fitness"] + chance) < 1e-6:
         return "every member's " + silent.format("nothing")
     return ("every member scored alike on the whole minibatch: sigma moved no output spike (or potential) of any "
-            "member, so the step learned nothing; raise --sigma if it goes on")
+            "member, so the step learned nothing; raise --sigma (and --sigma-min under a schedule) if it goes on")
 
 
 def unresolved(config, error):
@@ -675,23 +675,8 @@ def load_splits(data_root, time_bins, cache_dir=None, download=False, progress=F
     emulation is read only if it finished, with the recordings it counted (emulate.check_finished).
     Training and scoring read their data through it alike."""
     emulate.check_finished(data_root)
-    check_cache_dir(cache_dir)
+    resources.check_frame_cache(cache_dir)
     return data.load_nmnist(data_root, time_bins, cache_dir, download, progress)
-
-
-def check_cache_dir(cache_dir):
-    """A UsageError if the frame cache's folder (cache_dir, else $EGGROLL_CACHE's or the default) is
-    part of an N-MNIST copy or one of the project's own folders, where no cache file belongs."""
-    cache = data.frame_cache_dir(cache_dir)
-    home, default = Path.home(), not (cache_dir or os.environ.get("EGGROLL_CACHE"))
-    if default and home in cache.parents and not home.is_dir():  # made for the cache, it would be the project's
-        raise UsageError(f"the frame cache's default folder {cache} lies in the home folder {home}, which does not "
-                         f"exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in")
-    resources.refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it",
-                                 what="the frame cache")
-    for runs in (False, True):  # neither a run folder nor a folder of them (reproduce's runs/)
-        resources.refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",
-                                         "point it at a folder of its own", runs=runs, results=False)
 
 
 def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="--data-root", command="train"):

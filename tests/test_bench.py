@@ -14,6 +14,7 @@ import bench
 import config
 import resources
 import run
+import run_folder
 import snn
 
 
@@ -76,6 +77,30 @@ def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monke
         assert err.startswith(message) and err.count("\n") == 1, (extra, err)
         assert "--pairs" not in extra or "of RAM" in err and err.rstrip().endswith("lower --pairs"), err
     assert not started and list(tmp_path.iterdir()) == []
+
+
+def test_bench_keeps_its_frame_cache_out_of_run_folders_and_the_projects_own(tmp_path, capsys, monkeypatch):
+    """--cache-dir (or $EGGROLL_CACHE) at a run folder or one of the project's folders: refused in one
+    line as train refuses it, before any timing or any frame is cached there."""
+    started = []
+    monkeypatch.setattr(bench, "bench", lambda opts: started.append(opts))
+    root = Path(run.__file__).resolve().parent
+    sample = root / "nmnist-sample"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    for cache, environment, said in ((run_dir, None, f"{run_dir} is a run folder of this project"),
+                                     (None, str(run_dir), f"{run_dir} is a run folder of this project"),
+                                     (root / "docs", None, "is the project's folder docs/")):
+        if environment:
+            monkeypatch.setenv("EGGROLL_CACHE", environment)
+        assert run.main(["bench", "--data-root", str(sample), *(["--cache-dir", str(cache)] if cache else [])]) == 2
+        monkeypatch.delenv("EGGROLL_CACHE", raising=False)
+        err = capsys.readouterr().err
+        assert err.startswith("error: the frame cache's folder (--cache-dir or $EGGROLL_CACHE) ") and said in err \
+            and err.count("\n") == 1, err
+    assert not started and [path.name for path in run_dir.iterdir()] == [run_folder.RUN_MARK]
+    assert not list((root / "docs").glob("nmnist-*.npz"))
 
 
 def test_bench_writes_nothing_inside_an_nmnist_copy(tmp_path, capsys, monkeypatch):
