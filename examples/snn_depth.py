@@ -76,14 +76,14 @@ def train(method, hidden, opts):
                "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
     trained = subprocess.run(command, env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if trained.returncode:  # run.py said why, in one line (a Ctrl-C reaches this script too, which says its own)
-        sys.stderr.write(trained.stderr)
+    sys.stderr.write(trained.stderr)  # run.py's warnings (a step that learned nothing, say), or why it failed
+    if trained.returncode:  # said in one line (a Ctrl-C reaches this script too, which says its own)
         sys.exit(trained.returncode)
     if opts.real_root and not training.scored_on(out, opts.real_root):  # not yet, or on other recordings
         scored = subprocess.run([sys.executable, str(ROOT / "run.py"), "evaluate", str(out),
                                  "--data-root", opts.real_root], capture_output=True, text=True)
+        sys.stderr.write(scored.stderr)  # evaluate's warnings, or why it failed
         if scored.returncode:
-            sys.stderr.write(scored.stderr)
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)

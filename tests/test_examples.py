@@ -289,6 +289,19 @@ def test_the_depth_tables_step_seconds_of_a_short_run_are_not_rounded_to_zero(tm
     assert shown == {0.05: "0.05", 9.994: "9.99", 10.0: "10", 163.4: "163"}
 
 
+def test_the_depth_example_passes_on_the_warnings_of_the_runs_it_trains(tmp_path):
+    """A run snn_depth.py trains that learns nothing (sigma 1e-6 moves no output spike) warns so in
+    run.py; the script, which runs run.py with its output captured, passes the warning on, and still
+    exits 0 with its table."""
+    command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
+               "--out", str(tmp_path), "--methods", "eggroll", "--hidden", "12", "--generations", "2",
+               "--population", "8", "--sigma", "1e-6"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "at step 1 every member scored alike on the whole minibatch" in done.stderr, done.stderr
+    assert " | 2312-12-10 | 8 | 2 generations | " in done.stdout
+
+
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
     """training.shared_recordings, which snn_depth reads to refuse a --real-root that is its own data:
     a recording without an event repeats in every copy by nature and is not counted; one with the
