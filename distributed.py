@@ -415,9 +415,11 @@ def team(update):
         raise RuntimeError("--distributed needs mpi4py and an MPI library: pip install -e \".[mpi]\" "
                            "(or pip install mpi4py built against your cluster's MPI)") from None
     # MPI's start waits, beyond the reach of Python's signal handlers, for every process of the job:
-    # if one never comes (given another command line), SIGINT, SIGTERM and SIGHUP must still end it.
+    # if one never comes (given another command line), SIGINT, SIGTERM and SIGHUP must still end it,
+    # but for one the program began ignoring (nohup's SIGHUP), which stays ignored.
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in stopping}
+    handlers = {signum: signal.signal(signum, signal.SIG_DFL) for signum in stopping
+                if signal.getsignal(signum) != signal.SIG_IGN}
     watchdog = started_watchdog() if launched_size() > 1 else None
     try:
         made = Team(update)

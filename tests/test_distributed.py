@@ -631,3 +631,25 @@ def test_an_error_every_process_meets_alike_is_said_once(tmp_path, case, said):
         "es.tell(state, pop, numpy.full(pop.members, numpy.nan))\n"), case, timeout=60)
     assert code != 0 and sorted(errors) == said, err
     assert "Traceback" not in err
+
+
+def test_a_signal_the_program_began_ignoring_stays_ignored_while_mpi_starts(monkeypatch):
+    """team() lets SIGINT, SIGTERM and SIGHUP end a process while MPI starts, but one the program began
+    ignoring (nohup's SIGHUP) stays ignored then too; afterwards each handler is as it was."""
+    pytest.importorskip("mpi4py")
+    seen = {}
+
+    class Started:
+        size = 1
+
+        def __init__(self, update):
+            seen.update({signum: signal.getsignal(signum) for signum in (signal.SIGHUP, signal.SIGTERM)})
+    monkeypatch.setattr(distributed, "Team", Started)
+    monkeypatch.setattr(distributed, "launched_size", lambda: 1)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        distributed.team("seeds")
+        assert seen == {signal.SIGHUP: signal.SIG_IGN, signal.SIGTERM: signal.SIG_DFL}
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
