@@ -237,7 +237,7 @@ def check(config):
         fix = f"use e.g. --sigma-min {lower:g}" if lower < config.sigma else \
             f"raise --sigma above {SIGMA_FLOOR:g}, or use --sigma-schedule constant"
         article = "an" if config.sigma_schedule[0] in "aeiou" else "a"
-        default = " (its default)" * (config.sigma_min == RunConfig.sigma_min)  # perhaps not given at all
+        default = " (the default, if --sigma-min was not given)" * (config.sigma_min == RunConfig.sigma_min)
         raise ValueError(f"--sigma-min must lie below --sigma ({config.sigma}) for {article} {config.sigma_schedule} "
                          f"schedule, got {config.sigma_min}{default}: {fix}")
     if config.method == "es" and (len(config.network.layers) != 2 or not config.network.is_dense()):

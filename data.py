@@ -697,10 +697,11 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     """
     check_whole("n_time_bins", n_time_bins, 1, MAX_TIME_BINS, "e.g. 10, T as --time-bins takes it")
     n_time_bins = int(n_time_bins)  # a NumPy integer too goes into the cache's JSON header
-    for name, folder in (("root", root), ("cache_dir", cache_dir)):
-        if not (folder is None or isinstance(folder, (str, os.PathLike))):
-            raise ValueError(f"{name} must be a folder's path (a str or pathlib.Path) or None, got {a_kind(folder)}: "
-                             f"give e.g. 'path/to/nmnist'")
+    for name, folder, example in (("root", root, "path/to/nmnist"), ("cache_dir", cache_dir, "path/to/frames")):
+        if not (folder is None or isinstance(folder, (str, os.PathLike)) and str(folder).strip()):
+            raise ValueError(f"{name} must be a folder's path (a str or pathlib.Path) or None, got "
+                             f"{repr(folder) if isinstance(folder, str) else a_kind(folder)}: "
+                             f"give e.g. '{example}'")
     dirs = _split_dirs(resolve_root(root), download, given=root is not None)
     cache_dir = frame_cache_dir(cache_dir)
     check_cache_dir(cache_dir)

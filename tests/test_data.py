@@ -941,14 +941,17 @@ def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tm
     assert not (tmp_path / "-").exists()
 
 
-@pytest.mark.parametrize("arguments, name, kind", [(dict(root=5), "root", "an int"),
-                                                  (dict(root="x", cache_dir=3.0), "cache_dir", "a float"),
-                                                  (dict(root=b"x"), "root", "a bytes")])
-def test_a_folder_given_as_no_path_is_named_with_the_fix(arguments, name, kind):
+@pytest.mark.parametrize("arguments, name, kind, example", [
+    (dict(root=5), "root", "an int", "path/to/nmnist"), (dict(root="x", cache_dir=3.0), "cache_dir", "a float",
+                                                         "path/to/frames"),
+    (dict(root=b"x"), "root", "a bytes", "path/to/nmnist"), (dict(root=""), "root", "''", "path/to/nmnist"),
+    (dict(root="x", cache_dir=" "), "cache_dir", "' '", "path/to/frames")])
+def test_a_folder_given_as_no_path_is_named_with_the_fix(arguments, name, kind, example):
     """load_nmnist(5): a ValueError naming the argument and what it takes, not Python's TypeError
-    from deep inside pathlib."""
+    from deep inside pathlib; an empty path, which would mean the current folder or the default cache
+    without a word, likewise."""
     with pytest.raises(ValueError, match=re.escape(f"{name} must be a folder's path (a str or pathlib.Path) or None, "
-                                                   f"got {kind}: give e.g. 'path/to/nmnist'")):
+                                                   f"got {kind}: give e.g. '{example}'")):
         data.load_nmnist(progress=False, **arguments)
 
 
