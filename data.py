@@ -348,7 +348,8 @@ def _how_to_restore(split_folder):
     if os.path.lexists(split_folder.parent / "EMULATED.json"):
         if not os.path.lexists(split_folder.parent / "FINISHED.json"):  # stopped midway: finishing it keeps its work
             held = {name: any(split_folder.parent.glob(f"{name}/*/*.bin")) for name in ("Train", "Test")}
-            test_only = " --split test" * (held["Test"] and not held["Train"])  # a test-only emulation
+            # a test-only emulation, finished as one where its Test split is wanted; for Train, both are made
+            test_only = " --split test" * (held["Test"] and not held["Train"] and split_folder.name == "Test")
             return (f"{split_folder.parent} holds an emulation that did not finish (no FINISHED.json): rerun its "
                     f"`run.py emulate --out {split_folder.parent.parent}{test_only}` (with its --mnist and --seed) to "
                     f"finish it: the recordings already made are kept")

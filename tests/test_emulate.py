@@ -647,8 +647,9 @@ def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(t
 
 
 def test_a_test_only_emulation_stopped_midway_is_finished_by_the_command_with_its_split(tmp_path, monkeypatch, capsys):
-    """--split test stopped after 2 recordings: the command named to finish it keeps --split test (without
-    it, it would make the whole training split too), and that command finishes it without one."""
+    """--split test stopped after 2 recordings: the command named to finish its Test split keeps --split
+    test (without it, it would make the whole training split too), and that command finishes it without
+    one; for its missing Train split, which training needs, the command is one emulation of both."""
     monkeypatch.setattr(emulate, "BATCH", 1)
     out, encode = tmp_path / "emulated", emulate.encode
     monkeypatch.setattr(emulate, "encode", interrupted_after(2))
@@ -659,6 +660,9 @@ def test_a_test_only_emulation_stopped_midway_is_finished_by_the_command_with_it
                                                           f"test` (with its --mnist")):
         emulate.check_finished(out)
     assert f"`run.py emulate --out {out} --split test` (with its --mnist and --seed)" in \
+        data.split_folder_problem(out / "NMNIST" / "Test")
+    # training needs the Train split too: one emulation of both makes it and finishes Test
+    assert f"`run.py emulate --out {out}` (with its --mnist and --seed)" in \
         data.split_folder_problem(out / "NMNIST" / "Train")
     capsys.readouterr()
     with pytest.warns(UserWarning):
