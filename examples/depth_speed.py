@@ -117,7 +117,8 @@ def main():
         text = "\n".join(lines)
         if opts.out:
             write_atomically(opts.out, text + "\n")
-        exits.say(text, "rerun it with its output going where it can be written")
+        exits.say(text, f"the table is in {opts.out}" if opts.out else "rerun it with its output going where it can "
+                                                                         "be written")
     return exits.handled(command, "rerun the same command")
 
 

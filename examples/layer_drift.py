@@ -105,7 +105,7 @@ def main(argv=None):
         text = table([row for run in runs for row in drift(run)])
         if opts.out:
             write_atomically(opts.out, text)
-        exits.say(text.rstrip(), "give --out FILE to keep the table")
+        exits.say(text.rstrip(), f"the table is in {opts.out}" if opts.out else "give --out FILE to keep the table")
     return exits.handled(command, "rerun the same command")
 
 

@@ -302,6 +302,18 @@ def test_the_depth_example_passes_on_the_warnings_of_the_runs_it_trains(tmp_path
     assert " | 2312-12-10 | 8 | 2 generations | " in done.stdout
 
 
+def test_a_table_kept_in_its_out_file_is_named_when_standard_output_is_closed(tmp_path):
+    """depth_speed.py --out FILE with standard output closed: the table is in FILE, and the one line
+    says so rather than ask for the --out already given."""
+    out = tmp_path / "speed.md"
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_speed.py"), "--hidden", "8",
+                           "--members", "8", "--repeats", "1", "--out", str(out)], stderr=subprocess.PIPE, text=True,
+                          timeout=300, preexec_fn=lambda: os.close(1), env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr == (f"error: cannot write to standard output: it is closed; the table "
+                                                    f"is in {out}\n"), done.stderr
+    assert out.read_text().startswith("cpu")
+
+
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
     """training.shared_recordings, which snn_depth reads to refuse a --real-root that is its own data:
     a recording without an event repeats in every copy by nature and is not counted; one with the
