@@ -206,6 +206,7 @@ def measure_along_a_run(opts, network, splits):
     measured = np.arange(min(opts.batch_size, len(splits.val)))
     frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
     params = snn.init_network(opts.seed, network, std=opts.init_std)
+    training.refuse_unresolved(config.RunConfig(sigma=opts.sigma), params)  # as train says it: --sigma, --init-std
     state, rng, records = optim.init(params), np.random.default_rng(opts.seed), []
     settings = snn_eggroll.Config(TRAIN_POPULATION, 1, opts.sigma, opts.seed, opts.logit_scale)
     for generation in range(opts.generations + 1):

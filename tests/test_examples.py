@@ -314,6 +314,18 @@ def test_a_table_kept_in_its_out_file_is_named_when_standard_output_is_closed(tm
     assert out.read_text().startswith("cpu")
 
 
+def test_depth_signal_refuses_a_sigma_float32_cannot_resolve_in_its_own_options(tmp_path):
+    """--sigma 1e-6 at --init-std 10: every member would equal the mean but for rounding; one line in
+    the script's options (as run.py train says it), not the library's (float64 parameters)."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--generations", "1", "--populations", "8", "--batch-size", "16",
+                           "--init-std", "10", "--sigma", "1e-6", "--out", str(tmp_path / "signal")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.startswith("error: --sigma 1e-06 lies below what float32 resolves at "
+                                                           "the initial weights of layer 1 (W1: "), done.stderr
+    assert done.stderr.endswith("; raise --sigma, or lower --init-std\n") and done.stderr.count("\n") == 1
+
+
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
     """training.shared_recordings, which snn_depth reads to refuse a --real-root that is its own data:
     a recording without an event repeats in every copy by nature and is not counted; one with the
