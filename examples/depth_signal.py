@@ -201,12 +201,12 @@ def records_name(network, opts):
 def measure_along_a_run(opts, network, splits):
     """Measure at generation 0, every --every generations and the last of an EGGROLL run on `splits`;
     write the records, each with the data's fingerprint."""
+    params = snn.init_network(opts.seed, network, std=opts.init_std)
+    training.refuse_unresolved(config.RunConfig(sigma=opts.sigma), params)  # as train says it: --sigma, --init-std
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)  # before the run: a folder it cannot write ends it at once
     measured = np.arange(min(opts.batch_size, len(splits.val)))
     frames, labels = splits.val.frames(measured, np), splits.val.labels[measured]  # one fixed minibatch
-    params = snn.init_network(opts.seed, network, std=opts.init_std)
-    training.refuse_unresolved(config.RunConfig(sigma=opts.sigma), params)  # as train says it: --sigma, --init-std
     state, rng, records = optim.init(params), np.random.default_rng(opts.seed), []
     settings = snn_eggroll.Config(TRAIN_POPULATION, 1, opts.sigma, opts.seed, opts.logit_scale)
     for generation in range(opts.generations + 1):

@@ -324,6 +324,7 @@ def test_depth_signal_refuses_a_sigma_float32_cannot_resolve_in_its_own_options(
     assert done.returncode == 2 and done.stderr.startswith("error: --sigma 1e-06 lies below what float32 resolves at "
                                                            "the initial weights of layer 1 (W1: "), done.stderr
     assert done.stderr.endswith("; raise --sigma, or lower --init-std\n") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "signal").exists()  # refused before its folder is made
 
 
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
