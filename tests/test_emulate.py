@@ -688,8 +688,11 @@ def test_an_emulation_of_one_split_is_not_marked_finished_while_the_other_is_unf
         f"was stopped), so the emulation is not marked finished and training refuses it; finish it with `run.py "
         f"emulate --split train --out {tmp_path}` (the same --mnist and --seed)"]
     assert not (tmp_path / "NMNIST" / emulate.FINISHED).exists()
-    with pytest.raises(data.BadDataError, match="holds an emulation that did not finish"):
+    with pytest.raises(data.BadDataError, match="holds an emulation that did not finish") as refused:
         emulate.check_finished(tmp_path)
+    # its Train split was begun: the command that finishes it is no test-only emulation's
+    assert "--split test" not in str(refused.value)
+    assert "--split test" not in (data.split_folder_problem(tmp_path / "NMNIST" / "Train") or "")
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(tmp_path, "--split", "train", "--workers", "1")) == 0
     emulate.check_finished(tmp_path)

@@ -198,6 +198,8 @@ def test_a_sigma_too_small_to_move_any_output_is_said_once(tmp_path, dataset, ca
      "--sigma-min 1e-06 lies below"),
     (["--sigma", "1e-2", "--sigma-schedule", "exponential", "--sigma-min", "1e-6", "--init-std", "10"],
      "--sigma-min 1e-06 lies below"),
+    (["--method", "es", "--sigma", "1e-2", "--sigma-schedule", "cosine", "--sigma-min", "1e-6", "--init-std", "10"],
+     "--sigma-min 1e-06 lies below"),
     (["--output-sigma-scale", "1e-7"], "--output-sigma-scale 1e-07 (sigma 1e-08 there) lies below")])
 def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before_training(tmp_path, dataset, capsys,
                                                                                            settings, option):
@@ -214,7 +216,9 @@ def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before
 @pytest.mark.parametrize("schedule, said", [
     ([], "more than their sigma 0.1: every member"),
     (["--sigma-schedule", "exponential", "--sigma-min", "0.01"],
-     "more than their sigma 0.0316 (--sigma-schedule exponential lowered it): every member")])
+     "more than their sigma 0.0316 (--sigma-schedule exponential lowered it): every member"),
+    (["--sigma-schedule", "cosine", "--sigma-min", "0.01"],
+     "more than their sigma 0.055 (--sigma-schedule cosine lowered it): every member")])
 def test_weights_float32_no_longer_resolves_sigma_at_end_the_run_in_the_command_s_options(tmp_path, dataset, capsys,
                                                                                          monkeypatch, schedule, said):
     """Weights that grow (or a sigma that falls) until float32 no longer tells the members apart: the

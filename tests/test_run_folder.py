@@ -1836,16 +1836,21 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
         assert not out.exists() and sorted(p.name for p in finished_run.iterdir()) == before
 
 
-def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path, dataset, capsys):
+@pytest.mark.parametrize("name", ["nmnist-train-T10-0123456789abcdef.npz", "nmnist-test-T3-0123456789abcdef.npz"])
+def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path, dataset, capsys, name):
     """--out at a folder of frame caches (another command's $EGGROLL_CACHE, say): one line, nothing
-    written, so that the cache stays one, not a run folder every command then refuses as a cache."""
+    written, so that the cache stays one, not a run folder every command then refuses as a cache. A run
+    folder is its run's, whatever else it holds: a file named like a cache there is not this refusal."""
     cache = tmp_path / "frames"
     cache.mkdir()
-    (cache / "nmnist-train-T10-0123456789abcdef.npz").write_bytes(b"a cache")
+    (cache / name).write_bytes(b"a cache")
     code, err = run_main(train_args(cache, dataset), capsys)
     assert code == 2 and err == (f"error: {cache} holds frame caches of this project (nmnist-*.npz files), which "
                                  f"commands read as a frame cache, not as a run folder; use another --out\n"), err
-    assert [path.name for path in cache.iterdir()] == ["nmnist-train-T10-0123456789abcdef.npz"]
+    assert [path.name for path in cache.iterdir()] == [name]
+    (finished_run / name).write_bytes(b"a stray cache")
+    code, err = run_main(train_args(finished_run, dataset, "--force"), capsys)
+    assert code == 0 and "frame caches" not in err, err
 
 
 @pytest.mark.parametrize("scored, folder, generation, ours", [
