@@ -318,8 +318,8 @@ def test_depth_signal_refuses_a_sigma_float32_cannot_resolve_in_its_own_options(
     """--sigma 1e-6 at --init-std 10: every member would equal the mean but for rounding; one line in
     the script's options (as run.py train says it), not the library's (float64 parameters)."""
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
-                           str(ROOT / "nmnist-sample"), "--generations", "1", "--populations", "8", "--batch-size", "16",
-                           "--init-std", "10", "--sigma", "1e-6", "--out", str(tmp_path / "signal")],
+                           str(ROOT / "nmnist-sample"), "--generations", "1", "--populations", "8", "--batch-size",
+                           "16", "--init-std", "10", "--sigma", "1e-6", "--out", str(tmp_path / "signal")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.startswith("error: --sigma 1e-06 lies below what float32 resolves at "
                                                            "the initial weights of layer 1 (W1: "), done.stderr

@@ -717,7 +717,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "e.g. 0.1, or eggroll.Eggroll for a sigma per parameter"),
         (lambda: snn_eggroll.generation_step(params, optim.init(params), frames, labels, -1,
                                              snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
-         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one (0 for the first)"),
+         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one "
+         "(0 for the first)"),
         (lambda: snn_eggroll.generation_step(params, optim.init(params), frames.transpose(1, 0, 2), labels, 0,
                                              snn_eggroll.Config(8, 1, 0.1, 1, 1.0), optim.Adam(0.01)),
          "labels must have shape (5,) to match the batch of frames, got (4,), the length of the frames' first axis: "
@@ -815,7 +816,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: baselines.es_forward(params, frames * np.nan, baselines.ESConfig(8, 0.1, 1, 1.0), 0),
          "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
         (lambda: baselines.es_forward(params, frames, baselines.ESConfig(8, 0.1, 1, 1.0), -1),
-         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one (0 for the first)"),
+         "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one "
+         "(0 for the first)"),
         (lambda: optim.ascend(params, {**params, "W1": params["W1"][:1]}, optim.init(params), optim.Adam(0.01)),
          "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
          "a float32 array of shape (1, 12): give one step per parameter"),

@@ -99,7 +99,8 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
                                          r"--sigma-schedule constant"):  # --sigma-min 1e-07 would be out of range
         config.check(dataclasses.replace(plain, sigma_schedule="cosine", sigma=1e-6, sigma_min=1e-6))
     with pytest.raises(ValueError, match=r"--sigma-min must lie below --sigma \(0.01\) for a cosine schedule, got "
-                                         r"0.02 \(the default, if --sigma-min was not given\): use e.g. --sigma-min 0.001"):
+                                         r"0.02 \(the default, if --sigma-min was not given\): use e.g. "
+                                         r"--sigma-min 0.001"):
         config.check(dataclasses.replace(plain, sigma_schedule="cosine", sigma=0.01))
     with pytest.raises(ValueError, match="--sigma-min 0.05 changes nothing with a constant sigma"):
         config.check(dataclasses.replace(plain, sigma_min=0.05))  # it would make another run of the same
