@@ -681,8 +681,8 @@ def differences(stored, wanted, as_options=False):
         return json.dumps(held[key] if key in held else getattr(defaults, key, None))
 
     def said(held, key):  # as typed after the option: a text unquoted
-        return json.loads(value(held, key)) if as_options and isinstance(json.loads(value(held, key)), str) \
-            else value(held, key)
+        shown = value(held, key)
+        return json.loads(shown) if as_options and shown.startswith('"') else shown
     keys = sorted(key for key in set(wanted) | set(stored) if stored.get(key) != wanted.get(key))
     if "method" in keys:
         keys = ["method"]

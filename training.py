@@ -155,9 +155,11 @@ def refuse_unresolved(config, params):
         interface_checks.check_resolved(params, sigmas)
     except interface_checks.Unresolved as error:
         option = "--sigma" if config.sigma_schedule == "constant" else "--sigma-min"
+        given = f"{option} {least}"
         if error.sigma != least:  # the output layer's, scaled
-            option, least = "--output-sigma-scale", f"{config.output_sigma_scale} (sigma {error.sigma:.3g} there)"
-        raise UsageError(f"{option} {least} lies below what float32 resolves at the initial weights of layer "
+            option = "--output-sigma-scale"
+            given = f"{option} {config.output_sigma_scale} (sigma {error.sigma:.3g} there)"
+        raise UsageError(f"{given} lies below what float32 resolves at the initial weights of layer "
                          f"{snn.layer_of(error.name)} ({error.name}: up to {error.largest:.3g}, steps of "
                          f"{error.spacing:.3g}): every member would equal the mean but for rounding; raise {option}, "
                          f"or lower --init-std") from None
