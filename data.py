@@ -342,14 +342,19 @@ def list_recordings(folder):
     return recordings
 
 
+def only_test_recordings(base):
+    """Whether the split folders under `base` hold test recordings and no training ones: an emulation
+    of the test split alone (`emulate --split test`)."""
+    return any(base.glob("Test/*/*.bin")) and not any(base.glob("Train/*/*.bin"))
+
+
 def _how_to_restore(split_folder):
     """How to put back the recordings of a split folder (Train or Test): from N-MNIST's zip, or, for
     an emulated copy (its EMULATED.json beside the folder), by emulating one from other MNIST files."""
     if os.path.lexists(split_folder.parent / "EMULATED.json"):
         if not os.path.lexists(split_folder.parent / "FINISHED.json"):  # stopped midway: finishing it keeps its work
-            held = {name: any(split_folder.parent.glob(f"{name}/*/*.bin")) for name in ("Train", "Test")}
             # a test-only emulation, finished as one where its Test split is wanted; for Train, both are made
-            test_only = " --split test" * (held["Test"] and not held["Train"] and split_folder.name == "Test")
+            test_only = " --split test" * (split_folder.name == "Test" and only_test_recordings(split_folder.parent))
             return (f"{split_folder.parent} holds an emulation that did not finish (no FINISHED.json): rerun its "
                     f"`run.py emulate --out {split_folder.parent.parent}{test_only}` (with its --mnist and --seed) to "
                     f"finish it: the recordings already made are kept")

@@ -418,8 +418,7 @@ def check_finished(root=None):
     else:
         return  # recorded, not emulated
     seed = provenance(folder)["seed"]
-    found = recordings(folder)
-    test_only = " --split test" * (found["Train"] == 0 < found["Test"])  # a test-only emulation, stopped midway
+    test_only = " --split test" * data.only_test_recordings(folder)  # an emulation of the test split alone
     command = f"`python run.py emulate --out {shlex.quote(str(folder.parent))} --seed {seed}{test_only}` (with its " \
               f"--mnist, if it was given one)"
     fix = f"rerun {command} to finish it: the recordings already made are kept"
@@ -429,7 +428,7 @@ def check_finished(root=None):
             raise data.BadDataError(f"{folder} holds an emulation still being made (by process {running}); wait for "
                                     f"it to finish, then run again")
         raise data.BadDataError(f"{folder} holds an emulation that did not finish (no {FINISHED}); {fix}")
-    finished = read_json(folder / FINISHED, fix, data.BadDataError)
+    finished, found = read_json(folder / FINISHED, fix, data.BadDataError), recordings(folder)
     if not (isinstance(finished, dict) and set(finished) == set(found) and isinstance(finished["paths_sha256"], str)
             and all(type(finished[split]) is int and finished[split] >= 0 for split in SPLIT_FOLDER.values())):
         raise data.BadDataError(f"{folder / FINISHED} is damaged (not the recordings of each split and a SHA256 of "
