@@ -310,9 +310,9 @@ def population_stats(fitnesses, shaped):
 # 4. The step g, Eqs. (7)-(8)
 
 def lowrank_gradient(f, A, B, sigma, n_pairs):
-    """Eq. (7): (diag(f) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)
+    """Eq. (7): (diag(𝐟) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), from f (pairs,), A (pairs, r, m), B (pairs, r, n)
     of some or all of the population's P = n_pairs pairs (a process may hold a part); 𝐀 is
-    A.reshape(pairs r, m), every pair's A_pᵀ stacked, and 𝐁 likewise."""
+    A.reshape(pairs r, m), every pair's A_pᵀ stacked, 𝐁 likewise, and 𝐟 each f_p r times."""
     pairs, rank, m = A.shape
     weighted = (f[:, None, None] * A).reshape(pairs * rank, m)
     return weighted.T @ B.reshape(pairs * rank, B.shape[2]) / (2 * n_pairs * sigma * math.sqrt(rank))

@@ -316,7 +316,7 @@ def gradient_estimate():
 #
 # Memory: the noise alive at once in a generation is, per pair and layer, r (m + n) numbers of
 # factors plus the m of the bias noise for EGGROLL, against m n + m for vanilla ES, which forms
-# every E_p (for the update of Eq. (10), if not before). For both layers at r = 4:
+# every ε_p whole (for the update of Eq. (10), if not before). For both layers at r = 4:
 #
 #     ES / EGGROLL = (64·2312 + 64 + 10·64 + 10) / (4 (64 + 2312) + 64 + 4 (10 + 64) + 10)
 #                  = 148,682 / 9,874 ≈ 15.

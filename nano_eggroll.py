@@ -178,8 +178,8 @@ def centred_ranks(values):
 
 def gradient(f, perturbations, sigma):
     """The step g, Eqs. (7)-(8), from the pair differences f (P,):
-    g_W = sum_p f_p E_p / (2 P sigma) = (diag(f) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
-    pair's factors stacked, A.reshape(P r, m) and B.reshape(P r, n));
+    g_W = sum_p f_p E_p / (2 P sigma) = (diag(𝐟) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
+    pair's factors stacked, A.reshape(P r, m) and B.reshape(P r, n); 𝐟: each f_p r times);
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
     for name, drawn in perturbations.items():
@@ -188,7 +188,7 @@ def gradient(f, perturbations, sigma):
             P, r, m = A.shape
             # A (P, r, m) holds A[p] = A_pᵀ, so A.reshape(P r, m) is Eq. (7)'s 𝐀: pair p's r rows are the
             # columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
-            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(f) 𝐀, (P r, m)
+            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(𝐟) 𝐀, (P r, m)
             grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
         else:
             grads[name] = f @ drawn / (2 * len(f) * sigma)
