@@ -65,6 +65,9 @@ from backend import array_module_of
 from interface_checks import a_kind, check_whole
 from run_folder import FILE_KINDS, create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
 
+# The progress bars here and in training.py advance in their own loops: no tqdm monitor thread (its
+# stack and malloc arena would take 72 MB of the address space a ulimit -v leaves a run).
+tqdm.monitor_interval = 0
 SENSOR_SIZE = (34, 34, 2)
 N_INPUTS = SENSOR_SIZE[0] * SENSOR_SIZE[1] * SENSOR_SIZE[2]
 CACHE_VERSION = 2

@@ -168,12 +168,14 @@ def cgroup_free_bytes(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup"):
     return min(free, default=None)
 
 
-BLAS_BUFFERS = 32 * 2**20  # address space OpenBLAS maps at its first product, beyond the run's arrays
+# Address space a run maps beyond its arrays: OpenBLAS's buffer at its first product (32 MB), and the
+# thread that makes the next minibatch (training.minibatches): its stack (8 MB) and its malloc arena (64 MB).
+BEYOND_ARRAYS = (32 + 8 + 64) * 2**20
 
 
 def address_space_free_bytes(status="/proc/self/status"):
     """What the limit on this process's address space (ulimit -v, RLIMIT_AS) leaves beyond what it
-    has mapped already (VmSize) and BLAS_BUFFERS, or None where there is no limit."""
+    has mapped already (VmSize) and BEYOND_ARRAYS, or None where there is no limit."""
     import resource
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit == resource.RLIM_INFINITY:
@@ -183,7 +185,7 @@ def address_space_free_bytes(status="/proc/self/status"):
             mapped = next(int(line.split()[1]) * 1024 for line in lines if line.startswith("VmSize:"))
     except (OSError, StopIteration, ValueError, IndexError):
         mapped = 0
-    return max(0, limit - mapped - BLAS_BUFFERS)
+    return max(0, limit - mapped - BEYOND_ARRAYS)
 
 
 def available_bytes(xp):
@@ -244,10 +246,12 @@ def check_run_memory(config, xp, recordings=None, processes=1, run=None):
     index = 1 if where == "GPU memory" else 0
     needs = lambda changed: run_bytes(replace(config, **changed), xp is not numpy, recordings)[index]
     needed_here = needs({})
+    smallest = needs({"population": 2, "batch_size": 1, "batch_growth": 1, "time_bins": 1, "rank": 1,
+                      "hidden": narrowest(config.network)})
     lowered = {name: needs({name: value}) for name, value in halved.items() if value != getattr(config, name)}
     lowered = {name: bytes_ for name, bytes_ in lowered.items() if bytes_ < needed_here}  # halving saves something
-    if not lowered:
-        raise UsageError(f"the run needs {estimate}, and halving none of the sizes it grows with lowers that; "
+    if not lowered or smallest > free:  # no option helps, or all of them at their smallest would not fit
+        raise UsageError(f"the run needs {estimate}, and would not fit even at the smallest sizes it grows with; "
                          f"{elsewhere if 'ulimit' in where else 'free memory, or use a machine with more'}")
     name = min(lowered, key=lowered.get)
     option = "--" + name.replace("_", "-")
@@ -276,6 +280,12 @@ def narrower(network):
     """--hidden of `network` with every hidden layer half as wide (a convolution: half its kernels)."""
     return ",".join(str(replace(layer, width=max(1, layer.width // 2)) if isinstance(layer, snn.Dense)
                         else replace(layer, channels=max(1, layer.channels // 2))) for layer in network.layers[:-1])
+
+
+def narrowest(network):
+    """--hidden of `network` with every hidden layer one neuron wide (a convolution: one kernel)."""
+    return ",".join(str(replace(layer, width=1) if isinstance(layer, snn.Dense) else replace(layer, channels=1))
+                    for layer in network.layers[:-1])
 
 
 def nmnist_recordings(root, option, required=True):

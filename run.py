@@ -17,9 +17,27 @@ failed. Ctrl-C, SIGTERM and SIGHUP say where the run stopped and how to continue
 line if stderr still takes it, exit status 141, the run's checkpoint intact; standard output that
 cannot take a result (`evaluate`'s scores) is exit status 2. Every command shares this handling (exits.handled).
 """
+import resource
 import sys
 
 STARTING = "error: interrupted while starting; nothing was written"  # Ctrl-C before exits.handled takes over
+# The least address space (ulimit -v) a command starts in: Python, NumPy with its BLAS threads and the
+# project's modules map 120-160 MB, the smallest run about 250 MB; below it NumPy's import may end in
+# OpenBLAS's own abort, which no Python code can catch.
+LEAST_ADDRESS_SPACE = 256 * 2**20
+
+
+def address_space_refusal(limit, error=None):
+    """The line that refuses a ulimit -v of `limit` bytes, too small to start in (error: what failed)."""
+    failed = f" ({type(error).__name__} while loading NumPy and the project)" if error else ""
+    return (f"error: the address-space limit (ulimit -v {limit // 1024}) is too small to start in{failed}; "
+            f"raise it to {LEAST_ADDRESS_SPACE // 1024} or more, or lift it (ulimit -v unlimited)")
+
+
+ADDRESS_SPACE = resource.getrlimit(resource.RLIMIT_AS)[0]  # ulimit -v in bytes, or RLIM_INFINITY (-1): none
+if ADDRESS_SPACE != resource.RLIM_INFINITY and ADDRESS_SPACE < LEAST_ADDRESS_SPACE:
+    print(address_space_refusal(ADDRESS_SPACE), file=sys.stderr)
+    sys.exit(2)
 
 try:  # NumPy and the project's modules take a moment to import: Ctrl-C meanwhile is one line too
     import argparse
@@ -42,6 +60,11 @@ except KeyboardInterrupt:
     if __name__ == "__main__":  # emulate's worker processes import this file as __mp_main__: their parent says it
         print(STARTING, file=sys.stderr)
     sys.exit(130)
+except (MemoryError, ImportError) as error:  # a ulimit -v above the least, still too small on this machine
+    if ADDRESS_SPACE == resource.RLIM_INFINITY:
+        raise
+    print(address_space_refusal(ADDRESS_SPACE, error), file=sys.stderr)
+    sys.exit(2)
 
 # Ranges checked elsewhere than in RunConfig, as --help states them: the rank is at most the
 # smaller side of each weight matrix (snn_eggroll.check_config), and memory bounds the sizes.

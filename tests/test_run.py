@@ -1176,18 +1176,44 @@ def test_the_processes_of_a_job_on_one_machine_share_its_ram(monkeypatch):
 
 def test_the_address_space_left_keeps_room_for_blas_buffers(tmp_path, monkeypatch):
     """Under ulimit -v, what a run may use is the limit less what the process has mapped (VmSize)
-    and less the buffers OpenBLAS maps at its first product (without them a run that passed the
-    check ended in OpenBLAS's own allocation failure); no limit, no bound."""
+    and less what it maps beyond its arrays: OpenBLAS's buffers and the minibatch thread's stack
+    and arena (without them a run that passed the check ended in OpenBLAS's own allocation
+    failure); no limit, no bound."""
     import resource
     status = tmp_path / "status"
     status.write_text("Name:\tpython\nVmSize:\t  100000 kB\nVmRSS:\t 50000 kB\n")
-    limit = 100000 * 1024 + 50 * 2**20
+    limit = 100000 * 1024 + 150 * 2**20
     monkeypatch.setattr(resource, "getrlimit", lambda kind: (limit, resource.RLIM_INFINITY))
-    assert resources.address_space_free_bytes(str(status)) == 50 * 2**20 - resources.BLAS_BUFFERS
-    limit = 100000 * 1024 + 10 * 2**20
+    assert resources.address_space_free_bytes(str(status)) == 150 * 2**20 - resources.BEYOND_ARRAYS > 0
+    limit = 100000 * 1024 + 50 * 2**20
     assert resources.address_space_free_bytes(str(status)) == 0
     limit = resource.RLIM_INFINITY
     assert resources.address_space_free_bytes(str(status)) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmSize is read from /proc")
+def test_under_an_address_space_limit_a_run_trains_or_is_refused_in_one_line(tmp_path):
+    """Under limits from 100 to 400 MB (ulimit -v) a small run either trains or is refused before it
+    starts (below run.LEAST_ADDRESS_SPACE before NumPy is imported), in one line naming the limit,
+    exit 2, no folder made; never OpenBLAS's own abort, at import or halfway. The sweep spans both
+    outcomes."""
+    import resource
+    data = ["--data-root", str(ROOT / "nmnist-sample"), "--cache-dir", str(tmp_path / "cache")]
+    assert subprocess.run(train_command(tmp_path / "first", data), cwd=ROOT).returncode == 0  # the frame cache
+    outcomes = set()
+    for megabytes in range(100, 401, 25):
+        limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (megabytes * 2**20, resource.RLIM_INFINITY))
+        out = tmp_path / f"run-{megabytes}"
+        done = subprocess.run(train_command(out, data, "--generations", "2"), cwd=ROOT, preexec_fn=limit,
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            assert (out / "final.json").exists()
+        else:
+            assert done.returncode == 2 and done.stderr.count("\n") == 1 and "ulimit -v" in done.stderr, \
+                (megabytes, done.returncode, done.stderr[-500:])
+            assert not out.exists()
+        outcomes.add(done.returncode)
+    assert outcomes == {0, 2}
 
 
 def test_an_empty_value_is_refused_with_one_pointer_to_the_help(capsys):
@@ -1320,21 +1346,27 @@ def test_a_narrower_network_halves_the_kernels_of_a_convolution_too():
 def test_a_run_that_does_not_fit_is_told_to_lower_an_option_of_its_method(method, monkeypatch):
     """check_run_memory names the option whose halving saves the most, one the method takes and one
     that halving still lowers: vanilla ES and BPTT, whose command line refuses --rank, are never told to
-    lower it, and at the smallest settings (EGGROLL's rank aside) nothing is left to lower: the line
-    says so and names the fix outside the run."""
-    monkeypatch.setattr(resources, "available_bytes", lambda xp: (1, None))
+    lower it; at the smallest settings (EGGROLL's rank aside) nothing is left to lower, and where even
+    the smallest run would not fit (1 byte free) no option is named: the line says so and names the fix
+    outside the run."""
     options = {config.option(spec.name): spec for spec in dataclasses.fields(config.RunConfig)}
-    least = dict(population=2, batch_size=1, time_bins=1, hidden="1")
-    for settings in ({}, least, dict(least, batch_size=100000)):  # a minibatch past the split's 20: of all 20
-        run_config = dataclasses.replace(config.RunConfig(method=method), **settings)
-        with pytest.raises(run_folder.UsageError, match="the run needs about") as refused:
-            resources.check_run_memory(run_config, np, recordings=(20, 2))
-        said = str(refused.value)
-        if settings and method != "eggroll":
-            assert said.startswith("the run needs about ") and said.endswith(
-                "and halving none of the sizes it grows with lowers that; free memory, or use a machine with "
-                "more"), said
-        else:
+    least = dict(population=2, batch_size=1, batch_growth=1, time_bins=1, hidden="1")
+    smallest = resources.run_bytes(dataclasses.replace(config.RunConfig(method=method), **least, rank=1), False,
+                                   (20, 2))[0]
+    for free in (1, smallest):
+        monkeypatch.setattr(resources, "available_bytes", lambda xp: (free, None))
+        for settings in ({}, least, dict(least, batch_size=100000)):  # a minibatch past the split's 20: of all 20
+            run_config = dataclasses.replace(config.RunConfig(method=method), **settings)
+            if free == smallest and settings == least and method != "eggroll":
+                continue  # it fits
+            with pytest.raises(run_folder.UsageError, match="the run needs about") as refused:
+                resources.check_run_memory(run_config, np, recordings=(20, 2))
+            said = str(refused.value)
+            if free == 1 or (settings and method != "eggroll"):
+                assert said.startswith("the run needs about ") and said.endswith(
+                    "and would not fit even at the smallest sizes it grows with; free memory, or use a machine "
+                    "with more"), said
+                continue
             named = said.split()[0]
             assert config.applies(options[named], method) and said.endswith(f"lower {named}, or free memory"), said
             assert options[named].name not in settings, said  # a size whose halving saves nothing is never named
