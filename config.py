@@ -128,8 +128,8 @@ class RunConfig:
                                       "spreads as the paper's output layer's (2312-64-10 is the same either way)",
                              choices=snn.INIT_RULES, lever=True)
     beta: float = setting(snn.LIF.beta, "LIF membrane decay beta", check=between(0.0, 1.0, "0.9"))
-    threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",
-                              check=between(0, 100, "1.0", open_low=True))
+    threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",  # float32 potentials hold 1.2e-38
+                              check=between(1.2e-38, 100, "1.0"))
     time_bins: int = setting(10, "T, frames per recording", check=between(1, 1000, "10"))
     slope: float = setting(baselines.SLOPE, "fast-sigmoid surrogate slope k", ("bptt",),
                           check=between(0, 1000, "25", open_low=True))

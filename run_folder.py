@@ -320,7 +320,8 @@ def create_new(path):
 def refuse_link(path):
     """A UsageError if `path` is a symbolic link: the project writes no file through one."""
     if os.path.islink(path):
-        fix = "replace the link by a copy of the file it names, or remove it" if os.path.exists(path) else \
+        fix = "replace the link by a copy of the file it names, or remove it" if os.path.isfile(path) else \
+            "it leads to something that is not a file (a folder, a device): remove it" if os.path.exists(path) else \
             "it leads to no file (it does not exist, or the links loop): remove it"
         raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)}), and the project reads and writes "
                          f"its own files only, never through a link: {fix}")

@@ -706,6 +706,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
             run_folder.kernel_fix(run_dir) else \
             f"train one with `run.py train --out {run_dir}`"
         raise UsageError(f"{run_dir} holds no trained run (config.json and {CHECKPOINT}); {fix}")
+    run_folder.refuse_odd_mark(run_dir, "give evaluate the --out folder of a training run")
     if not run_folder.is_run_folder(run_dir):  # a user's config.json, say: not to be called a damaged run's
         raise UsageError(f"{run_dir} is not a run folder of this project (it has no {run_folder.RUN_MARK}) and holds "
                          f"config.json; give evaluate the --out folder of a training run; or, if it is a run of this "

@@ -81,6 +81,19 @@ def test_a_dangling_checkpoint_link_is_refused_not_taken_for_a_fresh_start(tmp_p
     assert not (tmp_path / "elsewhere.npz").exists()
 
 
+def test_a_checkpoint_link_to_a_device_is_not_to_be_copied(tmp_path, dataset, capsys):
+    """checkpoint.npz a link to /dev/zero: the line says remove it, not copy what it names (a copy
+    of /dev/zero fills the disk)."""
+    out = tmp_path / "run"
+    assert train(out, dataset) == 0
+    (out / "checkpoint.npz").unlink()
+    (out / "checkpoint.npz").symlink_to("/dev/zero")
+    assert train(out, dataset, "--resume") == 2
+    err = capsys.readouterr().err
+    assert err.endswith("never through a link: it leads to something that is not a file (a folder, a device): "
+                        "remove it\n") and "copy" not in err, err
+
+
 @pytest.mark.parametrize("target", ["absent", "out"])
 def test_an_out_that_is_a_link_to_no_folder_is_named_so(tmp_path, dataset, capsys, target):
     """--out a link that leads nowhere, or to itself: one line that says so, and nothing is made."""

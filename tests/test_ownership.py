@@ -133,6 +133,10 @@ def test_a_mark_that_is_a_folder_is_named_as_such(tmp_path, dataset, capsys):
     assert err == (f"error: {out / run_folder.RUN_MARK} is a folder, not the file that marks a run folder of this "
                    f"project: if {out} holds a run of this project, put a file of that name in its place (any text); "
                    f"else use another --out\n"), err
+    assert run.main(["evaluate", str(out), *dataset]) == 2  # evaluate says the same, not "it has no .eggroll-run"
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out / run_folder.RUN_MARK} is a folder, not the file that marks") and \
+        err.endswith("else give evaluate the --out folder of a training run\n"), err
     assert snapshot(out) == before
 
 
