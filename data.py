@@ -606,9 +606,13 @@ def _cache_problem(packed, labels, meta, expected_labels):
     return None
 
 
+_SHOWN = {}  # the warnings _warn has shown: warnings' registry, so that a copy read again is not told again
+
+
 def _warn(message):
-    """A UserWarning shown as one line: the message, without the line of code that warns."""
-    warnings.warn_explicit(message, UserWarning, __file__, 0)
+    """A UserWarning shown as one line: the message, without the line of code that warns; once a
+    process (a reproduce that scores every run on one copy reads it once a run)."""
+    warnings.warn_explicit(message, UserWarning, __file__, 0, registry=_SHOWN)
 
 
 # -----------------------------------------------------------------------------
@@ -789,8 +793,9 @@ def _warn_copies(splits, recordings, dirs):
             (original, copy), one = pairs[0], len(pairs) == 1
             count = "1 recording" if one else f"{len(pairs)} recordings"
             _warn({"test": f"{count} of {dirs['Test']} {'has a copy' if one else 'have copies'} in {dirs['Train']} "
-                           f"(the same frames, e.g. {original} and {copy}): the test score counts such a recording "
-                           f"as unseen though it is trained on; remove the {'copy' if one else 'copies'} from Train",
+                           f"(the same frames, e.g. {original} and {copy}): a run trained on this copy counts such a "
+                           f"recording in its test score as unseen though it trained on it, and a score over every "
+                           f"split counts it twice; remove the {'copy' if one else 'copies'} from Train",
                    "labels": f"{count} under one digit {'holds' if one else 'hold'} the same frames as one under "
                              f"another (e.g. {original} and {copy}; which is the copy, the frames cannot tell): such a "
                              f"sample trains under two labels; remove the one under the wrong digit",

@@ -860,8 +860,8 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
     train_copy, test_one = copies["test"][1], copies["test"][0]
     assert told[1:] == [
         f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. {train_copy} and "
-        f"{test_one}): the test score counts such a recording as unseen though it is trained on; remove the copy "
-        f"from Train",
+        f"{test_one}): a run trained on this copy counts such a recording in its test score as unseen though it "
+        f"trained on it, and a score over every split counts it twice; remove the copy from Train",
         f"1 recording under one digit holds the same frames as one under another (e.g. {copies['labels'][0]} and "
         f"{copies['labels'][1]}; which is the copy, the frames cannot tell): such a sample trains under two labels; "
         f"remove the one under the wrong digit",
@@ -876,10 +876,24 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
         load(root, tmp_path / "cache")
     told = [str(warning.message) for warning in caught][1:]
     assert told[0] == (f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. "
-                       f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}): the test score "
-                       f"counts such a recording as unseen though it is trained on; remove the copy from Train"), told
+                       f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}): a run trained "
+                       f"on this copy counts such a recording in its test score as unseen though it trained on it, and a "
+                       f"score over every split counts it twice; remove the copy from Train"), told
     assert told[1].startswith("3 recordings are copies of another of its split") and \
         told[1].endswith("each copy weighs its sample once more; remove the copies"), told
+
+
+def test_a_copys_warning_is_shown_once_a_process(tmp_path):
+    """Under Python's default filter a copy read again (reproduce scores every run on one --real-root)
+    is not warned of again: its line shows once."""
+    root = write_dataset(tmp_path / "nmnist", n_train=3, n_test=2)
+    shutil.copyfile(root / "Test" / "4" / "00005.bin", root / "Train" / "4" / "leak.bin")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            load(root, tmp_path / "cache")
+    assert [str(warning.message).split(" (")[0] for warning in caught] == \
+        [f"1 recording of {root / 'Test'} has a copy in {root / 'Train'}"]
 
 
 def test_cache_dir_given_wins_over_eggroll_cache(tmp_path, monkeypatch):
