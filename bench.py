@@ -382,7 +382,8 @@ def data_pipeline(root=None, cache_dir=None, n_time_bins=10, batch_size=256):
 
 
 def bench_distributed(opts, team):
-    """Seconds per generation, seconds in collectives and bytes sent per generation, of EGGROLL
+    """Seconds per generation, seconds in collectives and bytes sent per generation (both means over
+    the processes, an idle one among them), of EGGROLL
     r = 4 and batched vanilla ES at the reference size (or --pairs), in both update modes, on this MPI job
     (mpiexec -n K python run.py bench --distributed). Printed and written by the first process."""
     xp = array_module(opts.device)
@@ -394,6 +395,11 @@ def bench_distributed(opts, team):
                "es-batched": baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)}
     steps = {"eggroll r=4": snn_eggroll.generation_step, "es-batched": baselines.es_generation_step}
     adam, state = optim.Adam(lr=0.01), optim.init(params)
+    idle = distributed.idle(opts.pairs, eggroll.PAIRS_PER_BLOCK, team.size)
+    if idle and team.rank == 0:
+        print(f"note: {opts.pairs} pairs in blocks of {eggroll.PAIRS_PER_BLOCK} leave {idle} of the {team.size} processes "
+              f"without one: --pairs {eggroll.PAIRS_PER_BLOCK * team.size} or more keeps every one at work",
+              file=sys.stderr)
     rows = []
     for name, config in configs.items():
         for update in distributed.UPDATES:
@@ -407,9 +413,10 @@ def bench_distributed(opts, team):
                 step()
             team.barrier()
             elapsed = (time.perf_counter() - began) / opts.repeats
+            mine = numpy.array([team.seconds - seconds, team.bytes_sent - bytes_sent], dtype=numpy.float64)
+            communication, sent = team.total(mine) / (team.size * opts.repeats)  # means over the processes
             rows.append({"method": name, "update": update, "processes": team.size, "seconds_per_generation": elapsed,
-                         "communication_seconds": (team.seconds - seconds) / opts.repeats,
-                         "bytes_sent_per_process": (team.bytes_sent - bytes_sent) / opts.repeats})
+                         "communication_seconds": communication, "bytes_sent_per_process": sent})
             team.stop_if_signalled()
     summary = {"machine": machine_description(xp), "processes": team.size, "reference": dict(REFERENCE, pairs=opts.pairs),
                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "rows": rows}
@@ -428,7 +435,8 @@ def unseen(opts):
 def format_distributed(summary):
     lines = [f"Machine: {summary['machine']}; {summary['processes']} processes, OPENBLAS_NUM_THREADS="
              f"{summary['blas_threads']}", "",
-             "| method | update | processes | s / generation | s in collectives | share | bytes sent / process |",
+             "| method | update | processes | s / generation | s in collectives (mean of processes) | share | "
+             "bytes sent / process (mean) |",
              "|---|---|---|---|---|---|---|"]
     for row in summary["rows"]:
         lines.append(f"| {row['method']} | {row['update']} | {row['processes']} | {row['seconds_per_generation']:.3f} | "

@@ -72,6 +72,11 @@ def share(n_pairs, pairs_per_block, rank, size):
     return slice(min(first * pairs_per_block, n_pairs), min(last * pairs_per_block, n_pairs))
 
 
+def idle(n_pairs, pairs_per_block, size):
+    """How many of `size` processes `share` gives no pair: a population of fewer blocks than processes."""
+    return sum(not range(n_pairs)[share(n_pairs, pairs_per_block, rank, size)] for rank in range(size))
+
+
 class Stopped(KeyboardInterrupt):
     """SIGINT (Ctrl-C) or SIGTERM: exit status 128 + its number. `everywhere`: raised by every
     process of a job at the same point (Team.stop_if_signalled)."""

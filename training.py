@@ -22,6 +22,7 @@ import baselines
 import config as run_config
 import data
 import distributed
+import eggroll
 import emulate
 import exits
 import interface_checks
@@ -324,6 +325,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 return final or {}
             if run.leader and command == "train":  # once the folder is found to be this run's, to train
                 note_minibatch_size(config, len(run.splits.train))
+                note_idle_processes(config, team.size)
             # Start, or continue from the last checkpoint, which the first process reads for all.
             begin = resume_point(run.out, resume, params, run.xp, run.total_steps, run.identity,
                                  config.time_bins, run.eval_every, command) if run.leader else None
@@ -345,6 +347,19 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
                 run_folder.remove_made_folders(run.out, made)
             raise
+
+
+def note_idle_processes(config, processes):
+    """A note if some processes of a job get no pairs of the population: pairs go out in whole blocks
+    of eggroll.PAIRS_PER_BLOCK (distributed.share), so a population of fewer blocks than processes
+    leaves some to wait."""
+    pairs = config.population // 2
+    idle = distributed.idle(pairs, eggroll.PAIRS_PER_BLOCK, processes) if config.method != "bptt" else 0
+    if idle:
+        print(f"note: the population's {pairs} pairs go out in blocks of {eggroll.PAIRS_PER_BLOCK}, so {idle} of the "
+              f"{processes} processes {'gets' if idle == 1 else 'get'} none and only {'waits' if idle == 1 else 'wait'}; "
+              f"--population "
+              f"{2 * eggroll.PAIRS_PER_BLOCK * processes} or more keeps every one at work", file=sys.stderr)
 
 
 def note_minibatch_size(config, n_train):
