@@ -291,6 +291,8 @@ def from_stored(values):
         problem = stored_value_problem(known[name], value, values.get("method", RunConfig.method))
         if problem:
             raise ValueError(f"{name} {problem}")
+    if "hidden" in values:  # as the option stores it: a hand-edited "064" is the run's 64
+        values["hidden"] = str(snn.Network.parse(values["hidden"]))
     return RunConfig(**{k: float(v) if known[k].type is float else v for k, v in values.items()})
 
 

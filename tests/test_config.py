@@ -97,6 +97,14 @@ def test_a_stored_setting_is_checked_by_the_rules_of_its_option(values, message)
     assert str(error.value) == message
 
 
+def test_a_stored_network_is_read_as_the_option_stores_it():
+    """config.json's "hidden": "064" (edited by hand) is the run's 64, and 128,064 its 128,64: the
+    same stored settings as the option gives, so no check calls it another run's."""
+    for typed, stored in (("064", "64"), ("128,064", "128,64"), ("conv08k5s2,32", "conv8k5s2,32")):
+        assert config.stored(config.from_stored(dict(method="eggroll", hidden=typed))) == \
+            config.stored(config.RunConfig(hidden=stored))
+
+
 def test_a_stored_setting_the_method_ignores_is_checked_for_its_type_only():
     assert config.from_stored(dict(method="es", rank=0)).rank == 0
     with pytest.raises(ValueError, match='rank must be an integer, got "4"'):
