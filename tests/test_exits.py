@@ -178,6 +178,34 @@ def test_a_silent_network_is_said_once(tmp_path, dataset, capsys):
     assert err.count("warning: ") == 1 and "the network's output neurons were silent" in err, err
 
 
+def test_a_bptt_loss_is_called_silent_only_at_chance_itself():
+    """stalled: BPTT's loss at ln 10 is a silent output; one a little above or below it (2.3020, a
+    network that learned a little) is not, and gets no advice to lower --threshold."""
+    import math
+    assert training.stalled({"loss": math.log(10)}).startswith("the network's output neurons were silent")
+    for near in (math.log(10) + 5e-4, math.log(10) - 1e-4, 2.3020):
+        assert training.stalled({"loss": near}) is None, near
+
+
+def test_every_control_character_is_shown_escaped_but_tab_and_line_ends():
+    """printable: the C0 and C1 controls and DEL (Shift Out would switch a terminal's character set)
+    come out as \\xNN; tab, newline and carriage return as they are (one_line takes those)."""
+    for code in (*range(0x20), *range(0x7f, 0xa0)):
+        if chr(code) not in "\t\n\r":
+            assert exits.printable(chr(code)) == f"\\x{code:02x}", code
+    assert exits.printable("\t\n\r") == "\t\n\r"
+
+
+def test_a_closed_stdin_is_kept_off_the_files_the_command_opens():
+    """keep_standard_streams with descriptor 0 closed (a scheduler's <&-): /dev/null takes it, so the
+    first file the command opens is 3, not a stdin that child processes would inherit."""
+    code = "import os, exits; exits.keep_standard_streams(); print(os.readlink('/proc/self/fd/0'), " \
+           "os.open(os.devnull, os.O_RDONLY))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent, capture_output=True,
+                          text=True, preexec_fn=lambda: os.close(0))
+    assert done.stdout.split() == ["/dev/null", "3"], (done.stdout, done.stderr)
+
+
 @pytest.mark.parametrize("method", ["eggroll", "es"])
 def test_a_sigma_too_small_to_move_any_output_is_said_once(tmp_path, dataset, capsys, method):
     """At sigma 1e-6 float32 still tells the members apart, but no output spike changes within it:

@@ -842,3 +842,20 @@ def test_figures_drawn_into_one_folder_at_once_all_keep_their_line_of_the_record
         name: {figure_record.digest(tmp_path / name)} for name in names}
     for name in names:  # a later draw of each takes it for its own
         figure_record.refuse_unrecorded(tmp_path / name, "the test", "")
+
+
+def test_the_parity_verdict_waits_for_a_number_missing_from_any_seed():
+    """Every seed trained, but one EGGROLL run has no real-recording score (no real.json), or one
+    BPTT run no end-to-end time: that goal is not judged yet, the others are."""
+    def runs(real_missing=None, time_missing=None):
+        eggroll = [({"test_acc": 0.99, "real_acc": None if seed == real_missing else 0.98,
+                     "end_to_end_seconds": 10.0, "device": "cpu"}, []) for seed in range(3)]
+        bptt = [({"test_acc": 0.99, "end_to_end_seconds": None if seed == time_missing else 10.0, "device": "cpu"}, [])
+                for seed in range(3)]
+        return {"eggroll-r1": eggroll, "bptt": bptt}
+    waiting = "not judged until all 3 seeds of both methods have it"
+    said = report.parity_verdict(runs(real_missing=0))
+    assert f"real recordings ≥ 97.50 %: {waiting}" in said and "test ≥ 98.00 %: 99.00 %, met" in said, said
+    said = report.parity_verdict(runs(time_missing=1))
+    assert said.endswith(f"on the same device: {waiting}.") and "98.00 %, met" in said, said
+    assert report.parity_verdict(runs()).endswith("on the same device: 1.00×, met."), report.parity_verdict(runs())
