@@ -16,9 +16,10 @@ never forms it.
 `OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (about 15 CPU
 seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png
 (`--out FILE.png` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
-docs/derivation.md). The figure's sha256 joins the record of the figures drawn in its folder,
-.figures.sha256 (figure_record.py): a file at --out that the record does not hold, a PNG too, is
-not the toy's, and is refused before any work, never replaced.
+docs/derivation.md). The figure's sha256 joins the toy's record of the figures it drew in its
+folder, .toy-figures.sha256 (figure_record.py): a file at --out that the record does not hold, a
+PNG too or a figure of the report or the lesson, is not the toy's, and is refused before any work,
+never replaced.
 """
 import sys
 
@@ -467,13 +468,14 @@ def main(argv=None):
     parser = exits.Parser(prog="toy_eggroll.py",
                           description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", type=exits.figure_file, default="toy_eggroll.png",
-                        help="the figure's .png file (default: toy_eggroll.png); its sha256 joins the record "
-                             ".figures.sha256 beside it, and a file there that the record does not hold (one the "
-                             "toy did not draw, a PNG too) is never overwritten")
+                        help="the figure's .png file (default: toy_eggroll.png); its sha256 joins the toy's "
+                             "record .toy-figures.sha256 beside it, and a file there that the record does not hold "
+                             "(one the toy did not draw, a PNG too, or a figure of the report or the lesson) is "
+                             "never overwritten")
     args = parser.parse_args(argv)
-    figure_record.refuse_unrecorded(args.out, "the toy", "give another --out")
+    figure_record.refuse_unrecorded(args.out, "the toy", "give another --out", figure_record.TOY_RECORD)
     numbers = figure_numbers()
-    with figure_record.writing(args.out) as temporary:  # the figure first: if the lines cannot be printed, it's there
+    with figure_record.writing(args.out, figure_record.TOY_RECORD) as temporary:  # the figure first: if the lines cannot be printed, it's there
         draw(numbers).savefig(temporary, format="png", dpi=72)
     saved = f"the figure is in {args.out}"
     DRAWN.append(args.out)

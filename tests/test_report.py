@@ -822,8 +822,8 @@ def test_figures_drawn_into_one_folder_at_once_all_keep_their_line_of_the_record
     so none of them later refuses its own figure as a file it did not write."""
     real_recorded = figure_record.recorded
 
-    def slow_recorded(folder, instead):  # widens the gap between reading the record and writing it back
-        held = real_recorded(folder, instead)
+    def slow_recorded(folder, instead, record=figure_record.RECORD):  # widens the gap between reading and writing
+        held = real_recorded(folder, instead, record)
         time.sleep(0.05)
         return held
     monkeypatch.setattr(figure_record, "recorded", slow_recorded)

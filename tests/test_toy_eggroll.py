@@ -19,7 +19,7 @@ from toy_eggroll import Toy, cosine, mean_step, optimum, ranked_step_length, tra
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS = 2000
-RECORD = ".figures.sha256"  # the sha256 of each figure drawn in a folder, beside them (figure_record.py)
+RECORD = ".toy-figures.sha256"  # the sha256 of each figure the toy drew in a folder, beside them (figure_record.py)
 
 
 @pytest.mark.parametrize("rank", [1, 4, None])
@@ -87,7 +87,7 @@ def sha256(path):
 
 
 def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path):
-    """The toy replaces a figure it drew before (one whose sha256 the record beside it, .figures.sha256,
+    """The toy replaces a figure it drew before (one whose sha256 the record beside it, .toy-figures.sha256,
     holds), and the record then holds the new one's; a user's file at --out, a PNG too, is refused
     in one line before any work and left as it is, as is a record that is not one."""
     drawn_before = (ROOT / "docs" / "lesson" / "1_lowrank_scale.png").read_bytes()  # another figure
@@ -105,19 +105,23 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     assert (tmp_path / RECORD).read_text() == record
     (tmp_path / "notes.png").write_text("mine")
     (tmp_path / "photo.png").write_bytes(drawn_before)  # a PNG the toy did not draw there
-    refused = "is a file this command did not write (not a figure the toy drew: its .figures.sha256 does not " \
+    (tmp_path / "lesson.png").write_bytes(drawn_before)  # a figure the lesson or the report drew, in their record
+    (tmp_path / ".figures.sha256").write_text(f"{sha256(tmp_path / 'lesson.png')}  lesson.png\n")
+    refused = "is a file this command did not write (not a figure the toy drew: its .toy-figures.sha256 does not " \
               "hold it): it is left as it is; give another --out"
     for options, fragment in ((["--outt", "x.png"], "unrecognized arguments"),
                               (["--out", "."], ". is a folder: give the path of a .png file to draw the figure in, e.g. ./figure.png"),
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
                               (["--out", "photo.png"], f"photo.png {refused}"),
+                              (["--out", "lesson.png"], f"lesson.png {refused}"),
                               (["--out", "notes.png"], f"notes.png {refused}")):
         result = run_toy(*options, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
             result.stderr
         assert fragment in result.stderr and "Traceback" not in result.stderr and result.stdout == ""
-    assert sorted(path.name for path in tmp_path.iterdir()) == [RECORD, ".matplotlib", "notes.png", "photo.png",
-                                                                "toy.png"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".figures.sha256", ".matplotlib", RECORD,
+                                                                "lesson.png", "notes.png", "photo.png", "toy.png"]
+    assert (tmp_path / "lesson.png").read_bytes() == drawn_before
     assert (tmp_path / "notes.png").read_text() == "mine" and (tmp_path / "photo.png").read_bytes() == drawn_before
     assert (tmp_path / "toy.png").read_bytes() == drawn and (tmp_path / RECORD).read_text() == record
     (tmp_path / RECORD).write_text("mine\n")
@@ -129,7 +133,7 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
 
 
 def test_the_committed_figure_is_the_toys_own_in_its_record():
-    """`make derivation` redraws docs/derivation.png: docs/.figures.sha256 holds it, so it is replaced,
+    """`make derivation` redraws docs/derivation.png: docs/.toy-figures.sha256 holds it, so it is replaced,
     not refused as a user's."""
     assert (ROOT / "docs" / RECORD).read_text() == f"{sha256(ROOT / 'docs' / 'derivation.png')}  derivation.png\n"
 
