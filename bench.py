@@ -164,12 +164,16 @@ def bench_kernels(device, repeats, pairs=REFERENCE["pairs"]):
     return seconds
 
 
+def gemm_shapes(pairs):
+    """(m, k, n) of gemm_speeds' products: a 2048^3 one and the bench's population products."""
+    rows, n, h = REFERENCE["time_bins"] * REFERENCE["batch"], snn.SIZES[0], snn.SIZES[1]
+    return [(2048, 2048, 2048)] + [(rows, n, pairs * k) for k in (1, 4, 8, h) if pairs * k <= 4096 * 8]
+
+
 def gemm_speeds(xp, pairs=REFERENCE["pairs"], repeats=5):
     """float32 GFLOP/s of a 2048^3 product and of the population products of the bench."""
-    rows, n, h = REFERENCE["time_bins"] * REFERENCE["batch"], snn.SIZES[0], snn.SIZES[1]
-    shapes = [(2048, 2048, 2048)] + [(rows, n, pairs * k) for k in (1, 4, 8, h) if pairs * k <= 4096 * 8]
     speeds = {}
-    for m, k, n_cols in shapes:
+    for m, k, n_cols in gemm_shapes(pairs):
         left = xp.ones((m, k), dtype=xp.float32)
         right = xp.ones((n_cols, k), dtype=xp.float32)
         speeds[f"{m}x{k}x{n_cols}"] = 2 * m * k * n_cols / time_calls(lambda: left @ right.T, repeats, xp) / 1e9
@@ -250,15 +254,24 @@ def check_request(opts, team=distributed.ALONE):
     gpu = xp is not numpy
     if gpu and not opts.distributed and opts.pairs <= KERNEL_TABLE_PAIRS:
         methods = methods + [("es-batched", None), ("eggroll", 4)]
-    needed = {method_name(*row): resources.generation_bytes(*row, opts.pairs, REFERENCE["batch"],
-                                                            REFERENCE["time_bins"], gpu) for row in methods}
+
+    def bytes_at(pairs):
+        """({method: bytes of its generation}, bytes of this process's data and gemm_speeds' products)."""
+        gemm = max(4 * (m * k + n * k + m * n) for m, k, n in gemm_shapes(pairs)) if not gpu and not opts.distributed \
+            else 0
+        return {method_name(*row): resources.generation_bytes(*row, pairs, REFERENCE["batch"], REFERENCE["time_bins"],
+                                                              gpu) for row in methods}, host + gemm
+    needed, here = bytes_at(opts.pairs)
     largest = max(needed, key=needed.get)
-    short = resources.shortfall((host, needed[largest]) if gpu else (host + needed[largest], 0), xp,
+    short = resources.shortfall((here, needed[largest]) if gpu else (here + needed[largest], 0), xp,
                                 team.local_size)
     if short:
+        least, least_here = bytes_at(1)
+        fits_at_one = max(least.values()) + least_here * (not gpu) <= short[1]
+        fix = "lower --pairs" if fits_at_one and opts.pairs > 1 else \
+            "raise the limit (ulimit -v)" if "ulimit" in short[2] else "free memory, or use a machine with more"
         raise UsageError(f"--pairs {opts.pairs} needs about {resources.size_text(short[0])} of {short[2]} "
-                         f"({largest}, estimated), more than the {resources.size_text(short[1])} free; "
-                         f"lower --pairs")
+                         f"({largest}, estimated), more than the {resources.size_text(short[1])} free; {fix}")
 
 
 def bench(opts):

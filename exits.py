@@ -16,6 +16,7 @@ import errno
 import math
 import os
 import re
+import resource
 import signal
 import sys
 import warnings
@@ -44,7 +45,9 @@ def ending(error, again, less_memory="free memory", interrupted="interrupted"):
         return "standard output was closed", 128 + signal.SIGPIPE, everywhere
     if isinstance(error, MemoryError):
         detail = f" ({error})" if str(error) else ""
-        return f"out of memory{detail}, more than the estimate checked before the start; {less_memory}", 2, False
+        limited = resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY  # ulimit -v: it may be that
+        fix = f"{less_memory}; or raise the limit (ulimit -v)" if limited else less_memory
+        return f"out of memory{detail}, more than the estimate checked before the start; {fix}", 2, False
     if isinstance(error, OSError):
         # one with a file name is the system's own (say what to do); one without, the project's line
         if error.filename:

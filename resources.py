@@ -168,24 +168,35 @@ def cgroup_free_bytes(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup"):
     return min(free, default=None)
 
 
-# Address space a run maps beyond its arrays: OpenBLAS's buffer at its first product (32 MB), and the
-# thread that makes the next minibatch (training.minibatches): its stack (8 MB) and its malloc arena (64 MB).
-BEYOND_ARRAYS = (32 + 8 + 64) * 2**20
+# Address space a run maps beyond its arrays: the thread that makes the next minibatch
+# (training.minibatches), its stack (8 MB) and its malloc arena (64 MB).
+BEYOND_ARRAYS = (8 + 64) * 2**20
+# OpenBLAS maps a buffer of 32 MB at its first product of some size; if it cannot, it ends the program
+# with a line of its own, which no Python code can catch: address_space_free_bytes maps it first.
+BLAS_BUFFER = 32 * 2**20
 
 
 def address_space_free_bytes(status="/proc/self/status"):
     """What the limit on this process's address space (ulimit -v, RLIMIT_AS) leaves beyond what it
-    has mapped already (VmSize) and BEYOND_ARRAYS, or None where there is no limit."""
+    has mapped (VmSize) and BEYOND_ARRAYS, or None where there is no limit. OpenBLAS's buffer is
+    mapped first (a product of 128 x 128), where it fits: a later shortfall is NumPy's MemoryError."""
     import resource
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit == resource.RLIM_INFINITY:
         return None
+    if limit - mapped_bytes(status) < BLAS_BUFFER + BEYOND_ARRAYS:
+        return 0
+    numpy.ones((128, 128), numpy.float32) @ numpy.ones((128, 128), numpy.float32)  # maps OpenBLAS's buffer
+    return max(0, limit - mapped_bytes(status) - BEYOND_ARRAYS)
+
+
+def mapped_bytes(status="/proc/self/status"):
+    """The address space this process has mapped (VmSize of /proc/self/status), 0 where unknown."""
     try:
         with open(status) as lines:
-            mapped = next(int(line.split()[1]) * 1024 for line in lines if line.startswith("VmSize:"))
+            return next(int(line.split()[1]) * 1024 for line in lines if line.startswith("VmSize:"))
     except (OSError, StopIteration, ValueError, IndexError):
-        mapped = 0
-    return max(0, limit - mapped - BEYOND_ARRAYS)
+        return 0
 
 
 def available_bytes(xp):

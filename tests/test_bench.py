@@ -225,3 +225,24 @@ def test_a_module_of_run_py_run_as_a_script_names_the_command_that_runs_it(tmp_p
     assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith(f"error: {told}") and \
         done.stderr.count("\n") == 1, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmSize is read from /proc")
+def test_under_an_address_space_limit_the_bench_measures_or_is_refused_in_one_line(tmp_path):
+    """Under ulimit -v from 256 to 500 MB, `bench --pairs 1` measures, or is refused before it
+    starts in one line that names the limit as the fix (--pairs is 1 already), exit 2; never
+    OpenBLAS's own abort in the products it times after the methods (it once failed at 280-300 MB)."""
+    import resource
+    outcomes = set()
+    for megabytes in (256, 280, 300, 350, 500):
+        limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (megabytes * 2**20, resource.RLIM_INFINITY))
+        done = subprocess.run([sys.executable, str(Path(run.__file__)), "bench", "--pairs", "1", "--methods",
+                               "inference", "--repeats", "1", "--json", str(tmp_path / f"{megabytes}.json")],
+                              cwd=tmp_path, preexec_fn=limit, capture_output=True, text=True)
+        if done.returncode == 0:
+            assert (tmp_path / f"{megabytes}.json").exists()
+        else:
+            assert done.returncode == 2 and done.stderr.count("\n") == 1 and \
+                done.stderr.rstrip().endswith("raise the limit (ulimit -v)"), (megabytes, done.stderr[-500:])
+        outcomes.add(done.returncode)
+    assert outcomes == {0, 2}

@@ -308,6 +308,18 @@ def test_every_ending_is_one_line_and_its_status(error, line, status):
     assert exits.ending(TypeError("a bug"), "go on") is None
 
 
+def test_out_of_memory_under_an_address_space_limit_names_the_limit(monkeypatch):
+    """A MemoryError under ulimit -v: the line adds raising the limit to the command's fix, which
+    no option may reach (vanilla ES's chunk of 64 pairs stands at any --population); without a
+    limit it does not."""
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (300 * 2**20, resource.RLIM_INFINITY))
+    assert exits.ending(MemoryError(), "go on", "lower --population")[0].endswith(
+        "before the start; lower --population; or raise the limit (ulimit -v)")
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert exits.ending(MemoryError(), "go on", "lower --population")[0].endswith("before the start; lower --population")
+
+
 def test_a_warning_naming_a_path_with_a_line_break_is_one_line_that_names_it_as_it_is():
     """A file name may hold a line break: a warning (as an error) that names it stays one line, the
     break written as \\n, not as a space that would name another file."""
