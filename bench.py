@@ -26,6 +26,7 @@ import baselines
 import data
 import distributed
 import eggroll
+import emulate
 import exits
 import gpu
 import optim
@@ -245,6 +246,7 @@ def check_request(opts, team=distributed.ALONE):
                                  f"it is; give another --json, or move it away to measure these there")
     host, packed = 0, -(-REFERENCE["time_bins"] * snn.SIZES[0] // 8)  # bytes of a recording's frames
     if opts.data_root:
+        emulate.check_finished(opts.data_root)  # an emulation read only once finished, as train reads it
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root")
         cache_dir = opts.cache_dir or os.environ.get("EGGROLL_CACHE")
         if cache_dir:

@@ -196,8 +196,8 @@ def check_reproduce(opts, grids):
         xp = array_module(opts.device)  # --device gpu without a usable GPU fails here
         resources.check_frame_cache(opts.cache_dir)  # before any run is announced, not at its data
     evolved = [config.population for _, config in left if config.method == "eggroll"]
-    if evolved and opts.config == "parity" and xp is numpy:
-        print(f"note: the parity preset trains EGGROLL at {max(evolved):,} members, sized for a GPU (--device gpu): "
+    if evolved and opts.config in ("parity", "hyperscale") and xp is numpy:
+        print(f"note: the {opts.config} preset trains EGGROLL at {max(evolved):,} members, sized for a GPU (--device gpu): "
               f"on a CPU each of its runs takes many hours", file=sys.stderr)
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)

@@ -637,6 +637,9 @@ def test_an_interrupted_emulation_is_refused_with_the_command_that_finishes_it(t
         f"emulate --out {out} --seed 3` (with its --mnist, if it was given one) to finish it: the recordings already "
         f"made are kept")
     assert "delete" not in str(refused.value)
+    capsys.readouterr()
+    assert run.main(["bench", "--data-root", str(out), "--pairs", "1", "--methods", "inference"]) == 2  # as train
+    assert capsys.readouterr().err == f"error: {refused.value}\n"
     monkeypatch.setattr(emulate, "encode", encode)
     capsys.readouterr()
     with pytest.warns(UserWarning):

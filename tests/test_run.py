@@ -1506,6 +1506,10 @@ def test_the_parity_preset_on_a_cpu_says_it_is_sized_for_a_gpu(tmp_path, dataset
     code = run.main(["reproduce", "--config", "parity", "--results", str(tmp_path / "results"), "--quiet",
                      "--runs", "bptt", *dataset])  # BPTT alone: nothing sized for a GPU, nothing said
     assert code == 2 and capsys.readouterr().err == "error: stopped at the memory check\n"
+    code = run.main(["reproduce", "--config", "hyperscale", "--part", "headline", "--populations", "65536",
+                     "--results", str(tmp_path / "results"), "--quiet", *dataset])  # the hyperscale preset alike
+    assert code == 2 and capsys.readouterr().err.startswith(
+        "note: the hyperscale preset trains EGGROLL at 65,536 members, sized for a GPU (--device gpu)")
 
 
 def test_reproduce_refuses_a_frame_cache_in_the_projects_folders_before_any_run(tmp_path, dataset, capsys):
