@@ -197,8 +197,8 @@ def check_reproduce(opts, grids):
         resources.check_frame_cache(opts.cache_dir)  # before any run is announced, not at its data
     evolved = [config.population for _, config in left if config.method == "eggroll"]
     if evolved and opts.config in ("parity", "hyperscale") and xp is numpy:
-        print(f"note: the {opts.config} preset trains EGGROLL at {max(evolved):,} members, sized for a GPU (--device gpu): "
-              f"on a CPU each of its runs takes many hours", file=sys.stderr)
+        print(f"note: the {opts.config} preset trains EGGROLL at {max(evolved):,} members, sized for a GPU "
+              f"(--device gpu): on a CPU each of its runs takes many hours", file=sys.stderr)
     if left:
         recordings = resources.nmnist_recordings(opts.data_root, "--data-root", required=not opts.download)
         for _, config in left:
