@@ -300,6 +300,7 @@ def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys,
     (FileNotFoundError(2, "No such file or directory", "/x/y"), "cannot use /x/y: No such file", 2),
     (ValueError("recording damaged; replace it"), "recording damaged; replace it", 2),
     (MemoryError(), "out of memory, more than the estimate", 2),
+    (OSError(24, "Too many open files"), "too many open files for this process's limit (ulimit -n ", 2),
     (KeyboardInterrupt(), "interrupted; go on", 130)])
 def test_every_ending_is_one_line_and_its_status(error, line, status):
     """exits.ending, which every entry point shares; a bug (here a TypeError) is none of them."""
