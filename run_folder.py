@@ -766,6 +766,11 @@ def prepare(out, config, resume, force, command="train"):
     if resume and not force and command == "train" and not (out / CHECKPOINT).exists():  # a job may resume or start alike
         print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
               f": the run starts at its first step", file=sys.stderr)
+    if force and holds_run and command == "train" and out.parent.name == "runs" and \
+            (out.parent.parent / ".figures.sha256").is_file():  # the report's record: a preset's results folder
+        raise UsageError(f"{out} is a run of the preset whose report is in {out.parent.parent}, which its tables "
+                         f"and figures show: --force would replace it by another run; use another --out (to have "
+                         f"reproduce train it again, move it out of {out.parent})")
     if force:
         delete_all(run_files(out))
     elif marked:  # a temporary file a kill (SIGKILL, a power cut) left behind in the run's folder: the run's own

@@ -1956,3 +1956,21 @@ def adam_state_of(params):
     """Adam's state after one update of `params`, its moments zero: what a checkpoint of step 1 holds."""
     zeros = lambda: {name: np.zeros_like(value) for name, value in params.items()}
     return {"m": zeros(), "v": zeros(), "t": 1}
+
+
+def test_force_does_not_replace_a_run_of_a_preset_whose_report_shows_it(tmp_path, dataset, capsys):
+    """A run in <results>/<preset>/runs/ beside the report's figure record is the report's: train --force
+    there is refused in one line, the run left byte for byte; the same run in a folder of one's own
+    is replaced by --force as ever."""
+    preset = tmp_path / "results" / "quick"
+    out = preset / "runs" / "eggroll-r4-seed1"
+    assert run.main(train_args(out, dataset)) == 0
+    (preset / ".figures.sha256").write_text("")
+    before = snapshot(out)
+    code, err = run_main(train_args(out, dataset, "--force"), capsys)
+    assert code == 2 and err == (f"error: {out} is a run of the preset whose report is in {preset}, which its tables "
+                                 f"and figures show: --force would replace it by another run; use another --out (to "
+                                 f"have reproduce train it again, move it out of {preset / 'runs'})\n"), err
+    assert snapshot(out) == before
+    (preset / ".figures.sha256").unlink()
+    assert run.main(train_args(out, dataset, "--force")) == 0
