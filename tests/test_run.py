@@ -348,8 +348,11 @@ def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset
     other, own = (tmp_path / "results" / "quick" / "runs" / f"eggroll-r{rank}-seed1" for rank in (1, 2))
     (own / "final.json").unlink()  # stopped after its last checkpoint, before its final evaluation
     metrics = (own / "metrics.jsonl").read_text()
-    assert run.main(["train", "--out", str(other), "--force", "--method", "eggroll", "--rank", "1", "--generations", "2",
+    elsewhere = tmp_path / "elsewhere"  # a run of other settings, moved in under the preset run's name
+    assert run.main(["train", "--out", str(elsewhere), "--method", "eggroll", "--rank", "1", "--generations", "2",
                      "--population", "4", "--batch-size", "50", "--eval-every", "2", "--quiet", *dataset]) == 0
+    shutil.rmtree(other)
+    shutil.move(elsewhere, other)
     code, err = run_main(args, capsys)
     assert code == 2 and f"{other} holds a run with other settings (--generations 2, not 4)" in err, err
     assert not (own / "final.json").exists()  # nothing after the refused run is trained
