@@ -246,3 +246,11 @@ def test_under_an_address_space_limit_the_bench_measures_or_is_refused_in_one_li
                 done.stderr.rstrip().endswith("raise the limit (ulimit -v)"), (megabytes, done.stderr[-500:])
         outcomes.add(done.returncode)
     assert outcomes == {0, 2}
+
+
+def test_the_distributed_table_shows_the_share_of_time_in_collectives_in_percent():
+    """format_distributed: 0.2 s of 0.5 s a generation in collectives is a 40.0 % share."""
+    row = {"method": "eggroll r=4", "update": "seeds", "processes": 2, "seconds_per_generation": 0.5,
+           "communication_seconds": 0.2, "bytes_sent_per_process": 512.0}
+    table = bench.format_distributed({"machine": "cpu", "processes": 2, "blas_threads": "1", "rows": [row]})
+    assert "| eggroll r=4 | seeds | 2 | 0.500 | 0.2000 | 40.0 % | 512 |" in table, table

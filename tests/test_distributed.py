@@ -66,6 +66,8 @@ def test_a_job_with_idle_processes_is_told_how_to_keep_them_at_work(capsys):
     training.note_idle_processes(config.RunConfig(population=256), 2)
     training.note_idle_processes(config.RunConfig(method="bptt", population=128), 2)
     assert capsys.readouterr().err == ""
+    training.note_idle_processes(config.RunConfig(method="es", population=128), 2)  # vanilla ES deals blocks too
+    assert capsys.readouterr().err.startswith("note: the population's 64 pairs go out in blocks of 64, so 1 of the 2")
 
 
 @pytest.mark.parametrize("rank_variable, size_variable", [("PMI_RANK", "PMI_SIZE"),
@@ -542,6 +544,10 @@ def test_bench_of_a_job_with_an_idle_process_says_so_and_shows_means(tmp_path):
     assert status == 0 and err.count("leave 1 of the 2 processes without one: --pairs 128 or more") == 1, err
     rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert all(row["bytes_sent_per_process"] > 0 and row["communication_seconds"] > 0 for row in rows), rows
+    # an all-reduce has every process send the whole step once, 4 bytes a parameter (and a few fingerprints'):
+    # the mean is that, where a sum over the 2 processes would be twice it
+    step = 4 * sum(m * n + m for m, n in zip(snn.SIZES[1:], snn.SIZES[:-1]))
+    assert all(step <= row["bytes_sent_per_process"] < 1.1 * step for row in rows if row["update"] == "allreduce"), rows
 
 
 @needs_mpi

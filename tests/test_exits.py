@@ -3,6 +3,7 @@ in one line and exit status 2; a result standard output cannot take is exit stat
 silent at every member is said; a fault in a step that is not a divergence is not called one."""
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -292,6 +293,20 @@ def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys,
         assert code == 2 and err.count("\n") == 1 and expected in err, err
         assert ("lower --lr or --sigma" in err) == (expected == "training went non-finite"), err
     monkeypatch.setattr(training, "method_step", real_step)
+
+
+def test_an_error_every_process_met_is_said_once_for_all():
+    """A JobError (every process of a job met it) ends with `everywhere` set, so that the first
+    process alone says it and none is aborted; a UsageError of one process does not."""
+    assert exits.ending(training.JobError("the data differ"), "again") == ("the data differ", 2, True)
+    assert exits.ending(exits.UsageError("bad option"), "again") == ("bad option", 2, False)
+
+
+@pytest.mark.parametrize("text", ["0", "-0", "-1"])
+def test_a_positive_number_refuses_zero_as_not_positive(text):
+    """exits.positive_number (--seconds, say): 0 and below are "not > 0", not out of float32's range."""
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"expected a finite number > 0, got {text!r}")):
+        exits.positive_number(text)
 
 
 @pytest.mark.parametrize("error, line, status", [

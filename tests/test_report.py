@@ -859,3 +859,10 @@ def test_the_parity_verdict_waits_for_a_number_missing_from_any_seed():
     said = report.parity_verdict(runs(time_missing=1))
     assert said.endswith(f"on the same device: {waiting}.") and "98.00 %, met" in said, said
     assert report.parity_verdict(runs()).endswith("on the same device: 1.00×, met."), report.parity_verdict(runs())
+
+
+def test_the_parity_time_goal_is_met_at_its_bound():
+    """The goal reads "≤ 1.5× BPTT's": EGGROLL's 15 s against BPTT's 10 s is 1.50×, met."""
+    runs = {"eggroll-r1": [({"test_acc": 0.99, "real_acc": 0.98, "end_to_end_seconds": 15.0, "device": "cpu"}, [])] * 3,
+            "bptt": [({"test_acc": 0.99, "end_to_end_seconds": 10.0, "device": "cpu"}, [])] * 3}
+    assert report.parity_verdict(runs).endswith("on the same device: 1.50×, met."), report.parity_verdict(runs)

@@ -1220,6 +1220,28 @@ def test_under_an_address_space_limit_a_run_trains_or_is_refused_in_one_line(tmp
     assert outcomes == {0, 2}
 
 
+def test_the_address_space_refusal_quotes_the_limit_as_ulimit_takes_it():
+    """ulimit -v counts kibibytes: a limit of 200 MiB is quoted as the 204800 the user typed, and the
+    least is 262144."""
+    assert run.address_space_refusal(200 * 2**20) == (
+        "error: the address-space limit (ulimit -v 204800) is too small to start in; raise it to 262144 or more, "
+        "or lift it (ulimit -v unlimited)")
+
+
+def test_numpy_failing_to_load_under_an_address_space_limit_is_one_line(tmp_path):
+    """Above the least limit NumPy's import may still fail to map a library (an ImportError), as here
+    a stand-in numpy does: one line naming the limit and what failed, exit 2; no traceback."""
+    import resource
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("raise ImportError('failed to map segment from shared object')\n")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (300 * 2**20, resource.RLIM_INFINITY))
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "--help"], cwd=tmp_path, preexec_fn=limit,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr == (
+        "error: the address-space limit (ulimit -v 307200) is too small to start in (ImportError while loading NumPy "
+        "and the project); raise it to 262144 or more, or lift it (ulimit -v unlimited)\n"), done.stderr
+
+
 def test_an_empty_value_is_refused_with_one_pointer_to_the_help(capsys):
     """An option given '' where it takes a value: one line that points at --help once."""
     with pytest.raises(SystemExit) as exit_:

@@ -1864,7 +1864,9 @@ def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path
     ("eggroll-r1-seed2", "eggroll-r1-seed1", 100, False),              # another seed
     ("eggroll-r1-batch-512-seed1", "eggroll-r1-batch-512-output-sigma-0.5-seed1", 100, False),  # a lever more
     ("hidden-64-g2-seed1", "hidden-64-64-g2-seed1", 100, False),      # a layer more (a part repeated)
-    ("seed1-eggroll-r1", "eggroll-r1-seed1", 100, False)])            # the same parts in another order
+    ("seed1-eggroll-r1", "eggroll-r1-seed1", 100, False),             # the same parts in another order
+    ("eggroll-r1-e100-seed1", "eggroll-r1-seed1", 100, False),         # a budget mark the folder lacks
+    ("eggroll-r1-e100-seed1", "eggroll-r1-g100-seed1", 100, False)])   # another budget mark
 def test_a_real_json_is_a_runs_own_if_its_run_grew_its_name_by_a_budget_alone(scored, folder, generation, ours):
     real = {"run": scored, "generation": generation, "accuracy": {"all": 0.5}}
     assert run_folder.scores_this_run(real, Path("results") / folder, {"generations": 100}) is ours
@@ -1956,6 +1958,23 @@ def adam_state_of(params):
     """Adam's state after one update of `params`, its moments zero: what a checkpoint of step 1 holds."""
     zeros = lambda: {name: np.zeros_like(value) for name, value in params.items()}
     return {"m": zeros(), "v": zeros(), "t": 1}
+
+
+def test_a_mark_that_is_a_pipe_is_named_as_such(tmp_path, dataset, capsys):
+    """A .eggroll-run that is a named pipe: train --resume and evaluate name it, without opening it
+    (which would wait for a writer), and nothing changes."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset)) == 0
+    (out / run_folder.RUN_MARK).unlink()
+    os.mkfifo(out / run_folder.RUN_MARK)
+    files = lambda: {path.name: path.read_bytes() for path in out.iterdir() if path.is_file() and
+                     path.name != run_folder.LOCK}
+    before = files()
+    for command in (train_args(out, dataset, "--resume"), ["evaluate", str(out), *dataset]):
+        code, err = run_main(command, capsys)
+        assert code == 2 and err.startswith(f"error: {out / run_folder.RUN_MARK} is a named pipe (FIFO), not the "
+                                            f"file that marks a run folder"), err
+    assert files() == before and (out / run_folder.RUN_MARK).is_fifo()
 
 
 def test_force_does_not_replace_a_run_of_a_preset_whose_report_shows_it(tmp_path, dataset, capsys):
