@@ -694,8 +694,38 @@ def differences(stored, wanted, as_options=False):
 
 def prepare(out, config, resume, force, command="train"):
     """Make `out` ready for the run `config`; refuse to touch a folder that holds another run
-    unless told to. Returns whether the run starts afresh (nothing of a run was kept). `command`
-    (train or reproduce) picks the advice that works for it; none deletes a run that is intact."""
+    unless told to (check_prepared). Returns whether the run starts afresh (nothing of a run was
+    kept). `command` (train or reproduce) picks the advice that works for it; none deletes a run
+    that is intact."""
+    holds_run, marked = check_prepared(out, config, resume, force, command)
+    if force:
+        delete_all(run_files(out))
+    elif marked:  # a temporary file a kill (SIGKILL, a power cut) left behind in the run's folder: the run's own
+        removed = []
+        for path in run_files(out):
+            if path.name not in RUN_FILES and is_own_file(path):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed.append(path.name)
+        if removed:
+            print(f"note: removed {len(removed)} temporary file{'s' * (len(removed) > 1)} that a killed run left "
+                  f"in {out}: {', '.join(removed)}", file=sys.stderr)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(os_problem(error, "create the folder", out)) from None
+    if not marked:
+        write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
+    fresh = force or not holds_run
+    if fresh:  # a run resumed keeps its config.json as it is: it holds these settings (compared above)
+        write_atomically(out / "config.json", json.dumps(run_config.stored(config), indent=1))
+    return fresh
+
+
+def check_prepared(out, config, resume, force, command="train", notes=True):
+    """prepare's checks, which change nothing: a UsageError if `out` may not take the run `config`
+    (another run's settings, a run's files lost, a folder not the project's); the notes it prints
+    (`notes`) on what the run will do. (whether `out` holds a run, whether it is marked as one)."""
     wanted = run_config.stored(config)
     elsewhere = "use another --out" if command == "train" else f"move {out} away (it is left as it is)"
     again = {"train": {"unknown": f"{config_fix(out)}",
@@ -751,7 +781,7 @@ def prepare(out, config, resume, force, command="train"):
             raise UsageError(f"{out} holds a run with other settings ({differences(stored, wanted, True)}); "
                              f"{unstated_fix}{instead}")
         damaged = resume and finished and check_final_record(out, config, damaged_too=False)
-        if damaged:  # what --resume rewrites
+        if damaged and notes:  # what --resume rewrites
             print(f"note: {damaged}: --resume scores the run again from its checkpoint and writes it anew",
                   file=sys.stderr)
         if not resume:
@@ -763,7 +793,7 @@ def prepare(out, config, resume, force, command="train"):
             raise UsageError(f"{out} already holds this run, unfinished: continue it with --resume")
         if not (out / CHECKPOINT).exists() and finished:
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
-    if resume and not force and command == "train" and not (out / CHECKPOINT).exists():  # a job may resume or start alike
+    if notes and resume and not force and command == "train" and not (out / CHECKPOINT).exists():  # resume or start
         print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
               f": the run starts at its first step", file=sys.stderr)
     if force and holds_run and command == "train" and out.parent.name == "runs" and \
@@ -771,28 +801,7 @@ def prepare(out, config, resume, force, command="train"):
         raise UsageError(f"{out} is a run of the preset whose report is in {out.parent.parent}, which its tables "
                          f"and figures show: --force would replace it by another run; use another --out (to have "
                          f"reproduce train it again, move it out of {out.parent})")
-    if force:
-        delete_all(run_files(out))
-    elif marked:  # a temporary file a kill (SIGKILL, a power cut) left behind in the run's folder: the run's own
-        removed = []
-        for path in run_files(out):
-            if path.name not in RUN_FILES and is_own_file(path):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    removed.append(path.name)
-        if removed:
-            print(f"note: removed {len(removed)} temporary file{'s' * (len(removed) > 1)} that a killed run left "
-                  f"in {out}: {', '.join(removed)}", file=sys.stderr)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(os_problem(error, "create the folder", out)) from None
-    if not marked:
-        write_atomically(out / RUN_MARK, MARK_TEXT)  # first: from here on the folder is a run's
-    fresh = force or not holds_run
-    if fresh:  # a run resumed keeps its config.json as it is: it holds these settings (compared above)
-        write_atomically(out / "config.json", json.dumps(wanted, indent=1))
-    return fresh
+    return holds_run, marked
 
 
 def delete_all(paths):

@@ -306,7 +306,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     before its first checkpoint leaves nothing behind (run_folder.discard). `command` (train or
     reproduce) picks the advice that works for it.
     """
-    run, params = set_up(config, Path(out), team, progress, command)
+    run, params = set_up(config, Path(out), team, progress, command, resume, force)
     existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
     made = run_folder.first_missing(run.out)  # what owned() creates, parents included
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
@@ -392,9 +392,10 @@ def finished_problems(run, params, final):
     return problems
 
 
-def set_up(config, out, team, progress, command):
-    """Every check before the run folder is touched (settings, memory, data), on every process of a
-    job, which then learn what failed where (one process may lack its data): (Run, initial params)."""
+def set_up(config, out, team, progress, command, resume=False, force=False):
+    """Every check before the run folder is touched (settings, memory, the folder's run, data), on
+    every process of a job, which then learn what failed where (one process may lack its data):
+    (Run, initial params)."""
     if team.size > 1:
         check_agreement(team, settings_of_job(config, team))
     with checked_together(team):
@@ -425,6 +426,8 @@ def set_up(config, out, team, progress, command):
                 raise UsageError(f"the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache} lies in the run's "
                                  f"own folder {out}, which every later command would refuse as a run folder's; point "
                                  f"it at a folder of its own")
+            if run_folder.is_run_folder(out):  # a run of other settings there: refused before the data is read
+                run_folder.check_prepared(out, config, resume, force, command, notes=False)
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
                              progress and team.rank == 0)
         if not len(splits.train):

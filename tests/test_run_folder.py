@@ -1993,3 +1993,18 @@ def test_force_does_not_replace_a_run_of_a_preset_whose_report_shows_it(tmp_path
     assert snapshot(out) == before
     (preset / ".figures.sha256").unlink()
     assert run.main(train_args(out, dataset, "--force")) == 0
+
+
+def test_a_resume_of_other_settings_is_refused_before_the_data_is_read(tmp_path, dataset, capsys, monkeypatch):
+    """--resume with another --time-bins (or --seed): refused from config.json alone, before the data
+    is read, so no frame cache of those bins is built; the run and the cache are as they were."""
+    out = tmp_path / "run"
+    assert run.main(train_args(out, dataset)) == 0
+    cache = Path(dataset[dataset.index("--cache-dir") + 1])
+    caches, before = sorted(cache.iterdir()), snapshot(out)
+    read = []
+    monkeypatch.setattr(training, "load_splits", lambda *args, **kwargs: read.append(args))
+    for other in (["--time-bins", "7"], ["--seed", "3"]):
+        code, err = run_main(train_args(out, dataset, "--resume", *other), capsys)
+        assert code == 2 and f"{out} holds a run with other settings" in err, err
+    assert read == [] and sorted(cache.iterdir()) == caches and snapshot(out) == before
