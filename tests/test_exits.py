@@ -295,6 +295,14 @@ def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys,
     monkeypatch.setattr(training, "method_step", real_step)
 
 
+def test_too_many_open_files_names_the_soft_limit_that_was_hit(monkeypatch):
+    """EMFILE: the line quotes the soft limit (ulimit -n), the one a process meets, not the hard one."""
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (64, 4096))
+    assert exits.ending(OSError(24, "Too many open files"), "again")[0] == \
+        "too many open files for this process's limit (ulimit -n 64); raise it (ulimit -n 1024)"
+
+
 def test_an_error_every_process_met_is_said_once_for_all():
     """A JobError (every process of a job met it) ends with `everywhere` set, so that the first
     process alone says it and none is aborted; a UsageError of one process does not."""

@@ -866,3 +866,26 @@ def test_the_parity_time_goal_is_met_at_its_bound():
     runs = {"eggroll-r1": [({"test_acc": 0.99, "real_acc": 0.98, "end_to_end_seconds": 15.0, "device": "cpu"}, [])] * 3,
             "bptt": [({"test_acc": 0.99, "end_to_end_seconds": 10.0, "device": "cpu"}, [])] * 3}
     assert report.parity_verdict(runs).endswith("on the same device: 1.50×, met."), report.parity_verdict(runs)
+
+
+def test_a_figure_whose_rename_fails_keeps_the_figure_it_replaces_recorded(tmp_path, monkeypatch):
+    """A figure of the project's redrawn, its rename failing (a full disk, a kill): the old figure,
+    still in place, keeps its digest in the record beside the new one's, so the next command takes it
+    for its own, not for a user's file."""
+    first, second = (b"\x89PNG\r\n\x1a\n" + text for text in (b"first", b"second"))
+    path = tmp_path / "fig.png"
+    with figure_record.writing(path) as temporary:
+        temporary.write_bytes(first)
+    old, real_replace = figure_record.digest(path), os.replace
+
+    def failing_replace(source, target, *args, **kwargs):  # the figure's rename fails, the record's is done
+        if os.fspath(target) == os.fspath(path):
+            raise OSError(28, "No space left on device")
+        return real_replace(source, target, *args, **kwargs)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", failing_replace)
+        with pytest.raises((OSError, run_folder.UsageError)):
+            with figure_record.writing(path) as temporary:
+                temporary.write_bytes(second)
+    assert path.read_bytes() == first and old in figure_record.recorded(tmp_path, "")["fig.png"]
+    figure_record.refuse_unrecorded(path, "the report", "move it")  # its own figure: no refusal

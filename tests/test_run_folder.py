@@ -1991,6 +1991,7 @@ def test_force_does_not_replace_a_run_of_a_preset_whose_report_shows_it(tmp_path
                                  f"and figures show: --force would replace it by another run; use another --out (to "
                                  f"have reproduce train it again, move it out of {preset / 'runs'})\n"), err
     assert snapshot(out) == before
+    assert run.main(train_args(preset / "runs" / "fresh", dataset, "--force")) == 0  # no run there to replace
     (preset / ".figures.sha256").unlink()
     assert run.main(train_args(out, dataset, "--force")) == 0
 
