@@ -776,6 +776,22 @@ def test_the_time_finding_names_the_most_accurate_rank_not_the_fastest_or_slowes
                                            "in 50 s")
 
 
+def redraw_with_its_rename_failing(path, drawn, error, monkeypatch):
+    """figure_record.writing of `drawn` at `path` whose last rename, the figure's, raises `error` (the
+    record's renames go through)."""
+    real_replace = os.replace
+
+    def failing_replace(source, target, *args, **kwargs):
+        if os.fspath(target) == os.fspath(path):
+            raise error
+        return real_replace(source, target, *args, **kwargs)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", failing_replace)
+        with pytest.raises((OSError, run_folder.UsageError)):
+            with figure_record.writing(path) as temporary:
+                temporary.write_bytes(drawn)
+
+
 def test_a_figure_whose_rename_fails_leaves_the_old_figures_digest_out_of_the_record(tmp_path, monkeypatch):
     """A figure redrawn while a user's file holds its name, its rename failing: the record no longer
     holds the old figure's digest, so that old figure, put back by hand later, is not taken for the
@@ -786,17 +802,7 @@ def test_a_figure_whose_rename_fails_leaves_the_old_figures_digest_out_of_the_re
         temporary.write_bytes(first)
     old = figure_record.digest(path)
     path.write_bytes(users)
-    real_replace = os.replace
-
-    def failing_replace(source, target, *args, **kwargs):  # the figure's rename fails, the record's is done
-        if os.fspath(target) == os.fspath(path):
-            raise PermissionError(13, "Permission denied")
-        return real_replace(source, target, *args, **kwargs)
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", failing_replace)
-        with pytest.raises((OSError, run_folder.UsageError)):
-            with figure_record.writing(path) as temporary:
-                temporary.write_bytes(second)
+    redraw_with_its_rename_failing(path, second, PermissionError(13, "Permission denied"), monkeypatch)
     assert old not in figure_record.recorded(tmp_path, "").get("fig.png", set())
     path.write_bytes(first)
     with pytest.raises(run_folder.UsageError, match="is a file this command did not write"):
@@ -876,16 +882,7 @@ def test_a_figure_whose_rename_fails_keeps_the_figure_it_replaces_recorded(tmp_p
     path = tmp_path / "fig.png"
     with figure_record.writing(path) as temporary:
         temporary.write_bytes(first)
-    old, real_replace = figure_record.digest(path), os.replace
-
-    def failing_replace(source, target, *args, **kwargs):  # the figure's rename fails, the record's is done
-        if os.fspath(target) == os.fspath(path):
-            raise OSError(28, "No space left on device")
-        return real_replace(source, target, *args, **kwargs)
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", failing_replace)
-        with pytest.raises((OSError, run_folder.UsageError)):
-            with figure_record.writing(path) as temporary:
-                temporary.write_bytes(second)
+    old = figure_record.digest(path)
+    redraw_with_its_rename_failing(path, second, OSError(28, "No space left on device"), monkeypatch)
     assert path.read_bytes() == first and old in figure_record.recorded(tmp_path, "")["fig.png"]
     figure_record.refuse_unrecorded(path, "the report", "move it")  # its own figure: no refusal

@@ -1985,12 +1985,10 @@ def test_force_does_not_replace_a_run_of_a_preset_whose_report_shows_it(tmp_path
     out = preset / "runs" / "eggroll-r4-seed1"
     assert run.main(train_args(out, dataset)) == 0
     (preset / ".figures.sha256").write_text("")
-    before = snapshot(out)
-    code, err = run_main(train_args(out, dataset, "--force"), capsys)
-    assert code == 2 and err == (f"error: {out} is a run of the preset whose report is in {preset}, which its tables "
-                                 f"and figures show: --force would replace it by another run; use another --out (to "
-                                 f"have reproduce train it again, move it out of {preset / 'runs'})\n"), err
-    assert snapshot(out) == before
+    before, said = snapshot(out), run_main(train_args(out, dataset, "--force"), capsys)
+    assert said == (2, f"error: {out} is a run of the preset whose report is in {preset}, which its tables and "
+                       f"figures show: --force would replace it by another run; use another --out (to have reproduce "
+                       f"train it again, move it out of {preset / 'runs'})\n") and snapshot(out) == before, said
     assert run.main(train_args(preset / "runs" / "fresh", dataset, "--force")) == 0  # no run there to replace
     (preset / ".figures.sha256").unlink()
     assert run.main(train_args(out, dataset, "--force")) == 0
