@@ -412,8 +412,8 @@ def bench_distributed(opts, team):
     adam, state = optim.Adam(lr=0.01), optim.init(params)
     idle = distributed.idle(opts.pairs, eggroll.PAIRS_PER_BLOCK, team.size)
     if idle and team.rank == 0:
-        print(f"note: {opts.pairs} pairs in blocks of {eggroll.PAIRS_PER_BLOCK} leave {idle} of the {team.size} processes "
-              f"without one: --pairs {eggroll.PAIRS_PER_BLOCK * team.size} or more keeps every one at work",
+        print(f"note: {opts.pairs} pairs in blocks of {eggroll.PAIRS_PER_BLOCK} leave {idle} of the {team.size} "
+              f"processes without one: --pairs {eggroll.PAIRS_PER_BLOCK * team.size} or more keeps every one at work",
               file=sys.stderr)
     rows = []
     for name, config in configs.items():

@@ -475,7 +475,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     figure_record.refuse_unrecorded(args.out, "the toy", "give another --out", figure_record.TOY_RECORD)
     numbers = figure_numbers()
-    with figure_record.writing(args.out, figure_record.TOY_RECORD) as temporary:  # the figure first: if the lines cannot be printed, it's there
+    # the figure first: if the lines cannot be printed, it is there
+    with figure_record.writing(args.out, figure_record.TOY_RECORD) as temporary:
         draw(numbers).savefig(temporary, format="png", dpi=72)
     saved = f"the figure is in {args.out}"
     DRAWN.append(args.out)

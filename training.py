@@ -357,7 +357,8 @@ def note_idle_processes(config, processes):
     idle = distributed.idle(pairs, eggroll.PAIRS_PER_BLOCK, processes) if config.method != "bptt" else 0
     if idle:
         print(f"note: the population's {pairs} pairs go out in blocks of {eggroll.PAIRS_PER_BLOCK}, so {idle} of the "
-              f"{processes} processes {'gets' if idle == 1 else 'get'} none and only {'waits' if idle == 1 else 'wait'}; "
+              f"{processes} processes {'gets' if idle == 1 else 'get'} none and only "
+              f"{'waits' if idle == 1 else 'wait'}; "
               f"--population "
               f"{2 * eggroll.PAIRS_PER_BLOCK * processes} or more keeps every one at work", file=sys.stderr)
 

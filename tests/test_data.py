@@ -877,8 +877,8 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
     told = [str(warning.message) for warning in caught][1:]
     assert told[0] == (f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. "
                        f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}): a run trained "
-                       f"on this copy counts such a recording in its test score as unseen though it trained on it, and a "
-                       f"score over every split counts it twice; remove the copy from Train"), told
+                       f"on this copy counts such a recording in its test score as unseen though it trained on it, and "
+                       f"a score over every split counts it twice; remove the copy from Train"), told
     assert told[1].startswith("3 recordings are copies of another of its split") and \
         told[1].endswith("each copy weighs its sample once more; remove the copies"), told
 

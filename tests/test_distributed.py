@@ -50,8 +50,8 @@ def test_shares_cover_every_pair_once_in_whole_blocks(n_pairs, block, size):
 @given(n_pairs=st.integers(1, 700), block=st.integers(1, 70), size=st.integers(1, 9))
 def test_idle_counts_the_processes_without_a_pair(n_pairs, block, size):
     """distributed.idle is the count of empty shares: none where the blocks are at least the processes."""
-    empty = sum(distributed.share(n_pairs, block, rank, size).stop == distributed.share(n_pairs, block, rank, size).start
-                for rank in range(size))
+    shares = [distributed.share(n_pairs, block, rank, size) for rank in range(size)]
+    empty = sum(share.stop == share.start for share in shares)
     assert distributed.idle(n_pairs, block, size) == empty
     assert (empty == 0) == (-(-n_pairs // block) >= size)
 
@@ -61,8 +61,8 @@ def test_a_job_with_idle_processes_is_told_how_to_keep_them_at_work(capsys):
     import config
     import training
     training.note_idle_processes(config.RunConfig(population=128), 2)
-    assert capsys.readouterr().err == ("note: the population's 64 pairs go out in blocks of 64, so 1 of the 2 processes "
-                                       "gets none and only waits; --population 256 or more keeps every one at work\n")
+    assert capsys.readouterr().err == ("note: the population's 64 pairs go out in blocks of 64, so 1 of the 2 "
+                                       "processes gets none and only waits; --population 256 or more keeps every one at work\n")
     training.note_idle_processes(config.RunConfig(population=256), 2)
     training.note_idle_processes(config.RunConfig(method="bptt", population=128), 2)
     assert capsys.readouterr().err == ""
@@ -540,7 +540,8 @@ def test_bench_of_a_job_with_an_idle_process_says_so_and_shows_means(tmp_path):
     """bench --distributed --pairs 64 on 2 processes: one has no pair, which a note says, and the
     rows' collectives and bytes are means over the processes, not the idle first one's zeros."""
     status, err = job([MPIEXEC, "-n", "2", sys.executable, str(ROOT / "run.py"), "bench", "--distributed",
-                       "--repeats", "1", "--pairs", "64", "--json", str(tmp_path / "bench.json")], tmp_path, timeout=300)
+                       "--repeats", "1", "--pairs", "64", "--json", str(tmp_path / "bench.json")], tmp_path,
+                      timeout=300)
     assert status == 0 and err.count("leave 1 of the 2 processes without one: --pairs 128 or more") == 1, err
     rows = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert all(row["bytes_sent_per_process"] > 0 and row["communication_seconds"] > 0 for row in rows), rows

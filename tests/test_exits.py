@@ -341,7 +341,8 @@ def test_out_of_memory_under_an_address_space_limit_names_the_limit(monkeypatch)
     assert exits.ending(MemoryError(), "go on", "lower --population")[0].endswith(
         "before the start; lower --population; or raise the limit (ulimit -v)")
     monkeypatch.setattr(resource, "getrlimit", lambda kind: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    assert exits.ending(MemoryError(), "go on", "lower --population")[0].endswith("before the start; lower --population")
+    assert exits.ending(MemoryError(), "go on", "lower --population")[0].endswith(
+        "before the start; lower --population")
 
 
 def test_a_warning_naming_a_path_with_a_line_break_is_one_line_that_names_it_as_it_is():

@@ -100,7 +100,7 @@ def test_bad_requests_exit_2_with_one_line_and_touch_nothing(tmp_path, dataset, 
         (["--beta", "5"], "--beta must lie in [0.0, 1.0], got 5.0: use e.g. --beta 0.9"),
         (["--threshold", "nan"], "--threshold must lie in [1.2e-38, 100], got nan"),
         (["--threshold", "-1"], "--threshold must lie in [1.2e-38, 100], got -1.0"),
-        (["--threshold", "1e-39"], "--threshold must lie in [1.2e-38, 100], got 1e-39"),  # below float32's normal numbers
+        (["--threshold", "1e-39"], "--threshold must lie in [1.2e-38, 100], got 1e-39"),  # under float32's normal
         (["--threshold", "0"], "--threshold must lie in [1.2e-38, 100], got 0.0"),
         (["--logit-scale", "0"], "--logit-scale must lie in [0.001, 1000]"),
         (["--logit-scale", "1e-10"], "--logit-scale must lie in [0.001, 1000], got 1e-10: use e.g. --logit-scale 5"),
