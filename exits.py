@@ -57,8 +57,8 @@ def ending(error, again, less_memory="free memory", interrupted="interrupted"):
                    f"elsewhere", 2, False
         if error.errno == errno.EMFILE:  # a pipe, a worker process or a lock under a small ulimit -n
             files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            return f"too many open files for this process's limit (ulimit -n {files}); raise it (ulimit -n 1024)", 2, \
-                False
+            return f"too many open files for this process's limit (ulimit -n {files}); raise it (e.g. ulimit -n " \
+                   f"{max(1024, 4 * files)})", 2, False
         return str(error), 2, False
     if isinstance(error, UnicodeEncodeError) and error.encoding.lower().replace("-", "") != "utf8":
         # a symbol (σ, ±) printed on an output of a narrower encoding (PYTHONIOENCODING=ascii, LANG=C)

@@ -17,7 +17,7 @@ import data
 import run_folder
 from run_folder import UsageError
 
-RECORD = ".figures.sha256"
+RECORD = run_folder.FIGURE_RECORD  # .figures.sha256
 TOY_RECORD = ".toy-figures.sha256"
 RECORD_LINE = re.compile(rb"([0-9a-f]{64})  ([^/\r\n\0]+)\r?\n")  # CRLF too: a checkout that converts line ends
 MAX_FIGURE_BYTES = 2**26  # a figure is some 100 kB

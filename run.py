@@ -29,7 +29,7 @@ LEAST_ADDRESS_SPACE = 256 * 2**20
 
 def address_space_refusal(limit, error=None):
     """The line that refuses a ulimit -v of `limit` bytes, too small to start in (error: what failed)."""
-    failed = f" ({type(error).__name__} while loading NumPy and the project)" if error else ""
+    failed = f" ({type(error).__name__} while loading NumPy and the project: {error})" if error else ""
     return (f"error: the address-space limit (ulimit -v {limit // 1024}) is too small to start in{failed}; "
             f"raise it to {LEAST_ADDRESS_SPACE // 1024} or more, or lift it (ulimit -v unlimited)")
 

@@ -46,6 +46,7 @@ CHECKPOINT_VERSION = 3  # 2 added the identity, 3 the end-to-end time; versions 
 LOCK = ".lock"
 RUN_FILES = (CHECKPOINT, "metrics.jsonl", "final.json", "config.json", "real.json")
 RUN_MARK = ".eggroll-run"  # written first into every run folder: what makes a folder one of the project's runs
+FIGURE_RECORD = ".figures.sha256"  # the report's record of its figures beside its tables (figure_record.py)
 MARK_TEXT = ("A training run of eggroll-snn (run.py train, run.py reproduce). The project deletes or replaces only "
              "its own files here: " + ", ".join(RUN_FILES) + " and their temporary files.\n")
 
@@ -725,7 +726,7 @@ def prepare(out, config, resume, force, command="train"):
 def check_prepared(out, config, resume, force, command="train", notes=True):
     """prepare's checks, which change nothing: a UsageError if `out` may not take the run `config`
     (another run's settings, a run's files lost, a folder not the project's); the notes it prints
-    (`notes`) on what the run will do. (whether `out` holds a run, whether it is marked as one)."""
+    (`notes`) on what the run will do. Returns (whether `out` holds a run, whether it is marked as one)."""
     wanted = run_config.stored(config)
     elsewhere = "use another --out" if command == "train" else f"move {out} away (it is left as it is)"
     again = {"train": {"unknown": f"{config_fix(out)}",
@@ -797,7 +798,7 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
         print(f"note: {out} holds no checkpoint to resume from ({'its run never reached one' if holds_run else 'no run yet'})"
               f": the run starts at its first step", file=sys.stderr)
     if force and holds_run and command == "train" and out.parent.name == "runs" and \
-            (out.parent.parent / ".figures.sha256").is_file():  # the report's record: a preset's results folder
+            (out.parent.parent / FIGURE_RECORD).is_file():  # a preset's results folder, its report there
         raise UsageError(f"{out} is a run of the preset whose report is in {out.parent.parent}, which its tables "
                          f"and figures show: --force would replace it by another run; use another --out (to have "
                          f"reproduce train it again, move it out of {out.parent})")

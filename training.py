@@ -356,10 +356,9 @@ def note_idle_processes(config, processes):
     pairs = config.population // 2
     idle = distributed.idle(pairs, eggroll.PAIRS_PER_BLOCK, processes) if config.method != "bptt" else 0
     if idle:
+        gets, waits = ("gets", "waits") if idle == 1 else ("get", "wait")
         print(f"note: the population's {pairs} pairs go out in blocks of {eggroll.PAIRS_PER_BLOCK}, so {idle} of the "
-              f"{processes} processes {'gets' if idle == 1 else 'get'} none and only "
-              f"{'waits' if idle == 1 else 'wait'}; "
-              f"--population "
+              f"{processes} processes {gets} none and only {waits}; --population "
               f"{2 * eggroll.PAIRS_PER_BLOCK * processes} or more keeps every one at work", file=sys.stderr)
 
 

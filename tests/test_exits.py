@@ -296,11 +296,13 @@ def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys,
 
 
 def test_too_many_open_files_names_the_soft_limit_that_was_hit(monkeypatch):
-    """EMFILE: the line quotes the soft limit (ulimit -n), the one a process meets, not the hard one."""
+    """EMFILE: the line quotes the soft limit (ulimit -n), the one a process meets, not the hard one,
+    and advises more than it: 1024, or four times a limit already at 1024 or above."""
     import resource
-    monkeypatch.setattr(resource, "getrlimit", lambda kind: (64, 4096))
-    assert exits.ending(OSError(24, "Too many open files"), "again")[0] == \
-        "too many open files for this process's limit (ulimit -n 64); raise it (ulimit -n 1024)"
+    for soft, advised in ((64, 1024), (2048, 8192)):
+        monkeypatch.setattr(resource, "getrlimit", lambda kind: (soft, 1048576))
+        assert exits.ending(OSError(24, "Too many open files"), "again")[0] == \
+            f"too many open files for this process's limit (ulimit -n {soft}); raise it (e.g. ulimit -n {advised})"
 
 
 def test_an_error_every_process_met_is_said_once_for_all():

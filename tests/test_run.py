@@ -1240,7 +1240,8 @@ def test_numpy_failing_to_load_under_an_address_space_limit_is_one_line(tmp_path
                           env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr == (
         "error: the address-space limit (ulimit -v 307200) is too small to start in (ImportError while loading NumPy "
-        "and the project); raise it to 262144 or more, or lift it (ulimit -v unlimited)\n"), done.stderr
+        "and the project: failed to map segment from shared object); raise it to 262144 or more, or lift it (ulimit "
+        "-v unlimited)\n"), done.stderr
 
 
 def test_an_empty_value_is_refused_with_one_pointer_to_the_help(capsys):
