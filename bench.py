@@ -257,20 +257,21 @@ def check_request(opts, team=distributed.ALONE):
     if gpu and not opts.distributed and opts.pairs <= KERNEL_TABLE_PAIRS:
         methods = methods + [("es-batched", None), ("eggroll", 4)]
 
-    def bytes_at(pairs):
-        """({method: bytes of its generation}, bytes of this process's data and gemm_speeds' products)."""
-        gemm = max(4 * (m * k + n * k + m * n) for m, k, n in gemm_shapes(pairs)) if not gpu and not opts.distributed \
-            else 0
-        return {method_name(*row): resources.generation_bytes(*row, pairs, REFERENCE["batch"], REFERENCE["time_bins"],
-                                                              gpu) for row in methods}, host + gemm
-    needed, here = bytes_at(opts.pairs)
-    largest = max(needed, key=needed.get)
-    short = resources.shortfall((here, needed[largest]) if gpu else (here + needed[largest], 0), xp,
-                                team.local_size)
+    def needs(pairs):
+        """(the method of the largest generation, the (RAM, GPU) bytes at `pairs`): the generation, this
+        process's data, and on the CPU gemm_speeds' products, timed in this process."""
+        generation = {method_name(*row): resources.generation_bytes(*row, pairs, REFERENCE["batch"],
+                                                                     REFERENCE["time_bins"], gpu) for row in methods}
+        largest = max(generation, key=generation.get)
+        if gpu:
+            return largest, (host, generation[largest])
+        gemm = 0 if opts.distributed else max(4 * (m * k + n * k + m * n) for m, k, n in gemm_shapes(pairs))
+        return largest, (host + gemm + generation[largest], 0)
+    largest, needed = needs(opts.pairs)
+    short = resources.shortfall(needed, xp, team.local_size)
     if short:
-        least, least_here = bytes_at(1)
-        fits_at_one = max(least.values()) + least_here * (not gpu) <= short[1]
-        fix = "lower --pairs" if fits_at_one and opts.pairs > 1 else \
+        fits_at_one = opts.pairs > 1 and resources.shortfall(needs(1)[1], xp, team.local_size) is None
+        fix = "lower --pairs" if fits_at_one else \
             "raise the limit (ulimit -v)" if "ulimit" in short[2] else "free memory, or use a machine with more"
         raise UsageError(f"--pairs {opts.pairs} needs about {resources.size_text(short[0])} of {short[2]} "
                          f"({largest}, estimated), more than the {resources.size_text(short[1])} free; {fix}")
