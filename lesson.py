@@ -72,7 +72,7 @@ def standard_error(samples):
 #
 # Full-rank noise for the 64 × 2312 first layer is mn = 147,968 numbers per pair; the factors of
 # Eq. (5) are r (m + n) = 2,376 r. Does the low-rank E perturb the weights as far? The derivation
-# (section 5) gives an entry's variance; this claim adds E's length and an entry's shape. An entry
+# (section 4) gives an entry's variance; this claim adds E's length and an entry's shape. An entry
 # of E is a sum of r independent products of two independent 𝒩(0, 1) numbers, an entry of A_p and
 # one of B_p, each product of mean 0 and variance 1 · 1 = 1:
 #
@@ -86,8 +86,8 @@ def standard_error(samples):
 # entry of row i is made from row i of A_p, a_i, so given a_i they are independent Gaussians of
 # variance ‖a_i‖²/r, and two of them have 𝔼[E_ij² E_ij′²] = 𝔼[‖a_i‖⁴]/r² = (r² + 2r)/r² = 1 + 2/r,
 # not 1 (a column likewise, through B_p). This dependence is most of what low rank adds to the
-# estimate's error (claim 3) and to its bias off quadratics (the derivation, section 5's last
-# part). An entry alone changes less. Its fourth moment counts the terms of
+# estimate's error (claim 3) and to its bias off quadratics (the derivation's second page,
+# section 3). An entry alone changes less. Its fourth moment counts the terms of
 # ((A_p)_i1 (B_p)_j1 + … + (A_p)_ir (B_p)_jr)⁴ whose factors pair up: r terms that are one product to the fourth,
 # of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two different products squared, of mean 1, so
 #
@@ -136,7 +136,7 @@ def lowrank_scale():
 # A member's first layer multiplies its input x (one row per sample and frame, n = 2312 wide)
 # by (W ± σE)ᵀ, E = A_p B_pᵀ/√r of one pair p (A_p m × r, B_p n × r). Transposing Eq. (5)
 # gives Eᵀ = (A_p B_pᵀ)ᵀ/√r = B_p A_pᵀ/√r, and a product of matrices can be grouped either way (the derivation's
-# section 5; here it is checked), so
+# section 4; here it is checked), so
 #
 #     x (W ± σE)ᵀ = x Wᵀ ± σ x Eᵀ = x Wᵀ ± (σ/√r) (x B_p) A_pᵀ.
 #
@@ -206,9 +206,9 @@ def forward_trick():
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
 # gradient. Training feeds centred ranks instead, and with Gaussian noise its step then estimates
 # the smoothed gradient of a reshaped fitness, the share of the population that a member beats (with
-# low-rank noise no objective is derived: the derivation's table in section 5): each pair pulls
+# low-rank noise no objective is derived: the table on the derivation's second page): each pair pulls
 # the way raw differences would, but the step is not ∇J and need not point along it (the
-# derivation's section 4). This claim feeds raw differences and measures the estimate's error, at
+# derivation's second page, section 1). This claim feeds raw differences and measures the estimate's error, at
 # full and at low rank. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is

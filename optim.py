@@ -5,8 +5,8 @@ the moments under Kingma & Ba's "m" and "v", not a matrix's rows m or a potentia
 of updates so far, Q in the docs, under their "t", not a frame t.
 
 The ES methods hand it their step g and climb it (g estimates the smoothed fitness's gradient when
-formed from raw fitness differences, not from centred ranks as in training: docs/derivation.md,
-section 4); BPTT hands it the negative of its surrogate gradient of the loss. With weight_decay > 0
+formed from raw fitness differences, not from centred ranks as in training: docs/derivation-further.md,
+section 1); BPTT hands it the negative of its surrogate gradient of the loss. With weight_decay > 0
 every parameter also shrinks by lr * weight_decay * theta, the decoupled form of AdamW (Loshchilov
 & Hutter, 2019). Its settings beta1 and beta2, the averaging coefficients (0.9, 0.999) of the two
 moments, keep Kingma & Ba's names: they are not the LIF neuron's leak β.

@@ -121,7 +121,7 @@ def mean_step(theta, target, toy, draws, ranked=True):
 def ranked_step_length(pairs, sigma):
     """||𝔼[g]|| of the centred-rank step with Gaussian noise where F is linear near W (||G|| large
     against sigma): kappa_P / (2 sigma), kappa_P = (2 (P - 1)/sqrt(pi) + sqrt(2/pi)) / (2P - 1),
-    1/sqrt(pi) for a large population (docs/derivation.md). It does not depend on ||G||."""
+    1/sqrt(pi) for a large population (docs/derivation-further.md). It does not depend on ||G||."""
     kappa = (2 * (pairs - 1) / math.sqrt(math.pi) + math.sqrt(2 / math.pi)) / (2 * pairs - 1)
     return kappa / (2 * sigma)
 
@@ -175,7 +175,7 @@ def staircase_spread(theta, sigma, pairs=1000, seeds=500):
 
 
 def checks(toy=Toy(), draws=2000):
-    """The lines of docs/derivation.md's sections 2, 4 and 5 that the figure does not show: the mean
+    """The lines of the derivation's two pages that the figure does not show: the mean
     of `draws` steps of raw differences against G, in standard errors; their variance with low-rank
     noise against full-rank noise, measured and exact; and the step's length with centred ranks and
     with raw differences (full-rank noise) as W* is tripled."""
@@ -199,7 +199,7 @@ def checks(toy=Toy(), draws=2000):
 
 
 def across_check(toy=Toy(), draws=20000):
-    """The line of docs/derivation.md, section 4, on the part of the mean centred-rank step across G
+    """The line of docs/derivation-further.md, section 1, on the part of the mean centred-rank step across G
     at W = 0, on the toy's F and on the linear F(W) = <W*, W> (gradient W* everywhere), with rank-1
     and with full-rank noise: the mean of `draws` steps, its cosine with G, the length of its part
     across G, and the length that part would have from sampling noise alone (the root of the summed
@@ -257,7 +257,7 @@ def norm_quartic(members):
 
 def quartic_means(theta, sigma, rank):
     """The exact mean raw-difference steps, Gaussian noise (the smoothed gradient) and E = A Bᵀ/sqrt(r)
-    (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation.md, section 5):
+    (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation-further.md, section 3):
       entry quartic: -(W^3 + sigma^2 𝔼[E_ij^4] W), 𝔼[E_ij^4] = 3 + 6/r (3 for Gaussian noise);
       norm quartic:  -(|W|^2 + sigma^2 (mn + 2 + 2(m + n + 1)/r)) W, of which 6/r is the same
                      fourth moment of an entry and 2(m + n - 2)/r the entries sharing its row or
@@ -270,7 +270,7 @@ def quartic_means(theta, sigma, rank):
 
 
 def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, draws=200):
-    """The lines of docs/derivation.md's section 5: how far the mean low-rank step lies from the
+    """The lines of docs/derivation-further.md's section 3: how far the mean low-rank step lies from the
     smoothed gradient on each quartic, beside the exact expression, and on the norm quartic the
     part that the entries' own fourth moment (the tails) accounts for."""
     lines = []
@@ -290,7 +290,7 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, draws=200):
 
 
 def seeds_check(seeds=range(1, 11), generations=300):
-    """The line of docs/derivation.md on rank 1's lead: each seed's fall of ||W - W*||^2 with
+    """The line of docs/derivation-further.md on rank 1's lead: each seed's fall of ||W - W*||^2 with
     rank-1 and with full-rank noise, the same settings otherwise."""
     falls = []
     for seed in seeds:

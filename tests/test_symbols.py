@@ -1,5 +1,5 @@
 """Every mathematical symbol of the teaching files carries one meaning: the table "The symbols" of
-docs/derivation.md lists each Greek letter they use, once, none of the usages that would give a
+docs/symbols.md lists each Greek letter they use, once, none of the usages that would give a
 symbol of the table a second meaning appears in their prose (a .py file's prose: its comments and
 docstrings), and none of the code names that would read as such a symbol appears in their code."""
 import io
@@ -95,9 +95,9 @@ def prose(name):
 
 
 def table_symbols():
-    """The first column of derivation.md's "The symbols", one entry per comma-separated symbol."""
-    section = (ROOT / "docs" / "derivation.md").read_text(encoding="utf-8").split("## The symbols", 1)[1]
-    rows = re.findall(r"^\| (.+?) \| .* \|$", section.split("\n\n", 2)[1], flags=re.M)
+    """The first column of docs/symbols.md's table, one entry per comma-separated symbol."""
+    section = (ROOT / "docs" / "symbols.md").read_text(encoding="utf-8").split("# The symbols", 1)[1]
+    rows = re.findall(r"^\| (.+?) \| .* \|$", section, flags=re.M)
     return [symbol.strip() for row in rows[1:] for symbol in row.split(", ")]
 
 
@@ -110,7 +110,7 @@ def test_the_table_lists_each_symbol_once_and_defines_a_generation():
 @pytest.mark.parametrize("name", TEACHING + PROSE_ONLY)
 def test_every_greek_letter_is_in_the_table(name):
     listed = set(GREEK.findall(" ".join(table_symbols())))
-    assert sorted(set(GREEK.findall(prose(name))) - listed) == [], f"{name}: add these to docs/derivation.md's table"
+    assert sorted(set(GREEK.findall(prose(name))) - listed) == [], f"{name}: add these to docs/symbols.md's table"
 
 
 @pytest.mark.parametrize("meaning, usage, example", SECOND_MEANINGS, ids=[m[0] for m in SECOND_MEANINGS])

@@ -96,9 +96,9 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
     result = run_toy("--out", "toy.png", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "EGGROLL r = 1: ||W - W*||^2 from 37.74" in result.stdout, result.stdout
-    page = (ROOT / "docs" / "derivation.md").read_text()
-    for line in result.stdout.splitlines()[:-1]:  # docs/derivation.md quotes what the toy prints
-        assert f"\n    {line}\n" in page, line
+    pages = "".join((ROOT / "docs" / name).read_text() for name in ("derivation.md", "derivation-further.md"))
+    for line in result.stdout.splitlines()[:-1]:  # the derivation's two pages quote what the toy prints
+        assert f"\n    {line}\n" in pages, line
     drawn = (tmp_path / "toy.png").read_bytes()
     assert drawn.startswith(b"\x89PNG\r\n\x1a\n") and drawn != drawn_before
     record = f"{'0' * 64}  other.png\n{sha256(tmp_path / 'toy.png')}  toy.png\n"
