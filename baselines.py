@@ -414,7 +414,7 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
 
 
 def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), network=None):
-    """One BPTT step on a minibatch: forward, loss, backward, then Adam (optim.py) up -g.
+    """One BPTT update on a minibatch: forward, loss, backward, then Adam (optim.py) up -g.
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Returns new parameters, new Adam state and stats = {"loss": the loss before the step, L or,

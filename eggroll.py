@@ -233,7 +233,7 @@ class Population:
         """Every member's value of parameter `name` at once, (2·pairs, m, n) or (2·pairs, m): theta +-
         sigma E_p, each E_p formed (m n numbers a member), in member order. For a layer applied many
         times a generation (a recurrent loop) or elementwise (a gain): formed once, instead of a
-        `linear` per step or a `member` per member. Its row `index` is member(index)[name], bit for bit."""
+        `linear` per frame or a `member` per member. Its row `index` is member(index)[name], bit for bit."""
         check_known(self.params, name)
         value = self.params[name]
         check_formed_size(self.members, name, value)

@@ -372,11 +372,13 @@ def memory_and_time():
         for label, rank in methods.items():
             if rank:
                 config = snn_eggroll.Config(population, rank, sigma=0.1, seed=0, logit_scale=1.0)
-                step = lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, config, adam, lif)
+                one_generation = lambda: snn_eggroll.generation_step(
+                    params, state, frames, labels, 0, config, adam, lif)
             else:
                 config = baselines.ESConfig(population, sigma=0.1, seed=0, logit_scale=1.0)
-                step = lambda: baselines.es_generation_step(params, state, frames, labels, 0, config, adam, lif)
-            seconds[label].append(median_seconds(step))
+                one_generation = lambda: baselines.es_generation_step(
+                    params, state, frames, labels, 0, config, adam, lif)
+            seconds[label].append(median_seconds(one_generation))
     memory_ratio = [es / egg for es, egg in zip(megabytes["vanilla ES"], megabytes["EGGROLL r = 4"])]
     speedup = seconds["vanilla ES"][-1] / seconds["EGGROLL r = 4"][-1]
     assert min(memory_ratio) > 10, memory_ratio
@@ -398,7 +400,7 @@ def memory_and_time():
 # each for the same CPU time (20 seconds by default, `--seconds`; the process's CPU time over all
 # its threads, as in claim 4, the evaluations not counted). The budget
 # is time, not a count of network evaluations: a generation of 256 members runs 256 networks on its
-# minibatch where a BPTT step runs one and its backward pass, and what a user pays for is time.
+# minibatch where a BPTT update runs one and its backward pass, and what a user pays for is time.
 #
 # - EGGROLL r = 4 (`snn_eggroll.generation_step`) and vanilla ES (`baselines.es_generation_step`, all
 #   members at once): 256 members, minibatches of 64, σ = 0.2, Adam at lr 0.1, logit scale 1. That
@@ -428,8 +430,8 @@ def accuracy(params, split):
     return hits / len(split)
 
 
-def train_for(seconds, step, train, test, also=()):
-    """Updates of `step` from the same initial weights until `seconds` of CPU time are spent: the
+def train_for(seconds, update, train, test, also=()):
+    """Updates by `update` from the same initial weights until `seconds` of CPU time are spent: the
     curve (updates, seconds, test accuracy) after 0, 1, 2, 3, 5, 7, 10, 15, 20, 30, … updates, after
     the numbers in `also`, and at the end."""
     params = snn.init_params(seed=1)
@@ -440,7 +442,7 @@ def train_for(seconds, step, train, test, also=()):
     while spent < seconds:
         started = time.process_time()
         frames, labels = data.minibatch(train, 64, np, seed=1, step=updates)
-        params, state = step(params, state, frames, labels, updates)
+        params, state = update(params, state, frames, labels, updates)
         spent += time.process_time() - started
         updates += 1
         if updates in checkpoints:
@@ -470,8 +472,8 @@ def training_race(seconds, data_root):
     es_curve = train_for(seconds, methods["vanilla ES"], splits.train, test)
     at = int(es_curve[-1, 0])  # vanilla ES's last generation: EGGROLL is scored after as many too
     curves = {label: es_curve if label == "vanilla ES" else
-              train_for(seconds, step, splits.train, test, also=[at] if label == "EGGROLL r = 4" else [])
-              for label, step in methods.items()}
+              train_for(seconds, update, splits.train, test, also=[at] if label == "EGGROLL r = 4" else [])
+              for label, update in methods.items()}
     final = {label: curve[-1, 2] for label, curve in curves.items()}
     updates = {label: int(curve[-1, 0]) for label, curve in curves.items()}
     ratio = updates["EGGROLL r = 4"] / updates["vanilla ES"]
@@ -491,7 +493,7 @@ def training_race(seconds, data_root):
 
 def race_results(seconds, updates, final):
     """Claim 5's numbers of each method, in the order of `updates`: its updates in `seconds` (BPTT's
-    steps, ES generations), their CPU seconds each, and its test accuracy `final`."""
+    updates, ES's generations), their CPU seconds each, and its test accuracy `final`."""
     def counted(label):
         count, word = updates[label], "update" if label == "BPTT" else "generation"
         return f"{count} {word}{'s' * (count != 1)}"

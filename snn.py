@@ -12,7 +12,7 @@ output.
 The network's output is the mean spike rate of the output neurons over the T frames, read out by a
 softmax (3) and scored by cross-entropy (4). A network may read out its output layer's mean membrane
 potential instead (`readout="potential"`): those neurons integrate Eq. (1) without spiking or
-resetting, so their output moves with every weight, not in steps of whole spikes.
+resetting, so their output moves with every weight, not in jumps of whole spikes.
 
 Evolution strategies evaluate many perturbed copies ("members") of the network on the same
 minibatch; `simulate` runs them all, in cache-sized chunks of members, asking the caller for each
@@ -47,7 +47,7 @@ FLOAT32 = numpy.finfo(numpy.float32)
 
 
 # ---------------------------------------------------------------------------------------------
-# The dynamics, Eqs. (1)-(4): the neurons' constants, one step, a population simulated, the readout
+# The dynamics, Eqs. (1)-(4): the neurons' constants, one frame, a population simulated, the readout
 
 @dataclass(frozen=True)
 class LIF:
@@ -65,7 +65,7 @@ class LIF:
 
 
 def lif_step(v, current, lif, spikes):
-    """One step of Eqs. (1)-(2), in place on the potentials `v`; writes the spikes o_t (0 or 1) into
+    """One frame of Eqs. (1)-(2), in place on the potentials `v`; writes the spikes o_t (0 or 1) into
     `spikes`."""
     xp = array_module_of(v)
     if gpu.enabled(xp):
@@ -512,7 +512,7 @@ def check_params(params, network=None):
         raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
                          f"{wanted}, got "
                          f"{', '.join(sorted(map(str, params)))}: make them with snn.init_network(seed, network)")
-    for name, value in sorted(params.items()):  # Adam would cast an integer step back to whole units
+    for name, value in sorted(params.items()):  # Adam would cast an integer update back to whole units
         if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
             kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
             raise ValueError(f"{name} is {kind}: a spiking network's parameters are float32 or float64 arrays; give "

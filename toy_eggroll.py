@@ -112,7 +112,7 @@ def train(toy, generations=300):
 
 
 def mean_step(theta, target, toy, draws, ranked=True):
-    """The mean of `draws` independent estimates at W (no step taken; each draw's noise keyed by its
+    """The mean of `draws` independent estimates at W (no update made; each draw's noise keyed by its
     number, as a generation's is), and its standard error per entry."""
     steps = np.stack([step(theta, target, toy, draw, ranked)[0] for draw in range(draws)])
     return steps.mean(axis=0), steps.std(axis=0, ddof=1) / math.sqrt(draws)
@@ -229,7 +229,7 @@ def across_check(toy=Toy(), draws=20000):
 
 def quartic_steps(toy, fitness, sigma=0.5, pairs=1000, draws=400):
     """Off quadratics the low-rank step is biased: the mean of `draws` raw-difference steps of
-    `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs (no step taken; each
+    `fitness` (members (..., m, n) -> (...)) at W = W*, each from `pairs` pairs (no update made; each
     draw's noise keyed by its number, as a generation's is), and its standard error per entry."""
     theta, setting = optimum(toy.seed), replace(toy, sigma=sigma, pairs=pairs)
     steps = []

@@ -55,6 +55,8 @@ SECOND_MEANINGS = [
     ("decay as Adam's averaging rates, not a weight decay or the leak", r"\bdecay rates?\b|\bdecays 0\.9",
      "avg a running mean (decays 0.9, 0.999)"),
     ("T as a transpose, not the frame count", r"\^T\b", "x (W + sigma E_p)^T"),
+    ("step as θ's move or a frame, not g", r"\bBPTT steps?\b|\bAdam's steps?\b|\bs of steps\b|\bOne step of Eqs|"
+     r"\bno step taken\b|\bcostly steps\b", "where a BPTT step runs one"),
 ]
 
 # Code names (in a .py file's code, or a code block of a page) that would read as a symbol of the
