@@ -21,7 +21,7 @@ same numbers and take the same steps (tests/test_nano_eggroll.py holds them to i
 a generation's factors from the forward pass to the step, where eggroll.py draws them again.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members on the 162
-training recordings of nmnist-sample/ in 24–40 CPU seconds and scores its 100 test recordings: 68 % or
+training recordings of nmnist-sample/ in about 20–40 CPU seconds and scores its 100 test recordings: 68 % or
 70 % at seed 1, 57–70 % over seeds 1–3 (results/reproductions/nano-and-lesson-times.md).
 """
 import sys
@@ -177,7 +177,8 @@ def centred_ranks(values):
 
 
 def gradient(f, perturbations, sigma):
-    """The step g, Eqs. (7)-(8), from the pair differences f (P,):
+    """The step g, Eqs. (7)-(8), from the pair differences f (P,); named after the gradient of J, which
+    g estimates when f holds raw differences (docs/derivation.md, sections 1-3):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(𝐟) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
     pair's factors stacked, A.reshape(P r, m) and B.reshape(P r, n); 𝐟: each f_p r times);
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
@@ -195,20 +196,20 @@ def gradient(f, perturbations, sigma):
     return grads
 
 
-def adam(params, grads, state, lr, coef1=0.9, coef2=0.999, floor=1e-8):
-    """Eq. (9) at weight decay 0 (the recipe's): one Adam update UP g, as optim.adam_update: its
-    first and second moments, exponential moving averages of g and g² over the generations with
-    averaging coefficients coef1 and coef2, bias-corrected, and the floor 10⁻⁸ added to the root of
+def adam(params, grads, state, lr, keep1=0.9, keep2=0.999, floor=1e-8):
+    """Eq. (9) at weight decay 0 (the recipe's): one Adam update, climbing g, as optim.adam_update:
+    its first and second moments, exponential moving averages of g and g² over the generations that
+    keep the shares keep1 and keep2 of their old values, bias-corrected, and the floor 10⁻⁸ added to the root of
     the second. `state` holds both moments
     ("momentum", "mean_square") and the count of Adam's updates so far, Q ("updates")."""
     updates = state["updates"] + 1
     new, momentum, mean_square = {}, {}, {}
     for name in params:
-        momentum[name] = coef1 * state["momentum"][name] + (1 - coef1) * grads[name]
-        mean_square[name] = coef2 * state["mean_square"][name] + (1 - coef2) * grads[name] ** 2
-        move = (momentum[name] / (1 - coef1 ** updates)) / (np.sqrt(mean_square[name] / (1 - coef2 ** updates))
-                                                          + floor)
-        new[name] = (params[name] + lr * move).astype(params[name].dtype)
+        momentum[name] = keep1 * state["momentum"][name] + (1 - keep1) * grads[name]
+        mean_square[name] = keep2 * state["mean_square"][name] + (1 - keep2) * grads[name] ** 2
+        direction = (momentum[name] / (1 - keep1 ** updates)) / (np.sqrt(mean_square[name] / (1 - keep2 ** updates))
+                                                               + floor)
+        new[name] = (params[name] + lr * direction).astype(params[name].dtype)
     return new, {"momentum": momentum, "mean_square": mean_square, "updates": updates}
 
 
@@ -218,9 +219,13 @@ def adam_init(params):
             "mean_square": {name: np.zeros_like(value) for name, value in params.items()}, "updates": 0}
 
 
-def generation_step(params, state, x, labels, generation, settings):
+def one_generation(params, state, x, labels, generation, settings):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
-    parameters, Adam's new state and the fitness of every member (2, P)."""
+    parameters, Adam's new state and the fitness of every member (2, P). With this file's settings
+    (P = 128 pairs, r = 1, N = 64 samples, T = 10 frames): W1's factors A (128, 1, 64) and
+    B (128, 1, 2312), W2's (128, 1, 10) and (128, 1, 64), b1's and b2's noise (128, 64) and (128, 10);
+    counts (2, 128, 64, 10); fitness and centred ranks (2, 128); f (128,); g and the new parameters
+    shaped like the parameters, W1 (64, 2312), b1 (64,), W2 (10, 64), b2 (10,)."""
     perturbations = draw_noise(params, generation, settings)  # (5): W -> A (P, r, m), B (P, r, n); b -> (P, m)
     counts = population_forward(params, perturbations, x, settings)                 # (6): (2, P, N, 10)
     fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4): (2, P); T = x.shape[0]
@@ -248,7 +253,7 @@ def train(splits, settings, generations, batch_size, log_every=0):
     state, history = adam_init(params), []
     for generation in range(generations):
         x, labels = data.minibatch(splits.train, batch_size, np, settings.seed, generation)
-        params, state, fit = generation_step(params, state, x, labels, generation, settings)
+        params, state, fit = one_generation(params, state, x, labels, generation, settings)
         history.append(float(fit.mean()))
         if log_every and (generation % log_every == 0 or generation == generations - 1):
             print(f"generation {generation:4d}  mean fitness {history[-1]:7.3f}  "

@@ -8,7 +8,7 @@ The ES methods hand it their step g and climb it (g estimates the smoothed fitne
 formed from raw fitness differences, not from centred ranks as in training: docs/derivation-further.md,
 section 1); BPTT hands it the negative of its surrogate gradient of the loss. With weight_decay > 0
 every parameter also shrinks by lr * weight_decay * theta, the decoupled form of AdamW (Loshchilov
-& Hutter, 2019). Its settings beta1 and beta2, the averaging coefficients (0.9, 0.999) of the two
+& Hutter, 2019). Its settings beta1 and beta2, the averaging factors (0.9, 0.999) of the two
 moments, keep Kingma & Ba's names: they are not the LIF neuron's leak β.
 """
 import math
@@ -28,7 +28,7 @@ class Adam:
     """Adam's settings; lr is the learning rate of the current update (see `scheduled_lr`)."""
     lr: float
     weight_decay: float = 0.0
-    beta1: float = 0.9      # the averaging coefficients of the first and second moments, Eq. (9)'s 0.9 and 0.999
+    beta1: float = 0.9      # the averaging factors of the first and second moments, Eq. (9)'s 0.9 and 0.999
     beta2: float = 0.999
     eps: float = 1e-8       # Adam's constant, Eq. (9)'s 10^-8 added to the root (not the noise)
 

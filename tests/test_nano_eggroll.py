@@ -42,7 +42,7 @@ def run_reference(params, batches, s):
 def run_nano(params, batches, s):
     state, spread = nano.adam_init(params), []
     for generation, (frames, labels) in enumerate(batches):
-        params, state, fit = nano.generation_step(params, state, frames, labels, generation, s)
+        params, state, fit = nano.one_generation(params, state, frames, labels, generation, s)
         spread.append(np.unique(fit).size)
     return params, spread
 
