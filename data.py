@@ -29,14 +29,14 @@ same batches; augmentation, when asked for, moves each sample by a shift drawn f
 
 The cache. One .npz per source folder and T under $EGGROLL_CACHE (else
 ~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and JSON
-metadata: n_short and the header (format version, T, sensor size, number of recordings, and a
+metadata: n_short, the sha256 of the packed frames and the header (format version, T, sensor size, number of recordings, and a
 digest of the <digit>/<name>, byte size and modification time in nanoseconds of every
 recording). Its name derives from the header, and a cache is reused only when all of these
 match; the recordings' contents are not read to check. So a recording rewritten in place gets a
 new modification time and causes a rebuild, and copying the dataset without preserving
 modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
-missing arrays, arrays whose shape, dtype, labels or count of all-zero samples disagree with its
-metadata and the recordings) is rebuilt and replaced, with a one-line warning.
+missing arrays, arrays whose shape, dtype, labels, count of all-zero samples or frames' sha256
+disagree with its metadata and the recordings) is rebuilt and replaced, with a one-line warning.
 
 Errors a user can cause are a MissingDataError (a FileNotFoundError) or a BadDataError (a
 ValueError), each one line naming the fix.
@@ -543,7 +543,7 @@ def _build_cache(path, recordings, labels, header, progress):
     packed = np.empty((len(recordings), n_bytes), dtype=np.uint8)
     for i, (file, _) in enumerate(tqdm(recordings, desc=f"caching {path.name}", disable=not progress)):
         packed[i] = _pack_recording(file, header["n_time_bins"])
-    meta = dict(header, n_short=int((~packed.any(axis=1)).sum()))
+    meta = dict(header, n_short=int((~packed.any(axis=1)).sum()), frames_sha256=frames_sha256(packed))
     tmp, made = None, first_missing(path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -586,11 +586,20 @@ def _load_cache(path, header, labels):
             if isinstance(error, KeyError) else "its metadata is not JSON"
         _warn(f"frame cache {path} is unreadable ({why}); rebuilding it")
         return None
+    if "frames_sha256" not in cached[2]:  # written before caches kept one: made again, to be checked from now on
+        _warn(f"frame cache {path} was written by an older eggroll-snn, without a sha256 of its frames; rebuilding it")
+        return None
     problem = _cache_problem(*cached, labels)
     if problem:
         _warn(f"frame cache {path} does not match its metadata ({problem}); rebuilding it")
         return None
     return cached
+
+
+def frames_sha256(packed):
+    """The sha256 of a cache's packed frames, which its metadata keeps: damage inside them, the
+    shape and type intact, is then found when the cache is read."""
+    return hashlib.sha256(np.ascontiguousarray(packed)).hexdigest()
 
 
 def _cache_problem(packed, labels, meta, expected_labels):
@@ -603,6 +612,8 @@ def _cache_problem(packed, labels, meta, expected_labels):
     n_short = int((~packed.any(axis=1)).sum())
     if meta.get("n_short") != n_short:
         return f"n_short is {json.dumps(meta.get('n_short'))}, but {n_short} samples are all zero"
+    if "frames_sha256" in meta and meta["frames_sha256"] != frames_sha256(packed):
+        return "its frames are not those it was written with: their sha256 differs from its metadata's"
     return None
 
 

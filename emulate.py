@@ -356,8 +356,6 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
     refuse_link(root / FINISHED)  # the mark is the emulation's own file, never a link to another
     for warning in warned:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    if os.path.lexists(root / FINISHED):
-        os.unlink(root / FINISHED)  # what follows may add recordings: the old count no longer holds
     jobs, kept = [], 0
     for split in splits:
         images, labels = digits[split]
@@ -365,6 +363,8 @@ def emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress
         kept += len(labels) - len(todo)
         jobs += [(split, images[todo[start:start + BATCH]], labels[todo[start:start + BATCH]],
                   [i + 1 for i in todo[start:start + BATCH]], str(out)) for start in range(0, len(todo), BATCH)]
+    if jobs and os.path.lexists(root / FINISHED):  # recordings are about to be added: the old count no longer holds
+        os.unlink(root / FINISHED)  # (a rerun stopped before this point leaves a finished copy finished)
     written = events = 0
     with tqdm(total=sum(len(job[2]) for job in jobs), desc=f"emulating N-MNIST into {root}", unit="recording",
               disable=not progress, dynamic_ncols=True) as bar:

@@ -81,13 +81,24 @@ def generation_bytes(method, rank, pairs, batch, time_bins, gpu=False, network=s
     return int(SLACK * (sum(arrays) + 4 * rows * n))
 
 
+def parameter_bytes(network, update=True):
+    """Bytes of `network`'s float32 weights with Adam's two moments, and the most held beside them at
+    once: init's float64 draw of the largest weight or, with `update`, Adam's update (optim.adam_update),
+    which holds the step g and the new weights and moments until all are made, and a few temporaries
+    of the parameter it is at (five, of the largest, counted)."""
+    weights = [math.prod(network.weight_shape(layer)) for layer in range(1, len(network.layers) + 1)]
+    beside = max(8 * max(weights), 16 * sum(weights) + 20 * max(weights) if update else 0)
+    return 12 * sum(weights) + beside
+
+
 def run_bytes(config, gpu, recordings=None):
     """(RAM, GPU memory) bytes a training run needs at most, for a data set of `recordings`
     (training, test; None: the whole of N-MNIST): the packed frames (the training split twice
     while it loads), a minibatch being unpacked, and a generation or an evaluation batch,
     whichever is larger (on a GPU, in its memory, with the packed frames and their unpacking); on
-    the CPU also the next minibatch, made while a step runs (training.minibatches); and the
-    weights, with Adam's moments and init's float64 draw of the largest."""
+    the CPU also the next minibatch, made while an update runs (training.minibatches); and the
+    weights with Adam's moments and what init or an update holds beside them (parameter_bytes; on a
+    GPU the host holds the weights, their moments and init's draw, the GPU the update)."""
     n_recorded, n_test = recordings or NMNIST_SIZE
     n_val = round(n_recorded / 10)
     growth = config.batch_growth if config.method != "bptt" else 1  # the largest minibatch, at the last generation
@@ -103,10 +114,8 @@ def run_bytes(config, gpu, recordings=None):
     unpacking = 2 * frames * max(batch, evaluated)
     host = packed + n_recorded * -(-frames // 8) + unpacking
     next_minibatch = 4 * frames * batch + shift  # float32, and its shifted copy
-    weights = [math.prod(config.network.weight_shape(layer)) for layer in range(1, len(config.network.layers) + 1)]
-    # the parameters and Adam's two moments in float32, and the largest weight as init draws it, in float64
-    parameters = 12 * sum(weights) + 8 * max(weights)
-    host += parameters if gpu else 0
+    parameters = parameter_bytes(config.network)
+    host += parameter_bytes(config.network, update=False) if gpu else 0
     return (host, work + packed + unpacking + parameters) if gpu else (host + work + next_minibatch + parameters, 0)
 
 

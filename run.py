@@ -71,7 +71,7 @@ except (MemoryError, ImportError) as error:  # a ulimit -v above the least, stil
 WHERE = ("device", "data_root", "cache_dir")  # options of where things are, defaulted as RunConfig's
 HELP_RANGES = {"rank": f"must lie in 1..the smaller side of every weight matrix ({min(snn.SIZES)} in the paper's network)",
                "population": "must be an even number >= 2 (P antithetic pairs), as many as fit in memory",
-               "batch_size": "must be >= 1, as many as fit in memory"}
+               "batch_size": f"must lie in 1..{run_config.COUNT_LIMIT}, as many as fit in memory"}
 
 
 def add_config_options(parser, names=None):
@@ -373,7 +373,7 @@ def checked_options(parser, commands, argv):
 
 
 PATHS = ("out", "results", "mnist", "real_root", "data_root", "cache_dir", "json", "run_dir")  # options naming paths
-LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size or --time-bins",
+LESS_MEMORY = {"train": "free memory, or lower --population, --batch-size, --time-bins or --hidden",
                "reproduce": "free memory, or leave the largest runs out (--runs, --populations)",
                "bench": "free memory, or lower --pairs"}
 

@@ -98,8 +98,7 @@ def owned(folder):
         except BlockingIOError:
             file.seek(0)
             owner = file.read().strip() or "unknown"
-            raise UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end "
-                             f"or stop it, then run again") from None
+            raise in_use(folder, owner) from None
         content = file.read(64)
         if not re.fullmatch(r"\d*\n?", content):  # a lock holds its last owner's PID or nothing: this is not one
             raise UsageError(f"cannot use {folder / LOCK} as the folder's lock: it holds something other than a "
@@ -126,6 +125,12 @@ def owned(folder):
         if file is not None:
             with contextlib.suppress(OSError):  # a PID that a full disk did not take: its line is said already
                 file.close()
+
+
+def in_use(folder, owner):
+    """The UsageError for `folder` held by the process `owner` (its PID as the lock file says it)."""
+    return UsageError(f"{folder} is in use by another process (PID {owner}); wait for it to end or stop it, then "
+                      f"run again")
 
 
 def holder(folder):
@@ -182,11 +187,20 @@ def kernel_fix(path):
     return None
 
 
+def closed_folder(path):
+    """The first folder on the way to `path` (from the root down) that this user may not enter, or None."""
+    return next((folder for folder in reversed(Path(path).parents)
+                 if os.path.isdir(folder) and not os.access(folder, os.X_OK)), None)
+
+
 def os_problem(error, action, path=None, then=None):
     """One line about an OSError: 'cannot <action> <path>: <reason>; <fix>' (`path`: the error's
     own file name where None), the fix chosen by its errno; with `then`, what to do once it is mended
-    (another folder no longer being a choice)."""
+    (another folder no longer being a choice). Permission denied on the way to a file names the
+    folder that was closed (the one the user gave, say), not a file inside it that the project sought."""
     path = path if path is not None else error.filename
+    if error.errno == errno.EACCES and path is not None:
+        path = closed_folder(path) or path
     reason = error.strerror or str(error)
     fix = OS_FIXES.get(error.errno, "check that path (permissions, free space, what is there) and run again")
     kernel = kernel_fix(path) if path is not None else None
@@ -791,6 +805,12 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
                                  f"(`run.py evaluate {out}` scores it on any copy of N-MNIST); use another --out to "
                                  f"train it again")
+            owner = holder(out)  # what --resume would meet first: said now, not after the user types it
+            if owner is not None:
+                raise in_use(out, owner)
+            if (out / CHECKPOINT).exists() and read_arrays(out / CHECKPOINT) is None:
+                raise UsageError(f"{out} already holds this run, unfinished, but its checkpoint {out / CHECKPOINT} "
+                                 f"is damaged (it is not a checkpoint.npz archive); {checkpoint_fix(out / CHECKPOINT)}")
             raise UsageError(f"{out} already holds this run, unfinished: continue it with --resume")
         if not (out / CHECKPOINT).exists() and finished:
             raise UsageError(f"{out} holds a finished run but no {CHECKPOINT} to resume from; {again['finished']}")
@@ -1083,8 +1103,9 @@ def metrics_until(path, step):
     the file, the line and the field."""
     lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines() if path.exists() else []
     records, damage = metrics_records(lines)
-    if damage == (len(lines), NOT_JSON):
-        print(f"note: {path} line {len(lines)}, its last, is cut short: it is left out", file=sys.stderr)
+    if damage == (len(lines), NOT_JSON):  # a record begun and cut short by a kill, or a line no run writes
+        what = "is cut short" if lines[-1].lstrip().startswith("{") else "is not JSON"
+        print(f"note: {path} line {len(lines)}, its last, {what}: it is left out", file=sys.stderr)
     elif damage is not None:
         raise UsageError(f"{path} line {damage[0]} is damaged ({damage[1]}); delete that line (the checkpoint "
                          f"keeps the weights) and run again")

@@ -87,8 +87,16 @@ def train(method, hidden, opts):
             sys.exit(scored.returncode)
         real = json.loads(scored.stdout)
         real["run"] = os.path.relpath(out, ROOT) if out.resolve().is_relative_to(ROOT) else str(out)
-        real["data_root"] = os.path.relpath(Path(opts.real_root).resolve(), ROOT)  # relative, as "run"
+        real["data_root"] = copy_name(opts.real_root)
         write_atomically(out / "real.json", json.dumps(real, indent=1))
+
+
+def copy_name(root):
+    """How real.json and the table name an N-MNIST copy: relative to the project where it lies inside
+    the project or beside it (../shared/...), so that the records read the same on any machine;
+    else its absolute path, never a climb of several folders."""
+    relative = os.path.relpath(Path(root).resolve(), ROOT)
+    return relative if not relative.startswith(os.path.join("..", "..")) else str(Path(root).resolve())
 
 
 def settings_of(out):

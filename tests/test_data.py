@@ -306,7 +306,11 @@ def with_meta(arrays, **changes):
     (lambda a: a.update(labels=a["labels"] + 20), "labels are int64 (20,) and not the digits of the recordings'"),
     (lambda a: a.update(labels=a["labels"].astype(np.float64)), "labels are float64 (20,) and not the digits"),
     (lambda a: with_meta(a, n_short=3), "n_short is 3, but 0 samples are all zero"),
-], ids=["narrower", "fewer", "float frames", "labels out of range", "float labels", "n_short"])
+    (lambda a: a["packed"].__setitem__((3, 100), a["packed"][3, 100] ^ 1),
+     "its frames are not those it was written with: their sha256 differs from its metadata's"),
+    (lambda a: a["packed"].__setitem__(slice(None), 0x55), "its frames are not those it was written with"),
+], ids=["narrower", "fewer", "float frames", "labels out of range", "float labels", "n_short", "one bit flipped",
+        "every byte the same"])
 def test_a_cache_unlike_its_metadata_is_rebuilt_with_a_one_line_warning(root, tmp_path, monkeypatch, change, problem):
     first = load(root, tmp_path / "cache")
     path = Path(first.info["Test"]["cache"])
@@ -321,6 +325,24 @@ def test_a_cache_unlike_its_metadata_is_rebuilt_with_a_one_line_warning(root, tm
     assert built == [path.name]
     np.testing.assert_array_equal(second.test.packed, first.test.packed)
     np.testing.assert_array_equal(second.test.labels, first.test.labels)
+
+
+def test_a_cache_of_an_older_version_is_rebuilt_once_with_a_line_that_says_so(root, tmp_path, monkeypatch):
+    """A cache written before caches kept the sha256 of their frames is made again, said in one line,
+    and from then on used as it is."""
+    first = load(root, tmp_path / "cache")
+    path = Path(first.info["Test"]["cache"])
+    rewrite_cache(path, lambda a: a.update(meta=np.array(json.dumps(
+        {k: v for k, v in json.loads(str(a["meta"])).items() if k != "frames_sha256"}))))
+    built = count_builds(monkeypatch)
+    with pytest.warns(UserWarning) as caught:
+        second = load(root, tmp_path / "cache")
+    assert [str(w.message) for w in caught] == [f"frame cache {path} was written by an older eggroll-snn, without a "
+                                                f"sha256 of its frames; rebuilding it"]
+    assert built == [path.name]
+    np.testing.assert_array_equal(second.test.packed, first.test.packed)
+    load(root, tmp_path / "cache")
+    assert built == [path.name]
 
 
 def test_short_recordings_are_kept_and_reported(root, tmp_path):

@@ -2,6 +2,7 @@
 the tolerance where NumPy's exp and log round otherwise, determinism whatever the batch or the
 number of workers, resuming an interrupted emulation, and bad input as one line and exit status 2.
 Everything runs on the 40 MNIST digits of tests/data/mnist-digits (README.md there)."""
+import errno
 import gzip
 import hashlib
 import json
@@ -534,6 +535,25 @@ def test_timestamps_at_both_ends_of_the_23_bit_range_are_kept_and_beyond_it_drop
     x, y, polarity, t_us = emulator.noise_and_timing(np.random.default_rng(0), np.array([5, 6, 7]), t_ms,
                                                      np.array([1, 0, 1]), 0.0)
     assert t_us.tolist() == [0, 2 ** 23 - 1] and x.tolist() == [5, 6] and polarity.tolist() == [1, 0]
+
+
+def test_a_rerun_that_fails_before_it_writes_leaves_a_finished_copy_finished(tmp_path, monkeypatch, capsys):
+    """A rerun over a finished emulation that fails while it checks what it holds (too many open
+    files, say) has added nothing: its FINISHED.json stays, and trains and evaluates go on using it."""
+    monkeypatch.setattr(emulate, "BATCH", 4)
+    out = tmp_path / "emulated"
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 0
+    mark = out / "NMNIST" / emulate.FINISHED
+    before = mark.read_bytes()
+
+    def no_files(path):
+        raise OSError(errno.EMFILE, "Too many open files")
+    monkeypatch.setattr(emulate, "kept_as_made", no_files)
+    with pytest.warns(UserWarning):
+        assert run.main(emulate_command(out, "--workers", "1")) == 2
+    assert "too many open files" in capsys.readouterr().err.lower()
+    assert mark.read_bytes() == before
 
 
 def test_a_rerun_stopped_midway_leaves_no_finished_mark_of_the_old_count(tmp_path, monkeypatch, capsys):

@@ -358,6 +358,17 @@ def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
         assert depth.run_folder(method, "64", opts).name.endswith("-init-fan-in-seed1")
 
 
+def test_a_copy_is_named_relative_to_the_project_only_inside_it_or_beside_it():
+    """real.json names the --real-root copy as the records must read on any machine: inside the
+    project or beside it (../shared/...) relative to the project; elsewhere by its absolute path, not a
+    climb of several folders (../../tmp/...)."""
+    depth = load_example("snn_depth")
+    assert depth.copy_name(ROOT / "nmnist-sample") == "nmnist-sample"
+    assert depth.copy_name(ROOT.parent / "shared" / "data") == os.path.join("..", "shared", "data")
+    elsewhere = Path("/eggroll-snn-test-copy") / "NMNIST"  # two folders above any project of a folder of its own
+    assert depth.copy_name(elsewhere) == str(elsewhere)
+
+
 def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
     """Runs all scored on one --real-root copy: the header names it. Runs scored on different copies
     (a later call with another --real-root for other networks): each score names its own."""
@@ -689,6 +700,11 @@ def test_depth_speed_refuses_members_beyond_free_memory_before_any_timing(tmp_pa
     assert done.stderr.startswith("error: --members 4000000000: an EGGROLL generation of 2312-64-10 needs about ")
     assert done.stderr.endswith(" free; lower --members\n") and done.stdout == ""
     assert list(tmp_path.iterdir()) == []
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_speed.py"), "--hidden", "65536,65536",
+                           "--members", "4", "--repeats", "1"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr  # 17 GB a weight: the weights' fault
+    assert done.stderr.endswith("free; leave 65536,65536 out of --hidden, or narrow it: its weights and Adam's "
+                                "moments alone do not fit\n"), done.stderr
 
 
 @pytest.mark.parametrize("script, option, extra", [

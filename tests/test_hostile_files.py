@@ -1,6 +1,7 @@
 """Files the project reads that are not what they should be: a named pipe, a device, a checkpoint
 declaring an array of gigabytes, JSON of a number of thousands of digits or nested thousands deep.
 Each is one line naming the file, exit status 2; none hangs, none allocates what it declares."""
+import errno
 import json
 import os
 import shutil
@@ -159,6 +160,21 @@ def test_a_broken_link_is_named_as_one_not_as_a_missing_folder(tmp_path):
     with pytest.raises(OSError) as made:
         (tmp_path / "file" / "folder").mkdir()
     assert run_folder.os_problem(made.value, "create").endswith("move that file away, or use another path")
+
+
+def test_permission_denied_inside_a_closed_folder_names_that_folder(tmp_path, monkeypatch):
+    """A folder the user gave, closed to them (chmod 000): the line names it, not the file inside it
+    that the project looked for (NMNIST/Train under a --cache-dir, .eggroll-run under an --out)."""
+    given = tmp_path / "cache"
+    (given / "NMNIST").mkdir(parents=True)
+    sought = given / "NMNIST" / "Train"
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != given and access(path, mode))
+    denied = PermissionError(errno.EACCES, "Permission denied", str(sought))
+    assert run_folder.os_problem(denied, "use") == (f"cannot use {given}: Permission denied; make it accessible "
+                                                    f"to this user or use another folder")
+    monkeypatch.setattr(os, "access", access)  # every folder open: the file itself is what was denied
+    assert run_folder.os_problem(denied, "use").startswith(f"cannot use {sought}: Permission denied")
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a system without /proc")

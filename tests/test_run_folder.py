@@ -643,6 +643,28 @@ def test_a_run_that_lost_its_checkpoint_is_told_so_with_or_without_resume(finish
                              "checkpoint.npz; put it back to continue, or use --force" in err, (extra, err)
 
 
+def test_an_unfinished_run_is_told_what_resume_would_meet_first(finished_run, dataset, capsys):
+    """Train without --resume into an unfinished run: its damaged checkpoint, or the process that
+    holds the folder, is said at once, not "continue it with --resume" that --resume then refuses."""
+    (finished_run / "final.json").unlink()
+    code, err = run_main(train_args(finished_run, dataset), capsys)
+    assert code == 2 and err.endswith("already holds this run, unfinished: continue it with --resume\n"), err
+    owner = hold(finished_run)
+    try:
+        code, err = run_main(train_args(finished_run, dataset), capsys)
+        assert code == 2 and f"{finished_run} is in use by another process (PID {owner.pid})" in err, err
+    finally:
+        owner.kill()
+        owner.wait()
+    checkpoint = finished_run / run_folder.CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:900])
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset), capsys)
+    assert code == 2 and err.count("\n") == 1 and f"but its checkpoint {checkpoint} is damaged (it is not a " \
+        f"checkpoint.npz archive); train the run again with --force" in err, err
+    assert snapshot(finished_run) == before
+
+
 def test_a_run_that_lost_its_config_json_too_is_refused_not_trained_over(finished_run, dataset, capsys):
     """A trained run left with its metrics.jsonl alone: neither --resume nor a run of other settings
     takes it for an empty folder and writes over its records."""
@@ -1144,6 +1166,10 @@ def test_a_last_metrics_line_cut_short_is_left_out_with_a_note(finished_run, dat
                                  f"(from generation 10): the run goes on, and its record will lack it (a report's "
                                  f"curve and time to an accuracy too)\n"), err
     assert metrics.read_text().splitlines()[0] == kept
+    (finished_run / "final.json").unlink()
+    metrics.write_text(kept + '\ngarbage')  # a whole line no run writes: not JSON, not cut short
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err.startswith(f"note: {metrics} line 2, its last, is not JSON: it is left out\n"), err
 
 
 def test_the_note_on_lost_records_counts_them_and_names_the_first(tmp_path, capsys):
