@@ -236,3 +236,18 @@ def test_your_networks_program_runs_as_printed_from_elsewhere(tmp_path):
     assert done.returncode == 0, done.stderr
     accuracy = re.fullmatch(r"training accuracy (\d+)% after 200 generations\n", done.stdout)
     assert accuracy and int(accuracy.group(1)) >= 90, done.stdout
+
+
+def test_every_name_in_the_equation_table_is_one_the_code_has():
+    """README's equation table points at the code: each `module.function` of its "where" column and
+    each name of its nano_eggroll.py column exists (a function renamed in the code fails here)."""
+    import importlib
+    section = README.read_text(encoding="utf-8").split("## The method in equations", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| (")]
+    assert len(rows) >= 12
+    nano = importlib.import_module("nano_eggroll")
+    for row in rows:
+        for name in re.findall(r"`([a-z_]+)\.([a-z_]+)`", row[2]):
+            assert hasattr(importlib.import_module(name[0]), name[1]), f"{row[0]}: {'.'.join(name)}"
+        for name in re.findall(r"`([a-z_]+)`", row[3]):
+            assert callable(getattr(nano, name, None)), f"{row[0]}: nano_eggroll.{name}"
