@@ -157,7 +157,7 @@ def population_forward(params, perturbations, x, settings):
         # every array here has the axes (T, P, N, units): frame, pair, sample, neuron
         hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
         # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
-        # (T, P, N, 64) @ (P, 64, r) pairs member p with B_p, then @ A_W2 (P, r, 10): as einsums,
+        # (T, P, N, 64) @ (P, 64, r) pairs pair p's member with B_p, then @ A_W2 (P, r, 10): as einsums,
         # einsum("TPNn,Prn->TPNr", hidden, B_W2), then einsum("TPNr,Prm->TPNm", hidden_B, A_W2)
         hidden_B = hidden @ B_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
         member_term = (sigma_over_root_r * hidden_B) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
