@@ -93,10 +93,11 @@ def train(method, hidden, opts):
 
 def copy_name(root):
     """How real.json and the table name an N-MNIST copy: relative to the project where it lies inside
-    the project or beside it (../shared/...), so that the records read the same on any machine;
-    else its absolute path, never a climb of several folders."""
-    relative = os.path.relpath(Path(root).resolve(), ROOT)
-    return relative if not relative.startswith(os.path.join("..", "..")) else str(Path(root).resolve())
+    the project or beside it (../shared/..., a link or not), so that the records read the same on any
+    machine; else its absolute path, never a climb of several folders."""
+    absolute = os.path.abspath(root)  # as named, links not followed: ../shared may be one
+    relative = os.path.relpath(absolute, ROOT)
+    return relative if not relative.startswith(os.path.join("..", "..")) else absolute
 
 
 def settings_of(out):

@@ -358,13 +358,18 @@ def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
         assert depth.run_folder(method, "64", opts).name.endswith("-init-fan-in-seed1")
 
 
-def test_a_copy_is_named_relative_to_the_project_only_inside_it_or_beside_it():
+def test_a_copy_is_named_relative_to_the_project_only_inside_it_or_beside_it(tmp_path, monkeypatch):
     """real.json names the --real-root copy as the records must read on any machine: inside the
     project or beside it (../shared/...) relative to the project; elsewhere by its absolute path, not a
     climb of several folders (../../tmp/...)."""
     depth = load_example("snn_depth")
     assert depth.copy_name(ROOT / "nmnist-sample") == "nmnist-sample"
     assert depth.copy_name(ROOT.parent / "shared" / "data") == os.path.join("..", "shared", "data")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "far" / "away" / "copy").mkdir(parents=True)
+    (tmp_path / "shared").symlink_to(tmp_path / "far" / "away" / "copy")  # beside it, a link to a copy elsewhere
+    monkeypatch.setattr(depth, "ROOT", tmp_path / "project")
+    assert depth.copy_name(tmp_path / "shared") == os.path.join("..", "shared")
     elsewhere = Path("/eggroll-snn-test-copy") / "NMNIST"  # two folders above any project of a folder of its own
     assert depth.copy_name(elsewhere) == str(elsewhere)
 
