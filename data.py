@@ -29,10 +29,10 @@ same batches; augmentation, when asked for, moves each sample by a shift drawn f
 
 The cache. One .npz per source folder and T under $EGGROLL_CACHE (else
 ~/.cache/eggroll-snn/frames): packed frames (N, ceil(T * 2312 / 8)) uint8, labels and JSON
-metadata: n_short, the sha256 of the packed frames and the header (format version, T, sensor size, number of recordings, and a
-digest of the <digit>/<name>, byte size and modification time in nanoseconds of every
-recording). Its name derives from the header, and a cache is reused only when all of these
-match; the recordings' contents are not read to check. So a recording rewritten in place gets a
+metadata: n_short, the sha256 of the packed frames and the header (format version, T, sensor
+size, number of recordings, and a digest of the <digit>/<name>, byte size and modification time
+in nanoseconds of every recording). Its name derives from the header, and a cache is reused
+only when all of these match; the recordings' contents are not read to check. So a recording rewritten in place gets a
 new modification time and causes a rebuild, and copying the dataset without preserving
 modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
 missing arrays, arrays whose shape, dtype, labels, count of all-zero samples or frames' sha256
