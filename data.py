@@ -32,9 +32,9 @@ The cache. One .npz per source folder and T under $EGGROLL_CACHE (else
 metadata: n_short, the sha256 of the packed frames and the header (format version, T, sensor
 size, number of recordings, and a digest of the <digit>/<name>, byte size and modification time
 in nanoseconds of every recording). Its name derives from the header, and a cache is reused
-only when all of these match; the recordings' contents are not read to check. So a recording rewritten in place gets a
-new modification time and causes a rebuild, and copying the dataset without preserving
-modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
+only when all of these match; the recordings' contents are not read to check. So a recording
+rewritten in place gets a new modification time and causes a rebuild, and copying the dataset
+without preserving modification times causes one rebuild. A damaged cache file (empty, truncated, not an .npz,
 missing arrays, arrays whose shape, dtype, labels, count of all-zero samples or frames' sha256
 disagree with its metadata and the recordings) is rebuilt and replaced, with a one-line warning.
 
