@@ -1382,6 +1382,34 @@ def test_the_least_that_a_cgroup_or_an_ancestor_leaves_bounds_the_ram(tmp_path):
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 5 * 10**8
 
 
+def test_a_cgroup_at_the_root_of_its_namespace_bounds_the_ram(tmp_path):
+    """A container with a private cgroup namespace sees its group as "0::/": the limit is read in
+    the root folder itself."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "memory.max").write_text(f"{3 * 10**9}\n")
+    (root / "memory.current").write_text(f"{10**9}\n")
+    (tmp_path / "cgroup.txt").write_text("0::/\n")
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 2 * 10**9
+
+
+def test_the_address_space_is_each_processs_own_not_shared_by_the_job(monkeypatch):
+    """ulimit -v bounds each process: two processes of a job on one machine that each fit in it are
+    not refused, though both together would exceed it (RAM is what they share)."""
+    monkeypatch.setattr(resources, "available_bytes", lambda xp: (10 * 10**9, None))
+    monkeypatch.setattr(resources, "address_space_free_bytes", lambda: 3 * 10**9)
+    assert resources.shortfall((2 * 10**9, 0), np, processes=2) is None
+    assert resources.shortfall((4 * 10**9, 0), np)[2] == "the address space that ulimit -v leaves this process"
+
+
+def test_a_python_installed_at_the_root_refuses_no_folder_as_its_environment(tmp_path, monkeypatch):
+    """sys.prefix "/" (a Python of the system's own, in a container): every folder lies under it, and
+    none is refused as this Python's environment."""
+    monkeypatch.setattr(sys, "prefix", "/")
+    assert resources.project_folder_kind(tmp_path.resolve(), runs=True, results=True) is None
+    resources.refuse_project_folders(tmp_path, "--out", "use another --out")
+
+
 @pytest.mark.parametrize("gpu", [False, True])
 def test_the_memory_estimate_of_a_growing_minibatch_is_that_of_its_largest(gpu):
     """--batch-growth 4 from --batch-size 64: the last generations train on 256 recordings at once,

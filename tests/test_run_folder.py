@@ -444,6 +444,9 @@ def write_npy(out):
      "its step 11, adam_t 10 and 10 step_seconds disagree"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:-1])),
      "its step 10, adam_t 10 and 9 step_seconds disagree"),
+    (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.int64(0), adam_t=np.int64(0),
+                                                           step_seconds=a["step_seconds"][:0])),
+     "its step 0, adam_t 0 and 0 step_seconds disagree"),  # none is written before the first update
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step=np.array([2, 2]))),
      "step is int64 (2,), expected an integer"),
     (lambda out: rewrite_checkpoint(out, lambda a: a.update(step_seconds=a["step_seconds"][:, None])),
@@ -2033,3 +2036,17 @@ def test_a_resume_of_other_settings_is_refused_before_the_data_is_read(tmp_path,
         code, err = run_main(train_args(out, dataset, "--resume", *other), capsys)
         assert code == 2 and f"{out} holds a run with other settings" in err, err
     assert read == [] and sorted(cache.iterdir()) == caches and snapshot(out) == before
+
+
+def test_a_temporary_name_taken_already_is_never_written_through(tmp_path, monkeypatch):
+    """create_new makes a file of its own: where the random name it draws is taken (by a user's hard
+    link, say), it draws another, and write_atomically leaves the file under the taken name as it was."""
+    import secrets
+    users = tmp_path / "users.txt"
+    users.write_text("mine")
+    target = tmp_path / "config.json"
+    os.link(users, target.with_name(f"{target.name}.0000beef.tmp"))  # the first name it will draw
+    names = iter(["0000beef", "0000cafe"])
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
+    run_folder.write_atomically(target, "{}")
+    assert users.read_text() == "mine" and target.read_text() == "{}"
