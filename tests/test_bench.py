@@ -254,3 +254,13 @@ def test_the_distributed_table_shows_the_share_of_time_in_collectives_in_percent
            "communication_seconds": 0.2, "bytes_sent_per_process": 512.0}
     table = bench.format_distributed({"machine": "cpu", "processes": 2, "blas_threads": "1", "rows": [row]})
     assert "| eggroll r=4 | seeds | 2 | 0.500 | 0.2000 | 40.0 % | 512 |" in table, table
+
+
+def test_the_bench_table_is_a_table_every_row_as_wide_as_its_header():
+    """format_bench of the committed CPU record: the delimiter row and every row have as many cells as
+    the header (one cell fewer and Markdown shows the lines as text)."""
+    import json
+    summary = json.loads((Path(bench.__file__).parent / "results" / "bench" / "cpu-2core.json").read_text())
+    table = [line for line in bench.format_bench(summary).splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(summary["rows"]) and table[1].startswith("|---")
+    assert {line.count("|") for line in table} == {table[0].count("|")}, table

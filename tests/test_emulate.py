@@ -851,3 +851,17 @@ def test_the_command_that_finishes_an_emulation_quotes_its_folder(tmp_path):
     with pytest.raises(data.BadDataError) as refused:
         emulate.check_finished(root)
     assert f"rerun `python run.py emulate --out '{root}' --seed 4` (with its --mnist" in str(refused.value)
+
+
+def test_the_finished_marks_digest_does_not_depend_on_the_listing_order(tmp_path, monkeypatch):
+    """recordings() sorts the paths it digests: a copy on another file system, which lists a folder
+    in another order, holds the same recordings and gives the same FINISHED.json."""
+    for split, digit, name in (("Train", 3, "00002.bin"), ("Train", 3, "00001.bin"), ("Test", 1, "00001.bin")):
+        (tmp_path / split / str(digit)).mkdir(parents=True, exist_ok=True)
+        (tmp_path / split / str(digit) / name).write_bytes(b"")
+    listed = emulate.recordings(tmp_path)
+    glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: reversed(sorted(glob(self, pattern))))
+    assert emulate.recordings(tmp_path) == listed
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(sorted(glob(self, pattern))))
+    assert emulate.recordings(tmp_path) == listed

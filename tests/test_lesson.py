@@ -485,3 +485,15 @@ def test_an_emulation_that_did_not_finish_is_refused_before_any_claim_runs(tmp_p
                         cache=tmp_path / "cache")
     one_line_error(result, f"{root / 'NMNIST'} holds an emulation that did not finish")
     assert "python run.py emulate --out" in result.stderr and result.stdout == "" and not out.exists()
+
+
+def test_claims_run_once_each_and_in_order_whatever_the_order_given():
+    """--claims 3,1,1 runs claim 1 then claim 3, once each: a claim given twice would draw and report
+    its figure twice."""
+    source = (ROOT / "lesson.py").read_text()  # its definition alone: the lesson runs when imported
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == "claim_numbers")
+    namespace = {"argparse": __import__("argparse"), "CLAIMS": range(1, 6)}
+    exec(compile(ast.Module([definition], type_ignores=[]), "lesson.py", "exec"), namespace)
+    assert namespace["claim_numbers"]("3,1,1") == [1, 3]
+    assert namespace["claim_numbers"](" 5 , 2") == [2, 5]

@@ -209,3 +209,11 @@ def test_a_neuron_whose_potential_reaches_the_threshold_exactly_spikes():
     currents = np.array([[1.0, np.nextafter(1.0, 0.0)], [0.0, 0.0]], dtype=np.float64)  # (T = 2, neurons)
     spikes = nano.lif(currents, beta=0.5, threshold=1.0)
     assert spikes.tolist() == [[1.0, 0.0], [0.0, 0.0]]
+
+
+def test_its_log_has_a_line_every_log_every_generations_and_one_for_the_last(sample, capsys):
+    """train(..., log_every=3) over 5 generations logs generations 0 and 3, and the last, 4: the line a
+    user reads for the network's final training accuracy."""
+    nano.train(sample, nano.Settings(members=8), generations=5, batch_size=8, log_every=3)
+    logged = [int(line.split()[1]) for line in capsys.readouterr().out.splitlines()]
+    assert logged == [0, 3, 4]

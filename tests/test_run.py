@@ -862,6 +862,7 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
                        "train"),
     (["--data-root", "nmnist-sample"], "--report-only trains nothing, so it reads no data: drop --data-root"),
     (["--data", "emulated", "--mnist", "README.md"], "--report-only trains nothing, so it reads no data: drop --mnist"),
+    (["--download"], "--report-only trains nothing, so it reads no data: drop --download"),
     (["--deadline", "5"], "--report-only trains nothing, so no run stops at a deadline: drop --deadline"),
     (["--device", "auto"], "--report-only trains nothing, and without --real-root scores nothing: drop --device"),
     (["--cache-dir", "cache"], "--report-only trains nothing, and without --real-root scores nothing: drop "
