@@ -545,3 +545,33 @@ def test_a_signal_late_in_a_long_call_still_gets_its_full_patience():
     except distributed.Stopped:  # a KeyboardInterrupt: made a plain failure, not the end of the session
         pytest.fail(f"stopped {time.monotonic() - began:.2f} s into the call, the signal's patience not spent")
     assert team.signal == 15
+
+
+def test_the_memory_checks_count_the_processes_on_this_machine_not_the_whole_job(tmp_path, monkeypatch):
+    """A job of two processes on two machines (one each): train's and bench's memory checks ask for
+    one process's memory on this machine, not the job's (which would refuse a job that fits)."""
+    import bench
+    import config
+    import resources
+    import training
+    from run_folder import UsageError
+    asked = []
+
+    def stop(processes):  # the count each check is asked about, then no further
+        asked.append(processes)
+        raise UsageError("stop here")
+    monkeypatch.setattr(resources, "check_run_memory", lambda config_, xp, recordings, processes: stop(processes))
+    monkeypatch.setattr(resources, "shortfall", lambda needed, xp, processes=1: stop(processes))
+    run = config.RunConfig(method="eggroll", data_root=str(Path(__file__).resolve().parent.parent / "nmnist-sample"))
+    import types
+    opts = types.SimpleNamespace(distributed=True, methods="all", data_root=None, device="cpu", json=None, pairs=4,
+                                 cache_dir=None)
+
+    def body(team):
+        team.local_rank, team.local_size = 0, 1  # one process on each machine
+        with pytest.raises(UsageError, match="stop here"):
+            training.set_up(run, tmp_path / f"run{team.rank}", team, progress=False, command="train")
+        with pytest.raises(UsageError, match="stop here"):
+            bench.check_request(opts, team)
+    run_team(2, body)
+    assert asked == [1, 1, 1, 1], asked
