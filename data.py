@@ -612,7 +612,7 @@ def _cache_problem(packed, labels, meta, expected_labels):
     n_short = int((~packed.any(axis=1)).sum())
     if meta.get("n_short") != n_short:
         return f"n_short is {json.dumps(meta.get('n_short'))}, but {n_short} samples are all zero"
-    if "frames_sha256" in meta and meta["frames_sha256"] != frames_sha256(packed):
+    if meta["frames_sha256"] != frames_sha256(packed):  # (an older cache, without one, is rebuilt before)
         return "its frames are not those it was written with: their sha256 differs from its metadata's"
     return None
 

@@ -806,8 +806,8 @@ def shared_recordings(own, real):
     never repeat. Recordings without an event repeat by nature and are left out."""
     seen = {hashlib.sha256(row).digest() for split in (own.train, own.val, own.test) for row in split.packed
             if row.any()}
-    return sum(row.any() and hashlib.sha256(row).digest() in seen
-               for split in (real.train, real.val, real.test) for row in split.packed)
+    return sum(hashlib.sha256(row).digest() in seen for split in (real.train, real.val, real.test)
+               for row in split.packed)  # (an empty row's hash is not in seen)
 
 
 def scored_on(run_dir, data_root, cache_dir=None):

@@ -491,9 +491,11 @@ def test_claims_run_once_each_and_in_order_whatever_the_order_given():
     """--claims 3,1,1 runs claim 1 then claim 3, once each: a claim given twice would draw and report
     its figure twice."""
     source = (ROOT / "lesson.py").read_text()  # its definition alone: the lesson runs when imported
-    definition = next(node for node in ast.parse(source).body
-                      if isinstance(node, ast.FunctionDef) and node.name == "claim_numbers")
-    namespace = {"argparse": __import__("argparse"), "CLAIMS": range(1, 6)}
-    exec(compile(ast.Module([definition], type_ignores=[]), "lesson.py", "exec"), namespace)
+    wanted = [node for node in ast.parse(source).body
+              if isinstance(node, ast.FunctionDef) and node.name == "claim_numbers"
+              or isinstance(node, ast.Assign) and [ast.unparse(target) for target in node.targets] == ["CLAIMS"]]
+    namespace = {"argparse": __import__("argparse")}
+    exec(compile(ast.Module(wanted, type_ignores=[]), "lesson.py", "exec"), namespace)
+    assert len(wanted) == 2 and namespace["CLAIMS"] == (1, 2, 3, 4, 5)
     assert namespace["claim_numbers"]("3,1,1") == [1, 3]
     assert namespace["claim_numbers"](" 5 , 2") == [2, 5]
