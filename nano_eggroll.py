@@ -126,8 +126,21 @@ def population_forward(params, perturbations, x, settings):
     x (W +- sigma E_p)ᵀ = x Wᵀ +- sigma/sqrt(r) (x B_p) A_pᵀ. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
-    of a pair differ only in its sign. The same counts, the slow way, each E_p formed
-    (tests/test_nano_eggroll.py checks that the two agree):
+    of a pair differ only in its sign.
+
+    The shapes (T frames, N samples, P pairs, r the rank; 2312 inputs, 64 hidden and 10 output neurons):
+
+        layer 1, its products shared by every member:
+          x (T, N, 2312) --@ W1ᵀ, + b1--------------------------------------------> base (T, N, 64)
+          x (T, N, 2312) --@ [B_1 ... B_P]--> xB (T, N, P r) --split by pair--> (T, P, N, r)
+                         --@ A_pᵀ (r, 64) of its pair, x sigma/sqrt(r), + sigma delta_p--> pair_term (T, P, N, 64)
+        then each side, sign = +1 (the members theta + sigma E_p) and -1 (theta - sigma E_p):
+          base + sign pair_term --LIF--> hidden (T, P, N, 64), each member's own spikes
+          hidden --@ W2ᵀ, + b2, + sign (sigma/sqrt(r) (hidden B_p) A_pᵀ + sigma delta_p)--> (T, P, N, 10)
+                 --LIF, summed over T--> counts (P, N, 10)
+        both sides stacked: (2, P, N, 10)
+
+    The same counts, the slow way, each E_p formed (tests/test_nano_eggroll.py checks that the two agree):
 
         for p in range(P):
             for side, sign in enumerate((1, -1)):
