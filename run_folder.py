@@ -571,6 +571,28 @@ def read_arrays(path):
     return load_npz(path, MAX_CHECKPOINT_ARRAY_BYTES)
 
 
+def not_the_finished_run(path, step, final, command="train"):
+    """Why the checkpoint at `path`, after `step` updates, is not the one its run's final.json `final`
+    records (a checkpoint of the run partway, or of other data, put over it), with the fix; or None."""
+    generations = final.get("generations") if isinstance(final, dict) else None
+    records = final.get("data") if isinstance(final, dict) else None
+    recorded = records.get("fingerprint") if isinstance(records, dict) else None
+    arrays = read_arrays(path) or {}
+    try:
+        trained = read_identity(arrays["identity"])["data"] if "identity" in arrays else None
+    except ValueError:
+        trained = None  # damaged: load_checkpoint says so
+    if type(generations) is int and step != generations:
+        problem = f"holds the weights after {step} updates, and final.json records a run of {generations}"
+    elif isinstance(recorded, dict) and trained and any(trained.get(split) != fingerprint
+                                                        for split, fingerprint in recorded.items()):
+        problem = "was trained on other data than final.json records"
+    else:
+        return None
+    return (f"checkpoint {path} {problem}: it is not the finished run's weights; "
+            f"{checkpoint_fix(path, command)}")
+
+
 def checkpoint_fix(path, command="train"):
     """What to do about the checkpoint `path` that cannot be used (damaged, or weights no run trains):
     restore it where the run's final.json holds its results (which --force would delete), else train

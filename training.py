@@ -385,8 +385,12 @@ def finished_problems(run, params, final):
                         f"train the run again with another --out")
     try:
         settings = {key: value for key, value in run.identity.items() if key != "summed"}  # none goes on
-        stored = run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, settings, run.total_steps)[0]
+        stored, _, step, _, _ = run_folder.load_checkpoint(run.out / CHECKPOINT, numpy, params, settings,
+                                                           run.total_steps)
         refuse_too_large(run.out / CHECKPOINT, stored, run.config.time_bins)
+        stale = run_folder.not_the_finished_run(run.out / CHECKPOINT, step, final)
+        if stale:
+            problems.append(stale)
     except UsageError as error:
         problems.append(str(error))
     return problems
@@ -741,6 +745,12 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config),
                                                        command=command)
+    if (run_dir / "final.json").exists():  # a finished run is scored with the weights its final.json records
+        final = run_folder.read_json(run_dir / "final.json", "restore it from a copy of the run, or train the run "
+                                                             "again in another --out")
+        stale = run_folder.not_the_finished_run(run_dir / CHECKPOINT, step, final, command)
+        if stale:
+            raise UsageError(stale)
     emulate.check_finished(data_root)  # an emulation of one split says how to add the other
     resources.nmnist_recordings(data_root, option)  # scoring downloads nothing: a copy is needed
     refuse_too_large(run_dir / CHECKPOINT, params, config.time_bins, command)  # before the data is read

@@ -369,6 +369,28 @@ def test_reproduce_force_retrains_only_a_run_of_other_settings(tmp_path, dataset
     assert json.loads((other / "final.json").read_text())["generations"] == 4
 
 
+def test_reproduce_force_deletes_nothing_through_a_link_in_place_of_a_run(tmp_path, dataset, monkeypatch, capsys):
+    """A preset run's folder that is a link to a run of the user's elsewhere, of other settings:
+    --force would delete that run through the link; it is refused in one line, and the run it
+    leads to is left as it was."""
+    monkeypatch.setitem(config.PRESETS, "quick", {"common": dict(generations=2, population=4, batch_size=50,
+                                                                 eval_every=1)})
+    mine = tmp_path / "keep" / "mine"
+    assert run.main(["train", "--out", str(mine), "--method", "eggroll", "--rank", "1", "--generations", "1",
+                     "--population", "4", "--batch-size", "50", "--eval-every", "1", "--quiet", *dataset]) == 0
+    before = {path.name: path.read_bytes() for path in mine.iterdir()}
+    link = tmp_path / "results" / "quick" / "runs" / "eggroll-r1-seed1"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(mine)
+    code, err = run_main(["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet",
+                          *dataset, "--runs", "eggroll-r1", "--seeds", "1", "--force"], capsys)
+    assert code == 2 and err.endswith(f"error: {link} is a symbolic link to {mine}, a run of other settings, which "
+                                      f"--force would delete through the link; remove the link (the run it leads to "
+                                      f"is left as it is) and reproduce trains the preset's run in a folder of its "
+                                      f"own\n"), err
+    assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
+
+
 def test_reproduce_refuses_a_users_file_under_a_tables_name_before_it_trains(tmp_path, dataset, monkeypatch, capsys):
     """A per_seed.md of the user's in results/<preset>: one line, exit status 2, before any run trains,
     and the file as it was; and a report whose runs are all gone again takes its figures with them."""

@@ -871,16 +871,30 @@ def newer_version(path):
             f"version's code for this run")
 
 
+def partway(path):
+    """The checkpoint made one of the run halfway (a backup of it put back), its step and Adam's count agreeing."""
+    arrays = dict(np.load(path))
+    finished = int(arrays["step"])
+    step = finished // 2
+    np.savez(path, **dict(arrays, step=arrays["step"].dtype.type(step), adam_t=arrays["adam_t"].dtype.type(step),
+                          step_seconds=arrays["step_seconds"][:step]))
+    return (f"checkpoint {path} holds the weights after {step} updates, and final.json records a run of {finished}: "
+            f"it is not the finished run's weights; restore it from a copy to score the run again (its final.json "
+            f"holds the run's results, which --force would delete), or train the run again in another --out")
+
+
 @pytest.mark.parametrize("damage", [
     lambda path: (path.write_bytes(b"garbage"), f"checkpoint {path} is damaged (it is not a checkpoint.npz archive); "
                   f"restore it from a copy to score the run again (its final.json holds the run's results, which "
                   f"--force would delete), or train the run again in another --out")[1],
-    newer_version, too_large_weights], ids=["not an archive", "a newer version", "weights too large"])
+    newer_version, too_large_weights, partway],
+    ids=["not an archive", "a newer version", "weights too large", "the run partway"])
 def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluate_refuses_it(
         finished_run, dataset, capsys, damage):
     """A finished run's checkpoint damaged, written by a newer version of the code (not called
-    damaged), or of weights no run trains (too large for the network): --resume, which writes nothing, says so in its note (evaluate would score it), and
-    evaluate refuses it in the same words; every file is as it was."""
+    damaged), of weights no run trains (too large for the network), or of the run partway (not the
+    weights final.json scored): --resume, which writes nothing, says so in its note (evaluate would
+    score it), and evaluate refuses it in the same words; every file is as it was."""
     told = damage(finished_run / run_folder.CHECKPOINT)
     before = snapshot(finished_run)
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
@@ -888,6 +902,24 @@ def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluat
                                  f"trains and writes nothing; but {told}\n"), err
     code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
     assert code == 2 and err == f"error: {told}\n"
+    assert snapshot(finished_run) == before
+
+
+def test_evaluate_refuses_a_finished_runs_checkpoint_trained_on_other_data_than_final_json_records(
+        finished_run, dataset, capsys):
+    """A checkpoint of the same settings trained on other recordings, put in a finished run's folder:
+    evaluate would score weights final.json does not describe, so it refuses them and writes nothing."""
+    path = finished_run / run_folder.CHECKPOINT
+    arrays = dict(np.load(path))
+    held = json.loads(str(arrays["identity"]))
+    held["data"] = {split: "0" * len(fingerprint) for split, fingerprint in held["data"].items()}
+    np.savez(path, **dict(arrays, identity=np.array(json.dumps(held))))
+    before = snapshot(finished_run)
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err == (f"error: checkpoint {path} was trained on other data than final.json records: it "
+                                 f"is not the finished run's weights; restore it from a copy to score the run again "
+                                 f"(its final.json holds the run's results, which --force would delete), or train "
+                                 f"the run again in another --out\n"), err
     assert snapshot(finished_run) == before
 
 
