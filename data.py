@@ -52,7 +52,9 @@ import shutil
 import signal
 import socket
 import stat
+import sys
 import threading
+import time
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -63,7 +65,8 @@ from tqdm import tqdm
 
 from backend import array_module_of
 from interface_checks import a_kind, check_whole
-from run_folder import FILE_KINDS, create_new, first_missing, load_npz, os_problem, read_bytes, remove_made_folders
+from run_folder import (FILE_KINDS, create_new, first_missing, left_temporaries_note, load_npz, os_problem, read_bytes,
+                        remove_made_folders)
 
 # The progress bars here and in training.py advance in their own loops: no tqdm monitor thread (its
 # stack and malloc arena would take 72 MB of the address space a ulimit -v leaves a run).
@@ -693,8 +696,12 @@ def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild, listed):
     digits = np.array([label for _, label in recordings], dtype=np.int64)
     cached = None if rebuild else _load_cache(path, header, digits)
     if cached is None:
+        began = time.time()
         _build_cache(path, recordings, digits, header, progress)
         cached = _load_cache(path, header, digits)
+        left = left_temporaries_note(path.parent, [path.name], "a frame cache's build", before=began)
+        if left:
+            print(left, file=sys.stderr)
     packed, labels, meta = cached
     if meta["n_short"] == len(labels):
         raise BadDataError(f"every one of the {len(labels)} recordings in {folder} is empty or shorter than "

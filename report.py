@@ -133,6 +133,9 @@ def prepare_results(results_dir):
         if path.suffix in (".md", ".png") or path.name == FIGURE_RECORD:
             run_folder.refuse_link(path)
     refuse_foreign_files(results_dir)
+    left = run_folder.left_temporaries_note(results_dir, [*TABLES, *FIGURES, FIGURE_RECORD], "a report")
+    if left:
+        print(left, file=sys.stderr)
 
 
 def remove_stale_figures(results_dir, written):

@@ -1034,6 +1034,38 @@ def refuse_run_folder(folder, instead):
                          f"holds its run's files only; {instead}")
 
 
+def left_temporaries(folder, names, before=None):
+    """The temporary files `writing` made in `folder` for files of `names` and a kill left there (a
+    command that ends otherwise removes its own), each a regular file of one name, last written
+    before the time `before` (time.time()'s) where it is given; [] where the folder cannot be read."""
+    temporary = re.compile("(" + "|".join(map(re.escape, names)) + ")" + TEMPORARY)
+    try:
+        entries = sorted(entry.name for entry in os.scandir(folder))
+    except OSError:
+        return []
+    left = [Path(folder) / name for name in entries if temporary.fullmatch(name) and is_own_file(Path(folder) / name)]
+    with contextlib.suppress(OSError):  # one gone meanwhile: its writer finished
+        return [path for path in left if before is None or path.stat().st_mtime < before]
+    return []
+
+
+def left_temporaries_note(folder, names, what, before=None):
+    """The note naming the temporary files a killed command left in `folder` for files of `names`
+    (`what` made them: "a report", "a frame cache's build"), last written before `before` where it
+    is given (a process building the same file alongside writes its own later), or None where there
+    are none. They are named, not deleted: another command may be writing one of them now."""
+    left = left_temporaries(folder, names, before)
+    if not left:
+        return None
+    try:
+        megabytes = sum(path.stat().st_size for path in left) / 2**20
+    except OSError:  # one gone meanwhile: its writer finished
+        return None
+    return (f"note: {folder} holds {len(left)} temporary file{'s' * (len(left) > 1)} ({megabytes:.1f} MiB) that "
+            f"{what} stopped by a kill left there: {', '.join(path.name for path in left)}; delete "
+            f"{'them' if len(left) > 1 else 'it'} once no other command is writing there")
+
+
 def run_files(out):
     """The files of a run in `out`: those of RUN_FILES there, and the temporary files `writing`
     makes for them (<name>.<8 hex digits>.tmp; a user's <name>.tmp is not one)."""

@@ -1085,3 +1085,23 @@ def test_an_emulation_stopped_midway_is_to_be_finished_not_made_again(tmp_path):
     assert data.split_folder_problem(base / "Train").endswith(
         f"{base} holds an emulation that did not finish (no FINISHED.json): rerun its `run.py emulate --out "
         f"{tmp_path}` (with its --mnist and --seed) to finish it: the recordings already made are kept")
+
+
+def test_a_frame_caches_build_names_the_temporary_files_a_killed_build_left_before_it(tmp_path, capsys):
+    """A build of the frame cache killed before its rename leaves <cache>.<8 hex digits>.tmp: the next
+    build of that cache names it (not deleted: it may be another process's), but not a temporary
+    file written while it built (a process building the same cache alongside)."""
+    data.load_nmnist(SAMPLE, cache_dir=tmp_path, progress=False)
+    cache = sorted(tmp_path.glob("nmnist-train-*.npz"))[0]
+    cache.unlink()
+    killed, alongside = (cache.with_name(f"{cache.name}.{digits}.tmp") for digits in ("0fb5fd2e", "12345678"))
+    killed.write_bytes(b"x" * 2**20)
+    os.utime(killed, (time.time() - 3600, time.time() - 3600))
+    alongside.write_bytes(b"x")
+    os.utime(alongside, (time.time() + 3600, time.time() + 3600))
+    capsys.readouterr()
+    data.load_nmnist(SAMPLE, cache_dir=tmp_path, progress=False)
+    assert capsys.readouterr().err == (f"note: {tmp_path} holds 1 temporary file (1.0 MiB) that a frame cache's "
+                                       f"build stopped by a kill left there: {killed.name}; delete it once no other "
+                                       f"command is writing there\n")
+    assert killed.exists() and alongside.exists()

@@ -886,3 +886,22 @@ def test_a_figure_whose_rename_fails_keeps_the_figure_it_replaces_recorded(tmp_p
     redraw_with_its_rename_failing(path, second, OSError(28, "No space left on device"), monkeypatch)
     assert path.read_bytes() == first and old in figure_record.recorded(tmp_path, "")["fig.png"]
     figure_record.refuse_unrecorded(path, "the report", "move it")  # its own figure: no refusal
+
+
+def test_a_report_names_the_temporary_files_a_killed_report_left_and_deletes_none(tmp_path, capsys):
+    """A report killed while it wrote a figure, a table or the figures' record leaves <name>.<8 hex
+    digits>.tmp: the next report names those (another report may be writing them now) and leaves them,
+    and names no other file (a user's notes.tmp, a temporary file of another name)."""
+    left = ["accuracy_time.png.0fb5fd2e.tmp", "table.md.12345678.tmp", f"{report.FIGURE_RECORD}.9abcdef0.tmp"]
+    for name in [*left, "notes.tmp", "table.md.tmp", "mine.png.0fb5fd2e.tmp"]:
+        (tmp_path / name).write_bytes(b"x" * 1024)
+    capsys.readouterr()
+    report.prepare_results(tmp_path)
+    assert capsys.readouterr().err == (f"note: {tmp_path} holds 3 temporary files (0.0 MiB) that a report stopped by "
+                                       f"a kill left there: {', '.join(sorted(left))}; delete them once no other "
+                                       f"command is writing there\n")
+    assert all((tmp_path / name).exists() for name in left)
+    for name in left:
+        (tmp_path / name).unlink()
+    report.prepare_results(tmp_path)
+    assert capsys.readouterr().err == ""
