@@ -366,8 +366,11 @@ def note_minibatch_size(config, n_train):
     """A note if the minibatch is more than the training split holds: every minibatch is then the
     whole split, or (with --batch-growth) the larger ones score recordings more than once."""
     if config.batch_size > n_train:
+        grown = "" if config.batch_growth == 1 else \
+            f", and --batch-growth {config.batch_growth} joins up to {config.batch_growth} of them, so the later " \
+            f"generations score every recording up to {config.batch_growth} times"
         print(f"note: --batch-size {config.batch_size} is more than the training split's {n_train} recordings: "
-              f"every minibatch is the whole split", file=sys.stderr)
+              f"every minibatch is the whole split{grown}", file=sys.stderr)
     elif config.batch_size * config.batch_growth > n_train:
         print(f"note: --batch-growth {config.batch_growth} grows the minibatch to "
               f"{config.batch_size * config.batch_growth:,} recordings by the last generation, more than the training "

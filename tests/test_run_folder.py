@@ -322,6 +322,11 @@ def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, c
     code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000"), capsys)
     assert code == 0 and re.fullmatch(r"note: --batch-size 100000 is more than the training split's \d+ recordings: "
                                       r"every minibatch is the whole split\n", err), err
+    code, err = run_main(train_args(tmp_path / "both", dataset, "--batch-size", "100000", "--batch-growth", "3"),
+                         capsys)
+    assert code == 0 and re.fullmatch(r"note: --batch-size 100000 is more than the training split's \d+ recordings: "
+                                      r"every minibatch is the whole split, and --batch-growth 3 joins up to 3 of them, "
+                                      r"so the later generations score every recording up to 3 times\n", err), err
     code, err = run_main(train_args(tmp_path / "grown", dataset, "--batch-size", "16", "--batch-growth", "64"), capsys)
     assert code == 0 and re.fullmatch(r"note: --batch-growth 64 grows the minibatch to 1,024 recordings by the last "
                                       r"generation, more than the training split's \d+: the larger minibatches score "
