@@ -269,10 +269,20 @@ def read_json(path, fix, error=UsageError, limit=MAX_JSON_BYTES):
     return parse_json(read_bytes(path, limit, error), refused)
 
 
+def unique_keys(pairs):
+    """json.loads' object_pairs_hook: the object as a dict, a ValueError if a key appears twice (an
+    edit by hand, of which json.loads would keep the last value silently)."""
+    held = dict(pairs)
+    if len(held) < len(pairs):
+        twice = next(key for index, (key, _) in enumerate(pairs) if key in dict(pairs[:index]))
+        raise ValueError(f"the key {json.dumps(twice)} appears twice in one object")
+    return held
+
+
 def parse_json(text, refused):
-    """json.loads(text), or the exception refused(what is wrong) raised."""
+    """json.loads(text), or the exception refused(what is wrong) raised (a key twice in one object too)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise refused("arrays or objects nested too deep") from None
     except UnicodeDecodeError as problem:  # json.loads reads bytes as UTF-8 (or UTF-16/32 by their first bytes)
@@ -805,6 +815,12 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
         if stored != wanted:
             if finished:  # config.json may be the odd one out, which its final.json and checkpoint tell: said first
                 check_final_record(out, stored_config, damaged_too=False)
+            saved = None if finished else checkpoint_identity(out)
+            if saved is not None and saved["config"] == wanted:  # the checkpoint has this command's settings
+                raise UsageError(f"{out / 'config.json'} was changed: it holds other settings "
+                                 f"({differences(stored, wanted, True)}) than those its checkpoint was saved under, "
+                                 f"which are this command's; restore config.json from a copy of the run, or write "
+                                 f"them back in it")
             unstated = [key for key in sorted(stored) if stored[key] != wanted.get(key)
                         and key not in read_json(out / "config.json", config_fix(out))]
             unstated_fix = f"its config.json has no {', '.join(unstated)}, so the run's is taken as the default: " \

@@ -2087,3 +2087,37 @@ def test_a_temporary_name_taken_already_is_never_written_through(tmp_path, monke
     monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
     run_folder.write_atomically(target, "{}")
     assert users.read_text() == "mine" and target.read_text() == "{}"
+
+
+def test_a_config_json_changed_by_hand_under_an_unfinished_run_is_named_as_the_changed_file(finished_run, dataset,
+                                                                                           capsys):
+    """An unfinished run whose config.json was edited: --resume with the run's own settings (those its
+    checkpoint was saved under) names config.json as changed, in one line, rather than asking for the
+    edited settings, which the checkpoint would then refuse; nothing is written."""
+    (finished_run / "final.json").unlink()  # stopped after its last checkpoint, before its final evaluation
+    path = finished_run / "config.json"
+    settings = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(settings, sigma=settings["sigma"] * 2)))
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and err == (f"error: {path} was changed: it holds other settings (--sigma "
+                                 f"{settings['sigma'] * 2:g}, not {settings['sigma']:g}) than those its checkpoint was "
+                                 f"saved under, which are this command's; restore config.json from a copy of the run, "
+                                 f"or write them back in it\n"), err
+    assert snapshot(finished_run) == before
+
+
+def test_a_key_twice_in_a_runs_json_file_is_refused_naming_it(finished_run, dataset, capsys):
+    """A config.json holding one setting twice (a hand edit; JSON readers keep the last silently) is
+    no run's settings: one line naming the file and the key, and nothing written."""
+    path = finished_run / "config.json"
+    text = path.read_text()
+    path.write_text(text.replace('"sigma":', '"sigma": 0.5, "sigma":', 1))
+    before = snapshot(finished_run)
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err.startswith(f"error: {path} is not valid JSON (the key \"sigma\" appears twice in one "
+                                        f"object); "), err
+    assert snapshot(finished_run) == before
+    with pytest.raises(ValueError, match='the key "a" appears twice'):
+        run_folder.unique_keys([("a", 1), ("b", 2), ("a", 3)])
+    assert run_folder.unique_keys([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
