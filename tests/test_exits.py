@@ -590,3 +590,17 @@ def test_what_a_command_prints_shows_control_characters_and_keeps_lines_and_bars
     out, err = capsys.readouterr()
     assert err == "note: /tmp/a\\x1b[2Jb\\x07 holds\tno run\r\n" and out == "figures in /tmp/\\x9bc/\\xffd\n"
     assert (sys.stdout, sys.stderr) == before
+
+
+@pytest.mark.parametrize("value", ["-1e-3", "-inf", "-.5e1"])
+def test_a_negative_value_argparse_takes_for_an_option_is_told_how_to_give_it(value, capsys):
+    """argparse reads -1e-3 or -inf after an option as another option, and says the option expected
+    a value: the line says how to give one that starts with '-'; given so, the value meets the
+    option's own check."""
+    with pytest.raises(SystemExit) as ended:
+        run.main(["train", "--lr", value])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == (f"error: argument --lr: expected one argument (a value that starts with '-' is "
+                                       f"written --lr=VALUE); see run.py train --help\n")
+    assert run.main(["train", f"--lr={value}"]) == 2
+    assert "--lr must lie in (0, 1]" in capsys.readouterr().err
