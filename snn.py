@@ -285,8 +285,9 @@ class Network:
             elif conv:
                 layers.append(Conv(**{key: int(value) for key, value in conv.groupdict().items() if value}))
             else:
-                raise ValueError(f"layer {part!r} is neither a width (64) nor a convolution (conv8k5s2: 8 kernels "
-                                 f"of 5 x 5, stride 2)")
+                raise ValueError(f"layer {part!r} is neither a width (64) nor a convolution "
+                                 f"conv<channels>k<kernel>[s<stride>][p<padding>], its parts in that order "
+                                 f"(conv8k5s2: 8 kernels of 5 x 5, stride 2; conv8k3s1p1: padding 1)")
         return cls(tuple(layers) + (Dense(n_out),), image, readout).checked()
 
     @classmethod

@@ -172,7 +172,11 @@ def test_init_params_is_init_network_of_the_dense_network():
     ("64,conv8k3", "layer 2 (conv8k3) follows a dense layer, which has no image: put the convolutions first"),
     ("64,0", "layer 2 (0) has 0 neurons: give it 1..65536"),
     ("64,", "layer '' is neither a width"),
-    ("conv8x5", "layer 'conv8x5' is neither a width (64) nor a convolution (conv8k5s2"),
+    ("conv8x5", "layer 'conv8x5' is neither a width (64) nor a convolution conv<channels>k<kernel>[s<stride>]"
+                "[p<padding>], its parts in that order (conv8k5s2: 8 kernels of 5 x 5, stride 2; conv8k3s1p1: "
+                "padding 1)"),
+    ("conv8k3p1s2", "layer 'conv8k3p1s2' is neither a width (64) nor a convolution conv<channels>k<kernel>[s<stride>]"
+                    "[p<padding>], its parts in that order"),
     ("\uff16\uff14", "layer '\uff16\uff14' is neither a width"),  # full-width digits: int() reads them, the docs do not
     ("conv\uff18k5", "layer 'conv\uff18k5' is neither a width"),
 ])
