@@ -56,15 +56,15 @@ def drift(run_dir):
                              f"none): train it again into a folder of your own (examples/snn_depth.py --out DIR with "
                              f"its options) and give that run's folder")
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
+    config = run_folder.read_config(run_dir)
+    if config.method != "eggroll" or config.weight_decay:  # said first: finishing such a run would not help
+        raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")
     if not (run_dir / "final.json").is_file():  # the walk is the whole run's: an unfinished one has not walked it
         running = run_folder.holder(run_dir)
         if running is not None:
             raise UsageError(f"{run_dir} is being trained now (by process {running}): give it once it has finished")
         raise UsageError(f"{run_dir} has not finished (no final.json); finish it with "
-                         f"{run_folder.resume_command(run_dir, run_folder.read_config(run_dir))}")
-    config = run_folder.read_config(run_dir)
-    if config.method != "eggroll" or config.weight_decay:
-        raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")
+                         f"{run_folder.resume_command(run_dir, config)}")
     start = snn.init_network(config.seed, config.network, std=config.init_std, rule=config.init_rule)
     params = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start, run_folder.identity(config))[0]
     walk = noise_walk(config.lr, config.lr_schedule, config.generations)

@@ -623,6 +623,11 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "has not finished (no final.json); finish it with `python run.py train --out " \
         f"{run} --resume --method eggroll" in refused.stderr, refused.stderr
+    settings = json.loads((run / "config.json").read_text())  # unfinished, and of weight decay: finishing it would not do
+    (run / "config.json").write_text(json.dumps(dict(settings, weight_decay=0.01)))
+    with pytest.raises(run_folder.UsageError, match="is not an EGGROLL run without weight decay; give such a run$"):
+        drift.drift(run)
+    (run / "config.json").write_text(json.dumps(settings))
     with run_folder.owned(run):  # as a run being trained now: no command to finish it, which would be refused
         refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and refused.stderr == f"error: {run} is being trained now (by process " \
