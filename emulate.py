@@ -335,12 +335,19 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     with warnings.catch_warnings(record=True) as unofficial:  # said once the folder is found fit: one line if not
         warnings.simplefilter("always")
         digits, sha256 = mnist.load(mnist.fetch(progress=progress) if mnist_folder is None else mnist_folder)
-    for split in splits if every_digit else ():
-        lacking = sorted(set(range(10)) - set(int(label) for label in digits[split][1]))
-        if lacking:
-            raise UsageError(f"the MNIST files in {mnist_folder} hold no digit {lacking[0]} in the {split} split, so "
-                             f"their emulation could not be trained and scored (every digit is needed in each "
-                             f"split); give --mnist the four files of MNIST itself")
+        for split in splits:
+            lacking = sorted(set(range(10)) - set(int(label) for label in digits[split][1]))
+            if lacking and every_digit:
+                raise UsageError(f"the MNIST files in {mnist_folder} hold no digit {lacking[0]} in the {split} split, "
+                                 f"so their emulation could not be trained and scored (every digit is needed in each "
+                                 f"split); give --mnist the four files of MNIST itself")
+            if lacking:  # a few digits of the user's, say: emulated, and said
+                warnings.warn_explicit(f"the MNIST files in {mnist_folder} hold no digit{'s' * (len(lacking) > 1)} "
+                                       f"{', '.join(map(str, lacking))} in the {split} split, so the emulation's "
+                                       f"{SPLIT_FOLDER[split]} folders of "
+                                       f"{'those digits' if len(lacking) > 1 else 'that digit'} stay empty, and train "
+                                       f"and evaluate refuse the copy (every digit is needed in each split)",
+                                       UserWarning, __file__, 0)
     fingerprint = {"emulator": "eggroll-snn emulate.py", "version": VERSION, "seed": int(seed), "mnist_sha256": sha256}
     with owned(root):  # one emulation per folder at a time
         return emulate_into(root, out, digits, splits, fingerprint, workers, seed, progress, elsewhere, unofficial)
