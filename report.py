@@ -76,8 +76,15 @@ def read_metrics(path):
     records, damage = run_folder.metrics_records(lines, METRICS_KEYS)
     if damage is not None:
         number, problem = damage
-        what = "not valid JSON" if problem == run_folder.NOT_JSON else f"damaged ({problem})"
+        if problem != run_folder.NOT_JSON:
+            what = f"damaged ({problem})"
+        elif not lines[number - 1].strip():
+            what = "empty"
+        else:
+            what = "not valid JSON"
         raise ValueError(f"line {number} of {path} is {what}: {fix}")
+    if records and run_folder.missing_record(records):  # a record deleted: its curve would be drawn without it
+        raise ValueError(f"{path} {run_folder.missing_record(records)}: {fix}")
     return records
 
 

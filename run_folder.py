@@ -919,6 +919,8 @@ def finished_metrics_problem(out, final):
         return f"line {number} of its {path.name} is {what}"
     if not records:
         return f"its {path.name} holds no record"
+    if missing_record(records):
+        return f"its {path.name} {missing_record(records)}"
     if records[-1]["generation"] != final["generations"]:
         return f"its {path.name} ends at generation {records[-1]['generation']}, not at final.json's " \
                f"{final['generations']}"
@@ -1165,6 +1167,19 @@ def metrics_records(lines, required=("generation",)):
             return records, (number, problem)
         records.append(record)
     return records, None
+
+
+def missing_record(records):
+    """Where a finished run's metrics records, written every E generations (E the first one's) and at
+    the last, skip one, as the end of a sentence about the file; None where none is skipped."""
+    every = records[0]["generation"]
+    for index, record in enumerate(records[:-1], start=1):
+        if record["generation"] != index * every:
+            return f"skips generation {index * every} (its records come every {every} generations)"
+    if len(records) > 1 and records[-1]["generation"] - records[-2]["generation"] > every:
+        return (f"skips generation {records[-2]['generation'] + every} (its records come every {every} generations "
+                f"and at the last)")
+    return None
 
 
 def metrics_until(path, step):

@@ -768,6 +768,34 @@ def test_a_finished_runs_metrics_with_no_record_is_refused(tmp_path):
         report.collect(tmp_path)
 
 
+def test_a_finished_runs_metrics_with_a_record_taken_out_or_a_blank_line_is_refused_by_what_it_is(tmp_path):
+    """A finished run's metrics.jsonl without one of its records (every 10 generations: the curve and
+    the time to 75 % would be drawn without it), or the last record alone gone (the last is checked
+    against final.json): refused, naming the generation skipped; a blank line is called empty."""
+    out = write_run(tmp_path, "es", 1, val_accs=(0.3, 0.5, 0.7, 0.9))
+    path = out / "metrics.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:1] + lines[2:]))
+    with pytest.raises(ValueError, match=re.escape(f"{path} skips generation 20 (its records come every 10 "
+                                                   f"generations): restore it from a copy of the run, or "
+                                                   f"{report.RETRAIN}")):
+        report.collect(tmp_path)
+    path.write_text("".join(lines[:2] + lines[3:]))
+    with pytest.raises(ValueError, match=re.escape(f"{path} skips generation 30 (its records come every 10 "
+                                                   f"generations and at the last)")):
+        report.collect(tmp_path)
+    path.write_text("".join(lines) + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"line 5 of {path} is empty: restore it from a copy")):
+        report.collect(tmp_path)
+    path.write_text("".join(lines))
+    assert [record["generation"] for record in report.collect(tmp_path)["es"][0][1]] == [10, 20, 30, 40]
+    final = json.loads((out / "final.json").read_text())
+    assert run_folder.finished_metrics_problem(out, final) is None
+    path.write_text("".join(lines[:1] + lines[2:]))
+    assert run_folder.finished_metrics_problem(out, final) == ("its metrics.jsonl skips generation 20 (its records "
+                                                               "come every 10 generations)")
+
+
 def test_the_time_finding_names_the_most_accurate_rank_not_the_fastest_or_slowest():
     """Of EGGROLL's ranks the finding names the most accurate, whatever their times, beside ES and BPTT."""
     points = {"eggroll-r1": (10.0, 80.0), "eggroll-r4": (100.0, 70.0), "eggroll-r2": (5.0, 60.0),
