@@ -210,7 +210,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
 # 2. Surrogate-gradient BPTT
 #
 # Every layer runs Eqs. (1)-(2) as V_t = beta U_{t-1} + I_t,  o_t = S(V_t),  U_t = V_t (1 - o_t),
-# with I_t = W s_t + b, V_t the membrane potential before the reset and U_t the one after it.
+# with I_t = s_t Wᵀ + b, V_t the membrane potential before the reset and U_t the one after it.
 # The forward spike is S = H(V - V_th); backward replaces its derivative by the fast sigmoid
 # (Zenke & Ganguli, "SuperSpike", 2018):
 #     dS/dV ~ 1 / (1 + k |V - V_th|)^2                                                     (11)

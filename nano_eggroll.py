@@ -72,8 +72,8 @@ def init_params(seed, sizes=(2312, 64, 10), std=0.3):
 
 
 def lif(currents, beta, threshold):
-    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + W s_t + b and o_t = [V_t >= V_th], then
-    V_t <- 0 where o_t: input currents W s_t + b (T, ...) -> output spikes o_t (T, ...), 0 or 1."""
+    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + s_t Wᵀ + b and o_t = [V_t >= V_th], then
+    V_t <- 0 where o_t: input currents s_t Wᵀ + b (T, ...) -> output spikes o_t (T, ...), 0 or 1."""
     v = np.zeros_like(currents[0])
     spikes = np.empty_like(currents)
     for t in range(len(currents)):

@@ -3,12 +3,12 @@
 Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any depth, dense or convolutional layers), for
 every layer and frame (time bin) t = 1..T:
 
-    V_t = beta * V_{t-1} + W s_t + b                       (1)  membrane potential
+    V_t = beta * V_{t-1} + s_t Wᵀ + b                     (1)  membrane potential
     o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
 
-s_t is the layer's input at frame t (an event frame for layer 1, the previous layer's spikes o_t for
-the others). Layer l's parameters are named W{l} and b{l}, l counted from 1; the last layer is the
-output.
+s_t is the layer's input at frame t, a row (an event frame for layer 1, the previous layer's spikes o_t
+for the others; the paper writes W s_t for columns). Layer l's parameters are named W{l} and b{l}, l
+counted from 1; the last layer is the output.
 The network's output is the mean spike rate of the output neurons over the T frames, read out by a
 softmax (3) and scored by cross-entropy (4). A network may read out its output layer's mean membrane
 potential instead (`readout="potential"`): those neurons integrate Eq. (1) without spiking or
@@ -16,7 +16,7 @@ resetting, so their output moves with every weight, not in jumps of whole spikes
 
 Evolution strategies evaluate many perturbed copies ("members") of the network on the same
 minibatch; `simulate` runs them all, in cache-sized chunks of members, asking the caller for each
-layer's input current W s_t + b. That way every method (EGGROLL, full-rank ES, plain inference)
+layer's input current s_t Wᵀ + b. That way every method (EGGROLL, full-rank ES, plain inference)
 shares exactly this LIF code and differs only in how it forms the currents.
 
 A network is data (`Network`, after the dynamics): its layers, each `Dense` (every neuron sees every input) or `Conv`
