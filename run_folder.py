@@ -815,14 +815,14 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
         if stored != wanted:
             if finished:  # config.json may be the odd one out, which its final.json and checkpoint tell: said first
                 check_final_record(out, stored_config, damaged_too=False)
-            saved = None if finished else checkpoint_identity(out)
+            unstated = [key for key in sorted(stored) if stored[key] != wanted.get(key)
+                        and key not in read_json(out / "config.json", config_fix(out))]
+            saved = None if finished or unstated else checkpoint_identity(out)
             if saved is not None and saved["config"] == wanted:  # the checkpoint has this command's settings
                 raise UsageError(f"{out / 'config.json'} was changed: it holds other settings "
                                  f"({differences(stored, wanted, True)}) than those its checkpoint was saved under, "
                                  f"which are this command's; restore config.json from a copy of the run, or write "
                                  f"them back in it")
-            unstated = [key for key in sorted(stored) if stored[key] != wanted.get(key)
-                        and key not in read_json(out / "config.json", config_fix(out))]
             unstated_fix = f"its config.json has no {', '.join(unstated)}, so the run's is taken as the default: " \
                            f"if it lost the run's, restore it from a copy of the run (a finished run's final.json " \
                            f"holds its settings under \"config\"); else " if unstated else ""
@@ -1211,16 +1211,17 @@ def is_count(value, low):
 FRACTION = (lambda v: is_number(v) and 0 <= v <= 1, "a number in [0, 1]")
 AMOUNT = (lambda v: is_number(v) and 0 <= v < math.inf, "a finite number >= 0")
 FINITE = (lambda v: is_number(v) and math.isfinite(v), "a finite number")
+SECONDS = (lambda v: is_number(v) and 0 <= v < 1e12, "a number of seconds >= 0 and below 10^12 (30,000 years)")
 COUNT = (lambda v: is_count(v, 1), "an integer >= 1")
 SIZE = (lambda v: is_count(v, 0), "an integer >= 0")
 PER_DIGIT = (lambda v: isinstance(v, list) and len(v) == snn.SIZES[-1] and all(x is None or FRACTION[0](x) for x in v),
              f"a list of {snn.SIZES[-1]} numbers in [0, 1] or null")
-METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": AMOUNT, "end_to_end_seconds": AMOUNT,
+METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": SECONDS, "end_to_end_seconds": SECONDS,
                  "val_acc": FRACTION,
                  "spikes_per_sample": AMOUNT, "mean_fitness": FINITE, "max_fitness": FINITE, "shaped_std": AMOUNT,
                  "loss": FINITE}
 FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": AMOUNT,
-               "median_seconds_per_generation": AMOUNT, "total_seconds": AMOUNT, "end_to_end_seconds": AMOUNT,
+               "median_seconds_per_generation": SECONDS, "total_seconds": SECONDS, "end_to_end_seconds": SECONDS,
                "generations": COUNT,
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
                "update": (lambda v: v in ("seeds", "allreduce"), '"seeds" or "allreduce" (--update)'),

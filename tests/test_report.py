@@ -404,7 +404,11 @@ DAMAGES = {
     "final.json accuracy out of range": ("final.json", json.dumps(dict(FINAL, test_acc=1.5)),
                                          "(test_acc must be a number in [0, 1], got 1.5)"),
     "final.json negative seconds": ("final.json", json.dumps(dict(FINAL, total_seconds=-1)),
-                                    "(total_seconds must be a finite number >= 0, got -1)"),
+                                    "(total_seconds must be a number of seconds >= 0 and below 10^12 (30,000 years), "
+                                    "got -1)"),
+    "final.json seconds past any run": ("final.json", json.dumps(dict(FINAL, total_seconds=1e308)),
+                                        "(total_seconds must be a number of seconds >= 0 and below 10^12 (30,000 "
+                                        "years), got 1e+308)"),
     "final.json seed not a number": ("final.json", json.dumps(dict(FINAL, config={"seed": "1"})),
                                      '(config.seed must be an integer, got "1")'),
     "final.json data not an object": ("final.json", json.dumps(dict(FINAL, data="x")), '(data must be null (a run '

@@ -609,7 +609,8 @@ METRICS_DAMAGES = [(['{"generation": "a"}'], 'line 1 is damaged (generation must
                    (['{"generation": 5, "val_acc": 2}'],
                     "line 1 is damaged (val_acc must be a number in [0, 1], got 2)"),
                    (['{"generation": 5, "wall_seconds": -1.0}', '{"generation": 10}'],
-                    "line 1 is damaged (wall_seconds must be a finite number >= 0, got -1.0)"),
+                    "line 1 is damaged (wall_seconds must be a number of seconds >= 0 and below 10^12 (30,000 "
+                    "years), got -1.0)"),
                    (['{"generation": 5}', '{"generation": 5}'],
                     "line 2 is damaged (generation 5 does not follow generation 5)")]
 
