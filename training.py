@@ -307,6 +307,12 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     reproduce) picks the advice that works for it.
     """
     run, params = set_up(config, Path(out), team, progress, command, resume, force)
+    if team.size == 1 and read_only_finished(run.out, resume):  # nothing to write, nor a lock to take there
+        final = run_folder.intact_final(run.out)
+        if (final.get("data") or {}).get("fingerprint") == run.identity["data"]:
+            say_finished(run, params, final)
+            return final
+        resources.check_writable(run.out, "--out", folder=True)  # other data: refused as a folder it cannot write
     existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
     made = run_folder.first_missing(run.out)  # what owned() creates, parents included
     with run_folder.owned(run.out) if run.leader else contextlib.nullcontext():
@@ -319,9 +325,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 final = None  # other data (refused with the checkpoint's), or a record from before data records
             if (team.broadcast(final is not None) if team.size > 1 else final is not None):
                 if run.leader:
-                    print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and "
-                          f"writes nothing" + "".join(f"; but {problem}" for problem in finished_problems(run, params, final)),
-                          file=sys.stderr)
+                    say_finished(run, params, final)
                 return final or {}
             if run.leader and command == "train":  # once the folder is found to be this run's, to train
                 note_minibatch_size(config, len(run.splits.train))
@@ -347,6 +351,20 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 run_folder.discard(run.out, not existed, mark_too=not marked)  # a failed run leaves nothing; a stopped one resumes
                 run_folder.remove_made_folders(run.out, made)
             raise
+
+
+def read_only_finished(out, resume):
+    """Whether --resume meets a finished run (an intact final.json) in a folder it cannot write, a
+    read-only copy or an archive: it writes nothing there, so it says so without taking the lock."""
+    return resume and run_folder.is_run_folder(out) and run_folder.intact_final(out) is not None \
+        and not os.access(out, os.W_OK)
+
+
+def say_finished(run, params, final):
+    """The note of --resume on a finished run: it trains and writes nothing; and what is wrong with
+    the run's other files, each with its fix (finished_problems)."""
+    print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and writes nothing"
+          + "".join(f"; but {problem}" for problem in finished_problems(run, params, final)), file=sys.stderr)
 
 
 def note_idle_processes(config, processes):
@@ -424,7 +442,8 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
             if not run_folder.is_run_folder(out):
                 run_folder.refuse_shared_folder(out)
                 resources.refuse_data_folder(out, "use another --out")
-            resources.check_writable(out, "--out", folder=True)
+            if not (team.size == 1 and read_only_finished(out, resume)):
+                resources.check_writable(out, "--out", folder=True)
             if not run_folder.is_run_folder(out) and data.holds_frame_caches(out):  # a run folder holds its own
                 raise UsageError(f"{out} holds frame caches of this project (nmnist-*.npz files), which commands read "
                                  f"as a frame cache, not as a run folder; use another --out")

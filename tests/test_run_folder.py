@@ -2122,3 +2122,23 @@ def test_a_key_twice_in_a_runs_json_file_is_refused_naming_it(finished_run, data
     with pytest.raises(ValueError, match='the key "a" appears twice'):
         run_folder.unique_keys([("a", 1), ("b", 2), ("a", 3)])
     assert run_folder.unique_keys([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+
+
+def test_resume_of_a_finished_run_in_a_folder_it_cannot_write_says_it_has_finished(finished_run, dataset, capsys,
+                                                                                  monkeypatch):
+    """A finished run in a folder no process may write (a read-only file system, an archive): --resume,
+    which writes nothing, says the run has finished, exit status 0, without taking the folder's lock;
+    an unfinished one there is refused as a folder it cannot write."""
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if mode & os.W_OK and Path(path) == finished_run
+                        else access(path, mode, **kw))
+    with monkeypatch.context() as inside:
+        inside.setattr(run_folder, "owned", lambda folder: pytest.fail(f"took the lock of {folder}"))
+        before = snapshot(finished_run)
+        code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+        assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): "
+                                     f"--resume trains and writes nothing\n"), err
+        assert snapshot(finished_run) == before
+    (finished_run / "final.json").unlink()
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 2 and err.startswith(f"error: --out {finished_run}: "), err
