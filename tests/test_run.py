@@ -1571,12 +1571,14 @@ def test_max_shift_counts_for_the_minibatch_made_ahead_on_a_cpu(population):
 
 def test_a_run_folder_to_resume_that_cannot_be_written_is_refused_before_any_work(tmp_path, dataset, capsys,
                                                                                    monkeypatch):
-    """train --resume in a run folder this user cannot write: one line, make it writable, and the
-    run's files as they were (the tests may run as root, so os.access's answer is made here)."""
+    """train --resume of an unfinished run in a folder this user cannot write: one line, make it
+    writable, and the run's files as they were (the tests may run as root, so os.access's answer is
+    made here). A finished one says it has finished (test_run_folder)."""
     out = tmp_path / "run"
     args = ["train", "--out", str(out), "--generations", "2", "--population", "8", "--batch-size", "16",
             "--eval-every", "1", "--quiet", *dataset]
     assert run.main(args) == 0
+    (out / "final.json").unlink()  # stopped after its last checkpoint, before its final evaluation
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != ".lock"}
     capsys.readouterr()
     monkeypatch.setattr(os, "access", lambda path, mode: False)
