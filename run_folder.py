@@ -1053,18 +1053,26 @@ def refuse_run_folder(folder, instead):
 
 
 def left_temporaries(folder, names, before=None):
-    """The temporary files `writing` made in `folder` for files of `names` and a kill left there (a
-    command that ends otherwise removes its own), each a regular file of one name, last written
-    before the time `before` (time.time()'s) where it is given; [] where the folder cannot be read."""
+    """{path: bytes} of the temporary files `writing` made in `folder` for files of `names` and a kill
+    left there (a command that ends otherwise removes its own), each a regular file of one name, last
+    written before the time `before` (time.time()'s) where it is given; {} where the folder cannot be read."""
     temporary = re.compile("(" + "|".join(map(re.escape, names)) + ")" + TEMPORARY)
     try:
         entries = sorted(entry.name for entry in os.scandir(folder))
     except OSError:
-        return []
-    left = [Path(folder) / name for name in entries if temporary.fullmatch(name) and is_own_file(Path(folder) / name)]
-    with contextlib.suppress(OSError):  # one gone meanwhile: its writer finished
-        return [path for path in left if before is None or path.stat().st_mtime < before]
-    return []
+        return {}
+    left = {}
+    for name in entries:
+        path = Path(folder) / name
+        if not (temporary.fullmatch(name) and is_own_file(path)):
+            continue
+        try:
+            status = path.stat()
+        except OSError:  # gone meanwhile: its writer finished
+            continue
+        if before is None or status.st_mtime < before:
+            left[path] = status.st_size
+    return left
 
 
 def left_temporaries_note(folder, names, what, before=None):
@@ -1075,13 +1083,10 @@ def left_temporaries_note(folder, names, what, before=None):
     left = left_temporaries(folder, names, before)
     if not left:
         return None
-    try:
-        megabytes = sum(path.stat().st_size for path in left) / 2**20
-    except OSError:  # one gone meanwhile: its writer finished
-        return None
-    return (f"note: {folder} holds {len(left)} temporary file{'s' * (len(left) > 1)} ({megabytes:.1f} MiB) that "
-            f"{what} stopped by a kill left there: {', '.join(path.name for path in left)}; delete "
-            f"{'them' if len(left) > 1 else 'it'} once no other command is writing there")
+    return (f"note: {folder} holds {len(left)} temporary file{'s' * (len(left) > 1)} "
+            f"({sum(left.values()) / 2**20:.1f} MiB) that {what} stopped by a kill left there: "
+            f"{', '.join(path.name for path in left)}; delete {'them' if len(left) > 1 else 'it'} once no other "
+            f"command is writing there")
 
 
 def run_files(out):
