@@ -591,7 +591,8 @@ def test_missing_class_folder(root, tmp_path):
     (encode_events([1, 1], [2, 240], [3, 4], [0, 0]), "x/y outside 0..33"),
     (encode_events([1, 2, 3, 4], [2, 2, 2, 2], [5, 9, 4, 600], [0, 1, 0, 1]),
      r"timestamps go backwards at event 2 \(byte 10\)"),
-], ids=["size", "x = 34", "y = 240", "time goes backwards"])
+    (encode_events([1, 2, 3], [2, 2, 2], [5, 4, 600], [0, 1, 0]), r"timestamps go backwards at event 1 \(byte 5\)"),
+], ids=["size", "x = 34", "y = 240", "time goes backwards", "time goes back by 1 us"])
 def test_bad_recording(root, tmp_path, content, problem):
     path, _ = data.list_recordings(root / "NMNIST" / "Train")[7]
     path.write_bytes(content)
@@ -603,6 +604,14 @@ def test_bad_recording(root, tmp_path, content, problem):
 
 # -----------------------------------------------------------------------------
 # minibatches
+
+def test_events_at_one_time_are_no_step_backwards(root, tmp_path):
+    """Two events at the same microsecond (a tie) are a recording's own, read, not a step backwards."""
+    path, _ = data.list_recordings(root / "NMNIST" / "Train")[7]
+    path.write_bytes(encode_events([1, 2, 3], [2, 2, 2], [4, 4, 600], [0, 1, 0]))
+    splits = load(root, tmp_path / "cache")
+    assert len(splits.train) + len(splits.val) == len(data.list_recordings(root / "NMNIST" / "Train"))
+
 
 def test_batches_in_order(root, tmp_path):
     test = load(root, tmp_path / "cache").test

@@ -1345,6 +1345,19 @@ def test_the_memory_estimate_grows_with_the_hidden_layers(method):
         resources.check_run_memory(dataclasses.replace(base, hidden="65536,65536"), np)
 
 
+def test_the_memory_estimate_sizes_the_minibatch_by_the_training_split_and_evaluation_by_the_larger_split():
+    """Of 1,000 recorded training recordings 100 are validation (data.split_indices), so a --batch-size
+    of 1,000 trains on the 900 left, as one of 900 does; of 5,000, the 500 of validation are scored in
+    one evaluation batch, larger than the 10 test recordings: the estimate counts it."""
+    base = dataclasses.replace(config.RunConfig(), method="eggroll", population=8)
+    assert resources.run_bytes(dataclasses.replace(base, batch_size=1000), False, (1000, 10)) == \
+        resources.run_bytes(dataclasses.replace(base, batch_size=900), False, (1000, 10))
+    assert resources.run_bytes(dataclasses.replace(base, batch_size=901), False, (1001, 10)) > \
+        resources.run_bytes(dataclasses.replace(base, batch_size=900), False, (1001, 10))
+    scored = resources.generation_bytes("inference", None, 1, 500, base.time_bins, False, base.network)
+    assert resources.run_bytes(dataclasses.replace(base, batch_size=1), False, (5000, 10))[0] > scored
+
+
 def test_the_memory_estimate_covers_a_wide_networks_weights_made_and_updated():
     """Where the weights dominate (2312-2048-2048-10 at 4 members), run_bytes covers the most that
     NumPy holds at once while the network is made and trained two generations (tracemalloc), its

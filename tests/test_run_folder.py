@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
 import time
@@ -2142,3 +2143,20 @@ def test_resume_of_a_finished_run_in_a_folder_it_cannot_write_says_it_has_finish
     (finished_run / "final.json").unlink()
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 2 and err.startswith(f"error: --out {finished_run}: "), err
+
+
+def test_a_checkpoint_of_zero_end_to_end_seconds_is_read_and_a_finished_runs_median_is_its_steps(finished_run):
+    """The end-to-end time's rule is >= 0, its edge included: a checkpoint of 0.0 s (a clock too coarse
+    to see the run) is read, not called damaged. final.json's median_seconds_per_generation is the median
+    of the seconds of the run's steps, as its checkpoint keeps them (not their mean, which a slow first
+    step would pull up)."""
+    stored = dict(np.load(finished_run / run_folder.CHECKPOINT))
+    final = json.loads((finished_run / "final.json").read_text())
+    assert len(stored["step_seconds"]) == final["generations"] >= 3
+    assert final["median_seconds_per_generation"] == statistics.median(stored["step_seconds"].tolist())
+    assert final["total_seconds"] == pytest.approx(sum(stored["step_seconds"].tolist()))
+    rewrite_checkpoint(finished_run, lambda arrays: arrays.update(end_to_end_seconds=np.float64(0.0)))
+    config = run_folder.read_config(finished_run)
+    like = snn.init_network(config.seed, config.network, std=config.init_std)
+    loaded = run_folder.load_checkpoint(finished_run / run_folder.CHECKPOINT, np, like, run_folder.identity(config))
+    assert loaded[4] == 0.0
