@@ -67,24 +67,19 @@ def final_fix(folder):
 
 
 def read_metrics(path):
-    """The records of a finished run's metrics.jsonl, every line one: a kill cuts no line of a finished
-    run's (final.json is written after its last record, and --resume drops a line cut before)."""
+    """The records of a finished run's metrics.jsonl, every line one (a kill cuts no line of a finished
+    run's: final.json is written after its last record, and --resume drops a line cut before), none
+    skipped (they come every eval_every generations, and at the last)."""
     fix = f"restore it from a copy of the run, or {RETRAIN}"  # its records are gone: no run of the weights redoes them
     if not path.exists():
         raise ValueError(f"{path} is missing: {fix}")
     lines = run_folder.read_bytes(path, run_folder.MAX_METRICS_BYTES, ValueError).decode(errors="replace").splitlines()
     records, damage = run_folder.metrics_records(lines, METRICS_KEYS)
     if damage is not None:
-        number, problem = damage
-        if problem != run_folder.NOT_JSON:
-            what = f"damaged ({problem})"
-        elif not lines[number - 1].strip():
-            what = "empty"
-        else:
-            what = "not valid JSON"
-        raise ValueError(f"line {number} of {path} is {what}: {fix}")
-    if records and run_folder.missing_record(records):  # a record deleted: its curve would be drawn without it
-        raise ValueError(f"{path} {run_folder.missing_record(records)}: {fix}")
+        raise ValueError(f"line {damage[0]} of {path} is {run_folder.line_damage(lines, *damage)}: {fix}")
+    skipped = records and run_folder.missing_record(records)
+    if skipped:  # a record deleted: its curve would be drawn without it
+        raise ValueError(f"{path} {skipped}: {fix}")
     return records
 
 

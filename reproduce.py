@@ -262,10 +262,12 @@ def reproduce_runs(opts, results_dir, runs, deadline):
             stored = run_folder.read_config(out) if run_folder.is_run_folder(out) and (out / "config.json").exists() \
                 else None  # in a folder that is not a run's, config.json is not the project's to read
             force = opts.force and stored is not None and run_config.stored(stored) != run_config.stored(config)
-            if force and os.path.islink(out):  # --force deletes the preset's own folders, never a run a link leads to
-                raise UsageError(f"{out} is a symbolic link to {os.readlink(out)}, a run of other settings, which "
-                                 f"--force would delete through the link; remove the link (the run it leads to is "
-                                 f"left as it is) and reproduce trains the preset's run in a folder of its own")
+            link = next((path for path in (out, out.parent, results_dir) if os.path.islink(path)), None)
+            if force and link is not None:  # --force deletes in the preset's own folders, never through a link
+                raise UsageError(f"{link} is a symbolic link to {os.readlink(link)}, and {out} there holds a run of "
+                                 f"other settings, which --force would delete through the link; remove the link "
+                                 f"(what it leads to is left as it is) and reproduce trains the preset's run in a "
+                                 f"folder of its own")
             try:
                 training.train(config, out, resume=True, force=force, progress=not opts.quiet, deadline=deadline,
                                command="reproduce")

@@ -583,7 +583,8 @@ def read_arrays(path):
 
 def not_the_finished_run(path, step, final, command="train"):
     """Why the checkpoint at `path`, after `step` updates, is not the one its run's final.json `final`
-    records (a checkpoint of the run partway, or of other data, put over it), with the fix; or None."""
+    (intact) records (a checkpoint of the run partway, or of other data, put over it; or final.json's
+    count of updates changed, which its own settings tell), with the fix; or None."""
     generations = final.get("generations") if isinstance(final, dict) else None
     records = final.get("data") if isinstance(final, dict) else None
     recorded = records.get("fingerprint") if isinstance(records, dict) else None
@@ -592,11 +593,17 @@ def not_the_finished_run(path, step, final, command="train"):
         trained = read_identity(arrays["identity"])["data"] if "identity" in arrays else None
     except ValueError:
         trained = None  # damaged: load_checkpoint says so
+    config = run_config.from_stored(final["config"])
+    if type(generations) is int and step != generations and step == finished_steps(config, final.get("n_train")):
+        return (f"{path.parent / 'final.json'} records a run of {generations} updates, but its own settings (and "
+                f"the checkpoint) a run of {step}: it is damaged; restore it from a copy of the run, or move it out "
+                f"of {path.parent}, and {resume_command(path.parent, config)} scores the run again from its "
+                f"checkpoint and writes it anew")
     if type(generations) is int and step != generations:
         problem = f"holds the weights after {step} updates, and final.json records a run of {generations}"
     elif isinstance(recorded, dict) and trained and any(trained.get(split) != fingerprint
                                                         for split, fingerprint in recorded.items()):
-        problem = "was trained on other data than final.json records"
+        problem = "was trained on other data than final.json records (one of the two is another run's)"
     else:
         return None
     return (f"checkpoint {path} {problem}: it is not the finished run's weights; "
@@ -912,15 +919,15 @@ def finished_metrics_problem(out, final):
     if path.stat().st_size > MAX_METRICS_BYTES:
         return f"its {path.name} holds {path.stat().st_size:,} bytes, more than such a file holds (at most " \
                f"{MAX_METRICS_BYTES:,} are read)"
-    records, damage = metrics_records(read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines())
+    lines = read_bytes(path, MAX_METRICS_BYTES).decode(errors="replace").splitlines()
+    records, damage = metrics_records(lines)
     if damage is not None:
-        number, problem = damage
-        what = "not JSON" if problem == NOT_JSON else f"damaged ({problem})"
-        return f"line {number} of its {path.name} is {what}"
+        return f"line {damage[0]} of its {path.name} is {line_damage(lines, *damage)}"
     if not records:
         return f"its {path.name} holds no record"
-    if missing_record(records):
-        return f"its {path.name} {missing_record(records)}"
+    skipped = missing_record(records)
+    if skipped:
+        return f"its {path.name} {skipped}"
     if records[-1]["generation"] != final["generations"]:
         return f"its {path.name} ends at generation {records[-1]['generation']}, not at final.json's " \
                f"{final['generations']}"
@@ -964,10 +971,13 @@ def check_final_record(out, config, damaged_too=True):
     scored_on = ((final.get("data") or {}).get("fingerprint") or {}) if saved and saved["data"] else {}
     other_data = next((split for split, fingerprint in scored_on.items() if saved["data"].get(split) != fingerprint),
                       None)
-    if held != wanted or other_data:
-        why = differences(held, wanted) if held != wanted else (f"trained on other data: {other_data} "
-                                                                 f"{scored_on[other_data]}, the checkpoint's "
-                                                                 f"{saved['data'].get(other_data)}")
+    if other_data and held == wanted:  # which of the two is the run's own, the settings cannot tell
+        raise UsageError(f"{path} and checkpoint {out / CHECKPOINT} name other data ({other_data}: final.json's "
+                         f"{scored_on[other_data]}, the checkpoint's {saved['data'].get(other_data)}): one of them is "
+                         f"another run's; put the run's own back from a copy of the run, or train the run again in "
+                         f"another --out")
+    if held != wanted:
+        why = differences(held, wanted)
         raise UsageError(f"{path} is another run's ({why}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
                          f"then {rescore}")
@@ -1175,16 +1185,24 @@ def metrics_records(lines, required=("generation",)):
 
 
 def missing_record(records):
-    """Where a finished run's metrics records, written every E generations (E the first one's) and at
-    the last, skip one, as the end of a sentence about the file; None where none is skipped."""
+    """Where a finished run's metrics records, as evenly spaced as its first (every eval_every
+    generations, and at the last), skip one, as the end of a sentence about the file; None where
+    none is skipped."""
     every = records[0]["generation"]
-    for index, record in enumerate(records[:-1], start=1):
-        if record["generation"] != index * every:
-            return f"skips generation {index * every} (its records come every {every} generations)"
-    if len(records) > 1 and records[-1]["generation"] - records[-2]["generation"] > every:
-        return (f"skips generation {records[-2]['generation'] + every} (its records come every {every} generations "
-                f"and at the last)")
+    for index in range(1, len(records)):
+        previous, this = records[index - 1]["generation"], records[index]["generation"]
+        if this != (index + 1) * every and (index < len(records) - 1 or this - previous > every):
+            return (f"skips a record: generation {previous} is followed by {this}, though its records begin "
+                    f"{every} apart")
     return None
+
+
+def line_damage(lines, number, problem):
+    """What is wrong with line `number` of metrics.jsonl's `lines` that metrics_records found damaged
+    (`problem`): "empty", "not JSON" or "damaged (...)"."""
+    if problem != NOT_JSON:
+        return f"damaged ({problem})"
+    return "empty" if not lines[number - 1].strip() else "not JSON"
 
 
 def metrics_until(path, step):
@@ -1217,15 +1235,16 @@ FRACTION = (lambda v: is_number(v) and 0 <= v <= 1, "a number in [0, 1]")
 AMOUNT = (lambda v: is_number(v) and 0 <= v < math.inf, "a finite number >= 0")
 FINITE = (lambda v: is_number(v) and math.isfinite(v), "a finite number")
 SECONDS = (lambda v: is_number(v) and 0 <= v < 1e12, "a number of seconds >= 0 and below 10^12 (30,000 years)")
+PER_SAMPLE = (lambda v: is_number(v) and 0 <= v < 1e15, "a count per sample >= 0 and below 10^15")
 COUNT = (lambda v: is_count(v, 1), "an integer >= 1")
 SIZE = (lambda v: is_count(v, 0), "an integer >= 0")
 PER_DIGIT = (lambda v: isinstance(v, list) and len(v) == snn.SIZES[-1] and all(x is None or FRACTION[0](x) for x in v),
              f"a list of {snn.SIZES[-1]} numbers in [0, 1] or null")
 METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": SECONDS, "end_to_end_seconds": SECONDS,
                  "val_acc": FRACTION,
-                 "spikes_per_sample": AMOUNT, "mean_fitness": FINITE, "max_fitness": FINITE, "shaped_std": AMOUNT,
+                 "spikes_per_sample": PER_SAMPLE, "mean_fitness": FINITE, "max_fitness": FINITE, "shaped_std": AMOUNT,
                  "loss": FINITE}
-FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": AMOUNT,
+FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": PER_SAMPLE,
                "median_seconds_per_generation": SECONDS, "total_seconds": SECONDS, "end_to_end_seconds": SECONDS,
                "generations": COUNT,
                "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
@@ -1240,7 +1259,7 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": A
                                     "a JSON object of strings"),
                "data.emulated": (lambda v: isinstance(v, dict), "a JSON object"),
                # training.evaluate on the test split (runs trained before it was measured lack it)
-               **{f"test_sparsity.{key}": AMOUNT for key in ("input_events_per_sample", "hidden_spikes_per_sample",
+               **{f"test_sparsity.{key}": PER_SAMPLE for key in ("input_events_per_sample", "hidden_spikes_per_sample",
                                                              "output_spikes_per_sample", "synaptic_ops_per_sample",
                                                              "input_synaptic_ops_per_sample")},
                "test_sparsity.silent_hidden_fraction": FRACTION}
@@ -1279,7 +1298,8 @@ def final_problem(final):
     """What is wrong with a final.json, or None; its settings are read as a config.json's, and
     must include the seed."""
     problem = record_problem(final, FINAL_RULES, ("test_acc", "val_acc", "spikes_per_sample",
-                                                  "median_seconds_per_generation", "total_seconds", "config"))
+                                                  "median_seconds_per_generation", "total_seconds", "generations",
+                                                  "config"))
     if problem is None and "seed" not in final["config"]:
         problem = "config.seed is missing"
     for split in ("test", "val"):  # a split's accuracy is its digits' weighted mean: it lies within their range
@@ -1293,6 +1313,14 @@ def final_problem(final):
         except ValueError as error:
             problem = f"config.{error}"
     return problem
+
+
+def finished_steps(config, n_train):
+    """The updates a finished run of `config` made (BPTT's: its epochs of the training split's
+    n_train recordings), or None where that is unknown (BPTT's, without n_train)."""
+    if config.method != "bptt":
+        return config.generations
+    return None if n_train is None else config.epochs * max(n_train // config.batch_size, 1)
 
 
 def real_problem(real):

@@ -790,7 +790,12 @@ def unfinished_warning(run_dir, scored):
     a checkpoint partway, or of one a training run still writes."""
     run_dir = Path(run_dir)
     if (run_dir / "final.json").exists():
-        return None
+        if run_folder.intact_final(run_dir) is not None:
+            return None
+        return (f"warning: {run_dir / 'final.json'} is damaged, so whether these are the finished run's weights is "
+                f"unknown: its checkpoint holds step {scored['generation']}; "
+                f"{run_folder.resume_command(run_dir, run_folder.read_config(run_dir))} scores it again and "
+                f"rewrites final.json")
     running = run_folder.holder(run_dir)
     state = f"is being trained now (by process {running})" if running is not None else "has not finished"
     fix = "score it again once it finishes" if running is not None else \

@@ -66,7 +66,13 @@ def drift(run_dir):
         raise UsageError(f"{run_dir} has not finished (no final.json); finish it with "
                          f"{run_folder.resume_command(run_dir, config)}")
     start = snn.init_network(config.seed, config.network, std=config.init_std, rule=config.init_rule)
-    params = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start, run_folder.identity(config))[0]
+    params, _, step, _, _ = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start,
+                                                       run_folder.identity(config))
+    final = run_folder.intact_final(run_dir)
+    stale = run_folder.not_the_finished_run(run_dir / run_folder.CHECKPOINT, step, final) if final else \
+        f"{run_dir / 'final.json'} is damaged, so the walk of the finished run cannot be told; restore it from a copy"
+    if stale:  # the weights of another run, or of this one partway, measured against a whole run's walk
+        raise UsageError(stale)
     walk = noise_walk(config.lr, config.lr_schedule, config.generations)
     rows = []
     for name in sorted(name for name in start if name.startswith("W")):

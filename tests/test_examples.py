@@ -619,6 +619,15 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert moved["W1"] == rows[0]["moved"]
     refused = subprocess.run(command[:2] + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "holds no trained run" in refused.stderr
+    partway = tmp_path / "partway"  # a checkpoint of the run after one update, put over the finished run's
+    shutil.copytree(run, partway)
+    arrays = dict(np.load(partway / "checkpoint.npz"))
+    arrays.update(step=arrays["step"].dtype.type(1), adam_t=arrays["adam_t"].dtype.type(1),
+                  step_seconds=arrays["step_seconds"][:1])
+    np.savez(partway / "checkpoint.npz", **arrays)
+    with pytest.raises(run_folder.UsageError, match="holds the weights after 1 updates, and final.json records a run "
+                                                    "of 3: it is not the finished run's weights"):
+        drift.drift(partway)
     (run / "final.json").rename(tmp_path / "final.json")  # as a run that has not finished
     refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "has not finished (no final.json); finish it with `python run.py train --out " \

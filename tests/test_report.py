@@ -361,7 +361,7 @@ def test_a_line_after_a_finished_runs_records_is_refused(tmp_path, after):
     out = write_run(tmp_path, "es", 1, val_accs=(0.5, 0.6))
     with open(out / "metrics.jsonl", "a") as file:
         file.write(after)
-    with pytest.raises(ValueError, match=re.escape(f"line 3 of {out / 'metrics.jsonl'} is not valid JSON: restore it "
+    with pytest.raises(ValueError, match=re.escape(f"line 3 of {out / 'metrics.jsonl'} is not JSON: restore it "
                                                    f"from a copy of the run, or move that run folder out of the runs "
                                                    f"folder")):
         report.collect(tmp_path)
@@ -406,6 +406,12 @@ DAMAGES = {
     "final.json negative seconds": ("final.json", json.dumps(dict(FINAL, total_seconds=-1)),
                                     "(total_seconds must be a number of seconds >= 0 and below 10^12 (30,000 years), "
                                     "got -1)"),
+    "final.json without its generations": ("final.json", json.dumps({key: value for key, value in FINAL.items()
+                                                                     if key != "generations"}),
+                                           "(generations is missing)"),
+    "final.json spikes past any network": ("final.json", json.dumps(dict(FINAL, spikes_per_sample=1e308)),
+                                           "(spikes_per_sample must be a count per sample >= 0 and below 10^15, got "
+                                           "1e+308)"),
     "final.json seconds past any run": ("final.json", json.dumps(dict(FINAL, total_seconds=1e308)),
                                         "(total_seconds must be a number of seconds >= 0 and below 10^12 (30,000 "
                                         "years), got 1e+308)"),
@@ -780,13 +786,16 @@ def test_a_finished_runs_metrics_with_a_record_taken_out_or_a_blank_line_is_refu
     path = out / "metrics.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:1] + lines[2:]))
-    with pytest.raises(ValueError, match=re.escape(f"{path} skips generation 20 (its records come every 10 "
-                                                   f"generations): restore it from a copy of the run, or "
-                                                   f"{report.RETRAIN}")):
+    with pytest.raises(ValueError, match=re.escape(f"{path} skips a record: generation 10 is followed by 30, though "
+                                                   f"its records begin 10 apart: restore it from a copy of the run, "
+                                                   f"or {report.RETRAIN}")):
         report.collect(tmp_path)
     path.write_text("".join(lines[:2] + lines[3:]))
-    with pytest.raises(ValueError, match=re.escape(f"{path} skips generation 30 (its records come every 10 "
-                                                   f"generations and at the last)")):
+    with pytest.raises(ValueError, match=re.escape(f"{path} skips a record: generation 20 is followed by 40")):
+        report.collect(tmp_path)
+    path.write_text("".join(lines[1:]))  # the first gone: the rest are evenly spaced from 20, but 20 to 30 is not
+    with pytest.raises(ValueError, match=re.escape(f"{path} skips a record: generation 20 is followed by 30, though "
+                                                   f"its records begin 20 apart")):
         report.collect(tmp_path)
     path.write_text("".join(lines) + "\n")
     with pytest.raises(ValueError, match=re.escape(f"line 5 of {path} is empty: restore it from a copy")):
@@ -796,8 +805,10 @@ def test_a_finished_runs_metrics_with_a_record_taken_out_or_a_blank_line_is_refu
     final = json.loads((out / "final.json").read_text())
     assert run_folder.finished_metrics_problem(out, final) is None
     path.write_text("".join(lines[:1] + lines[2:]))
-    assert run_folder.finished_metrics_problem(out, final) == ("its metrics.jsonl skips generation 20 (its records "
-                                                               "come every 10 generations)")
+    assert run_folder.finished_metrics_problem(out, final) == ("its metrics.jsonl skips a record: generation 10 is "
+                                                               "followed by 30, though its records begin 10 apart")
+    path.write_text("".join(lines) + "\n")
+    assert run_folder.finished_metrics_problem(out, final) == "line 5 of its metrics.jsonl is empty"
 
 
 def test_the_time_finding_names_the_most_accurate_rank_not_the_fastest_or_slowest():

@@ -384,10 +384,18 @@ def test_reproduce_force_deletes_nothing_through_a_link_in_place_of_a_run(tmp_pa
     link.symlink_to(mine)
     code, err = run_main(["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet",
                           *dataset, "--runs", "eggroll-r1", "--seeds", "1", "--force"], capsys)
-    assert code == 2 and err.endswith(f"error: {link} is a symbolic link to {mine}, a run of other settings, which "
-                                      f"--force would delete through the link; remove the link (the run it leads to "
-                                      f"is left as it is) and reproduce trains the preset's run in a folder of its "
-                                      f"own\n"), err
+    assert code == 2 and err.endswith(f"error: {link} is a symbolic link to {mine}, and {link} there holds a run of "
+                                      f"other settings, which --force would delete through the link; remove the link "
+                                      f"(what it leads to is left as it is) and reproduce trains the preset's run in "
+                                      f"a folder of its own\n"), err
+    assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
+    link.unlink()  # the runs folder itself a link to the user's folder that holds the run
+    link.parent.rmdir()
+    link.parent.symlink_to(mine.parent)
+    mine = mine.rename(mine.parent / "eggroll-r1-seed1")  # the user's run under the preset run's name
+    code, err = run_main(["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet",
+                          *dataset, "--runs", "eggroll-r1", "--seeds", "1", "--force"], capsys)
+    assert code == 2 and f"error: {link.parent} is a symbolic link to {mine.parent}, and " in err, err
     assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
 
 

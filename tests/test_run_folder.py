@@ -923,8 +923,9 @@ def test_evaluate_refuses_a_finished_runs_checkpoint_trained_on_other_data_than_
     np.savez(path, **dict(arrays, identity=np.array(json.dumps(held))))
     before = snapshot(finished_run)
     code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
-    assert code == 2 and err == (f"error: checkpoint {path} was trained on other data than final.json records: it "
-                                 f"is not the finished run's weights; restore it from a copy to score the run again "
+    assert code == 2 and err == (f"error: checkpoint {path} was trained on other data than final.json records (one "
+                                 f"of the two is another run's): it is not the finished run's weights; restore it "
+                                 f"from a copy to score the run again "
                                  f"(its final.json holds the run's results, which --force would delete), or train "
                                  f"the run again in another --out\n"), err
     assert snapshot(finished_run) == before
@@ -1075,9 +1076,9 @@ def test_resume_never_writes_over_another_runs_final_json(finished_run, dataset,
 
 
 def test_a_final_json_of_the_same_settings_on_other_data_is_another_runs(finished_run, dataset, capsys):
-    """The results of a run of the same settings trained on other data, copied in: refused as another
-    run's, with or without --resume (its own checkpoint says which data it was trained on); the file
-    is kept, and no other run's score is printed as this one's."""
+    """The results of a run of the same settings trained on other data, copied in (or the checkpoint of
+    one: the settings cannot tell which): refused, naming both files and the data each names, with or
+    without --resume; the files are kept, and no other run's score is printed as this one's."""
     final = json.loads((finished_run / "final.json").read_text())
     ours = final["data"]["fingerprint"]["train"]
     final["data"]["fingerprint"]["train"] = "17 samples, sha256 0"
@@ -1085,8 +1086,11 @@ def test_a_final_json_of_the_same_settings_on_other_data_is_another_runs(finishe
     before = snapshot(finished_run)
     for extra in ([], ["--resume"]):
         code, err = run_main(train_args(finished_run, dataset, *extra), capsys)
-        assert code == 2 and f"final.json is another run's (trained on other data: train 17 samples, sha256 0, the " \
-                             f"checkpoint's {ours}), not the results of the run in" in err, (extra, err)
+        assert code == 2 and err == (f"error: {finished_run / 'final.json'} and checkpoint "
+                                     f"{finished_run / run_folder.CHECKPOINT} name other data (train: final.json's 17 "
+                                     f"samples, sha256 0, the checkpoint's {ours}): one of them is another run's; put "
+                                     f"the run's own back from a copy of the run, or train the run again in another "
+                                     f"--out\n"), (extra, err)
         assert snapshot(finished_run) == before
 
 
@@ -2160,3 +2164,22 @@ def test_a_checkpoint_of_zero_end_to_end_seconds_is_read_and_a_finished_runs_med
     like = snn.init_network(config.seed, config.network, std=config.init_std)
     loaded = run_folder.load_checkpoint(finished_run / run_folder.CHECKPOINT, np, like, run_folder.identity(config))
     assert loaded[4] == 0.0
+
+
+def test_a_finished_runs_final_json_whose_count_of_updates_was_changed_is_named_not_its_checkpoint(finished_run,
+                                                                                                   dataset, capsys):
+    """final.json's generations changed by hand, its own settings and the checkpoint agreeing on the
+    run's: evaluate names final.json as damaged, with a fix that rewrites it, not the checkpoint.
+    A final.json damaged otherwise leaves the checkpoint scored, with a warning that says so."""
+    path = finished_run / "final.json"
+    final = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(final, generations=final["generations"] - 1)))
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err.startswith(f"error: {path} records a run of {final['generations'] - 1} updates, but its "
+                                        f"own settings (and the checkpoint) a run of {final['generations']}: it is "
+                                        f"damaged; restore it from a copy of the run, or move it out of "
+                                        f"{finished_run}, and "), err
+    path.write_text("{")
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 0 and err.startswith(f"warning: {path} is damaged, so whether these are the finished run's weights "
+                                        f"is unknown: its checkpoint holds step {final['generations']}; "), err
