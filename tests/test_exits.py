@@ -600,7 +600,7 @@ def test_a_negative_value_argparse_takes_for_an_option_is_told_how_to_give_it(va
     with pytest.raises(SystemExit) as ended:
         run.main(["train", "--lr", value])
     assert ended.value.code == 2
-    assert capsys.readouterr().err == (f"error: argument --lr: expected one argument (a value that starts with '-' is "
+    assert capsys.readouterr().err == ("error: argument --lr: expected one argument (a value that starts with '-' is "
                                        "written --lr=VALUE); see run.py train --help\n")
     assert run.main(["train", f"--lr={value}"]) == 2
     assert "--lr must lie in (0, 1]" in capsys.readouterr().err
