@@ -87,6 +87,14 @@ INT_WIDTHS = ("only integer, bool, float16 and long double x reach it (float32 a
 INT_FITNESS = ("integers are 1, 2, 4 or 8 bytes wide and float64 holds every int32 exactly: held apart whether or "
                "not int32 is checked, and > 5 picks the same int64 and uint64")
 
+UNDER_DEFAULT = ("an underflow setting of None, or none, leaves NumPy's own, which is to ignore underflow: the "
+                 "setting it restates (CuPy's arrays do not consult it)")
+CHECKED_AGAIN = ("a logit scale or spike price above 10^6 that this bound lets through is refused, in the same words, "
+                 "by the fitness's own check (snn.cross_entropy, snn_eggroll.fitness) before any value is used")
+NEGATED_COPY = "astype's copy flag before a negation, which makes a new array either way"
+DIVIDE_UNUSED = ("no division by zero or log of zero arises in BPTT's step (its log-sum-exp sums at least exp(0) = 1, "
+                 "the surrogate's denominator is at least 1), so the divide setting is never consulted")
+
 # name -> (text the mutated line contains, why no supported input or environment tells it apart)
 EQUIVALENT = {
     "eggroll.x_centred_ranks__mutmut_28": ("tie_group.reshape(-2)", NEGATIVE_RESHAPE),
@@ -98,21 +106,14 @@ EQUIVALENT = {
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
     "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
-    "snn_eggroll.x_population_forward__mutmut_159": (
-        "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
-    "snn_eggroll.x_population_forward__mutmut_210": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
     "snn_eggroll.xǁConfigǁmethod__mutmut_34": (
         "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
     "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
     "eggroll.xǁPopulationǁ__post_init____mutmut_14": ("*self.pairs[-2:]", RANGE_ENDS),
-    "snn_eggroll.xǁConfigǁmembers__mutmut_28": (
-        "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
     "snn.x_cross_entropy__mutmut_105": ("(-2, 1)", NEGATIVE_RESHAPE),
     "snn.x_cross_entropy__mutmut_83": ("array_module_of(None)", NEP18),
     "snn.x_cross_entropy__mutmut_33": ("array_module_of(None).isfinite(counts)", NEP18),
     "snn.x_check_params__mutmut_65": ("array_module_of(None).isfinite(value)", NEP18),
-    "optim.x_check_state__mutmut_132": ("array_module_of(None)", NEP18),
-    "optim.x_check_state__mutmut_109": ("array_module_of(None).isfinite(step)", NEP18),
     "snn.x_check_frames__mutmut_32": ("network_of(params, None).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_frames__mutmut_34": ("network_of(params, ).sizes[-1]", OUTPUT_WIDTH),
     "snn.x_check_labels__mutmut_15": ('labels.dtype.kind not in "XXiuXX" or', KIND_LETTERS),
@@ -151,7 +152,6 @@ EQUIVALENT = {
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
     "snn.x_check_finite_frames__mutmut_4": ("array_module_of(None).isfinite(frames)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
-    "baselines.x_bptt_step__mutmut_23": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
@@ -162,13 +162,6 @@ EQUIVALENT = {
     "baselines.x_pair_noise__mutmut_47": ("astype(value.dtype, copy=None)", COPY_FLAG),
     "baselines.x_pair_noise__mutmut_49": ("astype(value.dtype, )", COPY_FLAG),
     "baselines.x_pair_noise__mutmut_50": ("astype(value.dtype, copy=True)", COPY_FLAG),
-    "eggroll.xǁEggrollǁinit__mutmut_23": ('State(params, optim.init(params), )', STATE_GENERATION),
-    "eggroll.xǁPopulationǁlinear__mutmut_43": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_45": ('w.T.astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_46": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_51": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_53": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
-    "eggroll.xǁPopulationǁlinear__mutmut_54": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_47": ('self.pairs[pair:pair + 2]', "only the first pair's factors, pair p's, are read, and noise is a pure function of its pair: drawing p + 1 beside it changes none of its bits"),
     "eggroll.xǁPopulationǁmember__mutmut_55": ('factor.astype(value.dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_57": ('factor.astype(value.dtype, )', COPY_FLAG),
@@ -176,9 +169,6 @@ EQUIVALENT = {
     "eggroll.xǁPopulationǁmember__mutmut_62": ('factors[0].astype(value.dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_64": ('factors[0].astype(value.dtype, )', COPY_FLAG),
     "eggroll.xǁPopulationǁmember__mutmut_66": ('factors[0].astype(value.dtype, copy=True)', COPY_FLAG),
-    "eggroll.xǁPopulationǁmember__mutmut_72": ('drawn_noise).astype(value.dtype, copy=None)', FRESH_SUM),
-    "eggroll.xǁPopulationǁmember__mutmut_74": ('drawn_noise).astype(value.dtype, )', FRESH_SUM),
-    "eggroll.xǁPopulationǁmember__mutmut_78": ('drawn_noise).astype(value.dtype, copy=True)', FRESH_SUM),
     "eggroll.xǁPopulationǁrows__mutmut_14": ('factor.astype(dtype, copy=None)', COPY_FLAG),
     "eggroll.xǁPopulationǁrows__mutmut_16": ('factor.astype(dtype, )', COPY_FLAG),
     "eggroll.xǁPopulationǁrows__mutmut_17": ('factor.astype(dtype, copy=True)', COPY_FLAG),
@@ -195,14 +185,10 @@ EQUIVALENT = {
     "interface_checks.x_check_whole__mutmut_22": ('(True, True): "XXXX"', 'no caller leaves out both bounds (a population has only an upper one; a rank, member, seed, generation or count a lower one), so the entry of neither bound is never read'),
     "interface_checks.x_check_whole__mutmut_30": ('value.dtype.kind in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_129": ('not in "XXbiufXX"', KIND_LETTERS),
-    "interface_checks.x_input_array__mutmut_20": ('not in "XXbiufXX"', KIND_LETTERS),
-    "interface_checks.x_input_array__mutmut_46": ("array_module_of(None).isfinite(x)", NEP18),
     "interface_checks.x_check_finite_outputs__mutmut_3": ("array_module_of(None).isfinite(values)", NEP18),
     "interface_checks.x_fitness_array__mutmut_90": ('in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_114": ('in "XXUSXX"', KIND_LETTERS),
-    "interface_checks.x_beyond_float64__mutmut_10": ('values.astype(None)', ASTYPE_NONE),
     "interface_checks.x_check_differences__mutmut_4": ('array_module_of(None).isfinite(differences)', NEP18),
-    "interface_checks.x_check_optimiser__mutmut_80": ('array_module_of(None).isfinite(values)', NEP18),
     "interface_checks.x_exactly__mutmut_9": ('in "XXiuXX" and', KIND_LETTERS),
     "interface_checks.x_exactly__mutmut_12": ('9 * x.dtype.itemsize > digits', INT_WIDTHS),
     "interface_checks.x_exactly__mutmut_13": ('8 * x.dtype.itemsize >= digits', INT_WIDTHS),
@@ -214,6 +200,42 @@ EQUIVALENT = {
     "interface_checks.x_fitness_array__mutmut_144": ('fitness = fitness.astype(None)', ASTYPE_NONE),
     "interface_checks.x_a_kind__mutmut_23": ("in 'XXaeiouXX'", LOWER_VOWELS),
     "interface_checks.x_check_finite_params__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
+    "eggroll.xǁEggrollǁinit__mutmut_28": ('State(params, optim.init(params), )', STATE_GENERATION),
+    "eggroll.xǁPopulationǁlinear__mutmut_34": ('w.T.astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_36": ('w.T.astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_37": ('w.T.astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_42": ('self.params[bias].astype(x.dtype, copy=None)', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_44": ('self.params[bias].astype(x.dtype, )', COPY_FLAG),
+    "eggroll.xǁPopulationǁlinear__mutmut_45": ('self.params[bias].astype(x.dtype, copy=True)', COPY_FLAG),
+    "eggroll.xǁPopulationǁmember__mutmut_77": ('drawn_noise).astype(value.dtype, copy=None)', FRESH_SUM),
+    "eggroll.xǁPopulationǁmember__mutmut_79": ('drawn_noise).astype(value.dtype, )', FRESH_SUM),
+    "eggroll.xǁPopulationǁmember__mutmut_83": ('drawn_noise).astype(value.dtype, copy=True)', FRESH_SUM),
+    "eggroll.x_population_stats__mutmut_3": ('invalid="ignore", under=None)', UNDER_DEFAULT),
+    "eggroll.x_population_stats__mutmut_6": ('invalid="ignore", )', UNDER_DEFAULT),
+    "eggroll.xǁPopulationǁperturbed__mutmut_21": ('errstate(over="ignore", under=None)', UNDER_DEFAULT),
+    "eggroll.xǁPopulationǁperturbed__mutmut_23": ('errstate(over="ignore", )', UNDER_DEFAULT),
+    "interface_checks.x_beyond_float64__mutmut_3": ('errstate(over="ignore", under=None)', UNDER_DEFAULT),
+    "interface_checks.x_beyond_float64__mutmut_5": ('errstate(over="ignore", )', UNDER_DEFAULT),
+    "interface_checks.x_beyond_float64__mutmut_15": ('values.astype(None)', ASTYPE_NONE),
+    "interface_checks.x_check_finite_outputs__mutmut_8": ("array_module_of(None).isfinite(value)", NEP18),
+    "interface_checks.x_check_optimiser__mutmut_92": ('array_module_of(None).isfinite(values)', NEP18),
+    "interface_checks.x_input_array__mutmut_68": ('not in "XXbiufXX"', KIND_LETTERS),
+    "interface_checks.x_input_array__mutmut_135": ("array_module_of(None).isfinite(x)", NEP18),
+    "snn_eggroll.x_check_readout_settings__mutmut_14": ('config.logit_scale, 1e-6, 1000001.0', CHECKED_AGAIN),
+    "snn_eggroll.x_check_readout_settings__mutmut_29": ('config.spike_cost, 0, 1000001.0', CHECKED_AGAIN),
+    "snn_eggroll.x_population_forward__mutmut_156": (
+        "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
+    "snn_eggroll.x_population_forward__mutmut_207": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
+    "snn_eggroll.xǁConfigǁmembers__mutmut_34": (
+        "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
+    "optim.x_check_state__mutmut_82": ("array_module_of(None).isfinite(step)", NEP18),
+    "optim.x_check_state__mutmut_105": ("array_module_of(None)", NEP18),
+    "baselines.x_bptt_step__mutmut_17": ('invalid="ignore", divide=None)', DIVIDE_UNUSED),
+    "baselines.x_bptt_step__mutmut_20": ('invalid="ignore", )', DIVIDE_UNUSED),
+    "baselines.x_bptt_step__mutmut_36": ("bptt_forward(params, frames, lif, network=network)", FORWARD_SLOPE),
+    "baselines.x_bptt_step__mutmut_103": ("-g.astype(params[name].dtype, copy=None)", NEGATED_COPY),
+    "baselines.x_bptt_step__mutmut_105": ("-g.astype(params[name].dtype, )", NEGATED_COPY),
+    "baselines.x_bptt_step__mutmut_106": ("-g.astype(params[name].dtype, copy=True)", NEGATED_COPY),
 }
 
 # name -> (text the mutated line contains, the GPU test that kills it)

@@ -619,6 +619,38 @@ def test_an_x_of_integers_beyond_int64_is_named_as_such():
         "x holds integers beyond 2^63, which no float type of a weight holds exactly: scale it")
 
 
+def test_an_x_of_objects_is_called_integers_beyond_int64_from_2_to_the_63_on():
+    """An object array of Python ints: 2^63 and beyond (int64 ends at 2^63 - 1) named as integers no
+    float type holds exactly; 2^63 - 1 or 200, as objects, are refused as any array of objects is."""
+    pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(W))
+    beyond = "x holds integers beyond 2^63, which no float type of a weight holds exactly: scale it"
+    for value in (2 ** 63, -(2 ** 63), 2 ** 64):
+        assert refusal(lambda: pop.linear("w", np.array([[value, 1, 1]], dtype=object))) == beyond, value
+    for value in (2 ** 63 - 1, 200):
+        assert refusal(lambda: pop.linear("w", np.array([[value, 1, 1]], dtype=object))).startswith(
+            "x must be an array of ints or floats, got an array of object"), value
+
+
+def test_a_range_of_pairs_is_said_with_both_ends_or_as_none():
+    """A message's range of pairs: its first and last, both in, or "none" for an empty one (a process
+    of a team that holds no pair)."""
+    assert interface_checks.pair_span(range(3, 8)) == "3..7"
+    assert interface_checks.pair_span(range(0, 1)) == "0..0"
+    assert interface_checks.pair_span(range(5, 5)) == "none"
+
+
+def test_the_size_check_of_linear_names_the_type_its_product_takes(monkeypatch):
+    """float64 x on float32 weights: the product is float64, and the outputs' size is weighed (and
+    named) as float64; float32 x on float64 weights keeps x's float32, as linear returns it."""
+    for params_type, x_type in ((np.float32, np.float64), (np.float64, np.float32)):
+        weights = {"w": np.ones((3, 2), params_type)}
+        pop = eggroll.Eggroll(4, 1, 0.1, 0).ask(eggroll.Eggroll(4, 1, 0.1, 0).init(weights))
+        with monkeypatch.context() as small:  # 300 bytes: x fits, 4 members' (5, 3) outputs do not (360 B or more)
+            small.setattr(interface_checks.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 1, "SC_PHYS_PAGES": 300}[name])
+            assert f"outputs of shape (5, 3) in {np.dtype(x_type)}, " in refusal(
+                lambda: pop.linear("w", np.ones((5, 2), x_type)))
+
+
 def test_a_fitness_of_0d_arrays_in_an_object_array_steps_as_their_numbers():
     """A reduction's 0-d arrays, gathered in an object array (as in a list): the same step as the
     numbers they hold, bit for bit."""
