@@ -176,6 +176,10 @@ def collect(results_dir, expected=None):
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
         final = read_record(final_path, run_folder.final_problem, final_fix(final_path.parent))
+        saved = run_folder.checkpoint_identity(final_path.parent) if final.get("data") is None else None
+        if saved is not None and saved["data"]:  # not a run from before runs recorded their data: its record lost
+            raise ValueError(f"{final_path} holds no record of the data the run trained on, though its checkpoint "
+                             f"names it: it is damaged; {final_fix(final_path.parent)}")
         problem = expected is not None and stray_problem(final_path.parent, final, expected)
         if problem:
             print(f"warning: {final_path.parent} is left out of the report: {problem}", file=sys.stderr)

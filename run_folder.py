@@ -583,31 +583,19 @@ def read_arrays(path):
 
 def not_the_finished_run(path, step, final, command="train"):
     """Why the checkpoint at `path`, after `step` updates, is not the one its run's final.json `final`
-    (intact) records (a checkpoint of the run partway, or of other data, put over it; or final.json's
-    count of updates changed, which its own settings tell), with the fix; or None."""
-    generations = final.get("generations") if isinstance(final, dict) else None
-    records = final.get("data") if isinstance(final, dict) else None
-    recorded = records.get("fingerprint") if isinstance(records, dict) else None
-    arrays = read_arrays(path) or {}
-    try:
-        trained = read_identity(arrays["identity"])["data"] if "identity" in arrays else None
-    except ValueError:
-        trained = None  # damaged: load_checkpoint says so
-    config = run_config.from_stored(final["config"])
-    if type(generations) is int and step != generations and step == finished_steps(config, final.get("n_train")):
+    (intact, of the run's settings and data: check_final_record) records: a checkpoint of the run
+    partway put over it, or final.json's count of updates changed, which its own settings tell; with
+    the fix, or None."""
+    generations, config = final["generations"], run_config.from_stored(final["config"])
+    if step == generations:
+        return None
+    if step == finished_steps(config, final.get("n_train")):
         return (f"{path.parent / 'final.json'} records a run of {generations} updates, but its own settings (and "
                 f"the checkpoint) a run of {step}: it is damaged; restore it from a copy of the run, or move it out "
                 f"of {path.parent}, and {resume_command(path.parent, config)} scores the run again from its "
                 f"checkpoint and writes it anew")
-    if type(generations) is int and step != generations:
-        problem = f"holds the weights after {step} updates, and final.json records a run of {generations}"
-    elif isinstance(recorded, dict) and trained and any(trained.get(split) != fingerprint
-                                                        for split, fingerprint in recorded.items()):
-        problem = "was trained on other data than final.json records (one of the two is another run's)"
-    else:
-        return None
-    return (f"checkpoint {path} {problem}: it is not the finished run's weights; "
-            f"{checkpoint_fix(path, command)}")
+    return (f"checkpoint {path} holds the weights after {step} updates, and final.json records a run of "
+            f"{generations}: it is not the finished run's weights; {checkpoint_fix(path, command)}")
 
 
 def checkpoint_fix(path, command="train"):

@@ -767,6 +767,8 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config),
                                                        command=command)
+    if (run_dir / "final.json").exists():  # another run's results (settings, data) refused as --resume refuses them
+        run_folder.check_final_record(run_dir, config, damaged_too=False)
     final = run_folder.intact_final(run_dir)  # a finished run is scored with the weights its final.json records
     stale = final and run_folder.not_the_finished_run(run_dir / CHECKPOINT, step, final, command)
     if stale:

@@ -68,6 +68,7 @@ def drift(run_dir):
     start = snn.init_network(config.seed, config.network, std=config.init_std, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start,
                                                        run_folder.identity(config))
+    run_folder.check_final_record(run_dir, config, damaged_too=False)  # another run's results, as evaluate refuses
     final = run_folder.intact_final(run_dir)
     stale = run_folder.not_the_finished_run(run_dir / run_folder.CHECKPOINT, step, final) if final else \
         f"{run_dir / 'final.json'} is damaged, so the walk of the finished run cannot be told; restore it from a copy"

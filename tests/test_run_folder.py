@@ -915,18 +915,19 @@ def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluat
 def test_evaluate_refuses_a_finished_runs_checkpoint_trained_on_other_data_than_final_json_records(
         finished_run, dataset, capsys):
     """A checkpoint of the same settings trained on other recordings, put in a finished run's folder:
-    evaluate would score weights final.json does not describe, so it refuses them and writes nothing."""
+    evaluate would score weights final.json does not describe, so it refuses them, in --resume's words
+    (which of the two files is the run's own, the settings cannot tell), and writes nothing."""
     path = finished_run / run_folder.CHECKPOINT
     arrays = dict(np.load(path))
     held = json.loads(str(arrays["identity"]))
+    final_train = held["data"]["train"]
     held["data"] = {split: "0" * len(fingerprint) for split, fingerprint in held["data"].items()}
     np.savez(path, **dict(arrays, identity=np.array(json.dumps(held))))
     before = snapshot(finished_run)
     code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
-    assert code == 2 and err == (f"error: checkpoint {path} was trained on other data than final.json records (one "
-                                 f"of the two is another run's): it is not the finished run's weights; restore it "
-                                 f"from a copy to score the run again "
-                                 f"(its final.json holds the run's results, which --force would delete), or train "
+    assert code == 2 and err == (f"error: {finished_run / 'final.json'} and checkpoint {path} name other data "
+                                 f"(train: final.json's {final_train}, the checkpoint's {'0' * len(final_train)}): one "
+                                 f"of them is another run's; put the run's own back from a copy of the run, or train "
                                  f"the run again in another --out\n"), err
     assert snapshot(finished_run) == before
 
@@ -2183,3 +2184,23 @@ def test_a_finished_runs_final_json_whose_count_of_updates_was_changed_is_named_
     code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
     assert code == 0 and err.startswith(f"warning: {path} is damaged, so whether these are the finished run's weights "
                                         f"is unknown: its checkpoint holds step {final['generations']}; "), err
+
+
+def test_evaluate_refuses_another_runs_final_json_and_a_report_one_that_lost_its_data(finished_run, dataset, capsys,
+                                                                                      tmp_path):
+    """A final.json of other settings (seed 2) put in a finished run's folder: evaluate refuses it as
+    --resume does, naming it; and a final.json without its data record, beside a checkpoint that names
+    the data, is refused by the report (it is no run from before runs recorded their data)."""
+    path = finished_run / "final.json"
+    final = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(final, config=dict(final["config"], seed=2))))
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 2 and err.startswith(f"error: {path} is another run's (seed 2, not 1), not the results of the "
+                                        f"run in {finished_run / 'config.json'}"), err
+    runs = tmp_path / "results" / "runs"
+    runs.mkdir(parents=True)
+    shutil.copytree(finished_run, runs / "eggroll-r1-seed1")
+    (runs / "eggroll-r1-seed1" / "final.json").write_text(json.dumps({k: v for k, v in final.items() if k != "data"}))
+    with pytest.raises(ValueError, match="final.json holds no record of the data the run trained on, though its "
+                                         "checkpoint names it: it is damaged; "):
+        report.collect(tmp_path / "results")
