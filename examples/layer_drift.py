@@ -56,6 +56,14 @@ def drift(run_dir):
                              f"none): train it again into a folder of your own (examples/snn_depth.py --out DIR with "
                              f"its options) and give that run's folder")
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
+    for name in ("config.json", run_folder.CHECKPOINT, "final.json"):  # as evaluate reads them: never through a link
+        run_folder.refuse_link(run_dir / name)
+    if not run_folder.is_run_folder(run_dir):
+        raise UsageError(f"{run_dir} is not a run folder of this project (it has no {run_folder.RUN_MARK}); give a "
+                         f"folder of run.py train --out")
+    if not (run_dir / "config.json").exists():
+        raise UsageError(f"{run_dir} holds a run without its config.json, so its settings are unknown; "
+                         f"{run_folder.config_fix(run_dir)}")
     config = run_folder.read_config(run_dir)
     if config.method != "eggroll" or config.weight_decay:  # said first: finishing such a run would not help
         raise UsageError(f"{run_dir} is not an EGGROLL run without weight decay; give such a run")

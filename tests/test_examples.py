@@ -5,6 +5,7 @@ depth (snn_depth.py, depth_signal.py, depth_speed.py) on the repository's sample
 import argparse
 import gzip
 import json
+import re
 import os
 import shutil
 import signal
@@ -1219,3 +1220,22 @@ def test_depth_signal_draws_each_measured_generations_noise_from_its_own_seed(mo
     for generation in (0, 5, 10):
         signal.measure(params, frames, labels, network, generation, opts)
     assert seeds == [7, 12, 17]
+
+
+def test_layer_drift_reads_a_run_folder_as_evaluate_does(tmp_path):
+    """layer_drift refuses what evaluate refuses: a run's file that is a link, a folder without the
+    project's mark, a run without its config.json (named as such, not as a missing folder)."""
+    drift = load_example("layer_drift")
+    run = tmp_path / "run"
+    run.mkdir()
+    np.savez(run / "checkpoint.npz", step=np.int64(1))
+    with pytest.raises(run_folder.UsageError, match=f"is not a run folder of this project \\(it has no "
+                                                    f"{re.escape(run_folder.RUN_MARK)}\\)"):
+        drift.drift(run)
+    (run / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
+    with pytest.raises(run_folder.UsageError, match="holds a run without its config.json, so its settings are unknown"):
+        drift.drift(run)
+    (tmp_path / "elsewhere.json").write_text("{}")
+    (run / "config.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(run_folder.UsageError, match="config.json is a symbolic link"):
+        drift.drift(run)
