@@ -322,7 +322,10 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             # a finished run's results, this run's (prepare), are kept as they are: nothing to resume
             final = run_folder.intact_final(run.out) if run.leader and resume else None
             if final is not None and (final.get("data") or {}).get("fingerprint") != run.identity["data"]:
-                final = None  # other data (refused with the checkpoint's), or a record from before data records
+                if final.get("data") is None:  # (other data is refused with the checkpoint's)
+                    print(f"note: {run.out / 'final.json'} holds no record of the data the run trained on: --resume "
+                          f"scores the run again from its checkpoint and writes it anew", file=sys.stderr)
+                final = None
             if (team.broadcast(final is not None) if team.size > 1 else final is not None):
                 if run.leader:
                     say_finished(run, params, final)

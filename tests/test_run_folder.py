@@ -2204,3 +2204,16 @@ def test_evaluate_refuses_another_runs_final_json_and_a_report_one_that_lost_its
     with pytest.raises(ValueError, match="final.json holds no record of the data the run trained on, though its "
                                          "checkpoint names it: it is damaged; "):
         report.collect(tmp_path / "results")
+
+
+def test_resume_of_a_finished_run_whose_final_json_lost_its_data_record_says_it_scores_it_again(finished_run, dataset,
+                                                                                               capsys):
+    """A finished run's final.json without its data record (edited, or from before runs recorded their
+    data): --resume scores the run again from its checkpoint and writes final.json anew, saying so."""
+    path = finished_run / "final.json"
+    final = json.loads(path.read_text())
+    path.write_text(json.dumps({key: value for key, value in final.items() if key != "data"}))
+    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    assert code == 0 and err == (f"note: {path} holds no record of the data the run trained on: --resume scores the "
+                                 f"run again from its checkpoint and writes it anew\n"), err
+    assert json.loads(path.read_text())["data"] == final["data"]
