@@ -604,3 +604,7 @@ def test_a_negative_value_argparse_takes_for_an_option_is_told_how_to_give_it(va
                                        "written --lr=VALUE); see run.py train --help\n")
     assert run.main(["train", f"--lr={value}"]) == 2
     assert "--lr must lie in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an option of two words too
+        run.main(["train", "--init-std", value])
+    assert "argument --init-std: expected one argument (a value that starts with '-' is written --init-std=VALUE)" \
+        in capsys.readouterr().err

@@ -300,6 +300,19 @@ def test_a_warning_of_unofficial_files_is_one_clean_line(tmp_path):
     assert lines[1] == (f"warning: the MNIST files in {digits} hold no digits 3, 8 in the test split, so the "
                         f"emulation's Test folders of those digits stay empty, and train and evaluate refuse the copy "
                         f"(every digit is needed in each split)")
+    one = tmp_path / "one-lacking"  # one of a digit that is there twice labelled 8: digit 3 alone is lacking
+    shutil.copytree(digits, one)
+    labels = bytearray((one / "t10k-labels-idx1-ubyte").read_bytes())
+    twice = next(label for label in labels[8:] if labels[8:].count(label) > 1)
+    labels[labels.index(twice, 8)] = 8
+    (one / "t10k-labels-idx1-ubyte").write_bytes(bytes(labels))
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "run.py"), "emulate", "--mnist",
+                           str(one), "--out", str(tmp_path / "out-one"), "--split", "test", "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr.splitlines()[1] == (
+        f"warning: the MNIST files in {one} hold no digit 3 in the test split, so the emulation's Test folders of "
+        f"that digit stay empty, and train and evaluate refuse the copy (every digit is needed in each split)"), \
+        done.stderr
 
 
 def test_an_uncompressed_file_that_differs_from_the_gz_beside_it_is_said(tmp_path):

@@ -938,6 +938,9 @@ def test_a_report_names_the_temporary_files_a_killed_report_left_and_deletes_non
     left = ["accuracy_time.png.0fb5fd2e.tmp", "table.md.12345678.tmp", f"{report.FIGURE_RECORD}.9abcdef0.tmp"]
     for name in [*left, "notes.tmp", "table.md.tmp", "mine.png.0fb5fd2e.tmp"]:
         (tmp_path / name).write_bytes(b"x" * 1024)
+    (tmp_path / "sparsity.md.0fb5fd2e.tmp").mkdir()  # a folder, a link and a hard link under such names: not its own
+    (tmp_path / "wallclock.png.0fb5fd2e.tmp").symlink_to(tmp_path / "notes.tmp")
+    os.link(tmp_path / "notes.tmp", tmp_path / "protocol.png.0fb5fd2e.tmp")
     capsys.readouterr()
     report.prepare_results(tmp_path)
     assert capsys.readouterr().err == (f"note: {tmp_path} holds 3 temporary files (0.0 MiB) that a report stopped by "

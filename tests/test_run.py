@@ -393,9 +393,21 @@ def test_reproduce_force_deletes_nothing_through_a_link_in_place_of_a_run(tmp_pa
     link.parent.rmdir()
     link.parent.symlink_to(mine.parent)
     mine = mine.rename(mine.parent / "eggroll-r1-seed1")  # the user's run under the preset run's name
-    code, err = run_main(["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet",
-                          *dataset, "--runs", "eggroll-r1", "--seeds", "1", "--force"], capsys)
+    args = ["reproduce", "--config", "quick", "--results", str(tmp_path / "results"), "--quiet", *dataset, "--runs",
+            "eggroll-r1", "--seeds", "1"]
+    code, err = run_main(args + ["--force"], capsys)
     assert code == 2 and f"error: {link.parent} is a symbolic link to {mine.parent}, and " in err, err
+    assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
+    code, err = run_main(args, capsys)  # without --force, nothing to delete: the run of other settings said as such
+    assert code == 2 and "holds a run with other settings" in err and "symbolic link" not in err, err
+    link.parent.unlink()  # the preset's folder itself a link to one that holds runs/
+    (mine.parent.parent / "runs").mkdir()
+    mine = mine.rename(mine.parent.parent / "runs" / mine.name)
+    link.parent.parent.rename(tmp_path / "quick-real")
+    (tmp_path / "quick-real").rmdir()
+    link.parent.parent.symlink_to(mine.parent.parent)
+    code, err = run_main(args + ["--force"], capsys)
+    assert code == 2 and f"error: {link.parent.parent} is a symbolic link to {mine.parent.parent}, and " in err, err
     assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
 
 

@@ -2217,3 +2217,20 @@ def test_resume_of_a_finished_run_whose_final_json_lost_its_data_record_says_it_
     assert code == 0 and err == (f"note: {path} holds no record of the data the run trained on: --resume scores the "
                                  f"run again from its checkpoint and writes it anew\n"), err
     assert json.loads(path.read_text())["data"] == final["data"]
+
+
+def test_a_finished_runs_count_of_updates_follows_from_its_settings_for_every_method():
+    """finished_steps: an ES run's generations; BPTT's epochs of the training split's minibatches, one
+    at least an epoch where the split is smaller than a minibatch, unknown without the split's size."""
+    for method in ("eggroll", "es"):
+        assert run_folder.finished_steps(run_config.RunConfig(method=method, generations=7), 100) == 7
+    bptt = run_config.RunConfig(method="bptt", epochs=3, batch_size=16)
+    assert run_folder.finished_steps(bptt, 100) == 3 * 6
+    assert run_folder.finished_steps(bptt, 10) == 3
+    assert run_folder.finished_steps(bptt, None) is None
+
+
+def test_a_records_seconds_and_counts_lie_below_their_bounds_as_their_rules_say():
+    """SECONDS below 10^12 and PER_SAMPLE below 10^15, 0 included, each bound itself out."""
+    for (valid, _), bound in ((run_folder.SECONDS, 1e12), (run_folder.PER_SAMPLE, 1e15)):
+        assert valid(0) and valid(bound * (1 - 1e-9)) and not valid(bound) and not valid(-1e-9)
