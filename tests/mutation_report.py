@@ -89,8 +89,8 @@ INT_FITNESS = ("integers are 1, 2, 4 or 8 bytes wide and float64 holds every int
 
 UNDER_DEFAULT = ("an underflow setting of None, or none, leaves NumPy's own, which is to ignore underflow: the "
                  "setting it restates (CuPy's arrays do not consult it)")
-CHECKED_AGAIN = ("a logit scale or spike price above 10^6 that this bound lets through is refused, in the same words, "
-                 "by the fitness's own check (snn.cross_entropy, snn_eggroll.fitness) before any value is used")
+CHECKED_AGAIN = ("a logit scale above 10^6 that this bound lets through is refused, in the same words, by "
+                 "snn.cross_entropy's own check, which every method's fitness or loss makes before any value is used")
 NEGATED_COPY = "astype's copy flag before a negation, which makes a new array either way"
 DIVIDE_UNUSED = ("no division by zero or log of zero arises in BPTT's step (its log-sum-exp sums at least exp(0) = 1, "
                  "the surrogate's denominator is at least 1), so the divide setting is never consulted")
@@ -222,7 +222,6 @@ EQUIVALENT = {
     "interface_checks.x_input_array__mutmut_68": ('not in "XXbiufXX"', KIND_LETTERS),
     "interface_checks.x_input_array__mutmut_135": ("array_module_of(None).isfinite(x)", NEP18),
     "snn_eggroll.x_check_readout_settings__mutmut_14": ('config.logit_scale, 1e-6, 1000001.0', CHECKED_AGAIN),
-    "snn_eggroll.x_check_readout_settings__mutmut_29": ('config.spike_cost, 0, 1000001.0', CHECKED_AGAIN),
     "snn_eggroll.x_population_forward__mutmut_156": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
     "snn_eggroll.x_population_forward__mutmut_207": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),

@@ -869,6 +869,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                     "1000000.1: use e.g. 25"),
         (lambda: bptt_step(baselines.BPTTConfig(25.0, 0.0)), "logit_scale must be an int or float in [1e-06, 1e+06], "
                                                              "got 0.0: use e.g. 1.0"),
+        (lambda: bptt_step(baselines.BPTTConfig(25.0, 2.0, spike_cost=1.0000001e6)),  # BPTT's only check of the price
+         "spike_cost must be an int or float in [0, 1e+06], got 1000000.1: use e.g. 0.0"),
         (lambda: bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset="no")),
          "detach_reset must be True or False, got 'no'"),
         (lambda: bptt_step(es), "config must be a baselines.BPTTConfig, got ESConfig"),
