@@ -598,6 +598,21 @@ def not_the_finished_run(path, step, final, command="train"):
             f"{generations}: it is not the finished run's weights; {checkpoint_fix(path, command)}")
 
 
+def check_finished_checkpoint(out, config, step, command="train"):
+    """The intact final.json of the run in `out` (config.json's `config`) whose checkpoint holds `step`
+    updates, or None where there is none or it is damaged; a UsageError where final.json is another
+    run's (check_final_record) or the checkpoint is not the one it records (not_the_finished_run):
+    what evaluate and the examples check before they read a finished run's weights."""
+    if not (out / "final.json").exists():
+        return None
+    check_final_record(out, config, damaged_too=False)
+    final = intact_final(out)
+    stale = final and not_the_finished_run(out / CHECKPOINT, step, final, command)
+    if stale:
+        raise UsageError(stale)
+    return final
+
+
 def checkpoint_fix(path, command="train"):
     """What to do about the checkpoint `path` that cannot be used (damaged, or weights no run trains):
     restore it where the run's final.json holds its results (which --force would delete), else train

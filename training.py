@@ -770,12 +770,7 @@ def evaluate_run(run_dir, data_root=None, cache_dir=None, device="cpu", option="
     like = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / CHECKPOINT, xp, like, run_folder.identity(config),
                                                        command=command)
-    if (run_dir / "final.json").exists():  # another run's results (settings, data) refused as --resume refuses them
-        run_folder.check_final_record(run_dir, config, damaged_too=False)
-    final = run_folder.intact_final(run_dir)  # a finished run is scored with the weights its final.json records
-    stale = final and run_folder.not_the_finished_run(run_dir / CHECKPOINT, step, final, command)
-    if stale:
-        raise UsageError(stale)
+    run_folder.check_finished_checkpoint(run_dir, config, step, command)  # the weights its final.json records
     emulate.check_finished(data_root)  # an emulation of one split says how to add the other
     resources.nmnist_recordings(data_root, option)  # scoring downloads nothing: a copy is needed
     refuse_too_large(run_dir / CHECKPOINT, params, config.time_bins, command)  # before the data is read

@@ -76,12 +76,9 @@ def drift(run_dir):
     start = snn.init_network(config.seed, config.network, std=config.init_std, rule=config.init_rule)
     params, _, step, _, _ = run_folder.load_checkpoint(run_dir / run_folder.CHECKPOINT, np, start,
                                                        run_folder.identity(config))
-    run_folder.check_final_record(run_dir, config, damaged_too=False)  # another run's results, as evaluate refuses
-    final = run_folder.intact_final(run_dir)
-    stale = run_folder.not_the_finished_run(run_dir / run_folder.CHECKPOINT, step, final) if final else \
-        f"{run_dir / 'final.json'} is damaged, so the walk of the finished run cannot be told; restore it from a copy"
-    if stale:  # the weights of another run, or of this one partway, measured against a whole run's walk
-        raise UsageError(stale)
+    if run_folder.check_finished_checkpoint(run_dir, config, step) is None:  # as evaluate reads a finished run's
+        raise UsageError(f"{run_dir / 'final.json'} is damaged, so the walk of the finished run cannot be told; "
+                         f"restore it from a copy")
     walk = noise_walk(config.lr, config.lr_schedule, config.generations)
     rows = []
     for name in sorted(name for name in start if name.startswith("W")):
