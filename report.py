@@ -305,9 +305,9 @@ def devices_line(runs, names):
     by_device = {}
     for name in names:
         for final, _ in runs[name]:
-            by_device.setdefault(final.get("device", "?"), set()).add(name)
+            by_device.setdefault(final.get("device", "not recorded"), set()).add(name)
     if len(by_device) <= 1:
-        return f"Device: {next(iter(by_device), '?')}"
+        return f"Device: {next(iter(by_device), 'not recorded')}"
     return "Devices: " + "; ".join(f"{device} for {', '.join(n for n in names if n in runs_on)}"
                                    for device, runs_on in by_device.items())
 

@@ -80,6 +80,9 @@ def test_report_names_the_device_of_every_run():
     assert report.devices_line(one, ["es", "eggroll-r4"]) == "Device: cpu"
     two = {"bptt": finals("cpu"), "es": finals("gpu"), "eggroll-r4": finals("gpu")}
     assert report.devices_line(two, ["bptt", "es", "eggroll-r4"]) == "Devices: cpu for bptt; gpu for es, eggroll-r4"
+    unrecorded = {"es": [({}, [])], "eggroll-r4": finals("cpu")}  # a final.json written by hand, say
+    assert report.devices_line(unrecorded, ["es"]) == "Device: not recorded"
+    assert report.devices_line(unrecorded, ["es", "eggroll-r4"]) == "Devices: not recorded for es; cpu for eggroll-r4"
 
 
 def test_every_table_names_the_data_its_runs_trained_on():
