@@ -188,12 +188,12 @@ def collect(results_dir, expected=None):
         real_path = final_path.parent / "real.json"
         if real_path.exists():
             real = read_record(real_path, run_folder.real_problem, RESCORE)
-            if not run_folder.scores_this_run(real, final_path.parent, final):
+            mismatch = run_folder.real_mismatch(real, final_path.parent, final)
+            if mismatch:
                 fix = RESCORE if (final_path.parent / run_folder.CHECKPOINT).exists() else \
                     f"the run keeps no {run_folder.CHECKPOINT} to score again, so move {real_path} out of its folder " \
                     f"(the table then shows no real-recordings score for it)"
-                raise ValueError(f"{real_path} scores another run ({real['run']}, at generation {real['generation']}), "
-                                 f"not {final_path.parent} at generation {final['generations']}: {fix}")
+                raise ValueError(f"{real_path} scores another run than {final_path.parent} ({mismatch}): {fix}")
             final["real_acc"] = real["accuracy"]["all"]
             if real.get("data") is not None:  # (a real.json from before scores named their recordings: none)
                 scored_on.setdefault(json.dumps(real["data"], sort_keys=True), real_path)

@@ -699,18 +699,32 @@ def settings(stored):
 
 
 def scores_this_run(real, folder, final):
-    """Whether a real.json belongs to the run in `folder` whose final.json is `final`: scored at its
-    last generation, and named by a folder of this name, or of a name it grew from: the project
-    once named runs without their budget, and added it later (eggroll-r4-cost0.01-seed2 became
-    eggroll-r4-g100-cost0.01-seed2), so only marks of generations or epochs may be new; and, where
-    real.json records the settings of the run it scored (`config`), those of this run."""
+    """Whether a real.json belongs to the run in `folder` whose final.json is `final` (real_mismatch)."""
+    return real_mismatch(real, folder, final) is None
+
+
+def real_mismatch(real, folder, final):
+    """None if a real.json belongs to the run in `folder` whose final.json is `final`, else how it
+    differs. Its own is scored at the run's last generation, and named by a folder of this name, or
+    of a name it grew from: the project once named runs without their budget, and added it later
+    (eggroll-r4-cost0.01-seed2 became eggroll-r4-g100-cost0.01-seed2), so only marks of generations
+    or epochs may be new; and, where real.json records the settings of the run it scored
+    (`config`), they are this run's."""
     def parts(name):  # the name's parts in order, its budget marks left out
         return [part for part in name.split("-") if not re.fullmatch(r"[ge]\d+", part)]
     scored = PurePath(str(real["run"]).rstrip("/")).name
     if "config" in real and settings(real["config"]) != settings(final["config"]):  # real.json naming its run's
-        return False
-    return real["generation"] == final["generations"] and parts(scored) == parts(Path(folder).name) \
-        and set(scored.split("-")) <= set(Path(folder).name.split("-"))
+        theirs, ours = settings(real["config"]), settings(final["config"])
+        if theirs is None or ours is None:
+            return "its settings, or this run's, are no run's settings"
+        return "it scored a run of other settings: " + ", ".join(
+            f"{name} {theirs.get(name)} (this run's {ours.get(name)})" for name in sorted(set(theirs) | set(ours))
+            if theirs.get(name) != ours.get(name))
+    if real["generation"] != final["generations"]:
+        return f"it scored generation {real['generation']}, and this run finished at {final['generations']}"
+    if parts(scored) != parts(Path(folder).name) or not set(scored.split("-")) <= set(Path(folder).name.split("-")):
+        return f"it scored the run {real['run']}"
+    return None
 
 
 def resume_command(out, config):

@@ -29,7 +29,7 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import resources                             # noqa: E402
     import snn                                   # noqa: E402
     import training                              # noqa: E402
-    from run_folder import RUN_MARK, real_problem, refuse_run_folder, scores_this_run, write_atomically  # noqa: E402
+    from run_folder import RUN_MARK, real_mismatch, real_problem, refuse_run_folder, write_atomically  # noqa: E402
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command to continue (finished runs are left as they are)\n")
     sys.exit(130)
@@ -120,10 +120,11 @@ def table(folders):
     for out in folders:
         if (out / "real.json").exists():
             real = json.loads((out / "real.json").read_text())
-            if real_problem(real) is None and scores_this_run(real, out, json.loads((out / "final.json").read_text())):
+            why = real_problem(real) or real_mismatch(real, out, json.loads((out / "final.json").read_text()))
+            if why is None:
                 reals[out] = real
             else:  # damaged, or copied from another run: not this run's score
-                print(f"warning: {out / 'real.json'} is no score of this run (damaged, or another run's): it is left "
+                print(f"warning: {out / 'real.json'} is no score of this run ({why}): it is left "
                       f"out of the table; --real-root scores this run again", file=sys.stderr)
     copies = sorted({copy_scored(real) for real in reals.values()})
     one_copy = len(copies) == 1

@@ -1184,8 +1184,16 @@ def test_the_depth_table_leaves_out_a_real_json_of_another_run(tmp_path, capsys)
     shutil.copy(runs[0] / "real.json", runs[1] / "real.json")
     lines = load_example("snn_depth").table(runs).splitlines()
     assert lines[2].split(" | ")[8] != "–" and lines[3].split(" | ")[8] == "–", lines
-    assert capsys.readouterr().err == (f"warning: {runs[1] / 'real.json'} is no score of this run (damaged, or another "
-                                       f"run's): it is left out of the table; --real-root scores this run again\n")
+    assert capsys.readouterr().err == (f"warning: {runs[1] / 'real.json'} is no score of this run (it scored the run "
+                                       f"results/depth/runs/bptt-hidden-64-seed1): it is left out of the table; "
+                                       f"--real-root scores this run again\n")
+    json.dump({**json.loads((runs[1] / "real.json").read_text()), "run": str(runs[1]), "generation": 1},
+              (runs[1] / "real.json").open("w"))
+    load_example("snn_depth").table(runs)
+    assert "is no score of this run (it scored generation 1, and this run finished at 1050)" in capsys.readouterr().err
+    (runs[1] / "real.json").write_text("{}")
+    load_example("snn_depth").table(runs)
+    assert "is no score of this run (accuracy.all is missing)" in capsys.readouterr().err
 
 
 def test_layer_drift_names_a_checkpoint_that_is_no_regular_file_as_such(tmp_path):

@@ -387,7 +387,8 @@ DAMAGES = {
     "real.json of another lever": ("real.json", json.dumps({"run": "es-batch-512-seed1", "generation": 20,
                                                            "accuracy": {"all": 0.5}}), "scores another run"),
     "real.json of another generation": ("real.json", json.dumps({"run": "eggroll-r4-seed1", "generation": 10,
-                                                                 "accuracy": {"all": 0.5}}), "at generation 10"),
+                                                                 "accuracy": {"all": 0.5}}), "(it scored generation 10, and this run "
+                                                                                   "finished at 20)"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,

@@ -1954,6 +1954,10 @@ def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs
     assert not run_folder.scores_this_run({**real, "config": {**final["config"], "population": 64}},
                                           Path("eggroll-r1-seed1"), final)
     assert run_folder.scores_this_run(real, Path("eggroll-r1-seed1"), final)  # written before: its name decides
+    assert run_folder.real_mismatch({**real, "config": {**final["config"], "seed": 2}}, Path("eggroll-r1-seed1"),
+                                    final) == "it scored a run of other settings: seed 2 (this run's 1)"
+    assert run_folder.real_mismatch({**real, "config": {**final["config"], "rank": "one"}}, Path("eggroll-r1-seed1"),
+                                    final) == "its settings, or this run's, are no run's settings"
 
 
 @pytest.mark.parametrize("stored, wanted, refused", [
