@@ -29,7 +29,8 @@ try:  # Ctrl-C while the modules load: one line, as exits.py says it once they h
     import resources                             # noqa: E402
     import snn                                   # noqa: E402
     import training                              # noqa: E402
-    from run_folder import RUN_MARK, real_mismatch, real_problem, refuse_run_folder, write_atomically  # noqa: E402
+    from run_folder import (RUN_MARK, final_problem, real_mismatch, real_problem, refuse_run_folder,  # noqa: E402
+                            write_atomically)
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; rerun the same command to continue (finished runs are left as they are)\n")
     sys.exit(130)
@@ -229,17 +230,20 @@ def main():
 
 
 def is_finished_run(path):
-    """Whether `path` holds a finished run (run.py's mark, config.json, a final.json with its test
-    scores); any other folder or file under runs/ is left out of the table with a line on stderr."""
+    """Whether `path` holds a finished run (run.py's mark, config.json, an intact final.json with its
+    test spikes); any other folder or file under runs/ is left out of the table with a line on stderr."""
     try:
         final = json.loads((path / "final.json").read_text())
-        finished = (path / RUN_MARK).is_file() and (path / "config.json").is_file() \
-            and isinstance(final, dict) and {"test_acc", "val_acc", "test_sparsity"} <= set(final)
     except (OSError, ValueError):
-        finished = False
-    if not finished and (path / "final.json").exists():  # a run not yet finished has none: nothing to say
-        print(f"warning: {path} is left out of the table: not a finished run of run.py train", file=sys.stderr)
-    return finished
+        final = None
+    if not (path / "final.json").exists():  # a run not yet finished has none: nothing to say
+        return False
+    why = ("not a run folder of run.py train" if not (path / RUN_MARK).is_file() or not (path / "config.json").is_file()
+           else "its final.json cannot be read as JSON" if final is None
+           else final_problem(final) or ("its final.json has no test_sparsity" if "test_sparsity" not in final else None))
+    if why:
+        print(f"warning: {path} is left out of the table: not a finished run of run.py train ({why})", file=sys.stderr)
+    return why is None
 
 
 def data_of(final_path):

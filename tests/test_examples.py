@@ -248,7 +248,9 @@ def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys)
     shutil.copytree(ROOT / "results" / "depth" / "runs" / "hidden-64-g300-logit1-seed1", runs / "real")
     scored = json.loads((runs / "real" / "final.json").read_text())
     del scored["test_sparsity"]
-    junks = (("no-scores", {"test_acc": 0.5}), ("no-sparsity", scored), ("no-mark", None))
+    out_of_range = {**scored, "test_sparsity": {}, "val_acc": 1.5}  # what run.py's readers refuse, refused here too
+    junks = (("no-scores", {"test_acc": 0.5}), ("no-sparsity", scored), ("no-mark", None),
+             ("val-beyond-digits", out_of_range))
     for junk, final in junks:
         shutil.copytree(runs / "real", runs / junk)
         if final is None:
@@ -259,6 +261,11 @@ def test_the_depth_table_leaves_out_what_is_not_a_finished_run(tmp_path, capsys)
     assert len(table) == 3 and "| 75.01 |" in table[2]
     err = capsys.readouterr().err
     assert all(f"{runs / junk} is left out of the table" in err for junk, _ in junks)
+    assert f"{runs / 'no-sparsity'} is left out of the table: not a finished run of run.py train (its final.json " \
+           f"has no test_sparsity)" in err
+    assert f"{runs / 'no-mark'} is left out of the table: not a finished run of run.py train (not a run folder of " \
+           f"run.py train)" in err
+    assert f"{runs / 'val-beyond-digits'} is left out of the table: not a finished run of run.py train (val_acc" in err
 
 
 def test_the_depth_tables_budget_is_singular_for_one(tmp_path):
