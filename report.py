@@ -201,8 +201,12 @@ def collect(results_dir, expected=None):
         if not metrics:
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} holds no record, though {final_path} says the run "
                              f"finished: restore it from a copy of the run, or {RETRAIN}")
-        if (metrics[-1]["generation"], metrics[-1].get("val_acc")) != (final["generations"],
-                                                                                   final["val_acc"]):
+        if metrics[-1]["generation"] == final["generations"] and metrics[-1].get("val_acc") != final["val_acc"]:
+            raise ValueError(f"{final_path.parent / 'metrics.jsonl'} and {final_path} disagree on the validation "
+                             f"accuracy at the last generation, {final['generations']} ({metrics[-1].get('val_acc')} "
+                             f"and {final['val_acc']}): one of them was edited or is another run's; restore the run "
+                             f"from a copy, or {RETRAIN}")
+        if metrics[-1]["generation"] != final["generations"]:
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} ends at generation {metrics[-1]['generation']} "
                              f"with validation accuracy {metrics[-1].get('val_acc')}, not where {final_path} does "
                              f"({final['generations']}, {final['val_acc']}): it is cut short or another run's; "

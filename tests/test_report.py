@@ -392,9 +392,11 @@ DAMAGES = {
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,
-                                                                  "wall_seconds": 1.0}) + "\n", "it is cut short or another run's"),
+                                                                  "wall_seconds": 1.0}) + "\n", "disagree on the validation accuracy at the "
+                                     "last generation, 20 (0.77 and "),
     "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
-        {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10"),
+        {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10 with "
+                                                                                    "validation accuracy"),
     "metrics.jsonl without a validation accuracy": ("metrics.jsonl", json.dumps({"generation": 10, "wall_seconds": 1.0})
                                                     + "\n" + json.dumps({"generation": 20, "val_acc": FINAL["val_acc"],
                                                                           "wall_seconds": 2.0}) + "\n",
