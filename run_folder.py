@@ -975,13 +975,17 @@ def check_final_record(out, config, damaged_too=True):
     held = run_config.stored(run_config.from_stored(final["config"]))
     differ = {key for key in set(held) | set(wanted) if held.get(key) != wanted.get(key)}
     unstated = sorted(differ - set(read_json(out / "config.json", config_fix(out))))
+    named = set(final["config"]) | ({"epochs"} if "generations" in final["config"] else set())  # old BPTT: epochs
+    defaulted = [] if "method" in differ else sorted(differ & set(held) - named)  # always stored; lost, so defaults
+    final_says = differences(held, wanted) + (f"; final.json names no {', '.join(defaulted)}: "
+                                              f"{'defaults' if len(defaulted) > 1 else 'a default'}" if defaulted else "")
     saved = checkpoint_identity(out)  # the settings the checkpoint was saved under, which tell who is right
     if differ and (saved is not None and saved["config"] == held or saved is None and len(unstated) == len(differ)):
         # config.json is the odd one out: final.json and the checkpoint agree (or no checkpoint tells)
         lost = len(unstated) == len(differ)  # it has no key for those settings: it lost them
         what = f"has no {', '.join(unstated)}, so the run's is taken as the default, which its final.json contradicts" \
             if lost else "holds other settings than those of its final.json"
-        raise UsageError(f"{out / 'config.json'} {what} (final.json says {differences(held, wanted)}): restore "
+        raise UsageError(f"{out / 'config.json'} {what} (final.json says {final_says}): restore "
                          f"{'them in config.json' if lost else 'config.json'} from final.json's \"config\""
                          + (f", unless final.json is another run's (then move it out of {out})" if saved is None else
                             " (the checkpoint was saved under them)"))
@@ -994,8 +998,7 @@ def check_final_record(out, config, damaged_too=True):
                          f"another run's; put the run's own back from a copy of the run, or train the run again in "
                          f"another --out")
     if held != wanted:
-        why = differences(held, wanted)
-        raise UsageError(f"{path} is another run's ({why}), not the results of the run in "
+        raise UsageError(f"{path} is another run's ({final_says}), not the results of the run in "
                          f"{out / 'config.json'}: move it out of {out} to keep it (it may be that run's only copy), "
                          f"then {rescore}")
     foreign = saved and foreign_problem(saved, identity(config))

@@ -366,6 +366,9 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
                                                                                "not 1), not the results of the run in "
                                                                                f"{finished_run / 'config.json'}: move it "
                                                                                f"out of {finished_run} to keep it"),
+                          (dict(final, config={k: v for k, v in final["config"].items() if k != "population"}),
+                           "final.json is another run's (population 512, not 8; final.json names no population: a "
+                           "default), not the results"),
                           (dict(final, test_acc=2.0), "final.json is damaged (test_acc must be a number in [0, 1], "
                                                       "got 2.0), so this finished run has no results"),
                           ([final], "final.json is damaged (not a JSON object), so this finished run has no results")]:
