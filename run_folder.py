@@ -1327,6 +1327,12 @@ def final_problem(final):
         if digits and not min(digits) - 1e-9 <= final[f"{split}_acc"] <= max(digits) + 1e-9:
             problem = (f"{split}_acc {final[f'{split}_acc']} lies outside its digits' accuracies "
                        f"({min(digits)}..{max(digits)}), of which it is the mean weighted by each digit's recordings")
+    for split in ("train", "val", "test"):  # a split's count is also in its data record, where that names it
+        fingerprint = {} if problem else (final.get("data") or {"fingerprint": {}})["fingerprint"]
+        recorded = re.match(r"(\d+) samples", fingerprint.get(split, ""))
+        if recorded and final.get(f"n_{split}") not in (None, int(recorded[1])):
+            problem = (f"n_{split} {final[f'n_{split}']} disagrees with its data record, whose {split} split holds "
+                       f"{recorded[1]} samples")
     if problem is None:
         try:
             run_config.from_stored(final["config"])

@@ -598,6 +598,12 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
     write_run(tmp_path / "edge", "es-m512", 1, test_acc=0.9005, test_acc_per_digit=[0.9, None] + [0.8] * 8)
     with pytest.raises(ValueError, match="test_acc 0.9005 lies outside its digits' accuracies"):  # by far less
         report.write_hyperscale_report(tmp_path / "edge", "headline")                            # than a digit
+    out = write_run(tmp_path / "recounted", "es-m512", 1, n_train=60000,  # a count its data record contradicts
+                    data={"fingerprint": {"train": "54000 samples, sha256 1", "val": "6000 samples, sha256 2"}})
+    with pytest.raises(ValueError) as error:
+        report.write_hyperscale_report(tmp_path / "recounted", "headline")
+    assert str(error.value) == (f"{out / 'final.json'} is damaged (n_train 60000 disagrees with its data record, "
+                                f"whose train split holds 54000 samples): {report.RETRAIN}")
     write_run(tmp_path / "named", "es", 1)
     with pytest.raises(ValueError) as error:
         report.write_hyperscale_report(tmp_path / "named", "budget")

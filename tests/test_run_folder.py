@@ -1085,7 +1085,7 @@ def test_a_final_json_of_the_same_settings_on_other_data_is_another_runs(finishe
     without --resume; the files are kept, and no other run's score is printed as this one's."""
     final = json.loads((finished_run / "final.json").read_text())
     ours = final["data"]["fingerprint"]["train"]
-    final["data"]["fingerprint"]["train"] = "17 samples, sha256 0"
+    final["data"]["fingerprint"]["train"], final["n_train"] = "17 samples, sha256 0", 17
     (finished_run / "final.json").write_text(json.dumps(final))
     before = snapshot(finished_run)
     for extra in ([], ["--resume"]):
