@@ -171,6 +171,9 @@ def check_results(opts, grids):
             raise UsageError(f"{results_dir / 'runs'} is {odd}, where reproduce keeps the preset's runs: move it "
                              f"out of {results_dir}, then run reproduce again")
     if opts.report_only and not any(has_finished_run(results_dir) for results_dir, _, _ in grids):
+        busy = next((results_dir for results_dir, _, _ in grids if run_folder.holder(results_dir)), None)
+        if busy is not None:  # its first run still training: what to do is wait, not train
+            raise run_folder.in_use(busy, run_folder.holder(busy))
         folders = " or ".join(str(results_dir / "runs") for results_dir, _, _ in grids)
         raise UsageError(f"--report-only: no run in {folders} has finished, so there is nothing to report; drop "
                          f"--report-only to train the runs first")

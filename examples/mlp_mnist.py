@@ -117,7 +117,7 @@ def load(folder):
         splits, _ = mnist.load(folder, "results on them are not comparable with the official MNIST's")
     except data.MissingDataError as error:  # mnist.py's fix offers a download, which this example has not
         raise data.MissingDataError(f"{str(error).split('; ')[0]}; give --mnist the folder that holds "
-                                    f"{', '.join(name + '.gz' for name in mnist.NAMES)}") from None
+                                    f"{', '.join(mnist.NAMES)}, gzipped (.gz) or not") from None
     return [(images.reshape(len(images), -1).astype(np.float32) / 255, labels.astype(int))
             for images, labels in (splits["train"], splits["test"])]
 

@@ -16,6 +16,7 @@ import pytest
 
 import config
 import data
+import exits
 import re
 import reproduce
 import resources
@@ -469,7 +470,21 @@ def test_report_only_trains_nothing_and_refuses_a_folder_without_a_finished_run(
     assert code == 2 and err == (f"error: --report-only: no run in {tmp_path / 'quick' / 'runs'} has finished, so "
                                  f"there is nothing to report; drop --report-only to train the runs first\n"), err
     assert list(tmp_path.iterdir()) == []
-    (tmp_path / "quick").mkdir()
+    code = ("import sys, time, pathlib, run_folder\n"  # another reproduce, its first run still training
+            "with run_folder.owned(pathlib.Path(sys.argv[1])):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(120)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "quick")], cwd=ROOT, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        code, err = run_main(args, capsys)
+        assert code == 2 and err == (f"error: {tmp_path / 'quick'} is in use by another process (PID {owner.pid}); "
+                                     f"wait for it to end or stop it, then run again\n"), err
+    finally:
+        owner.kill()
+        owner.wait()
+    (tmp_path / "quick" / ".lock").unlink()
     (tmp_path / "quick" / "runs").write_text("the user's")  # a file where the runs are kept: named, with or without
     for options in (args, args[:-1] + dataset):             # --report-only, before anything is trained or written
         code, err = run_main(options, capsys)
@@ -1690,3 +1705,11 @@ def test_an_epoch_is_the_whole_minibatches_of_the_training_split():
     assert training.training_schedule(bptt, 10) == (3, 1, 1)  # fewer recordings than a minibatch: one an epoch
     eggroll = config.RunConfig(generations=7, batch_size=16, eval_every=2)
     assert training.training_schedule(eggroll, 100) == (7, 6, 2)
+
+
+def test_an_option_given_twice_takes_its_last_value_as_docs_running_md_says():
+    """A script may append what it changes to a fixed set of options: the last value counts."""
+    parser = exits.Parser()
+    run.add_config_options(parser)
+    assert run.config_from_options(parser.parse_args(["--seed", "1", "--lr", "0.1", "--seed", "2"])).seed == 2
+    assert "An option given twice takes its last value" in (ROOT / "docs" / "running.md").read_text()
