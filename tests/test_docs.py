@@ -149,11 +149,11 @@ def test_the_plain_loop_of_the_derivation_runs_and_climbs_where_the_page_says():
     exec(re.findall(r"```python\n(.*?)```", page, re.S)[0], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 1000
-    assert f"the plain loop above ends at ‖W − W*‖² = {distance:.2g}, " in page
+    assert f"the plain loop above ends at\n‖W − W*‖² = {distance:.2g}, " in page
 
 
 def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys):
-    """derivation.md's third code block: it prints the lines the page shows;
+    """derivation.md's fourth code block: it prints the lines the page shows;
     raw differences in units 30 times as large end far out, centred ranks end where they do in the
     first units; its centred ranks are eggroll.centred_ranks' (no ties on this F)."""
     import eggroll
@@ -162,7 +162,7 @@ def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[2], scope)
+    exec(blocks[3], scope)
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and all(f"    {line}\n" in page for line in printed), printed
     distance = [float(line.rsplit("= ", 1)[1]) for line in printed]
@@ -171,14 +171,45 @@ def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys
     assert np.allclose(scope["centred_ranks"](x), eggroll.centred_ranks(x))
 
 
+def test_the_derivations_staircase_prints_what_the_page_shows_and_matches_the_toy(capsys):
+    """derivation.md's third code block, run after the plain loop: it prints the lines the page
+    shows, its J' and estimates are toy_eggroll's (the figure's), and each estimate lies within three
+    of the page's standard errors of J'."""
+    import toy_eggroll
+    page = (ROOT / "docs" / "derivation.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    scope = {}
+    exec(blocks[0], scope)
+    capsys.readouterr()
+    exec(blocks[2], scope)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and all(f"    {line}\n" in page for line in printed), printed
+    for line, sigma, error in zip(printed, (0.1, 0.6), (0.027, 0.041)):
+        exact, estimate = (float(part.split()[-1]) for part in line.split(", "))
+        assert np.allclose((exact, estimate), toy_eggroll.staircase_slopes(1.2, sigma), atol=5e-4)
+        assert abs(estimate - exact) < 3 * error
+    assert scope["F"](scope["W_star"]) == 0  # the plain loop's F is left as it was
+
+
+def test_the_derivations_worked_centred_ranks_are_eggrolls():
+    """derivation.md's P = 2 example of section 3: eggroll's centred ranks and pair differences of its
+    four fitnesses (pair by pair, + then -) are the page's."""
+    import eggroll
+    page = " ".join((ROOT / "docs" / "derivation.md").read_text().split())
+    c = eggroll.centred_ranks(np.array([-0.5, -3.0, -2.0, -1.0]))
+    assert np.allclose(c, [1 / 2, -1 / 2, -1 / 6, 1 / 6]) and np.allclose(eggroll.pair_differences(c), [1, -1 / 3])
+    assert "pair 1's + and − members score −0.5 and −3, pair 2's −2 and −1" in page
+    assert "c = ½, −½, −1/6 and 1/6. So f_1 = ½ − (−½) = 1" in page and "f_2 = −1/6 − 1/6 = −1/3" in page
+
+
 def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's fourth code block, after the plain loop: its assertion holds, and its array is
+    """derivation.md's fifth code block, after the plain loop: its assertion holds, and its array is
     the layout eggroll's functions take: materialise of it, with B laid out alike, is A_p B_p^T / sqrt(r)."""
     import eggroll
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[3], scope)
+    exec(blocks[4], scope)
     B_p = [np.random.default_rng(p).normal(size=(5, 2)) for p in range(2)]
     E = eggroll.materialise(scope["A"], np.stack([b.T for b in B_p]))
     for p, A_p in enumerate((scope["A_1"], scope["A_2"])):
@@ -198,7 +229,7 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs():
     exec(blocks[1], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 100
-    assert f"this one at {distance:.2g}, held" in page
+    assert f"the whole-method loop at {distance:.2g}, held" in page
     fitness, c, f = scope["fitness"], scope["c"], scope["f"]
     assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
     # the page's members are (2, P), nano_eggroll.py's order; eggroll.py interleaves them, pair by pair
