@@ -1713,3 +1713,12 @@ def test_an_option_given_twice_takes_its_last_value_as_docs_running_md_says():
     run.add_config_options(parser)
     assert run.config_from_options(parser.parse_args(["--seed", "1", "--lr", "0.1", "--seed", "2"])).seed == 2
     assert "An option given twice takes its last value" in (ROOT / "docs" / "running.md").read_text()
+
+
+def test_a_real_root_that_shares_one_split_with_the_runs_data_is_refused():
+    """--real-root's recordings are other recordings only if no split of theirs is one of the run's:
+    a copy with the run's own test split beside other training recordings is refused too."""
+    own = {"train": "54000 samples, sha256 1", "val": "6000 samples, sha256 2", "test": "10000 samples, sha256 3"}
+    with pytest.raises(run_folder.UsageError, match="holds recordings of the run"):
+        training.check_other_recordings(own, {**own, "train": "900 samples, sha256 9"}, "copy", "the run")
+    training.check_other_recordings(own, {split: f"{split} elsewhere" for split in own}, "copy", "the run")

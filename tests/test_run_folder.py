@@ -915,6 +915,17 @@ def test_resume_of_a_finished_run_names_a_checkpoint_it_cannot_score_and_evaluat
     assert snapshot(finished_run) == before
 
 
+def test_reproduces_scoring_of_a_finished_run_partway_gives_reproduces_advice(finished_run, dataset):
+    """reproduce --real-root scoring a finished run whose checkpoint is the run's partway: refused with
+    the advice that works for reproduce (move the run away), not train's (--force, another --out)."""
+    told = partway(finished_run / run_folder.CHECKPOINT)
+    with pytest.raises(run_folder.UsageError) as error:
+        training.evaluate_run(finished_run, dataset[1], dataset[3], command="reproduce")
+    assert str(error.value) == told.split("; restore")[0] + (
+        f"; restore it from a copy to score the run again (its final.json holds the run's results), or move "
+        f"{finished_run} away (it is left as it is) and reproduce trains the run again there")
+
+
 def test_evaluate_refuses_a_finished_runs_checkpoint_trained_on_other_data_than_final_json_records(
         finished_run, dataset, capsys):
     """A checkpoint of the same settings trained on other recordings, put in a finished run's folder:
@@ -2138,10 +2149,10 @@ def test_a_key_twice_in_a_runs_json_file_is_refused_naming_it(finished_run, data
 
 
 def test_resume_of_a_finished_run_in_a_folder_it_cannot_write_says_it_has_finished(finished_run, dataset, capsys,
-                                                                                  monkeypatch):
+                                                                                  monkeypatch, tmp_path):
     """A finished run in a folder no process may write (a read-only file system, an archive): --resume,
     which writes nothing, says the run has finished, exit status 0, without taking the folder's lock;
-    an unfinished one there is refused as a folder it cannot write."""
+    asked of other data, or unfinished, it is refused as a folder it cannot write."""
     access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if mode & os.W_OK and Path(path) == finished_run
                         else access(path, mode, **kw))
@@ -2152,6 +2163,10 @@ def test_resume_of_a_finished_run_in_a_folder_it_cannot_write_says_it_has_finish
         assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): "
                                      f"--resume trains and writes nothing\n"), err
         assert snapshot(finished_run) == before
+    other = write_dataset(tmp_path / "other" / "NMNIST", n_train=10, n_test=3).parent  # not the run's data: refused
+    code, err = run_main(train_args(finished_run, ["--data-root", str(other), *dataset[2:]], "--resume"), capsys)
+    assert code == 2 and err.startswith(f"error: --out {finished_run}: "), err  # as any folder it cannot write
+    assert snapshot(finished_run) == before
     (finished_run / "final.json").unlink()
     code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
     assert code == 2 and err.startswith(f"error: --out {finished_run}: "), err
@@ -2211,6 +2226,10 @@ def test_evaluate_refuses_another_runs_final_json_and_a_report_one_that_lost_its
     with pytest.raises(ValueError, match="final.json holds no record of the data the run trained on, though its "
                                          "checkpoint names it: it is damaged; "):
         report.collect(tmp_path / "results")
+    def unrecorded(arrays):  # a checkpoint from before runs recorded their data: the run is reported
+        arrays["identity"] = np.array(json.dumps({**json.loads(str(arrays["identity"])), "data": None}))
+    rewrite_checkpoint(runs / "eggroll-r1-seed1", unrecorded)
+    assert [f["test_acc"] for f, _ in report.collect(tmp_path / "results")["eggroll-r1"]] == [final["test_acc"]]
 
 
 def test_resume_of_a_finished_run_whose_final_json_lost_its_data_record_says_it_scores_it_again(finished_run, dataset,
