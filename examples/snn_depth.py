@@ -61,8 +61,12 @@ def levers(method, opts):
 def run_folder(method, hidden, opts):
     """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1;
     each lever away from its default marks the name: hidden-128-64-g300-logit1-seed1,
-    hidden-64-readout-potential-seed1."""
-    marks = "".join(f"-{LEVERS[name][2]}{value if isinstance(value, str) else format(value, 'g')}"
+    hidden-64-readout-potential-seed1. A number is written short (0.1, 300) where that reads back as
+    it, else in full (0.10000001), so two settings never share a folder."""
+    def written(value):
+        short = value if isinstance(value, str) else format(value, "g")
+        return short if isinstance(value, str) or float(short) == value else repr(value)
+    marks = "".join(f"-{LEVERS[name][2]}{written(value)}"
                     for name, value in levers(method, opts).items() if value != LEVERS[name][0])
     prefix = "" if method == "eggroll" else f"{method}-"
     return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{marks}-seed{opts.seed}"

@@ -366,6 +366,21 @@ def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
         assert depth.run_folder(method, "64", opts).name.endswith("-init-fan-in-seed1")
 
 
+def test_two_sigmas_that_print_alike_in_short_get_two_run_folders():
+    """A lever's value marks the folder short where that reads back as the value (every committed
+    run's name), in full where not: sigma 0.1 and 0.10000001 are two runs, never one folder."""
+    depth = load_example("snn_depth")
+    opts = argparse.Namespace(**{name: default for name, (default, _, _) in depth.LEVERS.items()},
+                              out=Path("out"), seed=1)
+    names = []
+    for sigma in (0.1, 0.10000001):
+        opts.sigma, opts.generations = sigma, 300
+        names.append(depth.run_folder("eggroll", "128,64", opts).name)
+    assert names == ["hidden-128-64-g300-sigma0.1-seed1", "hidden-128-64-g300-sigma0.10000001-seed1"]
+    assert {path.name for path in (ROOT / "results" / "depth" / "runs").iterdir()} >= {
+        "hidden-128-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed1"}
+
+
 def test_a_copy_is_named_relative_to_the_project_only_inside_it_or_beside_it(tmp_path, monkeypatch):
     """real.json names the --real-root copy as the records must read on any machine: inside the
     project or beside it (../shared/...) relative to the project; elsewhere by its absolute path, not a
