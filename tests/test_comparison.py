@@ -315,7 +315,8 @@ def test_a_grid_trains_no_run_beside_finished_runs_of_other_data(tmp_path, datas
     assert [path.name for path in (grid / "runs").iterdir()] == [finished.name]
 
     final = json.loads((finished / "final.json").read_text())
-    (finished / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": fingerprint}}))
+    (finished / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": fingerprint},
+                                                     "n_train": int(fingerprint["train"].split()[0])}))
     assert run.main(args + ["--data-root", str(root)]) == 0
     assert sorted(path.name for path in (grid / "runs").iterdir()) == ["bptt-seed1", "eggroll-r1-seed1", "es-seed1"]
 

@@ -37,7 +37,10 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
     out = results_dir / "runs" / f"{name}-seed{seed}"
     out.mkdir(parents=True)
     val_accs = list(val_accs or (0.5, final.get("val_acc", FINAL["val_acc"])))
-    final = {**FINAL, "config": {"seed": seed}, "generations": 10 * len(val_accs), "val_acc": val_accs[-1], **final}
+    counted = {f"n_{split}": int(re.match(r"\d+", text)[0])  # as training counts them: the data record's sizes
+               for split, text in ((final.get("data") or {}).get("fingerprint") or {}).items() if re.match(r"\d+", text)}
+    final = {**FINAL, **counted, "config": {"seed": seed}, "generations": 10 * len(val_accs), "val_acc": val_accs[-1],
+             **final}
     assert final["val_acc"] == val_accs[-1] and final["generations"] >= 10 * (len(val_accs) - 1), "inconsistent"
     (out / "final.json").write_text(json.dumps(final))
     generations = [10 * (i + 1) for i in range(len(val_accs) - 1)] + [final["generations"]]
