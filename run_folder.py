@@ -977,8 +977,8 @@ def check_final_record(out, config, damaged_too=True):
     unstated = sorted(differ - set(read_json(out / "config.json", config_fix(out))))
     named = set(final["config"]) | ({"epochs"} if "generations" in final["config"] else set())  # old BPTT: epochs
     defaulted = [] if "method" in differ else sorted(differ & set(held) - named)  # always stored; lost, so defaults
-    final_says = differences(held, wanted) + (f"; final.json names no {', '.join(defaulted)}: "
-                                              f"{'defaults' if len(defaulted) > 1 else 'a default'}" if defaulted else "")
+    lost_note = f"; final.json names no {', '.join(defaulted)}: {'defaults' if len(defaulted) > 1 else 'a default'}"
+    final_says = differences(held, wanted) + (lost_note if defaulted else "")
     saved = checkpoint_identity(out)  # the settings the checkpoint was saved under, which tell who is right
     if differ and (saved is not None and saved["config"] == held or saved is None and len(unstated) == len(differ)):
         # config.json is the odd one out: final.json and the checkpoint agree (or no checkpoint tells)

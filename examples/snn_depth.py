@@ -242,8 +242,8 @@ def is_finished_run(path):
         final = None
     if not (path / "final.json").exists():  # a run not yet finished has none: nothing to say
         return False
-    why = ("not a run folder of run.py train" if not (path / RUN_MARK).is_file() or not (path / "config.json").is_file()
-           else "its final.json cannot be read as JSON" if final is None
+    marked = (path / RUN_MARK).is_file() and (path / "config.json").is_file()
+    why = ("not a run folder of run.py train" if not marked else "its final.json cannot be read as JSON" if final is None
            else final_problem(final) or ("its final.json has no test_sparsity" if "test_sparsity" not in final else None))
     if why:
         print(f"warning: {path} is left out of the table: not a finished run of run.py train ({why})", file=sys.stderr)

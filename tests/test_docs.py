@@ -199,7 +199,8 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
     c = eggroll.centred_ranks(np.array([-0.5, -3.0, -2.0, -1.0]))
     assert np.allclose(c, [1 / 2, -1 / 2, -1 / 6, 1 / 6]) and np.allclose(eggroll.pair_differences(c), [1, -1 / 3])
     assert "pair 1's + and − members score −0.5 and −3, pair 2's −2 and −1" in page
-    assert "c = ½, −½, −1/6 and 1/6. So f_1 = ½ − (−½) = 1" in page and "f_2 = −1/6 − 1/6 = −1/3" in page
+    assert "c = ½, −½, −1/6 and 1/6. So f_1 = ½ − (−½) = 1" in page
+    assert "f_2 = −1/6 − 1/6 = −1/3" in page
 
 
 def test_the_derivations_layout_of_the_factors_is_eggrolls():

@@ -1176,7 +1176,8 @@ def test_the_depth_table_never_mixes_two_data_sets(tmp_path):
     other = runs / "hidden-8-seed1"
     shutil.copytree(runs / "hidden-64-g300-logit1-seed1", other)
     final = json.loads((other / "final.json").read_text())
-    (other / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": {"train": "9 samples"}}, "n_train": 9}))
+    (other / "final.json").write_text(json.dumps({**final, "data": {"fingerprint": {"train": "9 samples"}},
+                                                  "n_train": 9}))
     depth = load_example("snn_depth")
     with pytest.raises(depth.exits.UsageError, match="are different data sets"):
         depth.write_table(tmp_path)

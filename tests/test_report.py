@@ -37,8 +37,8 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
     out = results_dir / "runs" / f"{name}-seed{seed}"
     out.mkdir(parents=True)
     val_accs = list(val_accs or (0.5, final.get("val_acc", FINAL["val_acc"])))
-    counted = {f"n_{split}": int(re.match(r"\d+", text)[0])  # as training counts them: the data record's sizes
-               for split, text in ((final.get("data") or {}).get("fingerprint") or {}).items() if re.match(r"\d+", text)}
+    fingerprint = (final.get("data") or {}).get("fingerprint") or {}  # as training counts: the data record's sizes
+    counted = {f"n_{split}": int(re.match(r"\d+", text)[0]) for split, text in fingerprint.items() if re.match(r"\d+", text)}
     final = {**FINAL, **counted, "config": {"seed": seed}, "generations": 10 * len(val_accs), "val_acc": val_accs[-1],
              **final}
     assert final["val_acc"] == val_accs[-1] and final["generations"] >= 10 * (len(val_accs) - 1), "inconsistent"
