@@ -243,8 +243,12 @@ def is_finished_run(path):
     if not (path / "final.json").exists():  # a run not yet finished has none: nothing to say
         return False
     marked = (path / RUN_MARK).is_file() and (path / "config.json").is_file()
-    why = ("not a run folder of run.py train" if not marked else "its final.json cannot be read as JSON" if final is None
-           else final_problem(final) or ("its final.json has no test_sparsity" if "test_sparsity" not in final else None))
+    if not marked:
+        why = "not a run folder of run.py train"
+    elif final is None:
+        why = "its final.json cannot be read as JSON"
+    else:
+        why = final_problem(final) or ("its final.json has no test_sparsity" if "test_sparsity" not in final else None)
     if why:
         print(f"warning: {path} is left out of the table: not a finished run of run.py train ({why})", file=sys.stderr)
     return why is None

@@ -38,7 +38,7 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
     out.mkdir(parents=True)
     val_accs = list(val_accs or (0.5, final.get("val_acc", FINAL["val_acc"])))
     fingerprint = (final.get("data") or {}).get("fingerprint") or {}  # as training counts: the data record's sizes
-    counted = {f"n_{split}": int(re.match(r"\d+", text)[0]) for split, text in fingerprint.items() if re.match(r"\d+", text)}
+    counted = {f"n_{split}": int(text.split()[0]) for split, text in fingerprint.items() if re.match(r"\d+ ", text)}
     final = {**FINAL, **counted, "config": {"seed": seed}, "generations": 10 * len(val_accs), "val_acc": val_accs[-1],
              **final}
     assert final["val_acc"] == val_accs[-1] and final["generations"] >= 10 * (len(val_accs) - 1), "inconsistent"
@@ -390,13 +390,13 @@ DAMAGES = {
     "real.json of another lever": ("real.json", json.dumps({"run": "es-batch-512-seed1", "generation": 20,
                                                            "accuracy": {"all": 0.5}}), "scores another run"),
     "real.json of another generation": ("real.json", json.dumps({"run": "eggroll-r4-seed1", "generation": 10,
-                                                                 "accuracy": {"all": 0.5}}), "(it scored generation 10, and this run "
-                                                                                   "finished at 20)"),
+                                                                 "accuracy": {"all": 0.5}}),
+                                        "(it scored generation 10, and this run finished at 20)"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
     "metrics.jsonl of another run": ("metrics.jsonl", json.dumps({"generation": 20, "val_acc": 0.77,
-                                                                  "wall_seconds": 1.0}) + "\n", "disagree on the validation accuracy at the "
-                                     "last generation, 20 (0.77 and "),
+                                                                  "wall_seconds": 1.0}) + "\n",
+                                     "disagree on the validation accuracy at the last generation, 20 (0.77 and "),
     "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
         {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10 with "
                                                                                     "validation accuracy"),
