@@ -607,6 +607,10 @@ def test_a_damaged_hyperscale_run_is_one_line_naming_its_file_or_folder(tmp_path
         report.write_hyperscale_report(tmp_path / "recounted", "headline")
     assert str(error.value) == (f"{out / 'final.json'} is damaged (n_train 60000 disagrees with its data record, "
                                 f"whose train split holds 54000 samples): {report.RETRAIN}")
+    write_run(tmp_path / "val-recounted", "es-m512", 1, n_val=5000,  # every split's count, not the training one's
+              data={"fingerprint": {"train": "54000 samples, sha256 1", "val": "6000 samples, sha256 2"}})
+    with pytest.raises(ValueError, match="n_val 5000 disagrees with its data record, whose val split holds 6000"):
+        report.write_hyperscale_report(tmp_path / "val-recounted", "headline")
     write_run(tmp_path / "named", "es", 1)
     with pytest.raises(ValueError) as error:
         report.write_hyperscale_report(tmp_path / "named", "budget")

@@ -369,6 +369,9 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
                           (dict(final, config={k: v for k, v in final["config"].items() if k != "population"}),
                            "final.json is another run's (population 512, not 8; final.json names no population: a "
                            "default), not the results"),
+                          (dict(final, config={**{k: v for k, v in final["config"].items() if k != "rank"},
+                                               "method": "es"}),  # another method's: its own settings, none lost
+                           "final.json is another run's (method \"es\", not \"eggroll\"), not the results"),
                           (dict(final, test_acc=2.0), "final.json is damaged (test_acc must be a number in [0, 1], "
                                                       "got 2.0), so this finished run has no results"),
                           ([final], "final.json is damaged (not a JSON object), so this finished run has no results")]:
@@ -1972,6 +1975,8 @@ def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs
                                     final) == "it scored a run of other settings: seed 2 (this run's 1)"
     assert run_folder.real_mismatch({**real, "config": {**final["config"], "rank": "one"}}, Path("eggroll-r1-seed1"),
                                     final) == "its settings, or this run's, are no run's settings"
+    assert run_folder.real_mismatch({**real, "generation": 120}, Path("eggroll-r1-seed1"), final) == \
+        "it scored generation 120, and this run finished at 100"  # a later generation is no more this run's
 
 
 @pytest.mark.parametrize("stored, wanted, refused", [
