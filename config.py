@@ -108,6 +108,9 @@ class RunConfig:
     output_sigma_scale: float = setting(1.0, "sigma of the output layer (the last; W2, b2 in 2312-64-10) as a "
                                              "multiple of the other layers'", ("eggroll",),
                                         check=between(0, 100, "0.5", open_low=True), lever=True)
+    inner_scale: float = setting(1.0, "sigma and Adam's lr of the hidden layers after the first (W2, b2 in "
+                                      "2312-128-64-10) as a multiple of the other layers'", ("eggroll",),
+                                 check=between(0, 100, "0.1", open_low=True), lever=True)
     batch_growth: int = setting(1, "the minibatch grows from --batch-size at the first generation to this many "
                                    "times it at the last, in whole minibatches", ES_METHODS,
                                 check=between(1, 64, "4"), lever=True)
@@ -125,7 +128,9 @@ class RunConfig:
                              check=between(INIT_STD_FLOOR, 10, "0.3"))
     init_rule: str = setting("paper", "paper: every layer's W ~ N(0, init_std^2); fan-in: a layer after the first "
                                       "with n inputs draws W ~ N(0, init_std^2 x 64 / n), so that its current "
-                                      "spreads as the paper's output layer's (2312-64-10 is the same either way)",
+                                      "spreads as the paper's output layer's; pass-through: a hidden layer after "
+                                      "the first starts as a copy of its first inputs' spikes, W = 2 [I 0], b = 0 "
+                                      "(2312-64-10 is the same under each)",
                              choices=snn.INIT_RULES, lever=True)
     beta: float = setting(snn.LIF.beta, "LIF membrane decay beta", check=between(0.0, 1.0, "0.9"))
     threshold: float = setting(snn.LIF.threshold, "LIF firing threshold V_th",  # float32 potentials hold 1.2e-38
@@ -161,7 +166,7 @@ class RunConfig:
     def eggroll(self, step=0, total_steps=1):
         """EGGROLL's settings at generation `step` of `total_steps` (its sigma scheduled)."""
         return snn_eggroll.Config(self.population, self.rank, self.sigma_at(step, total_steps), self.seed,
-                                  self.logit_scale, self.spike_cost, self.output_sigma_scale)
+                                  self.logit_scale, self.spike_cost, self.output_sigma_scale, self.inner_scale)
 
     def es(self, step=0, total_steps=1):
         return baselines.ESConfig(self.population, self.sigma_at(step, total_steps), self.seed, self.logit_scale,

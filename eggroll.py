@@ -48,7 +48,7 @@ import gpu
 from interface_checks import FloatOverflow  # noqa: F401 -- raised by linear, perturbed and member: eggroll.FloatOverflow
 from interface_checks import (MAX_GENERATION, MAX_PAIRS, a_kind, changes_since, check_agreed, check_differences,
                               check_eggroll_stepped, check_finite, check_finite_outputs, check_finite_params,
-                              check_formed_size, check_known, check_layer, check_noise_size, check_optimiser,
+                              check_formed_size, check_known, check_layer, check_lrs, check_noise_size, check_optimiser,
                               check_params, check_params_size, check_resolved, check_settings, check_sigma,
                               check_told, check_whole, fingerprint_of, fitness_array, input_array, pair_span)
 import noise
@@ -354,29 +354,31 @@ class State:
 class Eggroll:
     """EGGROLL over named parameters: `population`, the number of members, 2P in P antithetic pairs;
     perturbation rank r, noise scale sigma (a float, or {name: float} for every parameter), the noise's
-    seed, Adam's lr and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
+    seed, Adam's lr (a float, or {name: float} as sigma) and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
     differences), and a `team` of processes (distributed.py) that share the pairs out."""
     population: int
     rank: int
     sigma: object = field(hash=False)  # a dict has no hash; equal Eggrolls still hash alike
     seed: int
-    lr: float = 0.01
+    lr: object = field(default=0.01, hash=False)
     weight_decay: float = 0.0
     shaping: str = "centred_ranks"
     team: object = field(default=ALONE, compare=False)
 
     def __post_init__(self):
-        if isinstance(self.sigma, Mapping):  # a copy: a value changed in the caller's dict is not used unchecked
-            object.__setattr__(self, "sigma", dict(self.sigma))
+        for setting in ("sigma", "lr"):  # a copy: a value changed in the caller's dict is not used unchecked
+            if isinstance(getattr(self, setting), Mapping):
+                object.__setattr__(self, setting, dict(getattr(self, setting)))
         check_settings(self)
         # Python ints and floats: no product of them wraps in a NumPy integer type (rank * (m + n) in
         # a uint8), and none sets the float type of a product (a float64 or float16 sigma would)
         for setting in ("population", "rank", "seed"):
             object.__setattr__(self, setting, int(getattr(self, setting)))
-        for setting in ("lr", "weight_decay"):
-            object.__setattr__(self, setting, float(getattr(self, setting)))
-        object.__setattr__(self, "sigma", {name: float(sigma) for name, sigma in self.sigma.items()}
-                           if isinstance(self.sigma, dict) else float(self.sigma))
+        object.__setattr__(self, "weight_decay", float(self.weight_decay))
+        for setting in ("sigma", "lr"):
+            value = getattr(self, setting)
+            object.__setattr__(self, setting, {name: float(number) for name, number in value.items()}
+                               if isinstance(value, dict) else float(value))
 
     @property
     def pairs(self):
@@ -401,6 +403,7 @@ class Eggroll:
         """ValueError naming the fix, for parameters EGGROLL cannot run with (or that these settings
         do not fit): a dict of non-empty 1-D and 2-D float32 or float64 arrays under string names."""
         check_params(self, params)
+        check_lrs(self, params)
 
     def ask(self, state):
         """The population of this process's pairs at state.generation (all of them alone). Under a
@@ -439,8 +442,8 @@ class Eggroll:
                 grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
                                                self.pairs))                                          # (7)-(8)
                 check_eggroll_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes
-                params, optimiser = optim.ascend(state.params, grads, state.optimiser,
-                                                 optim.Adam(self.lr, self.weight_decay))             # Eq. (9)
+                adams = {name: optim.Adam(lr, self.weight_decay) for name, lr in self.lrs(state.params).items()}
+                params, optimiser = optim.ascend(state.params, grads, state.optimiser, adams)       # Eq. (9)
             check_eggroll_stepped(params, optimiser, self)
             return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
 
@@ -489,6 +492,12 @@ class Eggroll:
         if isinstance(self.sigma, dict):  # Python floats: the dict may have been changed since (check_params)
             return {name: float(sigma) for name, sigma in self.sigma.items()}
         return {name: self.sigma for name in params}
+
+    def lrs(self, params):
+        """{name: lr} for every parameter."""
+        if isinstance(self.lr, dict):  # Python floats: the dict may have been changed since (check_params)
+            return {name: float(lr) for name, lr in self.lr.items()}
+        return {name: self.lr for name in params}
 
 
 def check_state(state):

@@ -26,7 +26,7 @@ SHAPINGS = ("centred_ranks", "raw")
 def check_settings(es):
     """ValueError naming the fix, for settings EGGROLL cannot run with, when the Eggroll is made:
     whole numbers (not bools) for the population, rank and seed, in range; every sigma finite
-    and > 0; lr and weight decay finite and >= 0, their product < 1. The ranges are checked on the
+    and > 0; every lr and the weight decay finite and >= 0, their products < 1. The ranges are checked on the
     Python floats the step uses (a Fraction or a float32 product may round to 1 as floats)."""
     check_whole("population", es.population, None, 2 * MAX_PAIRS, "e.g. 512")
     check_population(es.population)
@@ -143,6 +143,15 @@ def check_params(es, params):
             raise ValueError(f"parameters {other!r} and {name!r} share a noise stream: rename one")
 
 
+def check_lrs(es, params):
+    """ValueError naming the fix unless an Eggroll's lr (changed since it was made, as a dict may be)
+    is one float, or one for each of `params`."""
+    check_rates(es.lr, es.weight_decay)
+    if set(es.lrs(params)) != set(params):
+        raise ValueError(f"lr names {ascii(sorted(es.lrs(params)))} but the parameters are {ascii(sorted(params))}: "
+                         f"give one lr per parameter, or one float for all")
+
+
 def check_agreed(es, params, digest, generation, optimiser):
     """ValueError on every process of a team (distributed.team) whose processes hold other settings,
     another update, other parameters (`digest`, digest_of's), another Adam state or another
@@ -168,9 +177,9 @@ def optimiser_summary(optimiser):
 
 
 def settings_of(es, params):
-    """What an Eggroll's step of `params` depends on beside their values: its settings (sigma as each
-    parameter's, however it was given) and its team's update."""
-    return {"population": es.population, "rank": es.rank, "sigma": es.sigmas(params), "seed": es.seed, "lr": es.lr,
+    """What an Eggroll's step of `params` depends on beside their values: its settings (sigma and lr as each
+    parameter's, however they were given) and its team's update."""
+    return {"population": es.population, "rank": es.rank, "sigma": es.sigmas(params), "seed": es.seed, "lr": es.lrs(params),
             "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
 
 
@@ -276,17 +285,24 @@ def is_integer(value):
 
 
 def check_rates(lr, weight_decay):
-    """ValueError naming the fix unless Adam's lr and weight decay are finite and >= 0, their product
-    < 1 (optim.check checks an optim.Adam's with it, check_settings an Eggroll's)."""
-    for setting, value in (("lr", lr), ("weight_decay", weight_decay)):
+    """ValueError naming the fix unless Adam's lr (an Eggroll's: or a dict of them under string names)
+    and weight decay are finite and >= 0, each lr x weight decay < 1 (optim.check checks an
+    optim.Adam's with it, check_settings an Eggroll's)."""
+    lrs = [(f"lr of {name!r}", value) for name, value in lr.items()] if isinstance(lr, dict) else [("lr", lr)]
+    for name in lr if isinstance(lr, dict) else ():
+        if not isinstance(name, str):
+            raise ValueError(f"lr's keys must be the parameters' names, strings, got {name!r}: use e.g. "
+                             f"{{'W1': 0.01, 'b1': 0.01}}")
+    for setting, value in lrs + [("weight_decay", weight_decay)]:
         converted = as_float(value)
         if converted is None or not (math.isfinite(converted) and converted >= 0):
             raise ValueError(f"{setting} must be a finite int or float >= 0, got {shown(value)}: use e.g. "
-                             f"{'0.01' if setting == 'lr' else '0.0'}")
-    if float(lr) * float(weight_decay) >= 1:
-        raise ValueError(f"lr x weight_decay must be < 1, got {float(lr)} x {float(weight_decay)}: each step "
-                         f"multiplies the parameters by 1 - lr x weight_decay, which would zero or flip them; "
-                         f"lower one")
+                             f"{'0.0' if setting == 'weight_decay' else '0.01'}")
+    for setting, value in lrs:
+        if float(value) * float(weight_decay) >= 1:
+            raise ValueError(f"{setting} x weight_decay must be < 1, got {float(value)} x {float(weight_decay)}: "
+                             f"each step multiplies the parameters by 1 - lr x weight_decay, which would zero or "
+                             f"flip them; lower one")
 
 
 def check_number(name, value, low, high, example, open_low=False, open_high=False):
@@ -406,11 +422,11 @@ def check_eggroll_stepped(params, optimiser, es):
         if es.shaping == "raw" else ""
 
     def settings(name):
-        return f"sigma {es.sigmas(params)[name]!r}, lr {es.lr!r}"
+        return f"sigma {es.sigmas(params)[name]!r}, lr {es.lrs(params)[name]!r}"
     if optimiser is None:
         check_stepped(params, settings, f"raise sigma{raw}")
         return
-    check_stepped(params, f"lr {es.lr!r}", "lower lr")
+    check_stepped(params, lambda name: f"lr {es.lrs(params)[name]!r}", "lower lr")
     for name, average in optimiser["v"].items():
         if not bool(array_module_of(average).isfinite(average).all()):
             raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "

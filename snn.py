@@ -39,9 +39,12 @@ IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + r
 INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
 # How each layer's W is drawn: "paper", from 𝒩(0, INIT_STD^2) in every layer; "fan-in", a layer after
 # the first with n inputs from 𝒩(0, INIT_STD^2 · 64 / n), so that its current spreads as the paper's
-# output layer's (64 inputs) does: 2312-64-10 is the same network either way.
-INIT_RULES = ("paper", "fan-in")
+# output layer's (64 inputs) does; "pass-through", a hidden layer after the first starts as a copy of
+# its first inputs' spikes (W = 2 [I 0], b = 0: one input spike lifts V to 2, past V_th = 1, even
+# perturbed), so a deeper network starts as the shallower one. 2312-64-10 is the same network under each.
+INIT_RULES = ("paper", "fan-in", "pass-through")
 FAN_IN_REFERENCE = SIZES[1]
+PASS_THROUGH_WEIGHT = 2.0
 CHUNK_BYTES = 1 << 20    # CPU: membrane potentials of one member chunk stay in a 1 MiB L2 cache
 FLOAT32 = numpy.finfo(numpy.float32)
 
@@ -457,7 +460,9 @@ def layer_current(params, layer, x, network):
 
 def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
     """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32; under
-    rule "fan-in" (INIT_RULES) the W_l of a layer l > 1 with n inputs from 𝒩(0, std^2 · 64 / n)."""
+    rule "fan-in" (INIT_RULES) the W_l of a layer l > 1 with n inputs from 𝒩(0, std^2 · 64 / n);
+    under "pass-through" a hidden layer l > 1 passes its first inputs on (W_l = 2 [I 0], b_l = 0),
+    its draws made and left unused, so that every other layer is the paper rule's."""
     if network is None:
         raise ValueError("network must be a snn.Network, got NoneType: use Network.parse(hidden)")
     check_network(network)
@@ -465,7 +470,7 @@ def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
     check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
     if rule not in INIT_RULES:
-        raise ValueError(f"init rule {rule!r} is neither of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
+        raise ValueError(f"init rule {rule!r} is none of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):
@@ -473,6 +478,9 @@ def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
         scale = std * math.sqrt(FAN_IN_REFERENCE / n_in) if rule == "fan-in" and layer > 1 else std
         params[f"W{layer}"] = xp.asarray(rng.normal(0.0, scale, (n_out, n_in)), dtype=xp.float32)
         params[f"b{layer}"] = xp.asarray(rng.normal(0.0, std, n_out), dtype=xp.float32)
+        if rule == "pass-through" and 1 < layer < len(network.layers):
+            params[f"W{layer}"] = xp.asarray(PASS_THROUGH_WEIGHT * numpy.eye(n_out, n_in), dtype=xp.float32)
+            params[f"b{layer}"] = xp.zeros(n_out, dtype=xp.float32)
     return params
 
 

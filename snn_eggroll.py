@@ -28,7 +28,8 @@ STEP_WORDS = {"made": "optim.init or the last generation_step", "first": "optim.
 class Config:
     """What one EGGROLL population of the spiking network needs: population = 2P members as P
     antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
-    output_sigma_scale x sigma), the seed of the noise, the readout scale of the fitness
+    output_sigma_scale x sigma; the hidden layers' after the first: inner_scale x sigma, and
+    inner_scale x Adam's lr), the seed of the noise, the readout scale of the fitness
     (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it (Eq. (12))."""
     population: int
     rank: int
@@ -37,6 +38,7 @@ class Config:
     logit_scale: float
     spike_cost: float = 0.0
     output_sigma_scale: float = 1.0
+    inner_scale: float = 1.0
 
     @property
     def pairs(self):
@@ -44,16 +46,23 @@ class Config:
 
     def sigmas(self, params):
         """{name: sigma}: the output layer's (the last, by position) weights and bias get
-        output_sigma_scale x sigma; a layer's bias shares its weights' sigma."""
+        output_sigma_scale x sigma, the hidden layers' after the first inner_scale x sigma; a layer's
+        bias shares its weights' sigma."""
         last = snn.n_layers(params)
-        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == last else self.sigma
-                for name in params}
+        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == last else
+                self.sigma * self.inner_scale if snn.layer_of(name) > 1 else self.sigma for name in params}
+
+    def lrs(self, params, lr):
+        """{name: Adam's lr}: lr, and inner_scale x lr for the hidden layers after the first."""
+        last = snn.n_layers(params)
+        return {name: lr * self.inner_scale if 1 < snn.layer_of(name) < last else lr for name in params}
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
         (check_config checks them; Eggroll's Adam averages as Kingma & Ba's)."""
         # else the Eggroll would name the output layer's sigma it makes
         check_number("output_sigma_scale", self.output_sigma_scale, 0, 1e6, "1.0", open_low=True)
+        check_number("inner_scale", self.inner_scale, 0, 1e6, "1.0", open_low=True)
         if isinstance(self.sigma, (Mapping, list, tuple)) or hasattr(self.sigma, "ndim") and self.sigma.ndim > 0:
             # (Eggroll takes one per parameter; sigmas makes this network's)
             raise ValueError(f"sigma is one float for every layer here (the output layer's scaled by "
@@ -64,8 +73,8 @@ class Config:
         if optim.averages_of(adam) != kingma_ba:
             raise ValueError(f"EGGROLL's Adam averages as Kingma & Ba's {kingma_ba} (the moments' coefficients and "
                              f"eps), got {optim.averages_of(adam)}: give optim.Adam(lr, weight_decay)")
-        return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, adam.lr, adam.weight_decay,
-                       team=team)
+        return Eggroll(self.population, self.rank, self.sigmas(params), self.seed, self.lrs(params, adam.lr),
+                       adam.weight_decay, team=team)
 
     def members(self, params, generation, pairs=slice(None), network=None):
         """The Population of the pairs in the slice `pairs` (all P by default) at `generation`."""

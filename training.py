@@ -157,9 +157,10 @@ def refuse_unresolved(config, params):
     except interface_checks.Unresolved as error:
         option = "--sigma" if config.sigma_schedule == "constant" else "--sigma-min"
         given = f"{option} {least}"
-        if error.sigma != least:  # the output layer's, scaled
-            option = "--output-sigma-scale"
-            given = f"{option} {config.output_sigma_scale} (sigma {error.sigma:.3g} there)"
+        if error.sigma != least:  # the output layer's, or an inner hidden layer's, scaled
+            option, scale = ("--output-sigma-scale", config.output_sigma_scale) \
+                if snn.layer_of(error.name) == snn.n_layers(params) else ("--inner-scale", config.inner_scale)
+            given = f"{option} {scale} (sigma {error.sigma:.3g} there)"
         raise UsageError(f"{given} lies below what float32 resolves at the initial weights of layer "
                          f"{snn.layer_of(error.name)} ({error.name}: up to {error.largest:.3g}, steps of "
                          f"{error.spacing:.3g}): every member would equal the mean but for rounding; raise {option}, "

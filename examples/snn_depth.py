@@ -49,7 +49,7 @@ RECIPES = {
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
           "init_std": (0.3, ("eggroll", "bptt"), "init"), "init_rule": ("paper", ("eggroll", "bptt"), "init-"),
-          "output_sigma_scale": (1.0, ("eggroll",), "out"),
+          "output_sigma_scale": (1.0, ("eggroll",), "out"), "inner_scale": (1.0, ("eggroll",), "inner"),
           "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m")}
 
 
@@ -155,6 +155,8 @@ def table(folders):
             f"–, –, –, {settings['init_std']:g}"
         if settings.get("output_sigma_scale", 1.0) != 1.0:  # levers of a few runs: named where they are used
             recipe += f"; output σ × {settings['output_sigma_scale']:g}"
+        if settings.get("inner_scale", 1.0) != 1.0:
+            recipe += f"; inner σ, lr × {settings['inner_scale']:g}"
         if settings.get("readout", "rate") != "rate":
             recipe += f"; {settings['readout']} readout"
         if settings.get("init_rule", "paper") != "paper":
@@ -189,9 +191,13 @@ def main():
                         help="W, b ~ N(0, init_std^2) in every layer, as --init-rule says (default: 0.3)")
     parser.add_argument("--init-rule", choices=snn.INIT_RULES,
                         help="paper: every layer's W ~ N(0, init_std^2); fan-in: a later layer's scaled by "
-                             "sqrt(64 / its inputs), as run.py train --init-rule (default: paper)")
+                             "sqrt(64 / its inputs); pass-through: a later hidden layer a copy of its first inputs, "
+                             "as run.py train --init-rule (default: paper)")
     parser.add_argument("--output-sigma-scale", type=exits.positive_number,
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
+    parser.add_argument("--inner-scale", type=exits.positive_number,
+                        help="EGGROLL's sigma and lr of the hidden layers after the first as a multiple of "
+                             "--sigma and --lr (default: 1)")
     parser.add_argument("--readout", choices=snn.READOUTS,
                         help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
     parser.add_argument("--population", type=exits.at_least(2), help="EGGROLL's members, an even number (default: 512)")

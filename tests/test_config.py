@@ -242,8 +242,8 @@ def test_a_bptt_config_json_holding_epochs_keeps_them_beside_any_generations():
 # A lever is stored in config.json only away from its default, so its default is part of every run
 # folder written before: a run trained with --sigma-schedule cosine at the default --sigma-min holds
 # no sigma_min, and reads back with whatever the default is now.
-LEVER_DEFAULTS = {"sigma_schedule": "constant", "sigma_min": 0.02, "output_sigma_scale": 1.0, "batch_growth": 1,
-                  "hidden": "64", "readout": "rate", "init_rule": "paper"}
+LEVER_DEFAULTS = {"sigma_schedule": "constant", "sigma_min": 0.02, "output_sigma_scale": 1.0, "inner_scale": 1.0,
+                  "batch_growth": 1, "hidden": "64", "readout": "rate", "init_rule": "paper"}
 
 
 def test_a_levers_default_is_the_one_earlier_run_folders_were_written_with():

@@ -632,17 +632,17 @@ def test_generation_step_rejects_bad_config(changes, message):
 
 
 @pytest.mark.parametrize("scale", [0.0, -1.0, float("nan"), "2"])
-def test_an_output_sigma_scale_not_above_zero_is_named(scale):
-    """perturbed_forward and generation_step refuse an output_sigma_scale <= 0, NaN or not a number
-    naming that setting and a value for it, not the output layer's sigma it would make."""
+@pytest.mark.parametrize("setting", ["output_sigma_scale", "inner_scale"])
+def test_a_layers_sigma_scale_not_above_zero_is_named(scale, setting):
+    """perturbed_forward and generation_step refuse an output_sigma_scale or inner_scale <= 0, NaN or
+    not a number naming that setting and a value for it, not the layer's sigma it would make."""
     params, state, frames, labels = small_problem()
-    config = es_config(4, 2, output_sigma_scale=scale)
+    config = dataclasses.replace(es_config(4, 2), **{setting: scale})
     for call in (lambda: snn_eggroll.perturbed_forward(params, frames, config, 0),
                  lambda: snn_eggroll.generation_step(params, state, frames, labels, 0, config, ADAM)):
         with pytest.raises(ValueError) as refused:
             call()
-        assert str(refused.value) == f"output_sigma_scale must be an int or float in (0, 1e+06], got {scale!r}: use " \
-                                     f"e.g. 1.0"
+        assert str(refused.value) == f"{setting} must be an int or float in (0, 1e+06], got {scale!r}: use e.g. 1.0"
 
 
 @pytest.mark.parametrize("population, suggestion", [(3, 4), (5, 6), (1, 2), (0, 2), (-2, 2), (-3, 2)])

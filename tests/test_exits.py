@@ -229,7 +229,8 @@ def test_a_sigma_too_small_to_move_any_output_is_said_once(tmp_path, dataset, ca
      "--sigma-min 1e-06 lies below"),
     (["--method", "es", "--sigma", "1e-2", "--sigma-schedule", "cosine", "--sigma-min", "1e-6", "--init-std", "10"],
      "--sigma-min 1e-06 lies below"),
-    (["--output-sigma-scale", "1e-7"], "--output-sigma-scale 1e-07 (sigma 1e-08 there) lies below")])
+    (["--output-sigma-scale", "1e-7"], "--output-sigma-scale 1e-07 (sigma 1e-08 there) lies below"),
+    (["--hidden", "8,6", "--inner-scale", "1e-7"], "--inner-scale 1e-07 (sigma 1e-08 there) lies below")])
 def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before_training(tmp_path, dataset, capsys,
                                                                                            settings, option):
     """The least sigma of the run (its schedule's --sigma-min) below float32's resolution at the

@@ -382,6 +382,13 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: eggroll.Eggroll(4, 4, 0.1, 0).init(s.params), "rank must lie in 1..3"),
     (lambda es, s: eggroll.Eggroll(3, 1, 0.1, 0).init(s.params), "even number"),
     (lambda es, s: eggroll.Eggroll(4, 1, {"layer0.weight": 0.1}, 0).init(s.params), "one sigma per parameter"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr={"layer0.weight": 0.1}).init(s.params),
+     "lr names ['layer0.weight'] but the parameters are ['layer0.bias', 'layer0.weight', 'layer1.bias', "
+     "'layer1.weight']: give one lr per parameter, or one float for all"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr={1: 0.1, **dict.fromkeys(s.params, 0.1)}),
+     "lr's keys must be the parameters' names, strings, got 1"),
+    (lambda es, s: eggroll.Eggroll(4, 1, 0.1, 0, lr={**dict.fromkeys(s.params, 0.1), "layer0.bias": np.nan}),
+     "lr of 'layer0.bias' must be a finite int or float >= 0, got nan: use e.g. 0.01"),
     (lambda es, s: eggroll.Eggroll(4, 1, {1: 0.1, **dict.fromkeys(s.params, 0.1)}, 0),
      "sigma's keys must be the parameters' names, strings, got 1"),
     (lambda es, s: eggroll.Eggroll(4, 1, dict.fromkeys([*s.params, "extra"], 0.1), 0).init(s.params),
@@ -1365,6 +1372,8 @@ class SizelessTeam(DuckTeam):
 @pytest.mark.parametrize("make, message", [
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, team=DuckTeam()), "(it has no disagreement, size, update)"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr=0.5, weight_decay=2.0), "lr x weight_decay must be < 1, got 0.5 x 2.0"),
+    (lambda: eggroll.Eggroll(4, 1, 0.1, 0, lr={"w": 0.1, "b": 0.5}, weight_decay=2.0),
+     "lr of 'b' x weight_decay must be < 1, got 0.5 x 2.0"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0, shaping=np.array(["raw"])), "unknown shaping array(['raw']"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, 0).init({"w": NotNumpy()}),
      "parameter 'w' is a test_interface.NotNumpy: EGGROLL steps NumPy arrays, or CuPy's on a GPU; give numpy.asarray(w, dtype=numpy.float32)"),
@@ -1546,6 +1555,27 @@ def test_learning_rates_of_any_real_type_step_as_the_python_floats_they_hold():
         assert type(es.lr) is float and type(es.weight_decay) is float
         stepped = es.tell(state, es.ask(state), fitness)[0].params
         assert all(np.array_equal(stepped[n], expected[n]) for n in params)
+
+
+def test_an_lr_dict_steps_each_parameter_as_an_eggroll_of_its_lr_alone():
+    """lr {name: lr}: tell steps each parameter as an Eggroll of that one lr does, bit for bit (the
+    noise and the step g do not depend on lr; Adam, per parameter, does); its values are Python floats;
+    one changed by hand after init is checked again at ask."""
+    params = mlp(2, dtype=np.float32)
+    rates = {name: rate for name, rate in zip(params, (0.01, 0.002, 0.05, Fraction(1, 1000)))}
+    es = eggroll.Eggroll(8, 2, 0.1, 0, lr=rates, weight_decay=0.5)
+    assert all(type(lr) is float for lr in es.lr.values())
+    state, fitness = es.init(params), np.arange(8.0)
+    stepped = es.tell(state, es.ask(state), fitness)[0].params
+    for name, lr in rates.items():
+        alone = eggroll.Eggroll(8, 2, 0.1, 0, lr=lr, weight_decay=0.5)
+        assert np.array_equal(stepped[name], alone.tell(state, alone.ask(state), fitness)[0].params[name]), name
+    plain = eggroll.Eggroll(8, 2, 0.1, 0, lr=0.01, weight_decay=0.5)  # the first lr, for every parameter
+    plainly = plain.tell(state, plain.ask(state), fitness)[0].params
+    assert [np.array_equal(stepped[name], plainly[name]) for name in params] == [True, False, False, False]
+    es.lr["layer0.bias"] = -1.0
+    with pytest.raises(ValueError, match=r"^lr of 'layer0.bias' must be a finite int or float >= 0, got -1.0"):
+        es.ask(state)
 
 
 def test_a_sigma_dict_of_any_real_type_holds_python_floats():

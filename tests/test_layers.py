@@ -148,8 +148,32 @@ def test_the_fan_in_rule_scales_the_weights_of_every_layer_after_the_first_by_it
         assert fan_in[name].dtype == np.float32
         np.testing.assert_allclose(fan_in[name], paper[name] * factor, rtol=2e-7, atol=0)
         assert np.array_equal(fan_in[name], paper[name]) == (factor == 1.0)
-    with pytest.raises(ValueError, match=r"^init rule 'fanin' is neither of paper, fan-in: use e.g. \"paper\"$"):
+    with pytest.raises(ValueError, match=r"^init rule 'fanin' is none of paper, fan-in, pass-through: use e.g. "
+                                         r"\"paper\"$"):
         snn.init_network(5, network, rule="fanin")
+
+
+@pytest.mark.parametrize("hidden", ["64", "128,64", "64,64,32", "conv8k5s3,16"])
+def test_the_pass_through_rule_starts_every_later_hidden_layer_as_a_copy_of_its_first_inputs(hidden):
+    """init rule "pass-through": a hidden layer l > 1 starts at W_l = 2 [I 0], b_l = 0, so that its
+    neuron i fires whenever input i spiked; the first and the output layer are the paper rule's
+    draws to the bit (the rule draws the later ones too, and leaves them unused)."""
+    network = snn.Network.parse(hidden)
+    paper, passing = snn.init_network(5, network), snn.init_network(5, network, rule="pass-through")
+    last = len(network.layers)
+    assert list(paper) == list(passing)
+    for name in paper:
+        layer = snn.layer_of(name)
+        assert passing[name].dtype == np.float32 and passing[name].shape == paper[name].shape
+        if 1 < layer < last:
+            expected = 2 * np.eye(*paper[name].shape) if name.startswith("W") else np.zeros(paper[name].shape)
+            assert np.array_equal(passing[name], expected), name
+        else:
+            assert np.array_equal(passing[name], paper[name]), name
+    for layer in range(2, last):  # one frame of spikes s into layer l: V = W_l s + b_l, a spike where V >= 1
+        spikes = (np.random.default_rng(layer).random((10, 3, network.sizes[layer - 1])) < 0.3).astype(np.float32)
+        current = spikes @ passing[f"W{layer}"].T + passing[f"b{layer}"]
+        assert np.array_equal(current >= 1, spikes[..., :network.sizes[layer]] == 1)
 
 
 def test_init_params_is_init_network_of_the_dense_network():
