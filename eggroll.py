@@ -354,8 +354,9 @@ class State:
 class Eggroll:
     """EGGROLL over named parameters: `population`, the number of members, 2P in P antithetic pairs;
     perturbation rank r, noise scale sigma (a float, or {name: float} for every parameter), the noise's
-    seed, Adam's lr (a float, or {name: float} as sigma) and decoupled weight decay, the shaping of the fitness (centred ranks, or raw
-    differences), and a `team` of processes (distributed.py) that share the pairs out."""
+    seed, Adam's lr (a float, or {name: float} as sigma) and decoupled weight decay, the shaping of the
+    fitness (centred ranks, or raw differences), and a `team` of processes (distributed.py) that share
+    the pairs out."""
     population: int
     rank: int
     sigma: object = field(hash=False)  # a dict has no hash; equal Eggrolls still hash alike

@@ -179,8 +179,8 @@ def optimiser_summary(optimiser):
 def settings_of(es, params):
     """What an Eggroll's step of `params` depends on beside their values: its settings (sigma and lr as each
     parameter's, however they were given) and its team's update."""
-    return {"population": es.population, "rank": es.rank, "sigma": es.sigmas(params), "seed": es.seed, "lr": es.lrs(params),
-            "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
+    return {"population": es.population, "rank": es.rank, "sigma": es.sigmas(params), "seed": es.seed,
+            "lr": es.lrs(params), "weight_decay": es.weight_decay, "shaping": es.shaping, "update": es.team.update}
 
 
 def fingerprint_of(params):

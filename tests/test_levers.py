@@ -105,7 +105,8 @@ def test_the_hidden_layers_after_the_first_are_perturbed_and_stepped_at_the_inne
     assert all(np.array_equal(stepped[name], expected[name]) for name in params)
     shallow = snn.init_network(3, snn.Network.parse("5", n_out=2, image=(1, 2, 3)))
     steps = [snn_eggroll.generation_step(shallow, optim.init(shallow), frames, labels, 0,
-                                         dataclasses.replace(config, inner_scale=scale), adam)[0] for scale in (1, 0.25)]
+                                         dataclasses.replace(config, inner_scale=scale), adam)[0]
+             for scale in (1, 0.25)]
     assert all(np.array_equal(steps[0][name], steps[1][name]) for name in shallow)
 
 
