@@ -2,6 +2,7 @@
 every method. A convolution is checked against the sum a textbook writes, its col2im against the
 adjoint identity, EGGROLL's population of a convolutional network against each member's own
 forward pass, and BPTT's hand-written gradient through it against finite differences."""
+import dataclasses
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 import baselines
 import config
 import data
+import eggroll
 import interface_checks
 import optim
 import snn
@@ -151,6 +153,32 @@ def test_the_fan_in_rule_scales_the_weights_of_every_layer_after_the_first_by_it
     with pytest.raises(ValueError, match=r"^init rule 'fanin' is none of paper, fan-in, pass-through: use e.g. "
                                          r"\"paper\"$"):
         snn.init_network(5, network, rule="fanin")
+
+
+def test_the_hidden_layers_after_the_first_are_perturbed_and_stepped_at_the_inner_scale():
+    """inner_scale s: the hidden layers after the first (W2, b2 and W3, b3 of 6-5-4-3-2) are perturbed
+    with s sigma and stepped with s lr, the first and the output layer (output_sigma_scale) as
+    before; one generation is an Eggroll's of those sigmas and lrs, bit for bit. A network of one
+    hidden layer has no such layer: the scale changes none of its bits."""
+    params = snn.init_network(3, snn.Network.parse("5,4,3", n_out=2, image=(1, 2, 3)))
+    frames = (np.random.default_rng(1).random((3, 4, 6)) < 0.5).astype(np.float32)
+    labels, adam = np.array([0, 1, 1, 0]), optim.Adam(0.02)
+    config = snn_eggroll.Config(8, 1, 0.2, seed=2, logit_scale=1.0, output_sigma_scale=0.5, inner_scale=0.25)
+    layer_scale = {1: 1.0, 2: 0.25, 3: 0.25, 4: 0.5}
+    assert config.sigmas(params) == {name: 0.2 * layer_scale[snn.layer_of(name)] for name in params}
+    assert config.lrs(params, 0.02) == {name: 0.02 * (0.25 if snn.layer_of(name) in (2, 3) else 1) for name in params}
+    stepped, _, _ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0, config, adam)
+    by_hand = eggroll.Eggroll(8, 1, config.sigmas(params), 2, config.lrs(params, 0.02))
+    state = by_hand.init(params)
+    population = by_hand.ask(state)
+    counts, _ = snn_eggroll.population_forward(population, frames)
+    expected = by_hand.tell(state, population, snn_eggroll.fitness(counts, labels, 3, 1.0))[0].params
+    assert all(np.array_equal(stepped[name], expected[name]) for name in params)
+    shallow = snn.init_network(3, snn.Network.parse("5", n_out=2, image=(1, 2, 3)))
+    steps = [snn_eggroll.generation_step(shallow, optim.init(shallow), frames, labels, 0,
+                                         dataclasses.replace(config, inner_scale=scale), adam)[0]
+             for scale in (1, 0.25)]
+    assert all(np.array_equal(steps[0][name], steps[1][name]) for name in shallow)
 
 
 @pytest.mark.parametrize("hidden", ["64", "128,64", "64,64,32", "conv8k5s3,16"])

@@ -14,7 +14,6 @@ import config
 import report
 import data
 import eggroll
-import optim
 import run
 import snn
 import snn_eggroll
@@ -82,32 +81,6 @@ def test_the_output_layer_is_perturbed_and_updated_with_its_own_sigma():
     reference = eggroll.gradient(f, plain.members(params, 3), plain.pairs)
     for name in params:
         np.testing.assert_allclose(grads[name], reference[name] / (0.25 if name.endswith("2") else 1), rtol=1e-6)
-
-
-def test_the_hidden_layers_after_the_first_are_perturbed_and_stepped_at_the_inner_scale():
-    """inner_scale s: the hidden layers after the first (W2, b2 and W3, b3 of 6-5-4-3-2) are perturbed
-    with s sigma and stepped with s lr, the first and the output layer (output_sigma_scale) as
-    before; one generation is an Eggroll's of those sigmas and lrs, bit for bit. A network of one
-    hidden layer has no such layer: the scale changes none of its bits."""
-    params = snn.init_network(3, snn.Network.parse("5,4,3", n_out=2, image=(1, 2, 3)))
-    frames = (np.random.default_rng(1).random((3, 4, 6)) < 0.5).astype(np.float32)
-    labels, adam = np.array([0, 1, 1, 0]), optim.Adam(0.02)
-    config = snn_eggroll.Config(8, 1, 0.2, seed=2, logit_scale=1.0, output_sigma_scale=0.5, inner_scale=0.25)
-    layer_scale = {1: 1.0, 2: 0.25, 3: 0.25, 4: 0.5}
-    assert config.sigmas(params) == {name: 0.2 * layer_scale[snn.layer_of(name)] for name in params}
-    assert config.lrs(params, 0.02) == {name: 0.02 * (0.25 if snn.layer_of(name) in (2, 3) else 1) for name in params}
-    stepped, _, _ = snn_eggroll.generation_step(params, optim.init(params), frames, labels, 0, config, adam)
-    by_hand = eggroll.Eggroll(8, 1, config.sigmas(params), 2, config.lrs(params, 0.02))
-    state = by_hand.init(params)
-    population = by_hand.ask(state)
-    counts, _ = snn_eggroll.population_forward(population, frames)
-    expected = by_hand.tell(state, population, snn_eggroll.fitness(counts, labels, 3, 1.0))[0].params
-    assert all(np.array_equal(stepped[name], expected[name]) for name in params)
-    shallow = snn.init_network(3, snn.Network.parse("5", n_out=2, image=(1, 2, 3)))
-    steps = [snn_eggroll.generation_step(shallow, optim.init(shallow), frames, labels, 0,
-                                         dataclasses.replace(config, inner_scale=scale), adam)[0]
-             for scale in (1, 0.25)]
-    assert all(np.array_equal(steps[0][name], steps[1][name]) for name in shallow)
 
 
 def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():

@@ -48,6 +48,22 @@ def test_eps_damps_the_first_step_of_a_gradient_as_small_as_itself():
     np.testing.assert_allclose(new["W"], [0.075, -0.05], rtol=1e-9)
 
 
+def test_ascend_takes_one_adam_per_parameter_or_one_for_all():
+    """adam {name: Adam}: each parameter steps as one Adam of its settings alone would step it; a dict
+    that names other parameters is refused in one line, the parameters left as they were."""
+    params = {"W": np.array([1.0, -2.0]), "b": np.array([0.5])}
+    grads = {"W": np.array([0.3, -0.1]), "b": np.array([2.0])}
+    new, _ = optim.ascend(params, grads, optim.init(params), {"W": optim.Adam(0.1), "b": optim.Adam(0.01, 0.5)})
+    for name, adam in (("W", optim.Adam(0.1)), ("b", optim.Adam(0.01, 0.5))):
+        alone, _ = optim.ascend(params, grads, optim.init(params), adam)
+        assert np.array_equal(new[name], alone[name]), name
+    assert not np.array_equal(new["b"], optim.ascend(params, grads, optim.init(params), optim.Adam(0.1))[0]["b"])
+    with pytest.raises(ValueError, match=r"^adam names W but the parameters are W, b: give one optim.Adam per "
+                                         r"parameter, or one for all$"):
+        optim.ascend(params, grads, optim.init(params), {"W": optim.Adam(0.1)})
+    assert params["W"].tolist() == [1.0, -2.0]
+
+
 def test_ascend_on_a_gpu_takes_the_one_launch_update(monkeypatch):
     """Where arrays take gpu.py's kernels, every parameter's step is gpu.adam_update (here a
     recording stand-in running the NumPy update; tests/test_gpu.py holds the kernel to it), with
