@@ -106,7 +106,7 @@ EQUIVALENT = {
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
     "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
-    "snn_eggroll.xǁConfigǁmethod__mutmut_34": (
+    "snn_eggroll.xǁConfigǁmethod__mutmut_52": (
         "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
     "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
     "eggroll.xǁPopulationǁ__post_init____mutmut_14": ("*self.pairs[-2:]", RANGE_ENDS),
@@ -181,7 +181,10 @@ EQUIVALENT = {
     "interface_checks.x_check_outputs_size__mutmut_10": (
         "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
     "interface_checks.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
-    "interface_checks.x_check_eggroll_stepped__mutmut_31": ("array_module_of(None).isfinite(average)", NEP18),
+    "interface_checks.x_check_eggroll_stepped__mutmut_34": ("array_module_of(None).isfinite(average)", NEP18),
+    "interface_checks.x_check_lrs__mutmut_12": (
+        "sorted(es.lrs(None))", "the names differ only when lr is a dict, and lrs then returns that dict whatever "
+        "the parameters"),
     "interface_checks.x_check_whole__mutmut_22": ('(True, True): "XXXX"', 'no caller leaves out both bounds (a population has only an upper one; a rank, member, seed, generation or count a lower one), so the entry of neither bound is never read'),
     "interface_checks.x_check_whole__mutmut_30": ('value.dtype.kind in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_129": ('not in "XXbiufXX"', KIND_LETTERS),

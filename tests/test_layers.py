@@ -805,6 +805,9 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0,
                                                                                   output_sigma_scale=1000000.5), 0),
          "output_sigma_scale must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 1.0"),
+        (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0,
+                                                                                  inner_scale=1000000.5), 0),
+         "inner_scale must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 1.0"),
         (lambda: baselines.bptt_forward(params, frames, smooth=True, k=1000000.5),
          "k must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 25"),
         (lambda: baselines.bptt_backward(params, [], labels), "cache must be the dict bptt_forward returned, got a list "

@@ -58,9 +58,9 @@ def test_ascend_takes_one_adam_per_parameter_or_one_for_all():
         alone, _ = optim.ascend(params, grads, optim.init(params), adam)
         assert np.array_equal(new[name], alone[name]), name
     assert not np.array_equal(new["b"], optim.ascend(params, grads, optim.init(params), optim.Adam(0.1))[0]["b"])
-    with pytest.raises(ValueError, match=r"^adam names W but the parameters are W, b: give one optim.Adam per "
+    with pytest.raises(ValueError, match=r"^adam names W, c but the parameters are W, b: give one optim.Adam per "
                                          r"parameter, or one for all$"):
-        optim.ascend(params, grads, optim.init(params), {"W": optim.Adam(0.1)})
+        optim.ascend(params, grads, optim.init(params), {"W": optim.Adam(0.1), "c": optim.Adam(0.1)})
     assert params["W"].tolist() == [1.0, -2.0]
 
 
