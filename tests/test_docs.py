@@ -191,6 +191,17 @@ def test_the_derivations_staircase_prints_what_the_page_shows_and_matches_the_to
     assert scope["F"](scope["W_star"]) == 0  # the plain loop's F is left as it was
 
 
+def test_the_derivations_blocks_run_in_page_order_print_what_the_page_shows(capsys):
+    """A reader runs derivation.md's code blocks one after another in one session: every line each
+    prints is on the page (no block changes a name a later one reads, as a loop over sigma would)."""
+    page = (ROOT / "docs" / "derivation.md").read_text()
+    scope, printed = {}, []
+    for block in re.findall(r"```python\n(.*?)```", page, re.S):
+        exec(block, scope)
+        printed += capsys.readouterr().out.splitlines()
+    assert len(printed) == 6 and all(f"    {line}\n" in page for line in printed), printed
+
+
 def test_the_derivations_worked_centred_ranks_are_eggrolls():
     """derivation.md's P = 2 example of section 3: eggroll's centred ranks and pair differences of its
     four fitnesses (pair by pair, + then -) are the page's."""
