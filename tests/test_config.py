@@ -62,6 +62,7 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(method="bptt", epochs=0), "--epochs must lie in 1..1000000000, got 0"),
     (dict(spike_cost=-0.001), "--spike-cost must lie in [0.0, 1.0], got -0.001: use e.g. --spike-cost 0.003"),
     (dict(method="bptt", spike_cost=1.5), "--spike-cost must lie in [0.0, 1.0], got 1.5"),
+    (dict(inner_scale=0.0), "--inner-scale must lie in (0, 100], got 0.0: use e.g. --inner-scale 0.1"),
     (dict(rank=100), "--rank 100 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
     (dict(rank=5, hidden="conv4k5s3,32"), "--rank 5 exceeds the smaller side of W1 (4x50) of the network "
                                           "2312-conv4k5s3-32-10: use --rank <= 4"),

@@ -366,6 +366,28 @@ def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
         assert depth.run_folder(method, "64", opts).name.endswith("-init-fan-in-seed1")
 
 
+def test_snn_depths_depth_levers_reach_eggroll_and_name_the_committed_folders(tmp_path):
+    """--init-rule pass-through and --inner-scale 0.1 with the committed runs' other levers name the
+    committed folder of 2312-128-64-10 (so that the documented command resumes it, not a new run); the
+    inner scale is EGGROLL's alone; a scale that is no positive number is refused by snn_depth's own
+    parser in one line, before any run."""
+    depth = load_example("snn_depth")
+    opts = argparse.Namespace(**{name: default for name, (default, _, _) in depth.LEVERS.items()},
+                              out=ROOT / "results" / "depth", seed=1)
+    opts.generations, opts.sigma, opts.logit_scale, opts.readout = 300, 0.1, 1.0, "potential"
+    opts.output_sigma_scale, opts.init_rule, opts.inner_scale = 0.25, "pass-through", 0.1
+    folder = depth.run_folder("eggroll", "128,64", opts)
+    assert folder.name == "hidden-128-64-g300-sigma0.1-logit1-init-pass-through-out0.25-inner0.1-readout-potential-seed1"
+    assert (folder / "final.json").is_file() and "inner_scale" not in depth.levers("bptt", opts)
+    for value in ("0", "-1", "x"):
+        refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "none",
+                                  "--out", str(tmp_path), "--inner-scale", value], capture_output=True, text=True,
+                                 timeout=60)
+        assert refused.returncode == 2 and refused.stderr.startswith("error: argument --inner-scale") \
+            and refused.stderr.count("\n") == 1, refused.stderr
+    assert not (tmp_path / "runs").exists()
+
+
 def test_two_sigmas_that_print_alike_in_short_get_two_run_folders():
     """A lever's value marks the folder short where that reads back as the value (every committed
     run's name), in full where not: sigma 0.1 and 0.10000001 are two runs, never one folder."""

@@ -239,7 +239,8 @@ def test_a_sigma_float32_cannot_resolve_at_the_initial_weights_is_refused_before
     assert run.main(["train", "--out", str(out), "--generations", "4", *settings, *SMALL, *dataset]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {option}") and err.count("\n") == 1, err
-    assert "every member would equal the mean but for rounding" in err and "or lower --init-std" in err, err
+    assert "every member would equal the mean but for rounding" in err, err
+    assert f"; raise {option.split()[0]}, or lower --init-std" in err, err  # the option named is the one to raise
     assert not out.exists()
 
 

@@ -400,6 +400,9 @@ DAMAGES = {
     "metrics.jsonl ending at another generation": ("metrics.jsonl", json.dumps(
         {"generation": 10, "val_acc": FINAL["val_acc"], "wall_seconds": 1.0}) + "\n", "ends at generation 10 with "
                                                                                     "validation accuracy"),
+    "metrics.jsonl ending at another generation and accuracy": ("metrics.jsonl", json.dumps(
+        {"generation": 10, "val_acc": 0.25, "wall_seconds": 1.0}) + "\n", "ends at generation 10 with validation "
+                                                                         "accuracy 0.25, not where"),
     "metrics.jsonl without a validation accuracy": ("metrics.jsonl", json.dumps({"generation": 10, "wall_seconds": 1.0})
                                                     + "\n" + json.dumps({"generation": 20, "val_acc": FINAL["val_acc"],
                                                                           "wall_seconds": 2.0}) + "\n",

@@ -369,6 +369,10 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
                           (dict(final, config={k: v for k, v in final["config"].items() if k != "population"}),
                            "final.json is another run's (population 512, not 8; final.json names no population: a "
                            "default), not the results"),
+                          (dict(final, config={k: v for k, v in final["config"].items()
+                                               if k not in ("population", "batch_size")}),
+                           "final.json is another run's (batch_size 256, not 16; population 512, not 8; final.json "
+                           "names no batch_size, population: defaults), not the results"),
                           (dict(final, config={**{k: v for k, v in final["config"].items() if k != "rank"},
                                                "method": "es"}),  # another method's: its own settings, none lost
                            "final.json is another run's (method \"es\", not \"eggroll\"), not the results"),
@@ -1960,6 +1964,19 @@ def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path
 def test_a_real_json_is_a_runs_own_if_its_run_grew_its_name_by_a_budget_alone(scored, folder, generation, ours):
     real = {"run": scored, "generation": generation, "accuracy": {"all": 0.5}}
     assert run_folder.scores_this_run(real, Path("results") / folder, {"generations": 100}) is ours
+
+
+def test_a_final_json_is_damaged_where_a_splits_count_contradicts_its_data_record():
+    """Every split's count (n_train, n_val, n_test) is checked against the data record's "N samples"
+    of that split; a count final.json does not hold (older runs) contradicts nothing."""
+    from test_report import FINAL
+    fingerprint = {"train": "54000 samples, sha256 1", "val": "6000 samples, sha256 2",
+                   "test": "10000 samples, sha256 3"}
+    final = {**FINAL, "n_train": 54000, "n_val": 6000, "n_test": 10000, "data": {"fingerprint": fingerprint}}
+    assert run_folder.final_problem(final) is None
+    assert run_folder.final_problem({**final, "n_test": 9999}) == ("n_test 9999 disagrees with its data record, whose "
+                                                                   "test split holds 10000 samples")
+    assert run_folder.final_problem({k: v for k, v in final.items() if k != "n_train"}) is None
 
 
 def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs():
