@@ -377,7 +377,8 @@ def test_snn_depths_depth_levers_reach_eggroll_and_name_the_committed_folders(tm
     opts.generations, opts.sigma, opts.logit_scale, opts.readout = 300, 0.1, 1.0, "potential"
     opts.output_sigma_scale, opts.init_rule, opts.inner_scale = 0.25, "pass-through", 0.1
     folder = depth.run_folder("eggroll", "128,64", opts)
-    assert folder.name == "hidden-128-64-g300-sigma0.1-logit1-init-pass-through-out0.25-inner0.1-readout-potential-seed1"
+    assert folder.name == ("hidden-128-64-g300-sigma0.1-logit1-init-pass-through-out0.25-inner0.1-readout-potential-"
+                           "seed1")
     assert (folder / "final.json").is_file() and "inner_scale" not in depth.levers("bptt", opts)
     for value in ("0", "-1", "x"):
         refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "none",
