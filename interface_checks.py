@@ -147,8 +147,9 @@ def check_lrs(es, params):
     """ValueError naming the fix unless an Eggroll's lr (changed since it was made, as a dict may be)
     is one float, or one for each of `params`."""
     check_rates(es.lr, es.weight_decay)
-    if set(es.lrs(params)) != set(params):
-        raise ValueError(f"lr names {ascii(sorted(es.lrs(params)))} but the parameters are {ascii(sorted(params))}: "
+    named = es.lrs(params)
+    if set(named) != set(params):
+        raise ValueError(f"lr names {ascii(sorted(named))} but the parameters are {ascii(sorted(params))}: "
                          f"give one lr per parameter, or one float for all")
 
 

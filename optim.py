@@ -114,16 +114,16 @@ def ascend(params, grads, state, adam):
     """One Adam update up g for every parameter, with the settings `adam` (one Adam for all, or
     {name: Adam}); new params and state (the old ones are left as they were)."""
     check_state(params, grads, state)
-    if isinstance(adam, dict) and set(adam) != set(params):
-        raise ValueError(f"adam names {', '.join(sorted(adam))} but the parameters are {', '.join(sorted(params))}: "
+    adams = adam if isinstance(adam, dict) else dict.fromkeys(params, adam)
+    if set(adams) != set(params):
+        raise ValueError(f"adam names {', '.join(sorted(adams))} but the parameters are {', '.join(sorted(params))}: "
                          f"give one optim.Adam per parameter, or one for all")
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
     for name, value in params.items():
         adam_on = gpu.adam_update if gpu.enabled(array_module_of(value)) else adam_update  # the device's, or NumPy's
-        settings = adam[name] if isinstance(adam, dict) else adam
         new_params[name], m[name], v[name] = adam_on(value, grads[name], state["m"][name], state["v"][name], t,
-                                                     settings)
+                                                     adams[name])
     return new_params, {"m": m, "v": v, "t": t}
 
 
