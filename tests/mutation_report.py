@@ -182,9 +182,6 @@ EQUIVALENT = {
         "* 3 / 2", "a float's itemsize is even, so 3 times the bytes is even and halves exactly either way"),
     "interface_checks.x_check_stepped__mutmut_4": ("array_module_of(None).isfinite(value)", NEP18),
     "interface_checks.x_check_eggroll_stepped__mutmut_34": ("array_module_of(None).isfinite(average)", NEP18),
-    "interface_checks.x_check_lrs__mutmut_12": (
-        "sorted(es.lrs(None))", "the names differ only when lr is a dict, and lrs then returns that dict whatever "
-        "the parameters"),
     "interface_checks.x_check_whole__mutmut_22": ('(True, True): "XXXX"', 'no caller leaves out both bounds (a population has only an upper one; a rank, member, seed, generation or count a lower one), so the entry of neither bound is never read'),
     "interface_checks.x_check_whole__mutmut_30": ('value.dtype.kind in "XXiuXX"', KIND_LETTERS),
     "interface_checks.x_fitness_array__mutmut_129": ('not in "XXbiufXX"', KIND_LETTERS),
