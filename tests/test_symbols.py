@@ -103,6 +103,21 @@ def table_symbols():
     return [symbol.strip() for row in rows[1:] for symbol in row.split(", ")]
 
 
+def first_read_symbols():
+    """The first column of docs/derivation.md's short table for a first read, one entry per symbol."""
+    page = (ROOT / "docs" / "derivation.md").read_text(encoding="utf-8")
+    table = page.split("| symbol | on a first read |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| (.+?) \| .* \|$", table, flags=re.M)
+    return [symbol.strip() for row in rows[1:] for symbol in re.split(r"[,;] ", row)]
+
+
+def test_the_first_read_table_uses_the_tables_symbols():
+    listed = {symbol.removesuffix("(·)") for symbol in table_symbols()}
+    first_read = first_read_symbols()
+    assert len(first_read) >= 10 and "J(θ)" in first_read
+    assert sorted(set(first_read) - listed) == [], "docs/derivation.md's first-read rows: add these to docs/symbols.md"
+
+
 def test_the_table_lists_each_symbol_once_and_defines_a_generation():
     symbols = table_symbols()
     assert "generation" in symbols and "θ" in symbols
