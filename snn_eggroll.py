@@ -24,6 +24,11 @@ STEP_WORDS = {"made": "optim.init or the last generation_step", "first": "optim.
               "undamaged": "give an undamaged state", "restart": "optim.init(params)"}
 
 
+def is_inner(name, params):
+    """Whether parameter `name` is of a hidden layer after the first: layer 1 < l < the output's."""
+    return 1 < snn.layer_of(name) < snn.n_layers(params)
+
+
 @dataclass(frozen=True)
 class Config:
     """What one EGGROLL population of the spiking network needs: population = 2P members as P
@@ -48,14 +53,12 @@ class Config:
         """{name: sigma}: the output layer's (the last, by position) weights and bias get
         output_sigma_scale x sigma, the hidden layers' after the first inner_scale x sigma; a layer's
         bias shares its weights' sigma."""
-        last = snn.n_layers(params)
-        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == last else
-                self.sigma * self.inner_scale if snn.layer_of(name) > 1 else self.sigma for name in params}
+        return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == snn.n_layers(params) else
+                self.sigma * self.inner_scale if is_inner(name, params) else self.sigma for name in params}
 
     def lrs(self, params, lr):
         """{name: Adam's lr}: lr, and inner_scale x lr for the hidden layers after the first."""
-        last = snn.n_layers(params)
-        return {name: lr * self.inner_scale if 1 < snn.layer_of(name) < last else lr for name in params}
+        return {name: lr * self.inner_scale if is_inner(name, params) else lr for name in params}
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
