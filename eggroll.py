@@ -21,10 +21,10 @@ Read top to bottom; the method is in the functions named, and the rest checks wh
      `centred_ranks`, `pair_differences`
   4. the step g, one matrix product per weight: `lowrank_gradient`, `bias_gradient`          (7)-(8)
   5. `Eggroll.tell`: shape, form g from the keys, and let Adam climb it (optim.py)               (9)
-Beside nano_eggroll.py, the method itself differs in three ways: the members are interleaved
-(below), a bias's noise rides in its weight's product as one more rank (`Population.rows`), and no
-factor is kept between ask and tell; the rest is speed (blocks of pairs, the GPU), several
-processes (`team`) and the checks.
+Beside nano_eggroll.py, which takes the same step, the code differs in three ways: the members
+are interleaved (below), a bias's noise rides in its weight's product as one more rank
+(`Population.rows`), and no factor is kept between ask and tell; the rest is speed (blocks of
+pairs, the GPU), several processes (`team`) and the checks.
 
 The method knows no network: its clients call `linear` where their layers multiply, the spiking
 network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it names, is in
@@ -412,7 +412,7 @@ class Eggroll:
         check_state(state)
         self.check(state.params)
         check_params_size(state.params)
-        check_finite_params(state.params, "no step makes one (tell refuses it): the state's parameters were changed "
+        check_finite_params(state.params, "no update makes one (tell refuses it): the state's parameters were changed "
                                           "since init or tell; ask with the State that init or tell returned")
         check_resolved(state.params, self.sigmas(state.params))
         fingerprint = fingerprint_of(state.params)  # for tell to compare; its digest, for a team's check
@@ -431,6 +431,8 @@ class Eggroll:
         check_optimiser(state)
         # a number below its float type's smallest is rounded to 0 as the method means it, whatever numpy.seterr
         # asks: a difference below float32's, Adam's moments after many tied generations, a tiny lr
+        # the method, between the checks: gather the fitnesses, shape them (centred_ranks), f_p
+        # (pair_differences), the step g (gradient, Eqs. (7)-(8)) and Adam's update up it (ascend, Eq. (9))
         with numpy.errstate(under="ignore"):
             fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
             check_told(self, state.params, state.generation)

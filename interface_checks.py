@@ -382,7 +382,7 @@ def check_optimiser(state, words=ASK_TELL):
                 problem = "a negative value"
             else:
                 continue
-            raise ValueError(f"Adam's {what} of parameter {name!r} holds {problem}, which no step makes: the state's "
+            raise ValueError(f"Adam's {what} of parameter {name!r} holds {problem}, which no update makes: the state's "
                              f"optimiser was damaged; {words['undamaged']}, or start again with {words['restart']} "
                              f"(Adam and the generation from zero)")
     check_whole("state.optimiser's step count t", optimiser["t"], 0, 2 ** 63 - 1,

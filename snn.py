@@ -527,7 +527,7 @@ def check_params(params, network=None):
             raise ValueError(f"{name} is {kind}: a spiking network's parameters are float32 or float64 arrays; give "
                              f"them as .astype(numpy.float32), or make them with snn.init_network(seed, network)")
         if not bool(array_module_of(value).isfinite(value).all()):  # a NaN potential never spikes: silent counts
-            raise ValueError(f"{name} holds NaN or inf, which no step makes: give finite parameters, as "
+            raise ValueError(f"{name} holds NaN or inf, which no update makes: give finite parameters, as "
                              f"snn.init_network(seed, network) makes them")
     read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):

@@ -2223,7 +2223,7 @@ def test_adams_moments_damaged_are_refused_by_name_not_blamed_on_sigma(moment, v
     state = es.init(dict(W, b=np.ones(2, np.float32)))
     state.optimiser[moment]["w"][0, 0] = value
     assert told(es, state, es.ask(state)) == (
-        f"Adam's {said}, which no step makes: the state's optimiser was damaged; tell an undamaged State, or start "
+        f"Adam's {said}, which no update makes: the state's optimiser was damaged; tell an undamaged State, or start "
         f"again with init(state.params) (Adam and the generation from zero)")
 
 
@@ -2553,7 +2553,7 @@ def test_parameters_made_non_finite_after_init_are_refused_at_ask(bad):
     state.params["b"][1] = bad
     with pytest.raises(ValueError) as refused:
         es.ask(state)
-    assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no step makes one "
+    assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no update makes one "
                                   "(tell refuses it): the state's parameters were changed since init or tell; ask with "
                                   "the State that init or tell returned")
 

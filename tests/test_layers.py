@@ -714,7 +714,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                 "finite inputs"),
         (lambda: snn.forward(params, frames, n_members=0), "n_members must be a whole number >= 1, got 0: use 1"),
         (lambda: snn.forward({**params, "W2": params["W2"] * np.nan}, frames),
-         "W2 holds NaN or inf, which no step makes: give finite parameters, as snn.init_network(seed, network) makes "
+         "W2 holds NaN or inf, which no update makes: give finite parameters, as snn.init_network(seed, network) makes "
          "them"),
         (lambda: snn.forward(params, frames.astype(">f4")), "frames are >f4 (floats in the other byte order): give "
                                                             f"them as floats, frames.astype(numpy.float32){EVENTS}"),
