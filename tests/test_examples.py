@@ -194,7 +194,7 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
                "--real-root", str(real), "--out", str(tmp_path), "--generations", "2",
                "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 0 and "resume" not in first.stderr, first.stderr  # a run not begun is not resumed
     rows = [line.split(" | ")[:6] for line in first.stdout.splitlines() if " | 2312" in line]
     assert [row[:2] for row in rows] == [["| eggroll", "2312-12-10"], ["| eggroll", "2312-conv2k5s3-10"],
                                          ["| eggroll", "2312-12-6-10"], ["| bptt", "2312-12-10"],
@@ -295,6 +295,16 @@ def test_the_depth_tables_step_seconds_of_a_short_run_are_not_rounded_to_zero(tm
         (copy / "final.json").write_text(json.dumps({**final, "total_seconds": seconds}))
         shown[seconds] = load_example("snn_depth").table([copy]).splitlines()[2].split(" | ")[10]
     assert shown == {0.05: "0.05", 9.994: "9.99", 10.0: "10", 163.4: "163"}
+
+
+def test_the_depth_table_takes_a_run_that_names_no_data_beside_runs_that_name_theirs(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("hidden-64-g300-logit1-seed1", "bptt-hidden-64-seed1"):
+        shutil.copytree(ROOT / "results" / "depth" / "runs" / name, runs / name)
+    old = runs / "bptt-hidden-64-seed1" / "final.json"  # as runs trained before final.json named their data
+    old.write_text(json.dumps({**json.loads(old.read_text()), "data": None}))
+    table = load_example("snn_depth").write_table(tmp_path)[0].read_text().splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| eggroll", "| bptt"]
 
 
 def test_the_depth_example_passes_on_the_warnings_of_the_runs_it_trains(tmp_path):

@@ -121,6 +121,14 @@ def test_a_checkpoint_declaring_a_huge_array_is_refused_by_name_before_it_is_all
         one_line(2, capsys.readouterr().err, str(path), "param/W1", "160,000,000,000 bytes")
 
 
+def test_an_archive_array_of_exactly_the_limit_is_read_and_one_of_a_byte_more_refused(tmp_path):
+    path, array = tmp_path / "arrays.npz", np.arange(16, dtype=np.float32)
+    np.savez(path, a=array)
+    assert np.array_equal(run_folder.load_npz(path, array.nbytes)["a"], array)
+    with pytest.raises(run_folder.UsageError, match=f"declares an array a of float32 \\(16,\\), {array.nbytes} bytes"):
+        run_folder.load_npz(path, array.nbytes - 1)
+
+
 @pytest.mark.parametrize("text, problem", [('{"method": "eggroll", "seed": 1' + "0" * 5000 + "}", "digits"),
                                            ('{"method": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested")])
 def test_json_of_a_huge_number_or_deep_nesting_is_one_line_naming_the_file(tmp_path, trained, dataset, capsys,
