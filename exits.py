@@ -236,7 +236,7 @@ class Parser(argparse.ArgumentParser):
     not argparse's usage block."""
 
     def error(self, message):
-        missing = re.fullmatch(r"argument (--[\w-]+)(?:/[^:]*)?: expected one argument", message)
+        missing = re.fullmatch(r"argument (--[\w-]+): expected one argument", message)
         if missing:  # argparse takes a value such as -1e-3 or -inf for an option, not for the option's value
             message += f" (a value that starts with '-' is written {missing[1]}=VALUE)"
         tell(f"error: {message}; see {self.prog} --help")

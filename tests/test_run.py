@@ -1451,6 +1451,8 @@ def test_the_least_that_a_cgroup_or_an_ancestor_leaves_bounds_the_ram(tmp_path):
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 10**9
     (root / "job/7/memory.max").write_text(f"{15 * 10**8}\n")  # now the job's own group is the tighter
     assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 5 * 10**8
+    (root / "job/memory.current").unlink()  # a limit whose usage cannot be read bounds nothing
+    assert resources.cgroup_free_bytes(tmp_path / "cgroup.txt", root) == 5 * 10**8
 
 
 def test_a_cgroup_at_the_root_of_its_namespace_bounds_the_ram(tmp_path):
