@@ -596,6 +596,12 @@ def test_a_damaged_finished_mark_is_refused_with_the_command_that_writes_it_agai
             emulate.check_finished(out)
         assert str(refused.value).startswith(f"{mark} is damaged (") and "rerun `python run.py emulate --out" in \
             str(refused.value), damaged
+    mark.write_text(json.dumps({**whole, "Test": whole["Test"] + 1}))  # whole, but another count than the folder's
+    with pytest.raises(data.BadDataError) as refused:
+        emulate.check_finished(out)
+    assert str(refused.value).startswith(
+        f"{out / 'NMNIST'} holds {whole['Train']} train and {whole['Test']} test recordings, but its emulation "
+        f"finished with {whole['Train']} train and {whole['Test'] + 1} test; rerun `python run.py emulate --out")
     capsys.readouterr()
     with pytest.warns(UserWarning):
         assert run.main(emulate_command(out)) == 0  # the rerun counts the recordings again

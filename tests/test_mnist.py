@@ -118,9 +118,11 @@ def test_a_gzip_file_cut_short_and_a_file_of_no_labels_are_told_apart(tmp_path):
 def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_path, capsys):
     """Images and labels swapped, or an image file copied over a label file: named by what the file
     holds and what its name says; a .gz that inflates past any MNIST file is refused as it inflates."""
-    for case, change in (("swapped", {"t10k-images-idx3-ubyte": "t10k-labels-idx1-ubyte",
-                                      "t10k-labels-idx1-ubyte": "t10k-images-idx3-ubyte"}),
-                         ("copied", {"train-labels-idx1-ubyte": "train-images-idx3-ubyte"})):
+    for case, change, held in (("swapped", {"t10k-images-idx3-ubyte": "t10k-labels-idx1-ubyte",
+                                            "t10k-labels-idx1-ubyte": "t10k-images-idx3-ubyte"},
+                                "t10k-images-idx3-ubyte holds digit labels (IDX magic number 2049)"),
+                               ("copied", {"train-labels-idx1-ubyte": "train-images-idx3-ubyte"},
+                                "train-labels-idx1-ubyte holds images (IDX magic number 2051)")):
         folder = tmp_path / case
         folder.mkdir()
         for name in mnist.NAMES:
@@ -128,6 +130,7 @@ def test_files_under_each_others_names_and_a_gzip_bomb_are_one_line_exit_2(tmp_p
         assert run.main(["emulate", "--mnist", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "not what its name says: put each MNIST file under its own name" in err, err
+        assert f"{folder / held}, not what its name says" in err, err  # what the file holds, by its name
     bomb = tmp_path / "bomb"
     bomb.mkdir()
     for name in mnist.NAMES:
