@@ -116,6 +116,22 @@ def copy_scored(real):
     return real.get("data_root", "copy not recorded")
 
 
+def changed_copies(reals):
+    """The copies whose recordings changed between the runs scored on them: two real.json naming one
+    copy but recording other recordings (runs from before real.json recorded them agree with any).
+    Each is said in a warning; the table names the recordings each such run scored."""
+    recorded = {}
+    for real in reals:
+        if real.get("data") is not None:
+            recorded.setdefault(copy_scored(real), set()).add(json.dumps(real["data"], sort_keys=True))
+    changed = sorted(name for name, contents in recorded.items() if len(contents) > 1)
+    for name in changed:
+        print(f"warning: the runs were scored on {len(recorded[name])} different contents of {name} (its "
+              f"recordings changed between them; each row names its test split): rerun with --real-root {name} "
+              f"and those runs' --hidden to score them all on it as it is now", file=sys.stderr)
+    return changed
+
+
 def table(folders):
     """A Markdown table of the finished runs: method, network, budget, seed, the recipe's levers, test,
     validation and real-recordings accuracy (the copy scored named in the header, or in each cell
@@ -132,7 +148,8 @@ def table(folders):
                 print(f"warning: {out / 'real.json'} is no score of this run ({why}): it is left "
                       f"out of the table; --real-root scores this run again", file=sys.stderr)
     copies = sorted({copy_scored(real) for real in reals.values()})
-    one_copy = len(copies) == 1
+    changed = changed_copies(reals.values())
+    one_copy = len(copies) == 1 and not changed
     lines = ["| method | network | members | budget | seed | σ, lr, logit scale, init std | test % | val % | real "
              "recordings % "
              + (f"({copies[0]}) " if one_copy else "") + "| s / update | step s | hidden spikes | synaptic ops |",
@@ -143,6 +160,9 @@ def table(folders):
             real = "–"
         elif one_copy:
             real = f"{100 * reals[out]['accuracy']['all']:.2f}"
+        elif copy_scored(reals[out]) in changed:  # which of the copy's contents it scored
+            recordings = (reals[out].get("data") or {}).get("test", "not recorded")
+            real = f"{100 * reals[out]['accuracy']['all']:.2f} ({copy_scored(reals[out])}, test split {recordings})"
         else:
             real = f"{100 * reals[out]['accuracy']['all']:.2f} ({copy_scored(reals[out])})"
         network = f"2312-{settings['hidden'].replace(',', '-')}-10"

@@ -307,6 +307,24 @@ def test_the_depth_table_takes_a_run_that_names_no_data_beside_runs_that_name_th
     assert [row.split(" | ")[0] for row in table[2:]] == ["| eggroll", "| bptt"]
 
 
+def test_runs_scored_on_two_contents_of_one_copy_are_told_apart_in_the_depth_table(tmp_path, capsys):
+    runs, scored = tmp_path / "runs", "hidden-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed{}"
+    for seed in (4, 5):
+        shutil.copytree(ROOT / "results" / "depth" / "runs" / scored.format(seed), runs / scored.format(seed))
+    write_table = load_example("snn_depth").write_table
+    header = write_table(tmp_path)[0].read_text().splitlines()[0]
+    assert "real recordings % (../shared/data/nmnist-raw) |" in header and capsys.readouterr().err == ""
+    changed = runs / scored.format(5) / "real.json"  # scored after a recording of the copy was deleted
+    real = json.loads(changed.read_text())
+    changed.write_text(json.dumps({**real, "data": {**real["data"], "test": "99 samples, sha256 0123456789abcdef"}}))
+    table = write_table(tmp_path)[0].read_text().splitlines()
+    assert "real recordings % |" in table[0], table[0]
+    assert [row.split(" | ")[8].split(" (")[1] for row in table[2:]] == [
+        f"../shared/data/nmnist-raw, test split {real['data']['test']})",
+        "../shared/data/nmnist-raw, test split 99 samples, sha256 0123456789abcdef)"]
+    assert "scored on 2 different contents of ../shared/data/nmnist-raw" in capsys.readouterr().err
+
+
 def test_the_depth_example_passes_on_the_warnings_of_the_runs_it_trains(tmp_path):
     """A run snn_depth.py trains that learns nothing (sigma 1e-6 moves no output spike) warns so in
     run.py; the script, which runs run.py with its output captured, passes the warning on, and still
