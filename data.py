@@ -805,15 +805,17 @@ def _warn_copies(splits, recordings, dirs):
                 continue
             _, first_path, first_label, first_split = first
             kind = "test" if first_split != name else "labels" if first_label != label else "twice"  # a leak first
-            copies[kind].append((first_path, path))
+            copies[kind].append((first_path, path, first_label, label))
     for kind, pairs in copies.items():
         if pairs:
-            (original, copy), one = pairs[0], len(pairs) == 1
+            (original, copy, original_label, copy_label), one = pairs[0], len(pairs) == 1
             count = "1 recording" if one else f"{len(pairs)} recordings"
-            _warn({"test": f"{count} of {dirs['Test']} {'has a copy' if one else 'have copies'} in {dirs['Train']} "
-                           f"(the same frames, e.g. {original} and {copy}): a run trained on this copy counts such a "
+            digits = f", under digits {original_label} and {copy_label}" if original_label != copy_label else ""
+            _warn({"test": f"{count} of {dirs['Test']} {'holds' if one else 'hold'} the same frames as "
+                           f"{'one' if one else 'recordings'} of {dirs['Train']} (e.g. {original} and {copy}{digits}; "
+                           f"which is the copy, the frames cannot tell): a run trained on this copy counts such a "
                            f"recording in its test score as unseen though it trained on it, and a score over every "
-                           f"split counts it twice; remove the {'copy' if one else 'copies'} from Train",
+                           f"split counts it twice; remove the {'copy' if one else 'copies'} you made",
                    "labels": f"{count} under one digit {'holds' if one else 'hold'} the same frames as one under "
                              f"another (e.g. {original} and {copy}; which is the copy, the frames cannot tell): such a "
                              f"sample trains under two labels; remove the one under the wrong digit",

@@ -890,9 +890,10 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
     assert told[0].startswith("2 of 32 recordings in") and "are empty" in told[0]
     train_copy, test_one = copies["test"][1], copies["test"][0]
     assert told[1:] == [
-        f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. {train_copy} and "
-        f"{test_one}): a run trained on this copy counts such a recording in its test score as unseen though it "
-        f"trained on it, and a score over every split counts it twice; remove the copy from Train",
+        f"1 recording of {root / 'Test'} holds the same frames as one of {root / 'Train'} (e.g. {train_copy} and "
+        f"{test_one}; which is the copy, the frames cannot tell): a run trained on this copy counts such a recording "
+        f"in its test score as unseen though it trained on it, and a score over every split counts it twice; remove "
+        f"the copy you made",
         f"1 recording under one digit holds the same frames as one under another (e.g. {copies['labels'][0]} and "
         f"{copies['labels'][1]}; which is the copy, the frames cannot tell): such a sample trains under two labels; "
         f"remove the one under the wrong digit",
@@ -906,10 +907,11 @@ def test_a_copied_recording_is_named_in_one_warning_per_kind(tmp_path):
     with pytest.warns(UserWarning) as caught:
         load(root, tmp_path / "cache")
     told = [str(warning.message) for warning in caught][1:]
-    assert told[0] == (f"1 recording of {root / 'Test'} has a copy in {root / 'Train'} (the same frames, e.g. "
-                       f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}): a run trained "
-                       f"on this copy counts such a recording in its test score as unseen though it trained on it, and "
-                       f"a score over every split counts it twice; remove the copy from Train"), told
+    assert told[0] == (f"1 recording of {root / 'Test'} holds the same frames as one of {root / 'Train'} (e.g. "
+                       f"{root / 'Train' / '5' / 'leak.bin'} and {root / 'Test' / '3' / '00004.bin'}, under digits 5 "
+                       f"and 3; which is the copy, the frames cannot tell): a run trained on this copy counts such a "
+                       f"recording in its test score as unseen though it trained on it, and a score over every split "
+                       f"counts it twice; remove the copy you made"), told
     assert told[1].startswith("3 recordings are copies of another of its split") and \
         told[1].endswith("each copy weighs its sample once more; remove the copies"), told
 
@@ -924,7 +926,7 @@ def test_a_copys_warning_is_shown_once_a_process(tmp_path):
         for _ in range(3):
             load(root, tmp_path / "cache")
     assert [str(warning.message).split(" (")[0] for warning in caught] == \
-        [f"1 recording of {root / 'Test'} has a copy in {root / 'Train'}"]
+        [f"1 recording of {root / 'Test'} holds the same frames as one of {root / 'Train'}"]
 
 
 def test_cache_dir_given_wins_over_eggroll_cache(tmp_path, monkeypatch):
