@@ -58,14 +58,17 @@ def levers(method, opts):
     return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods}
 
 
+def written(value):
+    """A setting as folder names and the table write it: a number short (0.1, 300) where that reads
+    back as it, else in full (0.10000001), so that two settings never read alike; text as it is."""
+    short = value if isinstance(value, str) else format(value, "g")
+    return short if isinstance(value, str) or float(short) == value else repr(value)
+
+
 def run_folder(method, hidden, opts):
     """runs/hidden-128-64-seed1 (EGGROLL, as its first runs were named), runs/bptt-hidden-128-64-seed1;
-    each lever away from its default marks the name: hidden-128-64-g300-logit1-seed1,
-    hidden-64-readout-potential-seed1. A number is written short (0.1, 300) where that reads back as
-    it, else in full (0.10000001), so two settings never share a folder."""
-    def written(value):
-        short = value if isinstance(value, str) else format(value, "g")
-        return short if isinstance(value, str) or float(short) == value else repr(value)
+    each lever away from its default marks the name (`written`): hidden-128-64-g300-logit1-seed1,
+    hidden-64-readout-potential-seed1."""
     marks = "".join(f"-{LEVERS[name][2]}{written(value)}"
                     for name, value in levers(method, opts).items() if value != LEVERS[name][0])
     prefix = "" if method == "eggroll" else f"{method}-"
@@ -170,13 +173,13 @@ def table(folders):
         count, unit = (settings["generations"], "generation") if evolved else (settings["epochs"], "epoch")
         budget = f"{count} {unit}" if count == 1 else f"{count} {unit}s"
         sparsity = final["test_sparsity"]
-        recipe = ", ".join(f"{settings[name]:g}" if name in settings else "–"
+        recipe = ", ".join(written(settings[name]) if name in settings else "–"
                            for name in ("sigma", "lr", "logit_scale", "init_std")) if evolved else \
-            f"–, –, –, {settings['init_std']:g}"
+            f"–, –, –, {written(settings['init_std'])}"
         if settings.get("output_sigma_scale", 1.0) != 1.0:  # levers of a few runs: named where they are used
-            recipe += f"; output σ × {settings['output_sigma_scale']:g}"
+            recipe += f"; output σ × {written(settings['output_sigma_scale'])}"
         if settings.get("inner_scale", 1.0) != 1.0:
-            recipe += f"; inner σ, lr × {settings['inner_scale']:g}"
+            recipe += f"; inner σ, lr × {written(settings['inner_scale'])}"
         if settings.get("readout", "rate") != "rate":
             recipe += f"; {settings['readout']} readout"
         if settings.get("init_rule", "paper") != "paper":

@@ -432,6 +432,17 @@ def test_two_sigmas_that_print_alike_in_short_get_two_run_folders():
         "hidden-128-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed1"}
 
 
+def test_two_sigmas_that_print_alike_in_short_get_two_rows_of_the_depth_table(tmp_path):
+    name = "hidden-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed4"
+    run = shutil.copytree(ROOT / "results" / "depth" / "runs" / name, tmp_path / "runs" / name.replace("0.1", "0.10000001"))
+    for record, settings in (("config.json", lambda held: held), ("final.json", lambda held: held["config"])):
+        held = json.loads((run / record).read_text())
+        settings(held)["sigma"] = 0.10000001
+        (run / record).write_text(json.dumps(held))
+    row = load_example("snn_depth").write_table(tmp_path)[0].read_text().splitlines()[2]
+    assert " | 0.10000001, 0.03, 1, 0.3; output σ × 0.25; potential readout | " in row, row
+
+
 def test_a_copy_is_named_relative_to_the_project_only_inside_it_or_beside_it(tmp_path, monkeypatch):
     """real.json names the --real-root copy as the records must read on any machine: inside the
     project or beside it (../shared/...) relative to the project; elsewhere by its absolute path, not a
