@@ -434,7 +434,8 @@ def test_two_sigmas_that_print_alike_in_short_get_two_run_folders():
 
 def test_two_sigmas_that_print_alike_in_short_get_two_rows_of_the_depth_table(tmp_path):
     name = "hidden-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed4"
-    run = shutil.copytree(ROOT / "results" / "depth" / "runs" / name, tmp_path / "runs" / name.replace("0.1", "0.10000001"))
+    run = shutil.copytree(ROOT / "results" / "depth" / "runs" / name,
+                          tmp_path / "runs" / name.replace("0.1", "0.10000001"))
     for record, settings in (("config.json", lambda held: held), ("final.json", lambda held: held["config"])):
         held = json.loads((run / record).read_text())
         settings(held)["sigma"] = 0.10000001
