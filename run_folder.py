@@ -864,9 +864,10 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
         if not resume:
             if finished:
                 check_final_record(out, config)
+                scoring = f"`run.py evaluate {out}` scores it on any copy of N-MNIST" if (out / CHECKPOINT).exists() \
+                    else f"its weights, {CHECKPOINT}, are gone, so nothing scores it again"
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
-                                 f"(`run.py evaluate {out}` scores it on any copy of N-MNIST); use another --out to "
-                                 f"train it again")
+                                 f"({scoring}); use another --out to train it again")
             owner = holder(out)  # what --resume would meet first: said now, not after the user types it
             if owner is not None:
                 raise in_use(out, owner)

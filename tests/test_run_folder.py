@@ -387,6 +387,10 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
     assert code == 2 and "already holds this run, finished: its results are in" in err
     assert err.endswith(f"(`run.py evaluate {finished_run}` scores it on any copy of N-MNIST); use another --out to "
                         f"train it again\n"), err
+    (finished_run / "checkpoint.npz").rename(tmp_path / "weights.npz")  # without its weights, nothing to evaluate
+    code, err = run_main(train_args(finished_run, dataset), capsys)
+    assert code == 2 and err.endswith("(its weights, checkpoint.npz, are gone, so nothing scores it again); use "
+                                      "another --out to train it again\n"), err
 
 
 def test_a_lock_a_full_disk_does_not_take_is_named_and_leaves_no_folder(tmp_path, dataset, capsys, monkeypatch):
