@@ -226,7 +226,8 @@ def collect(results_dir, expected=None):
     if len(scored_on) > 1:
         first, second = list(scored_on.values())[:2]
         raise ValueError(f"{first} and {second} score different recordings, which one column of real-recording "
-                         f"accuracies would mix: {RESCORE} on one copy")
+                         f"accuracies would mix: rerun reproduce --report-only with --real-root and one copy, without "
+                         f"--runs or --seeds, which scores every run again on it (it rewrites their real.json)")
     return runs
 
 

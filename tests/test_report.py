@@ -355,7 +355,8 @@ def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
         (folder / "real.json").write_text(json.dumps({"run": str(folder), "generation": 20, "accuracy": {"all": 0.5},
                                                       "data": {"test": recordings}}))
     with pytest.raises(ValueError, match="score different recordings, which one column of real-recording "
-                                         "accuracies would mix: rerun reproduce with --real-root"):
+                                         "accuracies would mix: rerun reproduce --report-only with --real-root and "
+                                         "one copy, without --runs or --seeds, which scores every run again"):
         report.write_report(tmp_path, "paper")
 
 
