@@ -135,6 +135,11 @@ def _split_dirs(root, download, given=True):
                                    f"or {root}/Train/<digit>/*.bin); {fix}, or use --download to fetch it with tonic")
         _download(root)
         base = root / "NMNIST"
+    beside = [root / name for name in ("Train", "Test") if base != root and (root / name).is_dir()]
+    if beside:  # two copies, tonic's layout and the plain one: which is meant, the folder cannot tell
+        raise MissingDataError(f"{root}{where} holds N-MNIST twice, in {base} and in itself ({beside[0]}), and which "
+                               f"to read it cannot tell: point --data-root at {base}, or move {beside[0]} into a "
+                               f"folder of its own")
     dirs = {name: base / name for name in ("Train", "Test")}
     for folder in dirs.values():
         if not folder.is_dir():

@@ -150,6 +150,16 @@ def test_flat_layout_and_env_vars(root, tmp_path, monkeypatch, no_download):
     assert len(list((tmp_path / "env_cache").glob("*.npz"))) == 2
 
 
+def test_a_folder_of_both_layouts_is_refused_as_two_copies(root, tmp_path, no_download):
+    shutil.copytree(root / "NMNIST" / "Test", root / "Test")  # the plain layout beside tonic's
+    with pytest.raises(data.MissingDataError) as refused:
+        load(root, tmp_path / "cache")
+    assert str(refused.value) == (f"{root} holds N-MNIST twice, in {root / 'NMNIST'} and in itself ({root / 'Test'}), "
+                                  f"and which to read it cannot tell: point --data-root at {root / 'NMNIST'}, or move "
+                                  f"{root / 'Test'} into a folder of its own")
+    assert len(load(root / "NMNIST", tmp_path / "cache").test) == 20
+
+
 def test_default_root(monkeypatch, tmp_path):
     monkeypatch.delenv("NMNIST_ROOT", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
