@@ -2553,9 +2553,9 @@ def test_parameters_made_non_finite_after_init_are_refused_at_ask(bad):
     state.params["b"][1] = bad
     with pytest.raises(ValueError) as refused:
         es.ask(state)
-    assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no update makes one "
-                                  "(tell refuses it): the state's parameters were changed since init or tell; ask with "
-                                  "the State that init or tell returned")
+    assert str(refused.value) == ("parameter 'b' holds NaN or inf: EGGROLL steps finite parameters; no update makes "
+                                  "one (tell refuses it): the state's parameters were changed since init or tell; ask "
+                                  "with the State that init or tell returned")
 
 
 @pytest.mark.parametrize("fitness, said", [
