@@ -251,6 +251,10 @@ def check(config):
     if config.lr * config.weight_decay >= 1:  # (optim.Adam's own check would come after the data is read)
         raise ValueError(f"--lr x --weight-decay must be < 1, got {config.lr} x {config.weight_decay}: each step "
                          f"multiplies the weights by 1 - lr x weight decay, which would zero or flip them; lower one")
+    if config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale and len(config.network.layers) < 3:
+        raise ValueError(f"--inner-scale {config.inner_scale} changes nothing with --hidden {config.hidden}: it scales "
+                         f"the hidden layers after the first, and this network has one; give two hidden layers "
+                         f"(e.g. --hidden 128,64), or drop --inner-scale")
     if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
         raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
                          f"--sigma-schedule cosine or exponential, or drop --sigma-min")

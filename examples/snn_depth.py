@@ -53,9 +53,11 @@ LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"
           "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m")}
 
 
-def levers(method, opts):
-    """The options of LEVERS that apply to `method`, as {name: value}."""
-    return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods}
+def levers(method, opts, hidden=None):
+    """The options of LEVERS that apply to `method` (and to the network `hidden`, where given: a
+    network of one hidden layer has none after the first for --inner-scale), as {name: value}."""
+    return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods
+            and not (name == "inner_scale" and hidden is not None and "," not in hidden)}
 
 
 def written(value):
@@ -70,7 +72,7 @@ def run_folder(method, hidden, opts):
     each lever away from its default marks the name (`written`): hidden-128-64-g300-logit1-seed1,
     hidden-64-readout-potential-seed1."""
     marks = "".join(f"-{LEVERS[name][2]}{written(value)}"
-                    for name, value in levers(method, opts).items() if value != LEVERS[name][0])
+                    for name, value in levers(method, opts, hidden).items() if value != LEVERS[name][0])
     prefix = "" if method == "eggroll" else f"{method}-"
     return opts.out / "runs" / f"{prefix}hidden-{hidden.replace(',', '-')}{marks}-seed{opts.seed}"
 
@@ -78,7 +80,8 @@ def run_folder(method, hidden, opts):
 def train(method, hidden, opts):
     """Train (or resume, or leave finished) the run of `method` on `hidden`; score it on --real-root."""
     out = run_folder(method, hidden, opts)
-    settings = [part for name, value in levers(method, opts).items() for part in (f"--{name.replace('_', '-')}", str(value))]
+    settings = [part for name, value in levers(method, opts, hidden).items()
+                for part in (f"--{name.replace('_', '-')}", str(value))]
     command = [sys.executable, str(ROOT / "run.py"), "train", *RECIPES[method], *settings, "--hidden", hidden,
                "--seed", str(opts.seed), "--data-root", opts.data_root,
                "--out", str(out), "--quiet", *(["--resume"] if out.exists() else [])]
@@ -220,7 +223,7 @@ def main():
                         help="EGGROLL's sigma of the output layer as a multiple of --sigma (default: 1)")
     parser.add_argument("--inner-scale", type=exits.positive_number,
                         help="EGGROLL's sigma and lr of the hidden layers after the first as a multiple of "
-                             "--sigma and --lr (default: 1)")
+                             "--sigma and --lr, in the networks that have such layers (default: 1)")
     parser.add_argument("--readout", choices=snn.READOUTS,
                         help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
     parser.add_argument("--population", type=exits.at_least(2), help="EGGROLL's members, an even number (default: 512)")
@@ -232,6 +235,9 @@ def main():
             parser.error(f"--{name.replace('_', '-')} is for {' and '.join(methods)}, which --methods "
                          f"{' '.join(opts.methods)} does not train: drop it, or add {methods[0]} to --methods")
         setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
+    if opts.inner_scale != LEVERS["inner_scale"][0] and all("," not in hidden for hidden in opts.hidden):
+        parser.error(f"--inner-scale scales the hidden layers after the first, which none of --hidden "
+                     f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
 
     def command():
         refuse_run_folder(opts.out, "give another --out")

@@ -397,8 +397,9 @@ def test_snn_depths_init_rule_applies_to_bptt_too_and_marks_its_runs_folder():
 def test_snn_depths_depth_levers_reach_eggroll_and_name_the_committed_folders(tmp_path):
     """--init-rule pass-through and --inner-scale 0.1 with the committed runs' other levers name the
     committed folder of 2312-128-64-10 (so that the documented command resumes it, not a new run); the
-    inner scale is EGGROLL's alone; a scale that is no positive number is refused by snn_depth's own
-    parser in one line, before any run."""
+    inner scale is EGGROLL's alone, and a network of one hidden layer takes none (its run is the one
+    without it; networks that all have one are refused); a scale that is no positive number is refused
+    by snn_depth's own parser in one line, before any run."""
     depth = load_example("snn_depth")
     opts = argparse.Namespace(**{name: default for name, (default, _, _) in depth.LEVERS.items()},
                               out=ROOT / "results" / "depth", seed=1)
@@ -414,6 +415,15 @@ def test_snn_depths_depth_levers_reach_eggroll_and_name_the_committed_folders(tm
                                  timeout=60)
         assert refused.returncode == 2 and refused.stderr.startswith("error: argument --inner-scale") \
             and refused.stderr.count("\n") == 1, refused.stderr
+    # a network of one hidden layer has none after the first: its run is the one without the scale
+    assert depth.run_folder("eggroll", "64", opts).name == \
+        "hidden-64-g300-sigma0.1-logit1-init-pass-through-out0.25-readout-potential-seed1"
+    refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "none",
+                              "--out", str(tmp_path), "--inner-scale", "0.1", "--hidden", "64", "conv8k5s3"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and refused.stderr == (
+        "error: --inner-scale scales the hidden layers after the first, which none of --hidden 64 conv8k5s3 has: add "
+        "a network of two hidden layers (e.g. 128,64), or drop it; see snn_depth.py --help\n"), refused.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -105,6 +105,11 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
         config.check(dataclasses.replace(plain, sigma_schedule="cosine", sigma=0.01))
     with pytest.raises(ValueError, match="--sigma-min 0.05 changes nothing with a constant sigma"):
         config.check(dataclasses.replace(plain, sigma_min=0.05))  # it would make another run of the same
+    for hidden in ("64", "conv8k5s3"):  # no hidden layer after the first: the same weights, another run's name
+        with pytest.raises(ValueError, match=rf"--inner-scale 0.5 changes nothing with --hidden {hidden}: it scales "
+                                             r"the hidden layers after the first, and this network has one"):
+            config.check(dataclasses.replace(plain, method="eggroll", hidden=hidden, inner_scale=0.5))
+    config.check(dataclasses.replace(plain, method="eggroll", hidden="128,64", inner_scale=0.5))
 
 
 def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, dataset, monkeypatch):
