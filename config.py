@@ -208,6 +208,11 @@ class RunConfig:
         return snn.Network.parse(self.hidden, snn.SIZES[-1], snn.IMAGE, self.readout)
 
     @property
+    def has_inner_layers(self):
+        """Whether the network has hidden layers after the first, the ones --inner-scale scales."""
+        return len(self.network.layers) > 2
+
+    @property
     def sizes(self):
         """(inputs, the neurons of each layer) of the network: N-MNIST's 2312 inputs, --hidden, 10 digits."""
         return self.network.sizes
@@ -251,7 +256,7 @@ def check(config):
     if config.lr * config.weight_decay >= 1:  # (optim.Adam's own check would come after the data is read)
         raise ValueError(f"--lr x --weight-decay must be < 1, got {config.lr} x {config.weight_decay}: each step "
                          f"multiplies the weights by 1 - lr x weight decay, which would zero or flip them; lower one")
-    if config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale and len(config.network.layers) < 3:
+    if config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale and not config.has_inner_layers:
         raise ValueError(f"--inner-scale {config.inner_scale} changes nothing with --hidden {config.hidden}: it scales "
                          f"the hidden layers after the first, and this network has one; give two hidden layers "
                          f"(e.g. --hidden 128,64), or drop --inner-scale")

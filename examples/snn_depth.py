@@ -54,10 +54,15 @@ LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"
 
 
 def levers(method, opts, hidden=None):
-    """The options of LEVERS that apply to `method` (and to the network `hidden`, where given: a
-    network of one hidden layer has none after the first for --inner-scale), as {name: value}."""
+    """The options of LEVERS that apply to `method` (and to the network `hidden`, where given:
+    --inner-scale only to one with hidden layers after the first), as {name: value}."""
     return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods
-            and not (name == "inner_scale" and hidden is not None and "," not in hidden)}
+            and not (name == "inner_scale" and hidden is not None and not has_inner_layers(hidden))}
+
+
+def has_inner_layers(hidden):
+    """Whether the network of --hidden `hidden` has hidden layers after the first, as run.py train reads it."""
+    return config.RunConfig(hidden=hidden).has_inner_layers
 
 
 def written(value):
@@ -235,7 +240,7 @@ def main():
             parser.error(f"--{name.replace('_', '-')} is for {' and '.join(methods)}, which --methods "
                          f"{' '.join(opts.methods)} does not train: drop it, or add {methods[0]} to --methods")
         setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
-    if opts.inner_scale != LEVERS["inner_scale"][0] and all("," not in hidden for hidden in opts.hidden):
+    if opts.inner_scale != LEVERS["inner_scale"][0] and not any(map(has_inner_layers, opts.hidden)):
         parser.error(f"--inner-scale scales the hidden layers after the first, which none of --hidden "
                      f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
 
