@@ -666,6 +666,21 @@ def test_options_that_together_would_zero_the_weights_are_refused_before_the_dat
     assert sorted(path.name for path in tmp_path.iterdir()) == []
 
 
+
+def test_a_learning_rate_float32_would_round_away_is_refused_before_the_data_is_read(tmp_path, capsys):
+    """--lr 1e-320 lies in (0, 1], but below float32's smallest normal number a step leaves the weights as
+    they are: one line naming it, before the data is looked for; float32's smallest normal itself trains."""
+    for lr in ("1e-320", "1e-39"):
+        code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                              "--lr", lr], capsys)
+        assert code == 2 and err == (f"error: --lr must be at least float32's smallest normal number, 1.18e-38, got "
+                                     f"{float(lr)}: a float32 step would leave the weights as they are; use e.g. "
+                                     f"--lr 0.01\n"), err
+    code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                          "--lr", "1.1754943508222875e-38"], capsys)
+    assert code == 2 and "N-MNIST not found" in err, err  # past the settings, to the data
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
 def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_counts_as_finished(
         tmp_path, dataset, capsys):
     """config.json as earlier versions wrote it: every setting, BPTT's epochs under "generations".
