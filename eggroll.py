@@ -22,7 +22,7 @@ Read top to bottom; the method is in the functions named, and the rest checks wh
   4. the step g, one matrix product per weight: `lowrank_gradient`, `bias_gradient`          (7)-(8)
   5. `Eggroll.tell`: shape, form g from the keys, and let Adam climb it (optim.py)               (9)
 Beside nano_eggroll.py, which takes the same step, the code differs in three ways: the members
-are interleaved (below), a bias's noise rides in its weight's product as one more rank
+are interleaved (below), a bias's noise rides in its weight's product as one more column
 (`Population.rows`), and no factor is kept between ask and tell; the rest is speed (blocks of
 pairs, the GPU), several processes (`team`) and the checks.
 
@@ -82,7 +82,7 @@ def materialise(A, B):
 # 2. The population's forward pass, Eq. (6)
 
 def with_ones(x):
-    """[x, 1]: a column of ones appended, so a bias's noise rides in a product as one more rank."""
+    """[x, 1]: a column of ones appended, so a bias's noise rides in a product as one more column."""
     xp = array_module_of(x)
     return xp.concatenate([x, xp.ones(x.shape[:-1] + (1,), dtype=x.dtype)], axis=-1)
 
@@ -165,9 +165,10 @@ class Population:
 
     def factors(self, name):
         """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
-        parameter. (Every product and member goes through here: the sigma it is drawn for is checked
-        again, as the dict may have been changed by hand since ask; a negative one would swap the members.)"""
+        parameter."""
         check_known(self.params, name)
+        # every product and member goes through here: sigma checked again, as the dict may have been
+        # changed by hand since ask (a negative one would swap the members)
         check_sigma({name: self.sigma.get(name)})
         value = self.params[name]
         check_noise_size(len(self.pairs), name, value, self.rank)
@@ -179,7 +180,7 @@ class Population:
 
     def rows(self, weight, bias, dtype):
         """[sigma/sqrt(r) A_pᵀ ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
-        bias is a weight on a constant input 1, so its noise rides in the pair's product as one more rank,
+        bias is a weight on a constant input 1, so its noise rides in the pair's product as one more column,
             x (W + sigma E_p)ᵀ + b + sigma delta_p = x Wᵀ + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
         try:

@@ -17,8 +17,8 @@
 # noise. Each claim says which part of the derivation it puts to the test.
 #
 # Run it: `OPENBLAS_NUM_THREADS=1 python lesson.py` (about 95 CPU seconds at one BLAS thread,
-# [measured](results/reproductions/nano-and-lesson-times.md)) writes the figures into `lesson/` (over
-# none but its own, which the record `lesson/.figures.sha256` there names); `--out DIR` puts them
+# [measured](results/reproductions/nano-and-lesson-times.md)) writes the figures into `lesson/`,
+# overwriting only the figures its record `lesson/.figures.sha256` lists; `--out DIR` puts them
 # elsewhere, `--page FILE.md` also writes this text with the numbers and figures as a
 # markdown page (`make lesson` renders [docs/lesson.md](docs/lesson.md) so), `--claims 1,3` runs
 # some claims only. Claims 1–4 need no data. Claim 5 trains on real N-MNIST recordings: those of
@@ -204,11 +204,11 @@ def forward_trick():
 #
 # Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
-# gradient. Training feeds centred ranks instead, and with Gaussian noise its step then estimates
-# the smoothed gradient of a reshaped fitness, the share of the population that a member beats (with
-# low-rank noise no objective is derived: the table on the derivation's second page): each pair pulls
-# the way raw differences would, but the step is not ∇J and need not point along it (the
-# derivation's second page, section 1). This claim feeds raw differences and measures the estimate's error, at
+# gradient. Training feeds centred ranks instead. With Gaussian noise, the ranked step estimates
+# the smoothed gradient of a reshaped fitness, the share of the population that a member beats; with low-rank noise no objective
+# is derived (the table on the derivation's second page). Either way each pair pulls the way raw
+# differences would, but the step is not ∇J and need not point along it (the derivation's second page,
+# section 1). This claim feeds raw differences and measures the estimate's error, at
 # full and at low rank. To know that gradient
 # exactly, take a fitness whose smoothing is known: F(θ) = −½ ‖θ − θ*‖² over the d = 596 parameters
 # of a small 32 → 16 → 4 network (θ and the target θ* from `snn.init_params`), whose gradient is
@@ -234,11 +234,11 @@ def forward_trick():
 #
 #     𝔼[(A_pᵀ G B_p)² ‖A_p‖² ‖B_p‖²] = (m + 2) 𝔼[‖G B_p‖² ‖B_p‖²] = (m + 2)(n + 2) ‖G‖²,
 #
-# 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
-# independent such terms; only the means of products of four entries within one term exceed the
-# Gaussian's, r terms weighted (1/√r)⁴: the excess is (2/r)(m + n + 1) ‖G_W‖² per weight matrix W,
-# G_W the true gradient's part for W (tests/test_es.py checks it at every rank). Of it, each entry's own tail, 𝔼[E_ij⁴] = 3 + 6/r,
-# gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2 entries that share
+# 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r the excess is (2/r)(m + n + 1)
+# ‖G_W‖² per weight matrix W, G_W the true gradient's part for W (tests/test_es.py checks it at every
+# rank): E is 1/√r times r independent such terms, and only products of four entries within one term
+# average more than the Gaussian's, r terms weighted (1/√r)⁴. Of the excess, each entry's own tail,
+# 𝔼[E_ij⁴] = 3 + 6/r, gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2 entries that share
 # a row or a column with each entry, 𝔼[E_ij² E_ij′²] = 1 + 2/r: dependence, not tails. Here that is
 # 15 % more error at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it would be at most 4,754/r
 # against d + 1 = 148,683, 3 % at r = 1.

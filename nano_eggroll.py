@@ -47,7 +47,7 @@ except KeyboardInterrupt:
 class Settings:
     """The sigma, learning rate and readout of the `best` preset (config.py: the longer-training
     recipe of docs/accuracy.md, `make reproduce-best`), the learning rate held constant; the paper's
-    protocol uses sigma 0.2, lr 0.1 and logit scale 1."""
+    protocol differs in lr 0.1 and logit scale 1."""
     members: int = 256         # 2P, the count of members: P antithetic pairs
     rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
@@ -72,7 +72,7 @@ def init_params(seed, sizes=(2312, 64, 10), std=0.3):
 
 
 def lif(currents, beta, threshold):
-    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + s_t Wᵀ + b and o_t = [V_t >= V_th], then
+    """Eqs. (1)-(2) for every neuron, V_t = beta V_{t-1} + s_t Wᵀ + b and o_t = 𝟙[V_t >= V_th], then
     V_t <- 0 where o_t: input currents s_t Wᵀ + b (T, ...) -> output spikes o_t (T, ...), 0 or 1."""
     v = np.zeros_like(currents[0])
     spikes = np.empty_like(currents)
@@ -133,7 +133,7 @@ def population_forward(params, perturbations, x, settings):
         layer 1, its products shared by every member:
           x (T, N, 2312) --@ W1ᵀ, + b1--------------------------------------------> base (T, N, 64)
           x (T, N, 2312) --@ [B_1 ... B_P]--> xB (T, N, P r) --split by pair--> (T, P, N, r)
-                         --@ A_pᵀ (r, 64) of its pair, x sigma/sqrt(r), + sigma delta_p--> pair_term (T, P, N, 64)
+                         --@ A_pᵀ (r, 64) of its pair, × sigma/sqrt(r), + sigma delta_p--> pair_term (T, P, N, 64)
         then each side, sign = +1 (the members theta + sigma E_p) and -1 (theta - sigma E_p):
           base + sign pair_term --LIF--> hidden (T, P, N, 64), each member's own spikes
           hidden --@ W2ᵀ, + b2, + sign (sigma/sqrt(r) (hidden B_p) A_pᵀ + sigma delta_p)--> (T, P, N, 10)
@@ -213,8 +213,8 @@ def gradient(f, perturbations, sigma):
 
 def adam(params, grads, state, lr, keep1=0.9, keep2=0.999, floor=1e-8):
     """Eq. (9) at weight decay 0 (the recipe's): one Adam update, climbing g, as optim.adam_update:
-    its first and second moments, exponential moving averages of g and g² over the generations that
-    keep the shares keep1 and keep2 of their old values, bias-corrected, and the floor 10⁻⁸ added to the root of
+    its first and second moments, exponential moving averages of g and g² over the generations (each
+    keeps a share keep1, keep2, of its old value per update), bias-corrected, and the floor 10⁻⁸ added to the root of
     the second. `state` holds both moments
     ("momentum", "mean_square") and the count of Adam's updates so far, Q ("updates")."""
     updates = state["updates"] + 1

@@ -1,10 +1,10 @@
 """A layered leaky integrate-and-fire (LIF) network, simulated for a whole population at once.
 
 Network (the paper's: 2312 -> 64 LIF -> 10 LIF; any depth, dense or convolutional layers), for
-every layer and frame (time bin) t = 1..T:
+every layer and frame (time bin) t = 1..T (0..T-1 in the code):
 
     V_t = beta * V_{t-1} + s_t Wᵀ + b                     (1)  membrane potential
-    o_t = [V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
+    o_t = 𝟙[V_t >= V_th];  V_t <- 0 where o_t                (2)  spike, then reset to zero
 
 s_t is the layer's input at frame t, a row (an event frame for layer 1, the previous layer's spikes o_t
 for the others; the paper writes W s_t for columns). Layer l's parameters are named W{l} and b{l}, l
@@ -105,9 +105,9 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
     minibatch, a chunk of members at a time.
 
-    input_current(t, start, stop) -> current W1 s_t + b1 into layer 1 of members start..stop-1 at
+    input_current(t, start, stop) -> current s_t W1ᵀ + b1 into layer 1 of members start..stop-1 at
         frame t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
-    layer_current(layer, spikes, start, stop) -> currents W_l o_t + b_l into layer l >= 2 at every
+    layer_current(layer, spikes, start, stop) -> currents o_t W_lᵀ + b_l into layer l >= 2 at every
         frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
         l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
         before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
@@ -156,7 +156,7 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     Every member has the same weights; n_members > 1 is plain batch inference of a population,
     the yardstick for what perturbations cost (on a GPU, for two dense layers read out by rate, one
     kernel: gpu.population_lif_network). Layer 1 sees the same frames at every member, so its current
-    W1 s_t + b1 is one matrix product for all frames and members.
+    s_t W1ᵀ + b1 is one matrix product for all frames and members.
     """
     check_inputs(params, frames, network)
     check_finite_frames(frames)
@@ -452,7 +452,7 @@ def check_network(network):
 
 
 def layer_current(params, layer, x, network):
-    """W_l s + b_l of Eq. (1), layer l's input current from its input s = x (..., N, n): (..., N,
+    """x W_lᵀ + b_l of Eq. (1), layer l's input current from its input x (..., N, n): (..., N,
     neurons). A convolution applies W_l to every patch of x (`Network.unfold`), one product for all."""
     current = network.unfold(layer, x) @ params[f"W{layer}"].T + params[f"b{layer}"]
     return current.reshape(x.shape[:-1] + (-1,))

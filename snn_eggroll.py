@@ -33,8 +33,8 @@ def is_inner(name, params):
 class Config:
     """What one EGGROLL population of the spiking network needs: population = 2P members as P
     antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
-    output_sigma_scale x sigma; the hidden layers' after the first: inner_scale x sigma, and
-    inner_scale x Adam's lr), the seed of the noise, the readout scale of the fitness
+    output_sigma_scale × sigma; the hidden layers' after the first: inner_scale × sigma, and
+    inner_scale × Adam's lr), the seed of the noise, the readout scale of the fitness
     (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it (Eq. (12))."""
     population: int
     rank: int
@@ -51,13 +51,13 @@ class Config:
 
     def sigmas(self, params):
         """{name: sigma}: the output layer's (the last, by position) weights and bias get
-        output_sigma_scale x sigma, the hidden layers' after the first inner_scale x sigma; a layer's
+        output_sigma_scale × sigma, the hidden layers' after the first inner_scale × sigma; a layer's
         bias shares its weights' sigma."""
         return {name: self.sigma * self.output_sigma_scale if snn.layer_of(name) == snn.n_layers(params) else
                 self.sigma * self.inner_scale if is_inner(name, params) else self.sigma for name in params}
 
     def lrs(self, params, lr):
-        """{name: Adam's lr}: lr, and inner_scale x lr for the hidden layers after the first."""
+        """{name: Adam's lr}: lr, and inner_scale × lr for the hidden layers after the first."""
         return {name: lr * self.inner_scale if is_inner(name, params) else lr for name in params}
 
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
@@ -153,7 +153,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
 
 def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
     """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
-    spike_cost x its hidden spikes per sample, Eq. (12); hidden_spikes: each member's over the batch.
+    spike_cost × its hidden spikes per sample, Eq. (12); hidden_spikes: each member's over the batch.
 
     The spike count is not differentiable, but ES needs no gradient of it: the price goes
     straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""

@@ -56,7 +56,13 @@ SECOND_MEANINGS = [
      "avg a running mean (decays 0.9, 0.999)"),
     ("T as a transpose, not the frame count", r"\^T\b", "x (W + sigma E_p)^T"),
     ("step as θ's move or a frame, not g", r"\bBPTT steps?\b|\bAdam's steps?\b|\bs of steps\b|\bOne step of Eqs|"
-     r"\bno step taken\b|\bcostly steps\b", "where a BPTT step runs one"),
+     r"\bno step taken\b|\bcostly steps\b|\bstep of a recurrent loop\b", "where a BPTT step runs one"),
+    ("[·] with a condition as 1 or 0, not matrices side by side (that is 𝟙[·])",
+     r"(?<!𝟙)\[(V_t|z_p|i|j) ?(≥|>=|<|>|=) ", "o_t = [V_t ≥ V_th]"),
+    ("x as a product's sign, not a layer's input", r"\bx (sigma|Adam's lr|lr)\b|\b(_scale|spike_cost) x\b",
+     "output_sigma_scale x sigma"),
+    ("rank as one column of the factors, not the noise's rank", r"\bone more rank\b",
+     "a bias's noise rides in a product as one more rank"),
 ]
 
 # Code names (in a .py file's code, or a code block of a page) that would read as a symbol of the
