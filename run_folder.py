@@ -793,10 +793,12 @@ def prepare(out, config, resume, force, command="train"):
     return fresh
 
 
-def check_prepared(out, config, resume, force, command="train", notes=True):
+def check_prepared(out, config, resume, force, command="train", notes=True, data_root=None):
     """prepare's checks, which change nothing: a UsageError if `out` may not take the run `config`
     (another run's settings, a run's files lost, a folder not the project's); the notes it prints
-    (`notes`) on what the run will do. Returns (whether `out` holds a run, whether it is marked as one)."""
+    (`notes`) on what the run will do. `data_root`: the folder the command reads its data from, to
+    tell apart a run finished on another folder's recordings. Returns (whether `out` holds a run,
+    whether it is marked as one)."""
     wanted = run_config.stored(config)
     elsewhere = "use another --out" if command == "train" else f"move {out} away (it is left as it is)"
     again = {"train": {"unknown": f"{config_fix(out)}",
@@ -866,6 +868,11 @@ def check_prepared(out, config, resume, force, command="train", notes=True):
                 check_final_record(out, config)
                 scoring = f"`run.py evaluate {out}` scores it on any copy of N-MNIST" if (out / CHECKPOINT).exists() \
                     else f"its weights, {CHECKPOINT}, are gone, so nothing scores it again"
+                trained_on = ((intact_final(out) or {}).get("data") or {}).get("root")
+                if data_root is not None and trained_on is not None and trained_on != str(data_root):
+                    raise UsageError(f"{out} already holds this run, finished on the recordings in {trained_on}: its "
+                                     f"results are in {out / 'final.json'} ({scoring}); use another --out to train it "
+                                     f"on {data_root}'s")
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
                                  f"({scoring}); use another --out to train it again")
             owner = holder(out)  # what --resume would meet first: said now, not after the user types it

@@ -357,6 +357,12 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
             raise
 
 
+def data_folder(config):
+    """The folder a run reads its recordings from, as final.json records it: --data-root (else
+    $NMNIST_ROOT or the default), links resolved."""
+    return os.path.realpath(data.resolve_root(config.data_root))
+
+
 def read_only_finished(out, resume):
     """Whether --resume meets a finished run (an intact final.json) in a folder it cannot write, a
     read-only copy or an archive: it writes nothing there, so it says so without taking the lock."""
@@ -457,7 +463,8 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
                                  f"own folder {out}, which every later command would refuse as a run folder's; point "
                                  f"it at a folder of its own")
             if run_folder.is_run_folder(out):  # a run of other settings there: refused before the data is read
-                run_folder.check_prepared(out, config, resume, force, command, notes=False)
+                run_folder.check_prepared(out, config, resume, force, command, notes=False,
+                                          data_root=data_folder(config))
         splits = load_splits(config.data_root, config.time_bins, config.cache_dir, config.download,
                              progress and team.rank == 0)
         if not len(splits.train):
@@ -467,7 +474,8 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
         step = method_step(config, lif, team, total_steps)
         identity = run_folder.identity(config, splits.fingerprint(), run_folder.summed_by(config, team))
         emulated = emulate.provenance(config.data_root)
-        data_record = {"fingerprint": identity["data"], **({"emulated": emulated} if emulated else {})}
+        data_record = {"fingerprint": identity["data"], "root": data_folder(config),
+                       **({"emulated": emulated} if emulated else {})}
         splits = splits.on(xp)  # minibatches are then gathered and unpacked on the device
     if team.size > 1:
         splits_held = {f"the {split} split": fingerprint for split, fingerprint in identity["data"].items()}

@@ -1084,7 +1084,8 @@ def test_final_json_says_where_the_test_splits_spikes_are(tmp_path, dataset):
     assert measured["input_synaptic_ops_per_sample"] == pytest.approx(64 * measured["input_events_per_sample"], rel=1e-12)
     assert measured["hidden_spikes_per_sample"] > 0 and json.loads((tmp_path / "run" / "final.json").read_text())[
         "test_sparsity"] == measured
-    assert final["data"] == {"fingerprint": splits.fingerprint()}  # the data it trained on, split by split
+    assert final["data"] == {"fingerprint": splits.fingerprint(),  # the data it trained on, split by split,
+                             "root": os.path.realpath(settings.data_root)}  # and where it was
 
 
 def test_final_json_says_how_emulated_data_was_made(tmp_path):

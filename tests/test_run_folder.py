@@ -393,6 +393,27 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
                                       "another --out to train it again\n"), err
 
 
+
+def test_a_finished_run_asked_for_on_another_folders_recordings_names_both_folders(finished_run, dataset, tmp_path,
+                                                                                   capsys):
+    """The same settings on another --data-root: the run is finished on the recordings of the folder its
+    final.json names, which the line says, and the fix trains on the other one's; the same folder through a
+    link is the same folder."""
+    here = os.path.realpath(dataset[1])
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(here, elsewhere)
+    assert json.loads((finished_run / "final.json").read_text())["data"]["root"] == here
+    before = snapshot(finished_run)
+    code, err = run_main(train_args(finished_run, ["--data-root", str(elsewhere), *dataset[2:]]), capsys)
+    assert code == 2 and err == (f"error: {finished_run} already holds this run, finished on the recordings in {here}: "
+                                 f"its results are in {finished_run / 'final.json'} (`run.py evaluate {finished_run}` "
+                                 f"scores it on any copy of N-MNIST); use another --out to train it on "
+                                 f"{os.path.realpath(elsewhere)}'s\n"), err
+    (tmp_path / "link").symlink_to(here)
+    code, err = run_main(train_args(finished_run, ["--data-root", str(tmp_path / "link"), *dataset[2:]]), capsys)
+    assert code == 2 and "already holds this run, finished: its results are in" in err, err
+    assert snapshot(finished_run) == before
+
 def test_a_lock_a_full_disk_does_not_take_is_named_and_leaves_no_folder(tmp_path, dataset, capsys, monkeypatch):
     """A disk full when the lock's PID is written: the line names the lock file and the full disk
     (not standard output, which the failed write's close would otherwise be taken for), and the
