@@ -118,6 +118,8 @@ def ascend(params, grads, state, adam):
     if set(adams) != set(params):
         raise ValueError(f"adam names {', '.join(sorted(adams))} but the parameters are {', '.join(sorted(params))}: "
                          f"give one optim.Adam per parameter, or one for all")
+    for settings in adams.values():  # a NaN, infinite or negative lr, or a beta of 1, would step to NaN or downhill
+        check(settings)
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap
     new_params, m, v = {}, {}, {}
     for name, value in params.items():

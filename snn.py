@@ -94,6 +94,29 @@ def check_lif(lif):
         raise ValueError(f"lif must be a snn.LIF, got {type(lif).__name__}: give e.g. snn.LIF(beta=0.9, threshold=1.0)")
 
 
+
+def too_large(params, time_bins):
+    """The first layer l whose membrane potential could pass float32's range within `time_bins` frames,
+    or None: its inputs and spikes lie in [0, 1], so each frame adds at most the largest row sum of
+    |W_l| plus |b_l| to a potential that the leak only shrinks. No trained run's weights come near."""
+    for layer in range(1, n_layers(params) + 1):
+        weights = numpy.abs(to_numpy(params[f"W{layer}"]).astype(numpy.float64))
+        largest = weights.sum(axis=1).max() + numpy.abs(to_numpy(params[f"b{layer}"]).astype(numpy.float64)).max()
+        if not time_bins * largest < FLOAT32.max:
+            return layer
+    return None
+
+
+def check_potentials_fit(params, time_bins):
+    """ValueError naming the fix where a layer's membrane potentials could pass float32's range within
+    `time_bins` frames (too_large): they would turn to inf and NaN, and the spikes counted from them
+    mean nothing."""
+    layer = too_large(params, time_bins)
+    if layer is not None:
+        raise ValueError(f"the weights of layer {layer} are too large for {time_bins} frames: its membrane potentials "
+                         f"could pass float32's range ({FLOAT32.max:.3g}); give a network's weights of a usual size, "
+                         f"e.g. snn.init_params()")
+
 def check_readout(readout):
     """ValueError naming the fix unless `readout` is one of READOUTS (a name mistyped would read rates)."""
     if readout not in READOUTS:
@@ -162,6 +185,7 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     check_finite_frames(frames)
     check_lif(lif)
     check_whole("n_members", n_members, 1, None, "1")
+    check_potentials_fit(params, frames.shape[0])
     return counts_of(params, frames, lif, n_members, count_hidden, network)
 
 

@@ -223,23 +223,11 @@ def check_records(path, records, step_seconds, eval_every):
 def refuse_too_large(path, params, time_bins, command="train"):
     """A UsageError if the checkpoint `path`'s weights `params` are too large for the network of
     `time_bins` frames (too_large), with the fix that keeps a finished run's results."""
-    layer = too_large(params, time_bins)
+    layer = snn.too_large(params, time_bins)
     if layer is not None:
         raise UsageError(f"checkpoint {path} holds weights too large for the network (layer {layer}'s membrane "
                          f"potentials could pass float32's range): they are no trained run's; "
                          f"{run_folder.checkpoint_fix(path, command)}")
-
-
-def too_large(params, time_bins):
-    """The first layer l whose membrane potential could pass float32's range within `time_bins` frames,
-    or None: its inputs and spikes lie in [0, 1], so each frame adds at most the largest row sum of
-    |W_l| plus |b_l| to a potential that the leak only shrinks. No trained run's weights come near."""
-    for layer in range(1, snn.n_layers(params) + 1):
-        weights = numpy.abs(to_numpy(params[f"W{layer}"]).astype(numpy.float64))
-        largest = weights.sum(axis=1).max() + numpy.abs(to_numpy(params[f"b{layer}"]).astype(numpy.float64)).max()
-        if not time_bins * largest < numpy.finfo(numpy.float32).max:
-            return layer
-    return None
 
 
 def settings_of_job(config, team):

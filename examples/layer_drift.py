@@ -15,6 +15,7 @@ import sys
 
 try:  # Ctrl-C while the modules load: one line, as exits.py says it once they have
     import math
+    import os
     from pathlib import Path
 
     import numpy as np
@@ -49,6 +50,11 @@ def drift(run_dir):
     """Per weight matrix of the EGGROLL run in run_dir: its name, size, RMS change from its
     initialisation, the noise walk and the coherent part."""
     run_dir = Path(run_dir)
+    if not os.path.lexists(run_dir):
+        raise UsageError(f"{run_dir} does not exist; give the folder of a run (run.py train --out)")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir} is not a folder, so it holds no trained run; give the folder of a run (run.py "
+                         f"train --out)")
     checkpoint = run_dir / run_folder.CHECKPOINT
     if not (checkpoint.exists() or checkpoint.is_symlink()):  # (one that is no regular file: load_checkpoint says so)
         if (run_dir / "final.json").is_file():  # the repository's runs keep their records, not their weights

@@ -715,6 +715,12 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert moved["W1"] == rows[0]["moved"]
     refused = subprocess.run(command[:2] + [str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "holds no trained run" in refused.stderr
+    (tmp_path / "a file").write_text("")
+    for given, said in ((tmp_path / "a file", "is not a folder, so it holds no trained run; give the folder of a run"),
+                        (tmp_path / "absent", "does not exist; give the folder of a run")):
+        refused = subprocess.run(command[:2] + [str(given)], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and refused.stderr == f"error: {given} {said} (run.py train --out)\n", \
+            refused.stderr
     partway = tmp_path / "partway"  # a checkpoint of the run after one update, put over the finished run's
     shutil.copytree(run, partway)
     arrays = dict(np.load(partway / "checkpoint.npz"))

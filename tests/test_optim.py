@@ -64,6 +64,27 @@ def test_ascend_takes_one_adam_per_parameter_or_one_for_all():
     assert params["W"].tolist() == [1.0, -2.0]
 
 
+
+@pytest.mark.parametrize("adam, said", [
+    (optim.Adam(float("nan")), "lr must be a finite int or float >= 0, got nan: use e.g. 0.01"),
+    (optim.Adam(float("inf")), "lr must be a finite int or float >= 0, got inf: use e.g. 0.01"),
+    (optim.Adam(-0.1), "lr must be a finite int or float >= 0, got -0.1: use e.g. 0.01"),
+    (optim.Adam(0.1, weight_decay=-5), "weight_decay must be a finite int or float >= 0, got -5: use e.g. 0.0"),
+    (optim.Adam(0.1, beta1=1.0), "beta1 must be an int or float in [0, 1), got 1.0: use e.g. 0.9"),
+    (optim.Adam(0.1, beta2=1.0), "beta2 must be an int or float in [0, 1), got 1.0: use e.g. 0.999"),
+    (optim.Adam("0.1"), "lr must be a finite int or float >= 0, got '0.1'"),
+    ({"W": optim.Adam(0.1), "b": "x"}, "adam must be an optim.Adam, got str: give e.g. optim.Adam(0.01)")])
+def test_ascend_refuses_settings_that_would_step_to_nan_or_downhill(adam, said):
+    """ascend checks Adam's settings as a generation does (optim.check): a NaN or infinite lr, or a beta
+    of 1, would make every parameter NaN, a negative lr would step down g; one line, nothing changed."""
+    params = {"W": np.array([1.0, -2.0]), "b": np.array([0.5])}
+    grads = {"W": np.array([0.3, -0.1]), "b": np.array([2.0])}
+    state = optim.init(params)
+    with pytest.raises(ValueError) as refused:
+        optim.ascend(params, grads, state, adam)
+    assert str(refused.value).startswith(said) and "\n" not in str(refused.value), str(refused.value)
+    assert params["W"].tolist() == [1.0, -2.0] and state["t"] == 0
+
 def test_ascend_on_a_gpu_takes_the_one_launch_update(monkeypatch):
     """Where arrays take gpu.py's kernels, every parameter's step is gpu.adam_update (here a
     recording stand-in running the NumPy update; tests/test_gpu.py holds the kernel to it), with

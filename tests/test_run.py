@@ -667,6 +667,21 @@ def test_options_that_together_would_zero_the_weights_are_refused_before_the_dat
 
 
 
+
+def test_a_minibatch_growth_over_one_generation_is_refused_as_changing_nothing(tmp_path, capsys):
+    """--batch-growth grows the minibatch from the first generation to the last: with --generations 1
+    both are the first, so it would change nothing (and a note would promise growth): one line, before
+    the data is looked for; two generations grow."""
+    code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                          "--generations", "1", "--batch-growth", "4"], capsys)
+    assert code == 2 and err == ("error: --batch-growth 4 changes nothing with --generations 1: the minibatch grows "
+                                 "from the first generation to the last, and a run of one trains on --batch-size's; "
+                                 "give more generations, or drop --batch-growth\n"), err
+    code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                          "--generations", "2", "--batch-growth", "4"], capsys)
+    assert code == 2 and "N-MNIST not found" in err, err  # past the settings, to the data
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
 def test_a_learning_rate_float32_would_round_away_is_refused_before_the_data_is_read(tmp_path, capsys):
     """--lr 1e-320 lies in (0, 1], but below float32's smallest normal number a step leaves the weights as
     they are: one line naming it, before the data is looked for; float32's smallest normal itself trains."""

@@ -123,6 +123,26 @@ def test_forward_spikes_at_all():
     assert 0 < hidden[0] < 4 * 6 * 6
 
 
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_weights_whose_potentials_would_pass_float32_are_one_line_not_nan_counts(layer):
+    """Finite weights so large that a layer's potentials could pass float32's range in T frames (the
+    largest row sum of |W| plus |b|, times T): a ValueError naming the layer, before any product, where
+    the counts would come from inf and NaN potentials; just below the bound the network runs."""
+    params = snn.init_params(seed=1)
+    frames = (np.random.default_rng(0).random((10, 4, 2312)) < 0.05).astype(np.float32)
+    bound = snn.FLOAT32.max / 10 / (np.abs(params[f"W{layer}"].astype(np.float64)).sum(axis=1).max()
+                                    + np.abs(params[f"b{layer}"].astype(np.float64)).max())
+    for scale, refused in ((bound * 1.01, True), (bound / 1.01, False)):
+        scaled = {**params, f"W{layer}": (params[f"W{layer}"] * scale).astype(np.float32),
+                  f"b{layer}": (params[f"b{layer}"] * scale).astype(np.float32)}
+        assert (snn.too_large(scaled, 10) == layer) is refused
+    scaled = {**params, f"W{layer}": params[f"W{layer}"] * np.float32(1e38)}
+    with pytest.raises(ValueError, match=rf"^the weights of layer {layer} are too large for 10 frames: its membrane "
+                                         r"potentials could pass float32's range \(3.4e\+38\); give a network's "
+                                         r"weights of a usual size, e.g. snn.init_params\(\)$"):
+        snn.forward(scaled, frames)
+
 def test_hidden_spikes_are_counted_only_when_asked():
     """forward and simulate return None for the hidden-spike totals unless count_hidden is set,
     and the same output counts either way."""
