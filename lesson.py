@@ -109,13 +109,13 @@ def lowrank_scale():
     variance, excess_kurtosis, entries = {}, {}, {}  # per pair: mean E_ij², mean E_ij⁴ − 3; pair 0's entries
     for rank in ranks + ["full"]:
         if rank == "full":
-            E = baselines.full_rank_noise(0, 0, pairs, "W1", (m, n), np).astype(np.float64)
+            noise = baselines.full_rank_noise(0, 0, pairs, "W1", (m, n), np).astype(np.float64)  # every ε_p
         else:
             A, B = eggroll.lowrank_factors(0, 0, pairs, "W1", (m, n), rank)
-            E = eggroll.materialise(A.astype(np.float64), B.astype(np.float64))
-        variance[rank] = (E ** 2).mean(axis=(1, 2))
-        excess_kurtosis[rank] = (E ** 4).mean(axis=(1, 2)) - 3
-        entries[rank] = E[0].ravel()
+            noise = eggroll.materialise(A.astype(np.float64), B.astype(np.float64))  # every E_p
+        variance[rank] = (noise ** 2).mean(axis=(1, 2))
+        excess_kurtosis[rank] = (noise ** 4).mean(axis=(1, 2)) - 3
+        entries[rank] = noise[0].ravel()
         assert abs(variance[rank].mean() - 1) <= 5 * standard_error(variance[rank]), rank
         expected = 0 if rank == "full" else 6 / rank
         assert abs(excess_kurtosis[rank].mean() - expected) <= 5 * standard_error(excess_kurtosis[rank]), rank
@@ -218,8 +218,8 @@ def forward_trick():
 #
 # Fed these raw differences as f_p (not their centred ranks: Eqs. (7), (8) and (10) are linear in
 # f, and they would change the objective), each estimator returns g = (1/P) Σ_p ⟨G, ε_p⟩ ε_p. Its
-# mean is 𝔼[ε εᵀ] G = G for any noise whose entries are uncorrelated with variance 1: Gaussian, or
-# low-rank (claim 1). Its error, over P independent pairs:
+# mean is 𝔼[ε εᵀ] G = G for Gaussian ε, and the same for E_p in ε's place, whose entries are also
+# uncorrelated with variance 1 (claim 1). Its error, over P independent pairs:
 #
 #     𝔼‖g − G‖² = (𝔼[⟨G, ε⟩² ‖ε‖²] − ‖G‖²) / P = (d + 1) ‖G‖² / P       for Gaussian ε,
 #
@@ -322,7 +322,7 @@ def gradient_estimate():
 #                  = 148,682 / 9,874 ≈ 15.
 #
 # Time: the largest product of a generation is layer 1's per-pair term, x [B_1 … B_P] with
-# T N n r P multiply-adds for EGGROLL (claim 2) against x [E_1ᵀ … E_Pᵀ] with T N n m P for vanilla
+# T N n r P multiply-adds for EGGROLL (claim 2) against x [ε_1ᵀ … ε_Pᵀ] with T N n m P for vanilla
 # ES: m / r = 16 times more at r = 4; drawing the noise is likewise r (m + n) numbers against m n.
 # The spiking simulation of the 2P members costs both the same, so the measured ratio lies below
 # 16. Measured here: `snn_eggroll.generation_step` and the batched `baselines.es_generation_step` (one
@@ -504,7 +504,8 @@ def race_results(seconds, updates, final):
 # %% [markdown]
 # ## What to read next
 #
-# `eggroll.py` top to bottom: the method of `nano_eggroll.py` made fast and checked (blocks of 64
+# The README's shortest path, which this lesson follows, goes on with `eggroll.py` top to bottom:
+# the method of `nano_eggroll.py` made fast and checked (blocks of 64
 # pairs, the GPU, several processes). Then `noise.py` (the Philox streams the factors are
 # regenerated from), `snn.py` (the LIF network), `snn_eggroll.py` (its population, simulated in
 # cache-sized groups of members), `optim.py` (Adam, Eq. (9)), `baselines.py` (vanilla ES and BPTT),

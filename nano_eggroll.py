@@ -1,8 +1,7 @@
 """nano EGGROLL: evolution strategies with low-rank perturbations, training a spiking network, on one page.
 
-The same method as eggroll.py and snn_eggroll.py, without what makes them fast or safe (blocks of
-pairs; members simulated a cache-sized group at a time, in snn_eggroll.py; a GPU; several processes;
-input checks).
+The same method as eggroll.py and snn_eggroll.py, without what makes them fast or safe: blocks of
+pairs, members simulated a group at a time, a GPU, several processes and the input checks.
 The equations are numbered as in README.md ("The method in equations") and derived in
 docs/derivation.md; each function holds the line it computes.
 

@@ -31,11 +31,12 @@ def is_inner(name, params):
 
 @dataclass(frozen=True)
 class Config:
-    """What one EGGROLL population of the spiking network needs: population = 2P members as P
-    antithetic pairs, the rank r and scale sigma of the perturbations (the output layer's:
-    output_sigma_scale × sigma; the hidden layers' after the first: inner_scale × sigma, and
-    inner_scale × Adam's lr), the seed of the noise, the readout scale of the fitness
-    (softmax(logit_scale * rate), Eq. (3)) and the price of a hidden spike in it (Eq. (12))."""
+    """What one EGGROLL population of the spiking network needs:
+    - population: 2P members, P antithetic pairs; rank: r; sigma: the perturbations' scale;
+    - seed: the noise's; logit_scale: the readout's, softmax(logit_scale * rate) (Eq. (3));
+    - spike_cost: the fitness's price of a hidden spike (Eq. (12));
+    - output_sigma_scale: the output layer's sigma is output_sigma_scale × sigma;
+    - inner_scale: the hidden layers' after the first take inner_scale × sigma and × Adam's lr."""
     population: int
     rank: int
     sigma: float

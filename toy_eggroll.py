@@ -83,7 +83,7 @@ def members_of(theta, perturbation, sigma):
 def step(theta, target, toy, generation, ranked=True):
     """One generation's estimate g at W (m, n), Eq. (7) (Eq. (10) at full rank), from the pairs'
     differences of centred ranks, or of raw fitnesses if not `ranked`. Returns g and the population:
-    its noise E (P, m, n), members (2P, m, n) and their centred ranks (2P,)."""
+    its noise (P, m, n), every E_p or at full rank every ε_p, members (2P, m, n) and their centred ranks (2P,)."""
     perturbation, factors = noise_of(toy, generation)
     members = members_of(theta, perturbation, toy.sigma)
     scores = fitness(members, target)

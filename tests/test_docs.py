@@ -241,7 +241,7 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs():
     exec(blocks[1], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 100
-    assert f"the whole-method loop at {distance:.2g}." in page
+    assert f"rank-1 noise together) at {distance:.2g};" in page
     fitness, c, f = scope["fitness"], scope["c"], scope["f"]
     assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
     # the page's members are (2, P), nano_eggroll.py's order; eggroll.py interleaves them, pair by pair
