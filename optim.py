@@ -130,9 +130,10 @@ def ascend(params, grads, state, adam):
 
 
 def adam_update(value, grad, m, v, t, adam):
-    """Adam's update number Q (the argument t) for one parameter, Eq. (9): the first and second moments (the
-    code's m and v), avg(g) and avg(g^2), move towards grad and grad^2, theta += lr avg(g) / (sqrt(avg(g^2)) + eps), both
-    corrected for their start at zero, then the decoupled decay. Returns the new theta, m and v."""
+    """Adam's update number Q (the argument t) for one parameter, Eq. (9): the first and second
+    moments (the code's m and v), avg(g) and avg(g^2), move towards grad and grad^2,
+    theta += lr avg(g) / (sqrt(avg(g^2)) + eps), both corrected for their start at zero, then the
+    decoupled decay. Returns the new theta, m and v."""
     m = adam.beta1 * m + (1 - adam.beta1) * grad
     v = adam.beta2 * v + (1 - adam.beta2) * grad ** 2
     move = (m / (1 - adam.beta1 ** t)) / ((v / (1 - adam.beta2 ** t)) ** 0.5 + adam.eps)
