@@ -426,30 +426,36 @@ class Eggroll:
         the fitness of every process gathered, shaped, f_p formed, the step g of Eqs. (7)-(8) from
         the keys, summed over processes, and Adam's update up it, Eq. (9). `population` is what this
         Eggroll's ask gave for `state`; another's is a ValueError, as its noise is not the step's."""
+        fitness = self.told(state, population, fitness)  # every check of what tell is given
+        # The method: gather every member's fitness, shape them (centred_ranks, section 3 of docs/derivation.md),
+        # f_p (pair_differences), the step g (gradient, Eqs. (7)-(8)) summed over processes, and Adam's update
+        # up it (ascend, Eq. (9)). A number below its float type's smallest is rounded to 0 as the method means
+        # it, whatever numpy.seterr asks (a difference below float32's, Adam's moments after many tied
+        # generations, a tiny lr); one beyond its range is refused by the check after it.
+        with numpy.errstate(under="ignore", over="ignore"):
+            fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
+            shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
+            f = check_differences(pair_differences(shaped))
+            summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
+            g = self.team.sum(gradient(f[summed], self.population_of(state, summed), self.pairs))    # (7)-(8)
+            check_eggroll_stepped(g, None, self)  # g itself beyond float's range: said as the step it makes
+            adams = {name: optim.Adam(lr, self.weight_decay) for name, lr in self.lrs(state.params).items()}
+            params, optimiser = optim.ascend(state.params, g, state.optimiser, adams)                # (9)
+            check_eggroll_stepped(params, optimiser, self)
+        return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
+
+    def told(self, state, population, fitness):
+        """tell's checks of what it is given (the state, that `population` is ask(state)'s, the
+        parameters, Adam's state, the fitness, the settings); the fitness as an array of the
+        parameters' float type."""
         check_state(state)
         self.check_asked(state, population)
         self.check(state.params)
         check_optimiser(state)
-        # a number below its float type's smallest is rounded to 0 as the method means it, whatever numpy.seterr
-        # asks: a difference below float32's, Adam's moments after many tied generations, a tiny lr
-        # the method, between the checks: gather the fitnesses, shape them (centred_ranks), f_p
-        # (pair_differences), the step g (gradient, Eqs. (7)-(8)) and Adam's update up it (ascend, Eq. (9))
-        with numpy.errstate(under="ignore"):
+        with numpy.errstate(under="ignore"):  # a fitness below float32's smallest is 0, as the method means it
             fitness = fitness_array(fitness, population.members, next(iter(state.params.values())))
-            check_told(self, state.params, state.generation)
-            fitnesses = self.team.gather(fitness, self.pairs, PAIRS_PER_BLOCK)
-            shaped = centred_ranks(fitnesses) if self.shaping == "centred_ranks" else check_finite(fitnesses)
-            with numpy.errstate(over="ignore"):  # raw differences beyond float32's range: refused just below
-                differences = check_differences(pair_differences(shaped))
-            summed = self.team.update_pairs(self.pairs, PAIRS_PER_BLOCK)
-            with numpy.errstate(over="ignore"):  # a step beyond float's range: refused just below
-                grads = self.team.sum(gradient(differences[summed], self.population_of(state, summed),
-                                               self.pairs))                                          # (7)-(8)
-                check_eggroll_stepped(grads, None, self)  # g itself beyond float's range: said as the step it makes
-                adams = {name: optim.Adam(lr, self.weight_decay) for name, lr in self.lrs(state.params).items()}
-                params, optimiser = optim.ascend(state.params, grads, state.optimiser, adams)       # Eq. (9)
-            check_eggroll_stepped(params, optimiser, self)
-            return State(params, optimiser, int(state.generation) + 1), population_stats(fitnesses, shaped)
+        check_told(self, state.params, state.generation)
+        return fitness
 
     def check_asked(self, state, population):
         """ValueError naming the fix unless `population` is ask(state)'s of this Eggroll."""
