@@ -152,7 +152,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
     check_es_config(config)
     snn.check_inputs(params, frames)
-    snn.check_finite_frames(frames)
+    snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
     check_two_layers(params, "vanilla ES")
     interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
@@ -174,7 +174,7 @@ def es_generation_step(params, state, frames, labels, generation, config, adam, 
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
     check_es_config(config)
     snn.check_frames(params, frames, labels)
-    snn.check_finite_frames(frames)
+    snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
     interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
                                  interface_checks.GENERATION_FIX)
@@ -422,7 +422,7 @@ def bptt_step(params, state, frames, labels, config, adam, lif=snn.LIF(), networ
     """
     xp = array_module_of(frames)
     snn.check_frames(params, frames, labels, network)
-    snn.check_finite_frames(frames)
+    snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
     check_bptt_config(config)
     optim.check(adam)

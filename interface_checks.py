@@ -424,15 +424,21 @@ def check_eggroll_stepped(params, optimiser, es):
 
     def settings(name):
         return f"sigma {es.sigmas(params)[name]!r}, lr {es.lrs(params)[name]!r}"
+    def too_large(name):
+        return FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g too "
+                             f"large ({settings(name)}): raise sigma{raw}; the parameters and state given are left as "
+                             f"they were")
     if optimiser is None:
         check_stepped(params, settings, f"raise sigma{raw}")
+        for name, value in params.items():  # g^2 beyond its float type's range: said before Adam meets it
+            largest = float(array_module_of(value).abs(value).max()) if value.size else 0.0
+            if not largest < math.sqrt(float(numpy.finfo(value.dtype).max)):
+                raise too_large(name)
         return
     check_stepped(params, lambda name: f"lr {es.lrs(params)[name]!r}", "lower lr")
     for name, average in optimiser["v"].items():
         if not bool(array_module_of(average).isfinite(average).all()):
-            raise FloatOverflow(f"this step would make Adam's average of g^2 of parameter {name!r} NaN or inf, g "
-                                f"too large ({settings(name)}): raise sigma{raw}; the parameters and state given "
-                                f"are left as they were")
+            raise too_large(name)
 
 
 def check_differences(differences):

@@ -18,7 +18,7 @@ import numpy
 
 from backend import array_module_of
 import gpu
-from interface_checks import a_kind, check_number, check_rates, check_whole
+from interface_checks import FloatOverflow, a_kind, check_number, check_rates, check_whole
 
 SCHEDULES = ("constant", "cosine")
 
@@ -41,7 +41,8 @@ def check(adam):
     check_rates(adam.lr, adam.weight_decay)
     for name, value, example in (("beta1", adam.beta1, "0.9"), ("beta2", adam.beta2, "0.999")):
         check_number(name, value, 0, 1, example, open_high=True)  # 1 would divide by 1 - 1^Q = 0 in Eq. (9)
-    check_number("eps", adam.eps, 0, 1, "1e-8", open_low=True)
+    # below float32's smallest normal number eps is 0 in a float32 step: a zero g would make 0 / 0
+    check_number("eps", adam.eps, float(numpy.finfo(numpy.float32).tiny), 1, "1e-8")
 
 
 def averages_of(adam):
@@ -67,13 +68,17 @@ def check_adam_state(state):
 
 
 def check_float_arrays(params):
-    """ValueError naming the fix unless every parameter is an array of floats (an integer array would
-    drop the step)."""
+    """ValueError naming the fix unless every parameter is a finite array of float32 or float64 (an
+    integer array would drop the step, float16 overflow Adam's average of g^2 at a g of 256, and a NaN
+    or inf parameter make its update NaN)."""
     for name, value in params.items():
-        if getattr(getattr(value, "dtype", None), "kind", None) != "f":
+        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
             kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
-            raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of floats; give it as one, e.g. "
-                             f"numpy.asarray({name}, numpy.float32)")
+            raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of float32 or float64; give it as "
+                             f"one, e.g. numpy.asarray({name}, numpy.float32)")
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise ValueError(f"parameter {name!r} holds NaN or inf, which every update would keep: give finite "
+                             f"parameters")
 
 
 def check_state(params, grads, state):
@@ -98,6 +103,11 @@ def check_state(params, grads, state):
         if not bool(array_module_of(step).isfinite(step).all()):
             raise ValueError(f"the step of parameter {name!r} holds NaN or inf, which would make the parameter NaN: "
                              f"give a finite step")
+        largest = float(array_module_of(step).abs(step).max()) if step.size else 0.0
+        if not largest < math.sqrt(float(numpy.finfo(value.dtype).max)):
+            raise FloatOverflow(f"the step of parameter {name!r} reaches {largest:.3g}, whose square passes "
+                                f"{value.dtype}'s range: Adam's average of g^2 would be inf and stop the parameter; "
+                                f"scale the step down")
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = state[moment].get(name)
             if getattr(values, "shape", None) != value.shape:

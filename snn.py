@@ -95,27 +95,36 @@ def check_lif(lif):
 
 
 
-def too_large(params, time_bins):
+def too_large(params, time_bins, largest_input=1.0):
     """The first layer l whose membrane potential could pass float32's range within `time_bins` frames,
-    or None: its inputs and spikes lie in [0, 1], so each frame adds at most the largest row sum of
-    |W_l| plus |b_l| to a potential that the leak only shrinks. No trained run's weights come near."""
+    or None: layer 1's inputs lie within ±largest_input, every later layer's (spikes) in [0, 1], so each
+    frame adds at most the largest row sum of |W_l| (times largest_input in layer 1) plus |b_l| to a
+    potential that the leak only shrinks. No trained run's weights come near."""
     for layer in range(1, n_layers(params) + 1):
-        weights = numpy.abs(to_numpy(params[f"W{layer}"]).astype(numpy.float64))
-        largest = weights.sum(axis=1).max() + numpy.abs(to_numpy(params[f"b{layer}"]).astype(numpy.float64)).max()
-        if not time_bins * largest < FLOAT32.max:
+        weights, bias = params[f"W{layer}"], params[f"b{layer}"]
+        xp = array_module_of(weights)
+        rows = float(xp.abs(weights.astype(xp.float64)).sum(axis=1).max())
+        reach = rows * (largest_input if layer == 1 else 1.0) + float(xp.abs(bias.astype(xp.float64)).max())
+        if not time_bins * reach < float(FLOAT32.max):
             return layer
     return None
 
 
-def check_potentials_fit(params, time_bins):
-    """ValueError naming the fix where a layer's membrane potentials could pass float32's range within
-    `time_bins` frames (too_large): they would turn to inf and NaN, and the spikes counted from them
-    mean nothing."""
-    layer = too_large(params, time_bins)
+def check_frames_fit(params, frames):
+    """ValueError naming the fix unless the frames are finite (a NaN potential never spikes, so an ES
+    population would score a silent neuron unseen, and BPTT's gradient would turn NaN further in) and
+    no layer's potentials could pass float32's range on them (too_large): they would turn to inf and
+    NaN, and the spikes counted from them mean nothing. One pass over the frames."""
+    largest = float(array_module_of(frames).abs(frames).max())
+    if not math.isfinite(largest):
+        raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")
+    layer = too_large(params, frames.shape[0], largest)
     if layer is not None:
-        raise ValueError(f"the weights of layer {layer} are too large for {time_bins} frames: its membrane potentials "
-                         f"could pass float32's range ({FLOAT32.max:.3g}); give a network's weights of a usual size, "
-                         f"e.g. snn.init_params()")
+        inputs = f" of inputs up to {largest:.3g}" if largest > 1 else ""
+        fix = "give inputs in [0, 1], as data.py bins them, or" if largest > 1 else "give"
+        raise ValueError(f"the weights of layer {layer} are too large for {frames.shape[0]} frames{inputs}: its "
+                         f"membrane potentials could pass float32's range ({FLOAT32.max:.3g}); {fix} a network's "
+                         f"weights of a usual size, e.g. snn.init_params()")
 
 def check_readout(readout):
     """ValueError naming the fix unless `readout` is one of READOUTS (a name mistyped would read rates)."""
@@ -182,10 +191,9 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     s_t W1ᵀ + b1 is one matrix product for all frames and members.
     """
     check_inputs(params, frames, network)
-    check_finite_frames(frames)
+    check_frames_fit(params, frames)
     check_lif(lif)
     check_whole("n_members", n_members, 1, None, "1")
-    check_potentials_fit(params, frames.shape[0])
     return counts_of(params, frames, lif, n_members, count_hidden, network)
 
 
@@ -222,12 +230,16 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
         got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
         raise ValueError(f"counts must be a float32 or float64 array (..., N, n_out) of at least one sample and one "
                          f"class, got {got}: give what forward returns")
-    if not bool(array_module_of(counts).isfinite(counts).all()):  # a NaN count would score NaN, unseen
+    xp = array_module_of(counts)
+    largest = float(xp.abs(counts).max()) if counts.size else 0.0
+    if not math.isfinite(largest):  # a NaN count would score NaN, unseen
         raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
     check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     check_whole("n_steps", n_steps, 1, None, "T, the frames the counts were summed over")
     check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
-    xp = array_module_of(counts)
+    if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
+        raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
+                         f"{counts.dtype}'s range in the softmax: lower logit_scale, or give counts a network makes")
     log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
     return -picked[..., 0].mean(axis=-1)
@@ -568,7 +580,7 @@ def check_params(params, network=None):
 
 def check_inputs(params, frames, network=None):
     """ValueError unless params are a network (check_params) and frames is a float32 or float64 array
-    (T, N, n_in) for its input, T and N at least 1. (Finite frames: check_finite_frames, where a NaN
+    (T, N, n_in) for its input, T and N at least 1. (Finite frames: check_frames_fit, where a NaN
     would pass unseen.)"""
     check_params(params, network)
     sizes = network_of(params, network).sizes
@@ -617,8 +629,3 @@ def check_labels(labels, n_samples, n_out, batch):
                                                     f" from {int(labels.min())} to {int(labels.max())}"))
 
 
-def check_finite_frames(frames):
-    """ValueError if frames hold NaN or inf: a NaN potential never spikes, so an ES population would
-    score a silent neuron unseen (and BPTT's gradient would turn NaN further in)."""
-    if not bool(array_module_of(frames).isfinite(frames).all()):
-        raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")

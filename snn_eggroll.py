@@ -9,6 +9,8 @@ and `generation_step` is one generation of it as ask (the keys of Eq. (5)) -> fo
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy
+
 from backend import array_module_of
 from distributed import ALONE
 from eggroll import Eggroll, State, antithetic, population_product, with_ones
@@ -146,7 +148,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
     """population_forward (Eq. (6)) of the members theta +- sigma E_p of the pairs in the slice `pairs`
     (all P by default) at `generation`, with config's settings."""
     snn.check_inputs(params, frames, network)
-    snn.check_finite_frames(frames)
+    snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
     return population_forward(config.members(params, generation, pairs, network), frames, lif, count_hidden,
                               network)
@@ -165,10 +167,18 @@ def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost
             raise ValueError(f"a price on spikes needs hidden_spikes, each member's count, of shape "
                              f"{tuple(counts.shape[:-2])}, got {getattr(hidden_spikes, 'shape', hidden_spikes)!r}: "
                              f"count them (count_hidden=True), or give spike_cost 0")
+        if getattr(hidden_spikes, "dtype", numpy.dtype(object)).kind not in "fiu":  # complex or objects: no count
+            kind = getattr(hidden_spikes, "dtype", a_kind(hidden_spikes))
+            raise ValueError(f"hidden_spikes must be an array of counts, float or integer, got {kind}: count them "
+                             f"(count_hidden=True)")
         if not bool(array_module_of(hidden_spikes).isfinite(hidden_spikes).all() and (hidden_spikes >= 0).all()):
             raise ValueError("hidden_spikes hold NaN, inf or a negative count, which no network's spikes make: count "
                              "them (count_hidden=True)")
-        loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
+        with numpy.errstate(over="ignore"):  # beyond the float range: refused just below
+            loss = loss + spike_cost * hidden_spikes / counts.shape[-2]
+        if not bool(array_module_of(loss).isfinite(loss).all()):
+            raise ValueError(f"spike_cost {spike_cost:g} times hidden_spikes passes the loss's float range: lower "
+                             f"spike_cost, or give counts a network makes")
     return -loss
 
 
@@ -184,7 +194,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     `network`: the layers (None: fully connected, read off the weights' shapes).
     """
     snn.check_frames(params, frames, labels, network)
-    snn.check_finite_frames(frames)
+    snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
     optim.check(adam)
     optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)

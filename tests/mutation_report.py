@@ -150,7 +150,6 @@ EQUIVALENT = {
     "snn_eggroll.x_fitness__mutmut_52": ("array_module_of(None).isfinite(hidden_spikes)", NEP18),
     "baselines.x_bptt_forward__mutmut_83": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
-    "snn.x_check_finite_frames__mutmut_4": ("array_module_of(None).isfinite(frames)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_22": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),

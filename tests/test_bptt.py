@@ -182,10 +182,10 @@ def test_bad_input_raises():
                     "frames hold NaN or inf, which no neuron's potential survives: give finite inputs")):
                 baselines.bptt_step(params, state, np.where(np.arange(frames.size).reshape(frames.shape) == 7, bad,
                                                             frames).astype(frames.dtype), labels, config, adam)
-        huge = {**params, "W1": np.full_like(params["W1"], 3e38)}  # potentials overflow float32 to inf
-        with pytest.raises(ValueError, match=re.escape("BPTT loss or gradient holds NaN or inf: lower the learning "
-                                                       "rate, or check the input frames for non-finite values")):
-            baselines.bptt_step(huge, state, frames, labels, config, adam)
+        huge = {**params, "W1": np.full_like(params["W1"], 3e38)}  # potentials would overflow float32 to inf
+        with pytest.raises(ValueError, match=re.escape(f"the weights of layer 1 are too large for {frames.shape[0]} "
+                                                       f"frames: its membrane potentials could pass float32's range")):
+            baselines.bptt_step(huge, state, frames, labels, config, adam)  # refused before a step, as snn.forward
 
 
 def test_a_huge_learning_rate_steps_without_numpy_warnings():

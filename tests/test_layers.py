@@ -836,9 +836,10 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                       "nan: use e.g. 0.01"),
         (lambda: optim.ascend({"a": np.ones(2, int)}, {"a": np.ones(2)}, optim.init({"a": np.ones(2, int)}),
                               optim.Adam(0.1)),
-         "parameter 'a' is int64: Adam steps arrays of floats; give it as one, e.g. numpy.asarray(a, numpy.float32)"),
+         "parameter 'a' is int64: Adam steps arrays of float32 or float64; give it as one, e.g. "
+         "numpy.asarray(a, numpy.float32)"),
         (lambda: optim.ascend({"a": [1.0, 2.0]}, {"a": np.ones(2)}, optim.init({"a": np.ones(2)}), optim.Adam(0.1)),
-         "parameter 'a' is a list, not an array: Adam steps arrays of floats; give it as one, e.g. "
+         "parameter 'a' is a list, not an array: Adam steps arrays of float32 or float64; give it as one, e.g. "
          "numpy.asarray(a, numpy.float32)"),
         (lambda: snn.cross_entropy(counts, labels, 5, 1.0000001e6), "logit_scale must be an int or float in "
                                                                     "[1e-06, 1e+06], got 1000000.1: use e.g. 1.0"),
@@ -943,8 +944,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                               "e.g. 0.9"),
         (lambda: bptt_step(adam=optim.Adam(0.01, beta2=-0.5)), "beta2 must be an int or float in [0, 1), got -0.5: use "
                                                                "e.g. 0.999"),
-        (lambda: bptt_step(adam=optim.Adam(0.01, eps=0.0)), "eps must be an int or float in (0, 1], got 0.0: use e.g. "
-                                                            "1e-8"),
+        (lambda: bptt_step(adam=optim.Adam(0.01, eps=0.0)), "eps must be an int or float in [1.17549e-38, 1], got 0.0: "
+                                                            "use e.g. 1e-8"),
         (lambda: es_step(generation="1"), "generation must be a whole number in 0..4294967295, got '1': use the "
                                           "count of generations before this one (0 for the first)"),
         (lambda: es_step(generation=-1), "generation must be a whole number in 0..4294967295, got -1: use the "

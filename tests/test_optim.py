@@ -73,7 +73,8 @@ def test_ascend_takes_one_adam_per_parameter_or_one_for_all():
     (optim.Adam(0.1, beta1=1.0), "beta1 must be an int or float in [0, 1), got 1.0: use e.g. 0.9"),
     (optim.Adam(0.1, beta2=1.0), "beta2 must be an int or float in [0, 1), got 1.0: use e.g. 0.999"),
     (optim.Adam("0.1"), "lr must be a finite int or float >= 0, got '0.1'"),
-    ({"W": optim.Adam(0.1), "b": "x"}, "adam must be an optim.Adam, got str: give e.g. optim.Adam(0.01)")])
+    ({"W": optim.Adam(0.1), "b": "x"}, "adam must be an optim.Adam, got str: give e.g. optim.Adam(0.01)"),
+    (optim.Adam(0.1, eps=1e-300), "eps must be an int or float in [1.17549e-38, 1], got 1e-300")])
 def test_ascend_refuses_settings_that_would_step_to_nan_or_downhill(adam, said):
     """ascend checks Adam's settings as a generation does (optim.check): a NaN or infinite lr, or a beta
     of 1, would make every parameter NaN, a negative lr would step down g; one line, nothing changed."""
@@ -117,3 +118,25 @@ def test_adams_state_is_made_of_named_float_arrays_only(params, said):
     with pytest.raises(ValueError) as refused:
         optim.init(params)
     assert str(refused.value).startswith(said)
+
+
+
+def test_adam_refuses_parameters_and_steps_that_would_turn_its_state_nan_or_inf():
+    """A NaN or inf parameter (every update keeps it), float16 (whose g^2 overflows at a g of 256) and
+    a step whose square passes the parameter's float range (Adam's average of g^2 would be inf, and the
+    next update call the state damaged): one line each, nothing changed; just inside the range it steps."""
+    for params, said in (({"W": np.array([np.nan, 1.0], np.float32)}, "parameter 'W' holds NaN or inf"),
+                         ({"W": np.array([np.inf, 1.0])}, "parameter 'W' holds NaN or inf"),
+                         ({"W": np.ones(2, np.float16)}, "parameter 'W' is float16: Adam steps arrays of float32 or "
+                                                         "float64")):
+        with pytest.raises(ValueError, match=f"^{said}"):
+            optim.init(params)
+    params = {"W": np.ones(2, np.float32)}
+    state = optim.init(params)
+    with pytest.raises(ValueError, match="^parameter 'W' holds NaN or inf"):
+        optim.ascend({"W": np.array([np.nan, 1.0], np.float32)}, {"W": np.ones(2, np.float32)}, state, optim.Adam(0.1))
+    with pytest.raises(optim.FloatOverflow, match=r"^the step of parameter 'W' reaches 2e\+19, whose square passes "
+                                                  r"float32's range: Adam's average of g\^2 would be inf"):
+        optim.ascend(params, {"W": np.full(2, 2e19, np.float32)}, state, optim.Adam(0.1))  # past sqrt(3.4e38)
+    stepped, after = optim.ascend(params, {"W": np.full(2, 1e19, np.float32)}, state, optim.Adam(0.1))
+    assert np.isfinite(after["v"]["W"]).all() and params["W"].tolist() == [1.0, 1.0] and state["t"] == 0

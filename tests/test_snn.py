@@ -353,3 +353,50 @@ def test_the_loss_of_no_member_is_empty():
     assert snn.cross_entropy(np.zeros((0, 2, 3), np.float32), labels, 5).shape == (0,)
     with pytest.raises(ValueError, match="of at least one sample and one class, got a float32 array of shape"):
         snn.cross_entropy(np.zeros((1, 2, 0), np.float32), labels, 5)
+
+
+def test_every_entry_point_refuses_weights_or_frames_whose_potentials_would_pass_float32():
+    """The bound of too_large scales layer 1's row sums by the frames' largest magnitude: frames of
+    1e38 refused by forward, and weights too large refused by BPTT's and vanilla ES's steps and by an
+    EGGROLL generation as by forward, each in one line, no NumPy warning on the way."""
+    import warnings
+    import baselines
+    import optim
+    import snn_eggroll
+    params = snn.init_network(1, snn.Network.dense((8, 4, 3)))
+    frames = (np.random.default_rng(0).random((5, 2, 8)) < 0.5).astype(np.float32)
+    labels = np.array([0, 2])
+    state, adam = optim.init(params), optim.Adam(0.01)
+    huge = {**params, "W1": np.full((4, 8), 3e37, np.float32)}
+    weights_said = "the weights of layer 1 are too large for 5 frames: its membrane potentials could pass float32's"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="^the weights of layer 1 are too large for 5 frames of inputs up to 1e"
+                                             r"\+38: .*give inputs in \[0, 1\], as data.py bins them"):
+            snn.forward(params, frames * np.float32(1e38))
+        for step in (lambda: snn.forward(huge, frames),
+                     lambda: baselines.bptt_step(huge, state, frames, labels, baselines.BPTTConfig(25.0, 1.0), adam),
+                     lambda: baselines.es_generation_step(huge, state, frames, labels, 0,
+                                                          baselines.ESConfig(8, 0.1, 0, 1.0), adam),
+                     lambda: snn_eggroll.generation_step(huge, state, frames, labels, 0,
+                                                         snn_eggroll.Config(8, 1, 0.1, 0, 1.0), adam)):
+            with pytest.raises(ValueError, match=f"^{weights_said}"):
+                step()
+        assert snn.forward(params, frames)[0].shape == (1, 2, 3)  # the usual weights and frames run
+
+
+def test_the_readouts_loss_refuses_what_would_pass_its_float_range():
+    """cross_entropy: counts whose logits (counts x logit_scale / T, and their spread) pass the float
+    range would give NaN; fitness: hidden spikes of no count type, or a price whose product passes the
+    range, would give a complex or infinite fitness. One line each."""
+    import snn_eggroll
+    with pytest.raises(ValueError, match=r"^counts up to 3e\+38 times logit_scale / T \(1e\+06 / 1\) pass float32's "
+                                         r"range in the softmax: lower logit_scale"):
+        snn.cross_entropy(np.array([[3e38, 0, 0], [0, 0, 1]], np.float32), np.array([0, 2]), 1, 1e6)
+    assert np.isfinite(snn.cross_entropy(np.array([[3e3, 0, 0], [0, 0, 1]], np.float32), np.array([0, 2]), 1, 1e6))
+    counts, labels = np.zeros((4, 2, 3), np.float32), np.array([0, 2])
+    with pytest.raises(ValueError, match="^hidden_spikes must be an array of counts, float or integer, got complex128"):
+        snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(4, complex), 0.1)
+    with pytest.raises(ValueError, match=r"^spike_cost 1e\+06 times hidden_spikes passes the loss's float range"):
+        snn_eggroll.fitness(counts, labels, 5, 1.0, np.full(4, 1e308), 1e6)
+    assert np.isfinite(snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(4, np.int64), 0.1)).all()
