@@ -204,8 +204,8 @@ def forward_trick():
 #
 # Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
-# gradient. Training feeds centred ranks instead. With Gaussian noise, the ranked step estimates
-# the smoothed gradient of a reshaped fitness, the share of the population that a member beats; with low-rank noise no objective
+# gradient. Training feeds centred ranks instead. With Gaussian noise in a large population, the
+# ranked step estimates the smoothed gradient of a reshaped fitness, the share of the population that a member beats; with low-rank noise no objective
 # is derived (the table on the derivation's second page). Either way each pair pulls the way raw
 # differences would, but the step is not ∇J and need not point along it (the derivation's second page,
 # section 1). This claim feeds raw differences and measures the estimate's error, at
@@ -504,7 +504,7 @@ def race_results(seconds, updates, final):
 # %% [markdown]
 # ## What to read next
 #
-# The README's shortest path, which this lesson follows, goes on with `eggroll.py` top to bottom:
+# After the README's shortest path and this lesson, `eggroll.py` top to bottom:
 # the method of `nano_eggroll.py` made fast and checked (blocks of 64
 # pairs, the GPU, several processes). Then `noise.py` (the Philox streams the factors are
 # regenerated from), `snn.py` (the LIF network), `snn_eggroll.py` (its population, simulated in
