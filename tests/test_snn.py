@@ -394,9 +394,12 @@ def test_the_readouts_loss_refuses_what_would_pass_its_float_range():
                                          r"range in the softmax: lower logit_scale"):
         snn.cross_entropy(np.array([[3e38, 0, 0], [0, 0, 1]], np.float32), np.array([0, 2]), 1, 1e6)
     assert np.isfinite(snn.cross_entropy(np.array([[3e3, 0, 0], [0, 0, 1]], np.float32), np.array([0, 2]), 1, 1e6))
+    import warnings
     counts, labels = np.zeros((4, 2, 3), np.float32), np.array([0, 2])
     with pytest.raises(ValueError, match="^hidden_spikes must be an array of counts, float or integer, got complex128"):
         snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(4, complex), 0.1)
-    with pytest.raises(ValueError, match=r"^spike_cost 1e\+06 times hidden_spikes passes the loss's float range"):
-        snn_eggroll.fitness(counts, labels, 5, 1.0, np.full(4, 1e308), 1e6)
+    with warnings.catch_warnings():  # said in one line, with no NumPy warning on the way
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^spike_cost 1e\+06 times hidden_spikes passes the loss's float range"):
+            snn_eggroll.fitness(counts, labels, 5, 1.0, np.full(4, 1e308), 1e6)
     assert np.isfinite(snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(4, np.int64), 0.1)).all()
