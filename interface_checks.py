@@ -318,6 +318,12 @@ def check_number(name, value, low, high, example, open_low=False, open_high=Fals
         raise ValueError(f"{name} must be an int or float in {bounds}, got {shown(value)}: use e.g. {example}")
 
 
+
+def magnitude(values):
+    """The largest |value| of an array as a Python float (NaN if one is NaN, 0 if it is empty), from
+    its max and min: no temporary array as large as it."""
+    return max(float(values.max()), -float(values.min())) if values.size else 0.0
+
 def is_real(value):
     """A real number, not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
@@ -431,8 +437,7 @@ def check_eggroll_stepped(params, optimiser, es):
     if optimiser is None:
         check_stepped(params, settings, f"raise sigma{raw}")
         for name, value in params.items():  # g^2 beyond its float type's range: said before Adam meets it
-            largest = float(array_module_of(value).abs(value).max()) if value.size else 0.0
-            if not largest < math.sqrt(float(numpy.finfo(value.dtype).max)):
+            if not magnitude(value) < math.sqrt(float(numpy.finfo(value.dtype).max)):
                 raise too_large(name)
         return
     check_stepped(params, lambda name: f"lr {es.lrs(params)[name]!r}", "lower lr")

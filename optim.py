@@ -18,7 +18,7 @@ import numpy
 
 from backend import array_module_of
 import gpu
-from interface_checks import FloatOverflow, a_kind, check_number, check_rates, check_whole
+from interface_checks import FloatOverflow, a_kind, check_number, check_rates, check_whole, magnitude
 
 SCHEDULES = ("constant", "cosine")
 
@@ -103,7 +103,7 @@ def check_state(params, grads, state):
         if not bool(array_module_of(step).isfinite(step).all()):
             raise ValueError(f"the step of parameter {name!r} holds NaN or inf, which would make the parameter NaN: "
                              f"give a finite step")
-        largest = float(array_module_of(step).abs(step).max()) if step.size else 0.0
+        largest = magnitude(step)
         if not largest < math.sqrt(float(numpy.finfo(value.dtype).max)):
             raise FloatOverflow(f"the step of parameter {name!r} reaches {largest:.3g}, whose square passes "
                                 f"{value.dtype}'s range: Adam's average of g^2 would be inf and stop the parameter; "

@@ -32,7 +32,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import a_kind, check_number, check_whole, digest_of, is_integer
+from interface_checks import a_kind, check_number, check_whole, digest_of, is_integer, magnitude
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -103,11 +103,12 @@ def too_large(params, time_bins, largest_input=1.0):
     for layer in range(1, n_layers(params) + 1):
         weights, bias = params[f"W{layer}"], params[f"b{layer}"]
         xp = array_module_of(weights)
-        rows = float(xp.abs(weights.astype(xp.float64)).sum(axis=1).max())
-        reach = rows * (largest_input if layer == 1 else 1.0) + float(xp.abs(bias.astype(xp.float64)).max())
+        rows = float(xp.abs(weights).sum(axis=1, dtype=xp.float64).max())
+        reach = rows * (largest_input if layer == 1 else 1.0) + magnitude(bias)
         if not time_bins * reach < float(FLOAT32.max):
             return layer
     return None
+
 
 
 def check_frames_fit(params, frames):
@@ -115,7 +116,7 @@ def check_frames_fit(params, frames):
     population would score a silent neuron unseen, and BPTT's gradient would turn NaN further in) and
     no layer's potentials could pass float32's range on them (too_large): they would turn to inf and
     NaN, and the spikes counted from them mean nothing. One pass over the frames."""
-    largest = float(array_module_of(frames).abs(frames).max())
+    largest = magnitude(frames)
     if not math.isfinite(largest):
         raise ValueError("frames hold NaN or inf, which no neuron's potential survives: give finite inputs")
     layer = too_large(params, frames.shape[0], largest)
@@ -231,7 +232,7 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
         raise ValueError(f"counts must be a float32 or float64 array (..., N, n_out) of at least one sample and one "
                          f"class, got {got}: give what forward returns")
     xp = array_module_of(counts)
-    largest = float(xp.abs(counts).max()) if counts.size else 0.0
+    largest = magnitude(counts)
     if not math.isfinite(largest):  # a NaN count would score NaN, unseen
         raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
     check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
