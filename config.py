@@ -266,8 +266,8 @@ def check(config):
                          f"(e.g. --hidden 128,64), or drop --inner-scale")
     if config.method in ES_METHODS and config.batch_growth != RunConfig.batch_growth and config.generations == 1:
         raise ValueError(f"--batch-growth {config.batch_growth} changes nothing with --generations 1: the minibatch "
-                         f"grows from the first generation to the last, and a run of one trains on --batch-size's; give "
-                         f"more generations, or drop --batch-growth")
+                         f"grows from the first generation to the last, and a run of one trains on --batch-size's; "
+                         f"give more generations, or drop --batch-growth")
     if config.sigma_schedule == "constant" and config.sigma_min != RunConfig.sigma_min:
         raise ValueError(f"--sigma-min {config.sigma_min} changes nothing with a constant sigma: add "
                          f"--sigma-schedule cosine or exponential, or drop --sigma-min")

@@ -205,8 +205,9 @@ def forward_trick():
 # Fed raw fitness differences, ES estimates the gradient of the smoothed fitness
 # J(θ) = 𝔼_ε[F(θ + σε)]: the derivation (sections 1 and 2) shows the estimate's mean is that
 # gradient. Training feeds centred ranks instead. With Gaussian noise in a large population, the
-# ranked step estimates the smoothed gradient of a reshaped fitness, the share of the population that a member beats; with low-rank noise no objective
-# is derived (the table on the derivation's second page). Either way each pair pulls the way raw
+# ranked step estimates the smoothed gradient of a reshaped fitness, the share of the population
+# that a member beats; with low-rank noise no objective is derived (the table on the derivation's
+# second page). Either way each pair pulls the way raw
 # differences would, but the step is not ∇J and need not point along it (the derivation's second page,
 # section 1). This claim feeds raw differences and measures the estimate's error, at
 # full and at low rank. To know that gradient
