@@ -58,9 +58,12 @@ def drift(run_dir):
     checkpoint = run_dir / run_folder.CHECKPOINT
     if not (checkpoint.exists() or checkpoint.is_symlink()):  # (one that is no regular file: load_checkpoint says so)
         if (run_dir / "final.json").is_file():  # the repository's runs keep their records, not their weights
+            try:  # the command that trains its settings again, where its config.json says them
+                again = run_folder.resume_command(Path("DIR"), run_folder.read_config(run_dir))
+            except (UsageError, OSError, ValueError):
+                again = "run.py train --out DIR with its settings"
             raise UsageError(f"{run_dir} holds a finished run but not its {run_folder.CHECKPOINT} (a committed run keeps "
-                             f"none): train it again into a folder of your own (examples/snn_depth.py --out DIR with "
-                             f"its options) and give that run's folder")
+                             f"none): train it again into a folder of your own, {again}, and give that folder")
         raise UsageError(f"{run_dir} holds no trained run ({run_folder.CHECKPOINT}); give a folder of run.py train --out")
     for name in ("config.json", run_folder.CHECKPOINT, "final.json"):  # as evaluate reads them: never through a link
         run_folder.refuse_link(run_dir / name)

@@ -752,7 +752,8 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     (run / "checkpoint.npz").unlink()  # as a committed run: its records, no weights
     refused = subprocess.run(command[:3], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and f"{run} holds a finished run but not its checkpoint.npz (a committed run keeps " \
-        "none): train it again into a folder of your own" in refused.stderr
+        "none): train it again into a folder of your own, `python run.py train --out DIR --resume --method eggroll" \
+        in refused.stderr and refused.stderr.endswith("(with the --data-root it trained on), and give that folder\n")
 
 
 def test_depth_signal_takes_a_batch_larger_than_the_training_split_whole(tmp_path):
