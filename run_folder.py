@@ -1281,8 +1281,10 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": P
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
                # the data it trained on: each split's size and the sha256 of its frames and labels, and
                # for emulated N-MNIST the emulator's version, seed and MNIST files (emulate.provenance)
-               "data": (lambda v: v is None or isinstance(v, dict) and "fingerprint" in v,
-                        "null (a run from before runs named their data) or a JSON object with its fingerprint"),
+               "data": (lambda v: v is None or isinstance(v, dict) and "fingerprint" in v
+                        and isinstance(v.get("root", "/"), str) and os.path.isabs(v.get("root", "/")),
+                        "null (a run from before runs named their data) or a JSON object with its fingerprint (and "
+                        "the absolute path of its folder as root)"),
                "data.fingerprint": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                                     "a JSON object of strings"),
                "data.emulated": (lambda v: isinstance(v, dict), "a JSON object"),

@@ -431,7 +431,12 @@ DAMAGES = {
     "final.json seed not a number": ("final.json", json.dumps(dict(FINAL, config={"seed": "1"})),
                                      '(config.seed must be an integer, got "1")'),
     "final.json data not an object": ("final.json", json.dumps(dict(FINAL, data="x")), '(data must be null (a run '
-                                      'from before runs named their data) or a JSON object with its fingerprint, got "x")'),
+                                      'from before runs named their data) or a JSON object with its fingerprint (and '
+                                      'the absolute path of its folder as root), got "x")'),
+    "final.json data's root not a path": ("final.json", json.dumps(dict(FINAL, data={"fingerprint": {}, "root": 5})),
+                                          "(data must be null"),
+    "final.json data's root not absolute": ("final.json", json.dumps(dict(FINAL, data={"fingerprint": {},
+                                                                                        "root": ""})), "(data must be null"),
     "final.json data without its fingerprint": ("final.json", json.dumps(dict(FINAL, data={})), "(data must be null"),
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
     "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": "0.5"}}),
