@@ -391,10 +391,15 @@ class Network:
         """(inputs, the neurons of each layer): what `simulate` runs."""
         return tuple(channels * height * width for channels, height, width in self.shapes())
 
+    def spec(self, layer):
+        """The Dense or Conv of W{layer}, layer counted from 1 (ValueError naming the range otherwise)."""
+        check_whole("layer", layer, 1, len(self.layers), f"1 for the first of its {len(self.layers)}, as in W1")
+        return self.layers[layer - 1]
+
     def weight_shape(self, layer):
         """(fan_out, fan_in) of W{layer}: a convolution's is (channels, in_channels kernel²), one row per
         kernel."""
-        spec, (channels, height, width) = self.layers[layer - 1], self.shapes()[layer - 1]
+        spec, (channels, height, width) = self.spec(layer), self.shapes()[layer - 1]
         if isinstance(spec, Conv):
             return spec.channels, channels * spec.kernel ** 2
         return spec.width, channels * height * width
@@ -409,6 +414,7 @@ class Network:
     def positions(self, layer):
         """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer
         (whose output shape is (width, 1, 1))."""
+        self.spec(layer)
         _, height, width = self.shapes()[layer]
         return height * width
 
@@ -424,7 +430,7 @@ class Network:
         for a dense layer; for a convolution every patch of every sample (im2col), (..., N positions,
         in_channels kernel²), positions in (row, column) order, a patch's entries in (dy, dx, channel)
         order."""
-        spec = self.layers[layer - 1]
+        spec = self.spec(layer)
         if isinstance(spec, Dense):
             return x
         xp = array_module_of(x)
@@ -453,7 +459,7 @@ class Network:
     def fold(self, layer, grad):
         """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels kernel²) back onto the
         layer's input (..., N, n), each patch entry added to the input it was read from."""
-        spec = self.layers[layer - 1]
+        spec = self.spec(layer)
         if isinstance(spec, Dense):
             return grad
         xp = array_module_of(grad)

@@ -147,6 +147,7 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
                       network=None):
     """population_forward (Eq. (6)) of the members theta +- sigma E_p of the pairs in the slice `pairs`
     (all P by default) at `generation`, with config's settings."""
+    check_config_type(config)
     snn.check_inputs(params, frames, network)
     snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
@@ -199,9 +200,7 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     optim.check(adam)
     optim.check_adam_state(state)  # (else tell would name its own State, which this call makes)
     check_whole("generation", generation, 0, MAX_GENERATION, GENERATION_FIX)  # (else named as the State's)
-    if not isinstance(config, Config):
-        raise ValueError(f"config must be a snn_eggroll.Config, got {a_kind(config)}: give e.g. "
-                         f"snn_eggroll.Config(population=512, rank=1, sigma=0.1, seed=1, logit_scale=1.0)")
+    check_config_type(config)
     es = config.method(params, adam, team)  # (its population, rank and sigma checked by Eggroll, its ask)
     check_readout_settings(config)
     if team.size > 1:  # a process scoring its members otherwise would rank them apart from the others, unseen
@@ -220,6 +219,13 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     new, stats = es.tell(current, population, fit)                                             # (7)-(9)
     return new.params, new.optimiser, stats
 
+
+
+def check_config_type(config):
+    """ValueError naming the fix unless `config` is a Config (another object's fields would be read as its)."""
+    if not isinstance(config, Config):
+        raise ValueError(f"config must be a snn_eggroll.Config, got {a_kind(config)}: give e.g. "
+                         f"snn_eggroll.Config(population=512, rank=1, sigma=0.1, seed=1, logit_scale=1.0)")
 
 def check_config(config, params, network=None):
     """ValueError naming the problem and the fix, for settings EGGROLL cannot run the network with

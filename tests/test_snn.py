@@ -403,3 +403,26 @@ def test_the_readouts_loss_refuses_what_would_pass_its_float_range():
         with pytest.raises(ValueError, match=r"^spike_cost 1e\+06 times hidden_spikes passes the loss's float range"):
             snn_eggroll.fitness(counts, labels, 5, 1.0, np.full(4, 1e308), 1e6)
     assert np.isfinite(snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(4, np.int64), 0.1)).all()
+
+
+def test_a_layer_number_outside_the_network_is_one_line_not_another_layers_shape():
+    """Network's per-layer helpers count layers from 1, as W1: 0 or one past the output would read
+    another layer (a negative index) or fail inside NumPy; each is a ValueError naming the range."""
+    network = snn.Network.parse("conv8k5s2,64")
+    for call in (lambda layer: network.weight_shape(layer), lambda layer: network.positions(layer),
+                 lambda layer: network.unfold(layer, np.ones((2, 2312))), lambda layer: network.fold(layer, np.ones(3))):
+        for layer in (0, 4, 1.0):
+            with pytest.raises(ValueError, match=r"^layer must be a whole number in 1\.\.3, got "):
+                call(layer)
+    assert network.weight_shape(1) == (8, 50) and network.weight_shape(3) == (10, 64) and network.positions(2) == 1
+
+
+def test_a_population_forward_without_a_config_is_one_line():
+    """perturbed_forward reads the population's settings off a snn_eggroll.Config, as generation_step
+    does: a dict or another method's settings is a ValueError naming the fix, not an AttributeError."""
+    import baselines
+    import snn_eggroll
+    params, frames = snn.init_params(1), np.zeros((2, 1, 2312), np.float32)
+    for config in ({}, None, baselines.ESConfig(8, 0.1, 0, 1.0)):
+        with pytest.raises(ValueError, match="^config must be a snn_eggroll.Config, got "):
+            snn_eggroll.perturbed_forward(params, frames, config, 0)
