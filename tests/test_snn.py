@@ -410,7 +410,8 @@ def test_a_layer_number_outside_the_network_is_one_line_not_another_layers_shape
     another layer (a negative index) or fail inside NumPy; each is a ValueError naming the range."""
     network = snn.Network.parse("conv8k5s2,64")
     for call in (lambda layer: network.weight_shape(layer), lambda layer: network.positions(layer),
-                 lambda layer: network.unfold(layer, np.ones((2, 2312))), lambda layer: network.fold(layer, np.ones(3))):
+                 lambda layer: network.unfold(layer, np.ones((2, 2312))),
+                 lambda layer: network.fold(layer, np.ones(3))):
         for layer in (0, 4, 1.0):
             with pytest.raises(ValueError, match=r"^layer must be a whole number in 1\.\.3, got "):
                 call(layer)
