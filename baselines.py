@@ -173,6 +173,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
 def es_generation_step(params, state, frames, labels, generation, config, adam, lif=snn.LIF(), team=ALONE):
     """One vanilla-ES generation: the same stages, arguments and stats as snn_eggroll.generation_step."""
     check_es_config(config)
+    interface_checks.check_team(team)
     snn.check_frames(params, frames, labels)
     snn.check_frames_fit(params, frames)
     snn.check_lif(lif)

@@ -34,18 +34,24 @@ def check_settings(es):
     check_whole("seed", es.seed, 0, 2 ** 64 - 1, "e.g. 0")
     check_sigma(es.sigma)
     check_rates(es.lr, es.weight_decay)
-    missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum", "disagreement")
-               if not callable(getattr(es.team, method, None))] + [name for name in ("size", "update")
-                                                                    if not hasattr(es.team, name)]
-    if isinstance(es.team, type):
-        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got the class "
-                         f"{es.team.__name__}: give one of those")
-    if missing:
-        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {es.team!r} "
-                         f"(it has no {', '.join(missing)})")
+    check_team(es.team)
     if not isinstance(es.shaping, str) or es.shaping not in SHAPINGS:
         raise ValueError(f"unknown shaping {es.shaping!r}: use one of {', '.join(SHAPINGS)}")
 
+
+
+def check_team(team):
+    """ValueError naming the fix unless `team` is a team of processes (distributed.py) or ALONE: what
+    has every method and attribute a step calls on it."""
+    missing = [method for method in ("my_pairs", "update_pairs", "gather", "sum", "disagreement")
+               if not callable(getattr(team, method, None))] + [name for name in ("size", "update")
+                                                                 if not hasattr(team, name)]
+    if isinstance(team, type):
+        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got the class "
+                         f"{team.__name__}: give one of those")
+    if missing:
+        raise ValueError(f"team must be distributed.ALONE or distributed.team(update), got {team!r} "
+                         f"(it has no {', '.join(missing)})")
 
 def check_sigma(sigma):
     """ValueError naming the fix unless sigma is a finite number > 0, or a dict of them under string names."""

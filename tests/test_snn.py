@@ -427,3 +427,18 @@ def test_a_population_forward_without_a_config_is_one_line():
     for config in ({}, None, baselines.ESConfig(8, 0.1, 0, 1.0)):
         with pytest.raises(ValueError, match="^config must be a snn_eggroll.Config, got "):
             snn_eggroll.perturbed_forward(params, frames, config, 0)
+
+
+def test_a_vanilla_es_generation_without_a_team_is_one_line():
+    """es_generation_step shares its pairs out through `team`, as an Eggroll does: None or a class is a
+    ValueError naming what to give, as Eggroll's settings say it, not an AttributeError."""
+    import baselines
+    import distributed
+    import optim
+    params = snn.init_network(1, snn.Network.dense((8, 4, 3)))
+    frames, labels = np.zeros((5, 2, 8), np.float32), np.array([0, 2])
+    for team, said in ((None, "got None (it has no my_pairs"), (distributed.Team, "got the class Team")):
+        with pytest.raises(ValueError) as refused:
+            baselines.es_generation_step(params, optim.init(params), frames, labels, 0,
+                                         baselines.ESConfig(8, 0.1, 0, 1.0), optim.Adam(0.01), team=team)
+        assert str(refused.value).startswith(f"team must be distributed.ALONE or distributed.team(update), {said}")
