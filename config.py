@@ -18,6 +18,7 @@ import baselines
 import optim
 import snn
 import snn_eggroll
+from interface_checks import SMALLEST_FLOAT32
 
 METHODS = ("eggroll", "es", "bptt")
 ES_METHODS = ("eggroll", "es")
@@ -256,10 +257,9 @@ def check(config):
     if config.lr * config.weight_decay >= 1:  # (optim.Adam's own check would come after the data is read)
         raise ValueError(f"--lr x --weight-decay must be < 1, got {config.lr} x {config.weight_decay}: each step "
                          f"multiplies the weights by 1 - lr x weight decay, which would zero or flip them; lower one")
-    smallest = float(numpy.finfo(numpy.float32).tiny)  # float32's smallest normal number
-    if config.lr < smallest:  # ((0, 1] holds it, but a float32 step would round it away)
-        raise ValueError(f"--lr must be at least float32's smallest normal number, {smallest:.3g}, got {config.lr}: "
-                         f"a float32 step would leave the weights as they are; use e.g. --lr 0.01")
+    if config.lr < SMALLEST_FLOAT32:  # ((0, 1] holds it, but a float32 step would round it away)
+        raise ValueError(f"--lr must be at least float32's smallest normal number, {SMALLEST_FLOAT32:.3g}, got "
+                         f"{config.lr}: a float32 step would leave the weights as they are; use e.g. --lr 0.01")
     if config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale and not config.has_inner_layers:
         raise ValueError(f"--inner-scale {config.inner_scale} changes nothing with --hidden {config.hidden}: it scales "
                          f"the hidden layers after the first, and this network has one; give two hidden layers "

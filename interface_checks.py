@@ -19,6 +19,7 @@ import noise
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
 MAX_GENERATION = 2 ** 32 - 1  # so is the generation
+SMALLEST_FLOAT32 = float(numpy.finfo(numpy.float32).tiny)  # below float32's smallest normal, a step rounds to 0
 GENERATION_FIX = "the count of generations before this one (0 for the first)"  # a step's generation
 SHAPINGS = ("centred_ranks", "raw")
 
@@ -37,7 +38,6 @@ def check_settings(es):
     check_team(es.team)
     if not isinstance(es.shaping, str) or es.shaping not in SHAPINGS:
         raise ValueError(f"unknown shaping {es.shaping!r}: use one of {', '.join(SHAPINGS)}")
-
 
 
 def check_team(team):
@@ -322,7 +322,6 @@ def check_number(name, value, low, high, example, open_low=False, open_high=Fals
     if not inside:
         bounds = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
         raise ValueError(f"{name} must be an int or float in {bounds}, got {shown(value)}: use e.g. {example}")
-
 
 
 def magnitude(values):

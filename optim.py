@@ -18,7 +18,8 @@ import numpy
 
 from backend import array_module_of
 import gpu
-from interface_checks import FloatOverflow, a_kind, check_number, check_rates, check_whole, magnitude
+from interface_checks import (SMALLEST_FLOAT32, FloatOverflow, a_kind, check_number, check_rates, check_whole,
+                              magnitude)
 
 SCHEDULES = ("constant", "cosine")
 
@@ -42,7 +43,7 @@ def check(adam):
     for name, value, example in (("beta1", adam.beta1, "0.9"), ("beta2", adam.beta2, "0.999")):
         check_number(name, value, 0, 1, example, open_high=True)  # 1 would divide by 1 - 1^Q = 0 in Eq. (9)
     # below float32's smallest normal number eps is 0 in a float32 step: a zero g would make 0 / 0
-    check_number("eps", adam.eps, float(numpy.finfo(numpy.float32).tiny), 1, "1e-8")
+    check_number("eps", adam.eps, SMALLEST_FLOAT32, 1, "1e-8")
 
 
 def averages_of(adam):

@@ -94,7 +94,6 @@ def check_lif(lif):
         raise ValueError(f"lif must be a snn.LIF, got {type(lif).__name__}: give e.g. snn.LIF(beta=0.9, threshold=1.0)")
 
 
-
 def too_large(params, time_bins, largest_input=1.0):
     """The first layer l whose membrane potential could pass float32's range within `time_bins` frames,
     or None: layer 1's inputs lie within ±largest_input, every later layer's (spikes) in [0, 1], so each
@@ -108,7 +107,6 @@ def too_large(params, time_bins, largest_input=1.0):
         if not time_bins * reach < float(FLOAT32.max):
             return layer
     return None
-
 
 
 def check_frames_fit(params, frames):

@@ -220,7 +220,6 @@ def generation_step(params, state, frames, labels, generation, config, adam, lif
     return new.params, new.optimiser, stats
 
 
-
 def check_config_type(config):
     """ValueError naming the fix unless `config` is a Config (another object's fields would be read as its)."""
     if not isinstance(config, Config):
