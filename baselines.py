@@ -165,6 +165,7 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
         raise ValueError(f"vanilla ES takes one sigma for every parameter, a float, got {config.sigma!r}: use e.g. 0.1")
     interface_checks.check_sigma(config.sigma)
     interface_checks.check_float32_sigma("sigma", config.sigma, "the noise is drawn")
+    interface_checks.check_resolved(params, dict.fromkeys(params, config.sigma))  # else every member is the mean
     interface_checks.check_pairs(pairs, config.pairs)
     forward = batched_forward if config.mode == "batched" else sequential_forward
     return forward(params, frames, config, generation, lif, count_hidden, pairs)

@@ -68,13 +68,26 @@ def check_adam_state(state):
                          "update returned")
 
 
+def names(named):
+    """The keys of a dict as a message lists them, sorted as text (keys of mixed types do not sort)."""
+    return ", ".join(sorted(map(str, named)))
+
+
+def is_float_array(value, widest):
+    """Whether value is an array of floats no wider than dtype `widest` (float32 or float64), and not a
+    numpy.matrix (whose ** is a matrix power, not Adam's square per entry)."""
+    return getattr(value, "dtype", numpy.dtype(object)).kind == "f" and hasattr(value, "shape") and \
+        numpy.result_type(value.dtype, widest) == widest and not isinstance(value, numpy.matrix)
+
+
 def check_float_arrays(params):
     """ValueError naming the fix unless every parameter is a finite array of float32 or float64 (an
     integer array would drop the step, float16 overflow Adam's average of g^2 at a g of 256, and a NaN
     or inf parameter make its update NaN)."""
     for name, value in params.items():
-        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
-            kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
+        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(value, numpy.matrix):
+            kind = f"{a_kind(value)}, not an array" if not hasattr(value, "dtype") else \
+                f"{a_kind(value)} of {value.dtype}" if isinstance(value, numpy.matrix) else value.dtype
             raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of float32 or float64; give it as "
                              f"one, e.g. numpy.asarray({name}, numpy.float32)")
         if not bool(array_module_of(value).isfinite(value).all()):
@@ -88,17 +101,18 @@ def check_state(params, grads, state):
     or the last update's): moments of each parameter's shape, finite, the average of g^2 >= 0, and a
     whole update count Q >= 0. A damaged state would step to NaN unseen."""
     if set(grads) != set(params):
-        raise ValueError(f"grads name {', '.join(sorted(grads))} but the parameters are {', '.join(sorted(params))}: "
-                         f"give one step per parameter")
+        raise ValueError(f"grads name {names(grads)} but the parameters are {names(params)}: give one step per "
+                         f"parameter")
     check_adam_state(state)
-    check_whole("Adam's update count t", state["t"], 0, None, "the count optim.init starts at 0")
+    # (beyond int64's range beta ** t overflows the float it is taken as)
+    check_whole("Adam's update count t", state["t"], 0, 2 ** 63 - 1, "the count optim.init starts at 0")
     check_float_arrays(params)
     for name, value in params.items():
         step = grads[name]  # of floats no wider than the parameter's, which Adam's moments keep
-        if not (getattr(step, "shape", None) == value.shape and getattr(step, "dtype", numpy.dtype(object)).kind == "f"
-                and numpy.result_type(step.dtype, value.dtype) == value.dtype):
-            got = f"a {step.dtype} array of shape {tuple(step.shape)}" if hasattr(step, "dtype") and \
-                hasattr(step, "shape") else a_kind(step)
+        if not (is_float_array(step, value.dtype) and step.shape == value.shape):
+            got = a_kind(step) if not (hasattr(step, "dtype") and hasattr(step, "shape")) else \
+                f"{a_kind(step)} of {step.dtype} and shape {tuple(step.shape)}" if isinstance(step, numpy.matrix) else \
+                f"a {step.dtype} array of shape {tuple(step.shape)}"
             raise ValueError(f"the step of parameter {name!r} must be an array of its shape {tuple(value.shape)}, of "
                              f"floats no wider than its {value.dtype}, got {got}: give one step per parameter")
         if not bool(array_module_of(step).isfinite(step).all()):
@@ -111,9 +125,10 @@ def check_state(params, grads, state):
                                 f"scale the step down")
         for moment, what in (("m", "average of g"), ("v", "average of g^2")):
             values = state[moment].get(name)
-            if getattr(values, "shape", None) != value.shape:
-                raise ValueError(f"Adam's state holds no {what} of parameter {name!r} of shape {tuple(value.shape)}: "
-                                 f"give optim.init(params) for these parameters, or the state the last update returned")
+            if not (is_float_array(values, value.dtype) and values.shape == value.shape):
+                raise ValueError(f"Adam's state holds no {what} of parameter {name!r} as floats of its shape "
+                                 f"{tuple(value.shape)}: give optim.init(params) for these parameters, or the state "
+                                 f"the last update returned")
             xp = array_module_of(values)
             if not bool(xp.isfinite(values).all()) or moment == "v" and bool((values < 0).any()):
                 raise ValueError(f"Adam's {what} of parameter {name!r} holds NaN, inf or (g^2's) a negative value, "
@@ -127,8 +142,8 @@ def ascend(params, grads, state, adam):
     check_state(params, grads, state)
     adams = adam if isinstance(adam, dict) else dict.fromkeys(params, adam)
     if set(adams) != set(params):
-        raise ValueError(f"adam names {', '.join(sorted(adams))} but the parameters are {', '.join(sorted(params))}: "
-                         f"give one optim.Adam per parameter, or one for all")
+        raise ValueError(f"adam names {names(adams)} but the parameters are {names(params)}: give one optim.Adam per "
+                         f"parameter, or one for all")
     for settings in adams.values():  # a NaN, infinite or negative lr, or a beta of 1, would step to NaN or downhill
         check(settings)
     t = int(state["t"]) + 1  # a Python int: a NumPy int32 count (from an .npz) would wrap

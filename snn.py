@@ -224,17 +224,9 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
-    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or counts.ndim < 2 or \
-            0 in counts.shape[-2:]:  # (no member is taken: a process of a team may hold none)
-        got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
-        raise ValueError(f"counts must be a float32 or float64 array (..., N, n_out) of at least one sample and one "
-                         f"class, got {got}: give what forward returns")
+    largest = check_counts(counts, labels, "(..., N, n_out)")
     xp = array_module_of(counts)
-    largest = magnitude(counts)
-    if not math.isfinite(largest):  # a NaN count would score NaN, unseen
-        raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
-    check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
-    check_whole("n_steps", n_steps, 1, None, "T, the frames the counts were summed over")
+    check_whole("n_steps", n_steps, 1, 2 ** 31, "T, the frames the counts were summed over")
     check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
     if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
         raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
@@ -244,11 +236,28 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     return -picked[..., 0].mean(axis=-1)
 
 
+def check_counts(counts, labels, shape):
+    """ValueError naming the fix unless counts are what forward returns, a finite float32 or float64
+    array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class, and
+    labels their classes (check_labels); the counts' largest magnitude."""
+    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or counts.ndim < 2 or \
+            shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
+        # (no member is taken: a process of a team may hold none)
+        got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
+        raise ValueError(f"counts must be a float32 or float64 array {shape} of at least one sample and one class, "
+                         f"got {got}: give what forward returns")
+    largest = magnitude(counts)
+    if not math.isfinite(largest):  # a NaN count would score NaN, unseen
+        raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
+    check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
+    return largest
+
+
 def correct_per_class(counts, labels):
     """For each class, how many samples of that class the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
-    n_samples, n_out = counts.shape
-    check_labels(labels, n_samples, n_out, "the counts' samples")
+    check_counts(counts, labels, "(N, n_out)")
+    n_out = counts.shape[-1]
     hits = to_numpy(counts.argmax(axis=1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=n_out)
 
@@ -292,6 +301,7 @@ def output_shape(spec, image):
 READOUTS = ("rate", "potential")  # what the output layer gives the softmax of Eq. (3)
 CONV = re.compile(r"conv(?P<channels>\d+)k(?P<kernel>\d+)(?:s(?P<stride>\d+))?(?:p(?P<padding>\d+))?", re.ASCII)
 MAX_WIDTH = 65536  # neurons of a dense layer, kernels of a convolution
+MAX_NEURONS = 2 ** 20  # neurons of a convolutional layer, its kernels times its positions
 
 
 @dataclass(frozen=True)
@@ -344,10 +354,10 @@ class Network:
             raise ValueError(f"image must be (channels, height, width), got {self.image!r}: use e.g. (2, 34, 34)")
         for side in self.image:
             check_whole("each side of the image", side, 1, None, "(2, 34, 34)")
-        if not (isinstance(self.layers, tuple) and self.layers
+        if not (isinstance(self.layers, tuple) and len(self.layers) >= 2
                 and all(isinstance(spec, (Dense, Conv)) for spec in self.layers) and isinstance(self.layers[-1], Dense)):
-            raise ValueError(f"layers must be a tuple of Dense and Conv layers ending with the Dense output layer, got "
-                             f"{self.layers!r}: make them with Network.parse(hidden)")
+            raise ValueError(f"layers must be a tuple of Dense and Conv layers, at least one hidden, ending with the "
+                             f"Dense output layer, got {self.layers!r}: make them with Network.parse(hidden)")
         for spec in self.layers:  # whole numbers (their ranges below), as Network.parse makes them
             for field_name in ("width",) if isinstance(spec, Dense) else ("channels", "kernel", "stride", "padding"):
                 if not is_integer(getattr(spec, field_name)) or getattr(spec, field_name) < 0:
@@ -375,6 +385,10 @@ class Network:
                                      f"{image[2]} input padded by {spec.padding}: use a kernel of at most {fits}, "
                                      f"or more padding")
             image = output_shape(spec, image)
+            if math.prod(image) > MAX_NEURONS:  # a convolution's (a dense layer's are its width)
+                raise ValueError(f"{name} has {math.prod(image):,} neurons ({spec.channels} kernels at "
+                                 f"{image[1]} x {image[2]} positions), over {MAX_NEURONS:,}: use fewer kernels, "
+                                 f"a larger stride or less padding, e.g. conv8k5s2")
         return self
 
     def shapes(self):
@@ -510,6 +524,8 @@ def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
     network.checked()
     check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
+    if xp is not numpy and getattr(xp, "__name__", None) != "cupy":
+        raise ValueError(f"xp must be the module numpy or cupy, got {a_kind(xp)}: give backend.array_module()")
     if rule not in INIT_RULES:
         raise ValueError(f"init rule {rule!r} is none of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
     rng = numpy.random.default_rng(seed)
@@ -552,16 +568,8 @@ def check_params(params, network=None):
     check_network(network)
     if network is not None:
         network.checked()  # made by hand, or changed by dataclasses.replace: Network.parse checks its own
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict of W1, b1, W2, b2, ..., got {a_kind(params)}: make them with "
-                         f"snn.init_network(seed, network)")
+    check_names(params, network)
     layers = n_layers(params)
-    expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
-    if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
-        wanted = f"{len(network.layers)} layers" if network is not None else "at least 2 layers"
-        raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
-                         f"{wanted}, got "
-                         f"{', '.join(sorted(map(str, params)))}: make them with snn.init_network(seed, network)")
     for name, value in sorted(params.items()):  # Adam would cast an integer update back to whole units
         if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64):
             kind = value.dtype if hasattr(value, "dtype") else f"{a_kind(value)}, not an array"
@@ -581,6 +589,21 @@ def check_params(params, network=None):
             raise ValueError(f"W{layer} {tuple(w.shape)} and b{layer} {tuple(b.shape)} do not fit the layer "
                              f"before: {source} wants W{layer} {wanted} and b{layer} ({wanted[0]},) there; make them "
                              f"with snn.init_network(seed, network){fix}")
+
+
+def check_names(params, network=None):
+    """ValueError naming the fix unless params is a dict named W1, b1, W2, b2, ..., one weight and bias
+    per layer of `network` (None: of at least 2 layers)."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict of W1, b1, W2, b2, ..., got {a_kind(params)}: make them with "
+                         f"snn.init_network(seed, network)")
+    layers = n_layers(params)
+    expected = {f"{kind}{layer}" for layer in range(1, layers + 1) for kind in "Wb"}
+    if layers < 2 or set(params) != expected or (network is not None and layers != len(network.layers)):
+        wanted = f"{len(network.layers)} layers" if network is not None else "at least 2 layers"
+        raise ValueError(f"a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, "
+                         f"{wanted}, got "
+                         f"{', '.join(sorted(map(str, params)))}: make them with snn.init_network(seed, network)")
 
 
 def check_inputs(params, frames, network=None):

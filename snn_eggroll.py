@@ -66,6 +66,8 @@ class Config:
     def method(self, params, adam=optim.Adam(0.01), team=ALONE):
         """The Eggroll that trains `params` with these settings and Adam's lr and weight decay
         (check_config checks them; Eggroll's Adam averages as Kingma & Ba's)."""
+        snn.check_names(params)  # before sigmas reads their layers off the names
+        optim.check(adam)
         # else the Eggroll would name the output layer's sigma it makes
         check_number("output_sigma_scale", self.output_sigma_scale, 0, 1e6, "1.0", open_low=True)
         check_number("inner_scale", self.inner_scale, 0, 1e6, "1.0", open_low=True)

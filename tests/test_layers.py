@@ -3,6 +3,7 @@ every method. A convolution is checked against the sum a textbook writes, its co
 adjoint identity, EGGROLL's population of a convolutional network against each member's own
 forward pass, and BPTT's hand-written gradient through it against finite differences."""
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -241,13 +242,20 @@ def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
 
 def test_a_layer_of_either_end_of_the_promised_range_is_accepted():
     """The range a refused layer's line names, 1..MAX_WIDTH neurons or kernels, holds at both ends;
-    one past it is refused."""
+    one past it is refused. A convolution's neurons, kernels times positions, are held to MAX_NEURONS."""
     for width in (1, snn.MAX_WIDTH):
         assert snn.Network.parse(f"{width}").layers[0] == snn.Dense(width)
-        assert snn.Network.parse(f"conv{width}k3").layers[0] == snn.Conv(width, 3)
-    for hidden in (f"{snn.MAX_WIDTH + 1}", f"conv{snn.MAX_WIDTH + 1}k3"):
+        assert snn.Network.parse(f"conv{width}k34").layers[0] == snn.Conv(width, 34)  # one position
+    for hidden in (f"{snn.MAX_WIDTH + 1}", f"conv{snn.MAX_WIDTH + 1}k34"):
         with pytest.raises(ValueError, match=f"1..{snn.MAX_WIDTH}"):
             snn.Network.parse(hidden)
+    side = math.isqrt(snn.MAX_NEURONS)
+    assert snn.Network.parse("conv1k1", image=(1, side, side)).sizes[1] == snn.MAX_NEURONS
+    with pytest.raises(ValueError, match=rf"^layer 1 \(conv1k1\) has {snn.MAX_NEURONS + side:,} neurons \(1 kernels at "
+                                         rf"{side} x {side + 1} positions\), over {snn.MAX_NEURONS:,}: use fewer"):
+        snn.Network.parse("conv1k1", image=(1, side, side + 1))
+    with pytest.raises(ValueError, match=r"at least one hidden"):  # a network of its output layer alone
+        snn.init_params(1, sizes=(2312, 64))
 
 
 def test_a_layers_limits_hold_at_their_edges_and_name_the_input_as_it_is():
@@ -722,8 +730,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                  "snn.LIF(beta=0.9, threshold=1.0)"),
         (lambda: snn_eggroll.perturbed_forward(params, with_nan, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
          "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
-        (lambda: snn.cross_entropy(counts, labels, 0), "n_steps must be a whole number >= 1, got 0: use T, the frames "
-                                                       "the counts were summed over"),
+        (lambda: snn.cross_entropy(counts, labels, 0), "n_steps must be a whole number in 1..2147483648, got 0: use "
+                                                       "T, the frames the counts were summed over"),
         (lambda: snn.cross_entropy(counts, labels, 5, -5.0), "logit_scale must be an int or float in [1e-06, 1e+06], "
                                                              "got -5.0: use e.g. 1.0"),
         (lambda: snn_eggroll.fitness(counts, labels, 5, 1.0, np.ones(2), -1.0),
@@ -854,13 +862,14 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                       f"(g^2's) a negative value, {DAMAGED}"),
         (lambda: baselines.bptt_step(params, damaged("v", -1.0, "b2"), frames, labels, bptt, optim.Adam(0.01)),
          f"Adam's average of g^2 of parameter 'b2' holds NaN, inf or (g^2's) a negative value, {DAMAGED}"),
-        (lambda: es_step(state={**optim.init(params), "t": -3}), "Adam's update count t must be a whole number >= 0, "
-                                                                 "got -3: use the count optim.init starts at 0"),
+        (lambda: es_step(state={**optim.init(params), "t": -3}), "Adam's update count t must be a whole number in "
+                                                                 "0..9223372036854775807, got -3: use the count "
+                                                                 "optim.init starts at 0"),
         (lambda: es_step(state={"m": {}, "v": {}}), "state is not Adam's state (m, v and t): give optim.init(params), "
                                                     "or the state the last update returned"),
         (lambda: es_step(state=optim.init({"W1": params["W1"]})),
-         "Adam's state holds no average of g of parameter 'b1' of shape (8,): give optim.init(params) for these "
-         "parameters, or the state the last update returned"),
+         "Adam's state holds no average of g of parameter 'b1' as floats of its shape (8,): give optim.init(params) "
+         "for these parameters, or the state the last update returned"),
         (lambda: optim.ascend(params, {"W1": params["W1"], "W2": params["W2"]}, optim.init(params), optim.Adam(0.01)),
          "grads name W1, W2 but the parameters are W1, W2, b1, b2: give one step per parameter"),
         (lambda: snn_eggroll.perturbed_forward(params, frames, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0, pairs=2),
@@ -906,10 +915,13 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn.Network(network.layers, [12, 1, 1]).checked(), "image must be (channels, height, width), got "
                                                                     "[12, 1, 1]: use e.g. (2, 34, 34)"),
         (lambda: snn.Network((snn.Dense(8), snn.Conv(2, 3)), (2, 6, 6)).checked(),
-         "layers must be a tuple of Dense and Conv layers ending with the Dense output layer, got (Dense(width=8), "
-         "Conv(channels=2, kernel=3, stride=1, padding=0)): make them with Network.parse(hidden)"),
-        (lambda: snn.Network(()).checked(), "layers must be a tuple of Dense and Conv layers ending with the Dense "
-                                            "output layer, got (): make them with Network.parse(hidden)"),
+         "layers must be a tuple of Dense and Conv layers, at least one hidden, ending with the Dense output layer, "
+         "got (Dense(width=8), Conv(channels=2, kernel=3, stride=1, padding=0)): make them with Network.parse(hidden)"),
+        (lambda: snn.Network(()).checked(), "layers must be a tuple of Dense and Conv layers, at least one hidden, "
+                                            "ending with the Dense output layer, got (): make them with "
+                                            "Network.parse(hidden)"),
+        (lambda: snn.init_network(1, network, xp="numpy"), "xp must be the module numpy or cupy, got a str: give "
+                                                           "backend.array_module()"),
         (lambda: snn.Network((snn.Dense(2.5), snn.Dense(3)), (12, 1, 1)).checked(),
          "Dense's width must be a whole number >= 0, got 2.5: make the layers with Network.parse(hidden)"),
         (lambda: snn.Network((snn.Conv(2, 3, 1, -1), snn.Dense(3)), (2, 6, 6)).checked(),
@@ -977,9 +989,13 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
     snn.forward(conv_params, np.ones((5, 4, 32), np.float32), network=conv)  # a network's own width, not its weights'
     snn.LIF(beta=0), snn.LIF(beta=1.0), bptt_step(baselines.BPTTConfig(1e6, 2.0))  # the ranges' ends are in them
     bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset=np.bool_(True)))  # NumPy's bool is a bool
-    for sigma in (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)):  # float32's range, ends and all
+    tiny = float(np.finfo(np.float32).tiny)
+    zeros = {name: value * 0 for name, value in params.items()}  # (which float32 resolves at any sigma)
+    for sigma, weights in ((tiny, zeros), (float(np.finfo(np.float32).max), params)):  # float32's range, ends and all
         with np.errstate(over="ignore", invalid="ignore"):  # (members at sigma float32's largest overflow)
-            baselines.es_forward(params, frames, baselines.ESConfig(8, sigma, 1, 2.0), 0)
+            baselines.es_forward(weights, frames, baselines.ESConfig(8, sigma, 1, 2.0), 0)
+    with pytest.raises(interface_checks.Unresolved, match="^parameter 'W1' holds an entry of magnitude "):
+        baselines.es_forward(params, frames, baselines.ESConfig(8, tiny, 1, 2.0), 0)  # each member the mean: as EGGROLL
 
 
 def test_an_overflowing_bptt_or_es_step_is_one_error_without_numpys_warnings():
@@ -1004,3 +1020,17 @@ def test_a_price_on_spikes_costs_a_silent_member_nothing():
     counts, labels = np.ones((2, 4, 3), np.float32), np.array([0, 1, 2, 0])
     assert np.array_equal(snn_eggroll.fitness(counts, labels, 5, 1.0, np.zeros(2), 0.5),
                           snn_eggroll.fitness(counts, labels, 5, 1.0))
+
+
+@pytest.mark.parametrize("params, adam, said", [
+    (snn.init_params(1), 0.01, "adam must be an optim.Adam, got float: give e.g. optim.Adam(0.01)"),
+    ({"foo": np.ones(3, np.float32)}, optim.Adam(0.01),  # whose layer sigmas read off the name
+     "a spiking network's parameters are W1, b1, W2, b2, ..., one weight and bias per layer, at least 2 layers, got "
+     "foo")])
+def test_the_configs_method_names_what_it_cannot_make_an_eggroll_of(params, adam, said):
+    """Config.method with Adam's lr alone, or parameters not named W1, b1, ...: one ValueError naming
+    the fix (it raised AttributeError, or int()'s error on the name)."""
+    config = snn_eggroll.Config(population=8, rank=1, sigma=0.1, seed=1, logit_scale=1.0)
+    with pytest.raises(ValueError) as refused:
+        config.method(params, adam)
+    assert str(refused.value).startswith(said)

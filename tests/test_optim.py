@@ -140,3 +140,35 @@ def test_adam_refuses_parameters_and_steps_that_would_turn_its_state_nan_or_inf(
         optim.ascend(params, {"W": np.full(2, 2e19, np.float32)}, state, optim.Adam(0.1))  # past sqrt(3.4e38)
     stepped, after = optim.ascend(params, {"W": np.full(2, 1e19, np.float32)}, state, optim.Adam(0.1))
     assert np.isfinite(after["v"]["W"]).all() and params["W"].tolist() == [1.0, 1.0] and state["t"] == 0
+
+def with_moment(moment, value):
+    """optim.init's state of a 3 x 2 parameter with one moment replaced by `value`."""
+    state = optim.init({"W": np.ones((3, 2), np.float32)})
+    return {**state, moment: {"W": value}}
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("params, grads, state, said", [
+    (None, {"W": np.ones((3, 2), np.float32), 1: np.ones(2)}, None,  # keys that do not sort together
+     "grads name 1, W but the parameters are W: give one step per parameter"),
+    (None, None, {**optim.init({"W": np.ones((3, 2), np.float32)}), "t": 10 ** 400},  # beta ** t: no float
+     "Adam's update count t must be a whole number in 0..9223372036854775807, got an int of about 401 digits"),
+    (None, None, with_moment("m", np.zeros((3, 2), complex)),  # whose imaginary part Adam would drop
+     "Adam's state holds no average of g of parameter 'W' as floats of its shape (3, 2)"),
+    (None, None, with_moment("v", np.zeros((3, 2), object)),
+     "Adam's state holds no average of g^2 of parameter 'W' as floats of its shape (3, 2)"),
+    ({"W": np.asmatrix(np.ones((3, 2), np.float32))}, None, None,  # whose ** is a matrix power
+     "parameter 'W' is a numpy.matrix of float32: Adam steps arrays of float32 or float64"),
+    (None, {"W": np.asmatrix(np.ones((3, 2), np.float32))}, None,
+     "the step of parameter 'W' must be an array of its shape (3, 2), of floats no wider than its float32, got a "
+     "numpy.matrix of float32 and shape (3, 2)")])
+def test_ascend_names_what_it_cannot_step_of_any_kind(params, grads, state, said):
+    """Keys of mixed types, a count beyond int64, complex or object moments and numpy.matrix
+    parameters or steps each raised Python's or NumPy's error (or stepped along a matrix power):
+    one ValueError naming the fix, nothing changed."""
+    params = params or {"W": np.ones((3, 2), np.float32)}
+    grads = grads or {"W": np.ones((3, 2), np.float32)}
+    state = state or optim.init({"W": np.ones((3, 2), np.float32)})
+    with pytest.raises(ValueError) as refused:
+        optim.ascend(params, grads, state, optim.Adam(0.01))
+    assert str(refused.value).startswith(said)

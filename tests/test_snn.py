@@ -329,12 +329,25 @@ def test_log_softmax_by_hand_and_stable_for_far_apart_logits():
 def test_correct_per_class_counts_argmax_with_lowest_class_on_ties():
     """correct_per_class() counts, per label, the samples whose most-spiking class is the label;
     a tie goes to the lowest class (argmax). Exact integers."""
-    counts = np.array([[3, 1, 0], [2, 2, 0], [2, 2, 0], [0, 0, 0], [0, 1, 5]])
+    counts = np.array([[3, 1, 0], [2, 2, 0], [2, 2, 0], [0, 0, 0], [0, 1, 5]], np.float32)
     labels = np.array([0, 0, 1, 0, 1])
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [3, 0, 0])
-    counts, labels = np.array([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]]), np.array([1, 2, 2, 2])
+    counts, labels = np.array([[0, 5, 1], [0, 0, 4], [1, 0, 4], [0, 3, 3]], np.float32), np.array([1, 2, 2, 2])
     np.testing.assert_array_equal(snn.correct_per_class(counts, labels), [0, 1, 2])
-    np.testing.assert_array_equal(snn.correct_per_class(np.array([[0, 1]]), np.array([0])), [0, 0])
+    np.testing.assert_array_equal(snn.correct_per_class(np.array([[0., 1.]]), np.array([0])), [0, 0])
+
+
+@pytest.mark.parametrize("counts, said", [
+    ([[0., 1.]], "counts must be a float32 or float64 array (N, n_out) of at least one sample and one class, got a "
+                 "list"),
+    (np.zeros((2, 1, 2)), "counts must be a float32 or float64 array (N, n_out) of at least one sample and one class, "
+                          "got a float64 array of shape (2, 1, 2)"),
+    (np.array([[np.nan, 1.]]), "counts hold NaN or inf")])
+def test_correct_per_class_refuses_what_forward_does_not_return(counts, said):
+    """Counts that are no network's (a list, a member axis, a NaN whose argmax is 0) are refused, not tallied."""
+    with pytest.raises(ValueError) as refused:
+        snn.correct_per_class(counts, np.array([0]))
+    assert str(refused.value).startswith(said)
 
 
 def test_the_network_sizes_are_the_sensors_and_the_digits():
