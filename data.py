@@ -441,6 +441,10 @@ def frames_from_events(events, n_time_bins):
     Binary frames (T, 2312) uint8 of one recording (timestamps non-decreasing, as in N-MNIST),
     equal to tonic's ToFrame(sensor_size=(34, 34, 2), n_time_bins=T) clamped to 1.
     """
+    if not {"x", "y", "t", "p"} <= set(getattr(getattr(events, "dtype", None), "names", None) or ()):
+        raise ValueError(f"events must be a structured array of fields x, y, t and p, as read_events returns, got "
+                         f"{a_kind(events)}")
+    check_whole("n_time_bins", n_time_bins, 1, 2 ** 31, "10, the paper's T")
     frames = np.zeros((n_time_bins, N_INPUTS), dtype=np.uint8)
     if len(events) == 0:
         return frames
@@ -833,6 +837,8 @@ def _warn_copies(splits, recordings, dirs):
 def epoch_order(n, seed, epoch):
     """The shuffled order of n samples in one epoch, seeded by (seed, epoch); read-only, and kept
     for the next minibatches (two epochs: a minibatch of several may span them)."""
+    for name, value in (("n", n), ("seed", seed), ("epoch", epoch)):
+        check_whole(name, value, 0, 2 ** 64 - 1, "a whole number >= 0")
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
@@ -843,6 +849,7 @@ def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
     Minibatches (x (T, N, 2312) float32, y (N,) int64) as xp arrays. shuffle=True: in
     epoch_order(seed, epoch), full batches only; shuffle=False: in order, last partial batch included.
     """
+    check_whole("batch_size", batch_size, 1, 2 ** 63 - 1, "256")
     n = len(split)
     if shuffle:
         order = epoch_order(n, seed, epoch)
@@ -886,7 +893,8 @@ def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
                                             ("seed", seed, 0, 2 ** 64 - 1, "1"),  # (any seed Eggroll takes)
                                             ("step", step, 0, 2 ** 63 - 1, "0, the first"),
                                             ("count", count, 1, 2 ** 63 - 1, "1"),
-                                            ("max_shift", max_shift, 0, 2 ** 63 - 1, "0, none, or 1")):
+                                            # (a shift of the sensor's side moves every event off it)
+                                            ("max_shift", max_shift, 0, SENSOR_SIZE[0] - 1, "0, none, or 1")):
         check_whole(name, value, low, high, example)
 
 
@@ -898,6 +906,10 @@ def translate(frames, shifts):
     Input i = (polarity * 34 + y) * 34 + x, so a move by (dy, dx) moves every index by dy * 34 + dx:
     the samples of one shift are moved together by one slice of their frames, and the inputs whose
     source is not (y - dy, x - dx) of the same image (it is off the sensor) are blanked."""
+    if not (isinstance(shifts, np.ndarray) and shifts.dtype.kind in "iu" and shifts.shape == (frames.shape[1], 2)):
+        raise ValueError(f"shifts must be a NumPy integer array ({frames.shape[1]}, 2), a (dy, dx) per sample, got "
+                         f"{a_kind(shifts)}" + (f" of {shifts.dtype} and shape {shifts.shape}"
+                                                 if hasattr(shifts, "shape") else ""))
     xp = array_module_of(frames)
     width, height, _ = SENSOR_SIZE
     inputs = xp.arange(N_INPUTS)

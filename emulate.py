@@ -59,6 +59,7 @@ from tqdm import tqdm
 
 import data
 import exits
+from interface_checks import a_kind, check_whole
 import mnist
 from run_folder import (TEMPORARY, UsageError, holder, is_own_file, os_problem, owned, read_json, refuse_link,
                         write_atomically, writing)
@@ -124,6 +125,7 @@ class Emulator:
     every recording as a real sensor's are) and the recordings it makes of MNIST digits."""
 
     def __init__(self, seed=0):
+        check_whole("seed", seed, 0, None, "0, the emulation's default")
         self.seed = int(seed)
         g = np.random.Generator(np.random.Philox(np.random.SeedSequence([self.seed, 0x5E4502])))  # the sensor's key
         shape = (SENSOR, SENSOR)
@@ -328,6 +330,11 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     interrupted one began. With `every_digit`, MNIST files that lack a digit in a split (whose
     emulation training would refuse) are refused before anything is made. Returns {"recordings":
     written now, "kept": already there, "events": written now}."""
+    if not isinstance(out, (str, os.PathLike)) or not set(splits) <= set(SPLIT_FOLDER) or isinstance(splits, str):
+        raise ValueError(f"emulate takes a folder `out` (a str or a Path) and splits among {tuple(SPLIT_FOLDER)}, got "
+                         f"{a_kind(out)} and {splits!r}: e.g. emulate('emulated', splits=('train', 'test'))")
+    check_whole("workers", workers, 1, 4096, "1, or the CPU cores to use")
+    check_whole("seed", seed, 0, None, "0, the emulation's default")
     root = Path(out) / "NMNIST"
     refuse_link(root)
     refuse_copy_itself(Path(out))

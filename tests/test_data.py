@@ -1126,3 +1126,25 @@ def test_a_frame_caches_build_names_the_temporary_files_a_killed_build_left_befo
                                        f"build stopped by a kill left there: {killed.name}; delete it once no other "
                                        f"command is writing there\n")
     assert killed.exists() and alongside.exists()
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: data.frames_from_events([(1, 2, 3, 0)], 10), "events must be a structured array of fields x, y, t and p"),
+    (lambda: data.frames_from_events(np.zeros(0, data.EVENT_DTYPE), 0),  # no frame at all, where T >= 1 is meant
+     "n_time_bins must be a whole number in 1..2147483648, got 0"),
+    (lambda: data.epoch_order(10, -1, 0), "seed must be a whole number in 0..18446744073709551615, got -1"),
+    (lambda: next(data.batches(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), -1)),
+     "batch_size must be a whole number in 1..9223372036854775807, got -1"),  # (it yielded nothing)
+    (lambda: data.minibatch(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 2, np, 0, 0,
+                            max_shift=34),  # every event moved off the sensor, or most
+     "max_shift must be a whole number in 0..33, got 34"),
+    (lambda: data.translate(np.zeros((2, 3, data.N_INPUTS)), [[1, 1]] * 3),
+     "shifts must be a NumPy integer array (3, 2), a (dy, dx) per sample, got a list"),
+    (lambda: data.translate(np.zeros((2, 3, data.N_INPUTS)), np.ones((3, 2))),
+     "shifts must be a NumPy integer array (3, 2), a (dy, dx) per sample, got a NumPy array of float64 and shape")])
+def test_the_data_helpers_refuse_arguments_that_make_no_frames_by_name(call, said):
+    """Arguments that made empty frames, no batch, a batch of blank samples or a raw error inside
+    are one ValueError naming what to give."""
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(said)

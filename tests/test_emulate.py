@@ -871,3 +871,19 @@ def test_the_finished_marks_digest_does_not_depend_on_the_listing_order(tmp_path
     assert emulate.recordings(tmp_path) == listed
     monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(sorted(glob(self, pattern))))
     assert emulate.recordings(tmp_path) == listed
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: emulate.Emulator(1.5), "seed must be a whole number >= 0, got 1.5"),  # recorded as 1 before
+    (lambda: emulate.Emulator("0"), "seed must be a whole number >= 0, got '0'"),
+    (lambda: emulate.emulate(None), "emulate takes a folder `out` (a str or a Path) and splits among ('train', "
+                                    "'test'), got a NoneType"),
+    (lambda: emulate.emulate("never-made", splits="train"), "emulate takes a folder `out`"),  # not ('train',)
+    (lambda: emulate.emulate("never-made", workers=0), "workers must be a whole number in 1..4096, got 0")])
+def test_the_emulators_api_refuses_settings_it_cannot_keep_by_name(call, said, tmp_path, monkeypatch):
+    """A fractional or text seed (which int() would have recorded as another), no folder, a split
+    named as one string, no workers: one ValueError naming the fix, before any file or MNIST is read."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as refused:
+        call()
+    assert str(refused.value).startswith(said) and not any(tmp_path.iterdir())
