@@ -31,7 +31,7 @@ import resources
 import run_folder
 import snn
 import snn_eggroll
-from backend import array_module, device_name, to_numpy
+from backend import array_module, array_module_of, device_name, to_numpy
 from run_folder import CHECKPOINT, UsageError
 
 
@@ -165,6 +165,23 @@ def refuse_unresolved(config, params):
                          f"{snn.layer_of(error.name)} ({error.name}: up to {error.largest:.3g}, steps of "
                          f"{error.spacing:.3g}): every member would equal the mean but for rounding; raise {option}, "
                          f"or lower --init-std") from None
+
+
+def refuse_unmoved(config, params):
+    """A UsageError if Adam's first steps, about lr for each weight (lr x --inner-scale in EGGROLL's
+    hidden layers after the first), would round away at most of a layer's initial weights `params`:
+    float32 changes a weight w only by more than about eps |w| / 2, eps its resolution at 1."""
+    eps = float(numpy.finfo(numpy.float32).eps)
+    lrs = config.eggroll().lrs(params, config.lr) if config.method == "eggroll" else dict.fromkeys(params, config.lr)
+    for layer in range(1, snn.n_layers(params) + 1):
+        weights = params[f"W{layer}"]
+        typical = float(array_module_of(weights).median(abs(weights)))
+        if lrs[f"W{layer}"] < eps * typical / 2:
+            scaled = f" x --inner-scale {config.inner_scale}" if lrs[f"W{layer}"] != config.lr else ""
+            raise UsageError(f"--lr {config.lr}{scaled}: steps of about {lrs[f'W{layer}']:.3g} round away at most of "
+                             f"layer {layer}'s initial weights (half of them beyond {typical:.2g} in magnitude, where "
+                             f"float32 changes in steps of {eps * typical:.2g}), which would stay as they are; raise "
+                             f"--lr{' or --inner-scale' if scaled else ''}, e.g. --lr 0.01")
 
 
 def method_step(config, lif, team, total_steps):
@@ -433,6 +450,7 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
         params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)
         if config.method in run_config.ES_METHODS:
             refuse_unresolved(config, params)
+        refuse_unmoved(config, params)
         if config.method == "eggroll":
             snn_eggroll.check_config(config.eggroll(), params, config.network)
         if team.rank == 0:

@@ -684,15 +684,28 @@ def test_a_minibatch_growth_over_one_generation_is_refused_as_changing_nothing(t
 
 def test_a_learning_rate_float32_would_round_away_is_refused_before_the_data_is_read(tmp_path, capsys):
     """--lr 1e-320 lies in (0, 1], but below float32's smallest normal number a step leaves the weights as
-    they are: one line naming it, before the data is looked for; float32's smallest normal itself trains."""
+    they are: one line naming it, before the data is looked for. Above it, an lr whose steps float32
+    rounds away at most of a layer's initial weights (|w| ~ 0.2, resolved in steps of ~2.4e-8; with
+    --inner-scale, the scaled lr of the layers after the first) is refused naming that layer; 1e-7 trains."""
     for lr in ("1e-320", "1e-39"):
         code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
                               "--lr", lr], capsys)
         assert code == 2 and err == (f"error: --lr must be at least float32's smallest normal number, 1.18e-38, got "
                                      f"{float(lr)}: a float32 step would leave the weights as they are; use e.g. "
                                      f"--lr 0.01\n"), err
+    for lr, more, said in (("1.1754943508222875e-38", [], "--lr 1.1754943508222875e-38: steps of about 1.18e-38 round "
+                                                          "away at most of layer 1's initial weights (half of them "
+                                                          "beyond 0.2 in magnitude"),
+                           ("1e-09", ["--method", "bptt"], "--lr 1e-09: steps of about 1e-09 round away at most of "
+                                                           "layer 1's"),
+                           ("1e-06", ["--hidden", "16,16", "--inner-scale", "0.001"],
+                            "--lr 1e-06 x --inner-scale 0.001: steps of about 1e-09 round away at most of layer 2's")):
+        code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
+                              "--lr", lr, *more], capsys)
+        assert code == 2 and err.startswith(f"error: {said}") and err.count("\n") == 1, err
+        assert err.endswith(f"raise --lr{' or --inner-scale' if more[:1] == ['--hidden'] else ''}, e.g. --lr 0.01\n")
     code, err = run_main(["train", "--out", str(tmp_path / "run"), "--quiet", "--data-root", str(tmp_path / "x"),
-                          "--lr", "1.1754943508222875e-38"], capsys)
+                          "--lr", "1e-7"], capsys)
     assert code == 2 and "N-MNIST not found" in err, err  # past the settings, to the data
     assert sorted(path.name for path in tmp_path.iterdir()) == []
 
