@@ -195,8 +195,8 @@ def collect(results_dir, expected=None):
                     f"(the table then shows no real-recordings score for it)"
                 raise ValueError(f"{real_path} scores another run than {final_path.parent} ({mismatch}): {fix}")
             final["real_acc"] = real["accuracy"]["all"]
-            if real.get("data") is not None:  # (a real.json from before scores named their recordings: none)
-                scored_on.setdefault(json.dumps(real["data"], sort_keys=True), real_path)
+            # (a real.json from before scores named their recordings holds none: which they were is unknown)
+            scored_on.setdefault(json.dumps(real.get("data"), sort_keys=True), real_path)
         metrics = read_metrics(final_path.parent / "metrics.jsonl")
         if not metrics:
             raise ValueError(f"{final_path.parent / 'metrics.jsonl'} holds no record, though {final_path} says the run "
@@ -225,6 +225,12 @@ def collect(results_dir, expected=None):
                          f"own folder name, or move it out of {results_dir / 'runs'}")
     if len(scored_on) > 1:
         first, second = list(scored_on.values())[:2]
+        if "null" in scored_on:  # one of them names no recordings
+            unnamed, named = scored_on["null"], next(path for key, path in scored_on.items() if key != "null")
+            raise ValueError(f"{unnamed} names no recordings it scored (it was written before scores named them) and "
+                             f"{named} does, so one column of real-recording accuracies could mix two copies: rerun "
+                             f"reproduce --report-only with --real-root and one copy, without --runs or --seeds, which "
+                             f"scores every run again on it (it rewrites their real.json)")
         raise ValueError(f"{first} and {second} score different recordings, which one column of real-recording "
                          f"accuracies would mix: rerun reproduce --report-only with --real-root and one copy, without "
                          f"--runs or --seeds, which scores every run again on it (it rewrites their real.json)")

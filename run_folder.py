@@ -871,8 +871,8 @@ def check_prepared(out, config, resume, force, command="train", notes=True, data
                 trained_on = ((intact_final(out) or {}).get("data") or {}).get("root")
                 if data_root is not None and trained_on is not None and trained_on != str(data_root):
                     raise UsageError(f"{out} already holds this run, finished on the recordings in {trained_on}: its "
-                                     f"results are in {out / 'final.json'} ({scoring}); use another --out to train it "
-                                     f"on {data_root}'s")
+                                     f"results are in {out / 'final.json'} ({scoring}); if those in {data_root} are "
+                                     f"other recordings, use another --out to train it on them")
                 raise UsageError(f"{out} already holds this run, finished: its results are in {out / 'final.json'} "
                                  f"({scoring}); use another --out to train it again")
             owner = holder(out)  # what --resume would meet first: said now, not after the user types it
@@ -1296,7 +1296,8 @@ FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": P
 REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test", "all")} | {
     "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (scores_this_run)
     # the recordings scored: each split's size and digest (data.Splits.fingerprint), absent before it was kept
-    "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings")}
+    "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings"),
+    **{f"samples.{split}": SIZE for split in ("train", "val", "test")}}
 MISSING = object()
 
 
@@ -1360,5 +1361,14 @@ def finished_steps(config, n_train):
 
 
 def real_problem(real):
-    """What is wrong with a real.json, or None."""
-    return record_problem(real, REAL_RULES, ("accuracy.all", "run", "generation"))
+    """What is wrong with a real.json, or None: a rule broken, or an accuracy over all the recordings
+    that is not its splits' accuracies weighted by their samples, as the scoring wrote it."""
+    problem = record_problem(real, REAL_RULES, ("accuracy.all", "run", "generation"))
+    samples = real.get("samples") if problem is None and isinstance(real.get("samples"), dict) else {}
+    splits = [split for split in ("train", "val", "test") if split in samples]
+    if splits and all(split in real["accuracy"] for split in splits) and sum(samples[s] for s in splits):
+        weighted = sum(real["accuracy"][s] * samples[s] for s in splits) / sum(samples[s] for s in splits)
+        if not math.isclose(real["accuracy"]["all"], weighted, rel_tol=1e-9, abs_tol=1e-12):
+            problem = (f"accuracy.all is {real['accuracy']['all']}, not {weighted:.6g}, its splits' accuracies "
+                       f"weighted by their samples: it was edited")
+    return problem

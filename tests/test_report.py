@@ -338,8 +338,9 @@ def test_the_convergence_bands_are_the_std_over_seeds_the_tables_give(figures):
 
 def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
     """A table never mixes two data sets: runs whose final.json name different training data, or whose
-    real.json scored different recordings, are one ValueError naming two of them and the fix; a run
-    from before runs named their data is read beside either."""
+    real.json scored different recordings (or one names them and one, older, does not), are one
+    ValueError naming two of them and the fix; a run from before runs named their data is read beside
+    either."""
     emulated = {"fingerprint": {"train": "a", "test": "b"}, "emulated": {"seed": 0}}
     write_run(tmp_path, "es", 1, data=emulated)
     write_run(tmp_path, "es", 2, data=None)
@@ -357,6 +358,13 @@ def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
     with pytest.raises(ValueError, match="score different recordings, which one column of real-recording "
                                          "accuracies would mix: rerun reproduce --report-only with --real-root and "
                                          "one copy, without --runs or --seeds, which scores every run again"):
+        report.write_report(tmp_path, "paper")
+    unnamed = tmp_path / "runs" / "es-seed2" / "real.json"  # a score from before scores named their recordings
+    unnamed.write_text(json.dumps({"run": str(unnamed.parent), "generation": 20, "accuracy": {"all": 0.5}}))
+    named = tmp_path / "runs" / "es-seed1" / "real.json"
+    with pytest.raises(ValueError, match=re.escape(f"{unnamed} names no recordings it scored (it was written before "
+                                                   f"scores named them) and {named} does, so one column of real-recording accuracies could mix two "
+                                                   f"copies: rerun reproduce --report-only with --real-root")):
         report.write_report(tmp_path, "paper")
 
 
@@ -441,6 +449,13 @@ DAMAGES = {
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
     "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": "0.5"}}),
                                     '(accuracy.all must be a number in [0, 1], got "0.5")'),
+    "real.json accuracy.all edited": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
+        "train": 0.5, "val": 0.7, "test": 0.9, "all": 0.01}, "samples": {"train": 8, "val": 1, "test": 1}}),
+                                      "(accuracy.all is 0.01, not 0.56, its splits' accuracies weighted by their "
+                                      "samples: it was edited)"),
+    "real.json samples a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": 0.5},
+                                                            "samples": {"train": "8"}}),
+                                   '(samples.train must be an integer >= 0, got "8")'),
 }
 
 

@@ -397,7 +397,8 @@ def test_a_finished_runs_final_json_is_its_own_before_train_points_to_it(finishe
 def test_a_finished_run_asked_for_on_another_folders_recordings_names_both_folders(finished_run, dataset, tmp_path,
                                                                                    capsys):
     """The same settings on another --data-root: the run is finished on the recordings of the folder its
-    final.json names, which the line says, and the fix trains on the other one's; the same folder through a
+    final.json names, which the line says, and the fix trains on the other one's if they differ (a copy
+    made elsewhere is not read before the refusal, so it may hold the same); the same folder through a
     link is the same folder."""
     here = os.path.realpath(dataset[1])
     elsewhere = tmp_path / "elsewhere"
@@ -407,8 +408,8 @@ def test_a_finished_run_asked_for_on_another_folders_recordings_names_both_folde
     code, err = run_main(train_args(finished_run, ["--data-root", str(elsewhere), *dataset[2:]]), capsys)
     assert code == 2 and err == (f"error: {finished_run} already holds this run, finished on the recordings in {here}: "
                                  f"its results are in {finished_run / 'final.json'} (`run.py evaluate {finished_run}` "
-                                 f"scores it on any copy of N-MNIST); use another --out to train it on "
-                                 f"{os.path.realpath(elsewhere)}'s\n"), err
+                                 f"scores it on any copy of N-MNIST); if those in {os.path.realpath(elsewhere)} are "
+                                 f"other recordings, use another --out to train it on them\n"), err
     (tmp_path / "link").symlink_to(here)
     code, err = run_main(train_args(finished_run, ["--data-root", str(tmp_path / "link"), *dataset[2:]]), capsys)
     assert code == 2 and "already holds this run, finished: its results are in" in err, err
