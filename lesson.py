@@ -229,20 +229,21 @@ def forward_trick():
 # measure of the right panel, P ‖g − G‖² / ‖G‖² — the squared error relative to ‖G‖², times the
 # number of pairs — stays at d + 1 = 597 at every population size exactly when the error falls as
 # 1/P. Low-rank noise adds to 𝔼[⟨G, E⟩² ‖E‖²], mostly through the dependence between its entries
-# (claim 1). At r = 1, A_p and B_p are single columns, E = A_p B_pᵀ, ⟨G, E⟩ = A_pᵀ (G B_p) and
-# ‖E‖² = ‖A_p‖² ‖B_p‖². Average first over A_p, a Gaussian vector of m entries (the count above, with G B_p
-# for G), then over B_p:
+# (claim 1): (2/r)(m + n + 1) ‖G_W‖² more per weight matrix W (m × n), G_W the true gradient's part
+# for W (the aside below derives it; tests/test_es.py checks it at every rank). Here that is 15 % more
+# error at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it would be at most 4,754/r against
+# d + 1 = 148,683, 3 % at r = 1.
 #
-#     𝔼[(A_pᵀ G B_p)² ‖A_p‖² ‖B_p‖²] = (m + 2) 𝔼[‖G B_p‖² ‖B_p‖²] = (m + 2)(n + 2) ‖G‖²,
-#
-# 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r the excess is (2/r)(m + n + 1)
-# ‖G_W‖² per weight matrix W, G_W the true gradient's part for W (tests/test_es.py checks it at every
-# rank): E is 1/√r times r independent such terms, and only products of four entries within one term
-# average more than the Gaussian's, r terms weighted (1/√r)⁴. Of the excess, each entry's own tail,
-# 𝔼[E_ij⁴] = 3 + 6/r, gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2 entries that share
-# a row or a column with each entry, 𝔼[E_ij² E_ij′²] = 1 + 2/r: dependence, not tails. Here that is
-# 15 % more error at r = 1 and 4 % at r = 4; for the 64 × 2312 layer it would be at most 4,754/r
-# against d + 1 = 148,683, 3 % at r = 1.
+# > **Aside: where the excess comes from.** At r = 1, A_p and B_p are single columns, E = A_p B_pᵀ,
+# > ⟨G, E⟩ = A_pᵀ (G B_p) and ‖E‖² = ‖A_p‖² ‖B_p‖². Average first over A_p, a Gaussian vector of m
+# > entries (the count above, with G B_p for G), then over B_p:
+# > 𝔼[(A_pᵀ G B_p)² ‖A_p‖² ‖B_p‖²] = (m + 2) 𝔼[‖G B_p‖² ‖B_p‖²] = (m + 2)(n + 2) ‖G‖²,
+# > 2 (m + n + 1) ‖G‖² more than the Gaussian's (mn + 2) ‖G‖². At rank r, E is 1/√r times r
+# > independent such terms; only products of four entries within one term average more than the
+# > Gaussian's, r terms weighted (1/√r)⁴, so the excess is divided by r. Of it, each entry's own tail,
+# > 𝔼[E_ij⁴] = 3 + 6/r, gives (6/r) ‖G_W‖²; the other (2/r)(m + n − 2) ‖G_W‖² comes from the m + n − 2
+# > entries that share a row or a column with each entry, 𝔼[E_ij² E_ij′²] = 1 + 2/r: dependence, not
+# > tails.
 #
 # The check: `eggroll.gradient` at r = 1 and r = 4 and `baselines.full_rank_gradient`, each
 # regenerating its noise from its keys, 8 independent estimates at each population size 2P from 16
