@@ -1,6 +1,6 @@
 """The two baselines EGGROLL is measured against, on the same network, data and Adam.
 
-1. Vanilla OpenAI-ES (Salimans et al., 2017): full-rank Gaussian perturbations E_p (m x n) drawn
+1. Vanilla OpenAI-ES (Salimans et al., 2017): full-rank Gaussian perturbations E_p (m × n) drawn
    from the SAME Philox streams as EGGROLL's factors, antithetic pairs, centred ranks and Adam.
        g_W = 1/(2 P sigma) sum_p f_p E_p                                                 (10)
    Two ways to evaluate the population:

@@ -1,7 +1,7 @@
 """
 N-MNIST as binned, binary frames, cached on disk and served as minibatches.
 
-The recordings. N-MNIST (Orchard et al., 2015) is MNIST seen by a 34 x 34 event camera: 60,000
+The recordings. N-MNIST (Orchard et al., 2015) is MNIST seen by a 34 × 34 event camera: 60,000
 training and 10,000 test recordings of about 300 ms, one .bin file each, in <Train|Test>/<digit>/.
 A file is a sequence of 5-byte events: x, y, polarity (bit 7) and a 23-bit timestamp in
 microseconds, non-decreasing (all 1,100 real recordings of the project's subset, 1,000 train and
@@ -659,7 +659,7 @@ class Split:
 
     def frames(self, indices, xp=np, shifts=None):
         """Frames of samples `indices` (a NumPy integer array) as xp float32 (T, len(indices), 2312),
-        made where the packed frames are: each frame is 289 whole bytes (2312 = 8 x 289), so the
+        made where the packed frames are: each frame is 289 whole bytes (2312 = 8 × 289), so the
         bytes are put in frame order first and unpacked straight into (T, N, 2312). `shifts`: each
         sample moved by translate() while its frames are still bits."""
         rows = self.packed[indices]
@@ -901,7 +901,7 @@ def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
 def translate(frames, shifts):
     """Frames (T, N, 2312), NumPy or CuPy, of any dtype, with sample b's events moved by shifts[b] =
     (dy, dx) pixels: an event at (y, x) moves to (y + dy, x + dx), both polarities alike, and events
-    moved off the 34 x 34 sensor are dropped. shifts: a NumPy integer array (N, 2).
+    moved off the 34 × 34 sensor are dropped. shifts: a NumPy integer array (N, 2).
 
     Input i = (polarity * 34 + y) * 34 + x, so a move by (dy, dx) moves every index by dy * 34 + dx:
     the samples of one shift are moved together by one slice of their frames, and the inputs whose

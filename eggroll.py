@@ -31,7 +31,7 @@ network of snn.py among them (snn_eggroll.py). What it refuses, and the fix it n
 interface_checks.py.
 
 Factor layout: `A` has shape (pairs, r, m) and `B` shape (pairs, r, n); the rows of A[p] are the
-columns of Eq. (5)'s A_p (m x r). Stacked, A.reshape(P r, m) is [A_1 ... A_P]ᵀ. (Upper case, as
+columns of Eq. (5)'s A_p (m × r). Stacked, A.reshape(P r, m) is [A_1 ... A_P]ᵀ. (Upper case, as
 in EGGROLL's paper, Sarkar et al.: a lower-case b is a bias.) Pairs are counted from 0 here (from 1
 in the equations): member 2p is pair p's + side, theta + sigma E_p, member 2p + 1 its - side.
 """

@@ -8,7 +8,7 @@ The model, per digit, in the order light takes through it:
 1. Display and optics. The digit is shown dark on a bright surround, luminance
    `background + (1 - background) · ((255 - v) / 255) ** gamma`, blurred by a Gaussian PSF and
    placed at a small random sub-pixel offset (`canvas`).
-2. Pixel. Each of the 34 x 34 sensor pixels sees that luminance bilinearly interpolated where the
+2. Pixel. Each of the 34 × 34 sensor pixels sees that luminance bilinearly interpolated where the
    trajectory has moved the digit, every 0.5 ms; its log passes a first-order low-pass (the
    photoreceptor) and is compared with the pixel's reference level. An event fires where the change
    reaches the contrast threshold, its time interpolated inside the step, and the pixel is then held

@@ -5,7 +5,7 @@ pairs, members simulated a group at a time, a GPU, several processes and the inp
 The equations are numbered as in README.md ("The method in equations") and derived in
 docs/derivation.md; each function holds the line it computes.
 
-The network: an N-MNIST recording binned into T = 10 frames of 2312 inputs (34 x 34 pixels x 2
+The network: an N-MNIST recording binned into T = 10 frames of 2312 inputs (34 × 34 pixels × 2
 polarities: brightness going up or down), into 64 and then 10 LIF (leaky integrate-and-fire)
 neurons. A LIF neuron adds its input current to a potential that is multiplied by beta (its leak)
 each frame, and spikes and resets to 0 when the potential reaches its threshold. The output neuron
@@ -61,7 +61,7 @@ class Settings:
 # The spiking network, Eqs. (1)-(4)
 
 def init_params(seed, sizes=(2312, 64, 10), std=0.3):
-    """W_l (fan_out x fan_in) and b_l ~ 𝒩(0, std^2), float32, as snn.init_params draws them."""
+    """W_l (fan_out × fan_in) and b_l ~ 𝒩(0, std^2), float32, as snn.init_params draws them."""
     rng = np.random.default_rng(seed)
     params = {}
     for layer, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
@@ -104,7 +104,7 @@ def fitness(counts, labels, n_frames, logit_scale):
 
 def draw_noise(params, generation, settings):
     """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), the rows of A[p] being
-    the columns of Eq. (5)'s A_p (m x r); b -> delta (P, m). Float32, from the same streams and in the same
+    the columns of Eq. (5)'s A_p (m × r); b -> delta (P, m). Float32, from the same streams and in the same
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed here (eggroll.materialise forms it, for tests and for
     members asked for whole)."""
@@ -155,7 +155,7 @@ def population_forward(params, perturbations, x, settings):
     P, r, _ = A_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
     # Layer 1: every member sees the same frames, so x W1ᵀ + b1 is computed once, and x B_p for every
-    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_pᵀ (r x m) and B_W1[p] is B_pᵀ (r x n).
+    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_pᵀ (r × m) and B_W1[p] is B_pᵀ (r × n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples

@@ -188,7 +188,7 @@ BLAS_BUFFER = 32 * 2**20
 def address_space_free_bytes(status="/proc/self/status"):
     """What the limit on this process's address space (ulimit -v, RLIMIT_AS) leaves beyond what it
     has mapped (VmSize) and BEYOND_ARRAYS, or None where there is no limit. OpenBLAS's buffer is
-    mapped first (a product of 128 x 128), where it fits: a later shortfall is NumPy's MemoryError."""
+    mapped first (a product of 128 × 128), where it fits: a later shortfall is NumPy's MemoryError."""
     import resource
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit == resource.RLIM_INFINITY:

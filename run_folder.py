@@ -213,7 +213,7 @@ def os_problem(error, action, path=None, then=None):
 
 # How large a file the project reads may be, checked before it is read: far above what the project
 # writes (config.json and final.json hold a few kB, metrics.jsonl some 300 bytes a generation, a
-# checkpoint's largest array is a weight matrix: 2312 x 64 float32 in the paper's network, 2312 x 4096
+# checkpoint's largest array is a weight matrix: 2312 × 64 float32 in the paper's network, 2312 × 4096
 # float64 is 76 MB), so that a stray disk image is refused, not allocated.
 MAX_JSON_BYTES = 2**24
 MAX_METRICS_BYTES = 2**28

@@ -21,7 +21,7 @@ shares exactly this LIF code and differs only in how it forms the currents.
 
 A network is data (`Network`, after the dynamics): its layers, each `Dense` (every neuron sees every input) or `Conv`
 (a bank of square kernels slid over an image). A convolution is a dense layer applied to every
-patch of its input: W (channels x in_channels kernel²) times each patch (`layer_current`), so
+patch of its input: W (channels × in_channels kernel²) times each patch (`layer_current`), so
 EGGROLL's low-rank noise perturbs a kernel bank as it does any weight matrix.
 """
 import math
@@ -34,7 +34,7 @@ from backend import array_module_of, to_numpy
 import gpu
 from interface_checks import a_kind, check_number, check_whole, digest_of, is_integer, magnitude
 
-SIZES = (2312, 64, 10)  # the paper's: inputs (34 x 34 pixels x 2 polarities), hidden LIF, output LIF
+SIZES = (2312, 64, 10)  # the paper's: inputs (34 × 34 pixels × 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
 INIT_STD = 0.3           # W, b ~ 𝒩(0, 0.3^2), as in the paper
 # How each layer's W is drawn: "paper", from 𝒩(0, INIT_STD^2) in every layer; "fan-in", a layer after
@@ -276,7 +276,7 @@ class Dense:
 
 @dataclass(frozen=True)
 class Conv:
-    """A convolutional LIF layer: `channels` kernels of kernel x kernel pixels, slid over its input
+    """A convolutional LIF layer: `channels` kernels of kernel × kernel pixels, slid over its input
     image `stride` pixels at a time, the image padded by `padding` zeros on every side. One neuron
     per kernel and position, ordered (row, column, channel)."""
     channels: int
@@ -319,7 +319,7 @@ class Network:
     @classmethod
     def parse(cls, hidden, n_out=SIZES[-1], image=IMAGE, readout="rate"):
         """The network of a --hidden value, its layers comma-separated: a width (64) or a convolution
-        conv<channels>k<kernel>[s<stride>][p<padding>] (conv8k5s2: 8 kernels of 5 x 5, stride 2, no
+        conv<channels>k<kernel>[s<stride>][p<padding>] (conv8k5s2: 8 kernels of 5 × 5, stride 2, no
         padding); then n_out outputs.
         ValueError naming the fix for a layer that cannot be built."""
         if not isinstance(hidden, str):
@@ -424,7 +424,7 @@ class Network:
         return len(self.layers) == 2 and self.is_dense() and self.readout == "rate"
 
     def positions(self, layer):
-        """Where W{layer} is applied in each sample: out_h x out_w for a convolution, 1 for a dense layer
+        """Where W{layer} is applied in each sample: out_h × out_w for a convolution, 1 for a dense layer
         (whose output shape is (width, 1, 1))."""
         self.spec(layer)
         _, height, width = self.shapes()[layer]
@@ -514,7 +514,7 @@ def layer_current(params, layer, x, network):
 
 
 def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
-    """W_l (fan_out x fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32; under
+    """W_l (fan_out × fan_in) and b_l of every layer drawn i.i.d. from 𝒩(0, std^2), float32; under
     rule "fan-in" (INIT_RULES) the W_l of a layer l > 1 with n inputs from 𝒩(0, std^2 · 64 / n);
     under "pass-through" a hidden layer l > 1 passes its first inputs on (W_l = 2 [I 0], b_l = 0),
     its draws made and left unused, so that every other layer is the paper rule's."""

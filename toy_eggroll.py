@@ -1,4 +1,4 @@
-"""EGGROLL on a toy you can see: an 8 x 6 matrix W climbing a quadratic whose optimum is known.
+"""EGGROLL on a toy you can see: an 8 × 6 matrix W climbing a quadratic whose optimum is known.
 
 The companion of docs/derivation.md, which derives the step this file takes. The fitness is
 
@@ -38,7 +38,7 @@ except KeyboardInterrupt:
     sys.stderr.write("error: interrupted; nothing was written; run it again\n")
     sys.exit(130)
 
-SHAPE = (8, 6)   # m x n
+SHAPE = (8, 6)   # m × n
 STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from
 DRAWN = []       # the figure main() has written, once it has: what a Ctrl-C after it leaves
 
@@ -55,7 +55,7 @@ class Toy:
 
 
 def optimum(seed):
-    """W*: an 8 x 6 matrix of 𝒩(0, 1) entries, float64."""
+    """W*: an 8 × 6 matrix of 𝒩(0, 1) entries, float64."""
     return np.random.default_rng(seed).normal(size=SHAPE)
 
 
@@ -320,7 +320,7 @@ def staircase_view(theta0=1.2, sigmas=(0.1, 0.6)):
 
 def plane_view(gradient, g, members, theta, vectors):
     """The plane of G and of g's part across G around W: where the members lie in it, F on a
-    101 x 101 grid of it, and the direction of each of `vectors` in it. The grid reaches `span`
+    101 × 101 grid of it, and the direction of each of `vectors` in it. The grid reaches `span`
     either side of W, 1.1 times the farthest member's coordinate, so that every member shows."""
     along = gradient / np.linalg.norm(gradient)
     across = g - (g * along).sum() * along

@@ -28,7 +28,7 @@ LAYERS = ("h1", "h2", "out")
 
 
 def init_mlp(seed, sizes=(784, 128, 128, 10)):
-    """He-scaled weights (m x n, y = x W^T + b) and zero biases, float32."""
+    """He-scaled weights (m × n, y = x W^T + b) and zero biases, float32."""
     rng = np.random.default_rng(seed)
     params = {}
     for layer, n, m in zip(LAYERS, sizes[:-1], sizes[1:]):

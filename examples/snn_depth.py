@@ -1,5 +1,5 @@
 """Does depth pay? Spiking networks of N-MNIST of one hidden layer (64, the paper's; 128), two
-(128, 64) and convolutional ones (conv8k5s3: 8 kernels of 5 x 5, stride 3), trained by EGGROLL
+(128, 64) and convolutional ones (conv8k5s3: 8 kernels of 5 × 5, stride 3), trained by EGGROLL
 r = 1 at one population and budget and by hand-written BPTT, each with one recipe, through
 `run.py train`; then a table of their accuracy, time and activity from the runs' records.
 

@@ -1,5 +1,5 @@
 """EGGROLL beside the ES libraries people know, at equal fitness evaluations: a tanh MLP
-64-H-10 on scikit-learn's 8 x 8 digits, trained by eggroll.Eggroll (rank 1), evosax's OpenES and
+64-H-10 on scikit-learn's 8 × 8 digits, trained by eggroll.Eggroll (rank 1), evosax's OpenES and
 pycma's sep-CMA, each from the same initial weights, each member scored on the whole training
 split (mean cross-entropy) every generation, as each library's user writes it: EGGROLL's
 members through pop.linear, the others' with every member's weights formed. Each method runs in a
