@@ -74,9 +74,10 @@ def names(named):
 
 
 def is_float_array(value, widest):
-    """Whether value is an array of floats no wider than dtype `widest` (float32 or float64), and not a
-    numpy.matrix (whose ** is a matrix power, not Adam's square per entry)."""
-    return getattr(value, "dtype", numpy.dtype(object)).kind == "f" and hasattr(value, "shape") and \
+    """Whether value is an array of float32 or float64 no wider than dtype `widest`, and not a
+    numpy.matrix (whose ** is a matrix power, not Adam's square per entry). A float16 g would be
+    squared in float16, where g^2 underflows to 0 below 2.4e-4 and overflows above 256."""
+    return getattr(value, "dtype", None) in (numpy.float32, numpy.float64) and hasattr(value, "shape") and \
         numpy.result_type(value.dtype, widest) == widest and not isinstance(value, numpy.matrix)
 
 
@@ -114,7 +115,8 @@ def check_state(params, grads, state):
                 f"{a_kind(step)} of {step.dtype} and shape {tuple(step.shape)}" if isinstance(step, numpy.matrix) else \
                 f"a {step.dtype} array of shape {tuple(step.shape)}"
             raise ValueError(f"the step of parameter {name!r} must be an array of its shape {tuple(value.shape)}, of "
-                             f"floats no wider than its {value.dtype}, got {got}: give one step per parameter")
+                             f"float32 or float64 no wider than its {value.dtype}, got {got}: give one step per "
+                             f"parameter")
         if not bool(array_module_of(step).isfinite(step).all()):
             raise ValueError(f"the step of parameter {name!r} holds NaN or inf, which would make the parameter NaN: "
                              f"give a finite step")

@@ -32,7 +32,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import a_kind, check_number, check_whole, digest_of, is_integer, magnitude
+from interface_checks import a_kind, check_number, check_whole, digest_of, magnitude
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 × 34 pixels × 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -227,6 +227,7 @@ def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     largest = check_counts(counts, labels, "(..., N, n_out)")
     xp = array_module_of(counts)
     check_whole("n_steps", n_steps, 1, 2 ** 31, "T, the frames the counts were summed over")
+    n_steps = int(n_steps)  # a NumPy int64 would turn float32 rates into float64
     check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
     if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
         raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
@@ -240,10 +241,11 @@ def check_counts(counts, labels, shape):
     """ValueError naming the fix unless counts are what forward returns, a finite float32 or float64
     array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class, and
     labels their classes (check_labels); the counts' largest magnitude."""
-    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or counts.ndim < 2 or \
-            shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
+    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(counts, numpy.matrix) or \
+            counts.ndim < 2 or shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
         # (no member is taken: a process of a team may hold none)
-        got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
+        got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if type(counts) is numpy.ndarray else \
+            f"{a_kind(counts)} of shape {tuple(counts.shape)}" if hasattr(counts, "shape") else a_kind(counts)
         raise ValueError(f"counts must be a float32 or float64 array {shape} of at least one sample and one class, "
                          f"got {got}: give what forward returns")
     largest = magnitude(counts)
@@ -352,17 +354,20 @@ class Network:
         check_readout(self.readout)
         if not (isinstance(self.image, tuple) and len(self.image) == 3):
             raise ValueError(f"image must be (channels, height, width), got {self.image!r}: use e.g. (2, 34, 34)")
-        for side in self.image:
+        for side in self.image:  # Python ints, whose products do not wrap as a NumPy int16's would
             check_whole("each side of the image", side, 1, None, "(2, 34, 34)")
+            if not isinstance(side, int):
+                raise ValueError(f"each side of the image must be a Python int, got {side!r}: give int(side)")
         if not (isinstance(self.layers, tuple) and len(self.layers) >= 2
                 and all(isinstance(spec, (Dense, Conv)) for spec in self.layers) and isinstance(self.layers[-1], Dense)):
             raise ValueError(f"layers must be a tuple of Dense and Conv layers, at least one hidden, ending with the "
                              f"Dense output layer, got {self.layers!r}: make them with Network.parse(hidden)")
         for spec in self.layers:  # whole numbers (their ranges below), as Network.parse makes them
             for field_name in ("width",) if isinstance(spec, Dense) else ("channels", "kernel", "stride", "padding"):
-                if not is_integer(getattr(spec, field_name)) or getattr(spec, field_name) < 0:
-                    raise ValueError(f"{type(spec).__name__}'s {field_name} must be a whole number >= 0, got "
-                                     f"{getattr(spec, field_name)!r}: make the layers with Network.parse(hidden)")
+                value = getattr(spec, field_name)  # a Python int, as for the image's sides
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{type(spec).__name__}'s {field_name} must be a whole number >= 0 (a Python "
+                                     f"int), got {value!r}: make the layers with Network.parse(hidden)")
         image = self.image
         for layer, spec in enumerate(self.layers, start=1):
             name = f"layer {layer} ({spec})"

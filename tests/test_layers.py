@@ -831,11 +831,11 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "labels must have shape (4,) to match the counts' samples, got (3,)"),
         (lambda: optim.ascend({"a": np.ones(2)}, {"a": memoryview(np.ones(2))}, optim.init({"a": np.ones(2)}),
                               optim.Adam(0.1)),
-         "the step of parameter 'a' must be an array of its shape (2,), of floats no wider than its float64, got a "
-         "memoryview: give one step per parameter"),
+         "the step of parameter 'a' must be an array of its shape (2,), of float32 or "
+         "float64 no wider than its float64, got a memoryview: give one step per parameter"),
         (lambda: optim.ascend({"a": np.ones(2)}, {"a": [1.0, 1.0]}, optim.init({"a": np.ones(2)}), optim.Adam(0.1)),
-         "the step of parameter 'a' must be an array of its shape (2,), of floats no wider than its float64, got a "
-         "list: give one step per parameter"),
+         "the step of parameter 'a' must be an array of its shape (2,), of float32 or "
+         "float64 no wider than its float64, got a list: give one step per parameter"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 15, 10), "index must be a whole number in 0..10, got 15: use the "
                                                             "update's number, from 0"),
         (lambda: optim.scheduled_lr(0.1, "cosine", 0, 0), "count must be a whole number >= 1, got 0: use the run's "
@@ -888,12 +888,12 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "generation must be a whole number in 0..4294967295, got -1: use the count of generations before this one "
          "(0 for the first)"),
         (lambda: optim.ascend(params, {**params, "W1": params["W1"][:1]}, optim.init(params), optim.Adam(0.01)),
-         "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
-         "a float32 array of shape (1, 12): give one step per parameter"),
+         "the step of parameter 'W1' must be an array of its shape (8, 12), of float32 or "
+         "float64 no wider than its float32, got a float32 array of shape (1, 12): give one step per parameter"),
         (lambda: optim.ascend(params, {**params, "W1": params["W1"].astype(np.float64)}, optim.init(params),
                               optim.Adam(0.01)),
-         "the step of parameter 'W1' must be an array of its shape (8, 12), of floats no wider than its float32, got "
-         "a float64 array of shape (8, 12): give one step per parameter"),
+         "the step of parameter 'W1' must be an array of its shape (8, 12), of float32 or "
+         "float64 no wider than its float32, got a float64 array of shape (8, 12): give one step per parameter"),
         (lambda: optim.ascend(params, {**params, "W1": params["W1"] * np.nan}, optim.init(params), optim.Adam(0.01)),
          "the step of parameter 'W1' holds NaN or inf, which would make the parameter NaN: give a finite step"),
         (lambda: snn.simulate(None, None, 1, 5, 4, readout="potentials"),
@@ -923,9 +923,16 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: snn.init_network(1, network, xp="numpy"), "xp must be the module numpy or cupy, got a str: give "
                                                            "backend.array_module()"),
         (lambda: snn.Network((snn.Dense(2.5), snn.Dense(3)), (12, 1, 1)).checked(),
-         "Dense's width must be a whole number >= 0, got 2.5: make the layers with Network.parse(hidden)"),
+         "Dense's width must be a whole number >= 0 (a Python int), got 2.5: make the layers with "
+         "Network.parse(hidden)"),
+        (lambda: snn.Network((snn.Conv(np.int16(1000), 1), snn.Dense(3))).checked(),  # 1,156,000 neurons, wrapped
+         "Conv's channels must be a whole number >= 0 (a Python int), got np.int16(1000): make the layers with "
+         "Network.parse(hidden)"),
+        (lambda: snn.Network((snn.Conv(2, 1), snn.Dense(3)), (np.int16(2), np.int16(1100), np.int16(1100))).checked(),
+         "each side of the image must be a Python int, got np.int16(2): give int(side)"),
         (lambda: snn.Network((snn.Conv(2, 3, 1, -1), snn.Dense(3)), (2, 6, 6)).checked(),
-         "Conv's padding must be a whole number >= 0, got -1: make the layers with Network.parse(hidden)"),
+         "Conv's padding must be a whole number >= 0 (a Python int), got -1: make the layers with "
+         "Network.parse(hidden)"),
         (lambda: snn.init_network(0, network, std=float("nan")), "std must be an int or float in (0, 10], got nan: use "
                                                                  "e.g. 0.3"),
         (lambda: snn.init_network(-1, network), "seed must be a whole number in 0..18446744073709551615, got -1: use "

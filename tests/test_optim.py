@@ -160,11 +160,15 @@ def with_moment(moment, value):
     ({"W": np.asmatrix(np.ones((3, 2), np.float32))}, None, None,  # whose ** is a matrix power
      "parameter 'W' is a numpy.matrix of float32: Adam steps arrays of float32 or float64"),
     (None, {"W": np.asmatrix(np.ones((3, 2), np.float32))}, None,
-     "the step of parameter 'W' must be an array of its shape (3, 2), of floats no wider than its float32, got a "
-     "numpy.matrix of float32 and shape (3, 2)")])
+     "the step of parameter 'W' must be an array of its shape (3, 2), of float32 or "
+     "float64 no wider than its float32, got a numpy.matrix of float32 and shape (3, 2)"),
+    (None, {"W": np.full((3, 2), 1e-4, np.float16)}, None,  # g^2 0 in float16: W moved by m / eps, 100 at once
+     "the step of parameter 'W' must be an array of its shape (3, 2), of float32 or float64 no wider than its "
+     "float32, got a float16 array")])
 def test_ascend_names_what_it_cannot_step_of_any_kind(params, grads, state, said):
-    """Keys of mixed types, a count beyond int64, complex or object moments and numpy.matrix
-    parameters or steps each raised Python's or NumPy's error (or stepped along a matrix power):
+    """Keys of mixed types, a count beyond int64, complex or object moments, numpy.matrix parameters
+    or steps and a float16 step each raised Python's or NumPy's error (or stepped along a matrix power,
+    or by m / eps where float16's g^2 underflowed):
     one ValueError naming the fix, nothing changed."""
     params = params or {"W": np.ones((3, 2), np.float32)}
     grads = grads or {"W": np.ones((3, 2), np.float32)}
