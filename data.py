@@ -436,26 +436,45 @@ def read_events(path):
     return events
 
 
+def events_problem(events):
+    """What makes a structured array of events (x, y, t, p) no N-MNIST recording's, or None: fields
+    that are not integers, x or y off the sensor, p not 0 or 1, t going backwards."""
+    width, height, _ = SENSOR_SIZE
+    if not all(events.dtype[field].kind in "iu" for field in "xytp"):
+        return f"x, y, t and p must be integers, got {', '.join(str(events.dtype[field]) for field in 'xytp')}"
+    if len(events) == 0:
+        return None
+    for field, size in (("x", width), ("y", height), ("p", 2)):
+        if int(events[field].min()) < 0 or int(events[field].max()) >= size:
+            return f"{field} must lie in 0..{size - 1}, got {int(events[field].min())}..{int(events[field].max())}"
+    if bool((np.diff(events["t"].astype(np.int64)) < 0).any()):
+        return "t must never go backwards (a recording's events are in time order)"
+    return None
+
+
 def frames_from_events(events, n_time_bins):
     """
-    Binary frames (T, 2312) uint8 of one recording (timestamps non-decreasing, as in N-MNIST),
-    equal to tonic's ToFrame(sensor_size=(34, 34, 2), n_time_bins=T) clamped to 1.
+    Binary frames (T, 2312) uint8 of one recording's events (N-MNIST's: events_problem says why
+    others are refused), equal to tonic's ToFrame(sensor_size=(34, 34, 2), n_time_bins=T) clamped to 1.
     """
     if not {"x", "y", "t", "p"} <= set(getattr(getattr(events, "dtype", None), "names", None) or ()):
         raise ValueError(f"events must be a structured array of fields x, y, t and p, as read_events returns, got "
                          f"{a_kind(events)}")
-    check_whole("n_time_bins", n_time_bins, 1, 2 ** 31, "10, the paper's T")
+    problem = events_problem(events)
+    if problem:  # a pixel out of range would land on another's input, a time going back in another bin
+        raise ValueError(f"events must be N-MNIST's, as read_events returns them: {problem}")
+    check_whole("n_time_bins", n_time_bins, 1, MAX_TIME_BINS, "10, the paper's T")
     frames = np.zeros((n_time_bins, N_INPUTS), dtype=np.uint8)
     if len(events) == 0:
         return frames
-    t = events["t"] - events["t"][0]
+    t = events["t"].astype(np.int64) - int(events["t"][0])  # (fields of any integer type, uint8 too)
     window = t[-1] // n_time_bins
     if window == 0:
         return frames  # shorter than T microseconds: tonic gives empty windows
     time_bin = t // window
     keep = time_bin < n_time_bins
     width, height, _ = SENSOR_SIZE
-    index = events["p"] * (width * height) + events["y"] * width + events["x"]
+    index = (events["p"].astype(np.int64) * height + events["y"]) * width + events["x"]
     frames[time_bin[keep], index[keep]] = 1
     return frames
 
@@ -533,7 +552,8 @@ def not_a_folder(path):
 
 def check_cache_dir(folder):
     """An OSError naming what stands in the way if the frame cache's folder, or a folder above it,
-    is a file, a broken link or a loop of links: said before any recording is read, not after."""
+    is a file, a broken link or a loop of links, or if it lies in an N-MNIST copy, which the project
+    only reads: said before any recording is read, not after."""
     if str(folder) == "-":  # $EGGROLL_CACHE=- (the option refuses it)
         raise OSError("the frame cache's folder is '-', which many tools read as standard output: point "
                       "$EGGROLL_CACHE (run.py: --cache-dir) at a folder (./- for one named -)")
@@ -543,6 +563,10 @@ def check_cache_dir(folder):
             continue
         raise OSError(f"cannot use the frame cache folder {folder}: {path} is {what}; point $EGGROLL_CACHE "
                       f"(run.py: --cache-dir) at a folder")
+    problem = data_folder_problem(folder)
+    if problem is not None:  # a cache file among the recordings: a file the project did not put there
+        raise OSError(f"cannot use the frame cache folder {folder}: {problem}; point $EGGROLL_CACHE (run.py: "
+                      f"--cache-dir) at a folder outside it")
 
 
 def _pack_recording(path, n_time_bins):
@@ -833,12 +857,18 @@ def _warn_copies(splits, recordings, dirs):
                             f"{'copy' if one else 'copies'}"}[kind])
 
 
-@functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
     """The shuffled order of n samples in one epoch, seeded by (seed, epoch); read-only, and kept
     for the next minibatches (two epochs: a minibatch of several may span them)."""
-    for name, value in (("n", n), ("seed", seed), ("epoch", epoch)):
+    check_whole("n", n, 0, 2 ** 31, "the split's samples")  # (N-MNIST's training split holds 54,000)
+    for name, value in (("seed", seed), ("epoch", epoch)):
         check_whole(name, value, 0, 2 ** 64 - 1, "a whole number >= 0")
+    return kept_epoch_order(int(n), int(seed), int(epoch))
+
+
+@functools.lru_cache(maxsize=2)
+def kept_epoch_order(n, seed, epoch):
+    """epoch_order's answer, kept for the next call of the same arguments."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
@@ -847,13 +877,16 @@ def epoch_order(n, seed, epoch):
 def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
     """
     Minibatches (x (T, N, 2312) float32, y (N,) int64) as xp arrays. shuffle=True: in
-    epoch_order(seed, epoch), full batches only; shuffle=False: in order, last partial batch included.
+    epoch_order(seed, epoch), full batches only (a split smaller than one batch: all of it, as
+    minibatch gives); shuffle=False: in order, last partial batch included.
     """
-    check_whole("batch_size", batch_size, 1, 2 ** 63 - 1, "256")
+    check_minibatch(split, batch_size, xp, seed, epoch, 1, 0)  # (epoch in step's place: a whole number >= 0)
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise ValueError(f"shuffle must be True or False, got {shuffle!r}")
     n = len(split)
     if shuffle:
         order = epoch_order(n, seed, epoch)
-        stop = n - n % batch_size
+        stop = max(n - n % batch_size, min(n, batch_size))  # a split smaller than a batch: all of it, as minibatch
     else:
         order, stop = np.arange(n), n
     for start in range(0, stop, batch_size):
@@ -906,6 +939,9 @@ def translate(frames, shifts):
     Input i = (polarity * 34 + y) * 34 + x, so a move by (dy, dx) moves every index by dy * 34 + dx:
     the samples of one shift are moved together by one slice of their frames, and the inputs whose
     source is not (y - dy, x - dx) of the same image (it is off the sensor) are blanked."""
+    if getattr(frames, "ndim", None) != 3 or frames.shape[2] != N_INPUTS:
+        raise ValueError(f"frames must be an array (T, N, {N_INPUTS}), got {a_kind(frames)}" +
+                         (f" of shape {frames.shape}" if hasattr(frames, "shape") else ""))
     if not (isinstance(shifts, np.ndarray) and shifts.dtype.kind in "iu" and shifts.shape == (frames.shape[1], 2)):
         raise ValueError(f"shifts must be a NumPy integer array ({frames.shape[1]}, 2), a (dy, dx) per sample, got "
                          f"{a_kind(shifts)}" + (f" of {shifts.dtype} and shape {shifts.shape}"

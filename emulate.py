@@ -330,9 +330,12 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     interrupted one began. With `every_digit`, MNIST files that lack a digit in a split (whose
     emulation training would refuse) are refused before anything is made. Returns {"recordings":
     written now, "kept": already there, "events": written now}."""
-    if not isinstance(out, (str, os.PathLike)) or not set(splits) <= set(SPLIT_FOLDER) or isinstance(splits, str):
-        raise ValueError(f"emulate takes a folder `out` (a str or a Path) and splits among {tuple(SPLIT_FOLDER)}, got "
-                         f"{a_kind(out)} and {splits!r}: e.g. emulate('emulated', splits=('train', 'test'))")
+    if not isinstance(out, (str, os.PathLike)) or not isinstance(mnist_folder, (str, os.PathLike, type(None))) or \
+            isinstance(splits, str) or not splits or not set(splits) <= set(SPLIT_FOLDER) or \
+            len(set(splits)) != len(splits):
+        raise ValueError(f"emulate takes a folder `out` and `mnist_folder` (a str or a Path; None: downloaded) and "
+                         f"one or both splits of {tuple(SPLIT_FOLDER)}, each once, got {a_kind(out)}, "
+                         f"{a_kind(mnist_folder)} and {splits!r}: e.g. emulate('emulated', splits=('train', 'test'))")
     check_whole("workers", workers, 1, 4096, "1, or the CPU cores to use")
     check_whole("seed", seed, 0, None, "0, the emulation's default")
     root = Path(out) / "NMNIST"

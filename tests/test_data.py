@@ -810,8 +810,8 @@ def test_a_minibatch_of_arguments_that_make_none_is_one_line_naming_the_argument
 
 
 def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read(root, tmp_path, monkeypatch):
-    """EGGROLL_CACHE a file, a broken link, a loop of links, or below a file: one line naming what is
-    in the way, before the recordings are read (none is)."""
+    """EGGROLL_CACHE a file, a broken link, a loop of links, or below a file, or the data folder or a
+    folder in it: one line naming what is in the way, before the recordings are read (none is)."""
     (tmp_path / "afile").write_text("mine")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
@@ -823,6 +823,11 @@ def test_a_cache_folder_that_cannot_be_one_is_named_before_any_recording_is_read
             data.load_nmnist(root, cache_dir=tmp_path / cache, progress=False)
         assert "\n" not in str(error.value) and "--cache-dir" in str(error.value)
     assert (tmp_path / "afile").read_text() == "mine" and not (tmp_path / "nowhere").exists()
+    before = sorted(path for path in Path(root).rglob("*"))
+    for cache in (Path(root) / "NMNIST", Path(root) / "NMNIST" / "Train"):  # the copy itself, or a split in it
+        with pytest.raises(OSError, match=r"a data folder, which the project only reads; point \$EGGROLL_CACHE"):
+            data.load_nmnist(root, cache_dir=cache, progress=False)
+    assert sorted(path for path in Path(root).rglob("*")) == before  # no cache file among the recordings
 
 
 def test_what_lies_in_a_split_folders_place_is_named_as_it_is(tmp_path):
@@ -1131,13 +1136,30 @@ def test_a_frame_caches_build_names_the_temporary_files_a_killed_build_left_befo
 @pytest.mark.parametrize("call, said", [
     (lambda: data.frames_from_events([(1, 2, 3, 0)], 10), "events must be a structured array of fields x, y, t and p"),
     (lambda: data.frames_from_events(np.zeros(0, data.EVENT_DTYPE), 0),  # no frame at all, where T >= 1 is meant
-     "n_time_bins must be a whole number in 1..2147483648, got 0"),
+     "n_time_bins must be a whole number in 1..1000, got 0"),
+    (lambda: data.frames_from_events(np.zeros(0, data.EVENT_DTYPE), 2 ** 31),  # 4.5 TiB of frames
+     "n_time_bins must be a whole number in 1..1000, got 2147483648"),
+    (lambda: data.frames_from_events(np.array([(-1, 0, 0, 0)], data.EVENT_DTYPE), 10),  # another pixel's input
+     "events must be N-MNIST's, as read_events returns them: x must lie in 0..33, got -1..-1"),
+    (lambda: data.frames_from_events(np.array([(0, 0, 0, 2)], data.EVENT_DTYPE), 10),  # the other polarity's
+     "events must be N-MNIST's, as read_events returns them: p must lie in 0..1, got 2..2"),
+    (lambda: data.frames_from_events(np.array([(0, 0, 5, 0), (1, 0, 0, 0)], data.EVENT_DTYPE), 10),  # time-mirrored
+     "events must be N-MNIST's, as read_events returns them: t must never go backwards"),
+    (lambda: data.frames_from_events(np.zeros(1, [("x", float), ("y", int), ("t", int), ("p", int)]), 10),
+     "events must be N-MNIST's, as read_events returns them: x, y, t and p must be integers, got float64"),
     (lambda: data.epoch_order(10, -1, 0), "seed must be a whole number in 0..18446744073709551615, got -1"),
     (lambda: next(data.batches(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), -1)),
      "batch_size must be a whole number in 1..9223372036854775807, got -1"),  # (it yielded nothing)
     (lambda: data.minibatch(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 2, np, 0, 0,
                             max_shift=34),  # every event moved off the sensor, or most
      "max_shift must be a whole number in 0..33, got 34"),
+    (lambda: next(data.batches([1, 2, 3], 2)), "split must be a data.Split (load_nmnist(...).train), got a list"),
+    (lambda: next(data.batches(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 2, shuffle="no")),
+     "shuffle must be True or False, got 'no'"),  # (a truthy string shuffled)
+    (lambda: data.epoch_order(10 ** 12, 1, 0), "n must be a whole number in 0..2147483648, got 1000000000000"),
+    (lambda: data.epoch_order(5.0, 1, 0), "n must be a whole number in 0..2147483648, got 5.0"),  # even once kept
+    (lambda: data.translate(np.zeros((2, 3, 100)), np.ones((3, 2), int)),
+     "frames must be an array (T, N, 2312), got a NumPy array of shape (2, 3, 100)"),
     (lambda: data.translate(np.zeros((2, 3, data.N_INPUTS)), [[1, 1]] * 3),
      "shifts must be a NumPy integer array (3, 2), a (dy, dx) per sample, got a list"),
     (lambda: data.translate(np.zeros((2, 3, data.N_INPUTS)), np.ones((3, 2))),
@@ -1148,3 +1170,24 @@ def test_the_data_helpers_refuse_arguments_that_make_no_frames_by_name(call, sai
     with pytest.raises(ValueError) as refused:
         call()
     assert str(refused.value).startswith(said)
+
+
+def test_events_of_any_integer_type_give_the_frames_of_int64_events():
+    """Events whose fields are uint8 or int32 (a reader of one's own) bin as read_events' int64 do
+    (a uint8 polarity times 34 x 34 overflowed)."""
+    events = np.zeros(300, data.EVENT_DTYPE)
+    events["x"], events["y"], events["t"], events["p"] = random_events(np.random.default_rng(3), 300)
+    narrow = events.astype([("x", np.uint8), ("y", np.uint8), ("t", np.int32), ("p", np.uint8)])
+    assert data.frames_from_events(events, 10).sum() > 200
+    np.testing.assert_array_equal(data.frames_from_events(narrow, 10), data.frames_from_events(events, 10))
+
+
+def test_a_split_smaller_than_a_batch_is_one_batch_of_all_of_it_as_minibatch_gives():
+    """batches(shuffle=True) over a split of 4 with batch_size 100 yielded nothing; minibatch gives all
+    4: both give the same one batch now."""
+    split = data.Split(np.packbits(np.random.default_rng(0).integers(0, 2, (4, 10 * data.N_INPUTS), np.uint8),
+                                   axis=1), np.arange(4), 10)
+    (frames, labels), = data.batches(split, 100, seed=3)
+    expected_frames, expected_labels = data.minibatch(split, 100, np, 3, 0)
+    np.testing.assert_array_equal(labels, expected_labels)
+    np.testing.assert_array_equal(frames, expected_frames)

@@ -876,9 +876,13 @@ def test_the_finished_marks_digest_does_not_depend_on_the_listing_order(tmp_path
 @pytest.mark.parametrize("call, said", [
     (lambda: emulate.Emulator(1.5), "seed must be a whole number >= 0, got 1.5"),  # recorded as 1 before
     (lambda: emulate.Emulator("0"), "seed must be a whole number >= 0, got '0'"),
-    (lambda: emulate.emulate(None), "emulate takes a folder `out` (a str or a Path) and splits among ('train', "
-                                    "'test'), got a NoneType"),
+    (lambda: emulate.emulate(None), "emulate takes a folder `out` and `mnist_folder` (a str or a Path; None: "
+                                    "downloaded) and one or both splits of ('train', 'test'), each once, got a "
+                                    "NoneType, a NoneType and ('train', 'test')"),
     (lambda: emulate.emulate("never-made", splits="train"), "emulate takes a folder `out`"),  # not ('train',)
+    (lambda: emulate.emulate("never-made", 5), "emulate takes a folder `out`"),
+    (lambda: emulate.emulate("never-made", splits=()), "emulate takes a folder `out`"),  # a FINISHED copy of none
+    (lambda: emulate.emulate("never-made", splits=("train", "train")), "emulate takes a folder `out`"),  # counted 2x
     (lambda: emulate.emulate("never-made", workers=0), "workers must be a whole number in 1..4096, got 0")])
 def test_the_emulators_api_refuses_settings_it_cannot_keep_by_name(call, said, tmp_path, monkeypatch):
     """A fractional or text seed (which int() would have recorded as another), no folder, a split
