@@ -1297,7 +1297,8 @@ REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test"
     "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (scores_this_run)
     # the recordings scored: each split's size and digest (data.Splits.fingerprint), absent before it was kept
     "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings"),
-    **{f"samples.{split}": SIZE for split in ("train", "val", "test")}}
+    **{f"samples.{split}": SIZE for split in ("train", "val", "test")},
+    **{f"accuracy_per_digit.{split}": PER_DIGIT for split in ("train", "val", "test")}}
 MISSING = object()
 
 
@@ -1361,14 +1362,25 @@ def finished_steps(config, n_train):
 
 
 def real_problem(real):
-    """What is wrong with a real.json, or None: a rule broken, or an accuracy over all the recordings
-    that is not its splits' accuracies weighted by their samples, as the scoring wrote it."""
-    problem = record_problem(real, REAL_RULES, ("accuracy.all", "run", "generation"))
-    samples = real.get("samples") if problem is None and isinstance(real.get("samples"), dict) else {}
-    splits = [split for split in ("train", "val", "test") if split in samples]
-    if splits and all(split in real["accuracy"] for split in splits) and sum(samples[s] for s in splits):
-        weighted = sum(real["accuracy"][s] * samples[s] for s in splits) / sum(samples[s] for s in splits)
-        if not math.isclose(real["accuracy"]["all"], weighted, rel_tol=1e-9, abs_tol=1e-12):
-            problem = (f"accuracy.all is {real['accuracy']['all']}, not {weighted:.6g}, its splits' accuracies "
-                       f"weighted by their samples: it was edited")
-    return problem
+    """What is wrong with a real.json, or None: a rule broken or a score missing, no recording
+    scored, an accuracy over all the recordings that is not its splits' weighted by their samples,
+    or a split's accuracy outside its digits' (of which it is the weighted mean)."""
+    splits = ("train", "val", "test")
+    problem = record_problem(real, REAL_RULES, ("run", "generation", "accuracy.all",
+                                                *(f"{kind}.{split}" for kind in ("accuracy", "samples")
+                                                  for split in splits)))
+    if problem is not None:
+        return problem
+    accuracy, samples = real["accuracy"], real["samples"]
+    if sum(samples[split] for split in splits) == 0:
+        return "samples are 0 in every split: an accuracy over no recording is no score"
+    weighted = sum(accuracy[split] * samples[split] for split in splits) / sum(samples[split] for split in splits)
+    if not math.isclose(accuracy["all"], weighted, rel_tol=1e-9, abs_tol=1e-12):
+        return (f"accuracy.all is {accuracy['all']}, not {weighted:.6g}, its splits' accuracies weighted by their "
+                f"samples: it was edited")
+    for split in splits:
+        digits = [value for value in (real.get("accuracy_per_digit") or {}).get(split) or [] if value is not None]
+        if digits and not min(digits) - 1e-9 <= accuracy[split] <= max(digits) + 1e-9:
+            return (f"accuracy.{split} {accuracy[split]} lies outside its digits' accuracies ({min(digits)}.."
+                    f"{max(digits)}), of which it is the mean weighted by each digit's recordings")
+    return None

@@ -25,6 +25,7 @@ import run_folder
 import snn
 from examples_import import example as load_example
 from nmnist_files import write_dataset
+from test_report import real_score
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "mlp_mnist.py"
@@ -480,10 +481,11 @@ def test_the_depth_table_says_which_copy_each_real_score_is_from(tmp_path):
         runs.append(tmp_path / name)
     for run, copy, accuracy in ((runs[0], "A", 0.5), (runs[1], "A", 0.25)):
         real = json.loads((run / "real.json").read_text())  # each run's own score, its copy and accuracy changed
-        (run / "real.json").write_text(json.dumps({**real, "data_root": copy, "accuracy": {"all": accuracy}}))
+        real.pop("accuracy_per_digit")  # (which the accuracy set here would lie outside)
+        (run / "real.json").write_text(json.dumps({**real, "data_root": copy, **real_score(accuracy)}))
     lines = load_example("snn_depth").table(runs).splitlines()
     assert "| real recordings % (A) |" in lines[0] and "| 50.00 |" in lines[2] and "| 25.00 |" in lines[3]
-    (runs[1] / "real.json").write_text(json.dumps({**real, "data_root": "B", "accuracy": {"all": 0.25}}))
+    (runs[1] / "real.json").write_text(json.dumps({**real, "data_root": "B", **real_score(0.25)}))
     lines = load_example("snn_depth").table(runs).splitlines()
     assert "| real recordings % |" in lines[0] and "| 50.00 (A) |" in lines[2] and "| 25.00 (B) |" in lines[3]
 
@@ -545,7 +547,7 @@ def test_the_depth_example_writes_real_json_whole_and_never_through_a_link(tmp_p
     depth = load_example("snn_depth")
     opts = SimpleNamespace(out=tmp_path, seed=1, data_root="data", real_root=str(tmp_path / "real"),
                            **{name: default for name, (default, _, _) in depth.LEVERS.items()})
-    scores = {"accuracy": {"all": 0.5}}
+    scores = {**real_score(0.5)}
     monkeypatch.setattr(depth.subprocess, "run", lambda command, **_: subprocess.CompletedProcess(
         command, 0, stdout=json.dumps(scores), stderr=""))
     monkeypatch.setattr(depth.training, "scored_on", lambda out, root: False)
@@ -1296,7 +1298,7 @@ def test_the_depth_table_leaves_out_a_real_json_of_another_run(tmp_path, capsys)
     assert "is no score of this run (it scored generation 1, and this run finished at 1050)" in capsys.readouterr().err
     (runs[1] / "real.json").write_text("{}")
     load_example("snn_depth").table(runs)
-    assert "is no score of this run (accuracy.all is missing)" in capsys.readouterr().err
+    assert "is no score of this run (accuracy.train is missing)" in capsys.readouterr().err
 
 
 def test_layer_drift_names_a_checkpoint_that_is_no_regular_file_as_such(tmp_path):

@@ -49,8 +49,14 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
                                                for i, (generation, acc) in enumerate(zip(generations, val_accs))))
     if real_acc is not None:
         (out / "real.json").write_text(json.dumps({"run": str(out), "generation": final["generations"],
-                                                   "accuracy": {"all": real_acc}}))
+                                                   **real_score(real_acc)}))
     return out
+
+
+def real_score(accuracy):
+    """A real.json's scores, as evaluate writes them: `accuracy` in every split, of 8, 1 and 1 recordings."""
+    return {"accuracy": {"train": accuracy, "val": accuracy, "test": accuracy, "all": accuracy},
+            "samples": {"train": 8, "val": 1, "test": 1}}
 
 
 def write_preset_run(results_dir, preset, name, seed, **final):
@@ -353,14 +359,14 @@ def test_runs_trained_or_scored_on_different_data_are_never_one_table(tmp_path):
     shutil.rmtree(other)
     for seed, recordings in ((1, "r1"), (2, "r2")):
         folder = tmp_path / "runs" / f"es-seed{seed}"
-        (folder / "real.json").write_text(json.dumps({"run": str(folder), "generation": 20, "accuracy": {"all": 0.5},
+        (folder / "real.json").write_text(json.dumps({"run": str(folder), "generation": 20, **real_score(0.5),
                                                       "data": {"test": recordings}}))
     with pytest.raises(ValueError, match="score different recordings, which one column of real-recording "
                                          "accuracies would mix: rerun reproduce --report-only with --real-root and "
                                          "one copy, without --runs or --seeds, which scores every run again"):
         report.write_report(tmp_path, "paper")
     unnamed = tmp_path / "runs" / "es-seed2" / "real.json"  # a score from before scores named their recordings
-    unnamed.write_text(json.dumps({"run": str(unnamed.parent), "generation": 20, "accuracy": {"all": 0.5}}))
+    unnamed.write_text(json.dumps({"run": str(unnamed.parent), "generation": 20, **real_score(0.5)}))
     named = tmp_path / "runs" / "es-seed1" / "real.json"
     with pytest.raises(ValueError, match=re.escape(f"{unnamed} names no recordings it scored (it was written before "
                                                    f"scores named them) and {named} does, so one column of real-recording accuracies could mix two "
@@ -387,19 +393,20 @@ DAMAGES = {
     "final.json a list": ("final.json", "[1, 2]", "final.json is damaged (it holds a JSON list, not an object)"),
     "final.json without test_acc": ("final.json", json.dumps({"val_acc": 0.9}), "(test_acc is missing)"),
     "final.json not text": ("final.json", b"\xff\xfe\x00garbage", "final.json is not valid JSON"),
-    "real.json without accuracy": ("real.json", json.dumps({"run": "x", "generation": 20}), "(accuracy.all is missing)"),
-    "real.json without its run": ("real.json", json.dumps({"accuracy": {"all": 0.5}, "generation": 20}),
+    "real.json without accuracy": ("real.json", json.dumps({"run": "x", "generation": 20}),
+                                   "(accuracy.train is missing)"),
+    "real.json without its run": ("real.json", json.dumps({**real_score(0.5), "generation": 20}),
                                   "(run is missing)"),
     "real.json of another seed": ("real.json", json.dumps({"run": "results/x/runs/eggroll-r4-seed2", "generation": 20,
-                                                           "accuracy": {"all": 0.5}}), "scores another run"),
+                                                           **real_score(0.5)}), "scores another run"),
     "real.json of another method": ("real.json", json.dumps({"run": "results/x/runs/bptt-seed1", "generation": 20,
-                                                            "accuracy": {"all": 0.5}}), "scores another run"),
+                                                            **real_score(0.5)}), "scores another run"),
     "real.json of another rank": ("real.json", json.dumps({"run": "eggroll-r1-seed1", "generation": 20,
-                                                          "accuracy": {"all": 0.5}}), "scores another run"),
+                                                          **real_score(0.5)}), "scores another run"),
     "real.json of another lever": ("real.json", json.dumps({"run": "es-batch-512-seed1", "generation": 20,
-                                                           "accuracy": {"all": 0.5}}), "scores another run"),
+                                                           **real_score(0.5)}), "scores another run"),
     "real.json of another generation": ("real.json", json.dumps({"run": "eggroll-r4-seed1", "generation": 10,
-                                                                 "accuracy": {"all": 0.5}}),
+                                                                 **real_score(0.5)}),
                                         "(it scored generation 10, and this run finished at 20)"),
     "metrics.jsonl cut inside": ("metrics.jsonl", '{"generation": 10, "val\n' + json.dumps(
         {"generation": 20, "val_acc": 0.6, "wall_seconds": 2.0}) + "\n", "line 1 of"),
@@ -447,15 +454,27 @@ DAMAGES = {
                                                                                         "root": ""})), "(data must be null"),
     "final.json data without its fingerprint": ("final.json", json.dumps(dict(FINAL, data={})), "(data must be null"),
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
-    "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": "0.5"}}),
-                                    '(accuracy.all must be a number in [0, 1], got "0.5")'),
+    "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score("0.5")}),
+                                    '(accuracy.train must be a number in [0, 1], got "0.5")'),
     "real.json accuracy.all edited": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
         "train": 0.5, "val": 0.7, "test": 0.9, "all": 0.01}, "samples": {"train": 8, "val": 1, "test": 1}}),
                                       "(accuracy.all is 0.01, not 0.56, its splits' accuracies weighted by their "
                                       "samples: it was edited)"),
-    "real.json samples a string": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {"all": 0.5},
+    "real.json samples a string": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score(0.5),
                                                             "samples": {"train": "8"}}),
                                    '(samples.train must be an integer >= 0, got "8")'),
+    "real.json of no recording": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score(0.5),
+                                                           "samples": {"train": 0, "val": 0, "test": 0}}),
+                                  "(samples are 0 in every split: an accuracy over no recording is no score)"),
+    "real.json without its samples": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
+        "train": 0.5, "val": 0.5, "test": 0.5, "all": 0.99}}), "(samples.train is missing)"),
+    "real.json without a split's score": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
+        "val": 0.5, "test": 0.5, "all": 0.99}, "samples": {"train": 8, "val": 1, "test": 1}}),
+                                          "(accuracy.train is missing)"),
+    "real.json's test edited, not its digits": ("real.json", json.dumps({
+        "run": "x", "generation": 20, **real_score(0.5), "accuracy_per_digit": {"test": [0.4] * 10}}),
+        "(accuracy.test 0.5 lies outside its digits' accuracies (0.4..0.4), of which it is the mean weighted by "
+        "each digit's recordings)"),
 }
 
 
@@ -495,7 +514,7 @@ def test_a_run_folder_link_that_leads_to_a_run_is_read_without_a_warning(tmp_pat
 def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):
     """real.json's run is the folder as a shell may write it, "runs/es-seed1/": still this run's."""
     out = write_run(tmp_path, "es", 1)
-    (out / "real.json").write_text(json.dumps({"run": f"{out}/", "generation": 20, "accuracy": {"all": 0.5}}))
+    (out / "real.json").write_text(json.dumps({"run": f"{out}/", "generation": 20, **real_score(0.5)}))
     assert report.collect(tmp_path)["es"][0][0]["real_acc"] == 0.5
 
 

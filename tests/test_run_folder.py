@@ -29,7 +29,7 @@ import run
 import run_folder
 import training
 from nmnist_files import write_dataset
-from test_report import write_preset_run
+from test_report import real_score, write_preset_run
 from test_run import ROOT, SMALL, dataset, limited, run_main, stored_params  # noqa: F401 (dataset is a fixture)
 
 
@@ -752,7 +752,7 @@ def test_a_real_json_that_is_not_a_score_counts_as_no_score(finished_run, datase
     root, cache = dataset[1], dataset[3]
     held = training.load_splits(root, run_folder.read_config(finished_run).time_bins, cache).fingerprint()
     real = finished_run / "real.json"
-    score = {"data": held, "accuracy": {"all": 0.5}, "run": str(finished_run), "generation": 10}
+    score = {"data": held, **real_score(0.5), "run": str(finished_run), "generation": 10}
     for text, scored in (("[1]", False), (json.dumps({"data": held}), False),
                          (json.dumps({"data": held, "run": "run", "generation": 10}), False),
                          (json.dumps(score), True), (json.dumps({**score, "run": "results/x/runs/run"}), True),
@@ -1988,7 +1988,7 @@ def test_a_run_is_never_trained_into_a_frame_cache_folder(finished_run, tmp_path
     ("eggroll-r1-e100-seed1", "eggroll-r1-seed1", 100, False),         # a budget mark the folder lacks
     ("eggroll-r1-e100-seed1", "eggroll-r1-g100-seed1", 100, False)])   # another budget mark
 def test_a_real_json_is_a_runs_own_if_its_run_grew_its_name_by_a_budget_alone(scored, folder, generation, ours):
-    real = {"run": scored, "generation": generation, "accuracy": {"all": 0.5}}
+    real = {"run": scored, "generation": generation, **real_score(0.5)}
     assert run_folder.scores_this_run(real, Path("results") / folder, {"generations": 100}) is ours
 
 
@@ -2009,7 +2009,7 @@ def test_a_real_json_that_names_its_runs_settings_is_its_own_only_with_this_runs
     """A real.json written since scores record the run's settings (config) is this run's only if they
     are this run's: the paper's and the quick preset's eggroll-r1-seed1 share a name and a budget."""
     final = {"generations": 100, "config": {"method": "eggroll", "rank": 1, "population": 512}}
-    real = {"run": "results/quick/runs/eggroll-r1-seed1", "generation": 100, "accuracy": {"all": 0.5}}
+    real = {"run": "results/quick/runs/eggroll-r1-seed1", "generation": 100, **real_score(0.5)}
     assert run_folder.scores_this_run({**real, "config": final["config"]}, Path("eggroll-r1-seed1"), final)
     assert not run_folder.scores_this_run({**real, "config": {**final["config"], "population": 64}},
                                           Path("eggroll-r1-seed1"), final)
