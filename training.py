@@ -247,11 +247,12 @@ def refuse_too_large(path, params, time_bins, command="train"):
                          f"{run_folder.checkpoint_fix(path, command)}")
 
 
-def settings_of_job(config, team):
+def settings_of_job(config, out, team):
     """What the processes of a job must share before they check anything ({name: value}): every
-    setting config.json stores, the update mode and the project's code."""
+    setting config.json stores, the run folder (which process 0 alone writes), the update mode and
+    the project's code."""
     return {**{run_config.option(name): value for name, value in run_config.stored(config).items()},
-            "--update": team.update, "the project's code": distributed.code_version()}
+            "--out": os.path.abspath(out), "--update": team.update, "the project's code": distributed.code_version()}
 
 
 def check_agreement(team, values):
@@ -437,7 +438,7 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
     every process of a job, which then learn what failed where (one process may lack its data):
     (Run, initial params)."""
     if team.size > 1:
-        check_agreement(team, settings_of_job(config, team))
+        check_agreement(team, settings_of_job(config, out, team))
     with checked_together(team):
         run_config.check(config)
         if team.size > 1 and config.method == "bptt":

@@ -399,7 +399,8 @@ def test_a_signal_stops_every_process_at_one_step_and_says_how_to_continue(tmp_p
 @needs_mpi
 def test_processes_given_different_runs_stop_before_anything_is_written(tmp_path):
     """mpiexec's MPMD form gives each process its own command line: processes given another seed,
-    another copy of the data (one recording fewer) or another version of the code all stop before
+    another copy of the data (one recording fewer), another version of the code or another --out (only
+    process 0 writes, so the others' --out was dropped unsaid) all stop before
     the first generation, with one line naming what differs and the ranks, exit status 2, and no
     run folder. (Without the comparison the first two ran to the end, with a config.json naming one
     seed and weights of neither run.)"""
@@ -419,12 +420,14 @@ def test_processes_given_different_runs_stop_before_anything_is_written(tmp_path
                                     *settings, "--distributed", *extra]
     cases = [((ROOT / "run.py", "--seed", "1"), (ROOT / "run.py", "--seed", "2"), "--seed (rank 0: 1; rank 1: 2)"),
              ((ROOT / "run.py",), (ROOT / "run.py", "--data-root", str(fewer)), "the train split (rank 0: "),
-             ((ROOT / "run.py",), (code / "run.py",), "the project's code (rank 0: sha256 ")]
+             ((ROOT / "run.py",), (code / "run.py",), "the project's code (rank 0: sha256 "),
+             ((ROOT / "run.py",), (ROOT / "run.py", "--out", str(tmp_path / "other")),  # process 0 alone writes
+              f"--out (rank 0: {out}; rank 1: {tmp_path / 'other'})")]
     for first, second, named in cases:
         status, err = job([MPIEXEC, "-n", "1", *train(*first), ":", "-n", "1", *train(*second)], tmp_path)
         assert status == 2 and err.count("error:") == 1, err
         assert f"error: the processes of this job were given different runs: {named}" in err, err
-        assert not out.exists()
+        assert not out.exists() and not (tmp_path / "other").exists()
 
 
 def lines_within(stream, count, seconds):
