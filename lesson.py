@@ -834,8 +834,9 @@ def check_what_is_written(args):
         if args.page.suffix.lower() != ".md":
             fail(f"--page {args.page} is not a markdown page; give the path of a file ending in .md")
         if not args.page.parent.is_dir():  # one file: its folder is the user's, not made by the lesson
-            fail(f"--page {args.page}: the folder {args.page.parent} does not exist; make it, or give a page in a "
-                 f"folder that does")
+            missing = "is not a folder" if os.path.lexists(args.page.parent) else "does not exist"
+            fail(f"--page {args.page}: the folder {args.page.parent} {missing}; make it, or give a page in a folder "
+                 f"that does")
         writable_folder_above(args.page.parent, "--page")
         figure_record.refuse_data_folder(args.page.parent, "choose another --page")
         run_folder.refuse_run_folder(args.page.parent, "choose another --page")

@@ -133,6 +133,8 @@ def test_user_errors_are_one_line_and_write_nothing(tmp_path, damaged):
         (["--page", str(tmp_path)], {}, [f"--page {tmp_path} is a folder"]),
         (["--page", str(tmp_path / "typo" / "page.md")], {}, [f"the folder {tmp_path / 'typo'} does not exist; make "
                                                              f"it, or give a page in a folder that does"]),
+        (["--page", str(existing / "page.md")], {}, [f"the folder {existing} is not a folder; make it, or give a "
+                                                     f"page in a folder that does"]),
         (["--out", str(ROOT)], {}, [f"--out {ROOT} is the project's own folder, among its source files; give a "
                                     f"folder for the figures, e.g. lesson"]),
         (["--out", "/"], {}, ["--out / is the file system's root, and the lesson draws its figures straight into it: "
