@@ -808,10 +808,9 @@ def writable_folder_above(path, option):
 
 def check_what_is_written(args):
     """Everything the lesson will write, checked before any work (it writes all of it at the end):
-    --out a folder that exists or can be made, the page's folder one that exists, no link in the way,
-    the page a markdown file apart from the figures, no file the lesson did not write: a figure only
-    over one that the record of the figures drawn in --out holds (figure_record.py), the page only
-    over a page of this lesson."""
+    folders that exist or can be made, no link in the way, the page a markdown file apart from the
+    figures, no file the lesson did not write: a figure only over one that the record of the
+    figures drawn in --out holds (figure_record.py), the page only over a page of this lesson."""
     if args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is a file, not a folder; give a folder for the figures")
     if args.out.resolve() == HERE:
@@ -833,10 +832,6 @@ def check_what_is_written(args):
                      f"its own ending in .md")
         if args.page.suffix.lower() != ".md":
             fail(f"--page {args.page} is not a markdown page; give the path of a file ending in .md")
-        if not args.page.parent.is_dir():  # one file: its folder is the user's, not made by the lesson
-            missing = "is not a folder" if os.path.lexists(args.page.parent) else "does not exist"
-            fail(f"--page {args.page}: the folder {args.page.parent} {missing}; make it, or give a page in a folder "
-                 f"that does")
         writable_folder_above(args.page.parent, "--page")
         figure_record.refuse_data_folder(args.page.parent, "choose another --page")
         run_folder.refuse_run_folder(args.page.parent, "choose another --page")
