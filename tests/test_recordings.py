@@ -25,19 +25,20 @@ def test_an_entry_that_is_not_what_it_should_be_is_named_before_anything_is_read
     with open(huge, "wb") as file:
         file.truncate(5 * 10**9)
     loop = train / "0" / "loop.bin"
-    digit = train / "3"
+    digit, aside = train / "3", tmp_path / "aside"  # (a Test folder put aside in tmp_path would make it a copy)
+    aside.mkdir()
     cases = [(lambda: None, lambda: huge.unlink(),
               f"{huge}: 5,000,000,000 bytes, more than any N-MNIST recording (at most 3,576,000 bytes are read)"),
              (lambda: loop.symlink_to("loop.bin"), lambda: loop.unlink(),
               f"cannot read the recording {loop}: Too many levels of symbolic links; a symbolic link on that path "
               f"leads back to itself: replace the link"),
-             (lambda: (digit.rename(tmp_path / "3"), digit.symlink_to("3")),
-              lambda: (digit.unlink(), (tmp_path / "3").rename(digit)),
+             (lambda: (digit.rename(aside / "3"), digit.symlink_to("3")),
+              lambda: (digit.unlink(), (aside / "3").rename(digit)),
               f"cannot read the class folder {digit}: Too many levels of symbolic links"),
              (lambda: (train / "0" / "x.bin").mkdir(), lambda: (train / "0" / "x.bin").rmdir(),
               f"{train / '0' / 'x.bin'} is a folder, not a recording; move it out of {train / '0'}"),
-             (lambda: (test.rename(tmp_path / "Test"), test.symlink_to("Train")),
-              lambda: (test.unlink(), (tmp_path / "Test").rename(test)), f"{test} and {train} share recordings")]
+             (lambda: (test.rename(aside / "Test"), test.symlink_to("Train")),
+              lambda: (test.unlink(), (aside / "Test").rename(test)), f"{test} and {train} share recordings")]
     for make, undo, message in cases:
         make()
         with pytest.raises(data.BadDataError) as error:

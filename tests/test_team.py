@@ -570,7 +570,7 @@ def test_the_memory_checks_count_the_processes_on_this_machine_not_the_whole_job
     def body(team):
         team.local_rank, team.local_size = 0, 1  # one process on each machine
         with pytest.raises(UsageError, match="stop here"):
-            training.set_up(run, tmp_path / f"run{team.rank}", team, progress=False, command="train")
+            training.set_up(run, tmp_path / "run", team, progress=False, command="train")  # one --out, as a job needs
         with pytest.raises(UsageError, match="stop here"):
             bench.check_request(opts, team)
     run_team(2, body)
