@@ -215,6 +215,13 @@ def counts_of(params, frames, lif, n_members, count_hidden, network):
 def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
     """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis (counts: summed
     potentials with a potential readout, so their mean over the frames)."""
+    largest = check_counts(counts, "(..., N, n_out)")
+    check_whole("n_steps", n_steps, 1, 2 ** 31, "T, the frames the counts were summed over")
+    n_steps = int(n_steps)  # a NumPy int64 would turn float32 rates into float64
+    check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
+    if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
+        raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
+                         f"{counts.dtype}'s range in the softmax: lower logit_scale, or give counts a network makes")
     xp = array_module_of(counts)
     logits = counts * (logit_scale / n_steps)
     logits = logits - logits.max(axis=-1, keepdims=True)
@@ -224,23 +231,17 @@ def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
 def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
-    largest = check_counts(counts, labels, "(..., N, n_out)")
+    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)  # (which checks its arguments)
+    check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     xp = array_module_of(counts)
-    check_whole("n_steps", n_steps, 1, 2 ** 31, "T, the frames the counts were summed over")
-    n_steps = int(n_steps)  # a NumPy int64 would turn float32 rates into float64
-    check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
-    if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
-        raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
-                         f"{counts.dtype}'s range in the softmax: lower logit_scale, or give counts a network makes")
-    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)
     picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)
     return -picked[..., 0].mean(axis=-1)
 
 
-def check_counts(counts, labels, shape):
+def check_counts(counts, shape):
     """ValueError naming the fix unless counts are what forward returns, a finite float32 or float64
-    array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class, and
-    labels their classes (check_labels); the counts' largest magnitude."""
+    array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class; the
+    counts' largest magnitude."""
     if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(counts, numpy.matrix) or \
             counts.ndim < 2 or shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
         # (no member is taken: a process of a team may hold none)
@@ -251,15 +252,15 @@ def check_counts(counts, labels, shape):
     largest = magnitude(counts)
     if not math.isfinite(largest):  # a NaN count would score NaN, unseen
         raise ValueError("counts hold NaN or inf, which no network's spikes make: give finite counts")
-    check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     return largest
 
 
 def correct_per_class(counts, labels):
     """For each class, how many samples of that class the most-spiking output neuron classifies
     right (ties: lowest class); a NumPy array of length n_out. counts (N, n_out), labels (N,)."""
-    check_counts(counts, labels, "(N, n_out)")
+    check_counts(counts, "(N, n_out)")
     n_out = counts.shape[-1]
+    check_labels(labels, counts.shape[0], n_out, "the counts' samples")
     hits = to_numpy(counts.argmax(axis=1) == labels)
     return numpy.bincount(to_numpy(labels)[hits], minlength=n_out)
 

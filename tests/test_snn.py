@@ -455,3 +455,14 @@ def test_a_vanilla_es_generation_without_a_team_is_one_line():
             baselines.es_generation_step(params, optim.init(params), frames, labels, 0,
                                          baselines.ESConfig(8, 0.1, 0, 1.0), optim.Adam(0.01), team=team)
         assert str(refused.value).startswith(f"team must be distributed.ALONE or distributed.team(update), {said}")
+
+
+@pytest.mark.parametrize("counts, n_steps, said", [
+    (np.full((2, 3), np.nan, np.float32), 10, "counts hold NaN or inf"),  # a NaN softmax, silently
+    (np.ones((2, 3), np.float32), 0, "n_steps must be a whole number in 1..2147483648, got 0")])  # ZeroDivisionError
+def test_eq_3s_log_softmax_checks_what_it_is_given_as_the_loss_does(counts, n_steps, said):
+    """log_softmax_of_rates, Eq. (3) on its own (README's table of equations names it), refuses
+    counts and a T the cross-entropy refuses."""
+    with pytest.raises(ValueError) as refused:
+        snn.log_softmax_of_rates(counts, n_steps)
+    assert str(refused.value).startswith(said)
