@@ -159,9 +159,9 @@ def population_forward(params, perturbations, x, settings):
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
     xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
     xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples
-    # (T, P, N, r) @ (P, r, 64): matmul multiplies the last two axes and treats the others as a batch,
-    # (T, P) against (P,), so for each frame t and pair p it takes xB[t, p] (N, r) @ A_W1[p] (r, 64):
-    # pair p's x B_p meets its own A_pᵀ alone.
+    # (T, P, N, r) @ (P, r, 64): matmul multiplies the last two axes and broadcasts the leading ones,
+    # so for each frame t and pair p it takes xB[t, p] (N, r) @ A_W1[p] (r, 64): pair p's rows x B_p
+    # meet its own A_pᵀ alone.
     # As einsums, with the letters of docs/symbols.md (T frames, P pairs, N samples, r the
     # rank, n a layer's inputs, m its neurons): xB = einsum("TNn,Prn->TPNr", x, B_W1), then
     # einsum("TPNr,Prm->TPNm", xB, A_W1)
