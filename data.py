@@ -64,7 +64,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from interface_checks import a_kind, check_whole
+from interface_checks import a_kind, check_whole, refuse_beyond_ram
 from run_folder import (FILE_KINDS, create_new, first_missing, left_temporaries_note, load_npz, os_problem, read_bytes,
                         remove_made_folders)
 
@@ -438,13 +438,14 @@ def read_events(path):
 
 def events_problem(events):
     """What makes a structured array of events (x, y, t, p) no N-MNIST recording's, or None: fields
-    that are not integers, x or y off the sensor, p not 0 or 1, t going backwards."""
+    that are not integers, x or y off the sensor, p not 0 or 1, t outside 0..2^31 - 1 microseconds
+    (N-MNIST's are 23 bits) or going backwards."""
     width, height, _ = SENSOR_SIZE
     if not all(events.dtype[field].kind in "iu" for field in "xytp"):
         return f"x, y, t and p must be integers, got {', '.join(str(events.dtype[field]) for field in 'xytp')}"
     if len(events) == 0:
         return None
-    for field, size in (("x", width), ("y", height), ("p", 2)):
+    for field, size in (("x", width), ("y", height), ("p", 2), ("t", 2 ** 31)):  # t: microseconds, up to 36 minutes
         if int(events[field].min()) < 0 or int(events[field].max()) >= size:
             return f"{field} must lie in 0..{size - 1}, got {int(events[field].min())}..{int(events[field].max())}"
     if bool((np.diff(events["t"].astype(np.int64)) < 0).any()):
@@ -457,9 +458,10 @@ def frames_from_events(events, n_time_bins):
     Binary frames (T, 2312) uint8 of one recording's events (N-MNIST's: events_problem says why
     others are refused), equal to tonic's ToFrame(sensor_size=(34, 34, 2), n_time_bins=T) clamped to 1.
     """
-    if not {"x", "y", "t", "p"} <= set(getattr(getattr(events, "dtype", None), "names", None) or ()):
-        raise ValueError(f"events must be a structured array of fields x, y, t and p, as read_events returns, got "
-                         f"{a_kind(events)}")
+    if not (isinstance(events, np.ndarray) and not isinstance(events, np.ma.MaskedArray) and events.ndim == 1
+            and {"x", "y", "t", "p"} <= set(events.dtype.names or ())):
+        raise ValueError(f"events must be a 1-D structured array of fields x, y, t and p, as read_events returns, "
+                         f"got {a_kind(events)}" + (f" of shape {events.shape}" if hasattr(events, "shape") else ""))
     problem = events_problem(events)
     if problem:  # a pixel out of range would land on another's input, a time going back in another bin
         raise ValueError(f"events must be N-MNIST's, as read_events returns them: {problem}")
@@ -880,7 +882,8 @@ def batches(split, batch_size, xp=np, seed=0, epoch=0, shuffle=True):
     epoch_order(seed, epoch), full batches only (a split smaller than one batch: all of it, as
     minibatch gives); shuffle=False: in order, last partial batch included.
     """
-    check_minibatch(split, batch_size, xp, seed, epoch, 1, 0)  # (epoch in step's place: a whole number >= 0)
+    check_minibatch(split, batch_size, xp, seed, 0, 1, 0)
+    check_whole("epoch", epoch, 0, 2 ** 64 - 1, "0, the first")
     if not isinstance(shuffle, (bool, np.bool_)):
         raise ValueError(f"shuffle must be True or False, got {shuffle!r}")
     n = len(split)
@@ -929,6 +932,9 @@ def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
                                             # (a shift of the sensor's side moves every event off it)
                                             ("max_shift", max_shift, 0, SENSOR_SIZE[0] - 1, "0, none, or 1")):
         check_whole(name, value, low, high, example)
+    samples = min(batch_size, len(split)) * count  # as float32 frames, and their bits unpacked on the way
+    refuse_beyond_ram(f"a minibatch of {samples:,} samples", samples * split.n_time_bins * N_INPUTS * 5,
+                      "as float32 frames", "ask fewer samples (batch_size, count)")
 
 
 def translate(frames, shifts):

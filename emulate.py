@@ -339,6 +339,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     check_whole("workers", workers, 1, 4096, "1, or the CPU cores to use")
     check_whole("seed", seed, 0, None, "0, the emulation's default")
     root = Path(out) / "NMNIST"
+    inside = data.data_folder_problem(out, inside_only=True)
+    if inside is not None:  # a split or digit folder of a copy, which the project only reads (run.py says it first)
+        raise UsageError(f"{inside}; emulate into a folder of its own")
     refuse_link(root)
     refuse_copy_itself(Path(out))
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made

@@ -1134,7 +1134,11 @@ def test_a_frame_caches_build_names_the_temporary_files_a_killed_build_left_befo
 
 
 @pytest.mark.parametrize("call, said", [
-    (lambda: data.frames_from_events([(1, 2, 3, 0)], 10), "events must be a structured array of fields x, y, t and p"),
+    (lambda: data.frames_from_events([(1, 2, 3, 0)], 10), "events must be a 1-D structured array of fields x, y, t "
+                                                          "and p"),
+    (lambda: data.frames_from_events(np.zeros((2, 2), data.EVENT_DTYPE), 10), "events must be a 1-D structured array"),
+    (lambda: data.frames_from_events(np.array([(0, 0, -(2 ** 62), 0), (0, 0, 2 ** 62, 0)], data.EVENT_DTYPE), 10),
+     "events must be N-MNIST's, as read_events returns them: t must lie in 0..2147483647"),  # t - t[0] overflowed
     (lambda: data.frames_from_events(np.zeros(0, data.EVENT_DTYPE), 0),  # no frame at all, where T >= 1 is meant
      "n_time_bins must be a whole number in 1..1000, got 0"),
     (lambda: data.frames_from_events(np.zeros(0, data.EVENT_DTYPE), 2 ** 31),  # 4.5 TiB of frames
@@ -1156,6 +1160,10 @@ def test_a_frame_caches_build_names_the_temporary_files_a_killed_build_left_befo
     (lambda: next(data.batches([1, 2, 3], 2)), "split must be a data.Split (load_nmnist(...).train), got a list"),
     (lambda: next(data.batches(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 2, shuffle="no")),
      "shuffle must be True or False, got 'no'"),  # (a truthy string shuffled)
+    (lambda: data.minibatch(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 8, np, 0, 0,
+                            count=10 ** 12), "a minibatch of 4,000,000,000,000 samples, "),  # grew to 21 GB, killed
+    (lambda: next(data.batches(data.Split(np.zeros((4, 2890), np.uint8), np.zeros(4, int), 10), 2, epoch=-1)),
+     "epoch must be a whole number in 0..18446744073709551615, got -1"),
     (lambda: data.epoch_order(10 ** 12, 1, 0), "n must be a whole number in 0..2147483648, got 1000000000000"),
     (lambda: data.epoch_order(5.0, 1, 0), "n must be a whole number in 0..2147483648, got 5.0"),  # even once kept
     (lambda: data.translate(np.zeros((2, 3, 100)), np.ones((3, 2), int)),
