@@ -456,6 +456,11 @@ DAMAGES = {
     "final.json without seed": ("final.json", json.dumps(dict(FINAL, config={})), "(config.seed is missing)"),
     "real.json accuracy a string": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score("0.5")}),
                                     '(accuracy.train must be a number in [0, 1], got "0.5")'),
+    "final.json step time 0": ("final.json", json.dumps(dict(FINAL, median_seconds_per_generation=0.0)),
+                               "(median_seconds_per_generation must be a number of seconds from 10^-6 to 10^12, got "
+                               "0.0)"),  # a report's speedup divided by it
+    "final.json step time 1e-300": ("final.json", json.dumps(dict(FINAL, median_seconds_per_generation=1e-300)),
+                                    "(median_seconds_per_generation must be a number of seconds from 10^-6"),
     "real.json accuracy.all edited": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
         "train": 0.5, "val": 0.7, "test": 0.9, "all": 0.01}, "samples": {"train": 8, "val": 1, "test": 1}}),
                                       "(accuracy.all is 0.01, not 0.56, its splits' accuracies weighted by their "
