@@ -264,6 +264,10 @@ def check(config):
         raise ValueError(f"--inner-scale {config.inner_scale} changes nothing with --hidden {config.hidden}: it scales "
                          f"the hidden layers after the first, and this network has one; give two hidden layers "
                          f"(e.g. --hidden 128,64), or drop --inner-scale")
+    if config.init_rule == "pass-through" and not config.has_inner_layers:
+        raise ValueError(f"--init-rule pass-through changes nothing with --hidden {config.hidden}: it draws the "
+                         f"hidden layers after the first, and this network has one; give two hidden layers (e.g. "
+                         f"--hidden 128,64), or drop --init-rule")
     if config.method in ES_METHODS and config.batch_growth != RunConfig.batch_growth and config.generations == 1:
         raise ValueError(f"--batch-growth {config.batch_growth} changes nothing with --generations 1: the minibatch "
                          f"grows from the first generation to the last, and a run of one trains on --batch-size's; "

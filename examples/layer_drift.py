@@ -88,9 +88,11 @@ def drift(run_dir):
     if run_folder.check_finished_checkpoint(run_dir, config, step) is None:  # as evaluate reads a finished run's
         raise UsageError(f"{run_dir / 'final.json'} is damaged, so the walk of the finished run cannot be told; "
                          f"restore it from a copy")
-    walk = noise_walk(config.lr, config.lr_schedule, config.generations)
+    lrs = config.eggroll().lrs(start, config.lr)  # --inner-scale's layers step at a smaller lr
+    walks = {lr: noise_walk(lr, config.lr_schedule, config.generations) for lr in set(lrs.values())}
     rows = []
     for name in sorted(name for name in start if name.startswith("W")):
+        walk = walks[lrs[name]]
         with np.errstate(over="ignore"):  # weights far from any trained run's: squares beyond float32
             moved = float(np.sqrt(((params[name] - start[name]) ** 2).mean()))
         if not math.isfinite(moved):  # measured in float64 instead, where float32's squares overflow

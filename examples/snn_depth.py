@@ -55,9 +55,13 @@ LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"
 
 def levers(method, opts, hidden=None):
     """The options of LEVERS that apply to `method` (and to the network `hidden`, where given:
-    --inner-scale only to one with hidden layers after the first), as {name: value}."""
+    --inner-scale and --init-rule pass-through only to one with hidden layers after the first, which
+    they change; on one hidden layer pass-through is the paper's rule), as {name: value}."""
+    def changes(name, value):  # whether the lever at this value changes the network `hidden`
+        inner_only = name == "inner_scale" or name == "init_rule" and value == "pass-through"
+        return not (inner_only and hidden is not None and not has_inner_layers(hidden))
     return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods
-            and not (name == "inner_scale" and hidden is not None and not has_inner_layers(hidden))}
+            and changes(name, getattr(opts, name))}
 
 
 def has_inner_layers(hidden):
@@ -242,6 +246,9 @@ def main():
         setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
     if opts.inner_scale != LEVERS["inner_scale"][0] and not any(map(has_inner_layers, opts.hidden)):
         parser.error(f"--inner-scale scales the hidden layers after the first, which none of --hidden "
+                     f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
+    if opts.init_rule == "pass-through" and not any(map(has_inner_layers, opts.hidden)):
+        parser.error(f"--init-rule pass-through draws the hidden layers after the first, which none of --hidden "
                      f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
 
     def command():

@@ -416,15 +416,18 @@ def test_snn_depths_depth_levers_reach_eggroll_and_name_the_committed_folders(tm
                                  timeout=60)
         assert refused.returncode == 2 and refused.stderr.startswith("error: argument --inner-scale") \
             and refused.stderr.count("\n") == 1, refused.stderr
-    # a network of one hidden layer has none after the first: its run is the one without the scale
+    # a network of one hidden layer has none after the first: its run is the one without the scale, and
+    # with the paper's initialisation, which pass-through is there
     assert depth.run_folder("eggroll", "64", opts).name == \
-        "hidden-64-g300-sigma0.1-logit1-init-pass-through-out0.25-readout-potential-seed1"
-    refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "none",
-                              "--out", str(tmp_path), "--inner-scale", "0.1", "--hidden", "64", "conv8k5s3"],
-                             capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and refused.stderr == (
-        "error: --inner-scale scales the hidden layers after the first, which none of --hidden 64 conv8k5s3 has: add "
-        "a network of two hidden layers (e.g. 128,64), or drop it; see snn_depth.py --help\n"), refused.stderr
+        "hidden-64-g300-sigma0.1-logit1-out0.25-readout-potential-seed1"
+    for option, value, said in (("--inner-scale", "0.1", "--inner-scale scales"),
+                                ("--init-rule", "pass-through", "--init-rule pass-through draws")):
+        refused = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", "none",
+                                  "--out", str(tmp_path), option, value, "--hidden", "64", "conv8k5s3"],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and refused.stderr == (
+            f"error: {said} the hidden layers after the first, which none of --hidden 64 conv8k5s3 has: add a "
+            f"network of two hidden layers (e.g. 128,64), or drop it; see snn_depth.py --help\n"), refused.stderr
     assert not (tmp_path / "runs").exists()
 
 
@@ -681,14 +684,16 @@ def test_adam_fed_pure_noise_walks_lr_times_root_of_the_steps():
 
 
 def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
-    """examples/layer_drift.py on a tiny EGGROLL run of two hidden layers (drawn by the fan-in rule): a
-    row per weight matrix, its RMS change from its own initialisation as the checkpoint holds it, and the coherent part
-    sqrt(moved^2 - walk^2); a folder without a run is one line, exit status 2."""
+    """examples/layer_drift.py on a tiny EGGROLL run of two hidden layers (drawn by the fan-in rule, the
+    inner one at half the lr): a row per weight matrix, its RMS change from its own initialisation as the
+    checkpoint holds it, the noise walk at that layer's lr, and the coherent part sqrt(moved^2 - walk^2);
+    a folder without a run is one line, exit status 2."""
     run = tmp_path / "run"
     trained = subprocess.run([sys.executable, str(ROOT / "run.py"), "train", "--data-root", str(ROOT / "nmnist-sample"),
                               "--cache-dir", str(tmp_path / "cache"), "--out", str(run), "--quiet", "--hidden", "12,6",
                               "--generations", "3", "--population", "8", "--batch-size", "16", "--eval-every", "3",
-                              "--lr", "0.1", "--init-rule", "fan-in"], capture_output=True, text=True, timeout=300)
+                              "--lr", "0.1", "--init-rule", "fan-in", "--inner-scale", "0.5"], capture_output=True,
+                             text=True, timeout=300)
     assert trained.returncode == 0, trained.stderr
     command = [sys.executable, str(ROOT / "examples" / "layer_drift.py"), str(run), "--out", str(tmp_path / "drift.md")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -699,7 +704,8 @@ def test_the_layer_drift_example_measures_each_layer_of_a_run(tmp_path):
     assert [(row["weights"], row["size"]) for row in rows] == [("W1", "12×2312"), ("W2", "6×12"), ("W3", "10×6")]
     for row in rows:
         assert row["moved"] == pytest.approx(np.sqrt(((stored[f"param/{row['weights']}"] - start[row["weights"]]) ** 2).mean()))
-        assert row["noise_walk"] == drift.noise_walk(0.1, config.lr_schedule, 3) and row["moved"] > 0
+        lr = 0.1 * 0.5 if row["weights"] == "W2" else 0.1  # the inner layer steps at lr x --inner-scale
+        assert row["noise_walk"] == drift.noise_walk(lr, config.lr_schedule, 3) and row["moved"] > 0
         assert row["coherent"] == pytest.approx(np.sqrt(max(row["moved"] ** 2 - row["noise_walk"] ** 2, 0)))
     assert (tmp_path / "drift.md").read_text() == drift.table(rows) and f"| {rows[0]['moved']:.3f} |" in done.stdout
     twice = subprocess.run([*command[:3], str(run / "."), "--out", str(tmp_path / "twice.md")], capture_output=True,

@@ -110,6 +110,11 @@ def test_levers_at_their_defaults_are_not_stored_and_set_ones_are():
                                              r"the hidden layers after the first, and this network has one"):
             config.check(dataclasses.replace(plain, method="eggroll", hidden=hidden, inner_scale=0.5))
     config.check(dataclasses.replace(plain, method="eggroll", hidden="128,64", inner_scale=0.5))
+    for hidden in ("64", "conv8k5s3"):  # pass-through is the paper's rule there: another run's name, the same weights
+        with pytest.raises(ValueError, match=rf"--init-rule pass-through changes nothing with --hidden {hidden}: it "
+                                             r"draws the hidden layers after the first, and this network has one"):
+            config.check(dataclasses.replace(plain, method="eggroll", hidden=hidden, init_rule="pass-through"))
+    config.check(dataclasses.replace(plain, method="eggroll", hidden="64,128", init_rule="pass-through"))
 
 
 def test_a_run_draws_each_generation_with_its_sigma_and_minibatch(tmp_path, dataset, monkeypatch):
