@@ -372,6 +372,8 @@ def not_standard_output(text):
     if text == "-":
         raise argparse.ArgumentTypeError("'-' is read as standard output by many tools, and this command writes "
                                          "files at the path given: give a path (./- for one named -)")
+    if text and not text.strip():  # (an empty one is said where it is read)
+        raise argparse.ArgumentTypeError(f"{text!r} is blanks only (a variable left empty?): give a path")
     return text
 
 

@@ -73,12 +73,17 @@ def names(named):
     return ", ".join(sorted(map(str, named)))
 
 
+# arrays whose arithmetic is not plain NumPy's: a matrix's ** is a matrix power, a masked array's
+# hidden entries (a NaN, say) pass the finiteness checks and its results stay masked
+ODD_ARRAYS = (numpy.matrix, numpy.ma.MaskedArray)
+
+
 def is_float_array(value, widest):
     """Whether value is an array of float32 or float64 no wider than dtype `widest`, and not a
     numpy.matrix (whose ** is a matrix power, not Adam's square per entry). A float16 g would be
     squared in float16, where g^2 underflows to 0 below 2.4e-4 and overflows above 256."""
     return getattr(value, "dtype", None) in (numpy.float32, numpy.float64) and hasattr(value, "shape") and \
-        numpy.result_type(value.dtype, widest) == widest and not isinstance(value, numpy.matrix)
+        numpy.result_type(value.dtype, widest) == widest and not isinstance(value, ODD_ARRAYS)
 
 
 def check_float_arrays(params):
@@ -86,9 +91,9 @@ def check_float_arrays(params):
     integer array would drop the step, float16 overflow Adam's average of g^2 at a g of 256, and a NaN
     or inf parameter make its update NaN)."""
     for name, value in params.items():
-        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(value, numpy.matrix):
+        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(value, ODD_ARRAYS):
             kind = f"{a_kind(value)}, not an array" if not hasattr(value, "dtype") else \
-                f"{a_kind(value)} of {value.dtype}" if isinstance(value, numpy.matrix) else value.dtype
+                f"{a_kind(value)} of {value.dtype}" if isinstance(value, ODD_ARRAYS) else value.dtype
             raise ValueError(f"parameter {name!r} is {kind}: Adam steps arrays of float32 or float64; give it as "
                              f"one, e.g. numpy.asarray({name}, numpy.float32)")
         if not bool(array_module_of(value).isfinite(value).all()):
@@ -112,7 +117,7 @@ def check_state(params, grads, state):
         step = grads[name]  # of floats no wider than the parameter's, which Adam's moments keep
         if not (is_float_array(step, value.dtype) and step.shape == value.shape):
             got = a_kind(step) if not (hasattr(step, "dtype") and hasattr(step, "shape")) else \
-                f"{a_kind(step)} of {step.dtype} and shape {tuple(step.shape)}" if isinstance(step, numpy.matrix) else \
+                f"{a_kind(step)} of {step.dtype} and shape {tuple(step.shape)}" if isinstance(step, ODD_ARRAYS) else \
                 f"a {step.dtype} array of shape {tuple(step.shape)}"
             raise ValueError(f"the step of parameter {name!r} must be an array of its shape {tuple(value.shape)}, of "
                              f"float32 or float64 no wider than its {value.dtype}, got {got}: give one step per "

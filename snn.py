@@ -242,7 +242,8 @@ def check_counts(counts, shape):
     """ValueError naming the fix unless counts are what forward returns, a finite float32 or float64
     array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class; the
     counts' largest magnitude."""
-    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or isinstance(counts, numpy.matrix) or \
+    if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or \
+            isinstance(counts, (numpy.matrix, numpy.ma.MaskedArray)) or \
             counts.ndim < 2 or shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
         # (no member is taken: a process of a team may hold none)
         got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if type(counts) is numpy.ndarray else \
@@ -330,6 +331,10 @@ class Network:
                              f"\"conv8k5s2,64\"")
         layers = []
         for part in hidden.split(","):
+            digits = max(map(len, re.findall(r"[1-9][0-9]*", part)), default=0)
+            if digits > len(str(MAX_NEURONS)):  # (Python's int() refuses past 4,300 digits, in its own words)
+                raise ValueError(f"layer {part[:12]}... holds a number of {digits} digits, beyond any layer's size: "
+                                 f"give 1..{MAX_WIDTH} neurons or kernels, e.g. 64 or conv8k5s2")
             conv = CONV.fullmatch(part)
             if part.isascii() and part.isdigit():  # not a superscript or another script's digits
                 layers.append(Dense(int(part)))
@@ -344,7 +349,7 @@ class Network:
     @classmethod
     def dense(cls, sizes):
         """The fully connected network of sizes (inputs, hidden..., outputs)."""
-        return cls(tuple(Dense(size) for size in sizes[1:]), (sizes[0], 1, 1))
+        return cls(tuple(Dense(size) for size in sizes[1:]), (sizes[0], 1, 1)).checked()
 
     def __str__(self):
         """The hidden layers as --hidden writes them: 64, 128,64, conv8k5s2,64."""

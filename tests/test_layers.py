@@ -256,6 +256,10 @@ def test_a_layer_of_either_end_of_the_promised_range_is_accepted():
         snn.Network.parse("conv1k1", image=(1, side, side + 1))
     with pytest.raises(ValueError, match=r"at least one hidden"):  # a network of its output layer alone
         snn.init_params(1, sizes=(2312, 64))
+    with pytest.raises(ValueError, match=r"^layer 1 \(-5\) has -5 neurons|whole number >= 0"):
+        snn.Network.dense((2312, -5, 10))  # as parse and checked refuse it
+    with pytest.raises(ValueError, match=r"holds a number of 5000 digits, beyond any layer's size"):
+        snn.Network.parse("9" * 5000)  # not Python's int() limit, in its own words
 
 
 def test_a_layers_limits_hold_at_their_edges_and_name_the_input_as_it_is():

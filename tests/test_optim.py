@@ -162,6 +162,9 @@ def with_moment(moment, value):
     (None, {"W": np.asmatrix(np.ones((3, 2), np.float32))}, None,
      "the step of parameter 'W' must be an array of its shape (3, 2), of float32 or "
      "float64 no wider than its float32, got a numpy.matrix of float32 and shape (3, 2)"),
+    (None, {"W": np.ma.masked_array(np.ones((3, 2), np.float32), mask=np.eye(3, 2))}, None,  # a NaN may hide
+     "the step of parameter 'W' must be an array of its shape (3, 2), of float32 or float64 no wider than its "
+     "float32, got a numpy.ma.MaskedArray of float32 and shape (3, 2)"),
     (None, {"W": np.full((3, 2), 1e-4, np.float16)}, None,  # g^2 0 in float16: W moved by m / eps, 100 at once
      "the step of parameter 'W' must be an array of its shape (3, 2), of float32 or float64 no wider than its "
      "float32, got a float16 array")])

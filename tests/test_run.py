@@ -1029,6 +1029,8 @@ def test_usage_errors_are_one_line_and_the_help_states_every_range(capsys):
                           (["bench", "--pairs", "0"], "argument --pairs: must be an integer >= 1, got 0"),
                           (["reproduce", "--populations", "1e3"], "argument --populations: expected comma"),
                           (["train", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
+                          (["train", "--out", "   "], "argument --out: '   ' is blanks only (a variable left empty?): "
+                                                      "give a path"),  # made a folder "   " among the sources
                           (["reproduce", "--results", "-"], "argument --results: '-' is read as standard output"),
                           (["emulate", "--out", "-"], "argument --out: '-' is read as standard output by many tools"),
                           (["train", "--cache-dir", "-"], "argument --cache-dir: '-' is read as standard output"),
