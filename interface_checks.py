@@ -19,6 +19,9 @@ import noise
 
 MAX_PAIRS = 2 ** 32  # a pair's index is one 32-bit word of the noise's counter (noise.py)
 MAX_GENERATION = 2 ** 32 - 1  # so is the generation
+# arrays whose arithmetic is not plain NumPy's: a matrix's ** is a matrix power, a masked array's
+# hidden entries (a NaN, say) pass the finiteness checks and its results stay masked
+ODD_ARRAYS = (numpy.matrix, numpy.ma.MaskedArray)
 SMALLEST_FLOAT32 = float(numpy.finfo(numpy.float32).tiny)  # below float32's smallest normal, a step rounds to 0
 GENERATION_FIX = "the count of generations before this one (0 for the first)"  # a step's generation
 SHAPINGS = ("centred_ranks", "raw")

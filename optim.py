@@ -18,8 +18,8 @@ import numpy
 
 from backend import array_module_of
 import gpu
-from interface_checks import (SMALLEST_FLOAT32, FloatOverflow, a_kind, check_number, check_rates, check_whole,
-                              magnitude)
+from interface_checks import (ODD_ARRAYS, SMALLEST_FLOAT32, FloatOverflow, a_kind, check_number, check_rates,
+                              check_whole, magnitude)
 
 SCHEDULES = ("constant", "cosine")
 
@@ -71,11 +71,6 @@ def check_adam_state(state):
 def names(named):
     """The keys of a dict as a message lists them, sorted as text (keys of mixed types do not sort)."""
     return ", ".join(sorted(map(str, named)))
-
-
-# arrays whose arithmetic is not plain NumPy's: a matrix's ** is a matrix power, a masked array's
-# hidden entries (a NaN, say) pass the finiteness checks and its results stay masked
-ODD_ARRAYS = (numpy.matrix, numpy.ma.MaskedArray)
 
 
 def is_float_array(value, widest):

@@ -32,7 +32,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import a_kind, check_number, check_whole, digest_of, magnitude
+from interface_checks import ODD_ARRAYS, a_kind, check_number, check_whole, digest_of, magnitude
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 × 34 pixels × 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -243,7 +243,7 @@ def check_counts(counts, shape):
     array of `shape`, "(N, n_out)" or "(..., N, n_out)", of at least one sample and one class; the
     counts' largest magnitude."""
     if getattr(counts, "dtype", None) not in (numpy.float32, numpy.float64) or \
-            isinstance(counts, (numpy.matrix, numpy.ma.MaskedArray)) or \
+            isinstance(counts, ODD_ARRAYS) or \
             counts.ndim < 2 or shape == "(N, n_out)" and counts.ndim != 2 or 0 in counts.shape[-2:]:
         # (no member is taken: a process of a team may hold none)
         got = f"a {counts.dtype} array of shape {tuple(counts.shape)}" if type(counts) is numpy.ndarray else \
