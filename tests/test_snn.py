@@ -342,9 +342,16 @@ def test_correct_per_class_counts_argmax_with_lowest_class_on_ties():
                  "list"),
     (np.zeros((2, 1, 2)), "counts must be a float32 or float64 array (N, n_out) of at least one sample and one class, "
                           "got a float64 array of shape (2, 1, 2)"),
-    (np.array([[np.nan, 1.]]), "counts hold NaN or inf")])
+    (np.array([[np.nan, 1.]]), "counts hold NaN or inf"),
+    (np.asmatrix(np.eye(3, 1)), "counts must be a float32 or float64 array (N, n_out) of at least one sample and one "
+                                "class, got a numpy.matrix of shape (3, 1)"),  # whose argmax keeps two axes
+    (np.ma.masked_array([[np.nan, 1.]], mask=[[True, False]]), "counts must be a float32 or float64 array (N, n_out) "
+                                                                 "of at least one sample and one class, got a "
+                                                                 "numpy.ma.MaskedArray of shape (1, 2)")])
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_correct_per_class_refuses_what_forward_does_not_return(counts, said):
-    """Counts that are no network's (a list, a member axis, a NaN whose argmax is 0) are refused, not tallied."""
+    """Counts that are no network's (a list, a member axis, a NaN whose argmax is 0, a matrix, a masked array)
+    are refused, not tallied."""
     with pytest.raises(ValueError) as refused:
         snn.correct_per_class(counts, np.array([0]))
     assert str(refused.value).startswith(said)
