@@ -331,7 +331,7 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
     emulation training would refuse) are refused before anything is made. Returns {"recordings":
     written now, "kept": already there, "events": written now}."""
     if not isinstance(out, (str, os.PathLike)) or not isinstance(mnist_folder, (str, os.PathLike, type(None))) or \
-            isinstance(splits, str) or not splits or not set(splits) <= set(SPLIT_FOLDER) or \
+            not isinstance(splits, (tuple, list)) or not splits or not set(splits) <= set(SPLIT_FOLDER) or \
             len(set(splits)) != len(splits):
         raise ValueError(f"emulate takes a folder `out` and `mnist_folder` (a str or a Path; None: downloaded) and "
                          f"one or both splits of {tuple(SPLIT_FOLDER)}, each once, got {a_kind(out)}, "

@@ -101,6 +101,10 @@ def check_state(params, grads, state):
     of each one's shape (its type, or a narrower float), and state is Adam's state of them (init's,
     or the last update's): moments of each parameter's shape, finite, the average of g^2 >= 0, and a
     whole update count Q >= 0. A damaged state would step to NaN unseen."""
+    for name, named in (("params", params), ("grads", grads)):
+        if not isinstance(named, dict):
+            raise ValueError(f"{name} must be a dict of named arrays, got {a_kind(named)}: give e.g. "
+                             f"{{'W1': numpy.zeros((64, 2312), numpy.float32)}}")
     if set(grads) != set(params):
         raise ValueError(f"grads name {names(grads)} but the parameters are {names(params)}: give one step per "
                          f"parameter")

@@ -882,6 +882,7 @@ def test_the_finished_marks_digest_does_not_depend_on_the_listing_order(tmp_path
     (lambda: emulate.emulate("never-made", splits="train"), "emulate takes a folder `out`"),  # not ('train',)
     (lambda: emulate.emulate("never-made", 5), "emulate takes a folder `out`"),
     (lambda: emulate.emulate("never-made", splits=()), "emulate takes a folder `out`"),  # a FINISHED copy of none
+    (lambda: emulate.emulate("never-made", splits=iter(["train"])), "emulate takes a folder `out`"),  # no len()
     (lambda: emulate.emulate("never-made", splits=("train", "train")), "emulate takes a folder `out`"),  # counted 2x
     (lambda: emulate.emulate("never-made", workers=0), "workers must be a whole number in 1..4096, got 0")])
 def test_the_emulators_api_refuses_settings_it_cannot_keep_by_name(call, said, tmp_path, monkeypatch):

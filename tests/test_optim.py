@@ -149,6 +149,7 @@ def with_moment(moment, value):
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 @pytest.mark.parametrize("params, grads, state, said", [
+    ([np.ones((3, 2), np.float32)], None, None, "params must be a dict of named arrays, got a list"),  # unhashable
     (None, {"W": np.ones((3, 2), np.float32), 1: np.ones(2)}, None,  # keys that do not sort together
      "grads name 1, W but the parameters are W: give one step per parameter"),
     (None, None, {**optim.init({"W": np.ones((3, 2), np.float32)}), "t": 10 ** 400},  # beta ** t: no float
