@@ -459,6 +459,11 @@ class Network:
         xp = array_module_of(x)
         images, (_, out_h, out_w) = self.images(layer, x), self.shapes()[layer]
         kernel, stride = spec.kernel, spec.stride
+        shape = x.shape[:-2] + (x.shape[-2] * out_h * out_w, kernel * kernel * images.shape[1])
+        if stride == kernel:  # the patches tile the image: each is a block of it, no gathering needed
+            tiles = images[:, :, :kernel * out_h, :kernel * out_w].reshape(
+                images.shape[:2] + (out_h, kernel, out_w, kernel))  # (sample, channel, row, dy, column, dx)
+            return tiles.transpose(0, 2, 4, 3, 5, 1).reshape(shape)  # (sample, row, column, dy, dx, channel)
         # gathered as (dy, dx, channel, sample, row, column), each (dy, dx) one block, then reordered
         patches = xp.empty((kernel, kernel) + images.shape[1:2] + images.shape[:1] + (out_h, out_w), dtype=x.dtype)
         for dy in range(kernel):
@@ -466,7 +471,7 @@ class Network:
                 patches[dy, dx] = images[:, :, dy:dy + stride * out_h:stride,
                                          dx:dx + stride * out_w:stride].transpose(1, 0, 2, 3)
         patches = patches.transpose(3, 4, 5, 0, 1, 2)  # (sample, row, column, dy, dx, channel)
-        return patches.reshape(x.shape[:-2] + (x.shape[-2] * out_h * out_w, kernel * kernel * images.shape[1]))
+        return patches.reshape(shape)
 
     def images(self, layer, x):
         """The layer's input x (..., n) as padded images (samples, channels, height, width): layer 1

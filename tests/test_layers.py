@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import baselines
 import config
@@ -47,8 +47,11 @@ conv_layers = st.builds(snn.Conv, channels=st.integers(1, 4), kernel=st.integers
 
 @settings(max_examples=40, deadline=None)
 @given(first=conv_layers, second=conv_layers, side=st.integers(4, 9), seed=st.integers(0, 2 ** 16))
+@example(first=snn.Conv(3, 2, 2, 0), second=snn.Conv(2, 2, 2, 1), side=9, seed=1)  # kernels that tile their input
+@example(first=snn.Conv(2, 3, 3, 1), second=snn.Conv(2, 1, 1, 0), side=8, seed=2)
 def test_a_convolution_is_the_textbook_sum_in_either_layer(first, second, side, seed):
-    """Layer 1 reads the frames as (channel, y, x); layer 2 its predecessor's spikes as (y, x, channel)."""
+    """Layer 1 reads the frames as (channel, y, x); layer 2 its predecessor's spikes as (y, x, channel).
+    A stride equal to the kernel (patches that tile the input, cut by reshaping) is the same sum."""
     network = snn.Network((first, second, snn.Dense(3)), (2, side, side))
     try:
         network.checked()
