@@ -260,14 +260,14 @@ def check(config):
     if config.lr < SMALLEST_FLOAT32:  # ((0, 1] holds it, but a float32 step would round it away)
         raise ValueError(f"--lr must be at least float32's smallest normal number, {SMALLEST_FLOAT32:.3g}, got "
                          f"{config.lr}: a float32 step would leave the weights as they are; use e.g. --lr 0.01")
-    if config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale and not config.has_inner_layers:
-        raise ValueError(f"--inner-scale {config.inner_scale} changes nothing with --hidden {config.hidden}: it scales "
-                         f"the hidden layers after the first, and this network has one; give two hidden layers "
-                         f"(e.g. --hidden 128,64), or drop --inner-scale")
-    if config.init_rule == "pass-through" and not config.has_inner_layers:
-        raise ValueError(f"--init-rule pass-through changes nothing with --hidden {config.hidden}: it draws the "
-                         f"hidden layers after the first, and this network has one; give two hidden layers (e.g. "
-                         f"--hidden 128,64), or drop --init-rule")
+    inner_only = {"--inner-scale": (config.method == "eggroll" and config.inner_scale != RunConfig.inner_scale,
+                                    f"--inner-scale {config.inner_scale}", "scales"),
+                  "--init-rule": (config.init_rule == "pass-through", "--init-rule pass-through", "draws")}
+    for flag, (given, setting, verb) in inner_only.items():  # levers of the hidden layers after the first
+        if given and not config.has_inner_layers:
+            raise ValueError(f"{setting} changes nothing with --hidden {config.hidden}: it {verb} the hidden layers "
+                             f"after the first, and this network has one; give two hidden layers (e.g. --hidden "
+                             f"128,64), or drop {flag}")
     if config.method in ES_METHODS and config.batch_growth != RunConfig.batch_growth and config.generations == 1:
         raise ValueError(f"--batch-growth {config.batch_growth} changes nothing with --generations 1: the minibatch "
                          f"grows from the first generation to the last, and a run of one trains on --batch-size's; "

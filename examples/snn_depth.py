@@ -57,11 +57,13 @@ def levers(method, opts, hidden=None):
     """The options of LEVERS that apply to `method` (and to the network `hidden`, where given:
     --inner-scale and --init-rule pass-through only to one with hidden layers after the first, which
     they change; on one hidden layer pass-through is the paper's rule), as {name: value}."""
-    def changes(name, value):  # whether the lever at this value changes the network `hidden`
-        inner_only = name == "inner_scale" or name == "init_rule" and value == "pass-through"
-        return not (inner_only and hidden is not None and not has_inner_layers(hidden))
     return {name: getattr(opts, name) for name, (_, methods, _) in LEVERS.items() if method in methods
-            and changes(name, getattr(opts, name))}
+            and not (inner_only(name, getattr(opts, name)) and hidden is not None and not has_inner_layers(hidden))}
+
+
+def inner_only(name, value):
+    """Whether lever `name` at `value` changes only the hidden layers after the first."""
+    return name == "inner_scale" or name == "init_rule" and value == "pass-through"
 
 
 def has_inner_layers(hidden):
@@ -244,12 +246,11 @@ def main():
             parser.error(f"--{name.replace('_', '-')} is for {' and '.join(methods)}, which --methods "
                          f"{' '.join(opts.methods)} does not train: drop it, or add {methods[0]} to --methods")
         setattr(opts, name, default if getattr(opts, name) is None else getattr(opts, name))
-    if opts.inner_scale != LEVERS["inner_scale"][0] and not any(map(has_inner_layers, opts.hidden)):
-        parser.error(f"--inner-scale scales the hidden layers after the first, which none of --hidden "
-                     f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
-    if opts.init_rule == "pass-through" and not any(map(has_inner_layers, opts.hidden)):
-        parser.error(f"--init-rule pass-through draws the hidden layers after the first, which none of --hidden "
-                     f"{' '.join(opts.hidden)} has: add a network of two hidden layers (e.g. 128,64), or drop it")
+    for name, given in (("inner_scale", "--inner-scale scales"), ("init_rule", "--init-rule pass-through draws")):
+        value = getattr(opts, name)
+        if value != LEVERS[name][0] and inner_only(name, value) and not any(map(has_inner_layers, opts.hidden)):
+            parser.error(f"{given} the hidden layers after the first, which none of --hidden {' '.join(opts.hidden)} "
+                         f"has: add a network of two hidden layers (e.g. 128,64), or drop it")
 
     def command():
         refuse_run_folder(opts.out, "give another --out")
