@@ -134,11 +134,17 @@ def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
 
 
 def check_two_layers(params, method):
-    """ValueError naming the fix unless params are a network of two LIF layers, the only depth
-    `method` (vanilla ES, BPTT) runs here."""
+    """ValueError naming the fix unless params (W1, b1, ...) are a fully connected network of two LIF
+    layers, the only network `method` (vanilla ES) runs here."""
+    snn.check_names(params)
     if snn.n_layers(params) != 2:
         raise ValueError(f"{method} runs networks of two LIF layers (one hidden), got {snn.n_layers(params)}: "
                          f"use one hidden size, or EGGROLL or BPTT for a deeper network")
+    w1, w2 = params["W1"], params["W2"]
+    if all(getattr(w, "ndim", None) == 2 for w in (w1, w2)) and w2.shape[1] != w1.shape[0]:
+        raise ValueError(f"{method} runs fully connected networks, whose W2 reads W1's {w1.shape[0]} outputs, got "
+                         f"W1 {tuple(w1.shape)} and W2 {tuple(w2.shape)} (a convolution's?): use one hidden size, "
+                         f"or EGGROLL or BPTT for a convolutional network")
 
 
 def check_es_config(config):
@@ -151,10 +157,10 @@ def check_es_config(config):
 def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
     check_es_config(config)
+    check_two_layers(params, "vanilla ES")
     snn.check_inputs(params, frames)
     snn.check_frames_fit(params, frames)
     snn.check_lif(lif)
-    check_two_layers(params, "vanilla ES")
     interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
                                  interface_checks.GENERATION_FIX)
     if config.mode not in ES_MODES:

@@ -667,6 +667,13 @@ def _warn(message):
 # -----------------------------------------------------------------------------
 # splits and minibatches
 
+def describe_indices(indices):
+    """What indices were given, for a refusal: their kind, shape, dtype and range."""
+    if type(indices) is not np.ndarray or indices.dtype.kind not in "iu" or indices.size == 0:
+        return a_kind(indices) + (f" of {indices.dtype} {indices.shape}" if isinstance(indices, np.ndarray) else "")
+    return f"{indices.dtype} {indices.shape} from {int(indices.min())} to {int(indices.max())}"
+
+
 @dataclass
 class Split:
     """Bit-packed binary frames (N, T * 2312 / 8) uint8 and labels (N,) int64 on the host. The
@@ -688,6 +695,11 @@ class Split:
         made where the packed frames are: each frame is 289 whole bytes (2312 = 8 × 289), so the
         bytes are put in frame order first and unpacked straight into (T, N, 2312). `shifts`: each
         sample moved by translate() while its frames are still bits."""
+        indices = np.asarray(indices) if isinstance(indices, (list, tuple, range)) else indices
+        if not (isinstance(indices, np.ndarray) and not isinstance(indices, np.ma.MaskedArray) and indices.ndim == 1
+                and indices.dtype.kind in "iu" and len(indices) and 0 <= indices.min() <= indices.max() < len(self)):
+            raise ValueError(f"indices must be a 1-D integer array of at least one sample in 0..{len(self) - 1}, got "
+                             f"{describe_indices(indices)}")
         rows = self.packed[indices]
         where = array_module_of(rows)
         by_frame = where.ascontiguousarray(rows.reshape(len(indices), self.n_time_bins, -1).transpose(1, 0, 2))

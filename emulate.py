@@ -120,6 +120,23 @@ def canvas(image, dx, dy):
 # ---------------------------------------------------------------------------------------------
 # 2. pixel
 
+def check_recordings_request(images, split, indices):
+    """ValueError naming what Emulator.recordings takes unless images are MNIST digits (B, 28, 28)
+    uint8, split one of SPLIT_ID and indices B whole numbers >= 1 (each digit's place in its split)."""
+    if type(images) is not np.ndarray or images.dtype != np.uint8 or images.ndim != 3 or \
+            images.shape[1:] != (DIGIT, DIGIT):
+        got = f"{images.dtype} {images.shape}" if type(images) is np.ndarray else a_kind(images)
+        raise ValueError(f"images must be MNIST digits, a uint8 array (B, {DIGIT}, {DIGIT}) as mnist.load gives "
+                         f"them, got {got}")
+    if split not in SPLIT_ID:
+        raise ValueError(f"split must be one of {', '.join(map(repr, SPLIT_ID))}, got {split!r}")
+    if not hasattr(indices, "__len__") or len(indices) != len(images):
+        raise ValueError(f"indices must give each of the {len(images)} digits its 1-based place in its split, got "
+                         f"{len(indices) if hasattr(indices, '__len__') else a_kind(indices)}")
+    for index in indices:
+        check_whole("index", index, 1, None, "1, a digit's 1-based place in its split")
+
+
 class Emulator:
     """The emulated sensor of one seed (thresholds, refractory periods and noise rates, fixed for
     every recording as a real sensor's are) and the recordings it makes of MNIST digits."""
@@ -160,6 +177,7 @@ class Emulator:
     def recordings(self, images, split, indices):
         """The recordings of MNIST digits `images` (B, 28, 28) uint8, whose 1-based indices in
         `split` are `indices`: a list of (x, y, polarity, t_us) int64 arrays, sorted by time."""
+        check_recordings_request(images, split, indices)
         n = len(images)
         generators = [self.generator(split, index) for index in indices]
         # each recording's first draws, in this order: time offset, placement, initial reference level

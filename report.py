@@ -175,6 +175,11 @@ def collect(results_dir, expected=None):
                   f"not lead to a folder (it does not exist, or the links loop)", file=sys.stderr)
     for final_path in sorted((results_dir / "runs").glob("*/final.json")):
         name = final_path.parent.name.rsplit("-seed", 1)[0]
+        for file in run_folder.RUN_FILES:  # another run's record, linked in, would be reported as this run's
+            try:
+                run_folder.refuse_link(final_path.parent / file)
+            except run_folder.UsageError as linked:
+                raise ValueError(str(linked)) from None
         final = read_record(final_path, run_folder.final_problem, final_fix(final_path.parent))
         saved = run_folder.checkpoint_identity(final_path.parent) if final.get("data") is None else None
         if saved is not None and saved["data"]:  # not a run from before runs recorded their data: its record lost

@@ -1268,6 +1268,7 @@ STEP_SECONDS = (lambda v: is_number(v) and 1e-6 <= v < 1e12, "a number of second
 PER_SAMPLE = (lambda v: is_number(v) and 0 <= v < 1e15, "a count per sample >= 0 and below 10^15")
 COUNT = (lambda v: is_count(v, 1), "an integer >= 1")
 SIZE = (lambda v: is_count(v, 0), "an integer >= 0")
+SAMPLES = (lambda v: is_count(v, 0) and v <= 10 ** 9, "an integer from 0 to 10^9")  # N-MNIST holds 70,000
 PER_DIGIT = (lambda v: isinstance(v, list) and len(v) == snn.SIZES[-1] and all(x is None or FRACTION[0](x) for x in v),
              f"a list of {snn.SIZES[-1]} numbers in [0, 1] or null")
 METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": SECONDS, "end_to_end_seconds": SECONDS,
@@ -1277,7 +1278,7 @@ METRICS_RULES = {"generation": COUNT, "epoch": AMOUNT, "wall_seconds": SECONDS, 
 FINAL_RULES = {"test_acc": FRACTION, "val_acc": FRACTION, "spikes_per_sample": PER_SAMPLE,
                "median_seconds_per_generation": STEP_SECONDS, "total_seconds": SECONDS, "end_to_end_seconds": SECONDS,
                "generations": COUNT,
-               "n_train": SIZE, "n_val": SIZE, "n_test": SIZE, "processes": COUNT,
+               "n_train": SAMPLES, "n_val": SAMPLES, "n_test": SAMPLES, "processes": COUNT,
                "update": (lambda v: v in ("seeds", "allreduce"), '"seeds" or "allreduce" (--update)'),
                "device": (lambda v: isinstance(v, str), "a string"), "test_acc_per_digit": PER_DIGIT,
                "val_acc_per_digit": PER_DIGIT, "config": (lambda v: isinstance(v, dict), "a JSON object"),
@@ -1299,7 +1300,7 @@ REAL_RULES = {f"accuracy.{split}": FRACTION for split in ("train", "val", "test"
     "run": (lambda v: isinstance(v, str), "a string"), "generation": SIZE,  # whose score it is (scores_this_run)
     # the recordings scored: each split's size and digest (data.Splits.fingerprint), absent before it was kept
     "data": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "a JSON object of strings"),
-    **{f"samples.{split}": SIZE for split in ("train", "val", "test")},
+    **{f"samples.{split}": SAMPLES for split in ("train", "val", "test")},
     **{f"accuracy_per_digit.{split}": PER_DIGIT for split in ("train", "val", "test")}}
 MISSING = object()
 
@@ -1347,12 +1348,29 @@ def final_problem(final):
         if recorded and final.get(f"n_{split}") not in (None, int(recorded[1])):
             problem = (f"n_{split} {final[f'n_{split}']} disagrees with its data record, whose {split} split holds "
                        f"{recorded[1]} samples")
+    for split in ("test", "val"):
+        problem = problem or unscored_fraction(f"{split}_acc", final[f"{split}_acc"], final.get(f"n_{split}"))
+    if problem is None and final.get("end_to_end_seconds", math.inf) < final["total_seconds"] * (1 - 1e-9):
+        problem = (f"end_to_end_seconds {final['end_to_end_seconds']} is less than total_seconds "
+                   f"{final['total_seconds']}, the update steps it holds")
     if problem is None:
         try:
             run_config.from_stored(final["config"])
         except ValueError as error:
             problem = f"config.{error}"
     return problem
+
+
+def unscored_fraction(key, accuracy, samples):
+    """Why `accuracy` cannot be a share of `samples` recordings classified right (no whole number of
+    them), or None; None too where the samples are unknown or none."""
+    if not samples:
+        return None
+    correct = accuracy * samples
+    if abs(correct - round(correct)) > 1e-6:
+        return (f"{key} {accuracy} is {correct:.6g} of its {samples:,} recordings, no whole number of them: it was "
+                f"edited")
+    return None
 
 
 def finished_steps(config, n_train):
@@ -1374,6 +1392,10 @@ def real_problem(real):
     if problem is not None:
         return problem
     accuracy, samples = real["accuracy"], real["samples"]
+    for split in splits:
+        problem = problem or unscored_fraction(f"accuracy.{split}", accuracy[split], samples[split])
+    if problem is not None:
+        return problem
     if sum(samples[split] for split in splits) == 0:
         return "samples are 0 in every split: an accuracy over no recording is no score"
     weighted = sum(accuracy[split] * samples[split] for split in splits) / sum(samples[split] for split in splits)

@@ -32,7 +32,7 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import ODD_ARRAYS, a_kind, check_number, check_whole, digest_of, magnitude
+from interface_checks import ODD_ARRAYS, a_kind, check_number, check_whole, digest_of, magnitude, refuse_beyond_ram
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 × 34 pixels × 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -193,6 +193,9 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     check_frames_fit(params, frames)
     check_lif(lif)
     check_whole("n_members", n_members, 1, None, "1")
+    counts_bytes = n_members * frames.shape[1] * network_of(params, network).sizes[-1] * frames.dtype.itemsize
+    refuse_beyond_ram(f"{n_members:,} members' output counts of {frames.shape[1]:,} samples", counts_bytes,
+                      "before any spike", "ask fewer members (n_members)")
     return counts_of(params, frames, lif, n_members, count_hidden, network)
 
 
@@ -454,6 +457,7 @@ class Network:
         in_channels kernel²), positions in (row, column) order, a patch's entries in (dy, dx, channel)
         order."""
         spec = self.spec(layer)
+        self.check_shape(layer, x, "x", self.sizes[layer - 1], 1, "the layer's input")
         if isinstance(spec, Dense):
             return x
         xp = array_module_of(x)
@@ -473,6 +477,15 @@ class Network:
         patches = patches.transpose(3, 4, 5, 0, 1, 2)  # (sample, row, column, dy, dx, channel)
         return patches.reshape(shape)
 
+    def check_shape(self, layer, array, name, width, rows, like):
+        """ValueError naming the shape W{layer}'s unfold or fold takes unless `array` is (..., N rows,
+        width) with N >= 1."""
+        shape = tuple(getattr(array, "shape", ()))
+        if len(shape) < 2 or shape[-1] != width or shape[-2] == 0 or shape[-2] % rows:
+            samples = "N" if rows == 1 else f"N × {rows} positions"
+            raise ValueError(f"{name} of layer {layer} must have shape (..., {samples}, {width}), {like}, got "
+                             f"{shape if hasattr(array, 'shape') else a_kind(array)}")
+
     def images(self, layer, x):
         """The layer's input x (..., n) as padded images (samples, channels, height, width): layer 1
         reads the frames' (channel, row, column) order, a later convolution its predecessor's (row,
@@ -488,6 +501,8 @@ class Network:
         """The adjoint of `unfold` (col2im): grad (..., N positions, in_channels kernel²) back onto the
         layer's input (..., N, n), each patch entry added to the input it was read from."""
         spec = self.spec(layer)
+        self.check_shape(layer, grad, "grad", self.weight_shape(layer)[1], self.positions(layer),
+                         "what unfold returns")
         if isinstance(spec, Dense):
             return grad
         xp = array_module_of(grad)
@@ -663,8 +678,8 @@ def minibatch_summary(frames, labels):
 def check_labels(labels, n_samples, n_out, batch):
     """ValueError unless labels is an integer array (n_samples,) of class indices 0..n_out - 1 (a
     label of -1 would index the last class unseen). `batch` names what gives n_samples."""
-    if not hasattr(labels, "shape"):
-        raise ValueError(f"labels must be an array, got {type(labels).__name__}: give numpy.asarray(labels)")
+    if not hasattr(labels, "shape") or isinstance(labels, ODD_ARRAYS):  # a masked label would still be scored
+        raise ValueError(f"labels must be an array, got {a_kind(labels)}: give numpy.asarray(labels)")
     if labels.shape != (n_samples,):
         raise ValueError(f"labels must have shape ({n_samples},) to match {batch}, got {tuple(labels.shape)}")
     if labels.dtype.kind not in "iu" or not bool(((labels >= 0) & (labels < n_out)).all()):

@@ -281,6 +281,7 @@ class Run:
     data: dict           # what the data is: its fingerprint, and how it was emulated (if it was)
     fresh: bool = False  # a run folder made by this call
     saved: int = 0       # the step of the last checkpoint, 0 until a fresh run writes its first
+    began: int = 0       # the step this stretch began from: a resumed run's checkpoint's
     earlier_seconds: float = 0.0  # end-to-end seconds of the stretches before this one (None: not recorded)
     stretch_began: float = 0.0    # time.perf_counter() at this stretch's first step
     stall_seen: bool = False  # a generation's step learned nothing (said once, stalled)
@@ -345,7 +346,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                                  config.time_bins, run.eval_every, command) if run.leader else None
             params, state, start, step_seconds, run.earlier_seconds = team.broadcast(begin) if team.size > 1 \
                 else begin
-            run.saved = start
+            run.saved = run.began = start
             try:
                 params, validation = generations(run, params, state, start, step_seconds, progress and run.leader,
                                                  deadline)
@@ -581,7 +582,8 @@ def update(run, params, state, frames, labels, generation, step_seconds):
     except interface_checks.Unresolved as error:  # weights grew, or sigma fell, past what float32 tells apart
         if generation > run.saved:
             save(run, params, state, generation, step_seconds)
-        raise JobError(f"at step {generation + 1} {unresolved(run.config, error)}; "
+        loaded = f", the first from the checkpoint of step {generation}," if generation == run.began > 0 else ""
+        raise JobError(f"at step {generation + 1}{loaded} {unresolved(run.config, error)}; "
                        f"{diverged(run, 'raise --sigma (and --sigma-min), lower --lr or --init-std')}") from None
     except ValueError as error:
         if NOT_FINITE not in str(error):  # another fault (a shape, a setting) is not a divergence

@@ -175,6 +175,16 @@ def main(argv=None):
         network = snn.Network.parse(opts.hidden)
         if config.rank_problem(max(opts.ranks), network, "--ranks"):
             raise exits.UsageError(config.rank_problem(max(opts.ranks), network, "--ranks"))
+        run_config = config.RunConfig(hidden=opts.hidden, seed=opts.seed, generations=opts.generations, rank=1,
+                                      batch_size=opts.batch_size, sigma=opts.sigma, lr=opts.lr,
+                                      logit_scale=opts.logit_scale, init_std=opts.init_std)
+        try:  # the ranges run.py train takes, before any data is read
+            config.check(run_config)
+        except ValueError as error:
+            raise exits.UsageError(str(error)) from None
+        initial = snn.init_network(opts.seed, network, std=opts.init_std)
+        training.refuse_unresolved(run_config, initial)  # as train says it: --sigma, --init-std
+        training.refuse_unmoved(run_config, initial)  # --lr
         if opts.out is not None:  # the command's own earlier records may be rewritten, nothing else
             refuse_run_folder(opts.out, "give another --out")
             resources.refuse_data_folder(opts.out, "give another --out", what="where records go")
@@ -202,7 +212,6 @@ def measure_along_a_run(opts, network, splits):
     """Measure at generation 0, every --every generations and the last of an EGGROLL run on `splits`;
     write the records, each with the data's fingerprint."""
     params = snn.init_network(opts.seed, network, std=opts.init_std)
-    training.refuse_unresolved(config.RunConfig(sigma=opts.sigma), params)  # as train says it: --sigma, --init-std
     if opts.out is not None:
         opts.out.mkdir(parents=True, exist_ok=True)  # before the run: a folder it cannot write ends it at once
     measured = np.arange(min(opts.batch_size, len(splits.val)))

@@ -115,8 +115,9 @@ def copy(tmp_path):
 def test_a_run_counts_only_where_it_trained_on_this_data(tmp_path, copy):
     root, cache, fingerprint = copy
     results = tmp_path / "results"
-    same = write_run(results, "es", 1, data={"fingerprint": fingerprint})
-    other = write_run(results, "es", 2, data={"fingerprint": {**fingerprint, "test": "10 samples, sha256 0"}})
+    same = write_run(results, "es", 1, data={"fingerprint": fingerprint}, val_acc=0.5, test_acc=0.5)
+    other = write_run(results, "es", 2, data={"fingerprint": {**fingerprint, "test": "10 samples, sha256 0"}},
+                      val_acc=0.5, test_acc=0.5)
     before = write_run(results, "es", 3)  # final.json from before the record: the project's emulated copy
     found = dict(comparison.foreign_runs(results, root, cache))
     assert sorted(found) == [other, before] and same not in found

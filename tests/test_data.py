@@ -757,6 +757,21 @@ def test_a_split_smaller_than_a_batch_is_one_batch_of_all_of_it():
     assert frames.shape == (2, 10, data.N_INPUTS)
 
 
+def test_split_frames_name_the_samples_there_are():
+    """Indices beyond the split, negative (the last sample, unseen), fractional, 2-D, masked or none
+    are one line naming the range, not NumPy's IndexError or a frame of another shape."""
+    split = data.Split(np.zeros((4, 2 * data.N_INPUTS // 8), np.uint8), np.zeros(4, np.int64), 2)
+    told = "indices must be a 1-D integer array of at least one sample in 0..3, got "
+    for indices, got in (([4], "int64 (1,) from 4 to 4"), ([-1], "int64 (1,) from -1 to -1"),
+                         (np.array([0.0]), "a NumPy array of float64 (1,)"), (np.zeros((1, 1), int), "int64 (1, 1) "
+                         "from 0 to 0"), (np.ma.masked_array([0, 1], [0, 1]), "a numpy.ma.MaskedArray of int64 (2,)"),
+                         (np.arange(0), "a NumPy array of int64 (0,)"), (None, "a NoneType")):
+        with pytest.raises(ValueError) as refused:
+            split.frames(indices)
+        assert str(refused.value) == told + got
+    assert split.frames([3, 0]).shape == split.frames(range(2)).shape == (2, 2, data.N_INPUTS)
+
+
 def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
     """minibatch(max_shift=2): the same samples and labels as without it, each sample moved by
     one (dy, dx) in -2..2, the same again for the same (seed, step) and different for another step."""

@@ -170,6 +170,26 @@ def test_recordings_are_valid_n_mnist_and_their_seed_matters(tmp_path, recording
     assert other != recordings["test", 1]
 
 
+def test_recordings_name_what_they_take():
+    """Digits of another type or shape, an unknown split or indices that are not each digit's 1-based
+    place are one line naming what is taken, not NumPy's error deep in the sensor (or a recording
+    of a float image's garbage)."""
+    images, emulator = np.zeros((2, 28, 28), np.uint8), emulate.Emulator(0)
+    for args, told in (((images.astype(float), "train", [1, 2]), "images must be MNIST digits, a uint8 array (B, 28, "
+                        "28) as mnist.load gives them, got float64 (2, 28, 28)"),
+                       ((images[0], "train", [1]), "images must be MNIST digits, a uint8 array (B, 28, 28) as "
+                        "mnist.load gives them, got uint8 (28, 28)"),
+                       ((images, "val", [1, 2]), "split must be one of 'train', 'test', got 'val'"),
+                       ((images, "train", [1]), "indices must give each of the 2 digits its 1-based place in its "
+                        "split, got 1"),
+                       ((images, "train", [0, 1]), "index must be a whole number >= 1, got 0: use 1, a digit's "
+                        "1-based place in its split")):
+        with pytest.raises(ValueError) as refused:
+            emulator.recordings(*args)
+        assert str(refused.value) == told
+    assert len(emulator.recordings(images, "train", np.array([1, 2]))) == 2
+
+
 def emulate_command(out, *extra):
     return ["emulate", "--mnist", str(DIGITS), "--out", str(out), "--quiet", *extra]
 

@@ -364,6 +364,21 @@ def test_depth_signal_refuses_a_sigma_float32_cannot_resolve_in_its_own_options(
     assert not (tmp_path / "signal").exists()  # refused before its folder is made
 
 
+@pytest.mark.parametrize("options, said", [
+    (["--lr", "1e-12"], "error: --lr 1e-12: steps of about 1e-12 round away at most of layer 1's initial weights"),
+    (["--lr", "5"], "error: --lr must lie in (0, 1], got 5.0: use e.g. --lr 0.01\n"),
+    (["--logit-scale", "5000"], "error: --logit-scale must lie in [0.001, 1000], got 5000.0: use e.g. --logit-scale "),
+    (["--seed", str(2 ** 63)], f"error: --seed must lie in 0..2^63-1, got {2 ** 63}: use e.g. --seed 1\n")])
+def test_depth_signal_takes_the_ranges_of_run_py_train_before_reading_data(tmp_path, options, said):
+    """The settings run.py train would refuse (or whose steps round away) are refused as it refuses
+    them, before the data is read (here a folder that holds none) and before --out is made."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_signal.py"), "--data-root",
+                           str(tmp_path / "none"), *options, "--out", str(tmp_path / "signal")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.startswith(said) and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "signal").exists()
+
+
 def test_recordings_shared_between_two_copies_leave_out_those_without_an_event():
     """training.shared_recordings, which snn_depth reads to refuse a --real-root that is its own data:
     a recording without an event repeats in every copy by nature and is not counted; one with the

@@ -274,6 +274,13 @@ def test_weights_float32_no_longer_resolves_sigma_at_end_the_run_in_the_command_
            f"the run until step 2: raise --sigma" in err, err
     largest = float(abs(numpy.load(out / "checkpoint.npz")["param/W1"]).max()) * 1e7  # as the step saw it
     assert f"reach {largest:.3g}, where float32 resolves only steps of {largest * 2 ** -23:.3g}, " in err, err
+    monkeypatch.undo()  # the checkpoint itself holds such weights: the line says they came from it
+    arrays = dict(numpy.load(out / "checkpoint.npz"))
+    numpy.savez(out / "checkpoint.npz", **{**arrays, "param/W1": arrays["param/W1"] * numpy.float32(1e7)})
+    assert run.main(["train", "--out", str(out), "--generations", "4", "--resume", *schedule, *SMALL, *dataset]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: at step 3, the first from the checkpoint of step 2, the weights of layer 1 (W1) "
+                          "reach "), err
 
 
 def test_a_fault_in_a_step_is_not_called_a_divergence(tmp_path, dataset, capsys, monkeypatch):

@@ -1042,6 +1042,11 @@ def test_vanilla_es_refuses_a_deeper_network_and_bptt_steps_it():
     with pytest.raises(ValueError, match=r"^vanilla ES runs networks of two LIF layers \(one hidden\), got 3: use one "
                                          r"hidden size, or EGGROLL or BPTT for a deeper network$"):
         baselines.es_forward(params, frames.astype(np.float32), baselines.ESConfig(4, 0.1, 0, 1.0), 0)
+    conv = snn.init_network(0, snn.Network.parse("conv8k5s2"))  # not told to pass network=, which ES lacks
+    with pytest.raises(ValueError, match=r"^vanilla ES runs fully connected networks, whose W2 reads W1's 8 outputs, "
+                                         r"got W1 \(8, 50\) and W2 \(10, 1800\) \(a convolution's\?\): use one "
+                                         r"hidden size, or EGGROLL or BPTT for a convolutional network$"):
+        baselines.es_forward(conv, np.ones((2, 3, 2312), np.float32), baselines.ESConfig(4, 0.1, 0, 1.0), 0)
     stepped, _, stats = baselines.bptt_step(params, optim.init(params), frames, labels,
                                             baselines.BPTTConfig(1.0, 1.0), optim.Adam(0.01))
     assert set(stepped) == set(params) and all(not np.array_equal(stepped[k], params[k]) for k in ("W1", "b3"))

@@ -110,6 +110,27 @@ def test_fold_is_the_adjoint_of_unfold_on_an_image_that_is_not_square(image):
         assert np.isclose(np.sum(unfolded * g), np.sum(x * folded), rtol=1e-10)
 
 
+def test_unfold_and_fold_name_the_shape_they_take():
+    """An input or a gradient of another shape is one line naming the shape, not a reshape's error
+    deep inside (or, for a dense layer, a wrong array passed through)."""
+    network = snn.Network.parse("conv8k5s2,32")
+    cases = ((lambda: network.unfold(1, np.zeros((3, 100))), "x of layer 1 must have shape (..., N, 2312), the "
+              "layer's input, got (3, 100)"),
+             (lambda: network.unfold(2, np.zeros(1800)), "x of layer 2 must have shape (..., N, 1800), the layer's "
+              "input, got (1800,)"),
+             (lambda: network.fold(1, np.zeros((3, 50))), "grad of layer 1 must have shape (..., N × 225 positions, "
+              "50), what unfold returns, got (3, 50)"),
+             (lambda: network.fold(1, np.zeros((0, 50))), "grad of layer 1 must have shape (..., N × 225 positions, "
+              "50), what unfold returns, got (0, 50)"),
+             (lambda: network.fold(2, [1.0]), "grad of layer 2 must have shape (..., N, 1800), what unfold "
+              "returns, got a list"))
+    for call, told in cases:
+        with pytest.raises(ValueError) as refused:
+            call()
+        assert str(refused.value) == told
+    assert network.fold(1, network.unfold(1, np.ones((3, 2312)))).shape == (3, 2312)
+
+
 def test_a_dense_layer_feeds_its_width_and_its_products_are_the_plain_ones():
     network = snn.Network.parse("12,5", n_out=3, image=(2, 3, 3))
     assert network.sizes == (18, 12, 5, 3) and network.positions(2) == 1
@@ -628,7 +649,7 @@ def test_the_spiking_clients_inputs_and_settings_are_checked_by_name():
         (lambda: step(labels=labels[:4]), "labels must have shape (5,) to match the batch of frames, got (4,), the "
                                           "length of the frames' first axis: frames are (T, N, n_in), time first; if "
                                           "yours are (N, T, n_in), give frames.transpose(1, 0, 2)"),
-        (lambda: step(labels=labels.tolist()), "labels must be an array, got list: give numpy.asarray(labels)"),
+        (lambda: step(labels=labels.tolist()), "labels must be an array, got a list: give numpy.asarray(labels)"),
         (lambda: step(frames=frames.tolist()), "frames must be an array, got list: give numpy.asarray(frames)"),
         (lambda: step(frames=with_nan), NAN),
         (lambda: step(frames=with_inf), NAN),

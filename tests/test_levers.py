@@ -182,7 +182,7 @@ def test_the_screen_table_orders_levers_by_validation_gain_and_shows_test_beside
     for lever, val, test, curve in (("base", 0.90, 0.91, (0.6, 0.9)), ("sigma-cosine", 0.93, 0.90, (0.94, 0.93)),
                                     ("shift-1", 0.92, 0.95, (0.7, 0.92))):
         write_run(tmp_path, f"eggroll-r1-{lever}", 1, val_accs=curve, val_acc=val, test_acc=test,
-                  end_to_end_seconds=700.0, n_val=10)
+                  end_to_end_seconds=700.0, n_val=100)
     written = report.write_screen_report(tmp_path)
     assert [path.name for path in written] == ["table.md", "convergence.png", "levers.png"]
     rows = [line.split(" | ") for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("| ")]
@@ -192,14 +192,14 @@ def test_the_screen_table_orders_levers_by_validation_gain_and_shows_test_beside
     assert rows[2][4:6] == ["+2.00", "92.00"] and rows[3][4:6] == ["–", "90.00"]
     assert rows[3][1] == "the recipe" and rows[3][8] == "700"
     noise = next(line for line in (tmp_path / "table.md").read_text().splitlines() if line.startswith("vs the recipe"))
-    assert "90.0 % on 10 samples has a standard error of 9.49 points" in noise, noise  # sqrt(0.9 0.1 / 10)
+    assert "90.0 % on 100 samples has a standard error of 3.00 points" in noise, noise  # sqrt(0.9 0.1 / 100)
 
 
 def write_screen_run(results_dir, lever, seed, val_acc):
     """A finished screen run of `lever` on `seed` with its real settings in final.json."""
     base = dataclasses.replace(config.named_run("eggroll-r1"), **config.SCREEN_BASE)
     settings = config.stored(dataclasses.replace(base, **config.SCREEN_LEVERS[lever], seed=seed))
-    write_run(results_dir, f"eggroll-r1-{lever}", seed, val_acc=val_acc, n_val=10, config=settings)
+    write_run(results_dir, f"eggroll-r1-{lever}", seed, val_acc=val_acc, n_val=100, config=settings)
 
 
 def test_vs_the_recipe_is_the_mean_difference_on_the_seeds_both_ran(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 FINAL = {"test_acc": 0.9, "val_acc": 0.9, "median_seconds_per_generation": 0.1, "spikes_per_sample": 100.0,
-         "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1, "n_val": 1, "n_test": 1,
+         "total_seconds": 10.0, "device": "cpu", "config": {"seed": 1}, "n_train": 1000, "n_val": 1000, "n_test": 1000,
          "generations": 20}
 
 
@@ -54,9 +54,10 @@ def write_run(results_dir, name, seed, real_acc=None, val_accs=None, **final):
 
 
 def real_score(accuracy):
-    """A real.json's scores, as evaluate writes them: `accuracy` in every split, of 8, 1 and 1 recordings."""
+    """A real.json's scores, as evaluate writes them: `accuracy` in every split, of 8,000, 1,000 and 1,000
+    recordings."""
     return {"accuracy": {"train": accuracy, "val": accuracy, "test": accuracy, "all": accuracy},
-            "samples": {"train": 8, "val": 1, "test": 1}}
+            "samples": {"train": 8000, "val": 1000, "test": 1000}}
 
 
 def write_preset_run(results_dir, preset, name, seed, **final):
@@ -102,7 +103,7 @@ def test_every_table_names_the_data_its_runs_trained_on():
     recorded = {"fingerprint": {"train": "9 samples, sha256 2"}}
     run = lambda record: [({**FINAL, "data": record}, [])] if record else [(FINAL, [])]
     assert report.data_line({"es": run(emulated)}, ["es"]) == (
-        "Device: cpu; train/val/test = 1/1/1 recordings; trained on emulated N-MNIST (emulator version 1, seed 0, from the "
+        "Device: cpu; train/val/test = 1000/1000/1000 recordings; trained on emulated N-MNIST (emulator version 1, seed 0, from the "
         "official MNIST files; train split: 9 samples, sha256 1).")
     assert report.data_line({"es": run(None)}, ["es"]).endswith(
         "recordings; trained on emulated N-MNIST (the committed tables' copy, from before runs recorded their data).")
@@ -161,10 +162,10 @@ def test_the_accuracy_time_figure_states_its_finding_and_names_the_time_it_plots
     assert ax.get_title().splitlines()[0] == "Gradient-free eggroll-r4 85.0 % in 30 s; es 76.0 % in 202 s, bptt 94.0 % in 10 s"
     assert ax.get_xlabel() == "training time, s (summed update steps, log scale)"
     for path in (tmp_path / "runs").glob("*/final.json"):
-        path.write_text(json.dumps(dict(json.loads(path.read_text()), end_to_end_seconds=50.0)))
+        path.write_text(json.dumps(dict(json.loads(path.read_text()), end_to_end_seconds=500.0)))
     report.write_report(tmp_path, "paper")
     ax = saved["accuracy_time.png"].axes[0]
-    assert "es 76.0 % in 50 s" in ax.get_title() and ax.get_xlabel().startswith("training time, s (end to end")
+    assert "es 76.0 % in 500 s" in ax.get_title() and ax.get_xlabel().startswith("training time, s (end to end")
 
 
 def test_table_has_the_real_recordings_column_whether_or_not_runs_were_scored(tmp_path, monkeypatch):
@@ -462,15 +463,28 @@ DAMAGES = {
     "final.json step time 1e-300": ("final.json", json.dumps(dict(FINAL, median_seconds_per_generation=1e-300)),
                                     "(median_seconds_per_generation must be a number of seconds from 10^-6"),
     "real.json accuracy.all edited": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
-        "train": 0.5, "val": 0.7, "test": 0.9, "all": 0.01}, "samples": {"train": 8, "val": 1, "test": 1}}),
+        "train": 0.5, "val": 0.7, "test": 0.9, "all": 0.01}, "samples": {"train": 800, "val": 100, "test": 100}}),
                                       "(accuracy.all is 0.01, not 0.56, its splits' accuracies weighted by their "
                                       "samples: it was edited)"),
     "real.json samples a string": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score(0.5),
                                                             "samples": {"train": "8"}}),
-                                   '(samples.train must be an integer >= 0, got "8")'),
+                                   '(samples.train must be an integer from 0 to 10^9, got "8")'),
     "real.json of no recording": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score(0.5),
                                                            "samples": {"train": 0, "val": 0, "test": 0}}),
                                   "(samples are 0 in every split: an accuracy over no recording is no score)"),
+    "real.json scoring no whole number of recordings": ("real.json", json.dumps({"run": "x", "generation": 20, **{
+        **real_score(0.5), "samples": {"train": 8000, "val": 1000, "test": 100}}} | {"accuracy": {
+            "train": 0.5, "val": 0.5, "test": 0.935, "all": (0.5 * 9000 + 93.5) / 9100}}),
+        "(accuracy.test 0.935 is 93.5 of its 100 recordings, no whole number of them: it was edited)"),
+    "real.json of 10^30 recordings": ("real.json", json.dumps({"run": "x", "generation": 20, **real_score(0.5)} | {
+        "samples": {"train": 10 ** 30, "val": 1000, "test": 1000}}),
+        "(samples.train must be an integer from 0 to 10^9, got 1000000000000000000000000000000)"),
+    "final.json scoring no whole number of recordings": ("final.json", json.dumps({**FINAL, "test_acc": 0.9005}),
+                                                         "(test_acc 0.9005 is 900.5 of its 1,000 recordings, no whole "
+                                                         "number of them: it was edited)"),
+    "final.json ending before its steps": ("final.json", json.dumps({**FINAL, "end_to_end_seconds": 9.0}),
+                                           "(end_to_end_seconds 9.0 is less than total_seconds 10.0, the update "
+                                           "steps it holds)"),
     "real.json without its samples": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
         "train": 0.5, "val": 0.5, "test": 0.5, "all": 0.99}}), "(samples.train is missing)"),
     "real.json without a split's score": ("real.json", json.dumps({"run": "x", "generation": 20, "accuracy": {
@@ -514,6 +528,21 @@ def test_a_run_folder_link_that_leads_to_a_run_is_read_without_a_warning(tmp_pat
     (tmp_path / "runs" / "es-seed2").symlink_to(tmp_path / "elsewhere" / "runs" / "es-seed2")
     assert len(report.collect(tmp_path)["es"]) == 1
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("file_name", ["real.json", "final.json", "metrics.jsonl"])
+def test_a_run_file_that_is_a_link_is_refused_not_reported_as_the_runs(tmp_path, file_name):
+    """A run folder's file linked to another's (a copy's real.json, scored on other recordings) is
+    one line naming the link, as train and evaluate say it, not read as this run's record."""
+    source = write_run(tmp_path / "elsewhere", "es", 1, real_acc=0.5)
+    out = write_run(tmp_path, "es", 1, real_acc=0.25)
+    (out / file_name).unlink()
+    (out / file_name).symlink_to(source / file_name)
+    with pytest.raises(ValueError) as refused:
+        report.collect(tmp_path)
+    assert str(refused.value) == (f"{out / file_name} is a symbolic link (to {source / file_name}), and the project "
+                                  f"reads and writes its own files only, never through a link: replace the link by "
+                                  f"a copy of the file it names, or remove it")
 
 
 def test_a_real_json_naming_its_run_with_a_trailing_slash_scores_it(tmp_path):

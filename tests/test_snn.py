@@ -113,6 +113,17 @@ def test_forward_matches_plain_reference(shape):
     assert hidden.tolist() == [expected_hidden]
 
 
+def test_forward_refuses_more_members_than_the_ram_holds_before_allocating():
+    """Members beyond RAM are one line naming the fix, not NumPy's MemoryError from the counts' zeros."""
+    params = snn.init_params(1, (8, 6, 4))
+    frames = np.ones((3, 2, 8), np.float32)
+    with pytest.raises(ValueError) as refused:
+        snn.forward(params, frames, n_members=10 ** 12)
+    assert str(refused.value).startswith("1,000,000,000,000 members' output counts of 2 samples, 32,000.0 GB before "
+                                         "any spike, more than this machine's ")
+    assert str(refused.value).endswith(" GB of RAM: ask fewer members (n_members)")
+
+
 def test_forward_spikes_at_all():
     """Guard for the reference test: on this fixed network some hidden and some output neurons do
     spike and others do not, so a simulation that never (or always) spikes fails the comparison."""
@@ -294,7 +305,9 @@ def test_the_losses_refuse_labels_that_would_index_another_class():
                          (np.array([0, 3]), f"{classes}int64 labels from 0 to 3"),
                          (np.array([0.0, 1.0]), f"{classes}float64 labels"),
                          (np.array([0]), "labels must have shape (2,) to match {}, got (1,)"),
-                         ([0, 1], "labels must be an array, got list: give numpy.asarray(labels)")):
+                         ([0, 1], "labels must be an array, got a list: give numpy.asarray(labels)"),
+                         (np.ma.masked_array([0, 1], [False, True]),  # the masked label would be scored
+                          "labels must be an array, got a numpy.ma.MaskedArray: give numpy.asarray(labels)")):
         for loss, batch in ((lambda: snn.cross_entropy(counts, labels, 2), "the counts' samples"),
                             (lambda: snn_eggroll.fitness(counts[None], labels, 2, 1.0), "the counts' samples"),
                             (lambda: baselines.bptt_backward(params, cache, labels), "the batch of the cached frames")):
