@@ -103,8 +103,8 @@ def test_every_table_names_the_data_its_runs_trained_on():
     recorded = {"fingerprint": {"train": "9 samples, sha256 2"}}
     run = lambda record: [({**FINAL, "data": record}, [])] if record else [(FINAL, [])]
     assert report.data_line({"es": run(emulated)}, ["es"]) == (
-        "Device: cpu; train/val/test = 1000/1000/1000 recordings; trained on emulated N-MNIST (emulator version 1, seed 0, from the "
-        "official MNIST files; train split: 9 samples, sha256 1).")
+        "Device: cpu; train/val/test = 1000/1000/1000 recordings; trained on emulated N-MNIST (emulator version 1, "
+        "seed 0, from the official MNIST files; train split: 9 samples, sha256 1).")
     assert report.data_line({"es": run(None)}, ["es"]).endswith(
         "recordings; trained on emulated N-MNIST (the committed tables' copy, from before runs recorded their data).")
     both = report.data_line({"es": run(recorded), "bptt": run(emulated)}, ["es", "bptt"])
