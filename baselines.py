@@ -44,13 +44,27 @@ class ESConfig:
 
 
 def full_rank_noise(seed, generation, pairs, name, shape, xp):
-    """E_p for weight `name` of shape (m, n), every entry N(0, 1): (P, m, n)."""
+    """E_p for weight `name` of shape (m, n), every entry N(0, 1): (P, m, n), one for each pair
+    number of the integer array `pairs`."""
+    interface_checks.check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 0")
+    interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
+                                 interface_checks.GENERATION_FIX)
+    if not (hasattr(pairs, "dtype") and pairs.dtype.kind in "iu" and pairs.ndim == 1 and
+            (pairs.size == 0 or 0 <= int(pairs.min()) and int(pairs.max()) < interface_checks.MAX_PAIRS)):
+        raise ValueError(f"pairs must be a 1-D integer array of pair numbers from 0, got {interface_checks.a_kind(pairs)}"
+                         + (f" {pairs.dtype} {tuple(pairs.shape)}" if hasattr(pairs, "dtype") else "")
+                         + ": use e.g. numpy.arange(P)")
+    if not (isinstance(shape, tuple) and len(shape) == 2 and all(interface_checks.is_integer(side) and side >= 1
+                                                                 for side in shape)):
+        raise ValueError(f"shape must be a weight's (m, n), two whole numbers >= 1, got {shape!r}")
     m, n = shape
     return noise.normals(seed, generation, pairs, name, m * n, xp).reshape(-1, m, n)
 
 
 def pair_noise(params, config, generation, pair):
     """(E_p, delta_p) of one pair with every matrix materialised: a dict like params."""
+    check_es_call(params, config, generation)
+    interface_checks.check_whole("pair", pair, 0, config.pairs - 1, "0, the first (pairs count from 0)")
     xp = array_module_of(params["W1"])
     pairs = xp.arange(pair, pair + 1)
     drawn = {}
@@ -66,6 +80,7 @@ def pair_noise(params, config, generation, pair):
 def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts (2·pairs, N, n_out) of the pairs in the slice `pairs`, one member at a time
     (member 2p = +, 2p + 1 = -)."""
+    check_es_forward(params, frames, config, generation, lif, pairs)
     xp = array_module_of(frames)
     chosen = range(config.pairs)[pairs]
     counts = xp.empty((2 * len(chosen), frames.shape[1], params["W2"].shape[0]), dtype=frames.dtype)
@@ -84,6 +99,7 @@ def sequential_forward(params, frames, config, generation, lif=snn.LIF(), count_
 def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
     """Output spike counts (2·pairs, N, n_out) of the pairs in the slice `pairs`, all members at once,
     layer 1 as the population product x [E_1^T ... E_P^T]."""
+    check_es_forward(params, frames, config, generation, lif, pairs)
     xp = array_module_of(frames)
     n_steps, batch, n_in = frames.shape
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
@@ -118,7 +134,17 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
 
 def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
     """Eq. (10) for every weight and Eq. (8) for every bias, summed over the pairs in the slice
-    `pairs` (all by default), the noise regenerated from its keys."""
+    `pairs` (all by default), the noise regenerated from its keys; f (pairs,) the pairs' f_p. Any
+    named 1-D and 2-D parameters (the toy's too), config any settings with pairs, seed and sigma."""
+    interface_checks.check_pairs(pairs, config.pairs)
+    n_chosen = len(range(config.pairs)[pairs])
+    if not (hasattr(f, "dtype") and f.dtype.kind == "f" and tuple(f.shape) == (n_chosen,)) or \
+            isinstance(f, interface_checks.ODD_ARRAYS):
+        got = f"{f.dtype} {tuple(f.shape)}" if hasattr(f, "dtype") else interface_checks.a_kind(f)
+        raise ValueError(f"f must be a float array ({n_chosen},), one f_p per pair of `pairs`, as "
+                         f"eggroll.pair_differences gives it, got {got}")
+    if not bool(array_module_of(f).isfinite(f).all()):
+        raise ValueError("f holds NaN or inf: give the pair differences of finite fitnesses")
     xp = array_module_of(f)
     chosen = xp.arange(config.pairs)[pairs]
     grads = {}
@@ -154,15 +180,15 @@ def check_es_config(config):
                          f"baselines.ESConfig(population=512, sigma=0.1, seed=1, logit_scale=1.0)")
 
 
-def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
-    """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says."""
+def check_es_call(params, config, generation, pairs=slice(None)):
+    """ValueError naming the fix unless the parameters, settings, generation and pairs are what the
+    vanilla-ES functions take (check_es_forward checks a forward pass's frames and LIF too)."""
     check_es_config(config)
     check_two_layers(params, "vanilla ES")
-    snn.check_inputs(params, frames)
-    snn.check_frames_fit(params, frames)
-    snn.check_lif(lif)
+    snn.check_params(params)
     interface_checks.check_whole("generation", generation, 0, interface_checks.MAX_GENERATION,
                                  interface_checks.GENERATION_FIX)
+    interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
     if config.mode not in ES_MODES:
         raise ValueError(f"unknown ES mode {config.mode!r}: use one of {', '.join(ES_MODES)}")
     interface_checks.check_whole("population", config.population, None, 2 * interface_checks.MAX_PAIRS, "e.g. 512")
@@ -173,7 +199,21 @@ def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=F
     interface_checks.check_float32_sigma("sigma", config.sigma, "the noise is drawn")
     interface_checks.check_resolved(params, dict.fromkeys(params, config.sigma))  # else every member is the mean
     interface_checks.check_pairs(pairs, config.pairs)
-    forward = batched_forward if config.mode == "batched" else sequential_forward
+
+
+def check_es_forward(params, frames, config, generation, lif, pairs):
+    """check_es_call, and the frames (T, N, n_in) and LIF of a forward pass."""
+    check_es_call(params, config, generation, pairs)
+    snn.check_inputs(params, frames)
+    snn.check_frames_fit(params, frames)
+    snn.check_lif(lif)
+
+
+def es_forward(params, frames, config, generation, lif=snn.LIF(), count_hidden=False, pairs=slice(None)):
+    """Output spike counts of the full-rank ES members of `pairs`, evaluated as config.mode says
+    (each mode checks its arguments)."""
+    check_es_config(config)
+    forward = batched_forward if config.mode == "batched" else sequential_forward  # (another mode: refused there)
     return forward(params, frames, config, generation, lif, count_hidden, pairs)
 
 
@@ -253,8 +293,19 @@ def check_bptt_config(config):
         raise ValueError(f"detach_reset must be True or False, got {config.detach_reset!r}")
 
 
+def check_spike_arguments(v, lif, k):
+    """ValueError naming the fix unless v is a float array of potentials, lif a snn.LIF and k a
+    surrogate slope > 0 (BPTTConfig's check)."""
+    if not (hasattr(v, "dtype") and v.dtype.kind == "f") or isinstance(v, interface_checks.ODD_ARRAYS):
+        got = f"{v.dtype} {tuple(v.shape)}" if hasattr(v, "dtype") else interface_checks.a_kind(v)
+        raise ValueError(f"v must be a float array of potentials, got {got}: give e.g. numpy.asarray(v, numpy.float32)")
+    snn.check_lif(lif)
+    interface_checks.check_number("k", k, 0, 1e6, "25, the surrogate's slope", open_low=True)
+
+
 def heaviside(v, lif, k):
     """The forward spike of Eq. (2), [V >= V_th], as v's dtype."""
+    check_spike_arguments(v, lif, k)
     return (v >= lif.threshold).astype(v.dtype)
 
 
@@ -264,17 +315,25 @@ def smooth_spike(v, lif, k):
     Its exact derivative is Eq. (11), so in smooth mode the backward pass is the true gradient.
     It runs from 1/2 - 1/k to 1/2 + 1/k and crosses 1/2 at the threshold.
     """
+    check_spike_arguments(v, lif, k)
     x = v - lif.threshold
     return 0.5 + x / (1 + k * abs(x))
 
 
 def surrogate(v, lif, k):
     """Eq. (11): do/dV = 1 / (1 + k |V - V_th|)^2, o the spike."""
+    check_spike_arguments(v, lif, k)
     return 1 / (1 + k * abs(v - lif.threshold)) ** 2
 
 
 def lif_forward(current, lif, spike, k):
     """One layer over all frames from its currents I (T, N, n): pre-reset potentials V and spikes o."""
+    if not (hasattr(current, "dtype") and current.ndim == 3 and 0 not in current.shape):
+        raise ValueError(f"current must be an array (T, N, n) of at least one frame, sample and neuron, got "
+                         f"{tuple(current.shape) if hasattr(current, 'shape') else interface_checks.a_kind(current)}")
+    if spike not in (heaviside, smooth_spike):
+        raise ValueError(f"spike must be baselines.heaviside or baselines.smooth_spike, got {spike!r}")
+    check_spike_arguments(current, lif, k)
     xp = array_module_of(current)
     v, spikes = xp.empty_like(current), xp.empty_like(current)
     u = xp.zeros_like(current[0])

@@ -194,6 +194,8 @@ def chosen_methods(names):
         return BENCH_METHODS
     known = {method_name(*row): row for row in BENCH_METHODS}
     unknown = [name for name in names.split(",") if name not in known]
+    if "all" in unknown:  # among others
+        raise ValueError(f"--methods all stands alone: give 'all', or some of {', '.join(known)}, not both")
     if unknown:
         raise ValueError(f"unknown method {unknown[0]!r} in --methods: use 'all' or some of {', '.join(known)}")
     return [known[name] for name in dict.fromkeys(names.split(","))]

@@ -129,6 +129,9 @@ def _split_dirs(root, download, given=True):
     odd = not_a_folder(root) if base is None else None
     if odd:  # a file, or a link that leads nowhere, is no place to download into either
         raise MissingDataError(f"N-MNIST not found in {root}{where}: it is {odd}; {fix}")
+    if base is None and data_copy_of(root) is not None:  # a split or digit folder: no place to download into
+        raise MissingDataError(f"{root}{where} lies inside the N-MNIST copy {data_copy_of(root)}, not at its top; "
+                               f"point --data-root at {data_copy_of(root)}")
     if base is None:
         if not download:
             raise MissingDataError(f"N-MNIST not found in {root}{where} (expected {root}/NMNIST/Train/<digit>/*.bin "
@@ -415,6 +418,8 @@ def read_events(path):
     timestamp-overflow markers (y = 240) that tonic's reader accepts never occur in N-MNIST
     and are rejected with all other x/y outside the sensor, as are timestamps that go backwards.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a recording's path (a str or pathlib.Path), got {a_kind(path)}")
     raw = np.frombuffer(read_bytes(path, MAX_RECORDING_BYTES, BadDataError, "any N-MNIST recording",
                                    "read the recording"), dtype=np.uint8)
     if raw.size % 5:
@@ -762,6 +767,7 @@ def _load_folder(folder, n_time_bins, cache_dir, progress, rebuild, listed):
 
 def split_indices(n):
     """(train, val) indices of n training recordings: a 9:1 split by generator seed 0, each sorted."""
+    check_whole("n", n, 0, None, "54000, the training recordings")
     perm = np.random.default_rng(0).permutation(n)
     n_val = round(n / 10)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
@@ -775,6 +781,9 @@ def load_nmnist(root=None, n_time_bins=10, cache_dir=None, download=False, progr
     """
     check_whole("n_time_bins", n_time_bins, 1, MAX_TIME_BINS, "e.g. 10, T as --time-bins takes it")
     n_time_bins = int(n_time_bins)  # a NumPy integer too goes into the cache's JSON header
+    for name, flag in (("download", download), ("progress", progress), ("rebuild", rebuild)):
+        if not isinstance(flag, (bool, np.bool_)):  # a string such as "no" would be taken as true
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
     for name, folder, example in (("root", root, "path/to/nmnist"), ("cache_dir", cache_dir, "path/to/frames")):
         if not (folder is None or isinstance(folder, (str, os.PathLike)) and str(folder).strip()):
             raise ValueError(f"{name} must be a folder's path (a str or pathlib.Path) or None, got "

@@ -59,7 +59,7 @@ from tqdm import tqdm
 
 import data
 import exits
-from interface_checks import a_kind, check_whole
+from interface_checks import a_kind, check_number, check_whole
 import mnist
 from run_folder import (TEMPORARY, UsageError, holder, is_own_file, os_problem, owned, read_json, refuse_link,
                         write_atomically, writing)
@@ -108,6 +108,11 @@ def blur_weights(offsets):
 def canvas(image, dx, dy):
     """The displayed luminance (0..1) of an MNIST digit, blurred and shifted by (dx, dy), on a
     padded canvas: canvas[r, c] is the luminance at digit coordinate (c - PAD, r - PAD)."""
+    if type(image) is not np.ndarray or image.dtype != np.uint8 or image.shape != (DIGIT, DIGIT):
+        got = f"{image.dtype} {image.shape}" if type(image) is np.ndarray else a_kind(image)
+        raise ValueError(f"image must be one MNIST digit, a uint8 array ({DIGIT}, {DIGIT}), got {got}")
+    for name, shift in (("dx", dx), ("dy", dy)):
+        check_number(name, shift, -DIGIT, DIGIT, "0, no shift")
     coords = np.arange(DIGIT + 2 * PAD, dtype=np.float64) - PAD
     source = np.arange(DIGIT, dtype=np.float64)
     wy = blur_weights(coords[:, None] - dy - source[None, :])
@@ -322,6 +327,16 @@ def bytes_as_made():
 def encode(x, y, polarity, t_us):
     """A recording's bytes in N-MNIST's format: 5 bytes per event, x, y, then the polarity in bit 7
     above a 23-bit time in microseconds."""
+    fields = {"x": (x, SENSOR), "y": (y, SENSOR), "polarity": (polarity, 2), "t_us": (t_us, 2 ** 23)}
+    arrays = {name: np.asarray(value) for name, (value, _) in fields.items()}
+    if len({array.shape for array in arrays.values()}) != 1 or arrays["t_us"].ndim != 1:
+        raise ValueError(f"x, y, polarity and t_us must be 1-D arrays of one length, one entry per event, got shapes "
+                         f"{', '.join(str(array.shape) for array in arrays.values())}")
+    for name, (_, size) in fields.items():  # beyond its bits a field would wrap into another value, unseen
+        array = arrays[name]
+        if array.size and (array.dtype.kind not in "iu" or int(array.min()) < 0 or int(array.max()) >= size):
+            raise ValueError(f"{name} must be integers in 0..{size - 1}, N-MNIST's format, got {array.dtype} from "
+                             f"{array.min()} to {array.max()}")
     t_us = np.asarray(t_us, np.int64)
     events = np.empty((t_us.size, 5), np.uint8)
     events[:, 0] = x
@@ -334,6 +349,10 @@ def encode(x, y, polarity, t_us):
 
 def recording_path(out, split, label, index):
     """Where the recording of MNIST digit `index` (1-based) of `split` goes under `out`."""
+    if split not in SPLIT_FOLDER:
+        raise ValueError(f"split must be one of {', '.join(map(repr, SPLIT_FOLDER))}, got {split!r}")
+    check_whole("label", label, 0, 9, "0, a digit")
+    check_whole("index", index, 1, None, "1, a digit's 1-based place in its split")
     return Path(out) / "NMNIST" / SPLIT_FOLDER[split] / str(int(label)) / f"{int(index):05d}.bin"
 
 
@@ -362,6 +381,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
         raise UsageError(f"{inside}; emulate into a folder of its own")
     refuse_link(root)
     refuse_copy_itself(Path(out))
+    if mnist_folder is not None and Path(mnist_folder).resolve() in (Path(out).resolve(), *Path(out).resolve().parents):
+        raise UsageError(f"{out} lies in the MNIST folder {mnist_folder}, which the project only reads; {elsewhere}, "
+                         f"outside it")
     refuse_recorded(root)  # before MNIST is read or fetched, and before the folder is made
     with warnings.catch_warnings(record=True) as unofficial:  # said once the folder is found fit: one line if not
         warnings.simplefilter("always")

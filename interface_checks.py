@@ -580,7 +580,8 @@ def check_known(params, name, bias=None):
     of them."""
     for given in (name, bias) if bias is not None else (name,):
         if not isinstance(given, str):
-            raise ValueError(f"a parameter's name is a string, got {given!r}: the parameters are "
+            shown_given = repr(given) if len(repr(given)) <= 40 else a_kind(given)  # not a whole array
+            raise ValueError(f"a parameter's name is a string, got {shown_given}: the parameters are "
                              f"{', '.join(sorted(params))}")
         if given not in params:
             raise ValueError(f"unknown parameter {given!r}: the parameters are {', '.join(sorted(params))}")

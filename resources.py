@@ -322,6 +322,9 @@ def nmnist_recordings(root, option, required=True):
     odd = None if base is not None else data.not_a_folder(root)
     if odd:
         problem = f"{root} is {odd}, so it holds no N-MNIST; {fix}"
+    elif base is None and data.data_copy_of(root) is not None:  # a split or digit folder, one level too deep
+        problem = (f"{root} lies inside the N-MNIST copy {data.data_copy_of(root)}, not at its top; point {option} at "
+                   f"{data.data_copy_of(root)}")
     elif base is None:
         problem = (f"{root} holds no N-MNIST (expected {root}/NMNIST/Train/<digit>/*.bin or "
                    f"{root}/Train/<digit>/*.bin); {fix}")
@@ -413,7 +416,7 @@ def project_folder_kind(where, runs, results):
         return f"a folder of run folders ({held.parent.name} is one), each of which holds its own run's files only"
     holds_runs = lambda place: any(path.is_file() for path in place.glob(f"runs/*/{RUN_MARK}"))
     if not results and holds_runs(where):
-        return "a results folder of reproduce (its runs/ holds runs)"
+        return "a results folder (its runs/ holds runs, as reproduce and examples/snn_depth.py make it)"
     if not results and any(holds_runs(child) for child in where.glob("*/")):
         return "a results folder of reproduce (its presets' runs/ hold runs)"
     return None

@@ -193,6 +193,8 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     check_frames_fit(params, frames)
     check_lif(lif)
     check_whole("n_members", n_members, 1, None, "1")
+    if not isinstance(count_hidden, (bool, numpy.bool_)):  # a string such as "no" would be taken as true
+        raise ValueError(f"count_hidden must be True or False, got {count_hidden!r}")
     counts_bytes = n_members * frames.shape[1] * network_of(params, network).sizes[-1] * frames.dtype.itemsize
     refuse_beyond_ram(f"{n_members:,} members' output counts of {frames.shape[1]:,} samples", counts_bytes,
                       "before any spike", "ask fewer members (n_members)")
@@ -389,6 +391,11 @@ class Network:
                 if layer > 1 and isinstance(self.layers[layer - 2], Dense):
                     raise ValueError(f"{name} follows a dense layer, which has no image: put the convolutions "
                                      f"first (e.g. conv8k5s2,64)")
+                if spec.stride > spec.kernel:  # the inputs between two patches would reach no neuron
+                    raise ValueError(f"{name} strides by {spec.stride}, more than its {spec.kernel} x {spec.kernel} "
+                                     f"kernel, so the inputs between its patches would be read by no kernel: use a "
+                                     f"stride of at most {spec.kernel}, e.g. conv{spec.channels}k{spec.kernel}"
+                                     f"s{spec.kernel}")
                 if spec.padding >= spec.kernel:
                     raise ValueError(f"{name} pads by {spec.padding}, not less than its {spec.kernel} x {spec.kernel} "
                                      f"kernel, so its edge neurons would see padding alone: use at most "
@@ -609,6 +616,10 @@ def check_params(params, network=None):
         if not bool(array_module_of(value).isfinite(value).all()):  # a NaN potential never spikes: silent counts
             raise ValueError(f"{name} holds NaN or inf, which no update makes: give finite parameters, as "
                              f"snn.init_network(seed, network) makes them")
+    dtypes = sorted({str(value.dtype) for value in params.values()})
+    if len(dtypes) > 1:  # the products would run in one type and the states in another, unsaid
+        raise ValueError(f"the parameters mix {' and '.join(dtypes)}: give them all one float type, e.g. "
+                         f"{{name: value.astype(numpy.float32) for name, value in params.items()}}")
     read_off_shapes, network = network is None, network_of(params, network)
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]

@@ -10,7 +10,7 @@ A run is resumed where it stopped and a finished one left as it is (run.py train
 folder trained with other settings), so the script can be stopped and run again; copies with
 different --hidden share the work of one folder. --real-root scores every run on another N-MNIST
 copy (real.json, scored again when the recordings differ from those it scored; refused before any
-run trains if most of its recordings are --data-root's); the table names
+run trains if it holds any of --data-root's recordings); the table names
 the copy its real-recordings scores are from, in the header, or in each cell if they are from
 several.
 """
@@ -265,8 +265,8 @@ def main():
         if opts.real_root is not None:  # read now: a damaged recording, or a copy of --data-root, said before training
             training.check_real_root(opts.real_root, opts.data_root)
             real = training.load_splits(opts.real_root, config.RunConfig.time_bins)
-            shared = training.shared_recordings(own_splits, real)  # a copy, whole or with recordings removed
-            if 2 * shared > len(real.train) + len(real.val) + len(real.test):
+            shared = training.shared_recordings(own_splits, real)  # a copy, or one that holds some of them
+            if shared:  # (a recording of no event, alike in every copy, is not counted)
                 raise exits.UsageError(f"--real-root {opts.real_root} shares {shared} of its recordings with "
                                        f"--data-root {opts.data_root}, the runs' own data, and their scores would be "
                                        f"reported as other recordings'; give another copy of N-MNIST, or drop "

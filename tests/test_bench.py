@@ -66,6 +66,7 @@ def test_bench_checks_what_it_will_use_before_any_timing(tmp_path, capsys, monke
              (["--json", str(tmp_path)], f"error: --json {tmp_path} is a folder"),
              (["--data-root", str(tmp_path / "absent")], f"error: --data-root {tmp_path / 'absent'} holds no N-MNIST"),
              (["--methods", "eggroll-r3"], "error: unknown method 'eggroll-r3' in --methods"),
+             (["--methods", "all,bptt"], "error: --methods all stands alone: give 'all', or some of "),
              (["--distributed", "--methods", "bogus"], "error: --distributed always times eggroll-r4 and es-batched "
                                                        "on minibatches of random frames: drop --methods"),
              (["--distributed", "--data-root", str(tmp_path)], "error: --distributed always times eggroll-r4 and "

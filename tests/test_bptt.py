@@ -366,3 +366,27 @@ def test_float64_frames_step_float32_weights_as_float32_frames_do():
     for name in params:
         assert wide[name].dtype == np.float32
         np.testing.assert_allclose(wide[name], narrow[name], rtol=0, atol=1e-6)
+
+
+def test_the_spike_functions_refuse_a_slope_potentials_or_lif_they_cannot_use():
+    """Eq. (11)'s surrogate and the spikes beside it take a slope k > 0 (BPTTConfig's range), float
+    potentials and a snn.LIF: a k of -1 would give inf, of 0 a derivative of 1 everywhere."""
+    lif, v = snn.LIF(), np.zeros(3, np.float32)
+    said = "k must be an int or float in (0, 1e+06], got {}: use e.g. 25, the surrogate's slope"
+    for spike in (baselines.heaviside, baselines.smooth_spike, baselines.surrogate):
+        for k in (-1.0, 0.0, "a", float("nan")):
+            with pytest.raises(ValueError) as refused:
+                spike(v, lif, k)
+            assert str(refused.value) == said.format(repr(k) if isinstance(k, str) else k)
+        with pytest.raises(ValueError, match=r"^v must be a float array of potentials, got a list: "):
+            spike([0.0, 1.0], lif, 25.0)
+        with pytest.raises(ValueError, match=r"^lif must be a snn.LIF, got NoneType"):
+            spike(v, None, 25.0)
+    with pytest.raises(ValueError, match=r"^current must be an array \(T, N, n\) of at least one frame, sample and "
+                                         r"neuron, got a list$"):
+        baselines.lif_forward([[1.0]], lif, baselines.heaviside, 25.0)
+    with pytest.raises(ValueError, match=r"^spike must be baselines.heaviside or baselines.smooth_spike, got "):
+        baselines.lif_forward(np.ones((2, 1, 1)), lif, np.round, 25.0)
+    assert baselines.surrogate(np.float32([1.0]), lif, 25.0)[0] == 1.0  # at the threshold, as Eq. (11) says
+    v_out, spikes = baselines.lif_forward(np.ones((2, 1, 1)), lif, baselines.heaviside, 25.0)
+    assert spikes.ravel().tolist() == [1.0, 1.0] and v_out.ravel().tolist() == [1.0, 1.0]

@@ -1214,3 +1214,22 @@ def test_a_split_smaller_than_a_batch_is_one_batch_of_all_of_it_as_minibatch_giv
     expected_frames, expected_labels = data.minibatch(split, 100, np, 3, 0)
     np.testing.assert_array_equal(labels, expected_labels)
     np.testing.assert_array_equal(frames, expected_frames)
+
+
+def test_the_data_helpers_refuse_what_they_cannot_read():
+    """A split of a fractional or negative number of recordings, a path that is none, and a flag
+    given as text (download="no" would download) are one line each."""
+    for call, told in ((lambda: data.split_indices(2.5), "n must be a whole number >= 0, got 2.5: use 54000, the "
+                        "training recordings"),
+                       (lambda: data.split_indices(-5), "n must be a whole number >= 0, got -5: use 54000, the "
+                        "training recordings"),
+                       (lambda: data.read_events(None), "path must be a recording's path (a str or pathlib.Path), got "
+                        "a NoneType"),
+                       (lambda: data.load_nmnist("/nonexistent", download="no"), "download must be True or False, got "
+                        "'no'"),
+                       (lambda: data.load_nmnist("/nonexistent", progress="x"), "progress must be True or False, got "
+                        "'x'")):
+        with pytest.raises(ValueError) as refused:
+            call()
+        assert str(refused.value) == told
+    assert [len(part) for part in data.split_indices(0)] == [0, 0]

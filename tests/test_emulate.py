@@ -912,3 +912,49 @@ def test_the_emulators_api_refuses_settings_it_cannot_keep_by_name(call, said, t
     with pytest.raises(ValueError) as refused:
         call()
     assert str(refused.value).startswith(said) and not any(tmp_path.iterdir())
+
+
+def test_the_emulators_helpers_refuse_what_would_make_a_wrong_recording():
+    """A digit of another shape or type, a shift that is no number, events beyond N-MNIST's fields
+    (which would wrap into other values: x 300 written as 44), and a path of a split, label or index
+    that is none: one line each, not a NaN canvas or a recording of wrong bytes."""
+    digit, one = np.zeros((28, 28), np.uint8), np.array([1])
+    cases = ((lambda: emulate.canvas(digit[:27, :27], 0, 0), "image must be one MNIST digit, a uint8 array (28, 28), "
+              "got uint8 (27, 27)"),
+             (lambda: emulate.canvas(digit.astype(float), 0, 0), "image must be one MNIST digit, a uint8 array (28, 28), "
+              "got float64 (28, 28)"),
+             (lambda: emulate.canvas(digit, float("nan"), 0), "dx must be an int or float in [-28, 28], got nan: use "
+              "e.g. 0, no shift"),
+             (lambda: emulate.encode(np.array([300]), one, one, one), "x must be integers in 0..33, N-MNIST's format, "
+              "got int64 from 300 to 300"),
+             (lambda: emulate.encode(one, one, np.array([2]), one), "polarity must be integers in 0..1, N-MNIST's "
+              "format, got int64 from 2 to 2"),
+             (lambda: emulate.encode(one, one, one, np.array([2 ** 23])), "t_us must be integers in 0..8388607, "
+              "N-MNIST's format, got int64 from 8388608 to 8388608"),
+             (lambda: emulate.encode(np.array([1, 2]), one, one, one), "x, y, polarity and t_us must be 1-D arrays of "
+              "one length, one entry per event, got shapes (2,), (1,), (1,), (1,)"),
+             (lambda: emulate.recording_path("/tmp", "val", 3, 1), "split must be one of 'train', 'test', got 'val'"),
+             (lambda: emulate.recording_path("/tmp", "test", "x", 1), "label must be a whole number in 0..9, got 'x': "
+              "use 0, a digit"),
+             (lambda: emulate.recording_path("/tmp", "test", 3, -3), "index must be a whole number >= 1, got -3: use "
+              "1, a digit's 1-based place in its split"))
+    for call, told in cases:
+        with pytest.raises(ValueError) as refused:
+            call()
+        assert str(refused.value) == told
+    assert emulate.encode(np.array([33]), np.array([0]), np.array([1]), np.array([2 ** 23 - 1])) == bytes(
+        [33, 0, 0xFF, 0xFF, 0xFF])  # each field at its largest: x, y, then polarity above t's 23 bits
+    assert str(emulate.recording_path("out", "test", np.int64(3), 7)) == "out/NMNIST/Test/3/00007.bin"
+
+
+def test_emulate_refuses_an_out_inside_the_mnist_folder(tmp_path, capsys):
+    """The MNIST folder is the user's, only read: recordings are never written beside its files."""
+    mnist_copy = tmp_path / "mnist"
+    shutil.copytree(DIGITS, mnist_copy)
+    before = sorted(path.name for path in mnist_copy.iterdir())
+    for out in (mnist_copy, mnist_copy / "sub"):
+        assert run.main(["emulate", "--mnist", str(mnist_copy), "--out", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: {out} lies in the MNIST folder {mnist_copy}, which the project only reads; emulate " \
+                      f"into another --out, outside it\n", err
+    assert sorted(path.name for path in mnist_copy.iterdir()) == before

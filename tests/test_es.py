@@ -543,3 +543,42 @@ def test_eggroll_processes_scoring_members_otherwise_are_refused_together(change
     assert named in refused[0] and refused[0].endswith("; give every process the same minibatch, logit_scale, "
                                                        "spike_cost, readout and LIF"), refused
     assert step_with(lambda rank: changed) == ["stepped", "stepped"]
+
+
+def test_the_vanilla_es_building_blocks_refuse_what_es_forward_refuses():
+    """Each function a reader may call for Eq. (10) on its own checks its arguments as es_forward
+    does: a wrong length or a NaN of f, a pair outside the population, a sigma of 0, frames of
+    another shape, the noise's keys; one line each, not NumPy's error or a NaN step."""
+    params, lif = snn.init_params(1), snn.LIF()
+    settings = baselines.ESConfig(population=8, sigma=0.1, seed=1, logit_scale=1.0)
+    frames = np.ones((3, 2, 2312), np.float32)
+    still = baselines.ESConfig(population=8, sigma=0.0, seed=1, logit_scale=1.0)
+    cases = [
+        (lambda: baselines.full_rank_gradient(np.ones(3), params, settings, 0), "f must be a float array (4,), one f_p "
+         "per pair of `pairs`, as eggroll.pair_differences gives it, got float64 (3,)"),
+        (lambda: baselines.full_rank_gradient(np.full(4, np.nan), params, settings, 0),
+         "f holds NaN or inf: give the pair differences of finite fitnesses"),
+        (lambda: baselines.pair_noise(params, settings, 0, 4), "pair must be a whole number in 0..3, got 4: use 0, the "
+         "first (pairs count from 0)"),
+        (lambda: baselines.batched_forward(params, frames, still, 0), "sigma must be a finite int or float > 0, got "
+         "0.0: use e.g. 0.1"),
+        (lambda: baselines.sequential_forward(params, frames, still, 0), "sigma must be a finite int or float > 0, "
+         "got 0.0: use e.g. 0.1"),
+        (lambda: baselines.sequential_forward(params, frames[0], settings, 0), "frames must have shape (T, N, 2312), "
+         "got (2, 2312): bin events into T frames of 2312 inputs"),
+        (lambda: baselines.full_rank_noise(-1, 0, np.arange(4), "W1", (3, 3), np), "seed must be a whole number in "
+         "0..18446744073709551615, got -1: use e.g. 0"),
+        (lambda: baselines.full_rank_noise(1, 0, 4, "W1", (3, 3), np), "pairs must be a 1-D integer array of pair "
+         "numbers from 0, got an int: use e.g. numpy.arange(P)"),
+        (lambda: baselines.full_rank_noise(1, 0, np.arange(4), "W1", (-3, 3), np), "shape must be a weight's (m, n), "
+         "two whole numbers >= 1, got (-3, 3)")]
+    for call, told in cases:
+        with pytest.raises(ValueError) as refused:
+            call()
+        assert str(refused.value) == told
+    pairs = np.arange(4)  # what they take, still taken: the gradient of the pair differences, the pairs' noise
+    f = np.array([1.0, -0.5, 0.25, 0.0])
+    expected = np.einsum("p,pmn->mn", f, baselines.full_rank_noise(1, 0, pairs, "W1", (64, 2312), np)) / (2 * 4 * 0.1)
+    assert np.allclose(baselines.full_rank_gradient(f, params, settings, 0)["W1"], expected)
+    assert np.array_equal(baselines.pair_noise(params, settings, 0, 3)["W1"],
+                          baselines.full_rank_noise(1, 0, pairs, "W1", (64, 2312), np)[3].astype(np.float32))

@@ -191,6 +191,14 @@ def test_the_depth_example_trains_each_network_resumes_and_tables_them(tmp_path)
             f"the runs' own data, and their scores would be reported as other recordings'; give another copy of "
             f"N-MNIST, or drop --real-root\n"), refused.stderr
         assert not (tmp_path / "runs").exists()
+    some = tmp_path / "some" / "NMNIST"  # other recordings, and one of the runs' own: refused too
+    shutil.copytree(real / "NMNIST", some)
+    trained_on = sorted((ROOT / "nmnist-sample" / "Train" / "3").iterdir())[0]
+    shutil.copy(trained_on, some / "Train" / "3" / f"own-{trained_on.name}")
+    refused = subprocess.run(refused.args[:5] + [str(some.parent)] + refused.args[6:], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"error: --real-root {some.parent} shares 1 of its recordings with --data-root "), refused.stderr
     command = [sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root", str(ROOT / "nmnist-sample"),
                "--real-root", str(real), "--out", str(tmp_path), "--generations", "2",
                "--epochs", "1", "--logit-scale", "1", "--hidden", "012,6", "12", "conv2k5s3"]

@@ -546,8 +546,8 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     (tmp_path / "results" / "quick" / "runs" / "es-seed1").mkdir(parents=True)  # no run to train there: a fix that works
     (tmp_path / "results" / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     code, err = run_main(["evaluate", str(tmp_path / "results" / "quick")], capsys)
-    assert code == 2 and err == (f"error: evaluate {tmp_path / 'results' / 'quick'} is a results folder of reproduce "
-                                 f"(its runs/ holds runs); give evaluate a run's folder (train's --out), e.g. "
+    assert code == 2 and err == (f"error: evaluate {tmp_path / 'results' / 'quick'} is a results folder (its runs/ holds "
+                                 f"runs, as reproduce and examples/snn_depth.py make it); give evaluate a run's folder (train's --out), e.g. "
                                  f"<results>/<preset>/runs/<run>\n"), err
     monkeypatch.chdir(tmp_path)
     code, err = run_main(["evaluate", "-"], capsys)
@@ -1770,3 +1770,16 @@ def test_a_real_root_that_shares_one_split_with_the_runs_data_is_refused():
     with pytest.raises(run_folder.UsageError, match="holds recordings of the run"):
         training.check_other_recordings(own, {**own, "train": "900 samples, sha256 9"}, "copy", "the run")
     training.check_other_recordings(own, {split: f"{split} elsewhere" for split in own}, "copy", "the run")
+
+
+def test_a_data_root_one_level_too_deep_is_pointed_at_the_copy_not_at_a_download(tmp_path, capsys):
+    """--data-root at a copy's Train or digit folder: one line naming the copy's top folder (a
+    download there, as --download would make, would put N-MNIST inside the copy)."""
+    sample = ROOT / "nmnist-sample"
+    for given, extra in ((sample / "Train", []), (sample / "Train" / "3", ["--download"]), (sample / "Test", [])):
+        out = tmp_path / "run"
+        assert run.main(["train", "--data-root", str(given), *extra, "--generations", "1", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: {given} lies inside the N-MNIST copy {sample}, not at its top; point --data-root at " \
+                      f"{sample}\n", err
+        assert not out.exists()

@@ -210,8 +210,9 @@ def test_the_projects_folders_do_not_nest(finished_run, tmp_path, dataset, capsy
     (tmp_path / "to-run").symlink_to(finished_run)  # a link is judged by where it leads
     (tmp_path / "to-code").symlink_to(ROOT)
     for args, said in [
-            (train_args(results / "quick", dataset), f"--out {results / 'quick'} is a results folder of reproduce "
-                                                     f"(its runs/ holds runs); use another --out"),
+            (train_args(results / "quick", dataset), f"--out {results / 'quick'} is a results folder (its runs/ "
+                                                     f"holds runs, as reproduce and examples/snn_depth.py make it); "
+                                                     f"use another --out"),
             (train_args(results, dataset), f"--out {results} is a results folder of reproduce (its presets' runs/ "
                                            f"hold runs); use another --out"),
             (["reproduce", "--config", "quick", "--runs", "bptt", "--seeds", "1", "--quiet", "--results",
@@ -1948,7 +1949,7 @@ def test_the_frame_cache_is_never_kept_in_a_run_folder(finished_run, tmp_path, d
             (tmp_path / "other", finished_run, f"{finished_run} is a run folder of this project (it holds "
                                                 f".eggroll-run); point it at a folder of its own"),
             (tmp_path / "other", finished_run / "c", f"{finished_run / 'c'} lies inside {finished_run}, a run folder"),
-            (tmp_path / "other", results / "quick", f"{results / 'quick'} is a results folder of reproduce"),
+            (tmp_path / "other", results / "quick", f"{results / 'quick'} is a results folder (its runs/ holds runs"),
             (tmp_path / "other", results / "quick" / "runs", f"{results / 'quick' / 'runs'} is a folder of run folders "
                                                              f"(es-seed1 is one)")]:
         before = sorted(p.name for p in finished_run.iterdir())

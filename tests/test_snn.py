@@ -486,3 +486,16 @@ def test_eq_3s_log_softmax_checks_what_it_is_given_as_the_loss_does(counts, n_st
     with pytest.raises(ValueError) as refused:
         snn.log_softmax_of_rates(counts, n_steps)
     assert str(refused.value).startswith(said)
+
+
+def test_forward_refuses_a_flag_given_as_text_and_parameters_of_two_float_types():
+    """count_hidden="no" would count (a string is true); a float64 W1 beside float32 others would run
+    the products in one type and the potentials in another, unsaid."""
+    params, frames = snn.init_params(1, (8, 6, 4)), np.ones((2, 3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"^count_hidden must be True or False, got 'no'$"):
+        snn.forward(params, frames, count_hidden="no")
+    with pytest.raises(ValueError) as refused:
+        snn.forward({**params, "W1": params["W1"].astype(np.float64)}, frames)
+    assert str(refused.value) == ("the parameters mix float32 and float64: give them all one float type, e.g. "
+                                  "{name: value.astype(numpy.float32) for name, value in params.items()}")
+    assert snn.forward(params, frames, count_hidden=np.bool_(True))[1].shape == (1,)
