@@ -51,7 +51,8 @@ def full_rank_noise(seed, generation, pairs, name, shape, xp):
                                  interface_checks.GENERATION_FIX)
     if not (hasattr(pairs, "dtype") and pairs.dtype.kind in "iu" and pairs.ndim == 1 and
             (pairs.size == 0 or 0 <= int(pairs.min()) and int(pairs.max()) < interface_checks.MAX_PAIRS)):
-        raise ValueError(f"pairs must be a 1-D integer array of pair numbers from 0, got {interface_checks.a_kind(pairs)}"
+        raise ValueError(f"pairs must be a 1-D integer array of pair numbers from 0, got "
+                         f"{interface_checks.a_kind(pairs)}"
                          + (f" {pairs.dtype} {tuple(pairs.shape)}" if hasattr(pairs, "dtype") else "")
                          + ": use e.g. numpy.arange(P)")
     if not (isinstance(shape, tuple) and len(shape) == 2 and all(interface_checks.is_integer(side) and side >= 1

@@ -921,8 +921,8 @@ def test_the_emulators_helpers_refuse_what_would_make_a_wrong_recording():
     digit, one = np.zeros((28, 28), np.uint8), np.array([1])
     cases = ((lambda: emulate.canvas(digit[:27, :27], 0, 0), "image must be one MNIST digit, a uint8 array (28, 28), "
               "got uint8 (27, 27)"),
-             (lambda: emulate.canvas(digit.astype(float), 0, 0), "image must be one MNIST digit, a uint8 array (28, 28), "
-              "got float64 (28, 28)"),
+             (lambda: emulate.canvas(digit.astype(float), 0, 0), "image must be one MNIST digit, a uint8 array "
+              "(28, 28), got float64 (28, 28)"),
              (lambda: emulate.canvas(digit, float("nan"), 0), "dx must be an int or float in [-28, 28], got nan: use "
               "e.g. 0, no shift"),
              (lambda: emulate.encode(np.array([300]), one, one, one), "x must be integers in 0..33, N-MNIST's format, "

@@ -546,8 +546,9 @@ def test_evaluate_reports_the_accuracy_training_reported(tmp_path, dataset, caps
     (tmp_path / "results" / "quick" / "runs" / "es-seed1").mkdir(parents=True)  # no run to train there: a fix that works
     (tmp_path / "results" / "quick" / "runs" / "es-seed1" / run_folder.RUN_MARK).write_text(run_folder.MARK_TEXT)
     code, err = run_main(["evaluate", str(tmp_path / "results" / "quick")], capsys)
-    assert code == 2 and err == (f"error: evaluate {tmp_path / 'results' / 'quick'} is a results folder (its runs/ holds "
-                                 f"runs, as reproduce and examples/snn_depth.py make it); give evaluate a run's folder (train's --out), e.g. "
+    assert code == 2 and err == (f"error: evaluate {tmp_path / 'results' / 'quick'} is a results folder (its runs/ "
+                                 f"holds runs, as reproduce and examples/snn_depth.py make it); give evaluate a run's "
+                                 f"folder (train's --out), e.g. "
                                  f"<results>/<preset>/runs/<run>\n"), err
     monkeypatch.chdir(tmp_path)
     code, err = run_main(["evaluate", "-"], capsys)
