@@ -2,6 +2,7 @@
 noise-memory counts follow the method's arithmetic; what it will use is checked before any timing,
 and the memory estimates cover the peaks measured on a GPU."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -265,3 +266,14 @@ def test_the_bench_table_is_a_table_every_row_as_wide_as_its_header():
     table = [line for line in bench.format_bench(summary).splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(summary["rows"]) and table[1].startswith("|---")
     assert {line.count("|") for line in table} == {table[0].count("|")}, table
+
+
+def test_a_json_path_that_is_no_regular_file_is_refused_before_any_timing(tmp_path):
+    """--json /dev/null (a device) or a named pipe would not hold the record, or would block: refused
+    by name, with the fix."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for path in ("/dev/null", pipe):
+        with pytest.raises(run_folder.UsageError) as refused:
+            resources.check_writable(path, "--json")
+        assert str(refused.value) == f"--json {path} is not a regular file; give a file path"

@@ -112,7 +112,10 @@ def test_a_signal_the_program_began_ignoring_stays_ignored():
     """nohup starts a command ignoring SIGHUP (a shell's background job, SIGINT): exits.handled leaves
     it ignored, so the run goes on when the terminal closes, and still stops at the signals it may
     take; afterwards each handler is the one before."""
-    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts it; the others as a terminal does (a shell's
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # background job, pytest under nohup ... &, starts
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)             # with SIGINT ignored too)
     try:
         during = {}
         assert exits.handled(lambda: during.update({signum: signal.getsignal(signum) for signum in exits.SIGNALS}),
@@ -121,7 +124,8 @@ def test_a_signal_the_program_began_ignoring_stays_ignored():
         assert all(callable(during[signum]) for signum in (signal.SIGINT, signal.SIGTERM)), during
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def test_a_run_whose_stderr_is_closed_trains_and_keeps_its_files_whole(tmp_path, dataset):

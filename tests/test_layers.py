@@ -246,6 +246,8 @@ def test_init_params_is_init_network_of_the_dense_network():
     ("conv8k5p5", "layer 1 (conv8k5p5) pads by 5, not less than its 5 x 5 kernel, so its edge neurons would see "
                   "padding alone: use at most p4, e.g. conv8k5p2"),
     ("conv8k0", "kernels of at least 1 x 1"),
+    ("1000000", "layer 1 (1000000) has 1000000 neurons: give it 1..65536"),  # 7 digits: still read, and named
+    ("10000000", "layer 10000000... holds a number of 8 digits, beyond any layer's size"),
     ("conv8k3s33", "layer 1 (conv8k3s33) strides by 33, more than its 3 x 3 kernel, so the inputs between its "
                    "patches would be read by no kernel: use a stride of at most 3, e.g. conv8k3s3"),
     ("64,conv8k3", "layer 2 (conv8k3) follows a dense layer, which has no image: put the convolutions first"),

@@ -653,6 +653,9 @@ def test_headline_table_shows_every_seed_its_weakest_digit_and_the_mean(tmp_path
                                                                  "93.00 ± 1.00 | 90.00 (1/3 seeds) | "
                                                                  "83.00 ± 2.00 | 3600 ± 0 | 4002 ± 1 (2/3 seeds) | – | – | |")
     assert rows["| es, 4096 members", "1"].split(" | ")[4] == "–"
+    order = [line.split(" | ")[1] for line in (tmp_path / "table.md").read_text().splitlines()
+             if line.startswith("| eggroll-r1, 65536 members")]
+    assert order == ["1", "2", "3", "mean ± std"]  # the seeds in their order, whatever order they are read in
     assert "Device: gpu (NVIDIA H200)" in (tmp_path / "table.md").read_text()
     assert [line.get_label() for line in saved["convergence.png"].axes[0].get_lines()] == ["es-m4096",
                                                                                           "eggroll-r1-m65536"]
@@ -1047,3 +1050,13 @@ def test_a_report_names_the_temporary_files_a_killed_report_left_and_deletes_non
         (tmp_path / name).unlink()
     report.prepare_results(tmp_path)
     assert capsys.readouterr().err == ""
+
+
+def test_spread_counts_seeds_in_the_plural_from_the_largest_count():
+    """The caption's count of seeds: one count as it is, two counts as a span, "seed" only where
+    every run shown has one."""
+    runs = {"one": [1], "three": [1, 2, 3], "two": [1, 2]}
+    assert report.spread(runs, ["three"]) == "mean ± std over 3 seeds"
+    assert report.spread(runs, ["one"]) == "mean ± std over 1 seed"
+    assert report.spread(runs, ["one", "three"]) == "mean ± std over 1–3 seeds"
+    assert report.spread(runs, ["two", "three"]) == "mean ± std over 2–3 seeds"

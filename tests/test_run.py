@@ -22,6 +22,7 @@ import reproduce
 import resources
 import run
 import run_folder
+import snn
 import training
 from nmnist_files import REAL_DIR, needs_real, random_events, write_dataset, write_recording
 from test_report import write_preset_run, write_run
@@ -709,6 +710,18 @@ def test_a_learning_rate_float32_would_round_away_is_refused_before_the_data_is_
                           "--lr", "1e-7"], capsys)
     assert code == 2 and "N-MNIST not found" in err, err  # past the settings, to the data
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+def test_the_learning_rate_refused_as_rounding_away_is_half_float32s_step_at_the_median_weight():
+    """refuse_unmoved's limit, eps |w| / 2 at the median |w| of a layer (float32 moves a weight only
+    by more than that): 10 % below it is refused, 10 % above it taken."""
+    settings = config.RunConfig(method="bptt")
+    params = snn.init_network(settings.seed, settings.network, std=settings.init_std, rule=settings.init_rule)
+    eps = float(np.finfo(np.float32).eps)
+    limit = max(eps * float(np.median(abs(params[f"W{layer}"]))) / 2 for layer in (1, 2))
+    with pytest.raises(run_folder.UsageError, match=r"round away at most of layer"):
+        training.refuse_unmoved(dataclasses.replace(settings, lr=0.9 * limit), params)
+    training.refuse_unmoved(dataclasses.replace(settings, lr=1.1 * limit), params)
+
 
 def test_a_bptt_run_stored_with_its_epochs_as_generations_still_resumes_and_counts_as_finished(
         tmp_path, dataset, capsys):

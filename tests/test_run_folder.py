@@ -1792,13 +1792,13 @@ def test_the_minibatches_made_ahead_are_each_steps_own_in_order(start, batch_gro
 def test_a_run_non_finite_at_its_first_step_leaves_nothing_and_says_how_to_train_again(tmp_path, dataset, capsys,
                                                                                         monkeypatch):
     """A fresh run that fails before its first checkpoint removes what it wrote (here the folder it
-    made), so the advice needs no --force."""
+    made, and the parents it made for it), so the advice needs no --force."""
     monkeypatch.setattr(snn_eggroll, "generation_step", failing_at(0, nan_params))
-    out = tmp_path / "run"
+    out = tmp_path / "made" / "for" / "run"
     code, err = run_main(train_args(out, dataset), capsys)
     assert code == 2 and err == ("error: training went non-finite at step 1 (a parameter became NaN or inf); nothing "
                                  "of the run was kept: lower --lr or --sigma and train again\n"), err
-    assert not out.exists()
+    assert not (tmp_path / "made").exists()
 
 
 def test_a_run_that_goes_non_finite_between_evaluations_keeps_every_step_before_it(tmp_path, dataset, capsys,
@@ -2309,3 +2309,19 @@ def test_a_records_seconds_and_counts_lie_below_their_bounds_as_their_rules_say(
     """SECONDS below 10^12 and PER_SAMPLE below 10^15, 0 included, each bound itself out."""
     for (valid, _), bound in ((run_folder.SECONDS, 1e12), (run_folder.PER_SAMPLE, 1e15)):
         assert valid(0) and valid(bound * (1 - 1e-9)) and not valid(bound) and not valid(-1e-9)
+
+
+def test_left_temporaries_name_the_stale_ones_before_a_time_and_their_size_in_mebibytes(tmp_path):
+    """Given `before`, a temporary written earlier is one a kill left; one written since is another
+    command's, at work now, and left out. The note's size is in MiB (2^20 bytes)."""
+    stale, fresh = tmp_path / "table.md.0123abcd.tmp", tmp_path / "table.md.89abcdef.tmp"
+    stale.write_bytes(b"x" * 3 * 2 ** 20)
+    fresh.write_bytes(b"y")
+    now = time.time()
+    os.utime(stale, (now - 600, now - 600))
+    os.utime(fresh, (now + 600, now + 600))
+    assert run_folder.left_temporaries(tmp_path, ["table.md"], before=now) == {stale: 3 * 2 ** 20}
+    assert set(run_folder.left_temporaries(tmp_path, ["table.md"])) == {stale, fresh}
+    note = run_folder.left_temporaries_note(tmp_path, ["table.md"], "a report", before=now)
+    assert note.startswith(f"note: {tmp_path} holds 1 temporary file (3.0 MiB) that a report stopped by a kill left "
+                           f"there: {stale.name}; delete it"), note
