@@ -153,6 +153,7 @@ EQUIVALENT = {
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_noise__mutmut_107": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
+    "baselines.x_full_rank_gradient__mutmut_36": ("array_module_of(None).isfinite(f)", NEP18),
     "baselines.x_lif_forward__mutmut_34": ("array_module_of(None)", NEP18),
     "baselines.x_pair_noise__mutmut_34": (
         "xp.arange(pair, pair + 2)", "only row [0], pair p's, is used, and noise is a pure function of its "

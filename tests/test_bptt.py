@@ -380,6 +380,10 @@ def test_the_spike_functions_refuse_a_slope_potentials_or_lif_they_cannot_use():
             assert str(refused.value) == said.format(repr(k) if isinstance(k, str) else k)
         with pytest.raises(ValueError, match=r"^v must be a float array of potentials, got a list: "):
             spike([0.0, 1.0], lif, 25.0)
+        with pytest.raises(ValueError, match=r"^v must be a float array of potentials, got int64 \(3,\): "):
+            spike(np.zeros(3, np.int64), lif, 25.0)
+        with pytest.raises(ValueError, match=r"^k must be an int or float in \(0, 1e\+06\], got 1000000.5"):
+            spike(v, lif, 1e6 + 0.5)
         with pytest.raises(ValueError, match=r"^lif must be a snn.LIF, got NoneType"):
             spike(v, None, 25.0)
     with pytest.raises(ValueError, match=r"^current must be an array \(T, N, n\) of at least one frame, sample and "

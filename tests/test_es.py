@@ -556,6 +556,11 @@ def test_the_vanilla_es_building_blocks_refuse_what_es_forward_refuses():
     cases = [
         (lambda: baselines.full_rank_gradient(np.ones(3), params, settings, 0), "f must be a float array (4,), one f_p "
          "per pair of `pairs`, as eggroll.pair_differences gives it, got float64 (3,)"),
+        (lambda: baselines.full_rank_gradient([1.0, 1.0, 1.0, 1.0], params, settings, 0), "f must be a float array "
+         "(4,), one f_p per pair of `pairs`, as eggroll.pair_differences gives it, got a list"),
+        (lambda: baselines.es_forward({**params, "W1": params["W1"].tolist()}, frames, settings, 0),
+         "W1 is a list, not an array: a spiking network's parameters are float32 or float64 arrays; give them as "
+         ".astype(numpy.float32), or make them with snn.init_network(seed, network)"),
         (lambda: baselines.full_rank_gradient(np.full(4, np.nan), params, settings, 0),
          "f holds NaN or inf: give the pair differences of finite fitnesses"),
         (lambda: baselines.pair_noise(params, settings, 0, 4), "pair must be a whole number in 0..3, got 4: use 0, the "
