@@ -58,6 +58,11 @@ def full_rank_noise(seed, generation, pairs, name, shape, xp):
     if not (isinstance(shape, tuple) and len(shape) == 2 and all(interface_checks.is_integer(side) and side >= 1
                                                                  for side in shape)):
         raise ValueError(f"shape must be a weight's (m, n), two whole numbers >= 1, got {shape!r}")
+    if not isinstance(name, str):
+        raise ValueError(f"name must be the weight's name, a string (its noise's key), got "
+                         f"{interface_checks.a_kind(name)}")
+    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
+        raise ValueError(f"xp must be the module numpy or cupy, got {interface_checks.a_kind(xp)}")
     m, n = shape
     return noise.normals(seed, generation, pairs, name, m * n, xp).reshape(-1, m, n)
 
@@ -137,6 +142,21 @@ def full_rank_gradient(f, params, config, generation, pairs=slice(None)):
     """Eq. (10) for every weight and Eq. (8) for every bias, summed over the pairs in the slice
     `pairs` (all by default), the noise regenerated from its keys; f (pairs,) the pairs' f_p. Any
     named 1-D and 2-D parameters (the toy's too), config any settings with pairs, seed and sigma."""
+    if not all(hasattr(config, name) for name in ("pairs", "seed", "sigma")):
+        raise ValueError(f"config must hold the population's pairs, seed and sigma, as baselines.ESConfig does, got "
+                         f"{interface_checks.a_kind(config)}")
+    interface_checks.check_sigma(config.sigma)
+    interface_checks.check_whole("seed", config.seed, 0, 2 ** 64 - 1, "e.g. 0")
+    if not isinstance(params, dict) or not params:
+        raise ValueError(f"params must be a dict of named 1-D and 2-D float arrays, got "
+                         f"{'an empty dict' if isinstance(params, dict) else interface_checks.a_kind(params)}")
+    for name, value in params.items():
+        if getattr(value, "dtype", None) not in (numpy.float32, numpy.float64) or value.ndim not in (1, 2) or \
+                isinstance(value, interface_checks.ODD_ARRAYS):
+            got = f"{value.dtype} {tuple(value.shape)}" if hasattr(value, "dtype") else interface_checks.a_kind(value)
+            raise ValueError(f"parameter {name!r} must be a float32 or float64 array of 1 or 2 dimensions, got {got}")
+        if not bool(array_module_of(value).isfinite(value).all()):
+            raise ValueError(f"parameter {name!r} holds NaN or inf: give finite parameters")
     interface_checks.check_pairs(pairs, config.pairs)
     n_chosen = len(range(config.pairs)[pairs])
     if not (hasattr(f, "dtype") and f.dtype.kind == "f" and tuple(f.shape) == (n_chosen,)) or \
@@ -329,9 +349,13 @@ def surrogate(v, lif, k):
 
 def lif_forward(current, lif, spike, k):
     """One layer over all frames from its currents I (T, N, n): pre-reset potentials V and spikes o."""
-    if not (hasattr(current, "dtype") and current.ndim == 3 and 0 not in current.shape):
-        raise ValueError(f"current must be an array (T, N, n) of at least one frame, sample and neuron, got "
-                         f"{tuple(current.shape) if hasattr(current, 'shape') else interface_checks.a_kind(current)}")
+    if not (hasattr(current, "dtype") and current.dtype.kind == "f" and current.ndim == 3 and 0 not in current.shape) \
+            or isinstance(current, interface_checks.ODD_ARRAYS):
+        got = f"{current.dtype} {tuple(current.shape)}" if hasattr(current, "dtype") else \
+            interface_checks.a_kind(current)
+        raise ValueError(f"current must be a float array (T, N, n) of at least one frame, sample and neuron, got "
+                         f"{got}" + (f" ({interface_checks.a_kind(current)})" if isinstance(
+                             current, interface_checks.ODD_ARRAYS) else ""))
     if spike not in (heaviside, smooth_spike):
         raise ValueError(f"spike must be baselines.heaviside or baselines.smooth_spike, got {spike!r}")
     check_spike_arguments(current, lif, k)
@@ -433,6 +457,19 @@ def check_cache(params, cache, lif, network):
     if differ:
         raise ValueError(f"the cache was made by bptt_forward with another {differ[0]} than bptt_backward is given: "
                          f"give both the same params, network= and lif=")
+    layers = range(1, len(network.layers) + 1)
+    arrays = ["frames", "counts"] + [f"{kind}{layer}" for layer in layers for kind in "vo"]
+    missing = [name for name in arrays if not hasattr(cache.get(name), "shape")]
+    n_steps, batch = cache["frames"].shape[:2] if not missing else (None, None)
+    sizes = network.sizes
+    changed = missing or [name for name, shape, wanted in (
+        ("frames", cache["frames"].shape, (n_steps, batch, sizes[0])), ("counts", cache["counts"].shape,
+                                                                       (batch, sizes[-1])),
+        *((f"{kind}{layer}", cache[f"{kind}{layer}"].shape, (n_steps, batch, sizes[layer]))
+          for layer in layers for kind in "vo")) if tuple(shape) != wanted]
+    if changed:
+        raise ValueError(f"the cache's {changed[0]} is {'missing' if missing else 'of another shape than its frames'}"
+                         f": it was changed after bptt_forward; give bptt_backward what bptt_forward returned")
 
 
 def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0, detach_reset=True,

@@ -700,6 +700,8 @@ class Split:
         made where the packed frames are: each frame is 289 whole bytes (2312 = 8 × 289), so the
         bytes are put in frame order first and unpacked straight into (T, N, 2312). `shifts`: each
         sample moved by translate() while its frames are still bits."""
+        if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
+            raise ValueError(f"xp must be numpy or cupy, the module the frames go to, got {a_kind(xp)}")
         indices = np.asarray(indices) if isinstance(indices, (list, tuple, range)) else indices
         if not (isinstance(indices, np.ndarray) and not isinstance(indices, np.ma.MaskedArray) and indices.ndim == 1
                 and indices.dtype.kind in "iu" and len(indices) and 0 <= indices.min() <= indices.max() < len(self)):

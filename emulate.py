@@ -133,7 +133,7 @@ def check_recordings_request(images, split, indices):
         got = f"{images.dtype} {images.shape}" if type(images) is np.ndarray else a_kind(images)
         raise ValueError(f"images must be MNIST digits, a uint8 array (B, {DIGIT}, {DIGIT}) as mnist.load gives "
                          f"them, got {got}")
-    if split not in SPLIT_ID:
+    if not isinstance(split, str) or split not in SPLIT_ID:
         raise ValueError(f"split must be one of {', '.join(map(repr, SPLIT_ID))}, got {split!r}")
     if not hasattr(indices, "__len__") or len(indices) != len(images):
         raise ValueError(f"indices must give each of the {len(images)} digits its 1-based place in its split, got "
@@ -334,9 +334,13 @@ def encode(x, y, polarity, t_us):
                          f"{', '.join(str(array.shape) for array in arrays.values())}")
     for name, (_, size) in fields.items():  # beyond its bits a field would wrap into another value, unseen
         array = arrays[name]
-        if array.size and (array.dtype.kind not in "iu" or int(array.min()) < 0 or int(array.max()) >= size):
+        if array.dtype.kind not in "iu":
+            raise ValueError(f"{name} must be integers in 0..{size - 1}, N-MNIST's format, got {array.dtype}")
+        if array.size and (int(array.min()) < 0 or int(array.max()) >= size):
             raise ValueError(f"{name} must be integers in 0..{size - 1}, N-MNIST's format, got {array.dtype} from "
                              f"{array.min()} to {array.max()}")
+    if bool((np.diff(arrays["t_us"].astype(np.int64)) < 0).any()):  # a reader refuses time going back
+        raise ValueError("t_us must not decrease: a recording's events go in time order")
     t_us = np.asarray(t_us, np.int64)
     events = np.empty((t_us.size, 5), np.uint8)
     events[:, 0] = x
@@ -349,7 +353,9 @@ def encode(x, y, polarity, t_us):
 
 def recording_path(out, split, label, index):
     """Where the recording of MNIST digit `index` (1-based) of `split` goes under `out`."""
-    if split not in SPLIT_FOLDER:
+    if not isinstance(out, (str, os.PathLike)):
+        raise ValueError(f"out must be a folder's path (a str or pathlib.Path), got {a_kind(out)}")
+    if not isinstance(split, str) or split not in SPLIT_FOLDER:
         raise ValueError(f"split must be one of {', '.join(map(repr, SPLIT_FOLDER))}, got {split!r}")
     check_whole("label", label, 0, 9, "0, a digit")
     check_whole("index", index, 1, None, "1, a digit's 1-based place in its split")

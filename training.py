@@ -470,6 +470,10 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
                 raise UsageError(f"the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache} lies in the run's "
                                  f"own folder {out}, which every later command would refuse as a run folder's; point "
                                  f"it at a folder of its own")
+            if Path(os.path.realpath(out)).is_relative_to(cache):  # the cache would then hold a run folder
+                raise UsageError(f"{out} lies inside the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache}, "
+                                 f"which every later command would refuse as a folder of run folders; use another "
+                                 f"--out")
             if run_folder.is_run_folder(out):  # a run of other settings there: refused before the data is read
                 run_folder.check_prepared(out, config, resume, force, command, notes=False,
                                           data_root=data_folder(config))

@@ -386,11 +386,33 @@ def test_the_spike_functions_refuse_a_slope_potentials_or_lif_they_cannot_use():
             spike(v, lif, 1e6 + 0.5)
         with pytest.raises(ValueError, match=r"^lif must be a snn.LIF, got NoneType"):
             spike(v, None, 25.0)
-    with pytest.raises(ValueError, match=r"^current must be an array \(T, N, n\) of at least one frame, sample and "
-                                         r"neuron, got a list$"):
+    with pytest.raises(ValueError, match=r"^current must be a float array \(T, N, n\) of at least one frame, sample "
+                                         r"and neuron, got a list$"):
         baselines.lif_forward([[1.0]], lif, baselines.heaviside, 25.0)
+    with pytest.raises(ValueError, match=r"^current must be a float array \(T, N, n\) of at least one frame, sample "
+                                         r"and neuron, got int64 \(2, 1, 1\)$"):
+        baselines.lif_forward(np.ones((2, 1, 1), np.int64), lif, baselines.heaviside, 25.0)
     with pytest.raises(ValueError, match=r"^spike must be baselines.heaviside or baselines.smooth_spike, got "):
         baselines.lif_forward(np.ones((2, 1, 1)), lif, np.round, 25.0)
     assert baselines.surrogate(np.float32([1.0]), lif, 25.0)[0] == 1.0  # at the threshold, as Eq. (11) says
     v_out, spikes = baselines.lif_forward(np.ones((2, 1, 1)), lif, baselines.heaviside, 25.0)
     assert spikes.ravel().tolist() == [1.0, 1.0] and v_out.ravel().tolist() == [1.0, 1.0]
+
+
+def test_bptt_backward_refuses_a_cache_changed_after_bptt_forward():
+    """A cache whose frames were cut to other samples, or that lost an array, would give gradients of
+    another shape or a KeyError: one line saying it was changed."""
+    params = snn.init_params(0, (2312, 8, 10))
+    frames, labels = np.ones((3, 5, 2312), np.float32), np.zeros(5, np.int64)
+    cut = baselines.bptt_forward(params, frames)
+    cut["frames"] = frames[:, :3]
+    lost = baselines.bptt_forward(params, frames)
+    del lost["v1"]
+    for cache, given, part in ((cut, labels[:3], "counts is of another shape than its frames"),
+                               (lost, labels, "v1 is missing")):
+        with pytest.raises(ValueError) as refused:
+            baselines.bptt_backward(params, cache, given)
+        assert str(refused.value) == (f"the cache's {part}: it was changed after bptt_forward; give bptt_backward "
+                                      f"what bptt_forward returned")
+    grads = baselines.bptt_backward(params, baselines.bptt_forward(params, frames), labels)
+    assert {name: grad.shape for name, grad in grads.items()} == {name: value.shape for name, value in params.items()}

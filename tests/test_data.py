@@ -770,6 +770,8 @@ def test_split_frames_name_the_samples_there_are():
             split.frames(indices)
         assert str(refused.value) == told + got
     assert split.frames([3, 0]).shape == split.frames(range(2)).shape == (2, 2, data.N_INPUTS)
+    with pytest.raises(ValueError, match=r"^xp must be numpy or cupy, the module the frames go to, got a NoneType$"):
+        split.frames([0], xp=None)
 
 
 def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):

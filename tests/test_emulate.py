@@ -933,6 +933,14 @@ def test_the_emulators_helpers_refuse_what_would_make_a_wrong_recording():
               "N-MNIST's format, got int64 from 8388608 to 8388608"),
              (lambda: emulate.encode(np.array([1, 2]), one, one, one), "x, y, polarity and t_us must be 1-D arrays of "
               "one length, one entry per event, got shapes (2,), (1,), (1,), (1,)"),
+             (lambda: emulate.encode(np.array(["a"]), one, one, one), "x must be integers in 0..33, N-MNIST's format, "
+              "got <U1"),
+             (lambda: emulate.encode(one.repeat(2), one.repeat(2), one.repeat(2), np.array([5, 0])), "t_us must not "
+              "decrease: a recording's events go in time order"),
+             (lambda: emulate.recording_path(None, "test", 3, 1), "out must be a folder's path (a str or "
+              "pathlib.Path), got a NoneType"),
+             (lambda: emulate.Emulator(0).recordings(np.zeros((1, 28, 28), np.uint8), ["train"], [1]), "split must be "
+              "one of 'train', 'test', got ['train']"),
              (lambda: emulate.recording_path("/tmp", "val", 3, 1), "split must be one of 'train', 'test', got 'val'"),
              (lambda: emulate.recording_path("/tmp", "test", "x", 1), "label must be a whole number in 0..9, got 'x': "
               "use 0, a digit"),

@@ -561,6 +561,21 @@ def test_the_vanilla_es_building_blocks_refuse_what_es_forward_refuses():
         (lambda: baselines.es_forward({**params, "W1": params["W1"].tolist()}, frames, settings, 0),
          "W1 is a list, not an array: a spiking network's parameters are float32 or float64 arrays; give them as "
          ".astype(numpy.float32), or make them with snn.init_network(seed, network)"),
+        (lambda: baselines.full_rank_gradient(np.ones(4), params, still, 0), "sigma must be a finite int or float > "
+         "0, got 0.0: use e.g. 0.1"),
+        (lambda: baselines.full_rank_gradient(np.ones(4), params, {"pairs": 4}, 0), "config must hold the "
+         "population's pairs, seed and sigma, as baselines.ESConfig does, got a dict"),
+        (lambda: baselines.full_rank_gradient(np.ones(4), {}, settings, 0), "params must be a dict of named 1-D and "
+         "2-D float arrays, got an empty dict"),
+        (lambda: baselines.full_rank_gradient(np.ones(4), {**params, "W1": params["W1"].astype(np.int64)}, settings,
+                                              0), "parameter 'W1' must be a float32 or float64 array of 1 or 2 "
+         "dimensions, got int64 (64, 2312)"),
+        (lambda: baselines.full_rank_gradient(np.ones(4), {**params, "b1": params["b1"] * np.nan}, settings, 0),
+         "parameter 'b1' holds NaN or inf: give finite parameters"),
+        (lambda: baselines.full_rank_noise(1, 0, np.arange(4), 5, (3, 3), np), "name must be the weight's name, a "
+         "string (its noise's key), got an int"),
+        (lambda: baselines.full_rank_noise(1, 0, np.arange(4), "W1", (3, 3), None), "xp must be the module numpy or "
+         "cupy, got a NoneType"),
         (lambda: baselines.full_rank_gradient(np.full(4, np.nan), params, settings, 0),
          "f holds NaN or inf: give the pair differences of finite fitnesses"),
         (lambda: baselines.pair_noise(params, settings, 0, 4), "pair must be a whole number in 0..3, got 4: use 0, the "

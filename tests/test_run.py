@@ -1797,3 +1797,17 @@ def test_a_data_root_one_level_too_deep_is_pointed_at_the_copy_not_at_a_download
         assert err == f"error: {given} lies inside the N-MNIST copy {sample}, not at its top; point --data-root at " \
                       f"{sample}\n", err
         assert not out.exists()
+
+
+def test_an_out_inside_the_frame_cache_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    """A run folder inside the frame cache's folder would make every later command refuse the cache
+    as a folder of run folders: refused first, nothing made."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EGGROLL_CACHE", str(cache))
+    out = cache / "myrun"
+    assert run.main(["train", "--generations", "1", "--population", "8", "--batch-size", "16", "--quiet",
+                     "--data-root", str(ROOT / "nmnist-sample"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {out} lies inside the frame cache's folder (--cache-dir or $EGGROLL_CACHE) {cache}, which "
+                   f"every later command would refuse as a folder of run folders; use another --out\n"), err
+    assert not out.exists()
