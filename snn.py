@@ -195,7 +195,8 @@ def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=
     check_whole("n_members", n_members, 1, None, "1")
     if not isinstance(count_hidden, (bool, numpy.bool_)):  # a string such as "no" would be taken as true
         raise ValueError(f"count_hidden must be True or False, got {count_hidden!r}")
-    counts_bytes = n_members * frames.shape[1] * network_of(params, network).sizes[-1] * frames.dtype.itemsize
+    n_out = params[f"W{n_layers(params)}"].shape[0]  # the output layer's rows, whatever its layers
+    counts_bytes = n_members * frames.shape[1] * n_out * frames.dtype.itemsize
     refuse_beyond_ram(f"{n_members:,} members' output counts of {frames.shape[1]:,} samples", counts_bytes,
                       "before any spike", "ask fewer members (n_members)")
     return counts_of(params, frames, lif, n_members, count_hidden, network)

@@ -106,7 +106,7 @@ EQUIVALENT = {
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
     "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
-    "snn_eggroll.xǁConfigǁmethod__mutmut_52": (
+    "snn_eggroll.xǁConfigǁmethod__mutmut_54": (
         "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
     "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
     "eggroll.xǁPopulationǁ__post_init____mutmut_14": ("*self.pairs[-2:]", RANGE_ENDS),
@@ -121,9 +121,9 @@ EQUIVALENT = {
     "snn.x_layer_current__mutmut_12": ("x.shape[:-1] + (-2,)", NEGATIVE_RESHAPE),
     "snn.x_simulate__mutmut_19": ("xp.zeros(n_members, dtype=None)", SILENT_SPIKES),
     "snn.x_simulate__mutmut_21": ("xp.zeros(n_members, )", SILENT_SPIKES),
-    "snn.xǁNetworkǁfold__mutmut_38": ("grad.reshape(-2, out_h", NEGATIVE_RESHAPE),
-    "snn.xǁNetworkǁfold__mutmut_53": ("height + 3 * pad", WIDER_BUFFER),
-    "snn.xǁNetworkǁfold__mutmut_56": ("width + 3 * pad", WIDER_BUFFER),
+    "snn.xǁNetworkǁfold__mutmut_56": ("grad.reshape(-2, out_h", NEGATIVE_RESHAPE),
+    "snn.xǁNetworkǁfold__mutmut_71": ("height + 3 * pad", WIDER_BUFFER),
+    "snn.xǁNetworkǁfold__mutmut_74": ("width + 3 * pad", WIDER_BUFFER),
     "snn.xǁNetworkǁimages__mutmut_2": ("array_module_of(None)", NEP18),
     "snn.xǁNetworkǁimages__mutmut_18": ("x.reshape(-2, channels, height, width)", NEGATIVE_RESHAPE),
     "snn.xǁNetworkǁimages__mutmut_38": ("x.reshape(-2, height, width, channels)", NEGATIVE_RESHAPE),

@@ -444,6 +444,8 @@ def test_a_pickled_state_resumes_with_the_same_bits():
     (lambda es, s: es.ask(s).linear("layer0.weight", [[1.0] * 6, [1.0] * 5]), "x must be an array of real numbers"),
     (lambda es, s: es.ask(s).linear(["layer0.weight"], np.ones((2, 6))), "a parameter's name is a string, got ['layer0"),
     (lambda es, s: es.ask(s).perturbed(0), "a parameter's name is a string, got 0"),
+    (lambda es, s: es.ask(s).perturbed(10 ** 39), f"a parameter's name is a string, got {10 ** 39}: "),  # 40 characters
+    (lambda es, s: es.ask(s).perturbed(10 ** 40), "a parameter's name is a string, got an int: "),  # 41: not shown
     (lambda es, s: es.ask(s).linear("layer0.weight", np.ones((2, 6)), bias=np.zeros(64)),  # the bias itself, not
      "a parameter's name is a string, got a NumPy array: the parameters are "),             # its name: not printed
     (lambda es, s: es.ask(s).factors("nope"), "unknown parameter 'nope': the parameters are layer0.bias"),
