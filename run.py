@@ -187,8 +187,8 @@ def main(argv=None):
     reproduce_parser.add_argument("--part", choices=list(run_config.HYPERSCALE),
                                   help="with --config hyperscale: only this part, in results/hyperscale/<part>/ "
                                        "(default: every part, one after another)")
-    reproduce_parser.add_argument("--results", default="results", type=exits.not_standard_output, help="folder for results/<config>/ "
-                                                                       "(default: results)")
+    reproduce_parser.add_argument("--results", default="results", type=exits.not_standard_output, help="folder for results/<config>/, "
+                                 "with --data for local/<data>/<config>/ in it (default: results)")
     add_config_options(reproduce_parser, WHERE + ("download",))
     reproduce_parser.add_argument("--quiet", action="store_true", help="no progress bars")
     populations = sorted({p for part in run_config.HYPERSCALE.values() for ps in part["populations"].values()
