@@ -199,7 +199,7 @@ def test_the_derivations_blocks_run_in_page_order_print_what_the_page_shows(caps
     for block in re.findall(r"```python\n(.*?)```", page, re.S):
         exec(block, scope)
         printed += capsys.readouterr().out.splitlines()
-    assert len(printed) == 6 and all(f"    {line}\n" in page for line in printed), printed
+    assert len(printed) == 7 and all(f"    {line}\n" in page for line in printed), printed
 
 
 def test_the_derivations_worked_centred_ranks_are_eggrolls():
@@ -215,13 +215,13 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
 
 
 def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's fifth code block, after the plain loop: its assertion holds, and its array is
+    """derivation.md's sixth code block, after the plain loop: its assertion holds, and its array is
     the layout eggroll's functions take: materialise of it, with B laid out alike, is A_p B_p^T / sqrt(r)."""
     import eggroll
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[4], scope)
+    exec(blocks[5], scope)
     B_p = [np.random.default_rng(p).normal(size=(5, 2)) for p in range(2)]
     E = eggroll.materialise(scope["A"], np.stack([b.T for b in B_p]))
     for p, A_p in enumerate((scope["A_1"], scope["A_2"])):
