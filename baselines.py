@@ -9,6 +9,7 @@
 2. Surrogate-gradient backpropagation through time, written by hand (see `bptt_*`).
 """
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy
@@ -63,6 +64,9 @@ def full_rank_noise(seed, generation, pairs, name, shape, xp):
                          f"{interface_checks.a_kind(name)}")
     if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
         raise ValueError(f"xp must be the module numpy or cupy, got {interface_checks.a_kind(xp)}")
+    interface_checks.refuse_beyond_ram(f"full-rank noise of {pairs.shape[0]:,} pairs for a weight {shape}",
+                                       pairs.shape[0] * shape[0] * shape[1] * 8, "as it is drawn",
+                                       "draw fewer pairs at a time, or use a smaller weight")
     m, n = shape
     return noise.normals(seed, generation, pairs, name, m * n, xp).reshape(-1, m, n)
 
@@ -307,7 +311,8 @@ def check_bptt_config(config):
     """ValueError naming the fix unless config is a BPTTConfig of a slope k > 0, a readout scale and
     spike price the fitness can use (snn_eggroll.check_readout_settings) and a bool detach_reset."""
     if not isinstance(config, BPTTConfig):
-        raise ValueError(f"config must be a baselines.BPTTConfig, got {type(config).__name__}")
+        raise ValueError(f"config must be a baselines.BPTTConfig, got {type(config).__name__}: give e.g. "
+                         f"baselines.BPTTConfig(slope=25.0, logit_scale=10.0)")
     interface_checks.check_number("slope", config.slope, 0, 1e6, "25", open_low=True)
     snn_eggroll.check_readout_settings(config)
     if not isinstance(config.detach_reset, (bool, numpy.bool_)):
@@ -359,6 +364,8 @@ def lif_forward(current, lif, spike, k):
     if spike not in (heaviside, smooth_spike):
         raise ValueError(f"spike must be baselines.heaviside or baselines.smooth_spike, got {spike!r}")
     check_spike_arguments(current, lif, k)
+    if not math.isfinite(interface_checks.magnitude(current)):  # a NaN potential never spikes: silent spikes
+        raise ValueError("current holds NaN or inf, which no network's inputs make: give finite currents")
     xp = array_module_of(current)
     v, spikes = xp.empty_like(current), xp.empty_like(current)
     u = xp.zeros_like(current[0])

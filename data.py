@@ -420,6 +420,8 @@ def read_events(path):
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a recording's path (a str or pathlib.Path), got {a_kind(path)}")
+    if not os.path.lexists(path):
+        raise BadDataError(f"{path}: no such recording; give the path of an N-MNIST .bin file")
     raw = np.frombuffer(read_bytes(path, MAX_RECORDING_BYTES, BadDataError, "any N-MNIST recording",
                                    "read the recording"), dtype=np.uint8)
     if raw.size % 5:
@@ -707,6 +709,11 @@ class Split:
                 and indices.dtype.kind in "iu" and len(indices) and 0 <= indices.min() <= indices.max() < len(self)):
             raise ValueError(f"indices must be a 1-D integer array of at least one sample in 0..{len(self) - 1}, got "
                              f"{describe_indices(indices)}")
+        if shifts is not None and isinstance(shifts, np.ndarray) and shifts.size and \
+                int(np.abs(shifts).max()) >= SENSOR_SIZE[0]:  # every event would leave the sensor: a blank frame
+            raise ValueError(f"shifts must lie in -{SENSOR_SIZE[0] - 1}..{SENSOR_SIZE[0] - 1} pixels, got up to "
+                             f"{int(np.abs(shifts).max())}: a shift of the sensor's side or more moves every event "
+                             f"off it")
         rows = self.packed[indices]
         where = array_module_of(rows)
         by_frame = where.ascontiguousarray(rows.reshape(len(indices), self.n_time_bins, -1).transpose(1, 0, 2))

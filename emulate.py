@@ -329,6 +329,7 @@ def encode(x, y, polarity, t_us):
     above a 23-bit time in microseconds."""
     fields = {"x": (x, SENSOR), "y": (y, SENSOR), "polarity": (polarity, 2), "t_us": (t_us, 2 ** 23)}
     arrays = {name: np.asarray(value) for name, (value, _) in fields.items()}
+    arrays = {name: array.astype(np.int64) if array.size == 0 else array for name, array in arrays.items()}  # [] too
     if len({array.shape for array in arrays.values()}) != 1 or arrays["t_us"].ndim != 1:
         raise ValueError(f"x, y, polarity and t_us must be 1-D arrays of one length, one entry per event, got shapes "
                          f"{', '.join(str(array.shape) for array in arrays.values())}")
@@ -353,8 +354,9 @@ def encode(x, y, polarity, t_us):
 
 def recording_path(out, split, label, index):
     """Where the recording of MNIST digit `index` (1-based) of `split` goes under `out`."""
-    if not isinstance(out, (str, os.PathLike)):
-        raise ValueError(f"out must be a folder's path (a str or pathlib.Path), got {a_kind(out)}")
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ValueError(f"out must be a folder's path (a str or pathlib.Path), got "
+                         f"{repr(out) if isinstance(out, str) else a_kind(out)}")
     if not isinstance(split, str) or split not in SPLIT_FOLDER:
         raise ValueError(f"split must be one of {', '.join(map(repr, SPLIT_FOLDER))}, got {split!r}")
     check_whole("label", label, 0, 9, "0, a digit")

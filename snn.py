@@ -181,7 +181,8 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
 
 
 def forward(params, frames, lif=LIF(), n_members=1, count_hidden=False, network=None):
-    """The unperturbed network on frames (T, N, n_in): output spike counts (n_members, N, n_out).
+    """The unperturbed network on frames (T, N, n_in): (output spike counts (n_members, N, n_out), hidden
+    spikes of each member (n_members,) if count_hidden, else None).
     `network`: the layers (None: fully connected, read off the weights' shapes).
 
     Every member has the same weights; n_members > 1 is plain batch inference of a population,

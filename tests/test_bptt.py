@@ -392,6 +392,9 @@ def test_the_spike_functions_refuse_a_slope_potentials_or_lif_they_cannot_use():
     with pytest.raises(ValueError, match=r"^current must be a float array \(T, N, n\) of at least one frame, sample "
                                          r"and neuron, got int64 \(2, 1, 1\)$"):
         baselines.lif_forward(np.ones((2, 1, 1), np.int64), lif, baselines.heaviside, 25.0)
+    with pytest.raises(ValueError, match=r"^current holds NaN or inf, which no network's inputs make: give finite "
+                                         r"currents$"):
+        baselines.lif_forward(np.full((2, 1, 1), np.inf, np.float32), lif, baselines.heaviside, 25.0)
     with pytest.raises(ValueError, match=r"^spike must be baselines.heaviside or baselines.smooth_spike, got "):
         baselines.lif_forward(np.ones((2, 1, 1)), lif, np.round, 25.0)
     assert baselines.surrogate(np.float32([1.0]), lif, 25.0)[0] == 1.0  # at the threshold, as Eq. (11) says

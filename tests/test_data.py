@@ -772,6 +772,10 @@ def test_split_frames_name_the_samples_there_are():
     assert split.frames([3, 0]).shape == split.frames(range(2)).shape == (2, 2, data.N_INPUTS)
     with pytest.raises(ValueError, match=r"^xp must be numpy or cupy, the module the frames go to, got a NoneType$"):
         split.frames([0], xp=None)
+    with pytest.raises(ValueError, match=r"^shifts must lie in -33..33 pixels, got up to 34: a shift of the "
+                                         r"sensor's side or more moves every event off it$"):
+        split.frames([0, 1], shifts=np.array([[0, 34], [1, 1]]))  # (translate blanks such a frame, unsaid)
+    assert split.frames([0, 1], shifts=np.array([[0, 33], [-33, 0]])).shape == (2, 2, data.N_INPUTS)
 
 
 def test_augmented_minibatch_moves_each_sample_within_max_shift(root, tmp_path):
@@ -1227,6 +1231,8 @@ def test_the_data_helpers_refuse_what_they_cannot_read():
                         "training recordings"),
                        (lambda: data.read_events(None), "path must be a recording's path (a str or pathlib.Path), got "
                         "a NoneType"),
+                       (lambda: data.read_events("/nonexistent/00001.bin"), "/nonexistent/00001.bin: no such "
+                        "recording; give the path of an N-MNIST .bin file"),
                        (lambda: data.load_nmnist("/nonexistent", download="no"), "download must be True or False, got "
                         "'no'"),
                        (lambda: data.load_nmnist("/nonexistent", progress="x"), "progress must be True or False, got "

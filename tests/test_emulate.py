@@ -939,6 +939,8 @@ def test_the_emulators_helpers_refuse_what_would_make_a_wrong_recording():
               "decrease: a recording's events go in time order"),
              (lambda: emulate.recording_path(None, "test", 3, 1), "out must be a folder's path (a str or "
               "pathlib.Path), got a NoneType"),
+             (lambda: emulate.recording_path("", "test", 3, 1), "out must be a folder's path (a str or "
+              "pathlib.Path), got ''"),
              (lambda: emulate.Emulator(0).recordings(np.zeros((1, 28, 28), np.uint8), ["train"], [1]), "split must be "
               "one of 'train', 'test', got ['train']"),
              (lambda: emulate.recording_path("/tmp", "val", 3, 1), "split must be one of 'train', 'test', got 'val'"),
@@ -952,6 +954,7 @@ def test_the_emulators_helpers_refuse_what_would_make_a_wrong_recording():
         assert str(refused.value) == told
     assert emulate.encode(np.array([33]), np.array([0]), np.array([1]), np.array([2 ** 23 - 1])) == bytes(
         [33, 0, 0xFF, 0xFF, 0xFF])  # each field at its largest: x, y, then polarity above t's 23 bits
+    assert emulate.encode([], [], [], []) == b""  # a recording without an event, as read_events reads one
     assert str(emulate.recording_path("out", "test", np.int64(3), 7)) == "out/NMNIST/Test/3/00007.bin"
 
 

@@ -980,7 +980,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
          "spike_cost must be an int or float in [0, 1e+06], got 1000000.1: use e.g. 0.0"),
         (lambda: bptt_step(baselines.BPTTConfig(25.0, 2.0, detach_reset="no")),
          "detach_reset must be True or False, got 'no'"),
-        (lambda: bptt_step(es), "config must be a baselines.BPTTConfig, got ESConfig"),
+        (lambda: bptt_step(es), "config must be a baselines.BPTTConfig, got ESConfig: give e.g. "
+                                "baselines.BPTTConfig(slope=25.0, logit_scale=10.0)"),
         (lambda: bptt_step(adam={"lr": 0.01}), "adam must be an optim.Adam, got dict: give e.g. optim.Adam(0.01)"),
         (lambda: bptt_step(adam=optim.Adam(float("nan"))), "lr must be a finite int or float >= 0, got nan: use e.g. 0.01"),
         (lambda: bptt_step(adam=optim.Adam(0.5, weight_decay=2.0)),
