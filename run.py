@@ -277,6 +277,9 @@ def main(argv=None):
             reproduce.reproduce(opts)
         elif opts.command == "emulate":
             resources.check_emulate_workers(opts.workers)
+            if os.path.lexists(opts.out) and not os.path.isdir(opts.out):  # a file of the user's: never moved
+                raise UsageError(f"--out {opts.out} is not a folder; give a folder (the recordings go into its "
+                                 f"NMNIST/)")
             resources.refuse_inside_data_folder(opts.out, "give --out a folder of its own (an emulation is a copy of "
                                                           "its own, beside the others)")
             resources.refuse_project_folders(opts.out, "--out", "give --out a folder of its own (an emulation is a copy "

@@ -969,3 +969,14 @@ def test_emulate_refuses_an_out_inside_the_mnist_folder(tmp_path, capsys):
         assert err == f"error: {out} lies in the MNIST folder {mnist_copy}, which the project only reads; emulate " \
                       f"into another --out, outside it\n", err
     assert sorted(path.name for path in mnist_copy.iterdir()) == before
+
+
+def test_emulate_refuses_an_out_that_is_a_file_without_advice_to_move_it(tmp_path, capsys):
+    """--out at a file of the user's: one line saying it is not a folder, the file left as it was
+    (never "move that file away")."""
+    mine = tmp_path / "notes.md"
+    mine.write_text("mine")
+    assert run.main(emulate_command(mine)) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --out {mine} is not a folder; give a folder (the recordings go into its NMNIST/)\n", err
+    assert mine.read_text() == "mine"
