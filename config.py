@@ -50,6 +50,9 @@ def rank_problem(rank, network, option="--rank"):
 def hidden_option(text):
     """argparse type of a script's --hidden: the value as run.py stores it (064 is 64), or the
     layer it cannot build."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected hidden layers separated by commas, each a width or "
+                                         "convCkK[sS][pP] (e.g. 64 or conv8k5s2,64), got ''")
     problem = network_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(f"{text}: {problem}")

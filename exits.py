@@ -418,6 +418,15 @@ def positive_number(text):
     return value
 
 
+def learning_rate(text):
+    """argparse type: an Adam learning rate in (0, 1], as run.py train's --lr: Adam moves each weight by
+    about lr a step, so a larger one overflows or learns nothing, seen only after training has run."""
+    value = positive_number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a learning rate in (0, 1], got {text!r}")
+    return value
+
+
 def runs_as(script, holds, command):
     """The exit status of a module of run.py's run as a script (`python bench.py`), which is no
     command of its own: one line naming the run.py command that runs what it holds, status 2."""

@@ -412,6 +412,8 @@ def check_whole(setting, value, low, high, example):
                   (True, True): ""}[(low is None, high is None)]
         if isinstance(value, numpy.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
             example = f"int() of it (a count saved with numpy.save comes back as a 0-d array), or {example}"
+        elif isinstance(value, float) and value.is_integer():
+            example = f"the int {int(value)}: a float is not taken for a count, even a whole one"
         raise ValueError(f"{setting} must be a whole number{limits}, got {shown(value)}: use {example}")
 
 

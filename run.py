@@ -166,7 +166,8 @@ def main(argv=None):
     train_parser.add_argument("--resume", action="store_true",
                               help="continue the run in --out from its last checkpoint (same settings)")
     train_parser.add_argument("--force", action="store_true", help="delete the run in --out and start over")
-    train_parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    train_parser.add_argument("--quiet", action="store_true",
+                              help="no progress bar, nor a note that --resume left a finished run as it was")
     train_parser.add_argument("--distributed", action="store_true",
                               help="spread the ES population over the processes of an MPI job: "
                                    "mpiexec -n K python run.py train --distributed ...")

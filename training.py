@@ -318,7 +318,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
     if team.size == 1 and read_only_finished(run.out, resume):  # nothing to write, nor a lock to take there
         final = run_folder.intact_final(run.out)
         if (final.get("data") or {}).get("fingerprint") == run.identity["data"]:
-            say_finished(run, params, final)
+            say_finished(run, params, final, progress)
             return final
         resources.check_writable(run.out, "--out", folder=True)  # other data: refused as a folder it cannot write
     existed, marked = run.out.exists(), run_folder.is_run_folder(run.out)
@@ -336,7 +336,7 @@ def train(config, out, resume=False, force=False, progress=True, team=distribute
                 final = None
             if (team.broadcast(final is not None) if team.size > 1 else final is not None):
                 if run.leader:
-                    say_finished(run, params, final)
+                    say_finished(run, params, final, progress)
                 return final or {}
             if run.leader and command == "train":  # once the folder is found to be this run's, to train
                 note_minibatch_size(config, len(run.splits.train))
@@ -377,11 +377,14 @@ def read_only_finished(out, resume):
         and not os.access(out, os.W_OK)
 
 
-def say_finished(run, params, final):
+def say_finished(run, params, final, progress):
     """The note of --resume on a finished run: it trains and writes nothing; and what is wrong with
-    the run's other files, each with its fix (finished_problems)."""
-    print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and writes nothing"
-          + "".join(f"; but {problem}" for problem in finished_problems(run, params, final)), file=sys.stderr)
+    the run's other files, each with its fix (finished_problems). Without progress (--quiet, as the
+    scripts that resume many runs pass it) only a problem is said."""
+    problems = finished_problems(run, params, final)
+    if progress or problems:
+        print(f"note: {run.out} has finished (its final.json holds the results): --resume trains and writes nothing"
+              + "".join(f"; but {problem}" for problem in problems), file=sys.stderr)
 
 
 def note_idle_processes(config, processes):

@@ -1,5 +1,6 @@
 """config.py: one RunConfig makes the method configurations and the stored config.json, stored
 runs of earlier versions read as the same runs, and the presets go from general to specific."""
+import argparse
 import dataclasses
 
 import pytest
@@ -269,3 +270,12 @@ def test_a_range_holds_its_ends_as_it_says(low, high, open_low, inside, outside,
     assert all(check(value) for value in inside) and not any(check(value) for value in outside)
     assert text == said
 
+
+def test_a_scripts_empty_hidden_option_is_named_as_empty():
+    """The examples' --hidden "": the layers it expects, not "layer '' is neither a width" behind a
+    stray colon; a value it takes comes back as run.py stores it."""
+    with pytest.raises(argparse.ArgumentTypeError) as caught:
+        config.hidden_option("")
+    assert str(caught.value) == ("expected hidden layers separated by commas, each a width or convCkK[sS][pP] "
+                                 "(e.g. 64 or conv8k5s2,64), got ''")
+    assert config.hidden_option("conv8k5s2,064") == "conv8k5s2,64"

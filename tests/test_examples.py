@@ -152,6 +152,7 @@ def test_steps_that_overflow_are_one_line_without_numpys_warnings(tmp_path, opti
     assert done.returncode == 2
     assert [line for line in done.stderr.splitlines() if "differ from the official MNIST files" not in line] == \
         [f"error: {message}"], done.stderr
+    assert option == "--lr" or "eggroll" not in done.stdout  # backprop's, told before EGGROLL trains
     assert done.stderr.startswith("warning: ") and done.stderr.splitlines()[0].endswith(
         "results on them are not comparable with the official MNIST's") and "recordings" not in done.stderr, \
         done.stderr

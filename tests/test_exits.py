@@ -578,6 +578,18 @@ def test_a_positive_number_lies_in_float32s_range(text):
     assert exits.positive_number(repr(float(low))) == low and exits.positive_number(repr(float(high))) == high
 
 
+def test_a_learning_rate_lies_in_zero_to_one():
+    """exits.learning_rate, as run.py train's --lr: (0, 1], 1 included; above it, refused as an option,
+    and below 0 or out of float32's range as positive_number refuses it."""
+    assert exits.learning_rate("1") == 1.0 and exits.learning_rate("0.001") == 0.001
+    for text in ("1.0000001", "2", "1e10"):
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"expected a learning rate in (0, 1], got "
+                                                                       f"{text!r}")):
+            exits.learning_rate(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a finite number > 0, got 'nan'"):
+        exits.learning_rate("nan")
+
+
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_an_output_that_cannot_show_the_projects_symbols_is_one_line_naming_the_fix(encoding):
     """nano_eggroll.py's help holds symbols an ASCII or Latin-1 output cannot show: one line naming the

@@ -497,7 +497,8 @@ class ArrayLike:
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0: use e.g. 512"),
+    (lambda: eggroll.Eggroll(4.0, 1, 0.1, 0), "population must be a whole number <= 8589934592, got 4.0: use the "
+                                              "int 4: a float is not taken for a count, even a whole one"),
     (lambda: eggroll.Eggroll(4, 1.5, 0.1, 0), "rank must be a whole number >= 1, got 1.5: use e.g. 1 or 4"),
     (lambda: eggroll.Eggroll(4, 1, 0.1, -1),
      "seed must be a whole number in 0..18446744073709551615, got -1: use e.g. 0"),
@@ -2599,6 +2600,17 @@ def test_a_count_restored_as_a_0d_array_is_told_to_become_an_int():
     with pytest.raises(ValueError, match=re.escape("step count t must be a whole number in 0..9223372036854775807, "
                                                    "got array(0): use int() of it")):
         es.tell(restored, es.ask(restored), [1.0, 2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize("settings, said", [
+    (dict(rank=np.float64(2.0)), "rank must be a whole number >= 1, got np.float64(2.0): use the int 2: a float"),
+    (dict(rank=2.5), "rank must be a whole number >= 1, got 2.5: use e.g. 1 or 4")])
+def test_a_whole_float_for_a_count_is_told_to_be_an_int(settings, said):
+    """8.0 is refused as a count like 2.5, but the message does not leave 8.0 looking whole: it names
+    the int to give."""
+    with pytest.raises(ValueError) as raised:
+        eggroll.Eggroll(**{**dict(population=4, rank=1, sigma=0.1, seed=0), **settings})
+    assert str(raised.value).startswith(said)
 
 
 def test_a_sigma_dicts_value_that_is_no_number_is_named():

@@ -260,6 +260,8 @@ def test_init_params_is_init_network_of_the_dense_network():
                     "[p<padding>], its parts in that order"),
     ("\uff16\uff14", "layer '\uff16\uff14' is neither a width"),  # full-width digits: int() reads them, the docs do not
     ("conv\uff18k5", "layer 'conv\uff18k5' is neither a width"),
+    ("64, 32", "layer ' 32' holds spaces: write the layers without them, e.g. 64,32"),
+    ("conv8k5s2 ,64", "layer 'conv8k5s2 ' holds spaces: write the layers without them, e.g. conv8k5s2,64"),
 ])
 def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
     with pytest.raises(ValueError) as caught:
@@ -1013,7 +1015,8 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
         (lambda: es_step(baselines.ESConfig(8, 1e-40, 1, 2.0)), "sigma must lie in 1.18e-38..3.4e+38, float32's range, "
                                                                 "in which the noise is drawn, got 1e-40: use e.g. 0.1"),
         (lambda: es_step(baselines.ESConfig(8.0, 0.2, 1, 2.0)), "population must be a whole number <= 8589934592, got "
-                                                                "8.0: use e.g. 512"),
+                                                                "8.0: use the int 8: a float is not taken for a "
+                                                                "count, even a whole one"),
         (lambda: snn.forward({**params, "W2": params["W2"].astype(np.int32)}, frames),
          "W2 is int32: a spiking network's parameters are float32 or float64 arrays; give them as "
          ".astype(numpy.float32), or make them with snn.init_network(seed, network)"),

@@ -339,7 +339,8 @@ def test_a_minibatch_larger_than_the_training_split_is_said(tmp_path, dataset, c
     code, err = run_main(train_args(tmp_path / "within", dataset, "--batch-size", "100000", "--resume"), capsys)
     assert code == 2 and err.startswith(f"error: {tmp_path / 'within'} holds a run with other settings (--batch-growth "
                                         f"2, not 1; --batch-size 4, not 100000); ") and err.count("\n") == 1, err
-    code, err = run_main(train_args(tmp_path / "run", dataset, "--batch-size", "100000", "--resume"), capsys)
+    code, err = run_main([part for part in train_args(tmp_path / "run", dataset, "--batch-size", "100000", "--resume")
+                          if part != "--quiet"], capsys)
     assert code == 0 and err.startswith(f"note: {tmp_path / 'run'} has finished (its final.json holds the results)") \
         and err.count("\n") == 1, err
 
@@ -848,12 +849,15 @@ def test_a_finished_run_resumed_under_another_summing_has_no_problem(finished_ru
 
 
 def test_resume_of_a_finished_run_keeps_its_records_as_they_are(finished_run, dataset, capsys):
-    """--resume where the run has finished, its final.json intact and of this run and data: one note,
-    exit 0, and every file as it was: no end-to-end time of a rescore written over the run's."""
+    """--resume where the run has finished, its final.json intact and of this run and data: one note
+    (none with --quiet, as scripts that resume many runs pass it), exit 0, and every file as it was:
+    no end-to-end time of a rescore written over the run's."""
     before = snapshot(finished_run)
-    code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+    quiet = train_args(finished_run, dataset, "--resume")
+    code, err = run_main([part for part in quiet if part != "--quiet"], capsys)
     assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): --resume "
                                  f"trains and writes nothing\n"), err
+    assert "--quiet" in quiet and run_main(quiet, capsys) == (0, "")
     assert snapshot(finished_run) == before
 
 
@@ -2208,7 +2212,8 @@ def test_resume_of_a_finished_run_in_a_folder_it_cannot_write_says_it_has_finish
     with monkeypatch.context() as inside:
         inside.setattr(run_folder, "owned", lambda folder: pytest.fail(f"took the lock of {folder}"))
         before = snapshot(finished_run)
-        code, err = run_main(train_args(finished_run, dataset, "--resume"), capsys)
+        code, err = run_main([part for part in train_args(finished_run, dataset, "--resume") if part != "--quiet"],
+                             capsys)
         assert code == 0 and err == (f"note: {finished_run} has finished (its final.json holds the results): "
                                      f"--resume trains and writes nothing\n"), err
         assert snapshot(finished_run) == before
