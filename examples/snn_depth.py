@@ -37,20 +37,21 @@ except KeyboardInterrupt:
 
 # The `best` preset's recipes (config.PRESETS["best"]): EGGROLL r = 1, 512 members, minibatches of 256
 # recordings; BPTT with its surrogate, weight decay and shifts. The options below change EGGROLL's
-# budget, population, sigma, learning rate and readout scale, BPTT's epochs and both methods' initialisation
-# (its scale, and its rule: snn.INIT_RULES).
+# budget, population, sigma, learning rate and readout scale, BPTT's epochs and shifts, and both methods'
+# initialisation (its scale, and its rule: snn.INIT_RULES).
 RECIPES = {
     "eggroll": ["--method", "eggroll", "--rank", "1", "--batch-size", "256", "--lr-schedule", "cosine",
                 "--eval-every", "100"],
     "bptt": ["--method", "bptt", "--batch-size", "256", "--lr", "0.02", "--lr-schedule", "cosine",
-             "--logit-scale", "10", "--slope", "1", "--weight-decay", "0.1", "--max-shift", "1"],
+             "--logit-scale", "10", "--slope", "1", "--weight-decay", "0.1"],
 }
 # option: (default, the methods it applies to, its mark in a run's folder name away from the default)
 LEVERS = {"generations": (1000, ("eggroll",), "g"), "epochs": (5, ("bptt",), "e"), "sigma": (0.2, ("eggroll",), "sigma"),
           "lr": (0.03, ("eggroll",), "lr"), "logit_scale": (5.0, ("eggroll",), "logit"),
           "init_std": (0.3, ("eggroll", "bptt"), "init"), "init_rule": ("paper", ("eggroll", "bptt"), "init-"),
           "output_sigma_scale": (1.0, ("eggroll",), "out"), "inner_scale": (1.0, ("eggroll",), "inner"),
-          "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m")}
+          "readout": ("rate", ("eggroll", "bptt"), "readout-"), "population": (512, ("eggroll",), "m"),
+          "max_shift": (1, ("bptt",), "shift")}
 
 
 def levers(method, opts, hidden=None):
@@ -198,6 +199,8 @@ def table(folders):
             recipe += f"; {settings['readout']} readout"
         if settings.get("init_rule", "paper") != "paper":
             recipe += f"; {settings['init_rule']} init"
+        if not evolved and settings.get("max_shift", 1) != 1:
+            recipe += f"; shifts of up to {settings['max_shift']} pixels" if settings["max_shift"] else "; no shifts"
         seconds = final["total_seconds"]
         step_seconds = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.2f}"  # a run of a few steps: not 0
         lines.append(f"| {settings['method']} | {network} | {settings['population'] if evolved else '–'} | {budget} | "
@@ -222,7 +225,7 @@ def main():
     parser.add_argument("--generations", type=exits.at_least(1), help="EGGROLL's generations (default: 1000)")
     parser.add_argument("--epochs", type=exits.at_least(1), help="BPTT's epochs (default: 5)")
     parser.add_argument("--sigma", type=exits.positive_number, help="EGGROLL's sigma (default: 0.2)")
-    parser.add_argument("--lr", type=exits.positive_number, help="EGGROLL's learning rate (default: 0.03)")
+    parser.add_argument("--lr", type=exits.learning_rate, help="EGGROLL's learning rate (default: 0.03)")
     parser.add_argument("--logit-scale", type=exits.positive_number, help="EGGROLL's readout scale (default: 5)")
     parser.add_argument("--init-std", type=exits.positive_number,
                         help="W, b ~ N(0, init_std^2) in every layer, as --init-rule says (default: 0.3)")
@@ -238,6 +241,9 @@ def main():
     parser.add_argument("--readout", choices=snn.READOUTS,
                         help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
     parser.add_argument("--population", type=exits.at_least(2), help="EGGROLL's members, an even number (default: 512)")
+    parser.add_argument("--max-shift", type=exits.at_least(0),
+                        help="BPTT moves each recording of a minibatch by up to this many pixels each way, as "
+                             "run.py train --max-shift (default: 1)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,
                         help="every run's --seed: its initial weights, noise and minibatches (default: 1)")
     opts = parser.parse_args()
