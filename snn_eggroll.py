@@ -123,8 +123,9 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
         return counts, (hidden if count_hidden else None)
     xb = xb.reshape(n_steps, base.shape[1], n_pairs, population.rank).transpose(0, 2, 1, 3)
     xb = with_ones(xb)                                                             # (T, P, N pos, r+1)
-    # (2 N positions, 1) for layer l: +1 on the + member's rows, -1 on the - member's; it also signs
-    # the ones column, which carries the bias noise.
+    # (2 N positions, 1) for layer l: +1 on the + member's rows, -1 on the - member's. It signs
+    # [s B_p, 1] before the product with rows_p = [sigma/sqrt(r) A_pᵀ ; sigma delta_p], so the - member
+    # gets W - sigma E_p and b - sigma delta_p: the ones column, which carries the bias noise, is signed too.
     sign = {layer: xp.repeat(xp.asarray([1, -1], dtype=frames.dtype), batch * network.positions(layer))[:, None]
             for layer in range(2, n_layers + 1)}
 
@@ -133,7 +134,8 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
         return antithetic(base[t], xb[t, chunk] @ rows[0][chunk]).reshape(stop - start, batch, sizes[1])
 
     def layer_current(layer, spikes, start, stop):
-        """Each member has its own spikes s, so s Wᵀ and s B_p are one product per pair."""
+        """Each member has its own spikes s, so s Wᵀ and s B_p are one product per pair: s [Wᵀ | B_p] =
+        [s Wᵀ | s B_p], its first m columns the current without noise, its last r those of Eq. (6)."""
         chunk, n_out_layer = slice(start // 2, stop // 2), params[f"W{layer}"].shape[0]
         by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, pairs, 2N pos, n)
         projected = by_pair @ readouts[layer][chunk]                                    # (T, pairs, 2N pos, m+r)

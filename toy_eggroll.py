@@ -394,8 +394,7 @@ def draw(numbers):
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
                     f"give a step of rank {numbers['rank']},\non average close to the true gradient (cosine "
                     f"{numbers['cosine']['rank 1']:.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
-                    f"{numbers['fall']['EGGROLL r = 1']:.0f}-fold in {generations} generations (full-rank noise: "
-                    f"{numbers['fall']['full-rank ES']:.0f}-fold)")
+                    f"{numbers['fall']['EGGROLL r = 1']:.0f}-fold in {generations} generations")
     top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
     heat = top.subplots(1, 4)
     first = 0  # the first pair, E_1 and ε_1, is index 0 of the arrays
