@@ -111,16 +111,16 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     layer 1 as the population product x [E_1^T ... E_P^T]."""
     check_es_forward(params, frames, config, generation, lif, pairs)
     xp = array_module_of(frames)
-    n_steps, batch, n_in = frames.shape
+    n_frames, batch, n_in = frames.shape
     n_hidden, n_out = params["W1"].shape[0], params["W2"].shape[0]
     pairs = xp.arange(config.pairs)[pairs]
     n_pairs, members = pairs.shape[0], 2 * pairs.shape[0]
     key = (config.seed, generation, pairs)
     sigma = config.sigma
-    x = frames.reshape(n_steps * batch, n_in)
-    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, batch, n_hidden)
+    x = frames.reshape(n_frames * batch, n_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_frames, batch, n_hidden)
     noise1 = full_rank_noise(*key, "W1", (n_hidden, n_in), xp)
-    xe = eggroll.population_product(x, noise1).reshape(n_steps, batch, n_pairs, n_hidden)
+    xe = eggroll.population_product(x, noise1).reshape(n_frames, batch, n_pairs, n_hidden)
     del noise1
     delta1 = noise.normals(*key, "b1", n_hidden, xp)
     sign = xp.asarray([1, -1], dtype=frames.dtype)                             # (+, -) of a pair
@@ -138,7 +138,7 @@ def batched_forward(params, frames, config, generation, lif=snn.LIF(), count_hid
     def output_current(layer, spikes, start, stop):
         return spikes @ w2[start:stop].transpose(0, 2, 1) + b2[start:stop]          # (T, c, N, O)
 
-    return snn.simulate(hidden_current, output_current, members, n_steps, batch,
+    return snn.simulate(hidden_current, output_current, members, n_frames, batch,
                         (n_in, n_hidden, n_out), lif, xp, frames.dtype, count_hidden)
 
 
@@ -397,13 +397,13 @@ def bptt_forward(params, frames, lif=snn.LIF(), smooth=False, k=SLOPE, network=N
     interface_checks.check_number("k", k, 0, 1e6, "25", open_low=True)
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
-    n_steps, batch, n_in = frames.shape
+    n_frames, batch, n_in = frames.shape
     spike = smooth_spike if smooth else heaviside
     cache = {"frames": frames, "made_with": {"params": params, "network": network, "lif": lif}}
-    inputs = frames.reshape(n_steps * batch, n_in)  # layer 1's, then each layer's the spikes of the one before
+    inputs = frames.reshape(n_frames * batch, n_in)  # layer 1's, then each layer's the spikes of the one before
     n_layers = len(network.layers)
     for layer in range(1, n_layers + 1):
-        current = snn.layer_current(params, layer, inputs, network).reshape(n_steps, batch, -1)
+        current = snn.layer_current(params, layer, inputs, network).reshape(n_frames, batch, -1)
         if layer == n_layers and network.readout == "potential":  # V itself is read out: no spike, no reset
             cache[f"v{layer}"], cache[f"o{layer}"] = leaky_forward(current, lif), xp.zeros_like(current)
         else:
@@ -470,12 +470,12 @@ def check_cache(params, cache, lif, network):
     layers = range(1, len(network.layers) + 1)
     arrays = ["frames", "counts"] + [f"{kind}{layer}" for layer in layers for kind in "vo"]
     missing = [name for name in arrays if not hasattr(cache.get(name), "shape")]
-    n_steps, batch = cache["frames"].shape[:2] if not missing else (None, None)
+    n_frames, batch = cache["frames"].shape[:2] if not missing else (None, None)
     sizes = network.sizes
     changed = missing or [name for name, shape, wanted in (
-        ("frames", cache["frames"].shape, (n_steps, batch, sizes[0])), ("counts", cache["counts"].shape,
+        ("frames", cache["frames"].shape, (n_frames, batch, sizes[0])), ("counts", cache["counts"].shape,
                                                                        (batch, sizes[-1])),
-        *((f"{kind}{layer}", cache[f"{kind}{layer}"].shape, (n_steps, batch, sizes[layer]))
+        *((f"{kind}{layer}", cache[f"{kind}{layer}"].shape, (n_frames, batch, sizes[layer]))
           for layer in layers for kind in "vo")) if tuple(shape) != wanted]
     if changed:
         raise ValueError(f"the cache's {changed[0]} is {'missing' if missing else 'of another shape than its frames'}"
@@ -497,15 +497,15 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
     snn.check_lif(lif)
     check_cache(params, cache, lif, network)
     xp = array_module_of(cache["v1"])
-    n_steps, batch, n_in = cache["frames"].shape
+    n_frames, batch, n_in = cache["frames"].shape
     n_layers = len(network.layers)
     snn.check_labels(labels, batch, network.sizes[-1], "the batch of the cached frames")
     interface_checks.check_number("k", k, 0, 1e6, "25", open_low=True)  # named as this function names it
     check_bptt_config(BPTTConfig(k, logit_scale, detach_reset, spike_cost))  # as bptt_step's, if called alone
     # Eqs. (3)-(4): dL/dlogits = (softmax - onehot) / N; logits = logit_scale * counts / T.
-    grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_steps, logit_scale))
+    grad_logits = xp.exp(snn.log_softmax_of_rates(cache["counts"], n_frames, logit_scale))
     grad_logits[xp.arange(batch), labels] -= 1
-    grad_counts = grad_logits * (logit_scale / (n_steps * batch))
+    grad_counts = grad_logits * (logit_scale / (n_frames * batch))
     grad_spikes = xp.broadcast_to(grad_counts, cache[f"o{n_layers}"].shape)  # counts = sum_t o_t (or V_t) of the output
     grad_currents = {}
     for layer in range(n_layers, 0, -1):
@@ -516,12 +516,12 @@ def bptt_backward(params, cache, labels, lif=snn.LIF(), k=SLOPE, logit_scale=1.0
                                                 detach_reset)
         if layer > 1:
             fan_out = params[f"W{layer}"].shape[0]
-            grad_spikes = network.fold(layer, grad_currents[layer].reshape(n_steps, -1, fan_out) @ params[f"W{layer}"])
+            grad_spikes = network.fold(layer, grad_currents[layer].reshape(n_frames, -1, fan_out) @ params[f"W{layer}"])
             if spike_cost:
                 grad_spikes = grad_spikes + spike_cost / batch                                  # Eq. (12)
     grads = {}
     for layer in range(1, n_layers + 1):
-        inputs = cache["frames"].reshape(n_steps * batch, n_in) if layer == 1 else cache[f"o{layer - 1}"]
+        inputs = cache["frames"].reshape(n_frames * batch, n_in) if layer == 1 else cache[f"o{layer - 1}"]
         patches = network.unfold(layer, inputs)
         flat = grad_currents[layer].reshape(-1, params[f"W{layer}"].shape[0])
         grads[f"W{layer}"] = flat.T @ patches.reshape(flat.shape[0], -1)

@@ -233,7 +233,7 @@ extern "C" __global__ void lowrank_lif_network(
         const REAL* readout,  // (P, N_HIDDEN, N_OUT + RANK): [W2^T | B_p^T], layer 2
         const REAL* rows2,    // (P, RANK + 1, N_OUT): [sigma/sqrt(r) A_p^T ; sigma delta_p], layer 2
         const REAL* b2,       // (N_OUT,)
-        REAL beta, REAL threshold, int n_steps, int batch, int n_pairs,
+        REAL beta, REAL threshold, int n_frames, int batch, int n_pairs,
         REAL* counts,         // out (2P, N, N_OUT): output spikes over the T steps
         REAL* hidden_counts)  // out (2P, N): hidden spikes over the T steps
 {
@@ -247,7 +247,7 @@ extern "C" __global__ void lowrank_lif_network(
         REAL v_hidden[N_HIDDEN], v_out[N_OUT], out_spikes[N_OUT], hidden_spikes = 0;
         for (int j = 0; j < N_HIDDEN; ++j) v_hidden[j] = 0;
         for (int o = 0; o < N_OUT; ++o) v_out[o] = out_spikes[o] = 0;
-        for (int t = 0; t < n_steps; ++t) {
+        for (int t = 0; t < n_frames; ++t) {
             const REAL* base_t = base + (long long)t * N_HIDDEN * batch + sample;
             const REAL* xb_t = xb + ((long long)t * n_pairs + pair) * RANK * batch + sample;
             REAL projected[N_OUT + RANK];  // o_t [W2^T | B_p^T]
@@ -289,17 +289,17 @@ def lowrank_lif_network(base, xb, rows1, readout, rows2, b2, lif):
     hidden spike counts per member (2P,) float64. base and xb are copied samples-last first, so
     that the threads of a warp (neighbouring samples) read neighbouring numbers."""
     xp = array_module_of(base)
-    n_steps, batch, n_hidden = base.shape
+    n_frames, batch, n_hidden = base.shape
     n_pairs, rank, n_out = xb.shape[1], xb.shape[2], b2.shape[0]
     dtype = base.dtype
     real = dtype.type
     counts = xp.empty((2 * n_pairs, batch, n_out), dtype=dtype)
     hidden_counts = xp.empty((2 * n_pairs, batch), dtype=dtype)
     kernel = compiled(LOWRANK_LIF_SOURCE, "lowrank_lif_network", lowrank_lif_options(dtype, n_hidden, n_out, rank))
-    samples_last = (base.transpose(0, 2, 1), xb.reshape(n_steps, batch, n_pairs, rank).transpose(0, 2, 3, 1))
+    samples_last = (base.transpose(0, 2, 1), xb.reshape(n_frames, batch, n_pairs, rank).transpose(0, 2, 3, 1))
     arrays = (xp.ascontiguousarray(a, dtype=dtype) for a in (*samples_last, rows1, readout, rows2, b2))
     launch(kernel, 2 * n_pairs * batch,
-           (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_steps), numpy.int32(batch),
+           (*arrays, real(lif.beta), real(lif.threshold), numpy.int32(n_frames), numpy.int32(batch),
             numpy.int32(n_pairs), counts, hidden_counts))
     return counts, hidden_counts.sum(axis=1, dtype=xp.float64)
 
@@ -309,9 +309,9 @@ def population_lif_network(base, w2, b2, n_members, lif):
     rank 0, its perturbations all zero: output spike counts (n_members, N, n_out) and hidden spike
     counts per member (n_members,) float64, from base (T, N, n_hidden) = x W1^T + b1."""
     xp = array_module_of(base)
-    n_steps, batch, n_hidden = base.shape
+    n_frames, batch, n_hidden = base.shape
     n_out, pairs = b2.shape[0], -(-n_members // 2)
-    no_factors = xp.empty((n_steps * batch, pairs, 0), dtype=base.dtype)
+    no_factors = xp.empty((n_frames * batch, pairs, 0), dtype=base.dtype)
     zero_rows1 = xp.zeros((pairs, 1, n_hidden), dtype=base.dtype)
     zero_rows2 = xp.zeros((pairs, 1, n_out), dtype=base.dtype)
     readout = xp.broadcast_to(w2.T, (pairs, n_hidden, n_out))

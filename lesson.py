@@ -160,7 +160,7 @@ def lowrank_scale():
 def forward_trick():
     rng = np.random.default_rng(0)
     frames = (rng.random((10, 32, snn.SIZES[0])) < INPUT_DENSITY).astype(np.float64)  # (T, N, 2312)
-    n_steps, batch, n = frames.shape
+    n_frames, batch, n = frames.shape
     params = {name: value.astype(np.float64) for name, value in snn.init_params(seed=1).items()}
     config = snn_eggroll.Config(population=8, rank=4, sigma=0.2, seed=1, logit_scale=1.0)
     pairs, sigma, generation = np.arange(config.pairs), config.sigma, 0
@@ -172,7 +172,7 @@ def forward_trick():
     perturbation.update({name: noise.normals(config.seed, generation, pairs, name, params[name].shape[0])
                          .astype(np.float64) for name in ("b1", "b2")})          # δ_p
 
-    x = frames.reshape(n_steps * batch, n)
+    x = frames.reshape(n_frames * batch, n)
     xb = eggroll.population_product(x, factors["W1"][1]).transpose(1, 0, 2)     # x [B_1 … B_P]: (P, T N, r)
     lowrank_current = (x @ params["W1"].T + params["b1"]) \
         + sigma / math.sqrt(config.rank) * (xb @ factors["W1"][0]) + sigma * perturbation["b1"][:, None, :]
@@ -191,8 +191,8 @@ def forward_trick():
     assert np.array_equal(lowrank_counts, formed_counts)  # the same spikes, exactly
     changed = (lowrank_counts != unperturbed_counts).mean()
     assert changed > 0.1, changed  # ... and not because the noise did nothing
-    report(2, forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, lowrank_counts, formed_counts,
-                                   unperturbed_counts, changed),
+    report(2, forward_trick_figure(n_frames, lowrank_current, formed_current, current_gap, lowrank_counts,
+                                   formed_counts, unperturbed_counts, changed),
            f"{lowrank_counts.size} output spike counts of {config.population} members on {batch} "
            f"samples: {int((lowrank_counts != formed_counts).sum())} differ between Eq. (6) and W ± σE formed, "
            f"{int((lowrank_counts != unperturbed_counts).sum())} from the network without noise; largest "
@@ -560,13 +560,13 @@ def lowrank_scale_figure(m, n, pairs, ranks, variance, norms, entries):
     return figure
 
 
-def forward_trick_figure(n_steps, lowrank_current, formed_current, current_gap, lowrank_counts, formed_counts,
+def forward_trick_figure(n_frames, lowrank_current, formed_current, current_gap, lowrank_counts, formed_counts,
                          unperturbed_counts, changed):
     """Claim 2: currents and spike counts by Eq. (6) against those of W ± σE formed and of the network without noise."""
 
     def joint_histogram(along_x, along_y):
         """How often each pair of spike counts (along_x, along_y) occurs: (T + 1) × (T + 1), along_y first."""
-        table = np.zeros((n_steps + 1, n_steps + 1))
+        table = np.zeros((n_frames + 1, n_frames + 1))
         np.add.at(table, (along_y.astype(int).ravel(), along_x.astype(int).ravel()), 1)
         return table
 

@@ -131,7 +131,7 @@ def check_readout(readout):
         raise ValueError(f"readout {readout!r} is neither of {', '.join(READOUTS)}: use e.g. \"rate\"")
 
 
-def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZES,
+def simulate(input_current, layer_current, n_members, n_frames, batch, sizes=SIZES,
              lif=LIF(), xp=numpy, dtype=None, count_hidden=False, readout="rate"):
     """Run Eqs. (1)-(2) for n_members networks of `sizes` (inputs, the neurons of each layer) on one
     minibatch, a chunk of members at a time.
@@ -139,8 +139,8 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     input_current(t, start, stop) -> current s_t W1ᵀ + b1 into layer 1 of members start..stop-1 at
         frame t, shape (stop - start, batch, sizes[1]) or broadcastable to it;
     layer_current(layer, spikes, start, stop) -> currents o_t W_lᵀ + b_l into layer l >= 2 at every
-        frame, (n_steps, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
-        l - 1, (n_steps, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
+        frame, (n_frames, stop - start, batch, sizes[l]), from those members' spikes o_t of layer
+        l - 1, (n_frames, stop - start, batch, sizes[l - 1]). A layer only sees the spikes of the one
         before, so a chunk runs layer 1 through all frames first, then layer 2, and so on.
     Returns the output spike counts (n_members, batch, n_out) — with readout="potential" the output
     neurons' potentials V_t of Eq. (1), never spiking nor reset, summed over the frames — and, if
@@ -156,8 +156,8 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
     for start in range(0, n_members, chunk):
         stop = min(start + chunk, n_members)
         v = xp.zeros((stop - start, batch, sizes[1]), dtype=dtype)
-        spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
-        for t in range(n_steps):
+        spikes = xp.empty((n_frames,) + v.shape, dtype=dtype)
+        for t in range(n_frames):
             lif_step(v, input_current(t, start, stop), lif, spikes[t])
         for layer in range(2, len(sizes)):
             if count_hidden:
@@ -165,17 +165,17 @@ def simulate(input_current, layer_current, n_members, n_steps, batch, sizes=SIZE
             currents = layer_current(layer, spikes, start, stop)
             v = xp.zeros((stop - start, batch, sizes[layer]), dtype=dtype)
             if layer == len(sizes) - 1 and readout == "potential":
-                for t in range(n_steps):
+                for t in range(n_frames):
                     v *= lif.beta
                     v += currents[t]
                     counts[start:stop] += v
             elif layer == len(sizes) - 1:
                 out_spikes = xp.empty_like(v)
-                for t in range(n_steps):
+                for t in range(n_frames):
                     counts[start:stop] += lif_step(v, currents[t], lif, out_spikes)
             else:
-                spikes = xp.empty((n_steps,) + v.shape, dtype=dtype)
-                for t in range(n_steps):
+                spikes = xp.empty((n_frames,) + v.shape, dtype=dtype)
+                for t in range(n_frames):
                     lif_step(v, currents[t], lif, spikes[t])
     return counts, hidden_spikes
 
@@ -208,37 +208,38 @@ def counts_of(params, frames, lif, n_members, count_hidden, network):
     networks on them (vanilla ES, one member at a time)."""
     xp = array_module_of(frames)
     network = network_of(params, network)
-    n_steps, batch, n_in = frames.shape
+    n_frames, batch, n_in = frames.shape
     sizes = network.sizes
-    hidden = layer_current(params, 1, frames.reshape(n_steps * batch, n_in), network).reshape(n_steps, batch, sizes[1])
+    inputs = frames.reshape(n_frames * batch, n_in)
+    hidden = layer_current(params, 1, inputs, network).reshape(n_frames, batch, sizes[1])
     if n_members > 1 and gpu.enabled(xp) and network.fused():  # every member and frame in one kernel
         counts, hidden_counts = gpu.population_lif_network(hidden, params["W2"], params["b2"], n_members, lif)
         return counts, (hidden_counts if count_hidden else None)
     return simulate(lambda t, start, stop: hidden[t],
                     lambda layer, spikes, start, stop: layer_current(params, layer, spikes, network),
-                    n_members, n_steps, batch, sizes, lif, xp, frames.dtype, count_hidden, network.readout)
+                    n_members, n_frames, batch, sizes, lif, xp, frames.dtype, count_hidden, network.readout)
 
 
-def log_softmax_of_rates(counts, n_steps, logit_scale=1.0):
+def log_softmax_of_rates(counts, n_frames, logit_scale=1.0):
     """Eq. (3): log softmax(logit_scale * counts / T) over the last (class) axis (counts: summed
     potentials with a potential readout, so their mean over the frames)."""
     largest = check_counts(counts, "(..., N, n_out)")
-    check_whole("n_steps", n_steps, 1, 2 ** 31, "T, the frames the counts were summed over")
-    n_steps = int(n_steps)  # a NumPy int64 would turn float32 rates into float64
+    check_whole("n_frames", n_frames, 1, 2 ** 31, "T, the frames the counts were summed over")
+    n_frames = int(n_frames)  # a NumPy int64 would turn float32 rates into float64
     check_number("logit_scale", logit_scale, 1e-6, 1e6, "1.0")
-    if not 2 * largest * logit_scale / n_steps < float(numpy.finfo(counts.dtype).max):  # logits and their spread
-        raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_steps}) pass "
+    if not 2 * largest * logit_scale / n_frames < float(numpy.finfo(counts.dtype).max):  # logits and their spread
+        raise ValueError(f"counts up to {largest:.3g} times logit_scale / T ({logit_scale:g} / {n_frames}) pass "
                          f"{counts.dtype}'s range in the softmax: lower logit_scale, or give counts a network makes")
     xp = array_module_of(counts)
-    logits = counts * (logit_scale / n_steps)
+    logits = counts * (logit_scale / n_frames)
     logits = logits - logits.max(axis=-1, keepdims=True)
     return logits - xp.log(xp.exp(logits).sum(axis=-1, keepdims=True))
 
 
-def cross_entropy(counts, labels, n_steps, logit_scale=1.0):
+def cross_entropy(counts, labels, n_frames, logit_scale=1.0):
     """Eq. (4): mean over the batch of -log y_hat[label], y_hat the softmax of Eq. (3), for every
     member; counts (..., N, n_out)."""
-    log_y_hat = log_softmax_of_rates(counts, n_steps, logit_scale)  # (which checks its arguments)
+    log_y_hat = log_softmax_of_rates(counts, n_frames, logit_scale)  # (which checks its arguments)
     check_labels(labels, counts.shape[-2], counts.shape[-1], "the counts' samples")
     xp = array_module_of(counts)
     picked = xp.take_along_axis(log_y_hat, labels.reshape((1,) * (counts.ndim - 2) + (-1, 1)), axis=-1)

@@ -107,13 +107,13 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     params = population.params
     network = snn.network_of(params, network)
     xp = array_module_of(frames)
-    n_steps, batch, n_in = frames.shape
+    n_frames, batch, n_in = frames.shape
     sizes = network.sizes
     n_pairs, n_layers = len(population.pairs), len(sizes) - 1
     rows, factors_B = zip(*(population.rows(f"W{layer}", f"b{layer}", frames.dtype)
                             for layer in range(1, n_layers + 1)))
-    x = network.unfold(1, frames.reshape(n_steps * batch, n_in))                  # (T N positions, fan_in)
-    base = (x @ params["W1"].T + params["b1"]).reshape(n_steps, -1, params["W1"].shape[0])  # x Wᵀ, once
+    x = network.unfold(1, frames.reshape(n_frames * batch, n_in))                  # (T N positions, fan_in)
+    base = (x @ params["W1"].T + params["b1"]).reshape(n_frames, -1, params["W1"].shape[0])  # x Wᵀ, once
     xb = population_product(x, factors_B[0])                                      # x [B_1 ... B_P], (T N pos, P, r)
     readouts = {layer: xp.concatenate([xp.broadcast_to(params[f"W{layer}"].T, (n_pairs,) + params[f"W{layer}"].T.shape),
                                        factors_B[layer - 1].transpose(0, 2, 1)], axis=2)
@@ -121,7 +121,7 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
     if gpu.enabled(xp) and network.fused():  # what follows, as one kernel
         counts, hidden = gpu.lowrank_lif_network(base, xb, rows[0], readouts[2], rows[1], params["b2"], lif)
         return counts, (hidden if count_hidden else None)
-    xb = xb.reshape(n_steps, base.shape[1], n_pairs, population.rank).transpose(0, 2, 1, 3)
+    xb = xb.reshape(n_frames, base.shape[1], n_pairs, population.rank).transpose(0, 2, 1, 3)
     xb = with_ones(xb)                                                             # (T, P, N pos, r+1)
     # (2 N positions, 1) for layer l: +1 on the + member's rows, -1 on the - member's. It signs
     # [s B_p, 1] before the product with rows_p = [sigma/sqrt(r) A_pᵀ ; sigma delta_p], so the - member
@@ -137,13 +137,13 @@ def population_forward(population, frames, lif=snn.LIF(), count_hidden=False, ne
         """Each member has its own spikes s, so s Wᵀ and s B_p are one product per pair: s [Wᵀ | B_p] =
         [s Wᵀ | s B_p], its first m columns the current without noise, its last r those of Eq. (6)."""
         chunk, n_out_layer = slice(start // 2, stop // 2), params[f"W{layer}"].shape[0]
-        by_pair = network.unfold(layer, spikes.reshape(n_steps, -1, 2 * batch, sizes[layer - 1]))  # (T, pairs, 2N pos, n)
+        by_pair = network.unfold(layer, spikes.reshape(n_frames, -1, 2 * batch, sizes[layer - 1]))  # (T, P, 2N pos, n)
         projected = by_pair @ readouts[layer][chunk]                                    # (T, pairs, 2N pos, m+r)
         perturbation = (sign[layer] * with_ones(projected[..., n_out_layer:])) @ rows[layer - 1][chunk]  # (.., m)
         current = projected[..., :n_out_layer] + params[f"b{layer}"] + perturbation
-        return current.reshape(n_steps, stop - start, batch, sizes[layer])
+        return current.reshape(n_frames, stop - start, batch, sizes[layer])
 
-    return snn.simulate(input_current, layer_current, 2 * n_pairs, n_steps, batch, sizes, lif, xp,
+    return snn.simulate(input_current, layer_current, 2 * n_pairs, n_frames, batch, sizes, lif, xp,
                         frames.dtype, count_hidden, network.readout)
 
 
@@ -159,13 +159,13 @@ def perturbed_forward(params, frames, config, generation, lif=snn.LIF(), count_h
                               network)
 
 
-def fitness(counts, labels, n_steps, logit_scale, hidden_spikes=None, spike_cost=0.0):
+def fitness(counts, labels, n_frames, logit_scale, hidden_spikes=None, spike_cost=0.0):
     """Fitness of every member = -cross-entropy of softmax(output rates), Eqs. (3)-(4), less
     spike_cost × its hidden spikes per sample, Eq. (12); hidden_spikes: each member's over the batch.
 
     The spike count is not differentiable, but ES needs no gradient of it: the price goes
     straight into the fitness (BPTT needs a surrogate, baselines.bptt_backward)."""
-    loss = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    loss = snn.cross_entropy(counts, labels, n_frames, logit_scale)
     check_number("spike_cost", spike_cost, 0, 1e6, "0.0")
     if spike_cost:
         if getattr(hidden_spikes, "shape", None) != counts.shape[:-2]:

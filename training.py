@@ -62,14 +62,14 @@ def evaluate(params, split, lif, xp, team=distributed.ALONE, batch_size=1000, ne
     for start in range(team.rank * batch_size, len(split), team.size * batch_size):
         indices = numpy.arange(start, min(start + batch_size, len(split)))
         frames = split.frames(indices, xp)
-        n_steps, batch, n_in = frames.shape
-        x = frames.reshape(n_steps * batch, n_in)
-        current = snn.layer_current(params, 1, x, network).reshape(n_steps, batch, -1)
+        n_frames, batch, n_in = frames.shape
+        x = frames.reshape(n_frames * batch, n_in)
+        current = snn.layer_current(params, 1, x, network).reshape(n_frames, batch, -1)
 
         def layer_current(layer, spikes, first, last):  # snn.forward's, counting each hidden neuron's spikes
             tally[first_neuron[layer - 1]:first_neuron[layer - 1] + sizes[layer - 1]] += to_numpy(spikes.sum(axis=(0, 1, 2)))
             return snn.layer_current(params, layer, spikes, network)
-        counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_steps, batch,
+        counts, _ = snn.simulate(lambda t, first, last: current[t], layer_current, 1, n_frames, batch,
                                  sizes, lif, xp, frames.dtype, readout=network.readout)
         tally[hits] += snn.correct_per_class(counts[0], xp.asarray(split.labels[indices]))
         tally[first_neuron[0]:first_neuron[1]] += to_numpy(x.sum(axis=0))

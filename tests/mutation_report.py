@@ -105,7 +105,7 @@ EQUIVALENT = {
     "eggroll.x_population_product__mutmut_28": (
         "if block.shape[0] <= PAIRS_PER_BLOCK:",
         "padding a full block with no rows (<= instead of <) leaves it the same block, the same product"),
-    "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_steps, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
+    "snn_eggroll.x_population_forward__mutmut_53": ('.reshape(n_frames, -2, params["W1"].shape[0])', NEGATIVE_RESHAPE),
     "snn_eggroll.xǁConfigǁmethod__mutmut_54": (
         "optim.averages_of(optim.Adam(None))", "averages_of reads beta1, beta2 and eps, never the learning rate"),
     "eggroll.xǁPopulationǁ__post_init____mutmut_12": ("*self.pairs[:2]", RANGE_ENDS),
@@ -139,7 +139,7 @@ EQUIVALENT = {
     "baselines.x_bptt_backward__mutmut_19": ("array_module_of(None)", NEP18),
     "baselines.x_bptt_backward__mutmut_103": (
         "if layer >= 1:", "the gradient of the input frames (layer 1's fold) is computed, never read"),
-    "baselines.x_bptt_backward__mutmut_119": ("reshape(n_steps, -2, fan_out)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_119": ("reshape(n_frames, -2, fan_out)", NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_156": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
     "baselines.x_bptt_backward__mutmut_165": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
     "baselines.x_sequential_forward__mutmut_65": (
@@ -147,7 +147,7 @@ EQUIVALENT = {
     "baselines.x_bptt_forward__mutmut_37": ("array_module_of(None)", NEP18),
     "baselines.x_check_cache__mutmut_37": ("array_module_of(None).array_equal(", NEP18),
     "snn_eggroll.x_fitness__mutmut_75": ("array_module_of(None).isfinite(hidden_spikes)", NEP18),
-    "baselines.x_bptt_forward__mutmut_83": (".reshape(n_steps, batch, -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_forward__mutmut_83": (".reshape(n_frames, batch, -2)", NEGATIVE_RESHAPE),
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
@@ -223,7 +223,7 @@ EQUIVALENT = {
     "snn_eggroll.x_check_readout_settings__mutmut_14": ('config.logit_scale, 1e-6, 1000001.0', CHECKED_AGAIN),
     "snn_eggroll.x_population_forward__mutmut_156": (
         "for layer in range(n_layers + 1)}", "signs for layers 0 and 1 too: only those of layers 2.. are read"),
-    "snn_eggroll.x_population_forward__mutmut_207": ("spikes.reshape(n_steps, -2, 2 * batch", NEGATIVE_RESHAPE),
+    "snn_eggroll.x_population_forward__mutmut_207": ("spikes.reshape(n_frames, -2, 2 * batch", NEGATIVE_RESHAPE),
     "snn_eggroll.xǁConfigǁmembers__mutmut_34": (
         "State(params, None, generation)", "population_of reads a state's params and generation, never Adam's"),
     "optim.x_check_state__mutmut_75": ("array_module_of(None).isfinite(step)", NEP18),

@@ -17,13 +17,13 @@ import snn
 def small_problem(data, dtype=np.float64):
     """A random small network, binary frames and labels, with weights big enough to cross V_th."""
     n_in, n_hidden, n_out = data.draw(st.integers(3, 12)), data.draw(st.integers(2, 6)), data.draw(st.integers(2, 4))
-    n_steps, batch = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))
+    n_frames, batch = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))
     lif = snn.LIF(beta=data.draw(st.floats(0.3, 0.95)), threshold=data.draw(st.floats(0.5, 1.5)))
     seed = data.draw(st.integers(0, 2 ** 16))
     params = snn.init_params(seed, (n_in, n_hidden, n_out), std=data.draw(st.floats(0.3, 1.5)))
     params = {name: value.astype(dtype) for name, value in params.items()}
     rng = np.random.default_rng(seed)
-    frames = (rng.random((n_steps, batch, n_in)) < 0.5).astype(dtype)
+    frames = (rng.random((n_frames, batch, n_in)) < 0.5).astype(dtype)
     labels = rng.integers(0, n_out, batch)
     return params, frames, labels, lif
 
@@ -139,14 +139,14 @@ def test_heaviside_forward_matches_snn_forward_at_full_size():
     np.testing.assert_array_equal(baselines.bptt_forward(params, frames)["counts"], counts[0])
 
 
-def separable_batch(n_steps=5, batch=64, n_in=20, n_out=2, seed=0):
+def separable_batch(n_frames=5, batch=64, n_in=20, n_out=2, seed=0):
     """Binary frames whose label is the group of n_in / n_out inputs that fires most often."""
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, n_out, batch)
     rate = np.full((batch, n_in), 0.1)
     for c in range(n_out):
         rate[labels == c, c * n_in // n_out:(c + 1) * n_in // n_out] = 0.6
-    return (rng.random((n_steps, batch, n_in)) < rate).astype(np.float32), labels
+    return (rng.random((n_frames, batch, n_in)) < rate).astype(np.float32), labels
 
 
 def test_bptt_steps_lower_the_loss():

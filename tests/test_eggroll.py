@@ -219,10 +219,10 @@ def reference_member_counts(params, noise, frames, sigma, p, sign):
 
 
 def draw_network(shape, frame_dtype=np.float64):
-    n_in, n_hidden, n_out, pairs, n_steps, batch, rank, seed = shape
+    n_in, n_hidden, n_out, pairs, n_frames, batch, rank, seed = shape
     rank = min(rank, n_in, n_hidden, n_out)
     params = float64_params(seed % 1000, (n_in, n_hidden, n_out))
-    frames = (np.random.default_rng(seed).random((n_steps, batch, n_in)) < 0.6).astype(frame_dtype)
+    frames = (np.random.default_rng(seed).random((n_frames, batch, n_in)) < 0.6).astype(frame_dtype)
     config = es_config(population=2 * pairs, rank=rank, sigma=0.5, seed=seed)
     return params, frames, config
 
@@ -677,7 +677,7 @@ def test_centred_ranks_rejects_non_finite_fitness(bad):
 # ---------------------------------------------------------------------------------------------
 # 8. End to end: EGGROLL learns a small spiking classification task
 
-def synthetic_task(rng, n_samples, n_classes=4, n_in=24, n_steps=6, p_on=0.4, p_off=0.1):
+def synthetic_task(rng, n_samples, n_classes=4, n_in=24, n_frames=6, p_on=0.4, p_off=0.1):
     """Binary event frames (T, N, n_in): class c lights its own n_in / n_classes pixels with
     probability p_on in every frame, all other pixels fire with p_off."""
     labels = rng.integers(0, n_classes, n_samples)
@@ -685,7 +685,7 @@ def synthetic_task(rng, n_samples, n_classes=4, n_in=24, n_steps=6, p_on=0.4, p_
     width = n_in // n_classes
     for c in range(n_classes):
         prob[labels == c, c * width:(c + 1) * width] = p_on
-    frames = (rng.random((n_steps, n_samples, n_in)) < prob).astype(np.float32)
+    frames = (rng.random((n_frames, n_samples, n_in)) < prob).astype(np.float32)
     return frames, labels
 
 

@@ -213,10 +213,10 @@ def test_lowrank_gradient_is_the_weighted_sum_of_materialised_perturbations():
 # ---------------------------------------------------------------------------------------------
 # The ES baseline: batched and sequential evaluation agree
 
-def es_problem(seed, dtype, sizes=(9, 7, 3), pairs=4, n_steps=5, batch=3):
+def es_problem(seed, dtype, sizes=(9, 7, 3), pairs=4, n_frames=5, batch=3):
     params = {k: v.astype(dtype) for k, v in snn.init_params(seed, sizes, std=1.0).items()}
     rng = np.random.default_rng(seed)
-    frames = (rng.random((n_steps, batch, sizes[0])) < 0.5).astype(dtype)
+    frames = (rng.random((n_frames, batch, sizes[0])) < 0.5).astype(dtype)
     labels = rng.integers(0, sizes[2], batch)
     config = baselines.ESConfig(population=2 * pairs, sigma=0.3, seed=seed, logit_scale=1.0)
     return params, frames, labels, config

@@ -35,11 +35,11 @@ from nmnist_files import REAL_ROOT, needs_real  # noqa: E402
 SIZES = (96, 16, 10)
 
 
-def problem(dtype, seed=0, batch=24, n_steps=6, density=0.3, std=0.5):
+def problem(dtype, seed=0, batch=24, n_frames=6, density=0.3, std=0.5):
     """Parameters, binary frames and labels on the CPU (NumPy), in `dtype`."""
     rng = np.random.default_rng(seed)
     params = {k: v.astype(dtype) for k, v in snn.init_params(seed, SIZES, std=std).items()}
-    frames = (rng.random((n_steps, batch, SIZES[0])) < density).astype(dtype)
+    frames = (rng.random((n_frames, batch, SIZES[0])) < density).astype(dtype)
     labels = rng.integers(0, SIZES[-1], batch)
     return params, frames, labels
 

@@ -33,11 +33,11 @@ BPTT = baselines.BPTTConfig(slope=baselines.SLOPE, logit_scale=2.0)
 ADAM = optim.Adam(lr=0.01, weight_decay=0.1)
 
 
-def problem(n_steps=4, batch=5, density=0.4):
+def problem(n_frames=4, batch=5, density=0.4):
     """Parameters, binary frames and labels on the host, with weights big enough to spike."""
     rng = np.random.default_rng(0)
     params = snn.init_params(0, SIZES, std=0.8)
-    frames = (rng.random((n_steps, batch, SIZES[0])) < density).astype(np.float32)
+    frames = (rng.random((n_frames, batch, SIZES[0])) < density).astype(np.float32)
     labels = rng.integers(0, SIZES[-1], batch)
     return params, frames, labels
 

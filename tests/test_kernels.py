@@ -140,10 +140,10 @@ def test_philox_normals_kernel_equals_standard_normals(cpu_kernels, count):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def network_problem(dtype, seed=0, batch=24, n_steps=6, density=0.3):
+def network_problem(dtype, seed=0, batch=24, n_frames=6, density=0.3):
     rng = np.random.default_rng(seed)
     params = {k: v.astype(dtype) for k, v in snn.init_params(seed, NETWORK_SIZES, std=0.5).items()}
-    frames = (rng.random((n_steps, batch, NETWORK_SIZES[0])) < density).astype(dtype)
+    frames = (rng.random((n_frames, batch, NETWORK_SIZES[0])) < density).astype(dtype)
     return params, frames
 
 
@@ -270,7 +270,7 @@ def test_network_kernels_count_hidden_spikes_only_when_asked(kernels_on_cpu, mon
     kernel for a population (n_members > 1: 2 members already) and not for a single network (which
     steps with gpu.lif_step, a CuPy ElementwiseKernel with no CPU build: a NumPy twin stands in)."""
     monkeypatch.setattr(gpu, "lif_step", numpy_lif_step)
-    params, frames = network_problem(np.float64, batch=8, n_steps=4)
+    params, frames = network_problem(np.float64, batch=8, n_frames=4)
     config = snn_eggroll.Config(6, 2, sigma=0.2, seed=3, logit_scale=5.0)
     counted, _ = snn_eggroll.perturbed_forward(params, frames, config, 7, count_hidden=True)
     counts, hidden = snn_eggroll.perturbed_forward(params, frames, config, 7)

@@ -764,7 +764,7 @@ def test_the_spiking_librarys_entry_points_refuse_what_they_cannot_run_by_name()
                                                                  "snn.LIF(beta=0.9, threshold=1.0)"),
         (lambda: snn_eggroll.perturbed_forward(params, with_nan, snn_eggroll.Config(8, 1, 0.1, 1, 1.0), 0),
          "frames hold NaN or inf, which no neuron's potential survives: give finite inputs"),
-        (lambda: snn.cross_entropy(counts, labels, 0), "n_steps must be a whole number in 1..2147483648, got 0: use "
+        (lambda: snn.cross_entropy(counts, labels, 0), "n_frames must be a whole number in 1..2147483648, got 0: use "
                                                        "T, the frames the counts were summed over"),
         (lambda: snn.cross_entropy(counts, labels, 5, -5.0), "logit_scale must be an int or float in [1e-06, 1e+06], "
                                                              "got -5.0: use e.g. 1.0"),

@@ -47,9 +47,9 @@ def run_nano(params, batches, s):
     return params, spread
 
 
-def random_batches(n_batches, n_steps, batch, n_in, n_out, density, seed):
+def random_batches(n_batches, n_frames, batch, n_in, n_out, density, seed):
     rng = np.random.default_rng(seed)
-    return [((rng.random((n_steps, batch, n_in)) < density).astype(np.float64), rng.integers(0, n_out, batch))
+    return [((rng.random((n_frames, batch, n_in)) < density).astype(np.float64), rng.integers(0, n_out, batch))
             for _ in range(n_batches)]
 
 

@@ -22,11 +22,11 @@ def reference_forward(params, frames, lif=snn.LIF()):
 
     Returns the output spike counts (N, n_out) and the total number of hidden spikes.
     """
-    n_steps, batch, _ = frames.shape
+    n_frames, batch, _ = frames.shape
     v1 = np.zeros((batch, params["W1"].shape[0]))
     v2 = np.zeros((batch, params["W2"].shape[0]))
     counts, hidden_total = np.zeros_like(v2), 0.0
-    for t in range(n_steps):
+    for t in range(n_frames):
         v1 = lif.beta * v1 + (frames[t] @ params["W1"].T + params["b1"])
         o1 = v1 >= lif.threshold
         v1 = np.where(o1, 0.0, v1)
@@ -103,9 +103,9 @@ def test_forward_matches_plain_reference(shape):
     """snn.forward (float64) gives exactly the spike counts and hidden-spike totals of the plain
     step-by-step reference above, for random shapes, N(0, 1) weights and binary frames.
     Exact: both are float64 with the same sums up to rounding (~1e-15), far from flipping a spike."""
-    n_in, n_hidden, n_out, n_steps, batch, seed = shape
+    n_in, n_hidden, n_out, n_frames, batch, seed = shape
     params = {k: v.astype(np.float64) for k, v in snn.init_params(seed, (n_in, n_hidden, n_out), std=1.0).items()}
-    frames = (np.random.default_rng(seed).random((n_steps, batch, n_in)) < 0.5).astype(np.float64)
+    frames = (np.random.default_rng(seed).random((n_frames, batch, n_in)) < 0.5).astype(np.float64)
     counts, hidden = snn.forward(params, frames, count_hidden=True)
     expected, expected_hidden = reference_forward(params, frames)
     assert counts.shape == (1, batch, n_out)
@@ -261,9 +261,9 @@ def test_init_biases_are_their_own_n_0_03_draws():
 
 @settings(max_examples=40)
 @given(members=st.integers(1, 4), batch=st.integers(1, 6), classes=st.integers(2, 6),
-       n_steps=st.integers(1, 10), logit_scale=st.sampled_from([0.5, 1.0, 10.0, 200.0]),
+       n_frames=st.integers(1, 10), logit_scale=st.sampled_from([0.5, 1.0, 10.0, 200.0]),
        seed=st.integers(0, 10 ** 6))
-def test_cross_entropy_matches_direct_computation(members, batch, classes, n_steps, logit_scale, seed):
+def test_cross_entropy_matches_direct_computation(members, batch, classes, n_frames, logit_scale, seed):
     """cross_entropy = mean over the batch of -log softmax(logit_scale * counts / T)[label], per
     member, compared with scipy's logsumexp formula written out here. Relative tolerance 1e-12
     (float64; the largest logits, 200, stay far from overflow with the max subtracted).
@@ -271,16 +271,16 @@ def test_cross_entropy_matches_direct_computation(members, batch, classes, n_ste
     from scipy.special import logsumexp
 
     rng = np.random.default_rng(seed)
-    counts = rng.integers(0, n_steps + 1, (members, batch, classes)).astype(np.float64)
+    counts = rng.integers(0, n_frames + 1, (members, batch, classes)).astype(np.float64)
     labels = rng.integers(0, classes, batch)
-    logits = logit_scale * counts / n_steps
+    logits = logit_scale * counts / n_frames
     expected = -(logits[:, np.arange(batch), labels] - logsumexp(logits, axis=-1)).mean(axis=-1)
-    got = snn.cross_entropy(counts, labels, n_steps, logit_scale)
+    got = snn.cross_entropy(counts, labels, n_frames, logit_scale)
     assert got.shape == (members,)
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12)
-    single = snn.cross_entropy(counts[0], labels, n_steps, logit_scale)
+    single = snn.cross_entropy(counts[0], labels, n_frames, logit_scale)
     assert np.allclose(single, expected[0], rtol=1e-12, atol=1e-12)
-    log_p = snn.log_softmax_of_rates(counts, n_steps, logit_scale)
+    log_p = snn.log_softmax_of_rates(counts, n_frames, logit_scale)
     assert np.allclose(np.exp(log_p).sum(axis=-1), 1, rtol=0, atol=1e-12)
 
 
@@ -477,14 +477,14 @@ def test_a_vanilla_es_generation_without_a_team_is_one_line():
         assert str(refused.value).startswith(f"team must be distributed.ALONE or distributed.team(update), {said}")
 
 
-@pytest.mark.parametrize("counts, n_steps, said", [
+@pytest.mark.parametrize("counts, n_frames, said", [
     (np.full((2, 3), np.nan, np.float32), 10, "counts hold NaN or inf"),  # a NaN softmax, silently
-    (np.ones((2, 3), np.float32), 0, "n_steps must be a whole number in 1..2147483648, got 0")])  # ZeroDivisionError
-def test_eq_3s_log_softmax_checks_what_it_is_given_as_the_loss_does(counts, n_steps, said):
+    (np.ones((2, 3), np.float32), 0, "n_frames must be a whole number in 1..2147483648, got 0")])  # ZeroDivisionError
+def test_eq_3s_log_softmax_checks_what_it_is_given_as_the_loss_does(counts, n_frames, said):
     """log_softmax_of_rates, Eq. (3) on its own (README's table of equations names it), refuses
     counts and a T the cross-entropy refuses."""
     with pytest.raises(ValueError) as refused:
-        snn.log_softmax_of_rates(counts, n_steps)
+        snn.log_softmax_of_rates(counts, n_frames)
     assert str(refused.value).startswith(said)
 
 
