@@ -47,7 +47,7 @@ class Settings:
     """The sigma, learning rate and readout of the `best` preset (config.py: the longer-training
     recipe of docs/accuracy.md, `make reproduce-best`), the learning rate held constant; the paper's
     protocol differs in lr 0.1 and logit scale 1."""
-    members: int = 256         # 2P, the count of members: P antithetic pairs
+    population: int = 256      # 2P, the count of members: P antithetic pairs
     rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
     lr: float = 0.03           # Adam's learning rate
@@ -108,7 +108,7 @@ def draw_noise(params, generation, settings):
     layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
     E_p = A[p].T @ B[p] / sqrt(r) is never formed here (eggroll.materialise forms it, for tests and for
     members asked for whole)."""
-    pairs, r = np.arange(settings.members // 2), settings.rank
+    pairs, r = np.arange(settings.population // 2), settings.rank
     perturbations = {}
     for name, value in params.items():
         if name.startswith("W"):

@@ -32,7 +32,7 @@ def float64(params):
 
 def run_reference(params, batches, s):
     """snn_eggroll.generation_step with the settings of nano's Settings s, one generation per batch."""
-    config = snn_eggroll.Config(s.members, s.rank, s.sigma, s.seed, s.logit_scale)
+    config = snn_eggroll.Config(s.population, s.rank, s.sigma, s.seed, s.logit_scale)
     adam, lif, state = optim.Adam(s.lr), snn.LIF(s.beta, s.threshold), optim.init(params)
     for generation, (frames, labels) in enumerate(batches):
         params, state, _ = snn_eggroll.generation_step(params, state, frames, labels, generation, config, adam, lif)
@@ -80,17 +80,17 @@ def test_generations_give_the_reference_parameters_small_network(pairs, rank, si
     than eggroll.PAIRS_PER_BLOCK (64) and not a multiple of it. LIF constants and Adam's rate
     other than the defaults, so that nano is seen to use the ones it is given. At sigma 0.01 many
     members move no spike and tie, so the shared mean ranks of ties enter the update."""
-    s = nano.Settings(members=2 * pairs, rank=rank, sigma=sigma, lr=0.05, logit_scale=3.0, seed=7 + rank,
+    s = nano.Settings(population=2 * pairs, rank=rank, sigma=sigma, lr=0.05, logit_scale=3.0, seed=7 + rank,
                       beta=0.8, threshold=1.5)
     start = float64(nano.init_params(pairs, (40, 12, 5), std=1.0))
     spread = assert_same_parameters(start, random_batches(4, 6, 9, 40, 5, 0.3, seed=pairs), s)
     if sigma < 0.1:
-        assert max(spread) < s.members  # some fitnesses tie
+        assert max(spread) < s.population  # some fitnesses tie
 
 
 def test_generations_give_the_reference_parameters_real_network_and_recordings(sample):
     """The 2312 -> 64 -> 10 network on real frames of nmnist-sample/, 70 pairs of rank 2."""
-    s = nano.Settings(members=140, rank=2, sigma=0.2, lr=0.03, logit_scale=5.0, seed=3)
+    s = nano.Settings(population=140, rank=2, sigma=0.2, lr=0.03, logit_scale=5.0, seed=3)
     batches = [(x.astype(np.float64), y) for x, y in
                (data.minibatch(sample.train, 16, np, s.seed, step) for step in range(3))]
     assert_same_parameters(float64(nano.init_params(s.seed)), batches, s)
@@ -100,7 +100,7 @@ def test_population_forward_counts_are_every_member_formed_and_run_alone():
     """Eq. (6) without E_p gives each member the spike counts of its own weights theta +- sigma E_p,
     formed and run through forward one member at a time: the slow way population_forward's
     docstring writes out. Float64, whose rounding moves no spike here."""
-    s = nano.Settings(members=2 * 5, rank=2, sigma=0.3, seed=4)
+    s = nano.Settings(population=2 * 5, rank=2, sigma=0.3, seed=4)
     params = float64(nano.init_params(2, (20, 7, 4), std=1.0))
     x = random_batches(1, 6, 5, 20, 4, 0.3, seed=1)[0][0]
     drawn = nano.draw_noise(params, 0, s)
@@ -120,7 +120,7 @@ def test_the_parts_are_the_reference_bit_for_bit():
     """Initial weights, Eq. (5)'s factors and bias noise, centred ranks with ties, and Adam steps."""
     params = nano.init_params(5, (30, 8, 4))
     assert all(np.array_equal(params[k], v) for k, v in snn.init_params(5, (30, 8, 4)).items())
-    s = nano.Settings(members=2 * 67, rank=3, seed=11)
+    s = nano.Settings(population=2 * 67, rank=3, seed=11)
     eps = nano.draw_noise(params, 4, s)
     for name in ("W1", "W2"):
         a, b = eggroll.lowrank_factors(11, 4, np.arange(67), name, params[name].shape, 3)
@@ -141,7 +141,7 @@ def test_a_short_training_run_on_the_real_sample_learns(sample):
     network's fitness on all 162 training recordings by more than 0.5 (it goes from about -3.7 to
     -2.0) and its training accuracy by more than 8 points (from 14 % to about 30 %). Every number
     is seeded, so the run is the same each time."""
-    s = nano.Settings(members=64)
+    s = nano.Settings(population=64)
     frames, labels = sample.train.frames(np.arange(len(sample.train))), sample.train.labels
     start = nano.init_params(s.seed)
     params, history = nano.train(sample, s, generations=30, batch_size=32)
@@ -229,6 +229,6 @@ def test_a_neuron_whose_potential_reaches_the_threshold_exactly_spikes():
 def test_its_log_has_a_line_every_log_every_generations_and_one_for_the_last(sample, capsys):
     """train(..., log_every=3) over 5 generations logs generations 0 and 3, and the last, 4: the line a
     user reads for the network's final training accuracy."""
-    nano.train(sample, nano.Settings(members=8), generations=5, batch_size=8, log_every=3)
+    nano.train(sample, nano.Settings(population=8), generations=5, batch_size=8, log_every=3)
     logged = [int(line.split()[1]) for line in capsys.readouterr().out.splitlines()]
     assert logged == [0, 3, 4]
