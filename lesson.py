@@ -12,9 +12,10 @@
 # contradicts a claim fails loudly.
 #
 # It assumes the method as [docs/derivation.md](docs/derivation.md) derives it, with the symbols
-# and equation numbers of the [README's table](README.md#the-method-in-equations): E = A_p B_pᵀ/√r is
-# one pair's low-rank noise of a weight matrix W (m × n), Eq. (5), and 𝔼 an expectation over the
-# noise. Each claim says which part of the derivation it puts to the test.
+# and equation numbers of the [README's table](README.md#the-method-in-equations): E_p = A_p B_pᵀ/√r is
+# one pair's low-rank noise of a weight matrix W (m × n), Eq. (5), written E where the pair is
+# plain, and 𝔼 an expectation over the noise. Each claim says which part of the derivation it
+# puts to the test.
 #
 # Run it: `OPENBLAS_NUM_THREADS=1 python lesson.py` (about 95 CPU seconds at one BLAS thread,
 # [measured](results/reproductions/nano-and-lesson-times.md)) writes the figures into `lesson/`,
