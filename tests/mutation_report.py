@@ -137,11 +137,11 @@ EQUIVALENT = {
     "baselines.x_batched_forward__mutmut_107": ("sigma / sign[None, :, None, None]", SIGN),
     "baselines.x_batched_forward__mutmut_136": ("sigma / sign[None, :, None]", SIGN),
     "baselines.x_bptt_backward__mutmut_19": ("array_module_of(None)", NEP18),
-    "baselines.x_bptt_backward__mutmut_103": (
+    "baselines.x_bptt_backward__mutmut_121": (
         "if layer >= 1:", "the gradient of the input frames (layer 1's fold) is computed, never read"),
-    "baselines.x_bptt_backward__mutmut_119": ("reshape(n_frames, -2, fan_out)", NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_156": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
-    "baselines.x_bptt_backward__mutmut_165": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_137": ("reshape(n_frames, -2, fan_out)", NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_174": ('grad_currents[layer].reshape(-2, params', NEGATIVE_RESHAPE),
+    "baselines.x_bptt_backward__mutmut_183": ("patches.reshape(flat.shape[0], -2)", NEGATIVE_RESHAPE),
     "baselines.x_sequential_forward__mutmut_65": (
         "snn.counts_of(member, frames, lif, 2,", "a second member of the same weights is run and never read: [0] is"),
     "baselines.x_bptt_forward__mutmut_37": ("array_module_of(None)", NEP18),
