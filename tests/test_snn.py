@@ -317,6 +317,8 @@ def test_the_losses_refuse_labels_that_would_index_another_class():
     assert snn.cross_entropy(counts, np.array([0, 2]), 2) > 0  # as they should be, taken
     assert set(baselines.bptt_backward(params, cache, np.array([0, 2]))) == set(params)
     for changed, told in ((dict(k=-1.0), "k must be an int or float in (0, 1e+06], got -1.0: use e.g. 25"),
+                          (dict(k=0.0), "k must be an int or float in (0, 1e+06], got 0.0: use e.g. 25"),
+                          (dict(k=1e6 + 0.5), "k must be an int or float in (0, 1e+06], got 1000000.5: use e.g. 25"),
                           (dict(logit_scale=0.0), "logit_scale must be an int or float in [1e-06, 1e+06], got 0.0: "
                                                   "use e.g. 1.0"),
                           (dict(spike_cost=float("nan")), "spike_cost must be an int or float in [0, 1e+06], got "
