@@ -62,8 +62,7 @@ def full_rank_noise(seed, generation, pairs, name, shape, xp):
     if not isinstance(name, str):
         raise ValueError(f"name must be the weight's name, a string (its noise's key), got "
                          f"{interface_checks.a_kind(name)}")
-    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
-        raise ValueError(f"xp must be the module numpy or cupy, got {interface_checks.a_kind(xp)}")
+    interface_checks.check_array_module(xp)
     interface_checks.refuse_beyond_ram(f"full-rank noise of {pairs.shape[0]:,} pairs for a weight {shape}",
                                        pairs.shape[0] * shape[0] * shape[1] * 8, "as it is drawn",
                                        "draw fewer pairs at a time, or use a smaller weight")

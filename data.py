@@ -64,7 +64,7 @@ import numpy as np
 from tqdm import tqdm
 
 from backend import array_module_of
-from interface_checks import a_kind, check_whole, refuse_beyond_ram
+from interface_checks import a_kind, check_array_module, check_whole, refuse_beyond_ram
 from run_folder import (FILE_KINDS, create_new, first_missing, left_temporaries_note, load_npz, os_problem, read_bytes,
                         remove_made_folders)
 
@@ -702,7 +702,7 @@ class Split:
         made where the packed frames are: each frame is 289 whole bytes (2312 = 8 × 289), so the
         bytes are put in frame order first and unpacked straight into (T, N, 2312). `shifts`: each
         sample moved by translate() while its frames are still bits."""
-        check_frames_module(xp)
+        check_array_module(xp)
         indices = np.asarray(indices) if isinstance(indices, (list, tuple, range)) else indices
         if not (isinstance(indices, np.ndarray) and not isinstance(indices, np.ma.MaskedArray) and indices.ndim == 1
                 and indices.dtype.kind in "iu" and len(indices) and 0 <= indices.min() <= indices.max() < len(self)):
@@ -948,17 +948,11 @@ def minibatch(split, batch_size, xp, seed, step, count=1, max_shift=0):
     return split.frames(idx, xp, shifts), xp.asarray(split.labels[idx])
 
 
-def check_frames_module(xp):
-    """ValueError unless xp is an array module frames can go to: numpy or cupy (or the tests' stand-in)."""
-    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
-        raise ValueError(f"xp must be numpy or cupy, the module the frames go to, got {a_kind(xp)}")
-
-
 def check_minibatch(split, batch_size, xp, seed, step, count, max_shift):
     """ValueError naming the fix unless minibatch's arguments make a minibatch."""
     if not isinstance(split, Split):
         raise ValueError(f"split must be a data.Split (load_nmnist(...).train), got {a_kind(split)}")
-    check_frames_module(xp)
+    check_array_module(xp)
     for name, value, low, high, example in (("batch_size", batch_size, 1, 2 ** 63 - 1, "256"),
                                             ("seed", seed, 0, 2 ** 64 - 1, "1"),  # (any seed Eggroll takes)
                                             ("step", step, 0, 2 ** 63 - 1, "0, the first"),

@@ -403,6 +403,13 @@ def check_optimiser(state, words=ASK_TELL):
                 "the State that init or tell returned, whose count starts at 0")
 
 
+def check_array_module(xp):
+    """ValueError naming the fix unless xp is an array module: numpy or cupy (or the tests' stand-in
+    for CuPy, which has their asarray and float32)."""
+    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):
+        raise ValueError(f"xp must be the module numpy or cupy, got {a_kind(xp)}: give backend.array_module()")
+
+
 def check_whole(setting, value, low, high, example):
     """ValueError naming the fix unless value is a whole number (not a bool) in [low, high] (None:
     no bound)."""

@@ -32,7 +32,8 @@ import numpy
 
 from backend import array_module_of, to_numpy
 import gpu
-from interface_checks import ODD_ARRAYS, a_kind, check_number, check_whole, digest_of, magnitude, refuse_beyond_ram
+from interface_checks import (ODD_ARRAYS, a_kind, check_array_module, check_number, check_whole, digest_of, magnitude,
+                              refuse_beyond_ram)
 
 SIZES = (2312, 64, 10)  # the paper's: inputs (34 × 34 pixels × 2 polarities), hidden LIF, output LIF
 IMAGE = (2, 34, 34)     # an N-MNIST frame as an image: input (polarity * 34 + row) * 34 + column
@@ -568,8 +569,7 @@ def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
     network.checked()
     check_whole("seed", seed, 0, 2 ** 64 - 1, "e.g. 1")
     check_number("std", std, 0, 10, "0.3", open_low=True)
-    if not (hasattr(xp, "asarray") and hasattr(xp, "float32")):  # (the tests' stand-in for CuPy too)
-        raise ValueError(f"xp must be the module numpy or cupy, got {a_kind(xp)}: give backend.array_module()")
+    check_array_module(xp)
     if rule not in INIT_RULES:
         raise ValueError(f"init rule {rule!r} is none of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
     rng = numpy.random.default_rng(seed)

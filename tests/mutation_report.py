@@ -151,7 +151,7 @@ EQUIVALENT = {
     "baselines.x_leaky_forward__mutmut_3": ("array_module_of(None).empty_like(current)", NEP18),
     "baselines.x_leaky_backward__mutmut_3": ("array_module_of(None).empty_like(grad_v)", NEP18),
     "baselines.x_bptt_step__mutmut_2": ("array_module_of(None)", NEP18),
-    "baselines.x_full_rank_noise__mutmut_146": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
+    "baselines.x_full_rank_noise__mutmut_131": (".reshape(-2, m, n)", NEGATIVE_RESHAPE),
     "baselines.x_lif_backward__mutmut_2": ("array_module_of(None)", NEP18),
     "baselines.x_full_rank_gradient__mutmut_110": ("array_module_of(None).isfinite(f)", NEP18),
     "baselines.x_lif_forward__mutmut_52": ("array_module_of(None)", NEP18),

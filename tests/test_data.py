@@ -770,7 +770,8 @@ def test_split_frames_name_the_samples_there_are():
             split.frames(indices)
         assert str(refused.value) == told + got
     assert split.frames([3, 0]).shape == split.frames(range(2)).shape == (2, 2, data.N_INPUTS)
-    with pytest.raises(ValueError, match=r"^xp must be numpy or cupy, the module the frames go to, got a NoneType$"):
+    with pytest.raises(ValueError, match=r"^xp must be the module numpy or cupy, got a NoneType: give "
+                                         r"backend.array_module\(\)$"):
         split.frames([0], xp=None)
     with pytest.raises(ValueError, match=r"^shifts must lie in -33..33 pixels, got up to 34: a shift of the "
                                          r"sensor's side or more moves every event off it$"):
@@ -819,7 +820,7 @@ def test_augmented_minibatches_draw_every_shift_from_minus_to_plus_max_shift(mon
     (dict(batch_size=-3), "batch_size must be a whole number in 1..9223372036854775807, got -3: use 256"),
     (dict(batch_size=0), "batch_size must be a whole number in 1.."), (dict(batch_size=2.5), "batch_size must be a whole number"),
     (dict(count=0), "count must be"), (dict(seed=-1), "seed must be"), (dict(step=-1), "step must be"),
-    (dict(max_shift=-2), "max_shift must be"), (dict(xp=None), "xp must be numpy or cupy"),
+    (dict(max_shift=-2), "max_shift must be"), (dict(xp=None), "xp must be the module numpy or cupy"),
     (dict(split=[1, 2]), "split must be a data.Split")])
 def test_a_minibatch_of_arguments_that_make_none_is_one_line_naming_the_argument(change, said):
     """A negative batch size gave a batch of another size, silently; others failed inside NumPy."""

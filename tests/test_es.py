@@ -575,7 +575,7 @@ def test_the_vanilla_es_building_blocks_refuse_what_es_forward_refuses():
         (lambda: baselines.full_rank_noise(1, 0, np.arange(4), 5, (3, 3), np), "name must be the weight's name, a "
          "string (its noise's key), got an int"),
         (lambda: baselines.full_rank_noise(1, 0, np.arange(4), "W1", (3, 3), None), "xp must be the module numpy or "
-         "cupy, got a NoneType"),
+         "cupy, got a NoneType: give backend.array_module()"),
         (lambda: baselines.full_rank_noise(1, 0, np.arange(3), "W1", (10 ** 6, 10 ** 6), np), "full-rank noise of 3 "
          "pairs for a weight (1000000, 1000000), 24,000.0 GB as it is drawn, more than this machine's "),
         (lambda: baselines.full_rank_gradient(np.full(4, np.nan), params, settings, 0),
