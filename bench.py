@@ -406,7 +406,7 @@ def bench_distributed(opts, team):
     (mpiexec -n K python run.py bench --distributed). Printed and written by the first process."""
     xp = array_module(opts.device)
     if xp is not numpy:
-        xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()
+        xp.cuda.Device(team.gpu(xp.cuda.runtime.getDeviceCount())).use()
     params, frames, labels = bench_inputs(xp)
     population = 2 * opts.pairs
     configs = {"eggroll r=4": snn_eggroll.Config(population, 4, sigma=0.1, seed=0, logit_scale=1.0),

@@ -111,6 +111,12 @@ class Alone:
         """The pairs this process evaluates, as a slice of 0..n_pairs-1."""
         return slice(0, n_pairs)
 
+    def gpu(self, devices):
+        """The GPU this process uses among its machine's `devices`: one per process, by its rank on its
+        machine (by its rank in the job, two processes of a machine would share a GPU when mpiexec deals
+        the processes out to the machines in turn)."""
+        return self.local_rank % devices
+
     def update_pairs(self, n_pairs, pairs_per_block):
         """The pairs whose noise this process sums into its gradient."""
         return slice(0, n_pairs)

@@ -449,7 +449,7 @@ def set_up(config, out, team, progress, command, resume=False, force=False):
             raise UsageError("BPTT runs on one process: drop --distributed (it spreads an ES population)")
         xp = array_module(config.device)
         if xp is not numpy and team.size > 1:
-            xp.cuda.Device(team.local_rank % xp.cuda.runtime.getDeviceCount()).use()  # one GPU per process
+            xp.cuda.Device(team.gpu(xp.cuda.runtime.getDeviceCount())).use()
         recordings = resources.nmnist_recordings(config.data_root, "--data-root", required=False)
         resources.check_run_memory(config, xp, recordings, team.local_size)  # before the weights are made
         params = snn.init_network(config.seed, config.network, std=config.init_std, xp=xp, rule=config.init_rule)

@@ -56,6 +56,17 @@ def test_idle_counts_the_processes_without_a_pair(n_pairs, block, size):
     assert (empty == 0) == (-(-n_pairs // block) >= size)
 
 
+def test_each_process_of_a_machine_takes_its_own_gpu():
+    """A job of 4 processes on two machines of 2 GPUs each, dealt out in turn (mpiexec --map-by
+    node): ranks 0 and 2 share machine A, 1 and 3 machine B. Each takes the GPU of its rank on its
+    machine, so no two share one; a single process takes the first."""
+    dealt = [type("Process", (distributed.Alone,), dict(rank=rank, size=4, local_rank=rank // 2, local_size=2))()
+             for rank in range(4)]
+    by_machine = {(process.rank % 2, process.gpu(2)) for process in dealt}
+    assert len(by_machine) == 4 and [process.gpu(2) for process in dealt] == [0, 0, 1, 1]
+    assert distributed.ALONE.gpu(8) == 0 and dealt[3].gpu(1) == 0
+
+
 def test_a_job_with_idle_processes_is_told_how_to_keep_them_at_work(capsys):
     """train's note: 64 pairs (one block) over 2 processes leave one idle; 128 pairs, or BPTT, none."""
     import config

@@ -374,6 +374,20 @@ def test_lowrank_forward_is_independent_of_member_chunking():
         assert np.array_equal(hidden_chunked, hidden_whole)
 
 
+@pytest.mark.parametrize("change, told", [
+    (lambda p: {**p, "W1": p["W1"] * np.nan}, "W1 holds NaN or inf, which no update makes: give finite parameters"),
+    (lambda p: {**p, "b2": p["b2"].astype(np.float64)}, "the parameters mix float32 and float64: give them all one "
+                                                        "float type"),
+    (lambda p: {**p, "W2": p["W2"][:, :10]}, "W2 (10, 10) and b2 (10,) do not fit the layer before")])
+def test_a_configs_members_refuse_parameters_no_network_has(change, told):
+    """Config.members, the population a client draws without running it, checks the parameters as
+    perturbed_forward does: NaN weights, mixed float types or a layer that does not fit are named,
+    not drawn into members."""
+    config = snn_eggroll.Config(8, 1, 0.1, 0, 1.0)
+    with pytest.raises(ValueError, match="^" + re.escape(told)):
+        config.members(change(snn.init_params(0)), 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. Antithetic pairs
 

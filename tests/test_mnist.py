@@ -219,6 +219,29 @@ def test_the_download_checks_each_file_and_fetches_only_what_is_missing(tmp_path
     assert asked == ["/t10k-labels-idx1-ubyte.gz"] and mnist.load(cache)[1] == SHA256
 
 
+def test_a_download_is_written_whole_and_never_through_a_link(tmp_path, serve, gzipped, monkeypatch):
+    """mnist.download writes its file through run_folder.writing: a link at its path (to a user's
+    file) is refused in one line and the linked file is left as it was; a write that fails midway
+    leaves no file under the name, nor a temporary beside it."""
+    url, _ = serve(gzipped)
+    name = "t10k-labels-idx1-ubyte"
+    mine, folder = tmp_path / "mine", tmp_path / "mnist"
+    mine.write_text("my notes")
+    folder.mkdir()
+    (folder / f"{name}.gz").symlink_to(mine)
+    with pytest.raises(run_folder.UsageError, match="is a symbolic link .*never through a link"):
+        mnist.download(f"{url}{name}.gz", folder / f"{name}.gz", SHA256[name], progress=False)
+    assert mine.read_text() == "my notes"
+    (folder / f"{name}.gz").unlink()
+
+    def cut_short(temporary, path):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", cut_short)
+    with pytest.raises(run_folder.UsageError, match="No space left on device"):
+        mnist.download(f"{url}{name}.gz", folder / f"{name}.gz", SHA256[name], progress=False)
+    assert list(folder.iterdir()) == []
+
+
 def test_a_damaged_download_is_refused_by_its_checksum_and_nothing_is_left(tmp_path, serve, official,
                                                                           monkeypatch, gzipped):
     damaged = tmp_path / "damaged"
