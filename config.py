@@ -36,15 +36,16 @@ def network_problem(hidden):
     return None
 
 
-def rank_problem(rank, network, option="--rank"):
-    """Why EGGROLL cannot perturb `network` at `rank`, given as `option`, or None: a perturbation
-    A B^T of rank r needs r <= the smaller side of every weight matrix."""
+def rank_problem(rank, network, option="--rank", default=False):
+    """Why EGGROLL cannot perturb `network` at `rank`, given as `option` (`default`: the rank no option
+    gave), or None: a perturbation A B^T of rank r needs r <= the smaller side of every weight matrix."""
     sides = {f"W{layer}": network.weight_shape(layer) for layer in range(1, len(network.layers) + 1)}
     name, shape = min(sides.items(), key=lambda item: min(item[1]))
     if rank <= min(shape):
         return None
-    return (f"{option} {rank} exceeds the smaller side of {name} ({shape[0]}x{shape[1]}) of the network "
-            f"{network.sizes[0]}-{str(network).replace(',', '-')}-{network.sizes[-1]}: use {option} <= {min(shape)}")
+    return (f"{option} {rank}{' (the default)' * default} exceeds the smaller side of {name} ({shape[0]}x{shape[1]}) "
+            f"of the network {network.sizes[0]}-{str(network).replace(',', '-')}-{network.sizes[-1]}: use {option} <= "
+            f"{min(shape)}")
 
 
 def hidden_option(text):
@@ -245,7 +246,7 @@ def check(config):
         if rule and applies(spec, config.method) and not rule[0](value):
             raise ValueError(f"{option(spec.name)} {rule[1]}, got {value}: use e.g. {option(spec.name)} {rule[2]}")
     if config.method == "eggroll" and rank_problem(config.rank, config.network):
-        raise ValueError(rank_problem(config.rank, config.network))
+        raise ValueError(rank_problem(config.rank, config.network, default=config.rank == RunConfig.rank))
     if config.method in ES_METHODS and config.sigma_schedule != "constant" and not config.sigma_min < config.sigma:
         lower = max(config.sigma / 10, SIGMA_FLOOR)
         fix = f"use e.g. --sigma-min {lower:g}" if lower < config.sigma else \

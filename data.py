@@ -110,6 +110,9 @@ def resolve_root(root=None):
     """The data root: `root`, else $NMNIST_ROOT, else <cache home>/eggroll-snn/nmnist."""
     if root is None:
         root = os.environ.get("NMNIST_ROOT") or _cache_home() / "nmnist"
+        if not str(root).strip():  # not a folder named by blanks in the current one
+            raise MissingDataError(f"$NMNIST_ROOT is {str(root)!r}, blanks only (a variable left empty?): point it, "
+                                   f"or --data-root, at a copy of N-MNIST, or unset it")
     return Path(root).expanduser()
 
 
@@ -566,6 +569,9 @@ def check_cache_dir(folder):
     if str(folder) == "-":  # $EGGROLL_CACHE=- (the option refuses it)
         raise OSError("the frame cache's folder is '-', which many tools read as standard output: point "
                       "$EGGROLL_CACHE (run.py: --cache-dir) at a folder (./- for one named -)")
+    if not str(folder).strip():  # $EGGROLL_CACHE=" " (the option refuses it): not a folder named by blanks
+        raise OSError(f"the frame cache's folder is {str(folder)!r}, blanks only ($EGGROLL_CACHE left empty?): point "
+                      f"$EGGROLL_CACHE (run.py: --cache-dir) at a folder, or unset it")
     for path in (*reversed(folder.parents), folder):
         what = not_a_folder(path)
         if what is None:

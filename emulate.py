@@ -389,6 +389,9 @@ def emulate(out, mnist_folder=None, splits=("train", "test"), workers=1, seed=0,
         raise UsageError(f"{inside}; emulate into a folder of its own")
     refuse_link(root)
     refuse_copy_itself(Path(out))
+    if data.holds_frame_caches(out):  # a data folder there would make every command refuse it as their cache
+        raise UsageError(f"{out} holds frame caches of this project (nmnist-*.npz files), a folder the commands read "
+                         f"frames from; {elsewhere}")
     if mnist_folder is not None and Path(mnist_folder).resolve() in (Path(out).resolve(), *Path(out).resolve().parents):
         raise UsageError(f"{out} lies in the MNIST folder {mnist_folder}, which the project only reads; {elsewhere}, "
                          f"outside it")

@@ -303,24 +303,35 @@ def members(text):
 
 
 def populations(text):
-    """argparse type: comma-separated ES populations, each an even integer >= 2 (e.g. 256,1024)."""
+    """argparse type: comma-separated ES populations, each an even integer >= 2 (e.g. 256,1024), each
+    once."""
     try:
-        return [members(part) for part in text.split(",")]
+        values = [members(part) for part in text.split(",")]
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected even integers >= 2 (P antithetic pairs) separated by commas, got "
                                          f"{text!r}") from None
+    return each_once(values, text)
 
 
 def integers_at_least(low):
-    """argparse type: comma-separated integers, each >= low (e.g. 512,2048)."""
+    """argparse type: comma-separated integers, each >= low (e.g. 512,2048), each once."""
     one = at_least(low)
 
     def numbers(text):
         try:
-            return [one(part) for part in text.split(",")]
+            values = [one(part) for part in text.split(",")]
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(f"expected integers >= {low} separated by commas, got {text!r}") from None
+        return each_once(values, text)
     return numbers
+
+
+def each_once(values, text):
+    """values, or an ArgumentTypeError naming one given twice (1,1 would run or compare as 1 twice)."""
+    repeated = next((value for i, value in enumerate(values) if value in values[:i]), None)
+    if repeated is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} names {repeated} twice: give each once")
+    return values
 
 
 def markdown_file(text):

@@ -729,9 +729,12 @@ def recordings_there(option):
              f"or the same under {root}/NMNIST); point --data-root or $NMNIST_ROOT at a copy, or leave both "
              f"unset for the recordings of nmnist-sample/")
     try:
-        emulate.check_finished(root)  # an emulation that did not finish: refused as run.py train refuses it
-    except ValueError as error:
+        emulated = emulate.provenance(root) is not None
+    except ValueError as error:  # an emulation's record damaged
         fail(str(error))
+    if emulated:  # claim 5 is a race on real recordings, as its figure says
+        fail(f"{named} {root} is emulated N-MNIST (run.py emulate made it), and claim 5 races on real recordings; "
+             f"point --data-root or $NMNIST_ROOT at recorded N-MNIST, or leave both unset for nmnist-sample/")
     return root
 
 

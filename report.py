@@ -63,7 +63,9 @@ def final_fix(folder):
         stored = run_folder.read_config(folder)
     except run_folder.UsageError:
         return RETRAIN
-    return f"{run_folder.resume_command(folder, stored)} scores the run again from its checkpoint and rewrites final.json"
+    first = f"move the folder final.json out of {folder}, then " if (folder / "final.json").is_dir() else ""
+    return (f"{first}{run_folder.resume_command(folder, stored)} scores the run again from its checkpoint and rewrites "
+            f"final.json")
 
 
 def read_metrics(path):

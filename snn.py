@@ -572,6 +572,10 @@ def init_network(seed, network, std=INIT_STD, xp=numpy, rule="paper"):
     check_array_module(xp)
     if rule not in INIT_RULES:
         raise ValueError(f"init rule {rule!r} is none of {', '.join(INIT_RULES)}: use e.g. \"paper\"")
+    shapes = [network.weight_shape(layer) for layer in range(1, len(network.layers) + 1)]
+    refuse_beyond_ram(f"the weights of {network.sizes[0]}-{str(network).replace(',', '-')}-{network.sizes[-1]}",
+                      sum(4 * (m * n + m) for m, n in shapes) + 8 * max(m * n for m, n in shapes),
+                      "as float32 beside the float64 draw of the largest", "give the network smaller layers")
     rng = numpy.random.default_rng(seed)
     params = {}
     for layer in range(1, len(network.layers) + 1):

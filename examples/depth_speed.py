@@ -95,13 +95,14 @@ def main():
             weights = resources.parameter_bytes(network)  # its weights and Adam's, made and updated
             on_device = lambda needed: (needed, 0) if xp is numpy else (0, needed)
             short = resources.shortfall(on_device(estimate + weights), xp)
-            if short is not None:
-                fix = "lower --members" if resources.shortfall(on_device(weights), xp) is None else \
-                    f"leave {hidden} out of --hidden, or narrow it: its weights and Adam's moments alone do not fit"
-                raise exits.UsageError(f"--members {opts.members}: an EGGROLL generation of 2312-"
-                                       f"{hidden.replace(',', '-')}-10 needs about {resources.size_text(short[0])} of "
-                                       f"{short[2]} (estimated), more than the {resources.size_text(short[1])} free; "
-                                       f"{fix}")
+            if short is not None:  # named by what is too large: the members, or the network alone
+                option, fix = (f"--members {opts.members}", "lower --members") \
+                    if resources.shortfall(on_device(weights), xp) is None else \
+                    (f"--hidden {hidden}", f"leave {hidden} out of --hidden, or narrow it: its weights and Adam's "
+                                           f"moments alone do not fit")
+                raise exits.UsageError(f"{option}: an EGGROLL generation of 2312-{hidden.replace(',', '-')}-10 needs "
+                                       f"about {resources.size_text(short[0])} of {short[2]} (estimated), more than "
+                                       f"the {resources.size_text(short[1])} free; {fix}")
         times = {hidden: seconds_of(network, opts.members, opts.rank, xp, opts.repeats)
                  for hidden, network in networks.items()}
         lines = [f"{device_name(xp)}; {opts.members} members, rank {opts.rank}, minibatch {REFERENCE['batch']}, "

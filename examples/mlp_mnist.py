@@ -125,7 +125,7 @@ def load(folder):
 def main(argv=None):
     parser = exits.Parser(prog="mlp_mnist.py", description=__doc__.split("\n\n")[0].replace("\n", " "))
     add = parser.add_argument
-    add("--mnist", required=True, help="folder of the four MNIST IDX files")
+    add("--mnist", required=True, type=exits.path_given, help="folder of the four MNIST IDX files")
     add("--seed", type=exits.at_least(0), default=1, help="of the initial weights, the minibatches and the noise (default: 1)")
     add("--steps", type=exits.at_least(1), default=3000, help="minibatches: EGGROLL's generations, backprop's steps (3000)")
     add("--batch-size", type=exits.at_least(1), default=128, help="images per minibatch (128)")

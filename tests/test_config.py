@@ -67,6 +67,8 @@ def test_a_config_json_of_an_earlier_version_reads_as_the_same_run():
     (dict(rank=100), "--rank 100 exceeds the smaller side of W2 (10x64) of the network 2312-64-10: use --rank <= 10"),
     (dict(rank=5, hidden="conv4k5s3,32"), "--rank 5 exceeds the smaller side of W1 (4x50) of the network "
                                           "2312-conv4k5s3-32-10: use --rank <= 4"),
+    (dict(hidden="conv2k34"), "--rank 4 (the default) exceeds the smaller side of W1 (2x2312) of the network "
+                              "2312-conv2k34-10: use --rank <= 2"),  # a rank no option gave is named as the default
 ])
 def test_check_names_the_option_the_rule_and_an_example(changes, message):
     with pytest.raises(ValueError) as error:

@@ -168,6 +168,10 @@ def test_default_root(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("NMNIST_ROOT", "~/nmnist")  # as a job script sets it, the quotes keeping ~ from the shell
     assert data.resolve_root() == data.resolve_root("~/nmnist") == tmp_path / "nmnist"
+    monkeypatch.setenv("NMNIST_ROOT", "  ")  # blanks: no folder of that name in the current one
+    with pytest.raises(data.MissingDataError, match=re.escape("$NMNIST_ROOT is '  ', blanks only (a variable left "
+                                                              "empty?): point it, or --data-root, at a copy")):
+        data.resolve_root()
 
 
 def test_cache_reused(root, tmp_path, monkeypatch):
@@ -1015,14 +1019,20 @@ def test_what_lies_inside_a_copy_is_known_through_links_and_before_its_digit_fol
     assert data.data_copy_of(Path("../4/new")) == copy
 
 
-def test_a_frame_cache_folder_of_dash_is_refused_before_any_recording_is_read(tmp_path, monkeypatch):
-    """$EGGROLL_CACHE=- (many tools' standard output) would make a folder named - where the command runs."""
+@pytest.mark.parametrize("value, told", [
+    ("-", "the frame cache's folder is '-', which many tools read as standard output"),
+    (" ", "the frame cache's folder is ' ', blanks only ($EGGROLL_CACHE left empty?): point $EGGROLL_CACHE (run.py: "
+          "--cache-dir) at a folder, or unset it")])
+def test_a_frame_cache_folder_of_dash_or_blanks_is_refused_before_any_recording_is_read(tmp_path, monkeypatch,
+                                                                                         value, told):
+    """$EGGROLL_CACHE=- (many tools' standard output) or blanks (a variable left empty) would make a
+    folder of that name where the command runs."""
     root = write_dataset(tmp_path / "nmnist", n_train=1, n_test=1)
-    monkeypatch.setenv("EGGROLL_CACHE", "-")
+    monkeypatch.setenv("EGGROLL_CACHE", value)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(OSError, match="the frame cache's folder is '-', which many tools read as standard output"):
+    with pytest.raises(OSError, match="^" + re.escape(told)):
         data.load_nmnist(root, progress=False)
-    assert not (tmp_path / "-").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["nmnist"]
 
 
 @pytest.mark.parametrize("arguments, name, kind, example", [

@@ -364,6 +364,20 @@ def test_more_workers_than_free_memory_holds_are_refused_before_any_work(tmp_pat
     resources.check_emulate_workers(1)
 
 
+def test_a_frame_cache_folder_is_refused_as_the_emulations_folder(tmp_path, capsys):
+    """An emulation in the folder of the frame caches would make it a data folder, which every command
+    then refuses as its cache: refused in one line, before anything is made; the caches as they were."""
+    cache = tmp_path / "frames"
+    cache.mkdir()
+    (cache / "nmnist-test-T10-0123456789abcdef.npz").write_bytes(b"a cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run.main(emulate_command(cache)) == 2
+    assert capsys.readouterr().err == (f"error: {cache} holds frame caches of this project (nmnist-*.npz files), a "
+                                       f"folder the commands read frames from; emulate into another --out\n")
+    assert [path.name for path in cache.iterdir()] == ["nmnist-test-T10-0123456789abcdef.npz"]
+
+
 def test_a_folder_of_other_recordings_is_refused(tmp_path, capsys):
     """A folder emulated at another seed, a file as --out, a copy not emulated here: one line each (no
     warning about the MNIST files first), nothing touched; .bin files of another kind do not count."""

@@ -857,6 +857,7 @@ def test_depth_speed_refuses_members_beyond_free_memory_before_any_timing(tmp_pa
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "depth_speed.py"), "--hidden", "65536,65536",
                            "--members", "4", "--repeats", "1"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr  # 17 GB a weight: the weights' fault
+    assert done.stderr.startswith("error: --hidden 65536,65536: an EGGROLL generation of 2312-65536-65536-10 needs ")
     assert done.stderr.endswith("free; leave 65536,65536 out of --hidden, or narrow it: its weights and Adam's "
                                 "moments alone do not fit\n"), done.stderr
 
@@ -1022,6 +1023,13 @@ def test_mlp_mnist_refuses_nonsense_settings(option, value):
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2 and done.stderr.startswith(f"error: argument {option}: expected") \
         and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_mlp_mnist_refuses_an_empty_mnist_folder_rather_than_read_the_current_one(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "mlp_mnist.py"), "--mnist", "", "--steps", "2"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == ("error: argument --mnist: an empty path: give a path (. for the "
+                                                    "current folder); see mlp_mnist.py --help\n"), done.stderr
 
 
 def test_ctrl_c_on_the_depth_example_is_one_line(tmp_path):

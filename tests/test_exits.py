@@ -578,6 +578,16 @@ def test_a_positive_number_lies_in_float32s_range(text):
     assert exits.positive_number(repr(float(low))) == low and exits.positive_number(repr(float(high))) == high
 
 
+@pytest.mark.parametrize("parse, text, twice", [(exits.integers_at_least(1), "1,4,1", 1),
+                                                (exits.populations, "256,1024,1024", 1024)])
+def test_a_list_option_names_a_number_given_twice(parse, text, twice):
+    """--ranks 1,1 would measure rank 1 twice, and compare unlike --ranks 1 with a folder's records:
+    refused, naming the number; each number once is taken in its order."""
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"{text!r} names {twice} twice: give each once")):
+        parse(text)
+    assert parse(",".join(dict.fromkeys(text.split(",")))) == [int(part) for part in dict.fromkeys(text.split(","))]
+
+
 def test_a_learning_rate_lies_in_zero_to_one():
     """exits.learning_rate, as run.py train's --lr: (0, 1], 1 included; above it, refused as an option,
     and below 0 or out of float32's range as positive_number refuses it."""

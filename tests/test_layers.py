@@ -4,6 +4,7 @@ adjoint identity, EGGROLL's population of a convolutional network against each m
 forward pass, and BPTT's hand-written gradient through it against finite differences."""
 import dataclasses
 import math
+import os
 import re
 
 import numpy as np
@@ -227,6 +228,18 @@ def test_the_pass_through_rule_starts_every_later_hidden_layer_as_a_copy_of_its_
         spikes = (np.random.default_rng(layer).random((10, 3, network.sizes[layer - 1])) < 0.3).astype(np.float32)
         current = spikes @ passing[f"W{layer}"].T + passing[f"b{layer}"]
         assert np.array_equal(current >= 1, spikes[..., :network.sizes[layer]] == 1)
+
+
+def test_weights_beyond_the_machines_ram_are_refused_before_they_are_drawn(monkeypatch):
+    """init_network counts its float32 weights and the float64 draw of the largest before drawing:
+    beyond the RAM, one line naming the network (not NumPy's MemoryError); within it, drawn."""
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 10 ** 5}[name])  # 0.41 GB
+    assert snn.init_network(1, snn.Network.parse("4096,4096"))["W2"].shape == (4096, 4096)  # 0.24 GB
+    with pytest.raises(ValueError) as refused:
+        snn.init_network(1, snn.Network.parse("8192,8192"))
+    assert str(refused.value) == ("the weights of 2312-8192-8192-10, 0.9 GB as float32 beside the float64 draw of "
+                                  "the largest, more than this machine's 0.4 GB of RAM: give the network smaller "
+                                  "layers")
 
 
 def test_init_params_is_init_network_of_the_dense_network():

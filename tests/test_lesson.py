@@ -474,17 +474,22 @@ def test_the_races_results_count_each_methods_own_updates():
     assert said.startswith("vanilla ES 2 generations (") and "; BPTT 1 update (" in said  # in the order of updates
 
 
-def test_an_emulation_that_did_not_finish_is_refused_before_any_claim_runs(tmp_path):
-    """--data-root an emulation without its FINISHED mark (stopped midway, part of its recordings
-    missing): refused as run.py train refuses it, in one line naming the command that finishes it,
-    before claim 1 runs; nothing written."""
+def test_an_emulation_is_refused_for_the_race_on_real_recordings_before_any_claim_runs(tmp_path):
+    """--data-root an emulation (finished or not; its record damaged): claim 5 races on real
+    recordings, as its figure says, so it is refused in one line before claim 1 runs; nothing written."""
     root, out = tmp_path / "emulated", tmp_path / "figures"
     shutil.copytree(ROOT / "nmnist-sample", root / "NMNIST", ignore=shutil.ignore_patterns("README.md"))
     (root / "NMNIST" / "EMULATED.json").write_text(json.dumps({"version": 1, "seed": 4, "mnist_sha256": {}}))
     result = run_lesson("--claims", "1,5", "--data-root", str(root), "--out", str(out), cwd=tmp_path,
                         cache=tmp_path / "cache")
-    one_line_error(result, f"{root / 'NMNIST'} holds an emulation that did not finish")
-    assert "python run.py emulate --out" in result.stderr and result.stdout == "" and not out.exists()
+    one_line_error(result, f"--data-root {root} is emulated N-MNIST (run.py emulate made it), and claim 5 races on "
+                           f"real recordings; point --data-root or $NMNIST_ROOT at recorded N-MNIST")
+    assert result.stdout == "" and not out.exists()
+    (root / "NMNIST" / "EMULATED.json").write_text("{")
+    result = run_lesson("--claims", "5", "--data-root", str(root), "--out", str(out), cwd=tmp_path,
+                        cache=tmp_path / "cache")
+    one_line_error(result, f"{root / 'NMNIST' / 'EMULATED.json'} ")
+    assert not out.exists()
 
 
 def test_claims_run_once_each_and_in_order_whatever_the_order_given():

@@ -590,6 +590,12 @@ def test_a_damaged_final_json_beside_its_checkpoint_names_the_command_that_rewri
     assert not any(word in message for word in DESTRUCTIVE), message
     command = message.split("`")[1].split()
     assert command[:2] == ["python", "run.py"] and "(with the --data-root it trained on)" in message
+    assert report.final_fix(folder).startswith("`python run.py train ")
+    (folder / "final.json").unlink()
+    (folder / "final.json").mkdir()  # a folder in its place, which --resume refuses: moved out first
+    assert report.final_fix(folder).startswith(f"move the folder final.json out of {folder}, then `python run.py ")
+    (folder / "final.json").rmdir()
+    (folder / "final.json").write_text("{")
     checkpoint = (folder / run_folder.CHECKPOINT).read_bytes()
     code, err = run_main(command[2:] + ["--quiet", *dataset], capsys)
     assert code == 0 and err.startswith(f"note: {folder / 'final.json'} is not valid JSON (") and err.endswith(
@@ -2259,7 +2265,13 @@ def test_a_finished_runs_final_json_whose_count_of_updates_was_changed_is_named_
     path.write_text("{")
     code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
     assert code == 0 and err.startswith(f"warning: {path} is damaged, so whether these are the finished run's weights "
-                                        f"is unknown: its checkpoint holds step {final['generations']}; "), err
+                                        f"is unknown: its checkpoint holds step {final['generations']}; `python "), err
+    path.unlink()
+    path.mkdir()  # a folder in its place: --resume would refuse it, so it is moved out first
+    code, err = run_main(["evaluate", str(finished_run), *dataset], capsys)
+    assert code == 0 and err.startswith(f"warning: {path} is damaged, so whether these are the finished run's weights "
+                                        f"is unknown: its checkpoint holds step {final['generations']}; move the "
+                                        f"folder final.json out of {finished_run}, then `python run.py train "), err
 
 
 def test_evaluate_refuses_another_runs_final_json_and_a_report_one_that_lost_its_data(finished_run, dataset, capsys,
