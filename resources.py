@@ -355,9 +355,12 @@ def check_frame_cache(cache_dir):
     part of an N-MNIST copy or one of the project's own folders, where no cache file belongs."""
     cache = data.frame_cache_dir(cache_dir)
     home, default = Path.home(), not (cache_dir or os.environ.get("EGGROLL_CACHE"))
-    if default and home in cache.parents and not home.is_dir():  # made for the cache, it would be the project's
-        raise UsageError(f"the frame cache's default folder {cache} lies in the home folder {home}, which does not "
-                         f"exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in")
+    blank = "HOME" in os.environ and not os.environ["HOME"].strip()  # ~ is then the file system's root
+    if default and home in cache.parents and (blank or not home.is_dir()):  # made for the cache, it would be ours
+        what = "$HOME, which is blank (a variable left empty?)" if blank else f"the home folder {home}, which " + (
+            "is a file, not a folder" if home.exists() else "does not exist")
+        raise UsageError(f"the frame cache's default folder {cache} lies in {what}: give --cache-dir (or "
+                         f"$EGGROLL_CACHE) a folder to keep the frames in")
     refuse_data_folder(cache, "point --cache-dir (or $EGGROLL_CACHE) at a folder outside it", what="the frame cache")
     for runs in (False, True):  # neither a run folder nor a folder of them (reproduce's runs/)
         refuse_project_folders(cache, "the frame cache's folder (--cache-dir or $EGGROLL_CACHE)",

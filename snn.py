@@ -351,7 +351,7 @@ class Network:
                 layers.append(Conv(**{key: int(value) for key, value in conv.groupdict().items() if value}))
             elif part.strip() != part:
                 raise ValueError(f"layer {part!r} holds spaces: write the layers without them, e.g. "
-                                 f"{','.join(piece.strip() for piece in hidden.split(','))}")
+                                 f"{','.join(piece.strip() for piece in hidden.split(',')).strip(',') or 64}")
             else:
                 raise ValueError(f"layer {part!r} is neither a width (64) nor a convolution "
                                  f"conv<channels>k<kernel>[s<stride>][p<padding>], its parts in that order "

@@ -241,7 +241,7 @@ def main():
     parser.add_argument("--readout", choices=snn.READOUTS,
                         help="what the softmax reads of the output neurons, as run.py train --readout (default: rate)")
     parser.add_argument("--population", type=exits.at_least(2), help="EGGROLL's members, an even number (default: 512)")
-    parser.add_argument("--max-shift", type=exits.at_least(0),
+    parser.add_argument("--max-shift", type=exits.at_least(0, below=34),  # run.py train's range, before any run
                         help="BPTT moves each recording of a minibatch by up to this many pixels each way, as "
                              "run.py train --max-shift (default: 1)")
     parser.add_argument("--seed", type=exits.at_least(0), default=1,

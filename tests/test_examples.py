@@ -1025,6 +1025,38 @@ def test_mlp_mnist_refuses_nonsense_settings(option, value):
         and done.stderr.count("\n") == 1, done.stderr
 
 
+def test_the_depth_studys_shifts_are_bptts_lever_and_name_the_committed_folders():
+    """--max-shift is BPTT's alone: 0 and 2 name the committed runs of conv64k17s17 (so that the documented
+    commands find them), 1, the recipe's, marks no name; their table rows say the shifts."""
+    depth = load_example("snn_depth")
+    opts = argparse.Namespace(**{name: default for name, (default, _, _) in depth.LEVERS.items()},
+                              out=ROOT / "results" / "depth", seed=1)
+    opts.epochs = 15
+    names = {}
+    for shift in (0, 1, 2):
+        opts.max_shift = shift
+        assert depth.levers("bptt", opts)["max_shift"] == shift and "max_shift" not in depth.levers("eggroll", opts)
+        names[shift] = depth.run_folder("bptt", "conv64k17s17", opts)
+        assert (names[shift] / "final.json").is_file()
+    assert [folder.name for folder in names.values()] == [
+        "bptt-hidden-conv64k17s17-e15-shift0-seed1", "bptt-hidden-conv64k17s17-e15-seed1",
+        "bptt-hidden-conv64k17s17-e15-shift2-seed1"]
+    rows = depth.table(list(names.values())).splitlines()[2:]
+    assert ["no shifts" in row for row in rows] == [True, False, False]
+    assert ["shifts of up to 2 pixels" in row for row in rows] == [False, False, True]
+
+
+def test_the_depth_studys_shifts_are_refused_past_run_py_trains_range_before_any_run(tmp_path):
+    """--max-shift 40, which run.py train refuses (0..33), is refused as the options are read, not
+    after the EGGROLL runs before BPTT's have trained; nothing is made."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "snn_depth.py"), "--data-root",
+                           str(ROOT / "nmnist-sample"), "--max-shift", "40", "--out", str(tmp_path / "depth")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == ("error: argument --max-shift: expected an integer in 0..33, got "
+                                                    "'40'; see snn_depth.py --help\n"), done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_mlp_mnist_refuses_an_empty_mnist_folder_rather_than_read_the_current_one(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "mlp_mnist.py"), "--mnist", "", "--steps", "2"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)

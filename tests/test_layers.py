@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 import re
+import types
 
 import numpy as np
 import pytest
@@ -230,6 +231,21 @@ def test_the_pass_through_rule_starts_every_later_hidden_layer_as_a_copy_of_its_
         assert np.array_equal(current >= 1, spikes[..., :network.sizes[layer]] == 1)
 
 
+@pytest.mark.parametrize("xp", [types.SimpleNamespace(float32=np.float32), types.SimpleNamespace(asarray=np.asarray)])
+def test_a_module_with_half_of_an_array_modules_names_is_refused_by_each_caller(xp):
+    """An array module needs asarray and float32 (numpy, cupy, the tests' stand-in): one without either
+    is refused in one line by init_network, full_rank_noise and the frames, not met as an
+    AttributeError inside them."""
+    said = f"xp must be the module numpy or cupy, got {interface_checks.a_kind(xp)}: give backend.array_module()"
+    split = data.Split(np.zeros((2, data.N_INPUTS // 8), np.uint8), np.array([0, 1]), 1)
+    for call in (lambda: snn.init_network(1, snn.Network.parse("8"), xp=xp),
+                 lambda: baselines.full_rank_noise(1, 0, np.arange(2), "W1", (3, 3), xp),
+                 lambda: split.frames([0], xp=xp)):
+        with pytest.raises(ValueError) as refused:
+            call()
+        assert str(refused.value) == said
+
+
 def test_weights_beyond_the_machines_ram_are_refused_before_they_are_drawn(monkeypatch):
     """init_network counts its float32 weights and the float64 draw of the largest before drawing:
     beyond the RAM, one line naming the network (not NumPy's MemoryError); within it, drawn."""
@@ -275,6 +291,7 @@ def test_init_params_is_init_network_of_the_dense_network():
     ("conv\uff18k5", "layer 'conv\uff18k5' is neither a width"),
     ("64, 32", "layer ' 32' holds spaces: write the layers without them, e.g. 64,32"),
     ("conv8k5s2 ,64", "layer 'conv8k5s2 ' holds spaces: write the layers without them, e.g. conv8k5s2,64"),
+    (" ", "layer ' ' holds spaces: write the layers without them, e.g. 64"),  # no empty example
 ])
 def test_a_bad_layer_is_one_line_naming_the_fix(hidden, message):
     with pytest.raises(ValueError) as caught:

@@ -1755,6 +1755,15 @@ def test_a_home_folder_that_does_not_exist_is_not_made_for_the_frame_cache(tmp_p
         f"error: the frame cache's default folder {cache} lies in the home folder {tmp_path / 'absent'}, which does "
         f"not exist: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames in\n"), done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+    (tmp_path / "a file").write_text("mine")
+    for home, said in ((tmp_path / "a file", f"the home folder {tmp_path / 'a file'}, which is a file, not a folder"),
+                       (" ", "$HOME, which is blank (a variable left empty?)")):  # ~ would be the root: /.cache
+        done = subprocess.run(train_command(tmp_path / "run", ["--data-root", str(ROOT / "nmnist-sample")]),
+                              cwd=ROOT, env={**env, "HOME": str(home)}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stderr.startswith("error: the frame cache's default folder ") and \
+            done.stderr.endswith(f" lies in {said}: give --cache-dir (or $EGGROLL_CACHE) a folder to keep the frames "
+                                 f"in\n"), done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a file"]
 
 
 def test_an_epoch_is_the_whole_minibatches_of_the_training_split():
