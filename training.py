@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import signal
 import statistics
 import sys
@@ -120,7 +121,8 @@ class JobError(UsageError):
 def checked_together(team):
     """Run a block of checks on every process of a job, then share what failed, so that none is
     left waiting: every process raises the same JobError, naming the ranks that failed unless all
-    failed alike (or Stopped, if one received a signal). A single process raises as it goes."""
+    failed alike, their messages the same but for numbers (the free RAM each read), in the first one's
+    words (or Stopped, if one received a signal). A single process raises as it goes."""
     if team.size == 1:
         yield
         return
@@ -131,15 +133,17 @@ def checked_together(team):
         problem = str(error)
     problems = team.problems(problem)
     team.stop_if_signalled()
-    failed = {}
+    failed, said = {}, {}  # problems alike but for their numbers (the free RAM each process read) are one
     for rank, problem in enumerate(problems):
         if problem is not None:
-            failed.setdefault(problem, []).append(str(rank))
+            alike = re.sub(r"[0-9.,]+", "#", problem)
+            said.setdefault(alike, problem)
+            failed.setdefault(alike, []).append(str(rank))
     if len(failed) == 1 and len(next(iter(failed.values()))) == team.size:
-        raise JobError(next(iter(failed)))
+        raise JobError(next(iter(said.values())))
     if failed:
-        raise JobError("; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)} of {team.size}: {problem}"
-                                 for problem, ranks in failed.items()))
+        raise JobError("; ".join(f"rank{'s' * (len(ranks) > 1)} {', '.join(ranks)} of {team.size}: {said[alike]}"
+                                 for alike, ranks in failed.items()))
 
 
 class DeadlineReached(Exception):

@@ -56,6 +56,23 @@ def test_idle_counts_the_processes_without_a_pair(n_pairs, block, size):
     assert (empty == 0) == (-(-n_pairs // block) >= size)
 
 
+@pytest.mark.parametrize("problems, said", [
+    (["--population 8: needs 30.2 GB, more than the 23.6 GB free", "--population 8: needs 30.2 GB, more than the "
+      "23.5 GB free"], "--population 8: needs 30.2 GB, more than the 23.6 GB free"),  # RAM read a moment apart
+    (["no data in /a", None], "rank 0 of 2: no data in /a"),
+    (["no data in /a", "no cache folder /b"], "rank 0 of 2: no data in /a; rank 1 of 2: no cache folder /b")])
+def test_the_processes_checks_are_said_once_naming_the_ranks_unless_all_failed_alike(problems, said):
+    """training.checked_together: every process raises one JobError; where all failed alike, their
+    messages the same but for numbers such as the free RAM each read, it is the first one's words alone."""
+    import training
+    team = type("Pair", (distributed.Alone,), dict(size=2, problems=lambda self, problem: problems,
+                                                    stop_if_signalled=lambda self: None))()
+    with pytest.raises(training.JobError) as raised:
+        with training.checked_together(team):
+            pass
+    assert str(raised.value) == said
+
+
 def test_each_process_of_a_machine_takes_its_own_gpu():
     """A job of 4 processes on two machines of 2 GPUs each, dealt out in turn (mpiexec --map-by
     node): ranks 0 and 2 share machine A, 1 and 3 machine B. Each takes the GPU of its rank on its
