@@ -193,6 +193,9 @@ def chosen_methods(names):
     if names == "all":
         return BENCH_METHODS
     known = {method_name(*row): row for row in BENCH_METHODS}
+    if names != "".join(names.split()):  # ' es-batched' would be named as a method unknown
+        raise ValueError(f"--methods {names!r} holds a space: separate the names by single commas, e.g. "
+                         f"{','.join(list(known)[:2])}")
     unknown = [name for name in names.split(",") if name not in known]
     if "all" in unknown:  # among others
         raise ValueError(f"--methods all stands alone: give 'all', or some of {', '.join(known)}, not both")

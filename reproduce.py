@@ -123,9 +123,11 @@ def selected_runs(opts, grids):
     every = [config for _, runs, _ in grids for config in runs]
     for name, value_of in SELECTORS.items():
         known = sorted({value_of(config) for config in every})
-        if "" in (getattr(opts, name) or ()):
-            raise UsageError(f"--{name} '{','.join(map(str, getattr(opts, name)))}' holds an empty name; separate the "
-                             f"names by single commas, e.g. --{name} {','.join(map(str, known[:2]))}")
+        given = [str(value) for value in getattr(opts, name) or ()]
+        if "" in given or any(value != value.strip() for value in given):
+            what = "an empty name" if "" in given else "a space"
+            raise UsageError(f"--{name} '{','.join(given)}' holds {what}; separate the names by single commas, e.g. "
+                             f"--{name} {','.join(map(str, known[:2]))}")
         unknown = [value for value in getattr(opts, name) or () if value not in known]
         if unknown:
             raise UsageError(f"--{name}: {scope} has no {name[:-1]} {unknown[0]}; use some of "

@@ -3,6 +3,7 @@ noise-memory counts follow the method's arithmetic; what it will use is checked 
 and the memory estimates cover the peaks measured on a GPU."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -205,6 +206,9 @@ def test_the_data_pipeline_times_minibatches_of_a_split_smaller_than_one_batch(t
 def test_a_method_named_twice_is_one_row_timed_once():
     """--methods eggroll-r1,es-batched,eggroll-r1: each row once, in the order first named."""
     assert bench.chosen_methods("eggroll-r1,es-batched,eggroll-r1") == [("eggroll", 1), ("es-batched", None)]
+    with pytest.raises(ValueError, match=re.escape("--methods 'eggroll-r1, es-batched' holds a space: separate the "
+                                                   "names by single commas, e.g. es-batched,es-sequential")):
+        bench.chosen_methods("eggroll-r1, es-batched")  # not "unknown method ' es-batched'", a name it then lists
 
 
 @pytest.mark.parametrize("script, args, told", [

@@ -945,6 +945,8 @@ def test_reproduce_checks_every_name_and_path_before_the_first_run(tmp_path, dat
              (["--runs", "es,,bptt"], "--runs 'es,,bptt' holds an empty name; separate the names by single commas, "
                                       "e.g. --runs bptt,eggroll-r1"),
              (["--runs", ""], "--runs '' holds an empty name"),
+             (["--runs", "bptt, es"], "--runs 'bptt, es' holds a space; separate the names by single commas, e.g. "
+                                      "--runs bptt,eggroll-r1"),  # not "no run  es", a name it then lists
              (["--seeds", "1,x"], "argument --seeds: expected comma-separated integers such as 1,2, got '1,x'"),
              (["--real-root", str(tmp_path / "absent")], f"--real-root {tmp_path / 'absent'} holds no N-MNIST"),
              (["--data-root", str(tmp_path / "absent")], f"--data-root {tmp_path / 'absent'} holds no N-MNIST"),
