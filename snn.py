@@ -634,6 +634,9 @@ def check_params(params, network=None):
     for layer in range(1, layers + 1):
         w, b = params[f"W{layer}"], params[f"b{layer}"]
         if w.ndim != 2 or tuple(w.shape) != network.weight_shape(layer) or b.shape != (w.shape[0],):
+            if w.ndim == 2 and w.shape[0] != w.shape[1] and b.shape == (w.shape[1],):  # in × out, its bias out
+                raise ValueError(f"W{layer} {tuple(w.shape)} looks transposed: a weight is (outputs, inputs), as its "
+                                 f"bias b{layer} {tuple(b.shape)} counts the outputs; give W{layer}.T")
             fix = ("; if they are a convolutional network's, pass its layers, network=snn.Network.parse(...)"
                    if read_off_shapes else "")
             wanted, source = network.weight_shape(layer), \

@@ -641,6 +641,12 @@ def test_evaluation_counts_every_layers_spikes_and_synapses():
     (lambda: snn.init_network(0, snn.Network.parse("64")), snn.Network.parse("128"),
      "W1 (64, 2312) and b1 (64,) do not fit the layer before: the network given wants W1 (128, 2312) and b1 (128,) "
      "there; make them with snn.init_network(seed, network)"),
+    (lambda: {**snn.init_params(0), "W1": snn.init_params(0)["W1"].T.copy()}, None,  # in × out: its bias says so
+     "W1 (2312, 64) looks transposed: a weight is (outputs, inputs), as its bias b1 (64,) counts the outputs; give "
+     "W1.T"),
+    (lambda: {**snn.init_params(0), "W2": snn.init_params(0)["W2"].T.copy()}, snn.Network.parse("64"),
+     "W2 (64, 10) looks transposed: a weight is (outputs, inputs), as its bias b2 (10,) counts the outputs; give "
+     "W2.T"),
 ])
 def test_parameters_that_are_no_network_are_told_in_full(make, network, message):
     with pytest.raises(ValueError) as raised:
