@@ -5,7 +5,8 @@
                     the network's sizes, the data), replaced atomically at every evaluation
     metrics.jsonl   one validation record per evaluation, appended
     final.json      test and validation accuracy and timings, written when the run ends
-    real.json       the run scored on another N-MNIST copy (`run.py evaluate`, reproduce --real-root)
+    real.json       the run scored on another N-MNIST copy: `run.py evaluate`'s scores, which reproduce
+                    --real-root and examples/snn_depth.py --real-root write here
     .lock           held (an OS lock) by the one process working in the folder, which wrote its PID
     .eggroll-run    the mark, written first: the folder is one of the project's runs, and the project
                     deletes or replaces only the files above (`refuse_foreign`, `run_files`)
