@@ -319,14 +319,11 @@ def check_bptt_config(config):
 
 
 def check_spike_arguments(v, lif, k):
-    """ValueError naming the fix unless v is a float array of finite potentials, lif a snn.LIF and k a
+    """ValueError naming the fix unless v is a float array of potentials, lif a snn.LIF and k a
     surrogate slope > 0 (BPTTConfig's check)."""
     if not (hasattr(v, "dtype") and v.dtype.kind == "f") or isinstance(v, interface_checks.ODD_ARRAYS):
         got = f"{v.dtype} {tuple(v.shape)}" if hasattr(v, "dtype") else interface_checks.a_kind(v)
         raise ValueError(f"v must be a float array of potentials, got {got}: give e.g. numpy.asarray(v, numpy.float32)")
-    if not math.isfinite(interface_checks.magnitude(v)):  # NaN >= V_th is False: a spike silently lost
-        raise ValueError("v holds NaN or inf, which no network of finite weights and inputs makes: give finite "
-                         "potentials")
     snn.check_lif(lif)
     interface_checks.check_number("k", k, 0, 1e6, "25, the surrogate's slope", open_low=True)
 
@@ -365,9 +362,9 @@ def lif_forward(current, lif, spike, k):
                              current, interface_checks.ODD_ARRAYS) else ""))
     if spike not in (heaviside, smooth_spike):
         raise ValueError(f"spike must be baselines.heaviside or baselines.smooth_spike, got {spike!r}")
+    check_spike_arguments(current, lif, k)
     if not math.isfinite(interface_checks.magnitude(current)):  # a NaN potential never spikes: silent spikes
         raise ValueError("current holds NaN or inf, which no network's inputs make: give finite currents")
-    check_spike_arguments(current, lif, k)
     xp = array_module_of(current)
     v, spikes = xp.empty_like(current), xp.empty_like(current)
     u = xp.zeros_like(current[0])
