@@ -63,9 +63,8 @@ def final_fix(folder):
         stored = run_folder.read_config(folder)
     except run_folder.UsageError:
         return RETRAIN
-    first = f"move the folder final.json out of {folder}, then " if (folder / "final.json").is_dir() else ""
-    return (f"{first}{run_folder.resume_command(folder, stored)} scores the run again from its checkpoint and rewrites "
-            f"final.json")
+    return (f"{run_folder.first_move_final(folder)}{run_folder.resume_command(folder, stored)} scores the run again "
+            f"from its checkpoint and rewrites final.json")
 
 
 def read_metrics(path):

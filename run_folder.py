@@ -728,6 +728,12 @@ def real_mismatch(real, folder, final):
     return None
 
 
+def first_move_final(folder):
+    """What to do before the command that rewrites a damaged final.json: move out a folder standing
+    in its place, which --resume refuses ("" where final.json is not a folder)."""
+    return f"move the folder final.json out of {folder}, then " if (Path(folder) / "final.json").is_dir() else ""
+
+
 def resume_command(out, config):
     """The command that continues (or, finished, scores again and rewrites final.json) the run
     `config` in `out`: run.py train --resume with its settings away from the defaults."""

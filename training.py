@@ -821,9 +821,8 @@ def unfinished_warning(run_dir, scored):
     if (run_dir / "final.json").exists():
         if run_folder.intact_final(run_dir) is not None:
             return None
-        first = f"move the folder final.json out of {run_dir}, then " if (run_dir / "final.json").is_dir() else ""
         return (f"warning: {run_dir / 'final.json'} is damaged, so whether these are the finished run's weights is "
-                f"unknown: its checkpoint holds step {scored['generation']}; {first}"
+                f"unknown: its checkpoint holds step {scored['generation']}; {run_folder.first_move_final(run_dir)}"
                 f"{run_folder.resume_command(run_dir, run_folder.read_config(run_dir))} scores it again and "
                 f"rewrites final.json")
     running = run_folder.holder(run_dir)
