@@ -20,7 +20,7 @@ same numbers and take the same steps (tests/test_nano_eggroll.py holds them to i
 a generation's factors from the forward pass to the step, where eggroll.py draws them again.
 
 `OPENBLAS_NUM_THREADS=1 python nano_eggroll.py` trains 300 generations of 256 members on the 162
-training recordings of nmnist-sample/ in about 20–40 CPU seconds and scores its 100 test recordings: 68 % or
+training recordings of nmnist-sample/ in about 17–40 CPU seconds and scores its 100 test recordings: 68 % or
 70 % at seed 1, 57–70 % over seeds 1–3 (results/reproductions/nano-and-lesson-times.md).
 """
 import sys
