@@ -215,26 +215,23 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
 
 
 def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's sixth code block, after the plain loop: its assertions hold, and what the page
-    says of the project's code beside it is so: eggroll's factors are (P, r, m) and (P, r, n), A_p
-    transposed, so that the block's 𝐀 is their reshape, and materialise of them is A_p B_p^T / sqrt(r)."""
+    """derivation.md's sixth code block, after the plain loop: its assertions hold, and its arrays are
+    the layout eggroll's functions take and give: lowrank_factors' shapes, (P, r, m) and (P, r, n),
+    and materialise of them is A_p B_p^T / sqrt(r) with A_p = A[p].T."""
     import eggroll
     page = (ROOT / "docs" / "derivation.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     scope = {}
     exec(blocks[0], scope)
     exec(blocks[5], scope)
-    A, B = scope["A"], scope["B"]                                    # the page's layout: A[p] is A_p, (P, m, r)
-    code_A, code_B = A.transpose(0, 2, 1), B.transpose(0, 2, 1)      # the code's: A[p] is A_p^T, (P, r, m)
-    P, m, r = A.shape
-    assert np.array_equal(code_A.reshape(P * r, m), scope["bold_A"])
-    assert np.array_equal(code_B.reshape(P * r, -1), scope["bold_B"])
-    E = eggroll.materialise(code_A, code_B)
-    for p in range(2):
-        assert np.allclose(E[p], A[p] @ B[p].T / np.sqrt(r))
-    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(2), "W1", (3, 5), 2)
-    assert drawn_A.shape == (2, 2, 3) and drawn_B.shape == (2, 2, 5)
-    assert "an array of shape (P, r, m) whose [p] is A_pᵀ" in page
+    A, B = scope["A"], scope["B"]
+    P, r, m = A.shape
+    E = eggroll.materialise(A, B)
+    for p in range(P):
+        assert np.allclose(E[p], A[p].T @ B[p] / np.sqrt(r))
+    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, B.shape[2]), r)
+    assert drawn_A.shape == A.shape and drawn_B.shape == B.shape
+    assert np.array_equal(scope["bold_A"], A.reshape(P * r, m))
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs():
