@@ -141,15 +141,18 @@ def test_the_readme_quotes_its_bench_record():
         assert line in text, line
 
 
-def test_the_plain_loop_of_the_derivation_runs_and_climbs_where_the_page_says():
+def test_the_plain_loop_of_the_derivation_runs_and_climbs_where_the_page_says(capsys):
     """derivation.md's first code block: the plain ES loop closes ||W - W*||^2 at least 1,000-fold in
-    its 300 generations, to the value the page quotes."""
+    its 300 generations, to the value the page quotes and the line it prints below the block."""
     page = (ROOT / "docs" / "derivation.md").read_text()
     scope = {}
     exec(re.findall(r"```python\n(.*?)```", page, re.S)[0], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 1000
     assert f"the plain loop above ends at\n‖W − W*‖² = {distance:.2g}, " in page
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"plain ES: ||W - W*||^2 = {distance:.2g} after 300 generations"]
+    assert f"```\n\n    {printed[0]}\n" in page
 
 
 def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys):
@@ -199,7 +202,7 @@ def test_the_derivations_blocks_run_in_page_order_print_what_the_page_shows(caps
     for block in re.findall(r"```python\n(.*?)```", page, re.S):
         exec(block, scope)
         printed += capsys.readouterr().out.splitlines()
-    assert len(printed) == 7 and all(f"    {line}\n" in page for line in printed), printed
+    assert len(printed) == 9 and all(f"    {line}\n" in page for line in printed), printed
 
 
 def test_the_derivations_worked_centred_ranks_are_eggrolls():
@@ -234,7 +237,7 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
     assert np.array_equal(scope["bold_A"], A.reshape(P * r, m))
 
 
-def test_the_derivations_whole_generation_is_the_methods_and_climbs():
+def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
     """derivation.md's second code block, run after the plain loop as a reader would: its centred ranks
     are eggroll.centred_ranks' (no ties on this F), its f the project's pair differences of them, its
     step Eq. (7)'s, the sum of f_p E_p formed; 300 generations of it with Adam close ||W - W*||^2 at
@@ -244,10 +247,14 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs():
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     scope = {}
     exec(blocks[0], scope)
+    capsys.readouterr()
     exec(blocks[1], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 100
     assert f"rank-1 noise together) at {distance:.2g};" in page
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"the whole method: ||W - W*||^2 = {distance:.2g} after 300 generations"]
+    assert f"```\n\n    {printed[0]}\n" in page
     fitness, c, f = scope["fitness"], scope["c"], scope["f"]
     assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
     # the page's members are (2, P), nano_eggroll.py's order; eggroll.py interleaves them, pair by pair
