@@ -392,8 +392,8 @@ def draw(numbers):
     from matplotlib.figure import Figure  # here, not with the modules above: a refused command answers without it
     figure = Figure(figsize=(16, 8.4), layout="constrained")
     figure.suptitle(f"Rank-1 noise, full-rank steps: {toy.pairs} pairs of rank-1 perturbations of the 8 × 6 toy "
-                    f"give a step of rank {numbers['rank']},\non average close to the true gradient (cosine "
-                    f"{numbers['cosine']['rank 1']:.3f} over {draws} draws); Adam on it closes ‖W − W*‖² "
+                    f"give a step of rank {numbers['rank']},\nwhose mean over {draws} draws lies close to the true "
+                    f"gradient (cosine {numbers['cosine']['rank 1']:.3f}); Adam on it closes ‖W − W*‖² "
                     f"{numbers['fall']['EGGROLL r = 1']:.0f}-fold in {generations} generations")
     top, bottom = figure.subfigures(2, 1, height_ratios=[1, 1.15])
     heat = top.subplots(1, 4)
