@@ -156,7 +156,7 @@ def test_the_plain_loop_of_the_derivation_runs_and_climbs_where_the_page_says(ca
 
 
 def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys):
-    """derivation.md's fourth code block: it prints the lines the page shows;
+    """derivation.md's third code block: it prints the lines the page shows;
     raw differences in units 30 times as large end far out, centred ranks end where they do in the
     first units; its centred ranks are eggroll.centred_ranks' (no ties on this F)."""
     import eggroll
@@ -165,7 +165,7 @@ def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[3], scope)
+    exec(blocks[2], scope)
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and all(f"    {line}\n" in page for line in printed), printed
     distance = [float(line.rsplit("= ", 1)[1]) for line in printed]
@@ -175,7 +175,7 @@ def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys
 
 
 def test_the_derivations_staircase_prints_what_the_page_shows_and_matches_the_toy(capsys):
-    """derivation.md's third code block, run after the plain loop: it prints the lines the page
+    """derivation.md's second code block, run after the plain loop: it prints the lines the page
     shows, its J' and estimates are toy_eggroll's (the figure's), and each estimate lies within three
     of the page's standard errors of J'."""
     import toy_eggroll
@@ -184,7 +184,7 @@ def test_the_derivations_staircase_prints_what_the_page_shows_and_matches_the_to
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[2], scope)
+    exec(blocks[1], scope)
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 and all(f"    {line}\n" in page for line in printed), printed
     for line, sigma, error in zip(printed, (0.1, 0.6), (0.027, 0.041)):
@@ -218,7 +218,7 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
 
 
 def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's sixth code block, after the plain loop: its assertions hold, and its arrays are
+    """derivation.md's fifth code block, after the plain loop: its assertions hold, and its arrays are
     the layout eggroll's functions take and give: lowrank_factors' shapes, (P, r, m) and (P, r, n),
     and materialise of them is A_p B_p^T / sqrt(r) with A_p = A[p].T."""
     import eggroll
@@ -226,7 +226,7 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[5], scope)
+    exec(blocks[4], scope)
     A, B = scope["A"], scope["B"]
     P, r, m = A.shape
     E = eggroll.materialise(A, B)
@@ -238,7 +238,8 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
-    """derivation.md's second code block, run after the plain loop as a reader would: its centred ranks
+    """derivation.md's last code block, run after the plain loop as a reader would (the blocks between
+    leave the plain loop's rng as it is, so the page's numbers are the same run in page order): its centred ranks
     are eggroll.centred_ranks' (no ties on this F), its f the project's pair differences of them, its
     step Eq. (7)'s, the sum of f_p E_p formed; 300 generations of it with Adam close ||W - W*||^2 at
     least 100-fold, to the value the page quotes."""
@@ -248,7 +249,7 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[1], scope)
+    exec(blocks[5], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 100
     assert f"rank-1 noise together) at {distance:.2g};" in page
