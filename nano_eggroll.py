@@ -103,10 +103,11 @@ def fitness(counts, labels, n_frames, logit_scale):
 # EGGROLL
 
 def draw_noise(params, generation, settings):
-    """Eq. (5) for every pair: W -> (A, B) of shapes (P, r, m) and (P, r, n), the rows of A[p] being
-    the columns of Eq. (5)'s A_p (m × r); b -> delta (P, m). Float32, from the same streams and in the same
-    layout as eggroll.lowrank_factors: one row of r (m + n) normals per pair, A's part first.
-    E_p = A[p].T @ B[p] / sqrt(r) is never formed here (eggroll.materialise forms it, for tests and for
+    """Eq. (5) for every pair: W -> (At, Bt) of shapes (P, r, m) and (P, r, n), stored transposed: At[p]
+    is A_pᵀ, its rows the columns of Eq. (5)'s A_p (m × r); b -> delta (P, m). Float32, from the same
+    streams and in the same layout as eggroll.lowrank_factors (its A and B): one row of r (m + n)
+    normals per pair, At's part first.
+    E_p = At[p].T @ Bt[p] / sqrt(r) is never formed here (eggroll.materialise forms it, for tests and for
     members asked for whole)."""
     pairs, r = np.arange(settings.population // 2), settings.rank
     perturbations = {}
@@ -131,7 +132,7 @@ def population_forward(params, perturbations, x, settings):
 
         layer 1, its products shared by every member:
           x (T, N, 2312) --@ W1ᵀ, + b1--------------------------------------------> base (T, N, 64)
-          x (T, N, 2312) --@ [B_1 ... B_P]--> xB (T, N, P r) --split by pair--> (T, P, N, r)
+          x (T, N, 2312) --@ [B_1 ... B_P]--> xB (T, N, P r) --split by pair--> xB_by_pair (T, P, N, r)
                          --@ A_pᵀ (r, 64) of its pair, × sigma/sqrt(r), + sigma delta_p--> pair_term (T, P, N, 64)
         then each side, sign = +1 (the members theta + sigma E_p) and -1 (theta - sigma E_p):
           base + sign pair_term --LIF--> hidden (T, P, N, 64), each member's own spikes
@@ -143,38 +144,38 @@ def population_forward(params, perturbations, x, settings):
 
         for p in range(P):
             for side, sign in enumerate((1, -1)):
-                member = {W: params[W] + sign * sigma * A_W[p].T @ B_W[p] / sqrt(r) for W in ("W1", "W2")}
+                member = {W: params[W] + sign * sigma * At_W[p].T @ Bt_W[p] / sqrt(r) for W in ("W1", "W2")}
                 member |= {b: params[b] + sign * sigma * delta_b[p] for b in ("b1", "b2")}
                 counts[side, p] = forward(member, x, settings)                      # (N, 10)
     """
     # the noise in the frames' type (float32 or 64): the factors of W1 and W2, the noise of b1 and b2
-    A_W1, B_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
-    A_W2, B_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
+    At_W1, Bt_W1 = (factor.astype(x.dtype) for factor in perturbations["W1"])   # (P, r, 64), (P, r, 2312)
+    At_W2, Bt_W2 = (factor.astype(x.dtype) for factor in perturbations["W2"])   # (P, r, 10), (P, r, 64)
     delta_b1, delta_b2 = perturbations["b1"].astype(x.dtype), perturbations["b2"].astype(x.dtype)  # (P, 64), (P, 10)
     n_frames, batch, n_in = x.shape                                             # T frames, N samples, 2312
-    P, r, _ = A_W1.shape
+    P, r, _ = At_W1.shape
     sigma_over_root_r = settings.sigma / math.sqrt(r)
     # Layer 1: every member sees the same frames, so x W1ᵀ + b1 is computed once, and x B_p for every
-    # pair is ONE product, x [B_1 ... B_P]. A_W1[p] is A_pᵀ (r × m) and B_W1[p] is B_pᵀ (r × n).
+    # pair is ONE product, x [B_1 ... B_P]. At_W1[p] is A_pᵀ (r × m) and Bt_W1[p] is B_pᵀ (r × n).
     base = x @ params["W1"].T + params["b1"]                                    # (T, N, 64)
-    xB = x @ B_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
-    xB = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): split by pair, pairs before samples
+    xB = x @ Bt_W1.reshape(P * r, n_in).T  # (T, N, P r): x [B_1 ... B_P]; pair p's r columns: x B_p
+    xB_by_pair = xB.reshape(n_frames, batch, P, r).transpose(0, 2, 1, 3)  # (T, P, N, r): pairs before samples
     # (T, P, N, r) @ (P, r, 64): matmul multiplies the last two axes and broadcasts the leading ones,
-    # so for each frame t and pair p it takes xB[t, p] (N, r) @ A_W1[p] (r, 64): pair p's rows x B_p
+    # so for each frame t and pair p it takes xB_by_pair[t, p] (N, r) @ At_W1[p] (r, 64): pair p's rows x B_p
     # meet its own A_pᵀ alone.
     # As einsums, with the letters of docs/symbols.md (T frames, P pairs, N samples, r the
-    # rank, n a layer's inputs, m its neurons): xB = einsum("TNn,Prn->TPNr", x, B_W1), then
-    # einsum("TPNr,Prm->TPNm", xB, A_W1)
-    pair_term = (sigma_over_root_r * xB) @ A_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
+    # rank, n a layer's inputs, m its neurons): xB_by_pair = einsum("TNn,Prn->TPNr", x, Bt_W1), then
+    # einsum("TPNr,Prm->TPNm", xB_by_pair, At_W1)
+    pair_term = (sigma_over_root_r * xB_by_pair) @ At_W1 + settings.sigma * delta_b1[:, None, :]  # (T, P, N, 64)
 
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
         # every array here has the axes (T, P, N, units): frame, pair, sample, neuron
         hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
         # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
-        # (T, P, N, 64) @ (P, 64, r) pairs pair p's member with B_p, then @ A_W2 (P, r, 10): as einsums,
-        # einsum("TPNn,Prn->TPNr", hidden, B_W2), then einsum("TPNr,Prm->TPNm", hidden_B, A_W2)
-        hidden_B = hidden @ B_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
-        member_term = (sigma_over_root_r * hidden_B) @ A_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
+        # (T, P, N, 64) @ (P, 64, r) pairs pair p's member with B_p, then @ At_W2 (P, r, 10): as einsums,
+        # einsum("TPNn,Prn->TPNr", hidden, Bt_W2), then einsum("TPNr,Prm->TPNm", hidden_B, At_W2)
+        hidden_B = hidden @ Bt_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
+        member_term = (sigma_over_root_r * hidden_B) @ At_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
         output = hidden @ params["W2"].T + params["b2"] + sign * member_term                      # (T, P, N, 10)
         return lif(output, settings.beta, settings.threshold).sum(0)
     return np.stack([side(1), side(-1)])  # each side's counts (P, N, 10): (2, P, N, 10)
@@ -194,17 +195,17 @@ def gradient(f, perturbations, sigma):
     """The step g, Eqs. (7)-(8), from the pair differences f (P,); named after the gradient it stands in
     for (with Gaussian noise and raw differences, ∇J: docs/derivation.md, sections 1-3):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(𝐟) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
-    pair's factors stacked, A.reshape(P r, m) and B.reshape(P r, n); 𝐟: each f_p r times);
+    pair's factors stacked, At.reshape(P r, m) and Bt.reshape(P r, n); 𝐟: each f_p r times);
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
     grads = {}
     for name, drawn in perturbations.items():
         if name.startswith("W"):
-            A, B = drawn
-            P, r, m = A.shape
-            # A (P, r, m) holds A[p] = A_pᵀ, so A.reshape(P r, m) is Eq. (7)'s 𝐀: pair p's r rows are the
+            At, Bt = drawn
+            P, r, m = At.shape
+            # At (P, r, m) holds At[p] = A_pᵀ, so At.reshape(P r, m) is Eq. (7)'s 𝐀: pair p's r rows are the
             # columns of A_p, and f (P,) broadcast as (P, 1, 1) repeats each f_p over its r rows.
-            weighted = (f[:, None, None] * A).reshape(P * r, m)              # diag(𝐟) 𝐀, (P r, m)
-            grads[name] = weighted.T @ B.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
+            weighted = (f[:, None, None] * At).reshape(P * r, m)             # diag(𝐟) 𝐀, (P r, m)
+            grads[name] = weighted.T @ Bt.reshape(P * r, -1) / (2 * P * sigma * math.sqrt(r))  # (m, P r) @ (P r, n)
         else:
             grads[name] = f @ drawn / (2 * len(f) * sigma)
     return grads

@@ -227,7 +227,7 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
     scope = {}
     exec(blocks[0], scope)
     exec(blocks[4], scope)
-    A, B = scope["A"], scope["B"]
+    A, B = scope["At"], scope["Bt"]
     P, r, m = A.shape
     E = eggroll.materialise(A, B)
     for p in range(P):
