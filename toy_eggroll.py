@@ -13,7 +13,7 @@ the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient,
 formed here (eggroll.materialise) because the members are scored as matrices; the spiking network
 never forms it.
 
-`OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (about 15 CPU
+`OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (25-30 CPU
 seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png
 (`--out FILE.png` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
 docs/derivation.md). The figure's sha256 joins the toy's record of the figures it drew in its
@@ -97,18 +97,22 @@ def step(theta, target, toy, generation, ranked=True):
     return g, {"noise": perturbation, "members": members, "shaped": shaped}
 
 
-def train(toy, generations=300):
-    """Adam up the centred-rank step from W = 0: the final W, and ||W - W*||^2 before each
-    generation and after the last."""
+def train(toy, generations=300, keep2=0.999):
+    """Adam up the centred-rank step from W = 0, mean_square kept at keep2 (Eq. (9)'s 0.999): the
+    final W, ||W - W*||^2 before each generation and after the last, and after each update the root
+    mean square over W's entries of Adam's divisor √mean_square (bias-corrected)."""
     target, theta = optimum(toy.seed), np.zeros(SHAPE)
-    params, state, adam = {STREAM: theta}, optim.init({STREAM: theta}), optim.Adam(lr=toy.lr)
-    distances = []
+    params, state = {STREAM: theta}, optim.init({STREAM: theta})
+    adam = optim.Adam(toy.lr, 0.0, 0.9, keep2)  # weight decay 0; momentum kept at 0.9
+    distances, divisors, mean_square = [], [], np.zeros(SHAPE)  # mean_square: Adam's, followed beside it
     for generation in range(generations):
         distances.append(float(((params[STREAM] - target) ** 2).sum()))
         g, _ = step(params[STREAM], target, toy, generation)
         params, state = optim.ascend(params, {STREAM: g}, state, adam)
+        mean_square = keep2 * mean_square + (1 - keep2) * g ** 2
+        divisors.append(math.sqrt((mean_square / (1 - keep2 ** (generation + 1))).mean()))
     distances.append(float(((params[STREAM] - target) ** 2).sum()))
-    return params[STREAM], np.array(distances)
+    return params[STREAM], np.array(distances), np.array(divisors)
 
 
 def mean_step(theta, target, toy, draws, ranked=True):
@@ -289,19 +293,41 @@ def quartic_check(toy=Toy(), sigma=0.5, pairs=1000, draws=200):
     return lines
 
 
-def seeds_check(seeds=range(1, 11), generations=300):
-    """The line of docs/derivation-further.md on rank 1's lead: each seed's fall of ||W - W*||^2 with
-    rank-1 and with full-rank noise, the same settings otherwise."""
-    falls = []
+def seeds_check(seeds=range(1, 11), generations=300, long=2000):
+    """The lines of docs/derivation-further.md on rank 1's lead: each seed's fall of ||W - W*||^2 in
+    `generations` with rank-1 and with full-rank noise, the same settings otherwise; then, the same
+    runs carried on to `long`, where each settles: its mean distance from generation 1000 on."""
+    falls, settled = [], []
     for seed in seeds:
-        distances = [train(replace(Toy(), seed=seed, rank=rank), generations)[1] for rank in (1, None)]
-        falls.append([run[0] / run[-1] for run in distances])
+        distances = [train(replace(Toy(), seed=seed, rank=rank), long)[1] for rank in (1, None)]
+        falls.append([run[0] / run[generations] for run in distances])
+        settled.append([run[1000:].mean() for run in distances])
     ahead = sum(lowrank > full for lowrank, full in falls)
     ratios = [lowrank / full for lowrank, full in falls]
+    full_lower = sum(full < lowrank for lowrank, full in settled)
     return [f"seeds {seeds[0]}-{seeds[-1]}, {generations} generations: ||W - W*||^2 falls "
             f"{min(fold[0] for fold in falls):.0f}- to {max(fold[0] for fold in falls):.0f}-fold with rank-1 noise, "
-            f"{min(fold[1] for fold in falls):.0f}- to {max(fold[1] for fold in falls):.0f}-fold with full-rank noise; rank 1 "
-            f"ends closer on {ahead} of {len(falls)} seeds, by {min(ratios):.1f}x to {max(ratios):.1f}x"]
+            f"{min(fold[1] for fold in falls):.0f}- to {max(fold[1] for fold in falls):.0f}-fold with full-rank noise; "
+            f"rank 1 ends closer on {ahead} of {len(falls)} seeds, by {min(ratios):.1f}x to {max(ratios):.1f}x",
+            f"the same runs carried on to {long} generations: from generation 1000 on ||W - W*||^2 averages "
+            f"{np.median([level[0] for level in settled]):.3f} with rank-1 noise, "
+            f"{np.median([level[1] for level in settled]):.3f} with full-rank noise (medians over the seeds); "
+            f"full rank settles closer on {full_lower} of {len(settled)} seeds"]
+
+
+def floor_check(toy=Toy(), long=2000):
+    """The lines of docs/derivation-further.md on why a run bottoms out and rises: one long run at the
+    figure's settings, Adam's divisor √mean_square along it, and the same run with mean_square kept
+    at 0.99 (a memory of about 100 generations, not 1,000) and with half the learning rate."""
+    _, distances, divisors = train(toy, long)
+    _, short_memory, _ = train(toy, long, keep2=0.99)
+    _, half_lr, _ = train(replace(toy, lr=toy.lr / 2), long)
+    return [f"rank 1, lr {toy.lr}: ||W - W*||^2 {distances[150]:.3f} at generation 150, {distances[300]:.3f} at 300, "
+            f"{distances[1000:].mean():.3f} on average from 1000 to {long}; Adam's divisor sqrt(mean_square), "
+            f"root mean square over entries, {divisors[9]:.2f} at 10, {divisors[299]:.2f} at 300, "
+            f"{divisors[-1]:.2f} at {long}",
+            f"mean_square kept at 0.99 (for 0.999): {short_memory[300]:.3f} at 300, {short_memory[1000:].mean():.3f} "
+            f"from 1000 on; lr {toy.lr / 2}: {half_lr[1000:].mean():.3f} from 1000 on"]
 
 
 # What the figure of docs/derivation.md shows and the lines printed beside it, from the functions above.
@@ -480,7 +506,7 @@ def main(argv=None):
     saved = f"the figure is in {args.out}"
     DRAWN.append(args.out)
     exits.say("\n".join(figure_lines(numbers)), saved)
-    for check in (checks, across_check, seeds_check, quartic_check):  # each printed once measured
+    for check in (checks, across_check, seeds_check, floor_check, quartic_check):  # each printed once measured
         exits.say("\n".join(check()), saved)
     exits.say(f"figure: {args.out}", saved)
 
