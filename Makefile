@@ -39,7 +39,8 @@ lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
 # The toy of docs/derivation.md (25-30 CPU seconds, at one BLAS thread): EGGROLL on an 8 x 6 quadratic, its
-# figure redrawn in place (known for the toy's by its sha256 in docs/.toy-figures.sha256).
+# figures redrawn in place, derivation.png and derivation-staircase.png (known for the toy's by their sha256 in
+# docs/.toy-figures.sha256).
 derivation: install
 	$(ONE_THREAD) $(PY) toy_eggroll.py --out docs/derivation.png
 

@@ -14,12 +14,13 @@ formed here (eggroll.materialise) because the members are scored as matrices; th
 never forms it.
 
 `OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (25-30 CPU
-seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png
-(`--out FILE.png` elsewhere; `make derivation` redraws docs/derivation.png, the figure of
-docs/derivation.md). The figure's sha256 joins the toy's record of the figures it drew in its
-folder, .toy-figures.sha256 (figure_record.py): a file at --out that the record does not hold, a
-PNG too or a figure of the report or the lesson, is not the toy's, and is refused before any work,
-never replaced.
+seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png,
+the staircase's beside it in toy_eggroll-staircase.png (`--out FILE.png` elsewhere, the staircase
+in FILE-staircase.png; `make derivation` redraws docs/derivation.png and
+docs/derivation-staircase.png, the figures of docs/derivation.md). Each figure's sha256 joins the
+toy's record of the figures it drew in its folder, .toy-figures.sha256 (figure_record.py): a file
+there that the record does not hold, a PNG too or a figure of the report or the lesson, is not the
+toy's, and is refused before any work, never replaced.
 """
 import sys
 
@@ -40,7 +41,7 @@ except KeyboardInterrupt:
 
 SHAPE = (8, 6)   # m × n
 STREAM = "W1"    # the Philox stream (noise.PARAM_IDS) the toy's noise is drawn from
-DRAWN = []       # the figure main() has written, once it has: what a Ctrl-C after it leaves
+DRAWN = []       # the figures main() has written, once it has: what a Ctrl-C after them leaves
 
 
 @dataclass(frozen=True)
@@ -411,7 +412,7 @@ def figure_lines(numbers):
 
 def draw(numbers):
     """The figure of figure_numbers' `numbers`: one generation at W = 0, the mean of many steps there,
-    training with each kind of noise, and the staircase."""
+    and training with each kind of noise (the staircase has a figure of its own: draw_staircase_figure)."""
     toy, generations, draws = numbers["toy"], numbers["generations"], numbers["draws"]
     gradient, lowrank_g, population, full_population = (numbers[name] for name in ("G", "g", "population",
                                                                                      "full population"))
@@ -437,8 +438,7 @@ def draw(numbers):
         ax.set_title(title, fontsize=10)
         ax.set(xticks=[], yticks=[])
         top.colorbar(image, ax=ax, shrink=0.8)
-    staircase_ax, plane_ax, curve_ax = bottom.subplots(1, 3)
-    draw_staircase(staircase_ax, numbers["staircase"])
+    plane_ax, curve_ax = bottom.subplots(1, 2)
     draw_plane(plane_ax, bottom, numbers)
     for label, distances in numbers["runs"].items():
         curve_ax.plot(distances, label=label)
@@ -476,6 +476,19 @@ def draw_plane(ax, subfigure, numbers):
     ax.legend(fontsize=7, loc="upper left")
 
 
+def draw_staircase_figure(numbers):
+    """The staircase's figure, drawn beside the toy's: F, its smoothings J and ES's slopes."""
+    from matplotlib.figure import Figure
+    figure = Figure(figsize=(7, 4.6), layout="constrained")
+    draw_staircase(figure.subplots(), numbers["staircase"])
+    return figure
+
+
+def staircase_path(out):
+    """Where the staircase's figure goes: beside the toy's figure `out`, its name's stem + -staircase."""
+    return out.with_name(f"{out.stem}-staircase{out.suffix}")
+
+
 def draw_staircase(ax, stairs):
     """The staircase, its smoothings and ES's slope estimates at theta0 (staircase_view's)."""
     theta, theta0 = stairs["theta"], stairs["theta0"]
@@ -493,28 +506,34 @@ def main(argv=None):
     parser = exits.Parser(prog="toy_eggroll.py",
                           description="EGGROLL on an 8 x 6 quadratic toy: trains, prints, draws the figure.")
     parser.add_argument("--out", type=exits.figure_file, default="toy_eggroll.png",
-                        help="the figure's .png file (default: toy_eggroll.png); its sha256 joins the toy's "
-                             "record .toy-figures.sha256 beside it, and a file there that the record does not hold "
+                        help="the figure's .png file (default: toy_eggroll.png), the staircase's drawn beside it "
+                             "(toy_eggroll-staircase.png); their sha256 join the toy's "
+                             "record .toy-figures.sha256 beside them, and a file there that the record does not hold "
                              "(one the toy did not draw, a PNG too, or a figure of the report or the lesson) is "
                              "never overwritten")
     args = parser.parse_args(argv)
-    figure_record.refuse_unrecorded(args.out, "the toy", "give another --out", figure_record.TOY_RECORD)
+    outs = [args.out, staircase_path(args.out)]
+    for out in outs:
+        figure_record.refuse_unrecorded(out, "the toy", "give another --out", figure_record.TOY_RECORD)
     numbers = figure_numbers()
-    # the figure first: if the lines cannot be printed, it is there
-    with figure_record.writing(args.out, figure_record.TOY_RECORD) as temporary:
-        draw(numbers).savefig(temporary, format="png", dpi=72)
-    saved = f"the figure is in {args.out}"
-    DRAWN.append(args.out)
+    # the figures first: if the lines cannot be printed, they are there
+    for out, drawing in zip(outs, (draw, draw_staircase_figure)):
+        with figure_record.writing(out, figure_record.TOY_RECORD) as temporary:
+            drawing(numbers).savefig(temporary, format="png", dpi=72)
+        DRAWN.append(out)
+    saved = f"the figures are in {outs[0]} and {outs[1]}"
     exits.say("\n".join(figure_lines(numbers)), saved)
     for check in (checks, across_check, seeds_check, floor_check, quartic_check):  # each printed once measured
         exits.say("\n".join(check()), saved)
-    exits.say(f"figure: {args.out}", saved)
+    exits.say(f"figures: {outs[0]}, {outs[1]}", saved)
 
 
 def after_interruption():
-    """What a Ctrl-C leaves: nothing, or the figure with the checks cut short."""
+    """What a Ctrl-C leaves: nothing, the toy's figure alone, or both figures with the checks cut short."""
+    if len(DRAWN) == 2:
+        return f"the figures are in {DRAWN[0]} and {DRAWN[1]}, the checks after them cut short; run it again for them"
     if DRAWN:
-        return f"the figure is in {DRAWN[-1]}, the checks after it cut short; run it again for them"
+        return f"the figure is in {DRAWN[0]}, the staircase's and the checks not drawn; run it again for them"
     return "nothing was written; run it again"
 
 

@@ -119,7 +119,8 @@ def sha256(path):
 def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path):
     """The toy replaces a figure it drew before (one whose sha256 the record beside it, .toy-figures.sha256,
     holds), and the record then holds the new one's; a user's file at --out, a PNG too, is refused
-    in one line before any work and left as it is, as is a record that is not one."""
+    in one line before any work and left as it is, as is a record that is not one; the staircase's
+    figure, drawn beside it (its name's stem + -staircase), is held alike."""
     drawn_before = (ROOT / "docs" / "lesson" / "1_lowrank_scale.png").read_bytes()  # another figure
     (tmp_path / "toy.png").write_bytes(drawn_before)
     (tmp_path / RECORD).write_text(f"{sha256(tmp_path / 'toy.png')}  toy.png\n{'0' * 64}  other.png\n")
@@ -131,11 +132,15 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
         assert f"\n    {line}\n" in pages, line
     drawn = (tmp_path / "toy.png").read_bytes()
     assert drawn.startswith(b"\x89PNG\r\n\x1a\n") and drawn != drawn_before
-    record = f"{'0' * 64}  other.png\n{sha256(tmp_path / 'toy.png')}  toy.png\n"
-    assert (tmp_path / RECORD).read_text() == record
+    assert (tmp_path / "toy-staircase.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    record = sorted(f"{digest}  {name}\n" for digest, name in (
+        ("0" * 64, "other.png"), (sha256(tmp_path / "toy.png"), "toy.png"),
+        (sha256(tmp_path / "toy-staircase.png"), "toy-staircase.png")))
+    assert sorted((tmp_path / RECORD).read_text().splitlines(keepends=True)) == record
     (tmp_path / "notes.png").write_text("mine")
     (tmp_path / "photo.png").write_bytes(drawn_before)  # a PNG the toy did not draw there
     (tmp_path / "lesson.png").write_bytes(drawn_before)  # a figure the lesson or the report drew, in their record
+    (tmp_path / "mine-staircase.png").write_text("mine")  # where --out mine.png would draw the staircase
     (tmp_path / ".figures.sha256").write_text(f"{sha256(tmp_path / 'lesson.png')}  lesson.png\n")
     refused = "is a file this command did not write (not a figure the toy drew: its .toy-figures.sha256 does not " \
               "hold it): it is left as it is; give another --out"
@@ -144,16 +149,19 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
                               (["--out", ""], "expected the path of a .png file to draw the figure in, got ''"),
                               (["--out", "photo.png"], f"photo.png {refused}"),
                               (["--out", "lesson.png"], f"lesson.png {refused}"),
-                              (["--out", "notes.png"], f"notes.png {refused}")):
+                              (["--out", "notes.png"], f"notes.png {refused}"),
+                              (["--out", "mine.png"], f"mine-staircase.png {refused}")):
         result = run_toy(*options, cwd=tmp_path)
         assert result.returncode == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, \
             result.stderr
         assert fragment in result.stderr and "Traceback" not in result.stderr and result.stdout == ""
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".figures.sha256", ".matplotlib", RECORD,
-                                                                "lesson.png", "notes.png", "photo.png", "toy.png"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".figures.sha256", ".matplotlib", RECORD, "lesson.png",
+                                                                "mine-staircase.png", "notes.png", "photo.png",
+                                                                "toy-staircase.png", "toy.png"]
     assert (tmp_path / "lesson.png").read_bytes() == drawn_before
     assert (tmp_path / "notes.png").read_text() == "mine" and (tmp_path / "photo.png").read_bytes() == drawn_before
-    assert (tmp_path / "toy.png").read_bytes() == drawn and (tmp_path / RECORD).read_text() == record
+    assert (tmp_path / "toy.png").read_bytes() == drawn and (tmp_path / "mine-staircase.png").read_text() == "mine"
+    assert sorted((tmp_path / RECORD).read_text().splitlines(keepends=True)) == record
     (tmp_path / RECORD).write_text("mine\n")
     result = run_toy("--out", "new.png", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == (
@@ -163,9 +171,11 @@ def test_its_command_draws_the_figure_and_says_user_errors_in_one_line(tmp_path)
 
 
 def test_the_committed_figure_is_the_toys_own_in_its_record():
-    """`make derivation` redraws docs/derivation.png: docs/.toy-figures.sha256 holds it, so it is replaced,
-    not refused as a user's."""
-    assert (ROOT / "docs" / RECORD).read_text() == f"{sha256(ROOT / 'docs' / 'derivation.png')}  derivation.png\n"
+    """`make derivation` redraws docs/derivation.png and docs/derivation-staircase.png:
+    docs/.toy-figures.sha256 holds both, so they are replaced, not refused as a user's."""
+    figures = sorted(f"{sha256(ROOT / 'docs' / name)}  {name}\n"
+                     for name in ("derivation.png", "derivation-staircase.png"))
+    assert sorted((ROOT / "docs" / RECORD).read_text().splitlines(keepends=True)) == figures
 
 
 @pytest.mark.parametrize("out", ["x.txt", "notes.md", "figure.png.bak", "figure"])
@@ -196,7 +206,7 @@ def test_a_ctrl_c_says_what_it_leaves_written(tmp_path, monkeypatch, capsys):
     figure is there, whole, and the line says so rather than "nothing was written"."""
     monkeypatch.setattr(toy_module, "DRAWN", [])
 
-    def interrupted():
+    def interrupted(*_):
         raise KeyboardInterrupt
     monkeypatch.setattr(toy_module, "figure_numbers", interrupted)
     assert exits.handled(lambda: toy_module.main(["--out", str(tmp_path / "early.png")]),
@@ -208,9 +218,18 @@ def test_a_ctrl_c_says_what_it_leaves_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(toy_module, "checks", interrupted)
     out = tmp_path / "toy.png"
     assert exits.handled(lambda: toy_module.main(["--out", str(out)]), toy_module.after_interruption) == 130
-    assert capsys.readouterr().err.splitlines()[-1] == (f"error: interrupted; the figure is in {out}, the checks "
-                                                        f"after it cut short; run it again for them")
-    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    stairs = tmp_path / "toy-staircase.png"
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: interrupted; the figures are in {out} and {stairs}, "
+                                                        f"the checks after them cut short; run it again for them")
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and stairs.read_bytes().startswith(b"\x89PNG")
+    monkeypatch.undo()
+    monkeypatch.setattr(toy_module, "DRAWN", [])
+    monkeypatch.setattr(toy_module, "draw_staircase_figure", interrupted)
+    later = tmp_path / "later.png"
+    assert exits.handled(lambda: toy_module.main(["--out", str(later)]), toy_module.after_interruption) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: interrupted; the figure is in {later}, the "
+                                                        f"staircase's and the checks not drawn; run it again for them")
+    assert later.exists() and not (tmp_path / "later-staircase.png").exists()
 
 
 @pytest.mark.parametrize("theta, sigma", [(1.2, 0.1), (1.2, 0.6), (-0.4, 0.3), (2.2, 1.0)])
