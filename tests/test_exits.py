@@ -76,7 +76,7 @@ def test_a_lost_result_is_exit_status_2(tmp_path, dataset):
 
 
 @pytest.mark.parametrize("command, where", [
-    (["toy_eggroll.py", "--out", "{tmp}/toy.png"], "the figure is in {tmp}/toy.png"),
+    (["toy_eggroll.py", "--out", "{tmp}/toy.png"], "the figures are in {tmp}/toy.png and {tmp}/toy-staircase.png"),
     (["run.py", "bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1"], "run it again with --json FILE"),
     (["run.py", "bench", "--pairs", "4", "--methods", "eggroll-r1", "--repeats", "1", "--json", "{tmp}/b.json"],
      "the figures are in {tmp}/b.json"),
