@@ -238,11 +238,11 @@ def one_generation(params, state, x, labels, generation, settings):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
     parameters, Adam's new state and the fitness of every member (2, P). The shapes, and with this
     file's settings (T = 10 frames, N = 64 samples, P = 128 pairs, r = 1; 2312 inputs, 64 hidden and
-    10 output neurons): W1's factors A (P, r, 64) = (128, 1, 64) and B (P, r, 2312), W2's (P, r, 10)
+    10 output neurons): W1's factors At (P, r, 64) = (128, 1, 64) and Bt (P, r, 2312), W2's (P, r, 10)
     and (P, r, 64), b1's and b2's noise (P, 64) and (P, 10); counts (2, P, N, 10) = (2, 128, 64, 10);
     fitness and centred ranks (2, P); f (P,); g and the new parameters shaped like the parameters,
     W1 (64, 2312), b1 (64,), W2 (10, 64), b2 (10,)."""
-    perturbations = draw_noise(params, generation, settings)  # (5): W -> A (P, r, m), B (P, r, n); b -> (P, m)
+    perturbations = draw_noise(params, generation, settings)  # (5): W -> At (P, r, m), Bt (P, r, n); b -> (P, m)
     counts = population_forward(params, perturbations, x, settings)                 # (6): (2, P, N, 10)
     fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4): (2, P); T = x.shape[0]
     centred = centred_ranks(fit)                                                    # all 2P members: (2, P)

@@ -202,7 +202,7 @@ def test_the_derivations_blocks_run_in_page_order_print_what_the_page_shows(caps
     for block in re.findall(r"```python\n(.*?)```", page, re.S):
         exec(block, scope)
         printed += capsys.readouterr().out.splitlines()
-    assert len(printed) == 9 and all(f"    {line}\n" in page for line in printed), printed
+    assert len(printed) == 17 and all(f"    {line}\n" in page for line in printed), printed
 
 
 def test_the_derivations_worked_centred_ranks_are_eggrolls():

@@ -153,7 +153,7 @@ def test_a_short_training_run_on_the_real_sample_learns(sample):
 
 def test_no_two_members_score_alike_on_a_minibatch_of_recordings(sample, monkeypatch):
     """The network's fitness is a staircase in the weights, yet on a minibatch no two of nano's 256
-    members tie (derivation.md, section 1): the mean cross-entropy of 64 recordings changes with any
+    members tie (derivation.md, the aside on ties): the mean cross-entropy of 64 recordings changes with any
     one output count. Its first 10 generations at seed 1, every member's fitness distinct."""
     scored, one_generation = [], nano.one_generation
 
