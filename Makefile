@@ -38,7 +38,7 @@ test: install
 lesson: install
 	$(ONE_THREAD) $(PY) lesson.py --out docs/lesson --page docs/lesson.md --data-root nmnist-sample
 
-# The toy of docs/derivation.md (25-30 CPU seconds, at one BLAS thread): EGGROLL on an 8 x 6 quadratic, its
+# The toy of docs/derivation.md (about 30 CPU seconds, at one BLAS thread): EGGROLL on an 8 x 6 quadratic, its
 # figures redrawn in place, derivation.png and derivation-staircase.png (known for the toy's by their sha256 in
 # docs/.toy-figures.sha256).
 derivation: install

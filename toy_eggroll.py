@@ -13,7 +13,7 @@ the noise is full rank (baselines.full_rank_noise, baselines.full_rank_gradient,
 formed here (eggroll.materialise) because the members are scored as matrices; the spiking network
 never forms it.
 
-`OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (25-30 CPU
+`OPENBLAS_NUM_THREADS=1 python toy_eggroll.py` trains with both kinds of noise (about 30 CPU
 seconds at one BLAS thread), prints how far each got and draws the figure into toy_eggroll.png,
 the staircase's beside it in toy_eggroll-staircase.png (`--out FILE.png` elsewhere, the staircase
 in FILE-staircase.png; `make derivation` redraws docs/derivation.png and
