@@ -156,16 +156,17 @@ def test_the_plain_loop_of_the_derivation_runs_and_climbs_where_the_page_says(ca
 
 
 def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys):
-    """derivation.md's third code block: it prints the lines the page shows;
+    """derivation-further.md's code block, run after derivation.md's plain loop: it prints the lines
+    the page shows;
     raw differences in units 30 times as large end far out, centred ranks end where they do in the
     first units; its centred ranks are eggroll.centred_ranks' (no ties on this F)."""
     import eggroll
-    page = (ROOT / "docs" / "derivation.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    page = (ROOT / "docs" / "derivation-further.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "derivation.md").read_text(), re.S)
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[2], scope)
+    exec(re.findall(r"```python\n(.*?)```", page, re.S)[0], scope)
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and all(f"    {line}\n" in page for line in printed), printed
     distance = [float(line.rsplit("= ", 1)[1]) for line in printed]
@@ -202,7 +203,7 @@ def test_the_derivations_blocks_run_in_page_order_print_what_the_page_shows(caps
     for block in re.findall(r"```python\n(.*?)```", page, re.S):
         exec(block, scope)
         printed += capsys.readouterr().out.splitlines()
-    assert len(printed) == 17 and all(f"    {line}\n" in page for line in printed), printed
+    assert len(printed) == 13 and all(f"    {line}\n" in page for line in printed), printed
 
 
 def test_the_derivations_worked_centred_ranks_are_eggrolls():
@@ -217,24 +218,25 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
     assert "f_2 = −1/6 − 1/6 = −1/3" in page
 
 
-def test_the_derivations_layout_of_the_factors_is_eggrolls():
-    """derivation.md's fifth code block, after the plain loop: its assertions hold, and its arrays are
-    the layout eggroll's functions take and give: lowrank_factors' shapes, (P, r, m) and (P, r, n),
-    and materialise of them is A_p B_p^T / sqrt(r) with A_p = A[p].T."""
+def test_the_derivations_layout_of_the_factors_is_eggrolls_transposed():
+    """derivation.md's fourth code block, after the plain loop: its assertions hold, and its arrays are
+    the transposes of the layout eggroll's functions take and give: lowrank_factors' (P, r, m) and
+    (P, r, n), whose materialise is the page's A_p B_p^T / sqrt(r), and whose reshape to (P r, m) is
+    the page's stacked 𝐀."""
     import eggroll
     page = (ROOT / "docs" / "derivation.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     scope = {}
     exec(blocks[0], scope)
-    exec(blocks[4], scope)
-    A, B = scope["At"], scope["Bt"]
-    P, r, m = A.shape
-    E = eggroll.materialise(A, B)
+    exec(blocks[3], scope)
+    A, B = scope["A"], scope["B"]
+    P, m, r = A.shape
+    E = eggroll.materialise(A.transpose(0, 2, 1), B.transpose(0, 2, 1))
     for p in range(P):
-        assert np.allclose(E[p], A[p].T @ B[p] / np.sqrt(r))
-    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, B.shape[2]), r)
-    assert drawn_A.shape == A.shape and drawn_B.shape == B.shape
-    assert np.array_equal(scope["bold_A"], A.reshape(P * r, m))
+        assert np.allclose(E[p], A[p] @ B[p].T / np.sqrt(r))
+    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, B.shape[1]), r)
+    assert drawn_A.shape == (P, r, m) and drawn_B.shape == (P, r, B.shape[1])
+    assert np.array_equal(scope["bold_A"], A.transpose(0, 2, 1).reshape(P * r, m))
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
@@ -249,7 +251,7 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
     scope = {}
     exec(blocks[0], scope)
     capsys.readouterr()
-    exec(blocks[5], scope)
+    exec(blocks[4], scope)
     distance = ((scope["W"] - scope["W_star"]) ** 2).sum()
     assert distance < (scope["W_star"] ** 2).sum() / 100
     assert f"rank-1 noise together) at {distance:.2g};" in page
