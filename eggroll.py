@@ -64,7 +64,7 @@ PAIRS_PER_BLOCK = 64  # pairs per product of the population: one shape for every
 
 def lowrank_factors(seed, generation, pairs, name, shape, rank, xp=numpy):
     """A_p and B_p of Eq. (5), E_p = A_p B_pᵀ / sqrt(r), for weight `name` of shape (m, n): arrays
-    (P, r, m) and (P, r, n), entries 𝒩(0, 1)."""
+    (P, r, m) and (P, r, n), stored transposed (A[p] = A_pᵀ), entries 𝒩(0, 1)."""
     m, n = shape
     normals = noise.normals(seed, generation, pairs, name, rank * (m + n), xp)
     A = normals[:, :rank * m].reshape(-1, rank, m)

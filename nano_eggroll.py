@@ -193,7 +193,7 @@ def centred_ranks(values):
 
 def gradient(f, perturbations, sigma):
     """The step g, Eqs. (7)-(8), from the pair differences f (P,); named after the gradient it stands in
-    for (with Gaussian noise and raw differences, ∇J: docs/derivation.md, sections 1-3):
+    for (with Gaussian noise and raw differences, ∇J: docs/derivation.md, sections 1-2):
     g_W = sum_p f_p E_p / (2 P sigma) = (diag(𝐟) 𝐀)ᵀ 𝐁 / (2 P sigma sqrt(r)), one product (𝐀, 𝐁: every
     pair's factors stacked, At.reshape(P r, m) and Bt.reshape(P r, n); 𝐟: each f_p r times);
     g_b = sum_p f_p delta_p / (2 P sigma). In float32, the noise's and f's type, as eggroll.py."""
