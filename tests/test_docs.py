@@ -218,25 +218,24 @@ def test_the_derivations_worked_centred_ranks_are_eggrolls():
     assert "f_2 = −1/6 − 1/6 = −1/3" in page
 
 
-def test_the_derivations_layout_of_the_factors_is_eggrolls_transposed():
+def test_the_derivations_layout_of_the_factors_is_eggrolls():
     """derivation.md's fourth code block, after the plain loop: its assertions hold, and its arrays are
-    the transposes of the layout eggroll's functions take and give: lowrank_factors' (P, r, m) and
-    (P, r, n), whose materialise is the page's A_p B_p^T / sqrt(r), and whose reshape to (P r, m) is
-    the page's stacked 𝐀."""
+    the layout eggroll's functions take and give: lowrank_factors' shapes, (P, r, m) and (P, r, n),
+    and materialise of them is A_p B_p^T / sqrt(r) with A_p = At[p].T."""
     import eggroll
     page = (ROOT / "docs" / "derivation.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
     scope = {}
     exec(blocks[0], scope)
     exec(blocks[3], scope)
-    A, B = scope["A"], scope["B"]
-    P, m, r = A.shape
-    E = eggroll.materialise(A.transpose(0, 2, 1), B.transpose(0, 2, 1))
+    At, Bt = scope["At"], scope["Bt"]
+    P, r, m = At.shape
+    E = eggroll.materialise(At, Bt)
     for p in range(P):
-        assert np.allclose(E[p], A[p] @ B[p].T / np.sqrt(r))
-    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, B.shape[1]), r)
-    assert drawn_A.shape == (P, r, m) and drawn_B.shape == (P, r, B.shape[1])
-    assert np.array_equal(scope["bold_A"], A.transpose(0, 2, 1).reshape(P * r, m))
+        assert np.allclose(E[p], At[p].T @ Bt[p] / np.sqrt(r))
+    drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, Bt.shape[2]), r)
+    assert drawn_A.shape == At.shape and drawn_B.shape == Bt.shape
+    assert np.array_equal(scope["bold_A"], At.reshape(P * r, m))
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
