@@ -328,7 +328,7 @@ def floor_check(toy=Toy(), long=2000):
             f"root mean square over entries, {divisors[9]:.2f} at 10, {divisors[299]:.2f} at 300, "
             f"{divisors[-1]:.2f} at {long}",
             f"mean_square kept at 0.99 (for 0.999): {short_memory[300]:.3f} at 300, {short_memory[1000:].mean():.3f} "
-            f"from 1000 on; lr {toy.lr / 2}: {half_lr[1000:].mean():.3f} from 1000 on"]
+            f"from 1000 on; lr {toy.lr / 2}: {half_lr[1000:].mean():.4f} from 1000 on"]
 
 
 # What the figure of docs/derivation.md shows and the lines printed beside it, from the functions above.
