@@ -533,7 +533,8 @@ def after_interruption():
     if len(DRAWN) == 2:
         return f"the figures are in {DRAWN[0]} and {DRAWN[1]}, the checks after them cut short; run it again for them"
     if DRAWN:
-        return f"the figure is in {DRAWN[0]}, the staircase's and the checks not drawn; run it again for them"
+        return (f"the figure is in {DRAWN[0]}, the staircase's figure not drawn and the checks not made; run it "
+                f"again for them")
     return "nothing was written; run it again"
 
 

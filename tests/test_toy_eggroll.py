@@ -228,7 +228,8 @@ def test_a_ctrl_c_says_what_it_leaves_written(tmp_path, monkeypatch, capsys):
     later = tmp_path / "later.png"
     assert exits.handled(lambda: toy_module.main(["--out", str(later)]), toy_module.after_interruption) == 130
     assert capsys.readouterr().err.splitlines()[-1] == (f"error: interrupted; the figure is in {later}, the "
-                                                        f"staircase's and the checks not drawn; run it again for them")
+                                                        f"staircase's figure not drawn and the checks not made; "
+                                                        f"run it again for them")
     assert later.exists() and not (tmp_path / "later-staircase.png").exists()
 
 
