@@ -172,7 +172,7 @@ def test_the_derivations_units_show_raw_differences_diverge_and_ranks_not(capsys
     distance = [float(line.rsplit("= ", 1)[1]) for line in printed]
     assert distance[1] > 1e6 * distance[0] and distance[2] == distance[3]
     x = np.random.default_rng(0).normal(size=16)
-    assert np.allclose(scope["centred_ranks"](x), eggroll.centred_ranks(x))
+    assert np.allclose(scope["argsort_centred_ranks"](x), eggroll.centred_ranks(x))
 
 
 def test_the_derivations_staircase_prints_what_the_page_shows_and_matches_the_toy(capsys):
@@ -257,10 +257,10 @@ def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed == [f"the whole method: ||W - W*||^2 = {distance:.2g} after 300 generations"]
     assert f"```\n\n    {printed[0]}\n" in page
-    fitness, c, f = scope["fitness"], scope["c"], scope["f"]
-    assert np.allclose(c.ravel(), eggroll.centred_ranks(fitness.ravel()), atol=1e-12)
+    fit, c, f = scope["fit"], scope["c"], scope["f"]
+    assert np.allclose(c.ravel(), eggroll.centred_ranks(fit.ravel()), atol=1e-12)
     # the page's members are (2, P), nano_eggroll.py's order; eggroll.py interleaves them, pair by pair
-    assert np.allclose(f, eggroll.pair_differences(eggroll.centred_ranks(fitness.T.ravel())), atol=1e-6)
+    assert np.allclose(f, eggroll.pair_differences(eggroll.centred_ranks(fit.T.ravel())), atol=1e-6)
     formed = (f[:, None, None] * scope["E"]).sum(axis=0) / (2 * scope["P"] * scope["sigma"])
     assert abs(scope["g"] - formed).max() < 1e-9
 
