@@ -128,17 +128,8 @@ def population_forward(params, perturbations, x, settings):
     2p + 1 its -). A bias's noise sigma delta_p joins the same per-pair term, so the two members
     of a pair differ only in its sign.
 
-    The shapes (T frames, N samples, P pairs, r the rank; 2312 inputs, 64 hidden and 10 output neurons):
-
-        layer 1, its products shared by every member:
-          x (T, N, 2312) --@ W1ᵀ, + b1--------------------------------------------> base (T, N, 64)
-          x (T, N, 2312) --@ [B_1 ... B_P]--> xB (T, N, P r) --split by pair--> xB_by_pair (T, P, N, r)
-                         --@ A_pᵀ (r, 64) of its pair, × sigma/sqrt(r), + sigma delta_p--> pair_term (T, P, N, 64)
-        then each side, sign = +1 (the members theta + sigma E_p) and -1 (theta - sigma E_p):
-          base + sign pair_term --LIF--> hidden (T, P, N, 64), each member's own spikes
-          hidden --@ W2ᵀ, + b2, + sign (sigma/sqrt(r) (hidden B_p) A_pᵀ + sigma delta_p)--> (T, P, N, 10)
-                 --LIF, summed over T--> counts (P, N, 10)
-        both sides stacked: (2, P, N, 10)
+    Every array's shape is in docs/derivation.md's table of one generation, in letters and in numbers;
+    the comments below give each line's.
 
     The same counts, the slow way, each E_p formed (tests/test_nano_eggroll.py checks that the two agree):
 
@@ -236,12 +227,8 @@ def adam_init(params):
 
 def one_generation(params, state, x, labels, generation, settings):
     """One EGGROLL generation on the minibatch x (T, N, n_in), labels (N,). Returns the new
-    parameters, Adam's new state and the fitness of every member (2, P). The shapes, and with this
-    file's settings (T = 10 frames, N = 64 samples, P = 128 pairs, r = 1; 2312 inputs, 64 hidden and
-    10 output neurons): W1's factors At (P, r, 64) = (128, 1, 64) and Bt (P, r, 2312), W2's (P, r, 10)
-    and (P, r, 64), b1's and b2's noise (P, 64) and (P, 10); counts (2, P, N, 10) = (2, 128, 64, 10);
-    fitness and centred ranks (2, P); f (P,); g and the new parameters shaped like the parameters,
-    W1 (64, 2312), b1 (64,), W2 (10, 64), b2 (10,)."""
+    parameters, Adam's new state and the fitness of every member (2, P). Each line's shapes are at its
+    end; with this file's settings, in numbers, in docs/derivation.md's table of one generation."""
     perturbations = draw_noise(params, generation, settings)  # (5): W -> At (P, r, m), Bt (P, r, n); b -> (P, m)
     counts = population_forward(params, perturbations, x, settings)                 # (6): (2, P, N, 10)
     fit = fitness(counts, labels, x.shape[0], settings.logit_scale)                # (3)-(4): (2, P); T = x.shape[0]
