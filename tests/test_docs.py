@@ -328,3 +328,33 @@ def test_every_name_in_the_equation_table_is_one_the_code_has():
             assert hasattr(importlib.import_module(name[0]), name[1]), f"{row[0]}: {'.'.join(name)}"
         for name in re.findall(r"`([a-z_]+)`", row[3]):
             assert callable(getattr(nano, name, None)), f"{row[0]}: nano_eggroll.{name}"
+
+
+def test_the_derivations_network_table_gives_nano_eggrolls_shapes(monkeypatch):
+    """derivation.md's table of one generation on the network: every shape it gives in numbers is the
+    shape of that array when nano_eggroll.py's functions run at the table's sizes (T = 10, N = 64,
+    P = 128, r = 1; LIF's inputs are the pair and member terms' sums, its outputs the spikes)."""
+    import nano_eggroll as nano
+    page = (ROOT / "docs" / "derivation.md").read_text()
+    table = page.split("| array | what it holds | shape |", 1)[1].split("\n\n", 1)[0]
+    given = {}
+    for row in re.findall(r"^\| (.+?) \| .* \| (.+?) \|$", table, flags=re.M):
+        names = re.findall(r"`(\w+)`", row[0]) or [row[0]]
+        shapes = [tuple(int(n) for n in found.split(",") if n.strip())
+                  for found in re.findall(r"= \(([\d, ]+)\)", row[1])]
+        given.update(zip(names, shapes * len(names) if len(shapes) == 1 else shapes))
+    settings = nano.Settings()
+    params = nano.init_params(1)
+    x = (np.random.default_rng(0).random((10, 64, 2312)) < 0.1).astype(np.float32)
+    perturbations = nano.draw_noise(params, 0, settings)
+    lif_inputs, real_lif = [], nano.lif
+    monkeypatch.setattr(nano, "lif", lambda currents, *rest: lif_inputs.append(currents.shape) or real_lif(currents, *rest))
+    counts = nano.population_forward(params, perturbations, x, settings)
+    fit = nano.fitness(counts, np.arange(64) % 10, 10, settings.logit_scale)
+    P = settings.population // 2
+    measured = {"x": x.shape, "At_W1": perturbations["W1"][0].shape, "Bt_W1": perturbations["W1"][1].shape,
+                "base": (x @ params["W1"].T + params["b1"]).shape, "xB": (10, 64, P * settings.rank),
+                "xB_by_pair": (10, P, 64, settings.rank), "pair_term": lif_inputs[0], "hidden": lif_inputs[0],
+                "hidden_B": (10, P, 64, settings.rank), "member_term": lif_inputs[1], "output": lif_inputs[1],
+                "counts": counts.shape, "fit": fit.shape, "centred": nano.centred_ranks(fit).shape, "f": (P,)}
+    assert {name: shape for name, shape in given.items() if name in measured} == measured
