@@ -122,7 +122,7 @@ def draw_noise(params, generation, settings):
     return perturbations
 
 
-def population_forward(params, perturbations, x, settings):
+def population_forward(params, perturbations, x, settings, arrays=None):
     """Output spike counts (2, P, N, 10) of every member on frames x (T, N, n_in) by Eq. (6),
     x (W +- sigma E_p)ᵀ = x Wᵀ +- sigma/sqrt(r) (x B_p) A_pᵀ. [0, p] is theta + sigma E_p and
     [1, p] is theta - sigma E_p (eggroll.py interleaves them instead: member 2p is pair p's +,
@@ -130,7 +130,8 @@ def population_forward(params, perturbations, x, settings):
     of a pair differ only in its sign.
 
     Every array's shape is in docs/derivation.md's table of one generation, in letters and in numbers;
-    the comments below give each line's.
+    the comments below give each line's. `arrays`, a dict if given, receives the arrays by name (each
+    side's for the + side), for a reader to look at, as the derivation's trace does.
 
     The same counts, the slow way, each E_p formed (tests/test_nano_eggroll.py checks that the two agree):
 
@@ -169,7 +170,11 @@ def population_forward(params, perturbations, x, settings):
         hidden_B = hidden @ Bt_W2.transpose(0, 2, 1)                                         # (T, P, N, r)
         member_term = (sigma_over_root_r * hidden_B) @ At_W2 + settings.sigma * delta_b2[:, None, :]  # (T, P, N, 10)
         output = hidden @ params["W2"].T + params["b2"] + sign * member_term                      # (T, P, N, 10)
+        if arrays is not None and sign == 1:
+            arrays.update(hidden=hidden, hidden_B=hidden_B, member_term=member_term, output=output)
         return lif(output, settings.beta, settings.threshold).sum(0)
+    if arrays is not None:
+        arrays.update(base=base, xB=xB, xB_by_pair=xB_by_pair, pair_term=pair_term)
     return np.stack([side(1), side(-1)])  # each side's counts (P, N, 10): (2, P, N, 10)
 
 
