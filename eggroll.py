@@ -164,8 +164,8 @@ class Population:
         return 2 * len(self.pairs)
 
     def factors(self, name):
-        """A_p, B_p (pairs, r, m), (pairs, r, n) of weight `name` (Eq. 5), or delta_p (pairs, m) of a 1-D
-        parameter."""
+        """Eq. (5)'s factors of weight `name`, stored transposed as lowrank_factors gives them: A (pairs,
+        r, m) with A[p] = A_pᵀ and B (pairs, r, n) with B[p] = B_pᵀ; or delta_p (pairs, m) of a 1-D parameter."""
         check_known(self.params, name)
         # every product and member goes through here: sigma checked again, as the dict may have been
         # changed by hand since ask (a negative one would swap the members)
@@ -179,7 +179,7 @@ class Population:
         return noise.normals(self.seed, self.generation, pairs, name, value.shape[0], xp)
 
     def rows(self, weight, bias, dtype):
-        """[sigma/sqrt(r) A_pᵀ ; sigma delta_p] (pairs, r + 1, m) and B_p (pairs, r, n), in `dtype`: a
+        """[sigma/sqrt(r) A_pᵀ ; sigma delta_p] (pairs, r + 1, m) and B (pairs, r, n), B[p] = B_pᵀ, in `dtype`: a
         bias is a weight on a constant input 1, so its noise rides in the pair's product as one more column,
             x (W + sigma E_p)ᵀ + b + sigma delta_p = x Wᵀ + b + [x B_p, 1] rows_p."""
         check_layer(self.params, weight, bias)
