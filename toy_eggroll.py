@@ -262,7 +262,7 @@ def norm_quartic(members):
 
 def quartic_means(theta, sigma, rank):
     """The exact mean raw-difference steps, Gaussian noise (the smoothed gradient) and E = A Bᵀ/sqrt(r)
-    (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation-further.md, section 3):
+    (rank None: Gaussian), of both quartics, from E's fourth moments (docs/derivation-further.md, section 2):
       entry quartic: -(W^3 + sigma^2 𝔼[E_ij^4] W), 𝔼[E_ij^4] = 3 + 6/r (3 for Gaussian noise);
       norm quartic:  -(|W|^2 + sigma^2 (mn + 2 + 2(m + n + 1)/r)) W, of which 6/r is the same
                      fourth moment of an entry and 2(m + n - 2)/r the entries sharing its row or
