@@ -164,7 +164,8 @@ def population_forward(params, perturbations, x, settings, arrays=None):
     def side(sign):  # every pair's + member (theta + sigma E_p), or every pair's - member, as sign says
         # every array here has the axes (T, P, N, units): frame, pair, sample, neuron
         hidden = lif(base[:, None] + sign * pair_term, settings.beta, settings.threshold)  # (T, P, N, 64)
-        # Layer 2: each member has hidden spikes of its own, so its product with B_p is its own:
+        # Layer 2 (its n = 64 inputs are layer 1's m): each member has hidden spikes of its own, so its product
+        # with B_p is its own:
         # (T, P, N, 64) @ (P, 64, r) pairs pair p's member with B_p, then @ At_W2 (P, r, 10): as einsums,
         # einsum("TPNn,Prn->TPNr", hidden, Bt_W2), then einsum("TPNr,Prm->TPNm", hidden_B, At_W2)
         hidden_B = hidden @ Bt_W2.transpose(0, 2, 1)                                         # (T, P, N, r)

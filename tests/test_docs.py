@@ -236,6 +236,13 @@ def test_the_derivations_layout_of_the_factors_is_eggrolls():
     drawn_A, drawn_B = eggroll.lowrank_factors(0, 0, np.arange(P), "W1", (m, Bt.shape[2]), r)
     assert drawn_A.shape == At.shape and drawn_B.shape == Bt.shape
     assert np.array_equal(scope["bold_A"], At.reshape(P * r, m))
+    # the page's two NumPy spellings of Eq. (7) beside the layout, on the block's factors and f
+    prose = " ".join(page.split())
+    einsum = re.search(r"over pairs and columns is then `(.+?)`", prose).group(1)
+    product = re.search(r"and its one product `(.+?)`", prose).group(1)
+    names = {"np": np, "f": scope["f"], "At": At, "Bt": Bt, "P": P, "r": r, "m": m, "n": Bt.shape[2]}
+    summed = sum(scope["f"][p] * At[p].T @ Bt[p] for p in range(P))
+    assert np.allclose(eval(einsum, names), summed) and np.allclose(eval(product, names), summed)
 
 
 def test_the_derivations_whole_generation_is_the_methods_and_climbs(capsys):
@@ -362,12 +369,17 @@ def test_the_derivations_pairs_beat_one_sided_terms_by_what_the_page_says():
     import toy_eggroll
     page = " ".join((ROOT / "docs" / "derivation.md").read_text().split())
     F_stair = lambda theta: -np.round(np.abs(theta))
-    one_sided, paired = [], []
-    for seed in range(500):
-        eps = np.random.default_rng(seed).normal(size=2000)
-        one_sided.append((F_stair(1.2 + 0.1 * eps) * eps).mean() / 0.1)
-        pairs = eps[:1000]
-        paired.append(((F_stair(1.2 + 0.1 * pairs) - F_stair(1.2 - 0.1 * pairs)) * pairs).mean() / 0.2)
-    assert np.std(paired) == toy_eggroll.staircase_spread(1.2, 0.1)
-    assert (f"2,000 one-sided terms F(θ + σε) ε / σ estimate J′ with a standard deviation of {np.std(one_sided):.2f} "
-            f"over 500 seeds; 1,000 pairs, the same 2,000 evaluations, with {np.std(paired):.3f}.") in page
+    spreads = {}
+    for sigma in (0.1, 0.6):
+        one_sided, paired = [], []
+        for seed in range(500):
+            eps = np.random.default_rng(seed).normal(size=2000)
+            one_sided.append((F_stair(1.2 + sigma * eps) * eps).mean() / sigma)
+            pairs = eps[:1000]
+            paired.append(((F_stair(1.2 + sigma * pairs) - F_stair(1.2 - sigma * pairs)) * pairs).mean() / (2 * sigma))
+        assert np.std(paired) == toy_eggroll.staircase_spread(1.2, sigma)
+        spreads[sigma] = np.std(one_sided), np.std(paired)
+    (one_01, paired_01), (one_06, paired_06) = spreads[0.1], spreads[0.6]
+    assert (f"2,000 one-sided terms F(θ + σε) ε / σ estimate J′ with a standard deviation of {one_01:.2f} "
+            f"over 500 seeds; 1,000 pairs, the same 2,000 evaluations, with {paired_01:.3f}.") in page
+    assert f"at σ 0.6 it is {one_06:.3f} against {paired_06:.3f}." in page
