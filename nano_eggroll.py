@@ -47,7 +47,7 @@ class Settings:
     """The sigma, learning rate and readout of the `best` preset (config.py: the longer-training
     recipe of docs/accuracy.md, `make reproduce-best`), the learning rate held constant, with half
     its 512 members (main() also takes minibatches of 64, not its 256). The paper's protocol differs
-    from `best` in lr 0.1 and logit scale 1."""
+    from `best` in lr 0.1, held constant, and logit scale 1."""
     population: int = 256      # 2P, the count of members: P antithetic pairs
     rank: int = 1              # r, the rank of the noise
     sigma: float = 0.2         # the scale of a perturbation
