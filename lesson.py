@@ -88,7 +88,7 @@ def standard_error(samples):
 # variance ‖a_i‖²/r, and two of them have 𝔼[E_ij² E_ij′²] = 𝔼[‖a_i‖⁴]/r² = (r² + 2r)/r² = 1 + 2/r,
 # not 1 (a column likewise, through B_p). This dependence is most of what low rank adds to the
 # estimate's error (claim 3) and to its bias off quadratics (the derivation's second page,
-# section 3). An entry alone changes less. Its fourth moment counts the terms of
+# section 2). An entry alone changes less. Its fourth moment counts the terms of
 # ((A_p)_i1 (B_p)_j1 + … + (A_p)_ir (B_p)_jr)⁴ whose factors pair up: r terms that are one product to the fourth,
 # of mean 3 · 3 = 9, and 3 r (r − 1) terms that are two different products squared, of mean 1, so
 #
